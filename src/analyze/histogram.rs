@@ -1,0 +1,80 @@
+//! Linear-bucket histogram as rtla prints it: fixed bucket size, a number of entries, and
+//! an overflow count for what lies beyond; plus count/min/avg/max of every value.
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Histogram {
+    pub bucket_ns: u64,
+    pub buckets: Vec<u64>,
+    pub overflow: u64,
+    pub count: u64,
+    pub min_ns: Option<u64>,
+    pub max_ns: u64,
+    pub sum_ns: u64,
+}
+
+impl Histogram {
+    pub fn new(bucket_ns: u64, entries: usize) -> Self {
+        assert!(
+            bucket_ns > 0 && entries > 0,
+            "histogram needs a bucket size and entries"
+        );
+        Histogram {
+            bucket_ns,
+            buckets: vec![0; entries],
+            overflow: 0,
+            count: 0,
+            min_ns: None,
+            max_ns: 0,
+            sum_ns: 0,
+        }
+    }
+
+    pub fn add(&mut self, value_ns: u64) {
+        match self.buckets.get_mut((value_ns / self.bucket_ns) as usize) {
+            Some(bucket) => *bucket += 1,
+            None => self.overflow += 1,
+        }
+        self.count += 1;
+        self.min_ns = Some(self.min_ns.map_or(value_ns, |min| min.min(value_ns)));
+        self.max_ns = self.max_ns.max(value_ns);
+        self.sum_ns += value_ns;
+    }
+
+    pub fn avg_ns(&self) -> Option<u64> {
+        (self.count > 0).then(|| self.sum_ns / self.count)
+    }
+
+    /// Lower bound of bucket `index`, in ns.
+    pub fn bucket_start_ns(&self, index: usize) -> u64 {
+        index as u64 * self.bucket_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_overflow_and_stats() {
+        let mut h = Histogram::new(1_000, 4);
+        for v in [0, 999, 1_000, 3_999, 4_000, 10_000] {
+            h.add(v);
+        }
+        assert_eq!(h.buckets, vec![2, 1, 0, 1]);
+        assert_eq!(h.overflow, 2);
+        assert_eq!(h.count, 6);
+        assert_eq!(h.min_ns, Some(0));
+        assert_eq!(h.max_ns, 10_000);
+        assert_eq!(h.avg_ns(), Some((999 + 1_000 + 3_999 + 4_000 + 10_000) / 6));
+        assert_eq!(h.bucket_start_ns(3), 3_000);
+    }
+
+    #[test]
+    fn empty_histogram_has_no_average() {
+        let h = Histogram::new(1_000, 4);
+        assert_eq!(h.avg_ns(), None);
+        assert_eq!(h.min_ns, None);
+    }
+}

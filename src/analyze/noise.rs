@@ -1,0 +1,635 @@
+//! Joins the measurement threads' noise samples with the interference records of the
+//! probe, and sums them up per CPU and per cause.
+//!
+//! The join is exact, not by time: every interference takes the next value of its CPU's
+//! counter when it begins, and a sample carries the counter values read before and after
+//! its gap, so the records inside a sample are those with `seq_before < seq <= seq_after`.
+//! A sample with no interference is hardware noise (seed 002, §5.3).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+use super::histogram::Histogram;
+
+/// Execution context of an interference; the order is the BPF side's `enum noise_class`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoiseClass {
+    Thread,
+    Softirq,
+    Irq,
+    Nmi,
+}
+
+impl NoiseClass {
+    pub const ALL: [NoiseClass; 4] = [
+        NoiseClass::Thread,
+        NoiseClass::Softirq,
+        NoiseClass::Irq,
+        NoiseClass::Nmi,
+    ];
+
+    pub fn from_raw(raw: u16) -> Option<Self> {
+        Self::ALL.get(raw as usize).copied()
+    }
+}
+
+/// Names of `enum irq_source` in noise.h, in its order.
+pub const IRQ_SOURCE_NAMES: [&str; 10] = [
+    "irq",
+    "local_timer",
+    "reschedule",
+    "call_function",
+    "call_function_single",
+    "irq_work",
+    "x86_platform_ipi",
+    "error_apic",
+    "spurious_apic",
+    "thermal_apic",
+];
+
+/// Softirq vectors by number (include/linux/interrupt.h).
+pub const SOFTIRQ_NAMES: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// A task's comm as the kernel stores it: up to 16 bytes, NUL-padded.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Comm(pub [u8; 16]);
+
+impl Comm {
+    pub fn new(name: &str) -> Self {
+        let mut bytes = [0; 16];
+        let len = name.len().min(15);
+        bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
+        Comm(bytes)
+    }
+}
+
+impl fmt::Display for Comm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
+        f.write_str(&String::from_utf8_lossy(&self.0[..len]))
+    }
+}
+
+impl fmt::Debug for Comm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.to_string())
+    }
+}
+
+impl Serialize for Comm {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// One interference seen by the probe, with its interference-free duration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub cpu: u32,
+    pub class: NoiseClass,
+    #[serde(skip)]
+    pub source: u16,
+    pub id: u32,
+    pub comm: Comm,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub seq: u64,
+}
+
+impl Record {
+    pub fn cause(&self) -> Cause {
+        match self.class {
+            NoiseClass::Nmi => Cause::Nmi,
+            NoiseClass::Irq => Cause::Irq {
+                source: self.source,
+                id: self.id,
+            },
+            NoiseClass::Softirq => Cause::Softirq(self.id),
+            NoiseClass::Thread => Cause::Thread {
+                pid: self.id,
+                comm: self.comm,
+            },
+        }
+    }
+}
+
+/// Who a piece of noise is charged to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cause {
+    Hardware,
+    Nmi,
+    Irq { source: u16, id: u32 },
+    Softirq(u32),
+    Thread { pid: u32, comm: Comm },
+}
+
+impl Cause {
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            Cause::Hardware => "hw",
+            Cause::Nmi => "nmi",
+            Cause::Irq { .. } => "irq",
+            Cause::Softirq(_) => "softirq",
+            Cause::Thread { .. } => "thread",
+        }
+    }
+
+    /// How rtla/osnoise users name it: `irq 11 virtio0`, `local_timer:236`, `TIMER`,
+    /// `kworker/1:1:123`.
+    pub fn label(&self, irq_names: &HashMap<u32, String>) -> String {
+        match *self {
+            Cause::Hardware => "hw noise (no interference traced)".into(),
+            Cause::Nmi => "nmi".into(),
+            Cause::Irq { source: 0, id } => {
+                match irq_names.get(&id).filter(|name| !name.is_empty()) {
+                    Some(name) => format!("irq {id} {name}"),
+                    None => format!("irq {id}"),
+                }
+            }
+            Cause::Irq { source, id } => {
+                let name = IRQ_SOURCE_NAMES
+                    .get(source as usize)
+                    .copied()
+                    .unwrap_or("vector");
+                format!("{name}:{id}")
+            }
+            Cause::Softirq(vector) => match SOFTIRQ_NAMES.get(vector as usize) {
+                Some(name) => name.to_string(),
+                None => format!("softirq {vector}"),
+            },
+            Cause::Thread { pid, comm } => format!("{comm}:{pid}"),
+        }
+    }
+}
+
+/// A gap above the threshold between two clock reads of a measurement thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    pub cpu: u32,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// Interference counter read with the clock before and after the gap.
+    pub seq_before: u64,
+    pub seq_after: u64,
+}
+
+impl Sample {
+    pub fn interferences(&self) -> u64 {
+        self.seq_after.wrapping_sub(self.seq_before)
+    }
+}
+
+/// Why a measurement thread stopped the run (-s/-S).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopHit {
+    /// `samples[index]` is longer than the single-sample limit.
+    Single(usize),
+    /// The period's total noise passed the limit; the last sample tipped it.
+    Total,
+}
+
+/// What a measurement thread hands over after each runtime window.
+#[derive(Clone, Debug, Default)]
+pub struct PeriodReport {
+    pub cpu: u32,
+    pub runtime_ns: u64,
+    pub noise_ns: u64,
+    pub max_single_ns: u64,
+    pub samples: Vec<Sample>,
+    /// Samples that did not fit in the preallocated buffer (still counted in noise_ns).
+    pub dropped_samples: u64,
+    /// Counter value at the last clock read: every record up to it has been emitted.
+    pub last_seq: u64,
+    pub stop: Option<StopHit>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CpuSummary {
+    pub cpu: u32,
+    pub periods: u64,
+    pub runtime_ns: u64,
+    pub noise_ns: u64,
+    /// Largest total noise of one period.
+    pub max_noise_ns: u64,
+    pub max_single_ns: u64,
+    pub samples: u64,
+    pub dropped_samples: u64,
+    /// Samples in which no interference happened.
+    pub hw: u64,
+    /// Interferences that began while sampling, per class (from the probe's counters).
+    pub nmi: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub thread: u64,
+    /// Interferences inside samples whose record never arrived (lost, or begun before
+    /// sampling started).
+    pub unexplained: u64,
+}
+
+impl CpuSummary {
+    pub fn cpu_available_percent(&self) -> f64 {
+        if self.runtime_ns == 0 {
+            return 100.0;
+        }
+        100.0 * self.runtime_ns.saturating_sub(self.noise_ns) as f64 / self.runtime_ns as f64
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct CauseStats {
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+}
+
+impl CauseStats {
+    fn add(&mut self, duration_ns: u64) {
+        self.count += 1;
+        self.total_ns += duration_ns;
+        self.max_ns = self.max_ns.max(duration_ns);
+    }
+}
+
+/// The sample that hit a stop condition, what was inside it and what came just before.
+#[derive(Clone, Debug, Serialize)]
+pub struct StopReport {
+    pub reason: String,
+    pub sample: Sample,
+    pub causes: Vec<Record>,
+    pub before: Vec<Record>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct AnalysisConfig {
+    pub bucket_ns: u64,
+    pub entries: usize,
+    /// Records kept per CPU to show what came before a stop sample.
+    pub keep_recent: usize,
+}
+
+#[derive(Clone, Debug)]
+struct CpuNoise {
+    summary: CpuSummary,
+    histogram: Histogram,
+    /// Records not yet joined, by counter value.
+    pending: BTreeMap<u64, Record>,
+    recent: VecDeque<Record>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NoiseAnalysis {
+    config: AnalysisConfig,
+    cpus: BTreeMap<u32, CpuNoise>,
+    causes: HashMap<Cause, CauseStats>,
+    stop: Option<StopReport>,
+}
+
+impl NoiseAnalysis {
+    pub fn new(config: AnalysisConfig, cpus: impl IntoIterator<Item = u32>) -> Self {
+        let cpus = cpus
+            .into_iter()
+            .map(|cpu| {
+                let state = CpuNoise {
+                    summary: CpuSummary {
+                        cpu,
+                        ..Default::default()
+                    },
+                    histogram: Histogram::new(config.bucket_ns, config.entries),
+                    pending: BTreeMap::new(),
+                    recent: VecDeque::with_capacity(config.keep_recent),
+                };
+                (cpu, state)
+            })
+            .collect();
+        NoiseAnalysis {
+            config,
+            cpus,
+            causes: HashMap::new(),
+            stop: None,
+        }
+    }
+
+    /// Takes records in any order; records of CPUs not measured are ignored.
+    pub fn add_records(&mut self, records: impl IntoIterator<Item = Record>) {
+        for record in records {
+            if let Some(cpu) = self.cpus.get_mut(&record.cpu) {
+                cpu.pending.insert(record.seq, record);
+            }
+        }
+    }
+
+    /// Sets the per-class interference counts of a CPU, indexed by `NoiseClass`.
+    pub fn set_entries(&mut self, cpu: u32, entries: [u64; 4]) {
+        if let Some(state) = self.cpus.get_mut(&cpu) {
+            let s = &mut state.summary;
+            [s.thread, s.softirq, s.irq, s.nmi] = entries;
+        }
+    }
+
+    /// Joins a runtime window's samples. Every record the samples refer to must have been
+    /// added before (the probe emits a record before its CPU's counter can be read past
+    /// it, so draining the records after receiving the report is enough).
+    pub fn add_period(&mut self, report: &PeriodReport) {
+        let Some(cpu) = self.cpus.get_mut(&report.cpu) else {
+            return;
+        };
+        let s = &mut cpu.summary;
+        s.periods += 1;
+        s.runtime_ns += report.runtime_ns;
+        s.noise_ns += report.noise_ns;
+        s.max_noise_ns = s.max_noise_ns.max(report.noise_ns);
+        s.max_single_ns = s.max_single_ns.max(report.max_single_ns);
+        s.samples += report.samples.len() as u64;
+        s.dropped_samples += report.dropped_samples;
+
+        for (index, sample) in report.samples.iter().enumerate() {
+            cpu.histogram.add(sample.duration_ns);
+            let causes: Vec<Record> = if sample.seq_after > sample.seq_before {
+                cpu.pending
+                    .range(sample.seq_before + 1..=sample.seq_after)
+                    .map(|(_, r)| *r)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if sample.interferences() == 0 {
+                cpu.summary.hw += 1;
+                self.causes
+                    .entry(Cause::Hardware)
+                    .or_default()
+                    .add(sample.duration_ns);
+            }
+            cpu.summary.unexplained += sample.interferences().saturating_sub(causes.len() as u64);
+            for record in &causes {
+                self.causes
+                    .entry(record.cause())
+                    .or_default()
+                    .add(record.duration_ns);
+            }
+            let hit = match report.stop {
+                Some(StopHit::Single(i)) => i == index,
+                Some(StopHit::Total) => index + 1 == report.samples.len(),
+                None => false,
+            };
+            if hit && self.stop.is_none() {
+                let before = recent_before(cpu, sample.seq_before, self.config.keep_recent);
+                let reason = match report.stop {
+                    Some(StopHit::Single(_)) => "single noise sample above the -s limit",
+                    _ => "total noise in a period above the -S limit",
+                };
+                self.stop = Some(StopReport {
+                    reason: reason.into(),
+                    sample: *sample,
+                    causes,
+                    before,
+                });
+            }
+        }
+        retire(cpu, report.last_seq, self.config.keep_recent);
+    }
+
+    pub fn summaries(&self) -> impl Iterator<Item = &CpuSummary> {
+        self.cpus.values().map(|cpu| &cpu.summary)
+    }
+
+    pub fn histograms(&self) -> impl Iterator<Item = (u32, &Histogram)> {
+        self.cpus
+            .iter()
+            .map(|(&cpu, state)| (cpu, &state.histogram))
+    }
+
+    /// Causes ranked by total noise time, largest first.
+    pub fn top_causes(&self) -> Vec<(Cause, CauseStats)> {
+        let mut causes: Vec<_> = self.causes.iter().map(|(c, s)| (*c, *s)).collect();
+        causes.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+        causes
+    }
+
+    pub fn stop_report(&self) -> Option<&StopReport> {
+        self.stop.as_ref()
+    }
+
+    /// Records still waiting for a sample (bounded: retired at every period).
+    pub fn pending_records(&self) -> usize {
+        self.cpus.values().map(|cpu| cpu.pending.len()).sum()
+    }
+}
+
+/// Records up to `last_seq` can no longer fall inside a sample: keep the newest few.
+fn retire(cpu: &mut CpuNoise, last_seq: u64, keep: usize) {
+    let newer = cpu.pending.split_off(&(last_seq + 1));
+    let done = std::mem::replace(&mut cpu.pending, newer);
+    for record in done.into_values() {
+        if cpu.recent.len() == keep {
+            cpu.recent.pop_front();
+        }
+        if keep > 0 {
+            cpu.recent.push_back(record);
+        }
+    }
+}
+
+fn recent_before(cpu: &CpuNoise, seq: u64, keep: usize) -> Vec<Record> {
+    let pending = cpu.pending.range(..=seq).map(|(_, r)| *r);
+    let all: Vec<Record> = cpu.recent.iter().copied().chain(pending).collect();
+    all[all.len().saturating_sub(keep)..].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: AnalysisConfig = AnalysisConfig {
+        bucket_ns: 1_000,
+        entries: 100,
+        keep_recent: 3,
+    };
+
+    fn record(cpu: u32, class: NoiseClass, id: u32, seq: u64, duration_ns: u64) -> Record {
+        let comm = if class == NoiseClass::Thread {
+            Comm::new("spinner")
+        } else {
+            Comm::default()
+        };
+        Record {
+            cpu,
+            class,
+            source: 0,
+            id,
+            comm,
+            start_ns: seq * 1_000,
+            duration_ns,
+            seq,
+        }
+    }
+
+    fn sample(cpu: u32, seq_before: u64, seq_after: u64, duration_ns: u64) -> Sample {
+        Sample {
+            cpu,
+            start_ns: seq_before * 1_000,
+            duration_ns,
+            seq_before,
+            seq_after,
+        }
+    }
+
+    fn period(cpu: u32, samples: Vec<Sample>, last_seq: u64) -> PeriodReport {
+        let noise_ns = samples.iter().map(|s| s.duration_ns).sum();
+        let max_single_ns = samples.iter().map(|s| s.duration_ns).max().unwrap_or(0);
+        PeriodReport {
+            cpu,
+            runtime_ns: 1_000_000,
+            noise_ns,
+            max_single_ns,
+            samples,
+            last_seq,
+            ..Default::default()
+        }
+    }
+
+    fn stats(analysis: &NoiseAnalysis, cause: Cause) -> CauseStats {
+        analysis
+            .top_causes()
+            .into_iter()
+            .find(|(c, _)| *c == cause)
+            .map(|(_, s)| s)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn records_inside_a_sample_are_its_causes() {
+        let mut a = NoiseAnalysis::new(CONFIG, [0]);
+        // seq 1: an IRQ below the threshold (no sample); seq 2-3: a thread and the
+        // timer IRQ inside it, both inside one sample; then a sample with nothing.
+        a.add_records([
+            record(0, NoiseClass::Irq, 11, 1, 800),
+            record(0, NoiseClass::Thread, 42, 2, 50_000),
+            record(0, NoiseClass::Irq, 11, 3, 2_000),
+        ]);
+        a.add_period(&period(
+            0,
+            vec![sample(0, 1, 3, 53_000), sample(0, 3, 3, 7_000)],
+            3,
+        ));
+
+        let summary = a.summaries().next().unwrap();
+        assert_eq!(summary.samples, 2);
+        assert_eq!(summary.hw, 1);
+        assert_eq!(summary.noise_ns, 60_000);
+        assert_eq!(summary.unexplained, 0);
+        let thread = Cause::Thread {
+            pid: 42,
+            comm: Comm::new("spinner"),
+        };
+        assert_eq!(stats(&a, thread).total_ns, 50_000);
+        // the IRQ below the threshold is not a cause of noise
+        assert_eq!(stats(&a, Cause::Irq { source: 0, id: 11 }).count, 1);
+        assert_eq!(stats(&a, Cause::Hardware).total_ns, 7_000);
+        assert_eq!(a.top_causes()[0].0, thread);
+        assert_eq!(a.pending_records(), 0);
+    }
+
+    #[test]
+    fn records_may_arrive_out_of_order_and_early() {
+        let mut a = NoiseAnalysis::new(CONFIG, [0, 1]);
+        // nested contexts end inner first, so records come in reverse seq order; records
+        // of the next period are already there when this one is joined
+        a.add_records([
+            record(1, NoiseClass::Nmi, 0, 7, 1_000),
+            record(1, NoiseClass::Irq, 236, 6, 3_000),
+            record(1, NoiseClass::Softirq, 1, 5, 4_000),
+            record(1, NoiseClass::Softirq, 9, 8, 10_000),
+        ]);
+        a.add_period(&period(1, vec![sample(1, 4, 7, 9_000)], 7));
+        assert_eq!(stats(&a, Cause::Nmi).count, 1);
+        assert_eq!(stats(&a, Cause::Softirq(1)).total_ns, 4_000);
+        assert_eq!(stats(&a, Cause::Softirq(9)).count, 0);
+        assert_eq!(a.pending_records(), 1);
+        a.add_period(&period(1, vec![sample(1, 7, 8, 11_000)], 8));
+        assert_eq!(stats(&a, Cause::Softirq(9)).total_ns, 10_000);
+    }
+
+    #[test]
+    fn missing_records_are_unexplained_not_hardware() {
+        let mut a = NoiseAnalysis::new(CONFIG, [0]);
+        a.add_records([record(0, NoiseClass::Irq, 11, 2, 900)]);
+        a.add_period(&period(0, vec![sample(0, 0, 3, 6_000)], 3));
+        let summary = a.summaries().next().unwrap();
+        assert_eq!(summary.hw, 0);
+        assert_eq!(summary.unexplained, 2);
+    }
+
+    #[test]
+    fn summary_arithmetic_over_periods() {
+        let mut a = NoiseAnalysis::new(CONFIG, [0]);
+        a.add_period(&period(
+            0,
+            vec![sample(0, 0, 0, 10_000), sample(0, 0, 0, 30_000)],
+            0,
+        ));
+        a.add_period(&period(0, vec![sample(0, 0, 0, 25_000)], 0));
+        a.set_entries(0, [4, 3, 2, 1]);
+        let s = a.summaries().next().unwrap();
+        assert_eq!(s.periods, 2);
+        assert_eq!(s.runtime_ns, 2_000_000);
+        assert_eq!(s.noise_ns, 65_000);
+        assert_eq!(s.max_noise_ns, 40_000);
+        assert_eq!(s.max_single_ns, 30_000);
+        assert_eq!((s.thread, s.softirq, s.irq, s.nmi), (4, 3, 2, 1));
+        assert!((s.cpu_available_percent() - 96.75).abs() < 1e-9);
+        let (_, h) = a.histograms().next().unwrap();
+        assert_eq!(
+            (h.buckets[10], h.buckets[25], h.buckets[30], h.count),
+            (1, 1, 1, 3)
+        );
+    }
+
+    #[test]
+    fn stop_report_has_causes_and_what_came_before() {
+        let mut a = NoiseAnalysis::new(CONFIG, [0]);
+        let before: Vec<Record> = (1..=5)
+            .map(|seq| record(0, NoiseClass::Irq, 11, seq, 500))
+            .collect();
+        a.add_records(before);
+        a.add_period(&period(0, vec![], 5));
+        a.add_records([record(0, NoiseClass::Thread, 7, 6, 400_000)]);
+        let mut report = period(0, vec![sample(0, 5, 5, 6_000), sample(0, 5, 6, 401_000)], 6);
+        report.stop = Some(StopHit::Single(1));
+        a.add_period(&report);
+        let stop = a.stop_report().expect("a stop report");
+        assert_eq!(stop.sample.duration_ns, 401_000);
+        assert_eq!(
+            stop.causes.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            vec![6]
+        );
+        assert_eq!(
+            stop.before.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            vec![3, 4, 5]
+        );
+    }
+
+    #[test]
+    fn labels_name_lines_vectors_softirqs_and_threads() {
+        let names = HashMap::from([(11, "virtio0-input.0".to_string())]);
+        assert_eq!(
+            Cause::Irq { source: 0, id: 11 }.label(&names),
+            "irq 11 virtio0-input.0"
+        );
+        assert_eq!(Cause::Irq { source: 0, id: 12 }.label(&names), "irq 12");
+        assert_eq!(
+            Cause::Irq { source: 1, id: 236 }.label(&names),
+            "local_timer:236"
+        );
+        assert_eq!(Cause::Softirq(7).label(&names), "SCHED");
+        let thread = Cause::Thread {
+            pid: 9,
+            comm: Comm::new("kworker/1:1"),
+        };
+        assert_eq!(thread.label(&names), "kworker/1:1:9");
+    }
+}

@@ -1,0 +1,6 @@
+//! Collect: user-space threads that measure (workloads), read the probes and stimulate.
+
+pub mod clock;
+pub mod noise;
+pub mod sched;
+pub mod workload;

@@ -1,0 +1,246 @@
+//! A noise run: loads the probe, starts one measurement thread per CPU, and on the
+//! collector thread (kept on housekeeping CPUs) drains the probe's records on a timer
+//! and joins them with the threads' reports.
+
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use libbpf_rs::RingBufferBuilder;
+
+use super::clock::{Clock, MonotonicClock};
+use super::sched::set_affinity;
+use super::workload::{self, WorkloadConfig};
+use crate::analyze::noise::{AnalysisConfig, NoiseAnalysis, PeriodReport, Record};
+use crate::probe::noise::{NoiseProbe, decode_record};
+use crate::system;
+use crate::units::CpuList;
+
+/// How often the collector drains the ring buffer when nothing wakes it earlier (the
+/// probe wakes it only when the buffer is a quarter full: no wakeup per record).
+const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+const TICK: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug)]
+pub struct NoiseOptions {
+    pub cpus: CpuList,
+    pub duration: Option<Duration>,
+    pub workload: WorkloadConfig,
+    pub housekeeping: Option<CpuList>,
+    pub analysis: AnalysisConfig,
+}
+
+/// What a run leaves besides the analysis: how it went and what irqlens itself cost.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunInfo {
+    pub elapsed_ns: u64,
+    pub clock: &'static str,
+    /// CPUs the collector thread ran on; `None` if it had to share the measured ones.
+    pub collector_cpus: Option<CpuList>,
+    pub programs: usize,
+    pub skipped_tracepoints: Vec<String>,
+    pub records: u64,
+    pub lost_records: u64,
+    /// Ended by Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+}
+
+pub struct NoiseOutcome {
+    pub analysis: NoiseAnalysis,
+    pub info: RunInfo,
+}
+
+/// Runs until the duration ends, a stop condition hits, or `stop` is set (by a signal).
+/// `on_tick` sees the analysis once a second.
+pub fn run(
+    options: &NoiseOptions,
+    stop: &AtomicBool,
+    mut on_tick: impl FnMut(&NoiseAnalysis, Duration),
+) -> Result<NoiseOutcome> {
+    system::check_can_trace()?;
+    let collector_cpus = place_collector(options)?;
+    let _locked = MemoryLock::new();
+
+    let mut storage = MaybeUninit::uninit();
+    let probe = NoiseProbe::load(&mut storage, &options.cpus)?;
+    let mut analysis = NoiseAnalysis::new(options.analysis, options.cpus.iter());
+    let records: RefCell<Vec<Record>> = RefCell::new(Vec::new());
+    let mut ring = RingBufferBuilder::new();
+    ring.add(probe.records_map(), |bytes: &[u8]| {
+        if let Some(record) = decode_record(bytes) {
+            records.borrow_mut().push(record);
+        }
+        0
+    })?;
+    let ring = ring.build()?;
+    let mut record_count = 0u64;
+    let mut take_records = |analysis: &mut NoiseAnalysis| {
+        let batch = std::mem::take(&mut *records.borrow_mut());
+        record_count += batch.len() as u64;
+        analysis.add_records(batch);
+    };
+
+    #[cfg(target_arch = "x86_64")]
+    let tsc = super::clock::TscClock::calibrate();
+    #[cfg(not(target_arch = "x86_64"))]
+    let tsc: Option<MonotonicClock> = None;
+    let clock: &dyn ClockChoice = match &tsc {
+        Some(tsc) => tsc,
+        None => &MonotonicClock,
+    };
+
+    let (report_tx, report_rx) = mpsc::channel::<PeriodReport>();
+    let started = Instant::now();
+    probe.enable();
+    let worker_results = std::thread::scope(|scope| {
+        // whatever ends this scope, a panic included, must end the measurement threads
+        let _stop_workers = StopOnDrop(stop);
+        let workers: Vec<_> = options
+            .cpus
+            .iter()
+            .map(|cpu| {
+                let (counters, tx, config) = (probe.cpu(cpu), report_tx.clone(), &options.workload);
+                std::thread::Builder::new()
+                    .name(format!("irqlens/{cpu}"))
+                    .spawn_scoped(scope, move || {
+                        let result = clock.run_workload(cpu, counters, config, &tx, stop);
+                        if result.is_err() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        result
+                    })
+                    .expect("spawning a measurement thread")
+            })
+            .collect();
+
+        let mut next_tick = started + TICK;
+        let deadline = options.duration.map(|d| started + d);
+        while !stop.load(Ordering::Relaxed) {
+            // an error here only means an interrupted poll: the next round drains
+            let _ = ring.poll(DRAIN_INTERVAL);
+            take_records(&mut analysis);
+            while let Ok(report) = report_rx.try_recv() {
+                let _ = ring.consume();
+                take_records(&mut analysis);
+                analysis.add_period(&report);
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                next_tick += TICK;
+                refresh_entries(&probe, options, &mut analysis);
+                on_tick(&analysis, now - started);
+            }
+            if deadline.is_some_and(|d| now >= d) {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .map_err(|_| anyhow!("a measurement thread panicked"))?
+            })
+            .collect::<Result<Vec<()>>>()
+    });
+    drop(report_tx);
+    for report in report_rx.iter() {
+        let _ = ring.consume();
+        take_records(&mut analysis);
+        analysis.add_period(&report);
+    }
+    refresh_entries(&probe, options, &mut analysis);
+    probe.disable();
+    worker_results?;
+
+    let info = RunInfo {
+        elapsed_ns: started.elapsed().as_nanos() as u64,
+        clock: clock.name(),
+        collector_cpus,
+        programs: probe.programs(),
+        skipped_tracepoints: probe.skipped.clone(),
+        records: record_count,
+        lost_records: probe.lost_records(),
+        interrupted: false,
+    };
+    Ok(NoiseOutcome { analysis, info })
+}
+
+fn refresh_entries(probe: &NoiseProbe<'_>, options: &NoiseOptions, analysis: &mut NoiseAnalysis) {
+    for cpu in options.cpus.iter() {
+        analysis.set_entries(cpu, probe.entries(cpu));
+    }
+}
+
+/// Keeps the collector off the measured CPUs: on -H's CPUs, else on the unmeasured ones
+/// if there are any. Returns where it runs, `None` if it shares the measured CPUs.
+fn place_collector(options: &NoiseOptions) -> Result<Option<CpuList>> {
+    let cpus = match &options.housekeeping {
+        Some(cpus) => system::select_cpus(Some(cpus)).context("-H/--house-keeping")?,
+        None => system::online_cpus()?.without(&options.cpus),
+    };
+    if cpus.is_empty() {
+        return Ok(None);
+    }
+    set_affinity(&cpus)?;
+    Ok(Some(cpus))
+}
+
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Locks the process's memory for the run, so the measurement loops take no page faults;
+/// best effort (a failure only risks a few faults that look like hardware noise).
+struct MemoryLock(bool);
+
+impl MemoryLock {
+    fn new() -> Self {
+        MemoryLock(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0)
+    }
+}
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        if self.0 {
+            unsafe { libc::munlockall() };
+        }
+    }
+}
+
+/// The measurement loop is generic over the clock (no dynamic call in the loop); this
+/// picks the monomorphized loop for the clock chosen at run time.
+trait ClockChoice: Sync {
+    fn run_workload(
+        &self,
+        cpu: u32,
+        counters: crate::probe::noise::CpuCounters<'_>,
+        config: &WorkloadConfig,
+        reports: &mpsc::Sender<PeriodReport>,
+        stop: &AtomicBool,
+    ) -> Result<()>;
+    fn name(&self) -> &'static str;
+}
+
+impl<C: Clock> ClockChoice for C {
+    fn run_workload(
+        &self,
+        cpu: u32,
+        counters: crate::probe::noise::CpuCounters<'_>,
+        config: &WorkloadConfig,
+        reports: &mpsc::Sender<PeriodReport>,
+        stop: &AtomicBool,
+    ) -> Result<()> {
+        workload::run(cpu, counters, self, config, reports, stop)
+    }
+
+    fn name(&self) -> &'static str {
+        Clock::name(self)
+    }
+}

@@ -1,0 +1,88 @@
+use std::io::{self, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Result;
+use clap::Parser;
+
+use irqlens::cli::{Cli, Command, NoiseCommand, NoiseMode};
+use irqlens::collect::noise as noise_run;
+use irqlens::present::{self, noise as show};
+use irqlens::system;
+
+/// Set by Ctrl-C/SIGTERM (and by the run itself when it ends): every loop checks it.
+static STOP: AtomicBool = AtomicBool::new(false);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("irqlens: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    ctrlc::set_handler(|| {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+        STOP.store(true, Ordering::Relaxed);
+    })?;
+    match cli.command {
+        Command::Noise(command) => noise(command),
+    }
+}
+
+fn noise(command: NoiseCommand) -> Result<()> {
+    let (args, hist) = match command.mode {
+        None => (command.args, None),
+        Some(NoiseMode::Top(args)) => (args, None),
+        Some(NoiseMode::Hist(hist)) => (hist.noise.clone(), Some(hist)),
+    };
+    let (bucket_ns, entries) = hist.as_ref().map_or((1_000, 256), |h| {
+        (h.bucket_size.saturating_mul(1_000), h.entries)
+    });
+    let options = args.options(bucket_ns, entries)?;
+    let live = !args.quiet && !args.json && hist.is_none() && present::live_terminal();
+
+    let outcome = noise_run::run(&options, &STOP, |analysis, elapsed| {
+        if live {
+            let mut out = io::stdout().lock();
+            // redraw in place, as rtla's top does
+            let _ = write!(out, "\x1b[H\x1b[2J");
+            let _ = show::write_summary(&mut out, analysis, elapsed.as_nanos() as u64);
+            let _ = out.flush();
+        }
+    })?;
+    let mut info = outcome.info;
+    info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
+    let analysis = &outcome.analysis;
+    let irq_names = system::irq_line_names();
+
+    let mut out = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &show::to_json(analysis, &info, &options, &irq_names),
+        )?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if live {
+        write!(out, "\x1b[H\x1b[2J")?;
+    }
+    match &hist {
+        Some(hist) => show::write_histogram(&mut out, analysis, hist)?,
+        None => {
+            show::write_summary(&mut out, analysis, info.elapsed_ns)?;
+            show::write_causes(&mut out, analysis, &irq_names, args.causes)?;
+        }
+    }
+    if let Some(stop) = analysis.stop_report() {
+        show::write_stop(&mut out, stop, &irq_names)?;
+    }
+    show::write_run_info(&mut out, analysis, &info)?;
+    Ok(())
+}

@@ -1,0 +1,321 @@
+//! `irqlens noise` output: rtla osnoise's summary and histogram, the top causes table,
+//! the stop-condition dump, and the JSON document.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::{clock_time, us, us1};
+use crate::analyze::noise::{Cause, NoiseAnalysis, Record, StopReport};
+use crate::cli::HistArgs;
+use crate::collect::noise::{NoiseOptions, RunInfo};
+
+/// Per-CPU summary with rtla osnoise top's columns (time in µs).
+pub fn write_summary(
+    out: &mut impl Write,
+    analysis: &NoiseAnalysis,
+    elapsed_ns: u64,
+) -> io::Result<()> {
+    writeln!(out, "{:^118}", "Operating System Noise")?;
+    writeln!(out, "duration: {} | time is in us", clock_time(elapsed_ns))?;
+    writeln!(
+        out,
+        "{:>3} {:<7} {:>12} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "CPU",
+        "Period",
+        "Runtime",
+        "Noise",
+        "% CPU Aval",
+        "Max Noise",
+        "Max Single",
+        "HW",
+        "NMI",
+        "IRQ",
+        "Softirq",
+        "Thread"
+    )?;
+    for s in analysis.summaries() {
+        writeln!(
+            out,
+            "{:>3} #{:<6} {:>12} {:>12} {:>11.5} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            s.cpu,
+            s.periods,
+            us(s.runtime_ns),
+            us(s.noise_ns),
+            s.cpu_available_percent(),
+            us(s.max_noise_ns),
+            us(s.max_single_ns),
+            s.hw,
+            s.nmi,
+            s.irq,
+            s.softirq,
+            s.thread
+        )?;
+    }
+    Ok(())
+}
+
+/// The causes of noise over the whole run, by total interference-free time.
+pub fn write_causes(
+    out: &mut impl Write,
+    analysis: &NoiseAnalysis,
+    irq_names: &HashMap<u32, String>,
+    limit: usize,
+) -> io::Result<()> {
+    let causes = analysis.top_causes();
+    let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Top causes of noise (interference-free time in us; samples above the threshold only)"
+    )?;
+    writeln!(
+        out,
+        "{:<40} {:<8} {:>9} {:>12} {:>10} {:>8}",
+        "Cause", "Class", "Count", "Total", "Max", "% Noise"
+    )?;
+    for (cause, stats) in causes.iter().take(limit) {
+        writeln!(
+            out,
+            "{:<40} {:<8} {:>9} {:>12} {:>10} {:>7.2}%",
+            cause.label(irq_names),
+            cause.class_name(),
+            stats.count,
+            us1(stats.total_ns),
+            us1(stats.max_ns),
+            percent(stats.total_ns, noise_ns)
+        )?;
+    }
+    if causes.len() > limit {
+        writeln!(
+            out,
+            "... {} more (--causes N shows more)",
+            causes.len() - limit
+        )?;
+    }
+    if causes.is_empty() {
+        writeln!(out, "(no noise sample above the threshold)")?;
+    }
+    Ok(())
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// What irqlens cost and could not see, so nothing is hidden.
+pub fn write_run_info(
+    out: &mut impl Write,
+    analysis: &NoiseAnalysis,
+    info: &RunInfo,
+) -> io::Result<()> {
+    writeln!(out)?;
+    let collector = match &info.collector_cpus {
+        Some(cpus) => format!("collector on CPUs {cpus}"),
+        None => {
+            "collector shares the measured CPUs (its time shows above as thread noise of irqlens)"
+                .into()
+        }
+    };
+    writeln!(
+        out,
+        "irqlens: clock {}, {} BPF programs, {} records, {} lost; {collector}",
+        info.clock, info.programs, info.records, info.lost_records
+    )?;
+    let unexplained: u64 = analysis.summaries().map(|s| s.unexplained).sum();
+    let dropped: u64 = analysis.summaries().map(|s| s.dropped_samples).sum();
+    if unexplained > 0 {
+        writeln!(
+            out,
+            "irqlens: {unexplained} interferences inside samples had no record (lost or begun before sampling)"
+        )?;
+    }
+    if dropped > 0 {
+        writeln!(
+            out,
+            "irqlens: {dropped} samples did not fit the sample buffer (their time is in Noise, not in causes)"
+        )?;
+    }
+    if !info.skipped_tracepoints.is_empty() {
+        writeln!(
+            out,
+            "irqlens: not on this kernel, not traced: {}",
+            info.skipped_tracepoints.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// The sample that hit -s/-S, every cause inside it and the records just before it.
+pub fn write_stop(
+    out: &mut impl Write,
+    stop: &StopReport,
+    irq_names: &HashMap<u32, String>,
+) -> io::Result<()> {
+    let s = &stop.sample;
+    writeln!(out)?;
+    writeln!(out, "Stopped: {} on CPU {}", stop.reason, s.cpu)?;
+    writeln!(
+        out,
+        "  sample at {} s: {} us of noise, {} interferences",
+        seconds(s.start_ns),
+        us1(s.duration_ns),
+        s.interferences()
+    )?;
+    if stop.causes.is_empty() {
+        writeln!(
+            out,
+            "  no interference traced inside it: hardware noise (hypervisor, SMI)"
+        )?;
+    }
+    for record in &stop.causes {
+        write_record(out, "  inside:", record, s.start_ns, irq_names)?;
+    }
+    for record in &stop.before {
+        write_record(out, "  before:", record, s.start_ns, irq_names)?;
+    }
+    Ok(())
+}
+
+fn write_record(
+    out: &mut impl Write,
+    what: &str,
+    record: &Record,
+    sample_start_ns: u64,
+    irq_names: &HashMap<u32, String>,
+) -> io::Result<()> {
+    let offset = record.start_ns as i64 - sample_start_ns as i64;
+    writeln!(
+        out,
+        "{what} {:<8} {:<36} start {:>+10.1} us  duration {:>9} us",
+        record.cause().class_name(),
+        record.cause().label(irq_names),
+        offset as f64 / 1_000.0,
+        us1(record.duration_ns)
+    )
+}
+
+fn seconds(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// rtla osnoise hist's layout: one column per CPU, an overflow row, then the summary.
+pub fn write_histogram(
+    out: &mut impl Write,
+    analysis: &NoiseAnalysis,
+    args: &HistArgs,
+) -> io::Result<()> {
+    let histograms: Vec<_> = analysis.histograms().collect();
+    writeln!(out, "# irqlens noise histogram")?;
+    writeln!(out, "# Time unit is microseconds (us)")?;
+    write!(out, "Index")?;
+    for (cpu, _) in &histograms {
+        write!(out, " {:>9}", format!("CPU-{cpu:03}"))?;
+    }
+    writeln!(out)?;
+    let entries = histograms.first().map_or(0, |(_, h)| h.buckets.len());
+    for index in 0..entries {
+        let counts: Vec<u64> = histograms.iter().map(|(_, h)| h.buckets[index]).collect();
+        if !args.with_zeros && counts.iter().all(|&c| c == 0) {
+            continue;
+        }
+        write!(out, "{:<5}", us(histograms[0].1.bucket_start_ns(index)))?;
+        for count in counts {
+            write!(out, " {count:>9}")?;
+        }
+        writeln!(out)?;
+    }
+    let row = |out: &mut dyn Write,
+               name: &str,
+               value: &dyn Fn(&crate::analyze::histogram::Histogram) -> String| {
+        write!(out, "{name:<5}")?;
+        for (_, h) in &histograms {
+            write!(out, " {:>9}", value(h))?;
+        }
+        writeln!(out)
+    };
+    row(out, "over:", &|h| h.overflow.to_string())?;
+    if !args.no_summary {
+        row(out, "count:", &|h| h.count.to_string())?;
+        row(out, "min:", &|h| {
+            h.min_ns.map_or("-".into(), |v| us(v).to_string())
+        })?;
+        row(out, "avg:", &|h| {
+            h.avg_ns().map_or("-".into(), |v| us(v).to_string())
+        })?;
+        row(out, "max:", &|h| us(h.max_ns).to_string())?;
+    }
+    Ok(())
+}
+
+/// The whole result as one JSON document; times are in ns (`*_ns`).
+pub fn to_json(
+    analysis: &NoiseAnalysis,
+    info: &RunInfo,
+    options: &NoiseOptions,
+    irq_names: &HashMap<u32, String>,
+) -> Value {
+    let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
+    let cpus: Vec<Value> = analysis
+        .summaries()
+        .map(|s| {
+            let mut value = serde_json::to_value(s).unwrap_or_default();
+            value["cpu_available_percent"] = json!(s.cpu_available_percent());
+            value
+        })
+        .collect();
+    let causes: Vec<Value> = analysis
+        .top_causes()
+        .iter()
+        .map(|(cause, stats)| {
+            json!({
+                "cause": cause.label(irq_names),
+                "class": cause.class_name(),
+                "id": cause_id(cause),
+                "count": stats.count,
+                "total_ns": stats.total_ns,
+                "max_ns": stats.max_ns,
+                "noise_percent": percent(stats.total_ns, noise_ns),
+            })
+        })
+        .collect();
+    let histograms: Vec<Value> = analysis
+        .histograms()
+        .map(|(cpu, h)| json!({"cpu": cpu, "histogram": h}))
+        .collect();
+    let w = &options.workload;
+    json!({
+        "tool": "irqlens",
+        "version": env!("CARGO_PKG_VERSION"),
+        "command": "noise",
+        "kernel": crate::system::kernel_release(),
+        "options": {
+            "cpus": options.cpus,
+            "period_ns": w.period.as_nanos() as u64,
+            "runtime_ns": w.runtime.as_nanos() as u64,
+            "threshold_ns": w.threshold.as_nanos() as u64,
+            "priority": w.priority,
+            "stop_ns": w.stop_single.map(|d| d.as_nanos() as u64),
+            "stop_total_ns": w.stop_total.map(|d| d.as_nanos() as u64),
+            "house_keeping": options.housekeeping,
+        },
+        "run": info,
+        "cpus": cpus,
+        "causes": causes,
+        "histograms": histograms,
+        "stop": analysis.stop_report(),
+    })
+}
+
+/// The number behind a cause: IRQ line or vector, softirq number, pid.
+fn cause_id(cause: &Cause) -> Option<u32> {
+    match *cause {
+        Cause::Irq { id, .. } | Cause::Softirq(id) | Cause::Thread { pid: id, .. } => Some(id),
+        Cause::Hardware | Cause::Nmi => None,
+    }
+}

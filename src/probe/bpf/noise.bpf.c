@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * irqlens noise: the osnoise method's tracing half. On each measured CPU, every NMI,
+ * hardirq (device lines and local APIC vectors), softirq and foreign thread increments
+ * the CPU's interference counter when it begins (the measurement thread reads that
+ * counter from mmapped memory around each clock read) and, when it ends, emits one
+ * record with its interference-free duration and the counter value it was given.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "noise.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Wake the reader only when the buffer fills up; otherwise it drains on a timer. */
+#define RECORDS_SIZE (8 << 20)
+#define WAKEUP_BYTES (RECORDS_SIZE / 4)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RECORDS_SIZE);
+} records SEC(".maps");
+
+/*
+ * Gate for every program: detaching is not atomic, so user space clears it first and
+ * no half-detached entry/exit pair produces a fake duration.
+ */
+__u32 enabled;
+__u64 lost_records;
+struct cpu_state cpus[MAX_CPUS];
+/* Never written: makes the skeleton generate the record's Rust type. */
+struct noise_record record_layout;
+
+static __always_inline struct cpu_state *measured_cpu(__u32 *cpu)
+{
+	struct cpu_state *s;
+
+	if (!enabled)
+		return NULL;
+	*cpu = bpf_get_smp_processor_id();
+	if (*cpu >= MAX_CPUS)
+		return NULL;
+	s = &cpus[*cpu & (MAX_CPUS - 1)];
+	return s->measured ? s : NULL;
+}
+
+static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 now,
+				  __u32 id, __u16 source)
+{
+	__u64 seq = __sync_fetch_and_add(&s->interference, 1) + 1;
+
+	if (s->sampling)
+		s->entries[cls & (NOISE_CLASSES - 1)]++;
+	nest_enter(&s->nest, cls, now, seq, id, source);
+}
+
+static __always_inline void emit(struct cpu_state *s, __u32 cpu, unsigned int cls,
+				 __u64 duration)
+{
+	struct nest_ctx *c = &s->nest.ctx[cls & (NOISE_CLASSES - 1)];
+	struct noise_record *r;
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&lost_records, 1);
+		return;
+	}
+	r->start = c->start;
+	r->duration = duration;
+	r->seq = c->seq;
+	r->cpu = cpu;
+	r->class = cls;
+	r->source = c->source;
+	r->id = c->id;
+	if (cls == CLASS_THREAD)
+		__builtin_memcpy(r->comm, s->thread_comm, TASK_COMM_LEN);
+	else
+		__builtin_memset(r->comm, 0, TASK_COMM_LEN);
+	if (bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(r, flags);
+}
+
+static __always_inline void end(struct cpu_state *s, __u32 cpu, unsigned int cls, __u64 now)
+{
+	__u64 duration;
+
+	if (nest_exit(&s->nest, cls, now, &duration) && s->sampling)
+		emit(s, cpu, cls, duration);
+}
+
+static __always_inline int on_entry(unsigned int cls, __u32 id, __u16 source)
+{
+	struct cpu_state *s;
+	__u32 cpu;
+
+	s = measured_cpu(&cpu);
+	if (s)
+		begin(s, cls, bpf_ktime_get_ns(), id, source);
+	return 0;
+}
+
+static __always_inline int on_exit(unsigned int cls)
+{
+	struct cpu_state *s;
+	__u32 cpu;
+
+	s = measured_cpu(&cpu);
+	if (s)
+		end(s, cpu, cls, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* There is no NMI entry tracepoint: nmi_handler fires at the end with the duration. */
+SEC("tp_btf/nmi_handler")
+int BPF_PROG(irqlens_nmi, void *handler, s64 delta_ns, int handled)
+{
+	struct cpu_state *s;
+	__u64 now;
+	__u32 cpu;
+
+	s = measured_cpu(&cpu);
+	if (!s)
+		return 0;
+	now = bpf_ktime_get_ns();
+	begin(s, CLASS_NMI, now - delta_ns, 0, 0);
+	end(s, cpu, CLASS_NMI, now);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(irqlens_irq_entry, int irq, struct irqaction *action)
+{
+	return on_entry(CLASS_IRQ, irq, SRC_DEVICE);
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(irqlens_irq_exit, int irq, struct irqaction *action, int ret)
+{
+	return on_exit(CLASS_IRQ);
+}
+
+/* Local APIC vectors (arch/x86 irq_vectors.h); user space skips those a kernel lacks. */
+#define VECTOR_PROBES(name, source)                                   \
+	SEC("tp_btf/" #name "_entry")                                 \
+	int BPF_PROG(irqlens_##name##_entry, int vector)              \
+	{                                                             \
+		return on_entry(CLASS_IRQ, vector, source);           \
+	}                                                             \
+	SEC("tp_btf/" #name "_exit")                                  \
+	int BPF_PROG(irqlens_##name##_exit, int vector)               \
+	{                                                             \
+		return on_exit(CLASS_IRQ);                            \
+	}
+
+VECTOR_PROBES(local_timer, SRC_LOCAL_TIMER)
+VECTOR_PROBES(reschedule, SRC_RESCHEDULE)
+VECTOR_PROBES(call_function, SRC_CALL_FUNCTION)
+VECTOR_PROBES(call_function_single, SRC_CALL_FUNCTION_SINGLE)
+VECTOR_PROBES(irq_work, SRC_IRQ_WORK)
+VECTOR_PROBES(x86_platform_ipi, SRC_X86_PLATFORM_IPI)
+VECTOR_PROBES(error_apic, SRC_ERROR_APIC)
+VECTOR_PROBES(spurious_apic, SRC_SPURIOUS_APIC)
+VECTOR_PROBES(thermal_apic, SRC_THERMAL_APIC)
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(irqlens_softirq_entry, unsigned int vec_nr)
+{
+	return on_entry(CLASS_SOFTIRQ, vec_nr, 0);
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(irqlens_softirq_exit, unsigned int vec_nr)
+{
+	return on_exit(CLASS_SOFTIRQ);
+}
+
+/* Any thread but the measurement thread is thread noise for as long as it runs. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	struct cpu_state *s;
+	__u64 now;
+	__u32 cpu;
+
+	s = measured_cpu(&cpu);
+	if (!s)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (prev->pid != s->workload_pid)
+		end(s, cpu, CLASS_THREAD, now);
+	if (next->pid != s->workload_pid) {
+		bpf_probe_read_kernel(s->thread_comm, TASK_COMM_LEN, next->comm);
+		begin(s, CLASS_THREAD, now, next->pid, 0);
+	}
+	return 0;
+}

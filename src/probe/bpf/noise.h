@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types shared by noise.bpf.c and user space (the skeleton generates their Rust twins). */
+#ifndef IRQLENS_NOISE_H
+#define IRQLENS_NOISE_H
+
+#include "nest.h"
+
+#define MAX_CPUS 1024
+#define TASK_COMM_LEN 16
+
+/*
+ * What raised an IRQ-class interference. The order is mirrored by IRQ_SOURCE_NAMES in
+ * src/analyze/noise.rs.
+ */
+enum irq_source {
+	SRC_DEVICE = 0, /* irq_handler_entry: a device IRQ line, id = irq number */
+	SRC_LOCAL_TIMER,
+	SRC_RESCHEDULE,
+	SRC_CALL_FUNCTION,
+	SRC_CALL_FUNCTION_SINGLE,
+	SRC_IRQ_WORK,
+	SRC_X86_PLATFORM_IPI,
+	SRC_ERROR_APIC,
+	SRC_SPURIOUS_APIC,
+	SRC_THERMAL_APIC,
+};
+
+/* One interference on a measured CPU, emitted when it ends. */
+struct noise_record {
+	__u64 start;    /* CLOCK_MONOTONIC ns at entry */
+	__u64 duration; /* interference-free ns (nested contexts subtracted) */
+	__u64 seq;      /* value of the CPU's interference counter this entry produced */
+	__u32 cpu;
+	__u16 class;    /* enum noise_class */
+	__u16 source;   /* enum irq_source, for CLASS_IRQ */
+	__u32 id;       /* irq line or vector, softirq number, pid */
+	char comm[TASK_COMM_LEN]; /* CLASS_THREAD only */
+};
+
+/* Per measured CPU; padded so CPUs never share a cache line. */
+struct cpu_state {
+	/* Read by the measurement thread around every clock read. */
+	__u64 interference;
+	/* Written by user space. */
+	__u32 measured;
+	__u32 sampling;     /* inside a runtime window: count and emit */
+	__u32 workload_pid; /* the measurement thread: its own switches are no noise */
+	__u32 reserved;
+	/* Entries per class while sampling (the summary's NMI/IRQ/Softirq/Thread). */
+	__u64 entries[NOISE_CLASSES];
+	struct nest_state nest;
+	char thread_comm[TASK_COMM_LEN];
+} __attribute__((aligned(64)));
+
+#endif /* IRQLENS_NOISE_H */

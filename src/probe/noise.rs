@@ -1,0 +1,183 @@
+//! The noise probe: loads noise.bpf.c, marks the measured CPUs and hands out the
+//! per-CPU interference counters the measurement threads read from mmapped memory.
+
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ptr::{self, addr_of, addr_of_mut};
+
+use anyhow::{Result, bail};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, OpenObject};
+
+use super::{explain, missing_tracepoints};
+use crate::analyze::noise::{Comm, NoiseClass, Record};
+use crate::units::CpuList;
+
+mod skel {
+    #![allow(clippy::all, non_camel_case_types, non_snake_case, dead_code)]
+    include!(concat!(env!("OUT_DIR"), "/noise.skel.rs"));
+}
+
+pub use skel::types::nest_state as NestState;
+use skel::types::{bss, noise_record};
+use skel::{NoiseSkel, NoiseSkelBuilder};
+
+/// Largest CPU number + 1 the BPF side has room for (MAX_CPUS in noise.h).
+pub const MAX_CPUS: u32 = 1024;
+
+pub struct NoiseProbe<'obj> {
+    skel: NoiseSkel<'obj>,
+    /// The mmapped .bss: BPF writes it on every CPU, so it is only touched through
+    /// volatile accesses, never through references.
+    bss: *mut bss,
+    /// Tracepoints this kernel does not have.
+    pub skipped: Vec<String>,
+}
+
+impl<'obj> NoiseProbe<'obj> {
+    /// Loads and attaches the programs, disabled; `enable` starts tracing `cpus`.
+    pub fn load(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &CpuList) -> Result<Self> {
+        if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
+            bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
+        }
+        let mut open = NoiseSkelBuilder::default()
+            .open(storage)
+            .map_err(|e| explain(e, "opening the BPF object"))?;
+        let sections: Vec<String> = open
+            .open_object_mut()
+            .progs_mut()
+            .map(|p| {
+                p.section()
+                    .to_string_lossy()
+                    .trim_start_matches("tp_btf/")
+                    .to_owned()
+            })
+            .collect();
+        let missing: Vec<String> = missing_tracepoints(sections.iter().map(String::as_str))?
+            .into_iter()
+            .map(String::from)
+            .collect();
+        for mut prog in open.open_object_mut().progs_mut() {
+            let tracepoint = prog
+                .section()
+                .to_string_lossy()
+                .trim_start_matches("tp_btf/")
+                .to_owned();
+            if missing.contains(&tracepoint) {
+                prog.set_autoload(false);
+            }
+        }
+        let mut skel = open
+            .load()
+            .map_err(|e| explain(e, "loading irqlens's BPF programs"))?;
+        skel.attach()
+            .map_err(|e| explain(e, "attaching irqlens's BPF programs"))?;
+        let bss: *mut bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .expect("the program has a .bss");
+        let probe = NoiseProbe {
+            skel,
+            bss,
+            skipped: missing,
+        };
+        for cpu in cpus.iter() {
+            unsafe {
+                ptr::write_volatile(addr_of_mut!((*probe.bss).cpus[cpu as usize].measured), 1)
+            };
+        }
+        Ok(probe)
+    }
+
+    pub fn enable(&self) {
+        unsafe { ptr::write_volatile(addr_of_mut!((*self.bss).enabled), 1) };
+    }
+
+    /// Stops all programs at once; called before the links are detached one by one.
+    pub fn disable(&self) {
+        unsafe { ptr::write_volatile(addr_of_mut!((*self.bss).enabled), 0) };
+    }
+
+    pub fn cpu(&self, cpu: u32) -> CpuCounters<'_> {
+        assert!(cpu < MAX_CPUS);
+        let state = unsafe { addr_of_mut!((*self.bss).cpus[cpu as usize]) };
+        CpuCounters {
+            interference: unsafe { addr_of!((*state).interference) },
+            sampling: unsafe { addr_of_mut!((*state).sampling) },
+            workload_pid: unsafe { addr_of_mut!((*state).workload_pid) },
+            _probe: PhantomData,
+        }
+    }
+
+    /// Interferences that began while sampling, indexed by `NoiseClass`.
+    pub fn entries(&self, cpu: u32) -> [u64; 4] {
+        unsafe { ptr::read_volatile(addr_of!((*self.bss).cpus[cpu as usize].entries)) }
+    }
+
+    /// Records the ring buffer had no room for.
+    pub fn lost_records(&self) -> u64 {
+        unsafe { ptr::read_volatile(addr_of!((*self.bss).lost_records)) }
+    }
+
+    pub fn records_map(&self) -> &dyn MapCore {
+        &self.skel.maps.records
+    }
+
+    /// Number of programs loaded (for the overhead line).
+    pub fn programs(&self) -> usize {
+        self.skel.object().progs().filter(|p| p.autoload()).count()
+    }
+}
+
+impl Drop for NoiseProbe<'_> {
+    fn drop(&mut self) {
+        self.disable();
+    }
+}
+
+/// A measurement thread's view of its CPU's state in the probe. Valid as long as the
+/// probe it came from, which the lifetime enforces.
+#[derive(Clone, Copy)]
+pub struct CpuCounters<'p> {
+    interference: *const u64,
+    sampling: *mut u32,
+    workload_pid: *mut u32,
+    _probe: PhantomData<&'p ()>,
+}
+
+// The pointers target the probe's mmapped .bss, which outlives 'p; every access is volatile.
+unsafe impl Send for CpuCounters<'_> {}
+
+impl CpuCounters<'_> {
+    #[inline(always)]
+    pub fn interference(&self) -> u64 {
+        unsafe { ptr::read_volatile(self.interference) }
+    }
+
+    pub fn set_sampling(&self, on: bool) {
+        unsafe { ptr::write_volatile(self.sampling, on as u32) }
+    }
+
+    pub fn set_workload_pid(&self, tid: u32) {
+        unsafe { ptr::write_volatile(self.workload_pid, tid) }
+    }
+}
+
+/// Decodes one ring buffer record; `None` if it is not one of ours.
+pub fn decode_record(bytes: &[u8]) -> Option<Record> {
+    if bytes.len() < size_of::<noise_record>() {
+        return None;
+    }
+    let raw: noise_record = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
+    Some(Record {
+        cpu: raw.cpu,
+        class: NoiseClass::from_raw(raw.class)?,
+        source: raw.source,
+        id: raw.id,
+        comm: Comm(raw.comm.map(|c| c as u8)),
+        start_ns: raw.start,
+        duration_ns: raw.duration,
+        seq: raw.seq,
+    })
+}

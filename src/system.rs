@@ -1,0 +1,126 @@
+//! Facts about the machine irqlens runs on, and the checks made before touching it.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use crate::units::CpuList;
+
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Capabilities that replace root: load BPF, read kernel tracepoints, set RT priorities.
+const NEEDED_CAPS: [(u32, &str); 3] = [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (23, "CAP_SYS_NICE")];
+
+pub fn online_cpus() -> Result<CpuList> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online")
+        .context("reading /sys/devices/system/cpu/online")?;
+    text.parse()
+        .map_err(|e: String| anyhow::anyhow!("/sys/devices/system/cpu/online: {e}"))
+}
+
+/// Checks that `cpus` are all online; `None` means every online CPU.
+pub fn select_cpus(cpus: Option<&CpuList>) -> Result<CpuList> {
+    let online = online_cpus()?;
+    let Some(cpus) = cpus else { return Ok(online) };
+    if let Some(bad) = cpus.iter().find(|&cpu| !online.contains(cpu)) {
+        bail!("CPU {bad} is offline or does not exist (online CPUs: {online})");
+    }
+    Ok(cpus.clone())
+}
+
+/// Fails with one line naming what is missing: privileges or the kernel's BTF.
+pub fn check_can_trace() -> Result<()> {
+    if !Path::new(VMLINUX_BTF).exists() {
+        bail!(
+            "this kernel exposes no BTF ({VMLINUX_BTF} is missing): irqlens needs CONFIG_DEBUG_INFO_BTF=y"
+        );
+    }
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    let effective = effective_capabilities()?;
+    let missing: Vec<&str> = NEEDED_CAPS
+        .iter()
+        .filter(|(bit, _)| effective & (1 << bit) == 0)
+        .map(|(_, name)| *name)
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "irqlens needs root, or the capabilities {}: missing {}",
+            cap_names(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn cap_names() -> String {
+    NEEDED_CAPS
+        .iter()
+        .map(|(_, name)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn effective_capabilities() -> Result<u64> {
+    let status = fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+    let hex = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .context("no CapEff line in /proc/self/status")?;
+    u64::from_str_radix(hex.trim(), 16).context("parsing CapEff")
+}
+
+/// IRQ line number -> the handler names /proc/interrupts lists for it (`virtio0-input.0`).
+pub fn irq_line_names() -> HashMap<u32, String> {
+    fs::read_to_string("/proc/interrupts")
+        .map(|text| parse_irq_line_names(&text))
+        .unwrap_or_default()
+}
+
+fn parse_irq_line_names(text: &str) -> HashMap<u32, String> {
+    let mut lines = text.lines();
+    let cpus = lines
+        .next()
+        .map_or(0, |header| header.split_whitespace().count());
+    lines
+        .filter_map(|line| {
+            let (irq, rest) = line.split_once(':')?;
+            let irq: u32 = irq.trim().parse().ok()?;
+            // counts per CPU, then the chip, the hwirq/trigger, then the action names
+            let fields: Vec<&str> = rest.split_whitespace().skip(cpus).collect();
+            let name = fields
+                .get(2..)
+                .map(|names| names.join(" "))
+                .unwrap_or_default();
+            Some((irq, name))
+        })
+        .collect()
+}
+
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn irq_names_from_proc_interrupts() {
+        let text = "           CPU0       CPU1
+  0:         45          0   IO-APIC   2-edge      timer
+ 11:          0       3021   PCI-MSI 49152-edge      virtio0-input.0, virtio0-output.0
+NMI:          0          0   Non-maskable interrupts
+LOC:     123456     654321   Local timer interrupts
+";
+        let names = parse_irq_line_names(text);
+        assert_eq!(names[&0], "timer");
+        assert_eq!(names[&11], "virtio0-input.0, virtio0-output.0");
+        assert_eq!(names.len(), 2);
+    }
+}
