@@ -1,0 +1,184 @@
+//! irqlens noise against ground truth: a pinned SCHED_FIFO thread that spins for a known
+//! time at a known rate must come out as thread noise under its own name, with the count
+//! and total injected. Needs root (CI runs as root).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// The CPU the tests measure: the last one, away from CPU 0's housekeeping.
+fn measured_cpu() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
+}
+
+fn ns(value: &serde_json::Value) -> f64 {
+    value
+        .as_u64()
+        .unwrap_or_else(|| panic!("{value} is not a count")) as f64
+}
+
+#[test]
+fn injected_thread_noise_is_attributed_to_its_thread() {
+    assert_root();
+    let cpu = measured_cpu();
+    let (period, busy) = (Duration::from_millis(20), Duration::from_millis(2));
+    let spinner = Spinner::start("il-spinner", cpu, period, busy);
+    let doc = irqlens_json(&["noise", "-c", &cpu.to_string(), "-d", "5", "-q"]);
+    let tid = spinner.stop();
+
+    let runtime_ns = ns(&doc["cpus"][0]["runtime_ns"]);
+    let expected_count = runtime_ns / period.as_nanos() as f64;
+    let row = cause(&doc, &format!("il-spinner:{tid}"))
+        .unwrap_or_else(|| panic!("no il-spinner cause in {doc:#}"));
+    assert_eq!(row["class"], "thread");
+    let count = ns(&row["count"]);
+    assert!(
+        (count - expected_count).abs() <= expected_count * 0.1,
+        "count {count}, expected {expected_count:.0} (runtime {runtime_ns} ns / {period:?})"
+    );
+    // interference-free: the IRQs inside the spinner's busy time are not its own
+    let total = ns(&row["total_ns"]);
+    let expected_total = count * busy.as_nanos() as f64;
+    assert!(
+        total <= expected_total * 1.02 && total >= expected_total * 0.85,
+        "total {total} ns, expected about {expected_total} ns"
+    );
+    let max = ns(&row["max_ns"]);
+    assert!(
+        max <= 1.1 * busy.as_nanos() as f64,
+        "max {max} ns for a {busy:?} busy time"
+    );
+    // it is the largest thread cause, and its time is part of the measured noise
+    let first_thread = doc["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == "thread")
+        .unwrap();
+    assert_eq!(first_thread["cause"], row["cause"]);
+    assert!(ns(&doc["cpus"][0]["noise_ns"]) >= total);
+    assert!(ns(&doc["cpus"][0]["thread"]) >= count);
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+#[test]
+fn samples_without_interference_are_hardware_noise() {
+    assert_root();
+    let cpu = measured_cpu().to_string();
+    let doc = irqlens_json(&["noise", "-c", &cpu, "-d", "3", "-q"]);
+    let summary = &doc["cpus"][0];
+    let hw = ns(&summary["hw"]);
+    // this VM's hypervisor steals time invisibly, hundreds of times a second
+    assert!(hw > 0.0, "no hardware noise in {summary}");
+    let row = cause(&doc, "hw noise").expect("a hw noise row");
+    assert_eq!(ns(&row["count"]), hw);
+    assert!(ns(&row["total_ns"]) <= ns(&summary["noise_ns"]));
+    assert!(hw <= ns(&summary["samples"]));
+    // the local timer ticks all the time: IRQ interferences are counted too
+    assert!(ns(&summary["irq"]) > 0.0);
+    assert_eq!(summary["unexplained"], 0, "{summary}");
+    assert_eq!(doc["run"]["lost_records"], 0);
+}
+
+#[test]
+fn stop_on_single_sample_shows_its_causes() {
+    assert_root();
+    let cpu = measured_cpu();
+    let spinner = Spinner::start(
+        "il-stopper",
+        cpu,
+        Duration::from_millis(300),
+        Duration::from_millis(12),
+    );
+    let started = Instant::now();
+    let doc = irqlens_json(&[
+        "noise",
+        "-c",
+        &cpu.to_string(),
+        "-d",
+        "20",
+        "-q",
+        "-s",
+        "8000",
+    ]);
+    let tid = spinner.stop();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the run did not stop early"
+    );
+    let stop = &doc["stop"];
+    assert!(ns(&stop["sample"]["duration_ns"]) > 8e6, "{stop}");
+    let inside: Vec<_> = stop["causes"].as_array().unwrap().iter().collect();
+    assert!(
+        inside
+            .iter()
+            .any(|r| r["class"] == "thread" && r["comm"] == "il-stopper" && r["id"] == tid),
+        "the spinner is not among the causes of the stop sample: {stop:#}"
+    );
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+#[test]
+fn signals_end_the_run_with_a_summary_and_detach_everything() {
+    assert_root();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let child = Command::new(IRQLENS)
+            .args(["noise", "-c", &measured_cpu().to_string(), "-q"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(
+            !loaded_irqlens_programs().is_empty(),
+            "irqlens should be tracing now"
+        );
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "signal {signal}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            stdout.contains("Operating System Noise"),
+            "no summary after signal {signal}: {stdout}"
+        );
+        assert!(stdout.contains("Top causes"), "{stdout}");
+        assert_eq!(
+            programs_left_after_exit(),
+            Vec::<String>::new(),
+            "programs left after signal {signal}"
+        );
+    }
+}
+
+#[test]
+fn hist_counts_every_sample() {
+    assert_root();
+    let cpu = measured_cpu().to_string();
+    let output = irqlens(&[
+        "noise", "hist", "-c", &cpu, "-d", "2", "-E", "50", "-b", "2",
+    ]);
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    let value = |name: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {text}"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let buckets: u64 = text
+        .lines()
+        .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(value("count:") > 0);
+    assert_eq!(buckets + value("over:"), value("count:"), "{text}");
+    assert!(value("min:") >= 5, "threshold is 5 us: {text}");
+}
