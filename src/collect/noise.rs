@@ -95,7 +95,7 @@ pub fn run(
     let (report_tx, report_rx) = mpsc::channel::<PeriodReport>();
     let started = Instant::now();
     probe.enable();
-    let worker_results = std::thread::scope(|scope| {
+    let (worker_results, waiting) = std::thread::scope(|scope| {
         // whatever ends this scope, a panic included, must end the measurement threads
         let _stop_workers = StopOnDrop(stop);
         let workers: Vec<_> = options
@@ -118,15 +118,21 @@ pub fn run(
 
         let mut next_tick = started + TICK;
         let deadline = options.duration.map(|d| started + d);
+        // Reports wait one drain round before they are joined: all CPUs share one ring
+        // buffer, and a record another CPU has reserved but not yet committed hides the
+        // records behind it until then.
+        let mut waiting: Vec<PeriodReport> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
-            // an error here only means an interrupted poll: the next round drains
+            // poll() only returns early when the probe wakes it (buffer filling up) and
+            // reads nothing on a timeout; consume() drains. An error here is an
+            // interrupted wait: the next round drains.
             let _ = ring.poll(DRAIN_INTERVAL);
+            let _ = ring.consume();
             take_records(&mut analysis);
-            while let Ok(report) = report_rx.try_recv() {
-                let _ = ring.consume();
-                take_records(&mut analysis);
+            for report in waiting.drain(..) {
                 analysis.add_period(&report);
             }
+            waiting.extend(report_rx.try_iter());
             let now = Instant::now();
             if now >= next_tick {
                 next_tick += TICK;
@@ -137,18 +143,20 @@ pub fn run(
                 stop.store(true, Ordering::Relaxed);
             }
         }
-        workers
+        let results = workers
             .into_iter()
             .map(|w| {
                 w.join()
                     .map_err(|_| anyhow!("a measurement thread panicked"))?
             })
-            .collect::<Result<Vec<()>>>()
+            .collect::<Result<Vec<()>>>();
+        (results, waiting)
     });
     drop(report_tx);
-    for report in report_rx.iter() {
-        let _ = ring.consume();
-        take_records(&mut analysis);
+    // the threads are done: every record they can refer to is committed
+    let _ = ring.consume();
+    take_records(&mut analysis);
+    for report in waiting.into_iter().chain(report_rx.iter()) {
         analysis.add_period(&report);
     }
     refresh_entries(&probe, options, &mut analysis);
