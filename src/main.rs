@@ -46,6 +46,8 @@ fn noise(command: NoiseCommand) -> Result<()> {
     });
     let options = args.options(bucket_ns, entries)?;
     let live = !args.quiet && !args.json && hist.is_none() && present::live_terminal();
+    // without a live table, a long run still shows it is alive (on a terminal only)
+    let progress = !live && !args.quiet && present::progress_terminal();
 
     let outcome = noise_run::run(&options, &STOP, |analysis, elapsed| {
         if live {
@@ -54,8 +56,17 @@ fn noise(command: NoiseCommand) -> Result<()> {
             let _ = write!(out, "\x1b[H\x1b[2J");
             let _ = show::write_summary(&mut out, analysis, elapsed.as_nanos() as u64);
             let _ = out.flush();
+        } else if progress {
+            present::write_progress(
+                elapsed,
+                options.duration,
+                analysis.summaries().map(|s| s.samples).sum(),
+            );
         }
     })?;
+    if progress {
+        present::clear_progress();
+    }
     let mut info = outcome.info;
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
     let analysis = &outcome.analysis;

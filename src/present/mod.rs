@@ -3,6 +3,7 @@
 pub mod noise;
 
 use std::io::IsTerminal;
+use std::time::Duration;
 
 /// ns as whole µs, as rtla prints them.
 pub fn us(ns: u64) -> u64 {
@@ -23,6 +24,26 @@ pub fn clock_time(ns: u64) -> String {
 /// Whether a live view may redraw the terminal.
 pub fn live_terminal() -> bool {
     std::io::stdout().is_terminal()
+}
+
+/// Whether progress may be shown on stderr.
+pub fn progress_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// One self-overwriting progress line on stderr.
+pub fn write_progress(elapsed: Duration, total: Option<Duration>, samples: u64) {
+    let total = total.map_or(String::new(), |t| {
+        format!(" of {}", clock_time(t.as_nanos() as u64))
+    });
+    eprint!(
+        "\r\x1b[Kirqlens: {}{total}, {samples} noise samples",
+        clock_time(elapsed.as_nanos() as u64)
+    );
+}
+
+pub fn clear_progress() {
+    eprint!("\r\x1b[K");
 }
 
 #[cfg(test)]

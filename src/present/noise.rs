@@ -167,12 +167,13 @@ pub fn write_stop(
         us1(s.duration_ns),
         s.interferences()
     )?;
-    if stop.causes.is_empty() {
-        writeln!(
-            out,
-            "  no interference traced inside it: hardware noise (hypervisor, SMI)"
-        )?;
-    }
+    let traced: u64 = stop.causes.iter().map(|r| r.duration_ns).sum();
+    writeln!(
+        out,
+        "  traced inside: {} us; not traced: {} us (hardware/hypervisor, entry and exit costs)",
+        us1(traced),
+        us1(s.duration_ns.saturating_sub(traced))
+    )?;
     for record in &stop.causes {
         write_record(out, "  inside:", record, s.start_ns, irq_names)?;
     }
