@@ -15,7 +15,7 @@ use super::clock::{Clock, MonotonicClock};
 use super::sched::set_affinity;
 use super::workload::{self, WorkloadConfig};
 use crate::analyze::noise::{AnalysisConfig, NoiseAnalysis, PeriodReport, Record};
-use crate::probe::noise::{NoiseProbe, decode_record};
+use crate::probe::noise::{CpuCounters, NoiseProbe, decode_record};
 use crate::system;
 use crate::units::CpuList;
 
@@ -83,14 +83,7 @@ pub fn run(
         analysis.add_records(batch);
     };
 
-    #[cfg(target_arch = "x86_64")]
-    let tsc = super::clock::TscClock::calibrate();
-    #[cfg(not(target_arch = "x86_64"))]
-    let tsc: Option<MonotonicClock> = None;
-    let clock: &dyn ClockChoice = match &tsc {
-        Some(tsc) => tsc,
-        None => &MonotonicClock,
-    };
+    let clock = RunClock::pick();
 
     let (report_tx, report_rx) = mpsc::channel::<PeriodReport>();
     let started = Instant::now();
@@ -102,6 +95,7 @@ pub fn run(
             .cpus
             .iter()
             .map(|cpu| {
+                let clock = &clock;
                 let (counters, tx, config) = (probe.cpu(cpu), report_tx.clone(), &options.workload);
                 std::thread::Builder::new()
                     .name(format!("irqlens/{cpu}"))
@@ -222,33 +216,45 @@ impl Drop for MemoryLock {
     }
 }
 
-/// The measurement loop is generic over the clock (no dynamic call in the loop); this
-/// picks the monomorphized loop for the clock chosen at run time.
-trait ClockChoice: Sync {
-    fn run_workload(
-        &self,
-        cpu: u32,
-        counters: crate::probe::noise::CpuCounters<'_>,
-        config: &WorkloadConfig,
-        reports: &mpsc::Sender<PeriodReport>,
-        stop: &AtomicBool,
-    ) -> Result<()>;
-    fn name(&self) -> &'static str;
+/// The clock picked at run time. The measurement loop is generic over the clock, so
+/// there is no dynamic call inside it: this dispatches once per thread.
+enum RunClock {
+    #[cfg(target_arch = "x86_64")]
+    Tsc(super::clock::TscClock),
+    Monotonic(MonotonicClock),
 }
 
-impl<C: Clock> ClockChoice for C {
+impl RunClock {
+    fn pick() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(tsc) = super::clock::TscClock::calibrate() {
+            return RunClock::Tsc(tsc);
+        }
+        RunClock::Monotonic(MonotonicClock)
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            RunClock::Tsc(clock) => clock.name(),
+            RunClock::Monotonic(clock) => clock.name(),
+        }
+    }
+
     fn run_workload(
         &self,
         cpu: u32,
-        counters: crate::probe::noise::CpuCounters<'_>,
+        counters: CpuCounters<'_>,
         config: &WorkloadConfig,
         reports: &mpsc::Sender<PeriodReport>,
         stop: &AtomicBool,
     ) -> Result<()> {
-        workload::run(cpu, counters, self, config, reports, stop)
-    }
-
-    fn name(&self) -> &'static str {
-        Clock::name(self)
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            RunClock::Tsc(clock) => workload::run(cpu, counters, clock, config, reports, stop),
+            RunClock::Monotonic(clock) => {
+                workload::run(cpu, counters, clock, config, reports, stop)
+            }
+        }
     }
 }
