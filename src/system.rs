@@ -48,7 +48,7 @@ pub fn check_can_trace() -> Result<()> {
         .collect();
     if !missing.is_empty() {
         bail!(
-            "irqlens needs root, or the capabilities {}: missing {}",
+            "needs root, or the capabilities {}: missing {}",
             cap_names(),
             missing.join(", ")
         );

@@ -182,3 +182,30 @@ fn hist_counts_every_sample() {
     assert_eq!(buckets + value("over:"), value("count:"), "{text}");
     assert!(value("min:") >= 5, "threshold is 5 us: {text}");
 }
+
+#[test]
+fn without_privileges_it_says_what_is_missing() {
+    assert_root();
+    // the checkout may sit where nobody cannot read it: run a copy from the temp dir
+    let copy = std::env::temp_dir().join(format!("irqlens-unprivileged-{}", std::process::id()));
+    std::fs::copy(IRQLENS, &copy).unwrap();
+    let output = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&copy)
+        .args(["noise", "-c", "0", "-d", "1"])
+        .output()
+        .expect("setpriv (util-linux)");
+    std::fs::remove_file(&copy).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("needs root, or the capabilities CAP_BPF"),
+        "{stderr}"
+    );
+}
