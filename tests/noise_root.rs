@@ -186,7 +186,7 @@ fn hist_counts_every_sample() {
 #[test]
 fn without_privileges_it_says_what_is_missing() {
     assert_root();
-    // the checkout may sit where nobody cannot read it: run a copy from the temp dir
+    // user nobody may not reach the checkout: run a copy from the temp dir
     let copy = std::env::temp_dir().join(format!("irqlens-unprivileged-{}", std::process::id()));
     std::fs::copy(IRQLENS, &copy).unwrap();
     let output = Command::new("setpriv")
