@@ -1,1 +1,676 @@
-fn main() {}
+//! What irqlens noise costs, and how its answer compares with oslat's. Run as root after
+//! `cargo build --release`: `cargo bench --bench noise`. It prints figures and asserts
+//! nothing about timing.
+//!
+//! The machine this runs on is noisy and drifts by tens of percent between runs, so every
+//! figure is a ratio or a difference against a baseline measured in the same run, the
+//! variants are interleaved round by round, and each timing is the minimum over rounds
+//! (the run least disturbed by noise that has nothing to do with what is measured).
+
+use std::fs;
+use std::hint::black_box;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result, bail, ensure};
+use irqlens::collect::clock::{Clock, TscClock};
+use irqlens::collect::sched::{gettid, set_affinity};
+use irqlens::collect::workload::read_stable;
+use irqlens::probe::noise::{CpuCounters, NoiseProbe};
+use irqlens::units::CpuList;
+
+/// Rounds of the loop cost and of the ping-pong; the ping-pong's figure is a small
+/// difference of two large times, so it takes more rounds to settle.
+const ROUNDS: usize = 11;
+const PING_PONG_ROUNDS: usize = 31;
+
+/// Loop cost: iterations per timed chunk, and chunks per variant per round. Chunks are
+/// short (~0.5 ms) so that some of them fall between two timer ticks.
+const LOOP_ITERATIONS: u64 = 20_000;
+const LOOP_CHUNKS: usize = 20;
+
+/// Ping-pong: round trips timed per round, after a warm-up. Each round trip emits about
+/// two 64-byte records; 10 000 of them stay well below the quarter of the 8 MiB ring
+/// buffer where the probe starts forcing wakeups (which would add irq_work interrupts).
+const ROUND_TRIPS: u64 = 10_000;
+const WARMUP_ROUND_TRIPS: u64 = 1_000;
+
+const SPINNER_NAME: &str = "bench-spin";
+const SPINNER_PERIOD: Duration = Duration::from_millis(20);
+const SPINNER_BUSY: Duration = Duration::from_millis(2);
+const COMPARE_SECONDS: u64 = 10;
+
+const MEMORY_SECONDS: u64 = 60;
+const MEMORY_EVERY: Duration = Duration::from_secs(5);
+
+fn main() -> Result<()> {
+    ensure!(
+        unsafe { libc::geteuid() } == 0,
+        "the noise bench loads BPF programs: run it as root"
+    );
+    let irqlens = irqlens_binary()?;
+    let online = irqlens::system::online_cpus()?;
+    let cpu = online.iter().last().context("no online CPU")?;
+    let housekeeping = online.without(&one_cpu(cpu));
+    ensure!(
+        !housekeeping.is_empty(),
+        "needs 2 CPUs: one measured, one for the bench's own threads"
+    );
+    // the bench's main thread, and whatever it starts unpinned, stays off the measured CPU
+    set_affinity(&housekeeping)?;
+    println!("irqlens noise bench: measured CPU {cpu}, housekeeping CPUs {housekeeping}");
+    println!("every timing is the minimum over interleaved rounds of its variants\n");
+
+    loop_cost(cpu)?;
+    event_cost(cpu)?;
+    compare_with_oslat(&irqlens, cpu)?;
+    memory_over_time(&irqlens, cpu)?;
+    Ok(())
+}
+
+fn one_cpu(cpu: u32) -> CpuList {
+    std::iter::once(cpu).collect()
+}
+
+/// Runs every variant once per round, in turn, and keeps each one's minimum.
+fn interleaved_min<const K: usize>(
+    rounds: usize,
+    mut variants: [&mut dyn FnMut() -> Result<f64>; K],
+) -> Result<[f64; K]> {
+    let mut best = [f64::INFINITY; K];
+    for _ in 0..rounds {
+        for (best, variant) in best.iter_mut().zip(variants.iter_mut()) {
+            *best = best.min(variant()?);
+        }
+    }
+    Ok(best)
+}
+
+/// ns per iteration of `body` over `iterations`, the best of `LOOP_CHUNKS` chunks.
+fn ns_per_iteration(mut body: impl FnMut(u64)) -> f64 {
+    (0..LOOP_CHUNKS)
+        .map(|_| {
+            let start = Instant::now();
+            body(black_box(LOOP_ITERATIONS));
+            start.elapsed().as_nanos() as f64 / LOOP_ITERATIONS as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Loop cost
+
+fn loop_cost(cpu: u32) -> Result<()> {
+    println!(
+        "1. Measurement loop cost on CPU {cpu}, ns per iteration, min of {ROUNDS} rounds x \
+         {LOOP_CHUNKS} chunks of {LOOP_ITERATIONS} iterations"
+    );
+    let clock = TscClock::calibrate().context("the TSC is not invariant: no tsc clock")?;
+    let mut storage = MaybeUninit::uninit();
+    let probe = NoiseProbe::load(&mut storage, &one_cpu(cpu))?;
+    // enabled as in a run, so the counter the loop reads is live BPF-written memory
+    probe.enable();
+    let (counters, clock) = (probe.cpu(cpu), &clock);
+    let [bare, stable, shape] = std::thread::scope(|scope| {
+        scope
+            .spawn(move || -> Result<[f64; 3]> {
+                set_affinity(&one_cpu(cpu))?;
+                counters.set_workload_pid(gettid());
+                interleaved_min(
+                    ROUNDS,
+                    [
+                        &mut || Ok(ns_per_iteration(bare_rdtsc)),
+                        &mut || Ok(ns_per_iteration(|n| stable_reads(clock, &counters, n))),
+                        &mut || Ok(ns_per_iteration(|n| loop_shape(clock, &counters, n))),
+                    ],
+                )
+            })
+            .join()
+            .expect("the loop thread panicked")
+    })?;
+    println!("   lfence; rdtsc (bare)                {bare:7.2} ns");
+    println!(
+        "   read_stable (counter, tsc, counter) {stable:7.2} ns   {:.2}x bare   (target <= 1.2x)",
+        stable / bare
+    );
+    println!(
+        "   loop shape (read_stable + gap test) {shape:7.2} ns   {:.2}x bare",
+        shape / bare
+    );
+    println!();
+    Ok(())
+}
+
+#[inline(never)]
+fn bare_rdtsc(iterations: u64) {
+    for _ in 0..iterations {
+        black_box(unsafe {
+            core::arch::x86_64::_mm_lfence();
+            core::arch::x86_64::_rdtsc()
+        });
+    }
+}
+
+#[inline(never)]
+fn stable_reads(clock: &TscClock, counters: &CpuCounters<'_>, iterations: u64) {
+    for _ in 0..iterations {
+        black_box(read_stable(clock, counters));
+    }
+}
+
+/// The hot loop of workload.rs without the sample buffer (gaps above the threshold are
+/// rare): read, gap test, end test, stop flag.
+#[inline(never)]
+fn loop_shape(clock: &TscClock, counters: &CpuCounters<'_>, iterations: u64) {
+    let threshold = black_box(clock.ticks(Duration::from_micros(5)));
+    let stop = AtomicBool::new(false);
+    let (end, stop) = (black_box(u64::MAX), black_box(&stop));
+    let (mut last, _) = read_stable(clock, counters);
+    let mut noise = 0u64;
+    for _ in 0..iterations {
+        let (now, seq) = read_stable(clock, counters);
+        let gap = now - last;
+        if gap > threshold {
+            noise += gap;
+            black_box(seq);
+        }
+        last = now;
+        if now >= end || stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    black_box(noise);
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Cost per traced event
+
+/// How much of the probe runs during a probed ping-pong round. The first two split the
+/// cost of a traced event into its parts; only `Sampling` counts entries.
+#[derive(Clone, Copy, PartialEq)]
+enum Probing {
+    /// Loaded and attached, `enabled` clear: each program runs up to its first test.
+    Attached,
+    /// Enabled, not sampling: counter, nesting and comm kept, nothing counted or emitted.
+    Tracing,
+    /// Sampling, as inside a measurement window: every interference is also counted
+    /// and emits a ring buffer record.
+    Sampling,
+}
+
+/// What one probed ping-pong round saw (entries stay 0 unless sampling).
+struct ProbedRound {
+    ns_per_round_trip: f64,
+    entries: [u64; 4],
+    lost_records: u64,
+    load: Duration,
+}
+
+fn event_cost(cpu: u32) -> Result<()> {
+    println!(
+        "2. Cost per traced event: pipe ping-pong on CPU {cpu}, {ROUND_TRIPS} round trips, \
+         min of {PING_PONG_ROUNDS} rounds"
+    );
+    let ns = |probing| probed_ping_pong(cpu, probing).map(|r| r.ns_per_round_trip);
+    let mut sampled: Vec<ProbedRound> = Vec::new();
+    let [baseline, attached, tracing, sampling] = interleaved_min(
+        PING_PONG_ROUNDS,
+        [
+            &mut || ping_pong(cpu, None),
+            &mut || ns(Probing::Attached),
+            &mut || ns(Probing::Tracing),
+            &mut || {
+                let round = probed_ping_pong(cpu, Probing::Sampling)?;
+                let ns = round.ns_per_round_trip;
+                sampled.push(round);
+                Ok(ns)
+            },
+        ],
+    )?;
+    // the round with the fewest events: the one least disturbed, like the timing
+    let fewest = sampled
+        .iter()
+        .min_by_key(|r| r.entries.iter().sum::<u64>())
+        .context("no sampling round")?;
+    let per_rt = |n: u64| n as f64 / ROUND_TRIPS as f64;
+    let events = per_rt(fewest.entries.iter().sum());
+    let [thread, softirq, irq, nmi] = fewest.entries.map(per_rt);
+    let lost: u64 = sampled.iter().map(|r| r.lost_records).sum();
+    let load = sampled.iter().map(|r| r.load).min().unwrap_or_default();
+    println!(
+        "   events per round trip (sampling) {events:6.2}   (thread {thread:.2}, softirq {softirq:.3}, irq {irq:.3}, nmi {nmi:.3})"
+    );
+    println!("                                     ns/round trip   added   added/event");
+    println!("   no probe                          {baseline:8.0}");
+    // the same switches happen in every mode, so all are divided by sampling's events
+    for (name, ns) in [
+        ("attached, disabled", attached),
+        ("enabled, not sampling", tracing),
+        ("sampling (every switch traced)", sampling),
+    ] {
+        let added = ns - baseline;
+        println!(
+            "   {name:<32} {ns:8.0} {added:+10.0} {:+10.0} ns",
+            added / events
+        );
+    }
+    println!("   target: sampling <= 150 ns added per event");
+    println!(
+        "   lost records: {lost} (all sampling rounds); probe load + attach: {} ms (min)",
+        load.as_millis()
+    );
+    println!();
+    Ok(())
+}
+
+/// A ping-pong with the probe loaded for `cpu`, every thread on it foreign.
+fn probed_ping_pong(cpu: u32, probing: Probing) -> Result<ProbedRound> {
+    let started = Instant::now();
+    let mut storage = MaybeUninit::uninit();
+    let probe = NoiseProbe::load(&mut storage, &one_cpu(cpu))?;
+    let load = started.elapsed();
+    let counters = probe.cpu(cpu);
+    // sched_switch treats a task whose pid differs from workload_pid as foreign; no task
+    // has this pid, so both ping-pong threads (and the idle task, pid 0) are thread noise
+    // and every switch ends one thread interference (a record) and begins another
+    counters.set_workload_pid(u32::MAX);
+    if probing != Probing::Attached {
+        probe.enable();
+    }
+    let before = probe.entries(cpu);
+    let ns = ping_pong(cpu, (probing == Probing::Sampling).then_some(counters))?;
+    let after = probe.entries(cpu);
+    Ok(ProbedRound {
+        ns_per_round_trip: ns,
+        entries: std::array::from_fn(|i| after[i] - before[i]),
+        lost_records: probe.lost_records(),
+        load,
+    })
+    // dropping the probe disables and detaches it: the next round starts untraced
+}
+
+/// ns per round trip of two threads on `cpu` passing a byte back and forth over two pipes
+/// (like `perf bench sched pipe`). With `counters`, sampling is on exactly while timed, so
+/// the probe's entry counts cover the timed round trips only.
+fn ping_pong(cpu: u32, counters: Option<CpuCounters<'_>>) -> Result<f64> {
+    let (ping_rx, ping_tx) = pipe()?;
+    let (pong_rx, pong_tx) = pipe()?;
+    std::thread::scope(|scope| {
+        let echo = scope.spawn(move || -> Result<()> {
+            set_affinity(&one_cpu(cpu))?;
+            let mut byte = [0u8];
+            // until the other side closes its end
+            while read_byte(&ping_rx, &mut byte)? {
+                write_byte(&pong_tx, byte)?;
+            }
+            Ok(())
+        });
+        let timed = scope.spawn(move || -> Result<f64> {
+            set_affinity(&one_cpu(cpu))?;
+            let mut byte = [0u8];
+            let mut round_trips = |n: u64| -> Result<()> {
+                for _ in 0..n {
+                    write_byte(&ping_tx, byte)?;
+                    ensure!(read_byte(&pong_rx, &mut byte)?, "the echo thread quit");
+                }
+                Ok(())
+            };
+            round_trips(WARMUP_ROUND_TRIPS)?;
+            counters.inspect(|c| c.set_sampling(true));
+            let start = Instant::now();
+            round_trips(ROUND_TRIPS)?;
+            let elapsed = start.elapsed();
+            counters.inspect(|c| c.set_sampling(false));
+            Ok(elapsed.as_nanos() as f64 / ROUND_TRIPS as f64)
+            // ping_tx is dropped here: the echo thread reads EOF and ends
+        });
+        let ns = timed.join().expect("the ping thread panicked")?;
+        echo.join().expect("the echo thread panicked")?;
+        Ok(ns)
+    })
+}
+
+/// (read end, write end)
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    ensure!(
+        unsafe { libc::pipe(fds.as_mut_ptr()) } == 0,
+        "pipe: {}",
+        std::io::Error::last_os_error()
+    );
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// `false` at end of file.
+fn read_byte(fd: &OwnedFd, byte: &mut [u8; 1]) -> Result<bool> {
+    let n = unsafe { libc::read(fd.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
+    ensure!(n >= 0, "read: {}", std::io::Error::last_os_error());
+    Ok(n == 1)
+}
+
+fn write_byte(fd: &OwnedFd, byte: [u8; 1]) -> Result<()> {
+    let n = unsafe { libc::write(fd.as_raw_fd(), byte.as_ptr().cast(), 1) };
+    ensure!(n == 1, "write: {}", std::io::Error::last_os_error());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. irqlens vs oslat under the same injected noise
+
+/// A thread with its own comm, pinned at SCHED_FIFO, busy for `busy` at the start of
+/// every `period`: known thread noise that preempts both oslat and irqlens (both run at
+/// SCHED_OTHER by default). Counts its activations and the wall time it spent busy.
+struct Spinner {
+    stop: Arc<AtomicBool>,
+    activations: Arc<AtomicU64>,
+    busy_ns: Arc<AtomicU64>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Spinner {
+    fn start(name: &str, cpu: u32, period: Duration, busy: Duration) -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let activations = Arc::new(AtomicU64::new(0));
+        let busy_ns = Arc::new(AtomicU64::new(0));
+        let (stop2, activations2, busy_ns2) = (stop.clone(), activations.clone(), busy_ns.clone());
+        let comm = std::ffi::CString::new(name).expect("a name without NUL");
+        let handle = std::thread::spawn(move || {
+            unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
+            set_affinity(&one_cpu(cpu)).expect("pinning the spinner");
+            let param = libc::sched_param { sched_priority: 10 };
+            let ret = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+            assert_eq!(ret, 0, "making the spinner SCHED_FIFO");
+            let mut next = Instant::now();
+            while !stop2.load(Ordering::Relaxed) {
+                next += period;
+                let start = Instant::now();
+                while start.elapsed() < busy {
+                    std::hint::spin_loop();
+                }
+                busy_ns2.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                activations2.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+        });
+        Spinner {
+            stop,
+            activations,
+            busy_ns,
+            handle: Some(handle),
+        }
+    }
+
+    /// (activations, busy ns) so far.
+    fn totals(&self) -> (u64, u64) {
+        (
+            self.activations.load(Ordering::Relaxed),
+            self.busy_ns.load(Ordering::Relaxed),
+        )
+    }
+
+    /// (activations, busy ns) while `f` runs.
+    fn during<T>(&self, f: impl FnOnce() -> T) -> (T, (u64, u64)) {
+        let before = self.totals();
+        let result = f();
+        let after = self.totals();
+        (result, (after.0 - before.0, after.1 - before.1))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn compare_with_oslat(irqlens: &Path, cpu: u32) -> Result<()> {
+    println!(
+        "3. irqlens vs oslat on CPU {cpu}, {COMPARE_SECONDS} s each, injected: SCHED_FIFO thread \
+         '{SPINNER_NAME}' busy {} ms every {} ms",
+        SPINNER_BUSY.as_millis(),
+        SPINNER_PERIOD.as_millis()
+    );
+    let spinner = Spinner::start(SPINNER_NAME, cpu, SPINNER_PERIOD, SPINNER_BUSY);
+    let (oslat, oslat_spin) = spinner.during(|| run_oslat(cpu));
+    let (doc, irqlens_spin) = spinner.during(|| {
+        let cpu = cpu.to_string();
+        let duration = COMPARE_SECONDS.to_string();
+        run_json(
+            irqlens,
+            &["noise", "-c", &cpu, "-d", &duration, "-q", "--json"],
+        )
+    });
+    drop(spinner);
+    let (oslat, doc) = (oslat?, doc?);
+
+    let thread = &oslat["thread"]["0"];
+    let histogram = thread["histogram"]
+        .as_object()
+        .context("oslat's JSON has no histogram")?;
+    // oslat's buckets are 1 us wide, keyed by the latency rounded up to the next us:
+    // keys above 5 are loops of 5 us or more, irqlens's default threshold
+    let over_5us: u64 = histogram
+        .iter()
+        .filter(|(us, _)| us.parse::<u64>().is_ok_and(|us| us > 5))
+        .filter_map(|(_, count)| count.as_u64())
+        .sum();
+    let summary = &doc["cpus"][0];
+    let num = |value: &serde_json::Value| value.as_f64().unwrap_or(f64::NAN);
+    let ms = |ns: &serde_json::Value| num(ns) / 1e6;
+    let runtime_s = ms(&summary["runtime_ns"]) / 1000.0;
+    let expected = runtime_s / SPINNER_PERIOD.as_secs_f64();
+    let spinner_row = doc["causes"].as_array().and_then(|causes| {
+        causes.iter().find(|c| {
+            c["cause"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(SPINNER_NAME))
+        })
+    });
+    let row = |label: &str, oslat: String, irqlens: String| {
+        println!("   {label:<36} {oslat:<18} {irqlens}")
+    };
+    row("", "oslat".into(), "irqlens".into());
+    row(
+        "measured time",
+        format!("{:.2} s", num(&thread["duration"])),
+        format!("{runtime_s:.2} s"),
+    );
+    row(
+        "min / avg loop latency",
+        format!("{} / {:.3} us", thread["min"], num(&thread["avg"])),
+        "-".into(),
+    );
+    // oslat rounds latencies up to the next us
+    row(
+        "max latency / max single",
+        format!("{} us", thread["max"]),
+        format!("{:.0} us", ms(&summary["max_single_ns"]) * 1000.0),
+    );
+    row(
+        "loops / samples over 5 us",
+        over_5us.to_string(),
+        summary["samples"].to_string(),
+    );
+    row(
+        "noise",
+        "-".into(),
+        format!(
+            "{:.1} ms ({:.2} % of the time)",
+            ms(&summary["noise_ns"]),
+            100.0 - num(&summary["cpu_available_percent"])
+        ),
+    );
+    row(
+        "spinner activations (its own count)",
+        oslat_spin.0.to_string(),
+        format!(
+            "{} ({expected:.0} in irqlens's measured time)",
+            irqlens_spin.0
+        ),
+    );
+    row(
+        "spinner busy time (its own clock)",
+        format!("{:.1} ms", oslat_spin.1 as f64 / 1e6),
+        format!("{:.1} ms", irqlens_spin.1 as f64 / 1e6),
+    );
+    // interference-free: the IRQs inside the spinner's busy time are not its own
+    row(
+        "irqlens's row for the spinner",
+        "-".into(),
+        match spinner_row {
+            Some(c) => format!(
+                "{}: count {}, total {:.1} ms, max {:.0} us",
+                c["cause"].as_str().unwrap_or_default(),
+                c["count"],
+                ms(&c["total_ns"]),
+                ms(&c["max_ns"]) * 1000.0
+            ),
+            None => format!("MISSING: no cause starts with {SPINNER_NAME}"),
+        },
+    );
+    println!();
+    Ok(())
+}
+
+fn run_oslat(cpu: u32) -> Result<serde_json::Value> {
+    let json =
+        std::env::temp_dir().join(format!("irqlens-bench-oslat-{}.json", std::process::id()));
+    let status = Command::new("oslat")
+        .args([
+            "-q",
+            "-c",
+            &cpu.to_string(),
+            "-D",
+            &COMPARE_SECONDS.to_string(),
+        ])
+        .arg(format!("--json={}", json.display()))
+        .stdout(Stdio::null())
+        .status()
+        .context("running oslat (Debian/Ubuntu package rt-tests; scripts/setup installs it)")?;
+    ensure!(status.success(), "oslat failed: {status}");
+    let text = fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let _ = fs::remove_file(&json);
+    serde_json::from_str(&text).context("parsing oslat's JSON")
+}
+
+fn run_json(program: &Path, args: &[&str]) -> Result<serde_json::Value> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("running {}", program.display()))?;
+    if !output.status.success() {
+        bail!(
+            "{} {args:?} failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("parsing irqlens's JSON")
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Memory over a long run
+
+fn memory_over_time(irqlens: &Path, cpu: u32) -> Result<()> {
+    println!("4. irqlens memory over a {MEMORY_SECONDS} s run on CPU {cpu} (VmRSS)");
+    let mut child = Command::new(irqlens)
+        .args([
+            "noise",
+            "-c",
+            &cpu.to_string(),
+            "-d",
+            &MEMORY_SECONDS.to_string(),
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("running {}", irqlens.display()))?;
+    let status = format!("/proc/{}/status", child.id());
+    let started = Instant::now();
+    let mut series: Vec<(u64, u64)> = Vec::new();
+    for at in (1..).map(|i| MEMORY_EVERY * i) {
+        if at > Duration::from_secs(MEMORY_SECONDS) {
+            break;
+        }
+        std::thread::sleep(at.saturating_sub(started.elapsed()));
+        // None once the process has exited (a zombie has no VmRSS line)
+        let Some(kib) = vm_rss_kib(&status) else {
+            break;
+        };
+        series.push((at.as_secs(), kib));
+        println!("   {:3} s  {kib:7} KiB", at.as_secs());
+    }
+    let exit = child.wait()?;
+    ensure!(exit.success(), "irqlens exited with {exit}");
+    let at = |s: u64| series.iter().find(|(t, _)| *t == s).map(|(_, kib)| *kib);
+    match (at(10), series.last()) {
+        (Some(early), Some(&(t, late))) => println!(
+            "   growth from 10 s to {t} s: {:+} KiB",
+            late as i64 - early as i64
+        ),
+        _ => println!("   growth: not enough samples (irqlens ended early)"),
+    }
+    Ok(())
+}
+
+fn vm_rss_kib(status: &str) -> Option<u64> {
+    fs::read_to_string(status)
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// target/release/irqlens, which the bench does not build: a bench profile build would
+/// not be the binary users run, and cargo does not hand benches a binary path.
+fn irqlens_binary() -> Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(root.join("target"), PathBuf::from);
+    let binary = target.join("release/irqlens");
+    let built = fs::metadata(&binary)
+        .and_then(|m| m.modified())
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "{} is missing: run `cargo build --release` first",
+                binary.display()
+            )
+        })?;
+    if newest_source(&root.join("src")).is_some_and(|source| source > built) {
+        println!(
+            "warning: {} is older than src/: run `cargo build --release` first\n",
+            binary.display()
+        );
+    }
+    Ok(binary)
+}
+
+fn newest_source(dir: &Path) -> Option<SystemTime> {
+    fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let meta = entry.metadata().ok()?;
+            if meta.is_dir() {
+                newest_source(&entry.path())
+            } else {
+                meta.modified().ok()
+            }
+        })
+        .max()
+}
