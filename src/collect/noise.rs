@@ -100,11 +100,9 @@ pub fn run(
                 std::thread::Builder::new()
                     .name(format!("irqlens/{cpu}"))
                     .spawn_scoped(scope, move || {
-                        let result = clock.run_workload(cpu, counters, config, &tx, stop);
-                        if result.is_err() {
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                        result
+                        // an error or a panic in one thread ends the whole run
+                        let _stop_all = StopOnDrop(stop);
+                        clock.run_workload(cpu, counters, config, &tx, stop)
                     })
                     .expect("spawning a measurement thread")
             })
@@ -112,10 +110,10 @@ pub fn run(
 
         let mut next_tick = started + TICK;
         let deadline = options.duration.map(|d| started + d);
-        // Reports wait one drain round before they are joined: all CPUs share one ring
+        // Reports wait a drain interval before they are joined: all CPUs share one ring
         // buffer, and a record another CPU has reserved but not yet committed hides the
-        // records behind it until then.
-        let mut waiting: Vec<PeriodReport> = Vec::new();
+        // records behind it until then (poll() may return at once meanwhile).
+        let mut waiting: Vec<(Instant, PeriodReport)> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             // poll() only returns early when the probe wakes it (buffer filling up) and
             // reads nothing on a timeout; consume() drains. An error here is an
@@ -123,10 +121,15 @@ pub fn run(
             let _ = ring.poll(DRAIN_INTERVAL);
             let _ = ring.consume();
             take_records(&mut analysis);
-            for report in waiting.drain(..) {
+            let now = Instant::now();
+            let ready = waiting
+                .iter()
+                .take_while(|(at, _)| now - *at >= DRAIN_INTERVAL)
+                .count();
+            for (_, report) in waiting.drain(..ready) {
                 analysis.add_period(&report);
             }
-            waiting.extend(report_rx.try_iter());
+            waiting.extend(report_rx.try_iter().map(|report| (now, report)));
             let now = Instant::now();
             if now >= next_tick {
                 next_tick += TICK;
@@ -150,7 +153,11 @@ pub fn run(
     // the threads are done: every record they can refer to is committed
     let _ = ring.consume();
     take_records(&mut analysis);
-    for report in waiting.into_iter().chain(report_rx.iter()) {
+    for report in waiting
+        .into_iter()
+        .map(|(_, report)| report)
+        .chain(report_rx.iter())
+    {
         analysis.add_period(&report);
     }
     refresh_entries(&probe, options, &mut analysis);
@@ -204,6 +211,13 @@ struct MemoryLock(bool);
 
 impl MemoryLock {
     fn new() -> Self {
+        // and glibc must never give memory back during the run: an munmap or heap trim
+        // sends TLB-flush IPIs to the measured CPUs (noise irqlens would cause itself)
+        #[cfg(target_env = "gnu")]
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+        }
         MemoryLock(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0)
     }
 }

@@ -64,23 +64,30 @@ pub fn run<C: Clock>(
         stop_single: config.stop_single.map_or(u64::MAX, |d| clock.ticks(d)),
         stop_total: config.stop_total.map_or(u64::MAX, |d| clock.ticks(d)),
     };
+    // one buffer for the whole run: a fresh one per window would be freed by the
+    // collector, and an munmap sends TLB-flush IPIs to the measured CPUs
+    let mut samples = prefaulted(config.max_samples);
     while !stop.load(Ordering::Relaxed) {
         let period_start = monotonic_ns();
-        let mut samples = prefaulted(config.max_samples);
+        samples.clear();
         counters.set_sampling(true);
         let window = measure_window(clock, &counters, &limits, &mut samples, stop);
         counters.set_sampling(false);
 
-        let report = to_report(cpu, clock, &window, samples);
+        let report = to_report(cpu, clock, &window, samples.to_vec());
         let hit = report.stop.is_some();
         if reports.send(report).is_err() || hit {
             stop.store(true, Ordering::Relaxed);
             break;
         }
+        // sleep out the period in slices, so a stop is not held up by a long period
         let next = period_start + config.period.as_nanos() as u64;
-        let now = monotonic_ns();
-        if next > now {
-            std::thread::sleep(Duration::from_nanos(next - now));
+        while !stop.load(Ordering::Relaxed) {
+            let now = monotonic_ns();
+            if now >= next {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos(next - now).min(Duration::from_millis(50)));
         }
     }
     Ok(())

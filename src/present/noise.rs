@@ -132,7 +132,7 @@ pub fn write_run_info(
     if unexplained > 0 {
         writeln!(
             out,
-            "irqlens: {unexplained} interferences inside samples had no record (lost or begun before sampling)"
+            "irqlens: {unexplained} interferences inside samples had no record (lost, or still in flight at the end)"
         )?;
     }
     if dropped > 0 {
