@@ -92,6 +92,26 @@ static __always_inline void end(struct cpu_state *s, __u32 cpu, unsigned int cls
 		emit(s, cpu, cls, duration);
 }
 
+/*
+ * The clock, read with no interference beginning around it: softirq programs run with
+ * IRQs enabled, and an IRQ landing on the clock read would be charged to both contexts.
+ * Retried as osnoise does (§5.5.2), a bounded number of times. A window of a few
+ * instructions between this read and the nesting update remains.
+ */
+static __always_inline __u64 stable_now(struct cpu_state *s)
+{
+	__u64 seq, now = 0;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		seq = *(volatile __u64 *)&s->interference;
+		now = bpf_ktime_get_ns();
+		if (seq == *(volatile __u64 *)&s->interference)
+			break;
+	}
+	return now;
+}
+
 static __always_inline int on_entry(unsigned int cls, __u32 id, __u16 source)
 {
 	struct cpu_state *s;
@@ -99,7 +119,7 @@ static __always_inline int on_entry(unsigned int cls, __u32 id, __u16 source)
 
 	s = measured_cpu(&cpu);
 	if (s)
-		begin(s, cls, bpf_ktime_get_ns(), id, source);
+		begin(s, cls, stable_now(s), id, source);
 	return 0;
 }
 
@@ -110,7 +130,7 @@ static __always_inline int on_exit(unsigned int cls)
 
 	s = measured_cpu(&cpu);
 	if (s)
-		end(s, cpu, cls, bpf_ktime_get_ns());
+		end(s, cpu, cls, stable_now(s));
 	return 0;
 }
 
