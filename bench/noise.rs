@@ -13,13 +13,12 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail, ensure};
 use irqlens::collect::clock::{Clock, TscClock};
+use irqlens::collect::inject::Spinner;
 use irqlens::collect::sched::{gettid, set_affinity};
 use irqlens::collect::workload::read_stable;
 use irqlens::probe::noise::{CpuCounters, NoiseProbe};
@@ -362,75 +361,6 @@ fn write_byte(fd: &OwnedFd, byte: [u8; 1]) -> Result<()> {
 
 // ---------------------------------------------------------------------------------------
 // 3. irqlens vs oslat under the same injected noise
-
-/// A thread with its own comm, pinned at SCHED_FIFO, busy for `busy` at the start of
-/// every `period`: known thread noise that preempts both oslat and irqlens (both run at
-/// SCHED_OTHER by default). Counts its activations and the wall time it spent busy.
-struct Spinner {
-    stop: Arc<AtomicBool>,
-    activations: Arc<AtomicU64>,
-    busy_ns: Arc<AtomicU64>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Spinner {
-    fn start(name: &str, cpu: u32, period: Duration, busy: Duration) -> Spinner {
-        let stop = Arc::new(AtomicBool::new(false));
-        let activations = Arc::new(AtomicU64::new(0));
-        let busy_ns = Arc::new(AtomicU64::new(0));
-        let (stop2, activations2, busy_ns2) = (stop.clone(), activations.clone(), busy_ns.clone());
-        let comm = std::ffi::CString::new(name).expect("a name without NUL");
-        let handle = std::thread::spawn(move || {
-            unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
-            set_affinity(&one_cpu(cpu)).expect("pinning the spinner");
-            let param = libc::sched_param { sched_priority: 10 };
-            let ret = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-            assert_eq!(ret, 0, "making the spinner SCHED_FIFO");
-            let mut next = Instant::now();
-            while !stop2.load(Ordering::Relaxed) {
-                next += period;
-                let start = Instant::now();
-                while start.elapsed() < busy {
-                    std::hint::spin_loop();
-                }
-                busy_ns2.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                activations2.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
-            }
-        });
-        Spinner {
-            stop,
-            activations,
-            busy_ns,
-            handle: Some(handle),
-        }
-    }
-
-    /// (activations, busy ns) so far.
-    fn totals(&self) -> (u64, u64) {
-        (
-            self.activations.load(Ordering::Relaxed),
-            self.busy_ns.load(Ordering::Relaxed),
-        )
-    }
-
-    /// (activations, busy ns) while `f` runs.
-    fn during<T>(&self, f: impl FnOnce() -> T) -> (T, (u64, u64)) {
-        let before = self.totals();
-        let result = f();
-        let after = self.totals();
-        (result, (after.0 - before.0, after.1 - before.1))
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
-        }
-    }
-}
 
 fn compare_with_oslat(irqlens: &Path, cpu: u32) -> Result<()> {
     println!(

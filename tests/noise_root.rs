@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use common::*;
 
 /// The CPU the tests measure: the last one, away from CPU 0's housekeeping.
-fn measured_cpu() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
+fn measured_cpu() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32) - 1
 }
 
 fn ns(value: &serde_json::Value) -> f64 {

@@ -1,0 +1,83 @@
+//! Known noise to check irqlens against (integration tests, benches): a thread with its
+//! own comm, pinned to one CPU at SCHED_FIFO, that busy-waits for `busy` at the start of
+//! every `period`, and counts what it did by its own clock.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::sched::{Priority, gettid, set_affinity, set_priority};
+
+pub struct Spinner {
+    stop: Arc<AtomicBool>,
+    activations: Arc<AtomicU64>,
+    busy_ns: Arc<AtomicU64>,
+    handle: Option<JoinHandle<u32>>,
+}
+
+impl Spinner {
+    pub fn start(name: &str, cpu: u32, period: Duration, busy: Duration) -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let activations = Arc::new(AtomicU64::new(0));
+        let busy_ns = Arc::new(AtomicU64::new(0));
+        let (stop2, activations2, busy_ns2) = (stop.clone(), activations.clone(), busy_ns.clone());
+        let comm = std::ffi::CString::new(name).expect("a name without NUL");
+        let handle = std::thread::spawn(move || {
+            unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
+            set_affinity(&std::iter::once(cpu).collect()).expect("pinning the spinner");
+            set_priority(Priority::Fifo(10)).expect("making the spinner SCHED_FIFO");
+            let mut next = Instant::now();
+            while !stop2.load(Ordering::Relaxed) {
+                next += period;
+                let start = Instant::now();
+                while start.elapsed() < busy {
+                    std::hint::spin_loop();
+                }
+                busy_ns2.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                activations2.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            gettid()
+        });
+        Spinner {
+            stop,
+            activations,
+            busy_ns,
+            handle: Some(handle),
+        }
+    }
+
+    /// (activations, busy ns) so far.
+    pub fn totals(&self) -> (u64, u64) {
+        (
+            self.activations.load(Ordering::Relaxed),
+            self.busy_ns.load(Ordering::Relaxed),
+        )
+    }
+
+    /// (activations, busy ns) while `f` runs.
+    pub fn during<T>(&self, f: impl FnOnce() -> T) -> (T, (u64, u64)) {
+        let before = self.totals();
+        let result = f();
+        let after = self.totals();
+        (result, (after.0 - before.0, after.1 - before.1))
+    }
+
+    /// Stops the thread and returns its tid.
+    pub fn stop(mut self) -> u32 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .take()
+            .map_or(0, |h| h.join().expect("the spinner panicked"))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
