@@ -56,7 +56,7 @@ fn main() -> Result<()> {
     let irqlens = irqlens_binary()?;
     let online = irqlens::system::online_cpus()?;
     let cpu = online.iter().last().context("no online CPU")?;
-    let housekeeping = online.without(&one_cpu(cpu));
+    let housekeeping = online.without(&CpuList::single(cpu));
     ensure!(
         !housekeeping.is_empty(),
         "needs 2 CPUs: one measured, one for the bench's own threads"
@@ -71,10 +71,6 @@ fn main() -> Result<()> {
     compare_with_oslat(&irqlens, cpu)?;
     memory_over_time(&irqlens, cpu)?;
     Ok(())
-}
-
-fn one_cpu(cpu: u32) -> CpuList {
-    std::iter::once(cpu).collect()
 }
 
 /// Runs every variant once per round, in turn, and keeps each one's minimum.
@@ -112,14 +108,14 @@ fn loop_cost(cpu: u32) -> Result<()> {
     );
     let clock = TscClock::calibrate().context("the TSC is not invariant: no tsc clock")?;
     let mut storage = MaybeUninit::uninit();
-    let probe = NoiseProbe::load(&mut storage, &one_cpu(cpu))?;
+    let probe = NoiseProbe::load(&mut storage, &CpuList::single(cpu))?;
     // enabled as in a run, so the counter the loop reads is live BPF-written memory
     probe.enable();
     let (counters, clock) = (probe.cpu(cpu), &clock);
     let [bare, stable, shape] = std::thread::scope(|scope| {
         scope
             .spawn(move || -> Result<[f64; 3]> {
-                set_affinity(&one_cpu(cpu))?;
+                set_affinity(&CpuList::single(cpu))?;
                 counters.set_workload_pid(gettid());
                 interleaved_min(
                     ROUNDS,
@@ -272,7 +268,7 @@ fn event_cost(cpu: u32) -> Result<()> {
 fn probed_ping_pong(cpu: u32, probing: Probing) -> Result<ProbedRound> {
     let started = Instant::now();
     let mut storage = MaybeUninit::uninit();
-    let probe = NoiseProbe::load(&mut storage, &one_cpu(cpu))?;
+    let probe = NoiseProbe::load(&mut storage, &CpuList::single(cpu))?;
     let load = started.elapsed();
     let counters = probe.cpu(cpu);
     // sched_switch treats a task whose pid differs from workload_pid as foreign; no task
@@ -302,7 +298,7 @@ fn ping_pong(cpu: u32, counters: Option<CpuCounters<'_>>) -> Result<f64> {
     let (pong_rx, pong_tx) = pipe()?;
     std::thread::scope(|scope| {
         let echo = scope.spawn(move || -> Result<()> {
-            set_affinity(&one_cpu(cpu))?;
+            set_affinity(&CpuList::single(cpu))?;
             let mut byte = [0u8];
             // until the other side closes its end
             while read_byte(&ping_rx, &mut byte)? {
@@ -311,7 +307,7 @@ fn ping_pong(cpu: u32, counters: Option<CpuCounters<'_>>) -> Result<f64> {
             Ok(())
         });
         let timed = scope.spawn(move || -> Result<f64> {
-            set_affinity(&one_cpu(cpu))?;
+            set_affinity(&CpuList::single(cpu))?;
             let mut byte = [0u8];
             let mut round_trips = |n: u64| -> Result<()> {
                 for _ in 0..n {

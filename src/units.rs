@@ -52,6 +52,10 @@ pub fn parse_run_duration(text: &str) -> Result<Duration, String> {
 pub struct CpuList(BTreeSet<u32>);
 
 impl CpuList {
+    pub fn single(cpu: u32) -> Self {
+        CpuList(BTreeSet::from([cpu]))
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.iter().copied()
     }

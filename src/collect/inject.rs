@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::sched::{Priority, gettid, set_affinity, set_priority};
+use crate::units::CpuList;
 
 pub struct Spinner {
     stop: Arc<AtomicBool>,
@@ -25,7 +26,7 @@ impl Spinner {
         let comm = std::ffi::CString::new(name).expect("a name without NUL");
         let handle = std::thread::spawn(move || {
             unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
-            set_affinity(&std::iter::once(cpu).collect()).expect("pinning the spinner");
+            set_affinity(&CpuList::single(cpu)).expect("pinning the spinner");
             set_priority(Priority::Fifo(10)).expect("making the spinner SCHED_FIFO");
             let mut next = Instant::now();
             while !stop2.load(Ordering::Relaxed) {

@@ -130,7 +130,6 @@ pub fn run(
                 analysis.add_period(&report);
             }
             waiting.extend(report_rx.try_iter().map(|report| (now, report)));
-            let now = Instant::now();
             if now >= next_tick {
                 next_tick += TICK;
                 refresh_entries(&probe, options, &mut analysis);
@@ -211,8 +210,8 @@ struct MemoryLock(bool);
 
 impl MemoryLock {
     fn new() -> Self {
-        // and glibc must never give memory back during the run: an munmap or heap trim
-        // sends TLB-flush IPIs to the measured CPUs (noise irqlens would cause itself)
+        // glibc must not give memory back during the run either: an munmap or a heap
+        // trim sends TLB-flush IPIs to the measured CPUs (noise irqlens would cause)
         #[cfg(target_env = "gnu")]
         unsafe {
             libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);

@@ -14,6 +14,7 @@ use super::clock::{Clock, monotonic_ns};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
 use crate::analyze::noise::{PeriodReport, Sample, StopHit};
 use crate::probe::noise::CpuCounters;
+use crate::units::CpuList;
 
 #[derive(Clone, Debug)]
 pub struct WorkloadConfig {
@@ -55,7 +56,7 @@ pub fn run<C: Clock>(
     reports: &Sender<PeriodReport>,
     stop: &AtomicBool,
 ) -> Result<()> {
-    set_affinity(&std::iter::once(cpu).collect())?;
+    set_affinity(&CpuList::single(cpu))?;
     set_priority(config.priority)?;
     counters.set_workload_pid(gettid());
     let limits = Limits {
