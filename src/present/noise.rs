@@ -132,7 +132,7 @@ pub fn write_run_info(
     if unexplained > 0 {
         writeln!(
             out,
-            "irqlens: {unexplained} interferences inside samples had no record (lost, or still in flight at the end)"
+            "irqlens: {unexplained} interferences inside samples had no record (lost or never emitted by the probe)"
         )?;
     }
     if dropped > 0 {
