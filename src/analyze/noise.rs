@@ -7,11 +7,11 @@
 //! A sample with no interference is hardware noise (seed 002, §5.3).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use super::histogram::Histogram;
+pub use super::kernel::{Comm, IRQ_SOURCE_NAMES, SOFTIRQ_NAMES, irq_label, softirq_name};
 
 /// Execution context of an interference; the order is the BPF side's `enum noise_class`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -33,57 +33,6 @@ impl NoiseClass {
 
     pub fn from_raw(raw: u16) -> Option<Self> {
         Self::ALL.get(raw as usize).copied()
-    }
-}
-
-/// Names of `enum irq_source` in noise.h, in its order.
-pub const IRQ_SOURCE_NAMES: [&str; 10] = [
-    "irq",
-    "local_timer",
-    "reschedule",
-    "call_function",
-    "call_function_single",
-    "irq_work",
-    "x86_platform_ipi",
-    "error_apic",
-    "spurious_apic",
-    "thermal_apic",
-];
-
-/// Softirq vectors by number (include/linux/interrupt.h).
-pub const SOFTIRQ_NAMES: [&str; 10] = [
-    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
-];
-
-/// A task's comm as the kernel stores it: up to 16 bytes, NUL-padded.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Comm(pub [u8; 16]);
-
-impl Comm {
-    pub fn new(name: &str) -> Self {
-        let mut bytes = [0; 16];
-        let len = name.len().min(15);
-        bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
-        Comm(bytes)
-    }
-}
-
-impl fmt::Display for Comm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let len = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
-        f.write_str(&String::from_utf8_lossy(&self.0[..len]))
-    }
-}
-
-impl fmt::Debug for Comm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.to_string())
-    }
-}
-
-impl Serialize for Comm {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
     }
 }
 
@@ -145,23 +94,8 @@ impl Cause {
         match *self {
             Cause::Hardware => "hw noise (no interference traced)".into(),
             Cause::Nmi => "nmi".into(),
-            Cause::Irq { source: 0, id } => {
-                match irq_names.get(&id).filter(|name| !name.is_empty()) {
-                    Some(name) => format!("irq {id} {name}"),
-                    None => format!("irq {id}"),
-                }
-            }
-            Cause::Irq { source, id } => {
-                let name = IRQ_SOURCE_NAMES
-                    .get(source as usize)
-                    .copied()
-                    .unwrap_or("vector");
-                format!("{name}:{id}")
-            }
-            Cause::Softirq(vector) => match SOFTIRQ_NAMES.get(vector as usize) {
-                Some(name) => name.to_string(),
-                None => format!("softirq {vector}"),
-            },
+            Cause::Irq { source, id } => irq_label(source, id, irq_names),
+            Cause::Softirq(vector) => softirq_name(vector),
             Cause::Thread { pid, comm } => format!("{comm}:{pid}"),
         }
     }

@@ -163,28 +163,17 @@ int BPF_PROG(irqlens_irq_exit, int irq, struct irqaction *action, int ret)
 	return on_exit(CLASS_IRQ);
 }
 
-/* Local APIC vectors (arch/x86 irq_vectors.h); user space skips those a kernel lacks. */
-#define VECTOR_PROBES(name, source)                                   \
-	SEC("tp_btf/" #name "_entry")                                 \
-	int BPF_PROG(irqlens_##name##_entry, int vector)              \
-	{                                                             \
-		return on_entry(CLASS_IRQ, vector, source);           \
-	}                                                             \
-	SEC("tp_btf/" #name "_exit")                                  \
-	int BPF_PROG(irqlens_##name##_exit, int vector)               \
-	{                                                             \
-		return on_exit(CLASS_IRQ);                            \
-	}
+static __always_inline int on_vector_entry(int vector, __u16 source)
+{
+	return on_entry(CLASS_IRQ, vector, source);
+}
 
-VECTOR_PROBES(local_timer, SRC_LOCAL_TIMER)
-VECTOR_PROBES(reschedule, SRC_RESCHEDULE)
-VECTOR_PROBES(call_function, SRC_CALL_FUNCTION)
-VECTOR_PROBES(call_function_single, SRC_CALL_FUNCTION_SINGLE)
-VECTOR_PROBES(irq_work, SRC_IRQ_WORK)
-VECTOR_PROBES(x86_platform_ipi, SRC_X86_PLATFORM_IPI)
-VECTOR_PROBES(error_apic, SRC_ERROR_APIC)
-VECTOR_PROBES(spurious_apic, SRC_SPURIOUS_APIC)
-VECTOR_PROBES(thermal_apic, SRC_THERMAL_APIC)
+static __always_inline int on_vector_exit(int vector)
+{
+	return on_exit(CLASS_IRQ);
+}
+
+ALL_VECTOR_PROBES(irqlens, on_vector_entry, on_vector_exit)
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(irqlens_softirq_entry, unsigned int vec_nr)

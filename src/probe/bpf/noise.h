@@ -4,26 +4,11 @@
 #define IRQLENS_NOISE_H
 
 #include "nest.h"
+#include "irq_vectors.h"
 
 #define MAX_CPUS 1024
 #define TASK_COMM_LEN 16
 
-/*
- * What raised an IRQ-class interference. The order is mirrored by IRQ_SOURCE_NAMES in
- * src/analyze/noise.rs.
- */
-enum irq_source {
-	SRC_DEVICE = 0, /* irq_handler_entry: a device IRQ line, id = irq number */
-	SRC_LOCAL_TIMER,
-	SRC_RESCHEDULE,
-	SRC_CALL_FUNCTION,
-	SRC_CALL_FUNCTION_SINGLE,
-	SRC_IRQ_WORK,
-	SRC_X86_PLATFORM_IPI,
-	SRC_ERROR_APIC,
-	SRC_SPURIOUS_APIC,
-	SRC_THERMAL_APIC,
-};
 
 /* One interference on a measured CPU, emitted when it ends. */
 struct noise_record {
