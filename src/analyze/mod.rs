@@ -1,5 +1,6 @@
 //! Pure analysis: no kernel, no root. Everything here is unit-tested on synthetic data.
 
+pub mod bh;
 pub mod histogram;
 pub mod kernel;
 pub mod noise;

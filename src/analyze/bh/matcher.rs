@@ -1,0 +1,926 @@
+//! Turns the probe's checkpoints into samples: each invocation is matched to its request.
+//!
+//! - A softirq keeps the time of its first raise until it runs: raising a pending
+//!   softirq again (TASKLET and SCHED often are) requests nothing new.
+//! - Tasklets run in the order they were queued, and queueing one raises TASKLET (or HI),
+//!   so the n-th tasklet a TASKLET softirq runs matches the n-th raise before it began.
+//! - A work item is matched by its pointer, on whatever CPU it runs.
+//! - An IRQ thread is matched from its wakeup to its switch-in.
+//!
+//! Events of one CPU arrive in order; events of different CPUs only roughly so, which
+//! only the work items care about, and a work item is queued before it can run.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::{Delay, DelayCause, Mechanism, Sample, Source};
+use crate::analyze::kernel::Comm;
+
+/// Softirq vectors (include/linux/interrupt.h) the matcher tracks.
+const VECTORS: usize = 10;
+const HI_SOFTIRQ: u16 = 0;
+const TASKLET_SOFTIRQ: u16 = 6;
+/// Window events kept per CPU; a longer window is marked incomplete.
+const HISTORY: usize = 4096;
+/// Queued tasklet raises kept per CPU and vector.
+const TASKLET_QUEUE: usize = 4096;
+
+/// Checkpoint kinds, in the order of `enum bh_event_kind` in bh.h.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    IrqEntry,
+    IrqExit,
+    SoftirqRaise,
+    SoftirqEntry,
+    SoftirqExit,
+    TaskletEntry,
+    TaskletExit,
+    WorkQueue,
+    WorkActivate,
+    WorkStart,
+    WorkEnd,
+    Switch,
+    Wakeup,
+    Nmi,
+}
+
+impl EventKind {
+    const ALL: [EventKind; 14] = [
+        EventKind::IrqEntry,
+        EventKind::IrqExit,
+        EventKind::SoftirqRaise,
+        EventKind::SoftirqEntry,
+        EventKind::SoftirqExit,
+        EventKind::TaskletEntry,
+        EventKind::TaskletExit,
+        EventKind::WorkQueue,
+        EventKind::WorkActivate,
+        EventKind::WorkStart,
+        EventKind::WorkEnd,
+        EventKind::Switch,
+        EventKind::Wakeup,
+        EventKind::Nmi,
+    ];
+
+    pub fn from_raw(raw: u16) -> Option<Self> {
+        Self::ALL.get(raw as usize).copied()
+    }
+}
+
+/// One checkpoint. Field meanings per kind are those of `struct bh_event` in bh.h.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub time_ns: u64,
+    pub cpu: u32,
+    pub pid: u32,
+    pub kind: EventKind,
+    pub id: u16,
+    pub aux: u32,
+    pub ptr: u64,
+    pub func: u64,
+    pub comm: Comm,
+}
+
+impl Event {
+    pub fn new(kind: EventKind, cpu: u32, time_ns: u64) -> Self {
+        Event {
+            time_ns,
+            cpu,
+            pid: 0,
+            kind,
+            id: 0,
+            aux: 0,
+            ptr: 0,
+            func: 0,
+            comm: Comm::default(),
+        }
+    }
+}
+
+/// What the matcher could not match, so the user knows what the tables leave out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MatchCounts {
+    pub events: u64,
+    /// Raises of an already pending softirq (merged into the first).
+    pub reraises: u64,
+    /// Invocations with no request seen (requested before tracing began, or a re-raise
+    /// the kernel served twice).
+    pub unmatched_softirqs: u64,
+    pub unmatched_tasklets: u64,
+    pub unmatched_works: u64,
+    /// Work queued again before it ran: the earlier request was cancelled.
+    pub cancelled_works: u64,
+    /// Samples whose window was not fully traced.
+    pub incomplete_windows: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    time_ns: u64,
+    pid: u32,
+    cpu: u32,
+}
+
+/// A bottom half that has begun and not yet ended.
+#[derive(Clone, Debug)]
+struct Running {
+    mechanism: Mechanism,
+    source: Source,
+    request: Option<Request>,
+    entry_ns: u64,
+    woke_watched: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Happened {
+    Irq { source: u16, id: u32 },
+    Nmi,
+    Softirq(u16),
+    Switch { pid: u32, comm: Comm },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Happening {
+    start_ns: u64,
+    end_ns: u64,
+    what: Happened,
+}
+
+#[derive(Default)]
+struct CpuState {
+    raised: [Option<Request>; VECTORS],
+    /// Raises of HI and TASKLET, one per queued tasklet.
+    tasklet_raises: [VecDeque<Request>; 2],
+    softirq: Option<Running>,
+    tasklet: Option<Running>,
+    work: Option<u64>,
+    irqs: Vec<(u64, u16, u32)>,
+    history: VecDeque<Happening>,
+    /// Start of the newest event dropped from `history`.
+    dropped_until_ns: Option<u64>,
+}
+
+impl CpuState {
+    fn remember(&mut self, happening: Happening) {
+        if self.history.len() == HISTORY {
+            let old = self.history.pop_front().expect("history is full");
+            self.dropped_until_ns = Some(old.start_ns);
+        }
+        self.history.push_back(happening);
+    }
+
+    /// Hardirq and NMI time inside [from, to] (and softirq time with `softirqs`).
+    fn nested_ns(&self, from: u64, to: u64, softirqs: bool) -> u64 {
+        self.history
+            .iter()
+            .rev()
+            .take_while(|h| h.end_ns >= from)
+            .filter(|h| h.start_ns >= from && h.end_ns <= to)
+            .filter(|h| match h.what {
+                Happened::Irq { .. } | Happened::Nmi => true,
+                Happened::Softirq(_) => softirqs,
+                Happened::Switch { .. } => false,
+            })
+            .map(|h| h.end_ns - h.start_ns)
+            .sum()
+    }
+}
+
+fn tasklet_queue(vector: u16) -> Option<usize> {
+    match vector {
+        HI_SOFTIRQ => Some(0),
+        TASKLET_SOFTIRQ => Some(1),
+        _ => None,
+    }
+}
+
+fn comm_starts(comm: &Comm, prefix: &str) -> bool {
+    comm.0.starts_with(prefix.as_bytes())
+}
+
+fn is_worker(comm: &Comm) -> bool {
+    comm_starts(comm, "kworker/")
+}
+
+fn is_irq_thread(comm: &Comm) -> bool {
+    comm_starts(comm, "irq/")
+}
+
+#[derive(Default)]
+pub struct Matcher {
+    cpus: HashMap<u32, CpuState>,
+    works: HashMap<u64, Request>,
+    running_works: HashMap<u64, Running>,
+    irq_thread_wakeups: HashMap<u32, Request>,
+    running_irq_threads: HashMap<u32, (Running, u32)>,
+    /// Last wakeup and switch-in of threads that run bottom halves.
+    woken: HashMap<u32, u64>,
+    switched_in: HashMap<u32, u64>,
+    comms: HashMap<u32, Comm>,
+    watched: Option<u32>,
+    pub counts: MatchCounts,
+    samples: Vec<Sample>,
+}
+
+impl Matcher {
+    /// `watched`: irqlens's stimulus thread, whose wakeups mark the bottom half that
+    /// woke it.
+    pub fn new(watched: Option<u32>) -> Self {
+        Matcher {
+            watched,
+            ..Default::default()
+        }
+    }
+
+    /// Samples completed so far; the caller takes them.
+    pub fn take_samples(&mut self) -> Vec<Sample> {
+        std::mem::take(&mut self.samples)
+    }
+
+    /// Requests still waiting at the end of a run: softirqs raised, work queued.
+    pub fn pending(&self) -> (u64, u64) {
+        let softirqs = self
+            .cpus
+            .values()
+            .map(|c| c.raised.iter().flatten().count() as u64)
+            .sum();
+        (softirqs, self.works.len() as u64)
+    }
+
+    pub fn add(&mut self, e: &Event) {
+        self.counts.events += 1;
+        match e.kind {
+            EventKind::IrqEntry => {
+                self.cpu(e.cpu)
+                    .irqs
+                    .push((e.time_ns, e.aux as u16, e.id.into()))
+            }
+            EventKind::IrqExit => {
+                let cpu = self.cpu(e.cpu);
+                if let Some((start_ns, source, id)) = cpu.irqs.pop() {
+                    cpu.remember(Happening {
+                        start_ns,
+                        end_ns: e.time_ns,
+                        what: Happened::Irq { source, id },
+                    });
+                }
+            }
+            EventKind::Nmi => self.cpu(e.cpu).remember(Happening {
+                start_ns: e.time_ns.saturating_sub(e.ptr),
+                end_ns: e.time_ns,
+                what: Happened::Nmi,
+            }),
+            EventKind::SoftirqRaise => self.softirq_raise(e),
+            EventKind::SoftirqEntry => self.softirq_entry(e),
+            EventKind::SoftirqExit => self.softirq_exit(e),
+            EventKind::TaskletEntry => self.tasklet_entry(e),
+            EventKind::TaskletExit => {
+                if let Some(running) = self.cpu(e.cpu).tasklet.take() {
+                    self.finish(running, e, false);
+                }
+            }
+            EventKind::WorkQueue => {
+                let request = Request {
+                    time_ns: e.time_ns,
+                    pid: e.pid,
+                    cpu: e.cpu,
+                };
+                if self.works.insert(e.ptr, request).is_some() {
+                    self.counts.cancelled_works += 1;
+                }
+            }
+            // Activation is part of queueing unless max_active held the item back; the
+            // latency counts from the queueing either way.
+            EventKind::WorkActivate => {}
+            EventKind::WorkStart => self.work_start(e),
+            EventKind::WorkEnd => {
+                self.cpu(e.cpu).work = None;
+                if let Some(running) = self.running_works.remove(&e.ptr) {
+                    self.finish(running, e, true);
+                }
+            }
+            EventKind::Switch => self.switch(e),
+            EventKind::Wakeup => self.wakeup(e),
+        }
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut CpuState {
+        self.cpus.entry(cpu).or_default()
+    }
+
+    fn softirq_raise(&mut self, e: &Event) {
+        let request = Request {
+            time_ns: e.time_ns,
+            pid: e.pid,
+            cpu: e.cpu,
+        };
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        if let Some(queue) = tasklet_queue(e.id) {
+            let raises = &mut cpu.tasklet_raises[queue];
+            if raises.len() == TASKLET_QUEUE {
+                raises.pop_front();
+            }
+            raises.push_back(request);
+        }
+        match cpu.raised.get_mut(e.id as usize) {
+            Some(slot @ None) => *slot = Some(request),
+            Some(Some(_)) => self.counts.reraises += 1,
+            None => {}
+        }
+    }
+
+    fn softirq_entry(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        let request = cpu.raised.get_mut(e.id as usize).and_then(Option::take);
+        if request.is_none() {
+            self.counts.unmatched_softirqs += 1;
+        }
+        cpu.softirq = Some(Running {
+            mechanism: Mechanism::Softirq,
+            source: Source::Vector(e.id),
+            request,
+            entry_ns: e.time_ns,
+            woke_watched: false,
+        });
+    }
+
+    fn softirq_exit(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        let Some(running) = cpu.softirq.take() else {
+            return;
+        };
+        if let Some(queue) = tasklet_queue(e.id) {
+            // Raises before this run began were served by it, or re-raised by it for
+            // tasklets it could not run yet (disabled or running elsewhere).
+            cpu.tasklet_raises[queue].retain(|r| r.time_ns > running.entry_ns);
+        }
+        cpu.remember(Happening {
+            start_ns: running.entry_ns,
+            end_ns: e.time_ns,
+            what: Happened::Softirq(e.id),
+        });
+        self.finish(running, e, false);
+    }
+
+    fn tasklet_entry(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        let Some(softirq) = &cpu.softirq else {
+            return;
+        };
+        let Source::Vector(vector) = softirq.source else {
+            return;
+        };
+        let begun = softirq.entry_ns;
+        let request = tasklet_queue(vector).and_then(|queue| {
+            let raises = &mut cpu.tasklet_raises[queue];
+            raises
+                .front()
+                .is_some_and(|r| r.time_ns <= begun)
+                .then(|| raises.pop_front())
+                .flatten()
+        });
+        if request.is_none() {
+            self.counts.unmatched_tasklets += 1;
+        }
+        cpu.tasklet = Some(Running {
+            mechanism: Mechanism::Tasklet,
+            source: Source::Function(e.func),
+            request,
+            entry_ns: e.time_ns,
+            woke_watched: false,
+        });
+    }
+
+    fn work_start(&mut self, e: &Event) {
+        self.cpu(e.cpu).work = Some(e.ptr);
+        let request = self.works.remove(&e.ptr);
+        if request.is_none() {
+            self.counts.unmatched_works += 1;
+        }
+        self.running_works.insert(
+            e.ptr,
+            Running {
+                mechanism: Mechanism::Workqueue,
+                source: Source::Function(e.func),
+                request,
+                entry_ns: e.time_ns,
+                woke_watched: false,
+            },
+        );
+    }
+
+    fn switch(&mut self, e: &Event) {
+        let (prev, next) = (e.pid, e.aux);
+        self.comms.insert(next, e.comm);
+        self.cpu(e.cpu).remember(Happening {
+            start_ns: e.time_ns,
+            end_ns: e.time_ns,
+            what: Happened::Switch {
+                pid: next,
+                comm: e.comm,
+            },
+        });
+        if is_worker(&e.comm) || is_irq_thread(&e.comm) {
+            self.switched_in.insert(next, e.time_ns);
+        }
+        if let Some((running, cpu)) = self.running_irq_threads.remove(&prev) {
+            if cpu == e.cpu {
+                let mut end = *e;
+                end.pid = prev;
+                self.finish(running, &end, true);
+            }
+        }
+        if let Some(request) = self.irq_thread_wakeups.remove(&next) {
+            let running = Running {
+                mechanism: Mechanism::IrqThread,
+                source: Source::Thread(e.comm),
+                request: Some(request),
+                entry_ns: e.time_ns,
+                woke_watched: false,
+            };
+            self.running_irq_threads.insert(next, (running, e.cpu));
+        }
+    }
+
+    fn wakeup(&mut self, e: &Event) {
+        let woken = e.aux;
+        self.comms.insert(woken, e.comm);
+        if is_worker(&e.comm) {
+            self.woken.insert(woken, e.time_ns);
+        }
+        if is_irq_thread(&e.comm) {
+            self.woken.insert(woken, e.time_ns);
+            self.irq_thread_wakeups.entry(woken).or_insert(Request {
+                time_ns: e.time_ns,
+                pid: e.pid,
+                cpu: e.cpu,
+            });
+        }
+        if self.watched == Some(woken) {
+            self.mark_waker(e);
+        }
+    }
+
+    /// The bottom half running on the waker's CPU woke the watched thread. A hardirq
+    /// interrupting it is not the bottom half: its wakeups do not count.
+    fn mark_waker(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        if !cpu.irqs.is_empty() {
+            return;
+        }
+        if cpu.softirq.is_some() {
+            for running in [&mut cpu.softirq, &mut cpu.tasklet].into_iter().flatten() {
+                running.woke_watched = true;
+            }
+            return;
+        }
+        if let Some(running) = cpu.work.and_then(|work| self.running_works.get_mut(&work)) {
+            running.woke_watched = true;
+        } else if let Some((running, _)) = self.running_irq_threads.get_mut(&e.pid) {
+            running.woke_watched = true;
+        }
+    }
+
+    /// Completes a sample at its exit event; `thread` when it ran in a thread, which
+    /// softirqs may interrupt too.
+    fn finish(&mut self, running: Running, exit: &Event, thread: bool) {
+        let Some(request) = running.request else {
+            return;
+        };
+        let executor = exit.pid;
+        let delay = self.delay(
+            exit.cpu,
+            request.time_ns,
+            running.entry_ns,
+            executor,
+            &running,
+        );
+        if !delay.complete {
+            self.counts.incomplete_windows += 1;
+        }
+        let cpu = self.cpu(exit.cpu);
+        let nested = cpu.nested_ns(running.entry_ns, exit.time_ns, thread);
+        self.samples.push(Sample {
+            mechanism: running.mechanism,
+            source: running.source,
+            request_cpu: request.cpu,
+            cpu: exit.cpu,
+            request_ns: request.time_ns,
+            latency_ns: running.entry_ns.saturating_sub(request.time_ns),
+            runtime_ns: exit
+                .time_ns
+                .saturating_sub(running.entry_ns)
+                .saturating_sub(nested),
+            requester: request.pid,
+            executor,
+            woke_watched: running.woke_watched,
+            delay,
+        });
+    }
+
+    /// What ran on `cpu` between the request and the invocation.
+    fn delay(&self, cpu: u32, from: u64, to: u64, executor: u32, running: &Running) -> Delay {
+        let mut delay = Delay::default();
+        let Some(state) = self.cpus.get(&cpu) else {
+            delay.causes.push(DelayCause::Untraced);
+            return delay;
+        };
+        delay.complete = state.dropped_until_ns.is_none_or(|dropped| dropped < from);
+        let mut causes = Vec::new();
+        for h in state.history.iter().rev().take_while(|h| h.end_ns >= from) {
+            if h.start_ns <= from || h.start_ns >= to {
+                continue;
+            }
+            match h.what {
+                Happened::Irq { source, id } => {
+                    delay.irqs += 1;
+                    delay.irq_ns += h.end_ns - h.start_ns;
+                    causes.push(DelayCause::Irq { source, id });
+                }
+                Happened::Nmi => {
+                    delay.irqs += 1;
+                    delay.irq_ns += h.end_ns - h.start_ns;
+                    causes.push(DelayCause::Nmi);
+                }
+                Happened::Softirq(vector) => {
+                    delay.softirqs += 1;
+                    delay.softirq_ns += h.end_ns - h.start_ns;
+                    causes.push(DelayCause::SoftirqFirst(vector));
+                }
+                Happened::Switch { pid, comm } => {
+                    delay.switches += 1;
+                    if pid != executor && pid != 0 {
+                        causes.push(DelayCause::Thread(comm));
+                    }
+                }
+            }
+        }
+        let executor_comm = self.comms.get(&executor);
+        if running.mechanism == Mechanism::Softirq || running.mechanism == Mechanism::Tasklet {
+            delay.ksoftirqd = executor_comm.is_some_and(|c| comm_starts(c, "ksoftirqd/"));
+            if delay.ksoftirqd {
+                causes.push(DelayCause::Ksoftirqd);
+            }
+        } else {
+            let after =
+                |time: Option<&u64>| time.filter(|&&t| t > from && t <= to).map(|t| t - from);
+            delay.woken_after_ns = after(self.woken.get(&executor));
+            delay.switched_in_after_ns = after(self.switched_in.get(&executor));
+            if running.mechanism == Mechanism::Workqueue && delay.woken_after_ns.is_some() {
+                causes.push(DelayCause::WorkerWakeup);
+            }
+        }
+        if !delay.complete {
+            causes.push(DelayCause::Untraced);
+        }
+        if causes.is_empty() {
+            causes.push(DelayCause::Undelayed);
+        }
+        causes.sort();
+        causes.dedup();
+        delay.causes = causes;
+        delay
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream builder: events on one CPU at given µs.
+    struct Stream(Vec<Event>);
+
+    impl Stream {
+        fn new() -> Self {
+            Stream(Vec::new())
+        }
+
+        fn at(mut self, us: u64, cpu: u32, kind: EventKind, id: u16) -> Self {
+            let mut e = Event::new(kind, cpu, us * 1_000);
+            e.id = id;
+            self.0.push(e);
+            self
+        }
+
+        fn with(mut self, f: impl FnOnce(&mut Event)) -> Self {
+            f(self.0.last_mut().expect("an event to change"));
+            self
+        }
+
+        fn run(self, watched: Option<u32>) -> (Vec<Sample>, MatchCounts) {
+            let mut m = Matcher::new(watched);
+            for e in &self.0 {
+                m.add(e);
+            }
+            (m.take_samples(), m.counts)
+        }
+    }
+
+    use EventKind::*;
+    const TIMER: u16 = 1;
+    const NET_RX: u16 = 3;
+
+    #[test]
+    fn softirq_latency_from_raise_to_entry() {
+        let (samples, counts) = Stream::new()
+            .at(100, 0, IrqEntry, 30)
+            .at(101, 0, SoftirqRaise, TIMER)
+            .at(103, 0, IrqExit, 30)
+            .at(104, 0, SoftirqEntry, TIMER)
+            .at(110, 0, SoftirqExit, TIMER)
+            .run(None);
+        assert_eq!(samples.len(), 1);
+        let s = &samples[0];
+        assert_eq!(
+            (s.mechanism, s.source),
+            (Mechanism::Softirq, Source::Vector(TIMER))
+        );
+        assert_eq!(s.latency_ns, 3_000);
+        assert_eq!(s.runtime_ns, 6_000);
+        // the raising IRQ is the request, not an intervening one
+        assert!(!s.irq_in_window());
+        assert_eq!(s.delay.causes, vec![DelayCause::Undelayed]);
+        assert_eq!(counts.unmatched_softirqs, 0);
+    }
+
+    #[test]
+    fn reraise_keeps_the_first_raise_and_never_goes_negative() {
+        let (samples, counts) = Stream::new()
+            .at(10, 0, SoftirqRaise, TIMER)
+            .at(12, 0, SoftirqRaise, TIMER)
+            .at(15, 0, SoftirqRaise, TIMER)
+            .at(20, 0, SoftirqEntry, TIMER)
+            // raised again while it runs: a new request for the next run
+            .at(22, 0, SoftirqRaise, TIMER)
+            .at(25, 0, SoftirqExit, TIMER)
+            .at(26, 0, SoftirqEntry, TIMER)
+            .at(27, 0, SoftirqExit, TIMER)
+            // an entry nobody requested (the kernel ran a merged re-raise twice)
+            .at(40, 0, SoftirqEntry, TIMER)
+            .at(41, 0, SoftirqExit, TIMER)
+            .run(None);
+        let latencies: Vec<u64> = samples.iter().map(|s| s.latency_ns).collect();
+        assert_eq!(latencies, vec![10_000, 4_000]);
+        assert_eq!(counts.reraises, 2);
+        assert_eq!(counts.unmatched_softirqs, 1);
+    }
+
+    #[test]
+    fn nested_irq_lands_in_the_irq_column_and_leaves_the_runtime() {
+        let (samples, _) = Stream::new()
+            .at(0, 1, SoftirqRaise, NET_RX)
+            .at(2, 1, IrqEntry, 41)
+            .with(|e| e.aux = 0)
+            .at(5, 1, IrqExit, 41)
+            .at(6, 1, SoftirqEntry, NET_RX)
+            // an IRQ interrupting the softirq counts against its run time only
+            .at(8, 1, IrqEntry, 236)
+            .with(|e| e.aux = 1)
+            .at(9, 1, IrqExit, 236)
+            .at(16, 1, SoftirqExit, NET_RX)
+            .run(None);
+        let s = &samples[0];
+        assert_eq!(s.latency_ns, 6_000);
+        assert!(s.irq_in_window());
+        assert_eq!((s.delay.irqs, s.delay.irq_ns), (1, 3_000));
+        assert_eq!(s.delay.causes, vec![DelayCause::Irq { source: 0, id: 41 }]);
+        assert_eq!(s.runtime_ns, 10_000 - 1_000);
+    }
+
+    #[test]
+    fn other_softirqs_first_and_ksoftirqd_are_causes() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, SoftirqRaise, TIMER)
+            .at(0, 0, SoftirqRaise, NET_RX)
+            .at(1, 0, SoftirqEntry, TIMER)
+            .at(4, 0, SoftirqExit, TIMER)
+            .at(5, 0, Switch, 0)
+            .with(|e| {
+                e.pid = 100;
+                e.aux = 15;
+                e.comm = Comm::new("ksoftirqd/0");
+            })
+            .at(7, 0, SoftirqEntry, NET_RX)
+            .with(|e| e.pid = 15)
+            .at(9, 0, SoftirqExit, NET_RX)
+            .with(|e| e.pid = 15)
+            .run(None);
+        let net = samples
+            .iter()
+            .find(|s| s.source == Source::Vector(NET_RX))
+            .unwrap();
+        assert_eq!(net.latency_ns, 7_000);
+        assert_eq!((net.delay.softirqs, net.delay.softirq_ns), (1, 3_000));
+        assert!(net.delay.ksoftirqd);
+        assert_eq!(net.delay.switches, 1);
+        assert_eq!(
+            net.delay.causes,
+            vec![DelayCause::SoftirqFirst(TIMER), DelayCause::Ksoftirqd]
+        );
+    }
+
+    #[test]
+    fn tasklets_match_their_raises_in_order() {
+        const TASKLET: u16 = TASKLET_SOFTIRQ;
+        let (samples, counts) = Stream::new()
+            .at(0, 0, SoftirqRaise, TASKLET)
+            .at(3, 0, SoftirqRaise, TASKLET)
+            .at(10, 0, SoftirqEntry, TASKLET)
+            .at(11, 0, TaskletEntry, 0)
+            .with(|e| e.func = 0xa)
+            .at(12, 0, TaskletExit, 0)
+            .at(13, 0, TaskletEntry, 0)
+            .with(|e| e.func = 0xb)
+            .at(14, 0, TaskletExit, 0)
+            // raised while running: belongs to the next run
+            .at(14, 0, SoftirqRaise, TASKLET)
+            .at(15, 0, SoftirqExit, TASKLET)
+            .at(20, 0, SoftirqEntry, TASKLET)
+            .at(22, 0, TaskletEntry, 0)
+            .with(|e| e.func = 0xa)
+            .at(23, 0, TaskletExit, 0)
+            .at(24, 0, SoftirqExit, TASKLET)
+            .run(None);
+        let tasklets: Vec<(Source, u64)> = samples
+            .iter()
+            .filter(|s| s.mechanism == Mechanism::Tasklet)
+            .map(|s| (s.source, s.latency_ns))
+            .collect();
+        assert_eq!(
+            tasklets,
+            vec![
+                (Source::Function(0xa), 11_000),
+                (Source::Function(0xb), 10_000),
+                (Source::Function(0xa), 8_000),
+            ]
+        );
+        assert_eq!(counts.unmatched_tasklets, 0);
+    }
+
+    #[test]
+    fn work_items_match_by_pointer_across_cpus() {
+        let (samples, counts) = Stream::new()
+            .at(0, 0, WorkQueue, 0)
+            .with(|e| {
+                e.ptr = 0x1000;
+                e.func = 0xf1;
+                e.pid = 500;
+            })
+            .at(1, 0, WorkQueue, 0)
+            .with(|e| {
+                e.ptr = 0x2000;
+                e.func = 0xf2;
+            })
+            .at(2, 1, Wakeup, 0)
+            .with(|e| {
+                e.aux = 77;
+                e.comm = Comm::new("kworker/u8:1");
+            })
+            .at(5, 1, Switch, 0)
+            .with(|e| {
+                e.aux = 77;
+                e.comm = Comm::new("kworker/u8:1");
+            })
+            // the second item starts first, on the other CPU
+            .at(6, 1, WorkStart, 0)
+            .with(|e| {
+                e.ptr = 0x2000;
+                e.func = 0xf2;
+                e.pid = 77;
+            })
+            .at(7, 1, WorkEnd, 0)
+            .with(|e| {
+                e.ptr = 0x2000;
+                e.pid = 77;
+            })
+            .at(8, 1, WorkStart, 0)
+            .with(|e| {
+                e.ptr = 0x1000;
+                e.func = 0xf1;
+                e.pid = 77;
+            })
+            .at(12, 1, WorkEnd, 0)
+            .with(|e| {
+                e.ptr = 0x1000;
+                e.pid = 77;
+            })
+            .run(None);
+        let works: Vec<(Source, u32, u32, u64)> = samples
+            .iter()
+            .map(|s| (s.source, s.request_cpu, s.cpu, s.latency_ns))
+            .collect();
+        assert_eq!(
+            works,
+            vec![
+                (Source::Function(0xf2), 0, 1, 5_000),
+                (Source::Function(0xf1), 0, 1, 8_000),
+            ]
+        );
+        let first = &samples[1];
+        assert_eq!(first.requester, 500);
+        assert_eq!(first.delay.woken_after_ns, Some(2_000));
+        assert_eq!(first.delay.switched_in_after_ns, Some(5_000));
+        assert!(first.delay.causes.contains(&DelayCause::WorkerWakeup));
+        assert_eq!(first.runtime_ns, 4_000);
+        assert_eq!(counts.unmatched_works, 0);
+    }
+
+    #[test]
+    fn requeued_and_unrequested_work_is_counted_not_matched() {
+        let (samples, counts) = Stream::new()
+            .at(0, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(1, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(2, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0x9)
+            .at(3, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0x9)
+            .at(4, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(5, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0x1)
+            .run(None);
+        assert_eq!(samples.len(), 1);
+        assert_eq!(samples[0].latency_ns, 3_000);
+        assert_eq!((counts.cancelled_works, counts.unmatched_works), (1, 1));
+    }
+
+    #[test]
+    fn the_bottom_half_that_woke_the_watched_thread_is_marked() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, SoftirqRaise, TIMER)
+            .at(1, 0, SoftirqRaise, NET_RX)
+            .at(2, 0, SoftirqEntry, TIMER)
+            // a hardirq inside TIMER wakes the watched thread: not TIMER's doing
+            .at(3, 0, IrqEntry, 236)
+            .with(|e| e.aux = 1)
+            .at(3, 0, Wakeup, 0)
+            .with(|e| e.aux = 42)
+            .at(4, 0, IrqExit, 236)
+            .at(5, 0, SoftirqExit, TIMER)
+            .at(6, 0, SoftirqEntry, NET_RX)
+            .at(7, 0, Wakeup, 0)
+            .with(|e| e.aux = 42)
+            .at(8, 0, SoftirqExit, NET_RX)
+            .run(Some(42));
+        let woke: Vec<(Source, bool)> =
+            samples.iter().map(|s| (s.source, s.woke_watched)).collect();
+        assert_eq!(
+            woke,
+            vec![
+                (Source::Vector(TIMER), false),
+                (Source::Vector(NET_RX), true)
+            ]
+        );
+    }
+
+    #[test]
+    fn irq_thread_from_wakeup_to_switch_in() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, IrqEntry, 40)
+            .at(1, 0, Wakeup, 0)
+            .with(|e| {
+                e.aux = 300;
+                e.comm = Comm::new("irq/40-eth0");
+            })
+            .at(2, 0, IrqExit, 40)
+            .at(9, 0, Switch, 0)
+            .with(|e| {
+                e.pid = 1;
+                e.aux = 300;
+                e.comm = Comm::new("irq/40-eth0");
+            })
+            .at(15, 0, Switch, 0)
+            .with(|e| {
+                e.pid = 300;
+                e.aux = 1;
+                e.comm = Comm::new("bash");
+            })
+            .run(None);
+        assert_eq!(samples.len(), 1);
+        let s = &samples[0];
+        assert_eq!(s.mechanism, Mechanism::IrqThread);
+        assert_eq!(s.source, Source::Thread(Comm::new("irq/40-eth0")));
+        assert_eq!((s.latency_ns, s.runtime_ns), (8_000, 6_000));
+        assert_eq!(s.executor, 300);
+    }
+
+    #[test]
+    fn an_overrun_history_marks_the_window_incomplete() {
+        let mut stream = Stream::new().at(0, 0, SoftirqRaise, TIMER);
+        for i in 0..HISTORY as u64 + 10 {
+            stream =
+                stream
+                    .at(1 + i, 0, IrqEntry, 236)
+                    .with(|e| e.aux = 1)
+                    .at(1 + i, 0, IrqExit, 236);
+        }
+        let (samples, counts) = stream
+            .at(10_000, 0, SoftirqEntry, TIMER)
+            .at(10_001, 0, SoftirqExit, TIMER)
+            .run(None);
+        assert!(!samples[0].delay.complete);
+        assert!(samples[0].delay.causes.contains(&DelayCause::Untraced));
+        assert_eq!(counts.incomplete_windows, 1);
+    }
+}

@@ -1,0 +1,311 @@
+//! The thesis's statistics (seed 000, §5.3): per series, min, Q0.05, Q0.50, Q0.95 and max
+//! over the samples no interrupt landed in, max_IRQ over all of them, and a histogram
+//! whose IRQ column holds the others and whose OOB column holds what lies beyond it.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram as Quantiles;
+
+use super::{DelayCause, Mechanism, Sample, Source};
+use crate::analyze::histogram::Histogram;
+
+/// Which samples a run is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Every bottom half (passive mode).
+    All,
+    /// Those requested by this thread (a stimulus that queues work or raises directly).
+    RaisedBy(u32),
+    /// Those that woke this thread (a stimulus waiting for its timer or I/O).
+    Woke(u32),
+}
+
+impl Selection {
+    pub fn takes(&self, sample: &Sample) -> bool {
+        match *self {
+            Selection::All => true,
+            Selection::RaisedBy(tid) => sample.requester == tid,
+            Selection::Woke(_) => sample.woke_watched,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct StatsConfig {
+    pub bucket_ns: u64,
+    pub entries: usize,
+    pub selection: Selection,
+    /// Worst samples kept per mechanism, with their delay causes.
+    pub worst: usize,
+}
+
+/// 3 significant digits: 1 ns resolution up to 2 µs, 0.1% above.
+fn quantiles() -> Quantiles<u64> {
+    Quantiles::new(3).expect("3 significant digits is a valid precision")
+}
+
+/// Records `value`, growing the range as needed (saturating_record would clamp instead).
+fn record(quantiles: &mut Quantiles<u64>, value: u64) {
+    if quantiles.record(value).is_err() {
+        quantiles.saturating_record(value);
+    }
+}
+
+/// One latency series.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// All samples, with and without an interrupt in their window.
+    pub count: u64,
+    pub irq: u64,
+    /// Latency of the samples with no interrupt in their window.
+    latency: Quantiles<u64>,
+    pub max_irq_ns: u64,
+    runtime: Quantiles<u64>,
+    runtime_max_ns: u64,
+    pub histogram: Histogram,
+}
+
+impl Series {
+    fn new(config: &StatsConfig) -> Self {
+        Series {
+            count: 0,
+            irq: 0,
+            latency: quantiles(),
+            max_irq_ns: 0,
+            runtime: quantiles(),
+            runtime_max_ns: 0,
+            histogram: Histogram::new(config.bucket_ns, config.entries),
+        }
+    }
+
+    fn add(&mut self, sample: &Sample) {
+        self.count += 1;
+        self.max_irq_ns = self.max_irq_ns.max(sample.latency_ns);
+        record(&mut self.runtime, sample.runtime_ns);
+        self.runtime_max_ns = self.runtime_max_ns.max(sample.runtime_ns);
+        if sample.irq_in_window() {
+            self.irq += 1;
+        } else {
+            record(&mut self.latency, sample.latency_ns);
+            self.histogram.add(sample.latency_ns);
+        }
+    }
+
+    /// Latency quantile `q` (0..=1) of the samples no interrupt landed in.
+    /// Within 0.1% (hdrhistogram's 3 digits), and never outside the exact min..max.
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        let (min, max) = (self.min_ns()?, self.max_ns()?);
+        Some(self.latency.value_at_quantile(q).clamp(min, max))
+    }
+
+    /// Exact, as the linear histogram keeps them.
+    pub fn min_ns(&self) -> Option<u64> {
+        self.histogram.min_ns
+    }
+
+    pub fn max_ns(&self) -> Option<u64> {
+        (self.histogram.count > 0).then_some(self.histogram.max_ns)
+    }
+
+    pub fn runtime_quantile_ns(&self, q: f64) -> Option<u64> {
+        (!self.runtime.is_empty()).then(|| self.runtime.value_at_quantile(q))
+    }
+
+    pub fn runtime_max_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.runtime_max_ns)
+    }
+}
+
+/// Samples a delay cause was seen in, and their latency.
+#[derive(Clone, Debug)]
+pub struct CauseStats {
+    pub samples: u64,
+    latency: Quantiles<u64>,
+    max_ns: u64,
+}
+
+impl CauseStats {
+    pub fn median_ns(&self) -> u64 {
+        self.latency.value_at_quantile(0.5).min(self.max_ns)
+    }
+
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct MechanismStats {
+    pub series: Series,
+    pub causes: BTreeMap<DelayCause, CauseStats>,
+    /// The slowest samples, slowest first.
+    pub worst: Vec<Sample>,
+}
+
+#[derive(Clone, Debug)]
+pub struct BhStats {
+    pub config: StatsConfig,
+    pub mechanisms: BTreeMap<Mechanism, MechanismStats>,
+    pub sources: BTreeMap<(Mechanism, Source), Series>,
+    /// Samples the selection left out (other requesters in active mode).
+    pub others: u64,
+}
+
+impl BhStats {
+    pub fn new(config: StatsConfig) -> Self {
+        BhStats {
+            config,
+            mechanisms: BTreeMap::new(),
+            sources: BTreeMap::new(),
+            others: 0,
+        }
+    }
+
+    pub fn add(&mut self, sample: Sample) {
+        if !self.config.selection.takes(&sample) {
+            self.others += 1;
+            return;
+        }
+        let config = self.config;
+        self.sources
+            .entry((sample.mechanism, sample.source))
+            .or_insert_with(|| Series::new(&config))
+            .add(&sample);
+        let mechanism = self
+            .mechanisms
+            .entry(sample.mechanism)
+            .or_insert_with(|| MechanismStats {
+                series: Series::new(&config),
+                causes: BTreeMap::new(),
+                worst: Vec::new(),
+            });
+        mechanism.series.add(&sample);
+        for cause in &sample.delay.causes {
+            let stats = mechanism
+                .causes
+                .entry(*cause)
+                .or_insert_with(|| CauseStats {
+                    samples: 0,
+                    latency: quantiles(),
+                    max_ns: 0,
+                });
+            stats.samples += 1;
+            stats.max_ns = stats.max_ns.max(sample.latency_ns);
+            record(&mut stats.latency, sample.latency_ns);
+        }
+        keep_worst(&mut mechanism.worst, sample, config.worst);
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.mechanisms.values().map(|m| m.series.count).sum()
+    }
+}
+
+fn keep_worst(worst: &mut Vec<Sample>, sample: Sample, keep: usize) {
+    if keep == 0 || worst.len() == keep && worst[keep - 1].latency_ns >= sample.latency_ns {
+        return;
+    }
+    let at = worst.partition_point(|w| w.latency_ns >= sample.latency_ns);
+    worst.insert(at, sample);
+    worst.truncate(keep);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::bh::Delay;
+
+    fn sample(latency_ns: u64, irqs: u32) -> Sample {
+        Sample {
+            mechanism: Mechanism::Softirq,
+            source: Source::Vector(1),
+            request_cpu: 0,
+            cpu: 0,
+            request_ns: 0,
+            latency_ns,
+            runtime_ns: latency_ns / 2,
+            requester: 7,
+            executor: 0,
+            woke_watched: false,
+            delay: Delay {
+                irqs,
+                causes: vec![if irqs > 0 {
+                    DelayCause::Irq { source: 1, id: 236 }
+                } else {
+                    DelayCause::Undelayed
+                }],
+                ..Delay::default()
+            },
+        }
+    }
+
+    fn config(selection: Selection) -> StatsConfig {
+        StatsConfig {
+            bucket_ns: 1_000,
+            entries: 10,
+            selection,
+            worst: 3,
+        }
+    }
+
+    #[test]
+    fn quantiles_exclude_irq_samples_and_max_irq_includes_them() {
+        let mut stats = BhStats::new(config(Selection::All));
+        // 1..=100 µs without interrupts, one 50 ms sample with one
+        for us in 1..=100 {
+            stats.add(sample(us * 1_000, 0));
+        }
+        stats.add(sample(50_000_000, 1));
+        let series = &stats.mechanisms[&Mechanism::Softirq].series;
+        assert_eq!((series.count, series.irq), (101, 1));
+        assert_eq!(series.min_ns(), Some(1_000));
+        let near = |got: Option<u64>, want: u64| {
+            let got = got.unwrap();
+            assert!(got.abs_diff(want) <= want / 500, "{got} vs {want}");
+        };
+        near(series.quantile_ns(0.05), 5_000);
+        near(series.quantile_ns(0.50), 50_000);
+        near(series.quantile_ns(0.95), 95_000);
+        near(series.max_ns(), 100_000);
+        assert_eq!(series.max_irq_ns, 50_000_000);
+        // the histogram: 10 buckets of 1 µs, samples from 1 µs up; the rest is OOB
+        assert_eq!(series.histogram.buckets, vec![0, 1, 1, 1, 1, 1, 1, 1, 1, 1]);
+        assert_eq!(series.histogram.overflow, 91);
+        assert_eq!(series.histogram.count + series.irq, series.count);
+    }
+
+    #[test]
+    fn causes_count_samples_and_worst_keeps_the_slowest() {
+        let mut stats = BhStats::new(config(Selection::All));
+        for (latency, irqs) in [(5_000, 0), (9_000, 1), (2_000, 0), (7_000, 1), (1_000, 0)] {
+            stats.add(sample(latency, irqs));
+        }
+        let softirq = &stats.mechanisms[&Mechanism::Softirq];
+        let irq = &softirq.causes[&DelayCause::Irq { source: 1, id: 236 }];
+        assert_eq!(irq.samples, 2);
+        assert_eq!(irq.max_ns(), 9_000);
+        assert_eq!(softirq.causes[&DelayCause::Undelayed].samples, 3);
+        let worst: Vec<u64> = softirq.worst.iter().map(|s| s.latency_ns).collect();
+        assert_eq!(worst, vec![9_000, 7_000, 5_000]);
+    }
+
+    #[test]
+    fn selection_keeps_only_the_stimulus_samples() {
+        let mut stats = BhStats::new(config(Selection::RaisedBy(7)));
+        stats.add(sample(1_000, 0));
+        let mut other = sample(2_000, 0);
+        other.requester = 8;
+        stats.add(other);
+        let mut woke = sample(3_000, 0);
+        woke.woke_watched = true;
+        let mut by_wake = BhStats::new(config(Selection::Woke(99)));
+        by_wake.add(woke);
+        by_wake.add(sample(4_000, 0));
+        assert_eq!((stats.samples(), stats.others), (1, 1));
+        assert_eq!((by_wake.samples(), by_wake.others), (1, 1));
+        assert_eq!(
+            by_wake.mechanisms[&Mechanism::Softirq].series.max_ns(),
+            Some(3_000)
+        );
+    }
+}

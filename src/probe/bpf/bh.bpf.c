@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * irqlens bh: checkpoints of bottom-half requests and invocations (seed 000's INTSIGHT,
+ * on stock tracepoints). Softirq raise/entry/exit, tasklet entry/exit, workqueue
+ * queue/activate/start/end, and the context needed to explain a delay: hardirqs,
+ * context switches, wakeups of the threads that run bottom halves. Matching and
+ * arithmetic happen in user space (src/analyze/bh.rs), where they are unit-tested.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "irq_vectors.h"
+#include "bh.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define EVENTS_SIZE (16 << 20)
+#define WAKEUP_BYTES (EVENTS_SIZE / 4)
+#define PF_WQ_WORKER 0x00000020
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, EVENTS_SIZE);
+} events SEC(".maps");
+
+/* Cleared before detaching, so no half-detached program pair produces fake matches. */
+__u32 enabled;
+__u64 lost_events;
+/* The process of irqlens's own stimulus threads: their wakeups are always checkpoints. */
+__u32 trigger_tgid;
+__u8 traced_cpu[BH_MAX_CPUS];
+/* Never written: makes the skeleton generate the event's Rust type. */
+struct bh_event event_layout;
+
+static __always_inline bool on_traced_cpu(__u32 *cpu)
+{
+	if (!enabled)
+		return false;
+	*cpu = bpf_get_smp_processor_id();
+	return traced_cpu[*cpu & (BH_MAX_CPUS - 1)];
+}
+
+static __always_inline struct bh_event *reserve(__u32 cpu, __u16 kind, __u16 id)
+{
+	struct bh_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&lost_events, 1);
+		return NULL;
+	}
+	e->time = bpf_ktime_get_ns();
+	e->cpu = cpu;
+	e->pid = (__u32)bpf_get_current_pid_tgid();
+	e->kind = kind;
+	e->id = id;
+	e->ptr = 0;
+	e->func = 0;
+	e->aux = 0;
+	return e;
+}
+
+/* Wake the reader only when the buffer fills up; otherwise it drains on a timer. */
+static __always_inline void submit(struct bh_event *e)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
+static __always_inline int emit(__u16 kind, __u16 id, __u32 aux, __u64 ptr, __u64 func)
+{
+	struct bh_event *e;
+	__u32 cpu;
+
+	if (!on_traced_cpu(&cpu))
+		return 0;
+	e = reserve(cpu, kind, id);
+	if (!e)
+		return 0;
+	e->aux = aux;
+	e->ptr = ptr;
+	e->func = func;
+	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/nmi_handler")
+int BPF_PROG(irqlens_bh_nmi, void *handler, s64 delta_ns, int handled)
+{
+	return emit(EV_NMI, 0, 0, delta_ns, 0);
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(irqlens_bh_irq_entry, int irq, struct irqaction *action)
+{
+	return emit(EV_IRQ_ENTRY, irq, SRC_DEVICE, 0, 0);
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(irqlens_bh_irq_exit, int irq, struct irqaction *action, int ret)
+{
+	return emit(EV_IRQ_EXIT, irq, SRC_DEVICE, 0, 0);
+}
+
+static __always_inline int on_vector_entry(int vector, __u16 source)
+{
+	return emit(EV_IRQ_ENTRY, vector, source, 0, 0);
+}
+
+static __always_inline int on_vector_exit(int vector)
+{
+	return emit(EV_IRQ_EXIT, vector, 0, 0, 0);
+}
+
+ALL_VECTOR_PROBES(irqlens_bh, on_vector_entry, on_vector_exit)
+
+SEC("tp_btf/softirq_raise")
+int BPF_PROG(irqlens_bh_softirq_raise, unsigned int vec_nr)
+{
+	return emit(EV_SOFTIRQ_RAISE, vec_nr, 0, 0, 0);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(irqlens_bh_softirq_entry, unsigned int vec_nr)
+{
+	return emit(EV_SOFTIRQ_ENTRY, vec_nr, 0, 0, 0);
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(irqlens_bh_softirq_exit, unsigned int vec_nr)
+{
+	return emit(EV_SOFTIRQ_EXIT, vec_nr, 0, 0, 0);
+}
+
+SEC("tp_btf/tasklet_entry")
+int BPF_PROG(irqlens_bh_tasklet_entry, struct tasklet_struct *t, void *func)
+{
+	return emit(EV_TASKLET_ENTRY, 0, 0, (__u64)t, (__u64)func);
+}
+
+SEC("tp_btf/tasklet_exit")
+int BPF_PROG(irqlens_bh_tasklet_exit, struct tasklet_struct *t, void *func)
+{
+	return emit(EV_TASKLET_EXIT, 0, 0, (__u64)t, (__u64)func);
+}
+
+/*
+ * Work items are matched by their pointer, wherever they run (unbound workqueues run
+ * them on any CPU): a work event is emitted from every CPU, the others only from the
+ * traced ones. `ptr`/`func` name the item; user space decides what it belongs to.
+ */
+static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u32 aux)
+{
+	struct bh_event *e;
+
+	if (!enabled)
+		return 0;
+	e = reserve(bpf_get_smp_processor_id(), kind, 0);
+	if (!e)
+		return 0;
+	e->ptr = (__u64)work;
+	e->func = (__u64)work->func;
+	e->aux = aux;
+	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/workqueue_queue_work")
+int BPF_PROG(irqlens_bh_work_queue, int req_cpu, struct pool_workqueue *pwq,
+	     struct work_struct *work)
+{
+	return emit_work(EV_WORK_QUEUE, work, req_cpu);
+}
+
+SEC("tp_btf/workqueue_activate_work")
+int BPF_PROG(irqlens_bh_work_activate, struct work_struct *work)
+{
+	return emit_work(EV_WORK_ACTIVATE, work, 0);
+}
+
+SEC("tp_btf/workqueue_execute_start")
+int BPF_PROG(irqlens_bh_work_start, struct work_struct *work)
+{
+	return emit_work(EV_WORK_START, work, 0);
+}
+
+SEC("tp_btf/workqueue_execute_end")
+int BPF_PROG(irqlens_bh_work_end, struct work_struct *work, work_func_t function)
+{
+	return emit_work(EV_WORK_END, work, 0);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(irqlens_bh_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	struct bh_event *e;
+	__u32 cpu;
+
+	if (!on_traced_cpu(&cpu))
+		return 0;
+	e = reserve(cpu, EV_SWITCH, 0);
+	if (!e)
+		return 0;
+	e->pid = prev->pid;
+	e->aux = next->pid;
+	__builtin_memcpy(e->comm, next->comm, TASK_COMM_LEN);
+	submit(e);
+	return 0;
+}
+
+/* Threads that run bottom halves: kworkers, IRQ threads, ksoftirqd. */
+static __always_inline bool runs_bottom_halves(struct task_struct *p)
+{
+	const char *comm = p->comm;
+
+	if (p->flags & PF_WQ_WORKER)
+		return true;
+	if (comm[0] == 'i' && comm[1] == 'r' && comm[2] == 'q' && comm[3] == '/')
+		return true;
+	return comm[0] == 'k' && comm[1] == 's' && comm[2] == 'o' && comm[3] == 'f' &&
+	       comm[4] == 't' && comm[5] == 'i' && comm[6] == 'r' && comm[7] == 'q';
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(irqlens_bh_wakeup, struct task_struct *p)
+{
+	struct bh_event *e;
+
+	if (!enabled)
+		return 0;
+	if (p->tgid != trigger_tgid && !runs_bottom_halves(p))
+		return 0;
+	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, p->thread_info.cpu);
+	if (!e)
+		return 0;
+	e->aux = p->pid;
+	__builtin_memcpy(e->comm, p->comm, TASK_COMM_LEN);
+	submit(e);
+	return 0;
+}

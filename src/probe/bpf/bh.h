@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types shared by bh.bpf.c and user space (the skeleton generates their Rust twins). */
+#ifndef IRQLENS_BH_H
+#define IRQLENS_BH_H
+
+#define BH_MAX_CPUS 1024
+#define TASK_COMM_LEN 16
+
+/*
+ * One checkpoint, in the thesis's sense (seed 000, §4.1.3): what happened, where, when.
+ * User space matches requests to invocations; the order is mirrored by EventKind in
+ * src/analyze/bh.rs.
+ */
+enum bh_event_kind {
+	EV_IRQ_ENTRY = 0,  /* id = irq line or vector, aux = enum irq_source */
+	EV_IRQ_EXIT,
+	EV_SOFTIRQ_RAISE,  /* id = vector */
+	EV_SOFTIRQ_ENTRY,
+	EV_SOFTIRQ_EXIT,
+	EV_TASKLET_ENTRY,  /* ptr = tasklet, func */
+	EV_TASKLET_EXIT,
+	EV_WORK_QUEUE,     /* ptr = work item, func, aux = requested CPU */
+	EV_WORK_ACTIVATE,
+	EV_WORK_START,
+	EV_WORK_END,
+	EV_SWITCH,         /* pid = prev, aux = next, comm = next's */
+	EV_WAKEUP,         /* aux = woken pid, id = its CPU, comm = its comm */
+	EV_NMI,            /* ptr = duration in ns (the tracepoint fires at the end) */
+};
+
+struct bh_event {
+	__u64 time; /* CLOCK_MONOTONIC ns */
+	__u64 ptr;
+	__u64 func;
+	__u32 cpu;
+	__u32 pid;  /* current thread */
+	__u32 aux;
+	__u16 kind;
+	__u16 id;
+	char comm[TASK_COMM_LEN];
+};
+
+#endif /* IRQLENS_BH_H */
