@@ -5,9 +5,13 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+use crate::analyze::bh::{Selection, StatsConfig};
 use crate::analyze::noise::AnalysisConfig;
+use crate::collect::bh::{BhOptions, TriggerOptions};
+use crate::collect::load::LoadScenario;
 use crate::collect::noise::NoiseOptions;
 use crate::collect::sched::Priority;
+use crate::collect::trigger::TriggerKind;
 use crate::collect::workload::WorkloadConfig;
 use crate::system;
 use crate::units::{CpuList, parse_micros, parse_run_duration};
@@ -27,6 +31,8 @@ pub struct Cli {
 pub enum Command {
     /// OS noise per CPU and its causes: IRQ lines, softirqs, threads, hardware (osnoise method)
     Noise(NoiseCommand),
+    /// Bottom-half latency: softirqs, tasklets, work items, IRQ threads, and what delayed them (INTSPECT method)
+    Bh(BhCommand),
 }
 
 #[derive(Debug, Args)]
@@ -90,6 +96,13 @@ pub struct NoiseArgs {
 pub struct HistArgs {
     #[command(flatten)]
     pub noise: NoiseArgs,
+    #[command(flatten)]
+    pub hist: HistOptions,
+}
+
+/// The histogram layout both `noise hist` and `bh hist` print (rtla's options).
+#[derive(Clone, Debug, Args)]
+pub struct HistOptions {
     /// Histogram bucket size (µs)
     #[arg(short, long, value_name = "US", default_value_t = 1)]
     pub bucket_size: u64,
@@ -104,13 +117,118 @@ pub struct HistArgs {
     pub no_summary: bool,
 }
 
+impl HistOptions {
+    pub fn bucket_ns(&self) -> u64 {
+        self.bucket_size.saturating_mul(1_000)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.bucket_size == 0 || self.entries == 0 || self.entries > 1_000_000 {
+            bail!("histogram needs a bucket size above 0 and 1 to 1000000 entries");
+        }
+        Ok(())
+    }
+}
+
+impl Default for HistOptions {
+    fn default() -> Self {
+        HistOptions {
+            bucket_size: 1,
+            entries: 256,
+            with_zeros: false,
+            no_summary: false,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BhCommand {
+    #[command(subcommand)]
+    pub mode: Option<BhMode>,
+    #[command(flatten)]
+    pub args: BhArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BhMode {
+    /// The latency table per mechanism and source, and the delay causes (default)
+    Top(BhArgs),
+    /// Latency histogram per mechanism, with IRQ and OOB columns
+    Hist(BhHistArgs),
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct BhArgs {
+    /// CPUs whose bottom halves are measured, as a list like 0-3,8 [default: all online CPUs]
+    #[arg(short, long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+    /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    pub duration: Option<Duration>,
+    /// Cause bottom halves at a fixed rate and measure only those: timer, net, workqueue, tasklet, block
+    #[arg(short, long, value_name = "KIND")]
+    pub trigger: Option<TriggerKind>,
+    /// Requests per second of --trigger
+    #[arg(long, value_name = "HZ", default_value_t = 50, requires = "trigger")]
+    pub rate: u32,
+    /// Spinning tasks irqlens runs on the measured CPUs meanwhile: zero, one, many (256), many:N
+    #[arg(short, long, value_name = "SCENARIO", default_value = "zero")]
+    pub load: LoadScenario,
+    /// Rows per mechanism in the delay causes table
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub causes: usize,
+    /// Slowest samples shown per mechanism, with what delayed them
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub worst: usize,
+    /// Print the whole result as one JSON document (and nothing else on stdout)
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line; only the final tables
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct BhHistArgs {
+    #[command(flatten)]
+    pub bh: BhArgs,
+    #[command(flatten)]
+    pub hist: HistOptions,
+}
+
+impl BhArgs {
+    pub fn options(&self, hist: &HistOptions) -> Result<BhOptions> {
+        hist.check()?;
+        if !(1..=10_000).contains(&self.rate) {
+            bail!("--rate must be 1 to 10000 requests per second");
+        }
+        Ok(BhOptions {
+            cpus: system::select_cpus(self.cpus.as_ref())?,
+            duration: self.duration,
+            trigger: self.trigger.map(|kind| TriggerOptions {
+                kind,
+                rate_hz: self.rate,
+            }),
+            load: self.load,
+            stats: StatsConfig {
+                bucket_ns: hist.bucket_ns(),
+                entries: hist.entries,
+                selection: Selection::All,
+                worst: self.worst,
+            },
+        })
+    }
+}
+
 /// Samples one measurement thread can keep per runtime window.
 const MAX_SAMPLES_PER_WINDOW: usize = 1 << 16;
 const STOP_CONTEXT_RECORDS: usize = 10;
 
 impl NoiseArgs {
     /// Checks the options against each other and the machine.
-    pub fn options(&self, bucket_ns: u64, entries: usize) -> Result<NoiseOptions> {
+    pub fn options(&self, hist: &HistOptions) -> Result<NoiseOptions> {
+        hist.check()?;
         if self.runtime > self.period {
             bail!(
                 "runtime ({} us) must not exceed period ({} us)",
@@ -123,9 +241,6 @@ impl NoiseArgs {
         }
         if self.threshold.is_zero() || self.threshold >= self.runtime {
             bail!("threshold must be above 0 and below the runtime");
-        }
-        if bucket_ns == 0 || entries == 0 || entries > 1_000_000 {
-            bail!("histogram needs a bucket size above 0 and 1 to 1000000 entries");
         }
         let cpus = system::select_cpus(self.cpus.as_ref())?;
         Ok(NoiseOptions {
@@ -142,8 +257,8 @@ impl NoiseArgs {
             },
             housekeeping: self.housekeeping.clone(),
             analysis: AnalysisConfig {
-                bucket_ns,
-                entries,
+                bucket_ns: hist.bucket_ns(),
+                entries: hist.entries,
                 keep_recent: STOP_CONTEXT_RECORDS,
             },
         })

@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::Result;
 use clap::Parser;
 
-use irqlens::cli::{Cli, Command, NoiseCommand, NoiseMode};
-use irqlens::collect::noise as noise_run;
-use irqlens::present::{self, noise as show};
+use irqlens::cli::{BhCommand, BhMode, Cli, Command, NoiseCommand, NoiseMode};
+use irqlens::collect::{bh as bh_run, noise as noise_run};
+use irqlens::present::{self, bh as show_bh, noise as show};
+use irqlens::probe;
 use irqlens::system;
 
 /// Set by Ctrl-C/SIGTERM (and by the run itself when it ends): every loop checks it.
@@ -32,6 +33,7 @@ fn run(cli: Cli) -> Result<()> {
     })?;
     match cli.command {
         Command::Noise(command) => noise(command),
+        Command::Bh(command) => bh(command),
     }
 }
 
@@ -41,10 +43,8 @@ fn noise(command: NoiseCommand) -> Result<()> {
         Some(NoiseMode::Top(args)) => (args, None),
         Some(NoiseMode::Hist(hist)) => (hist.noise.clone(), Some(hist)),
     };
-    let (bucket_ns, entries) = hist.as_ref().map_or((1_000, 256), |h| {
-        (h.bucket_size.saturating_mul(1_000), h.entries)
-    });
-    let options = args.options(bucket_ns, entries)?;
+    let hist_options = hist.as_ref().map(|h| h.hist.clone()).unwrap_or_default();
+    let options = args.options(&hist_options)?;
     let live = !args.quiet && !args.json && hist.is_none() && present::live_terminal();
     // without a live table, a long run still shows it is alive (on a terminal only)
     let progress = !live && !args.quiet && present::progress_terminal();
@@ -61,6 +61,7 @@ fn noise(command: NoiseCommand) -> Result<()> {
                 elapsed,
                 options.duration,
                 analysis.summaries().map(|s| s.samples).sum(),
+                "noise samples",
             );
         }
     })?;
@@ -85,7 +86,7 @@ fn noise(command: NoiseCommand) -> Result<()> {
         write!(out, "\x1b[H\x1b[2J")?;
     }
     match &hist {
-        Some(hist) => show::write_histogram(&mut out, analysis, hist)?,
+        Some(hist) => show::write_histogram(&mut out, analysis, &hist.hist)?,
         None => {
             show::write_summary(&mut out, analysis, info.elapsed_ns)?;
             show::write_causes(&mut out, analysis, &irq_names, args.causes)?;
@@ -95,5 +96,51 @@ fn noise(command: NoiseCommand) -> Result<()> {
         show::write_stop(&mut out, stop, &irq_names)?;
     }
     show::write_run_info(&mut out, analysis, &info)?;
+    Ok(())
+}
+
+fn bh(command: BhCommand) -> Result<()> {
+    let (args, hist) = match command.mode {
+        None => (command.args, None),
+        Some(BhMode::Top(args)) => (args, None),
+        Some(BhMode::Hist(hist)) => (hist.bh.clone(), Some(hist.hist)),
+    };
+    let options = args.options(&hist.clone().unwrap_or_default())?;
+    let progress = !args.quiet && !args.json && present::progress_terminal();
+    let outcome = bh_run::run(&options, &STOP, |stats, elapsed| {
+        if progress {
+            present::write_progress(elapsed, options.duration, stats.samples(), "bottom halves");
+        }
+    })?;
+    if progress {
+        present::clear_progress();
+    }
+    let mut info = outcome.info;
+    info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
+    let stats = &outcome.stats;
+    let names = show_bh::Names {
+        symbols: system::KernelSymbols::load(),
+        irqs: system::irq_line_names(),
+    };
+    let not_observable = probe::bh::not_observable();
+
+    let mut out = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &show_bh::to_json(stats, &info, &options, &names, &not_observable),
+        )?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    match &hist {
+        Some(hist) => show_bh::write_histogram(&mut out, stats, hist)?,
+        None => {
+            show_bh::write_table(&mut out, stats, &names)?;
+            show_bh::write_causes(&mut out, stats, &names, args.causes)?;
+            show_bh::write_worst(&mut out, stats, &names)?;
+        }
+    }
+    show_bh::write_run_info(&mut out, stats, &info, &options, &not_observable)?;
     Ok(())
 }

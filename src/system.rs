@@ -100,6 +100,49 @@ fn parse_irq_line_names(text: &str) -> HashMap<u32, String> {
         .collect()
 }
 
+/// Kernel text symbols from /proc/kallsyms, to name tasklet and work functions.
+#[derive(Default)]
+pub struct KernelSymbols {
+    /// (address, name), sorted by address.
+    symbols: Vec<(u64, String)>,
+}
+
+impl KernelSymbols {
+    /// Empty (every address printed in hex) when /proc/kallsyms hides addresses.
+    pub fn load() -> Self {
+        fs::read_to_string("/proc/kallsyms")
+            .map(|text| Self::parse(&text))
+            .unwrap_or_default()
+    }
+
+    fn parse(text: &str) -> Self {
+        let mut symbols: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace();
+                let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+                let kind = fields.next()?;
+                let name = fields.next()?;
+                (address != 0 && matches!(kind, "t" | "T")).then(|| (address, name.to_owned()))
+            })
+            .collect();
+        symbols.sort_unstable();
+        KernelSymbols { symbols }
+    }
+
+    /// `flush_to_ldisc`, `name+0x10` inside a function, or the address in hex.
+    pub fn name(&self, address: u64) -> String {
+        let at = self.symbols.partition_point(|(a, _)| *a <= address);
+        match at.checked_sub(1).map(|i| &self.symbols[i]) {
+            Some((start, name)) if *start == address => name.clone(),
+            Some((start, name)) if address - start < 1 << 20 => {
+                format!("{name}+{:#x}", address - start)
+            }
+            _ => format!("{address:#x}"),
+        }
+    }
+}
+
 pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
@@ -122,5 +165,15 @@ LOC:     123456     654321   Local timer interrupts
         assert_eq!(names[&0], "timer");
         assert_eq!(names[&11], "virtio0-input.0, virtio0-output.0");
         assert_eq!(names.len(), 2);
+    }
+
+    #[test]
+    fn kernel_symbols_name_functions() {
+        let symbols = KernelSymbols::parse(
+            "ffffffff81000000 T _stext\nffffffff81200000 t flush_to_ldisc\nffffffff81200100 D some_data\n0000000000000000 T hidden\n",
+        );
+        assert_eq!(symbols.name(0xffffffff81200000), "flush_to_ldisc");
+        assert_eq!(symbols.name(0xffffffff81200010), "flush_to_ldisc+0x10");
+        assert_eq!(symbols.name(0x1234), "0x1234");
     }
 }

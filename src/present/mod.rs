@@ -1,13 +1,22 @@
 //! Present: terminal tables and JSON.
 
+pub mod bh;
 pub mod noise;
 
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
+
+use crate::analyze::histogram::Histogram;
+use crate::cli::HistOptions;
 
 /// ns as whole µs, as rtla prints them.
 pub fn us(ns: u64) -> u64 {
     ns / 1_000
+}
+
+/// ns as µs with two decimals, as the thesis's tables.
+pub fn us2(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1_000.0)
 }
 
 /// ns as µs with one decimal.
@@ -32,18 +41,78 @@ pub fn progress_terminal() -> bool {
 }
 
 /// One self-overwriting progress line on stderr.
-pub fn write_progress(elapsed: Duration, total: Option<Duration>, samples: u64) {
+pub fn write_progress(elapsed: Duration, total: Option<Duration>, samples: u64, what: &str) {
     let total = total.map_or(String::new(), |t| {
         format!(" of {}", clock_time(t.as_nanos() as u64))
     });
     eprint!(
-        "\r\x1b[Kirqlens: {}{total}, {samples} noise samples",
+        "\r\x1b[Kirqlens: {}{total}, {samples} {what}",
         clock_time(elapsed.as_nanos() as u64)
     );
 }
 
 pub fn clear_progress() {
     eprint!("\r\x1b[K");
+}
+
+/// rtla's hist layout: a row per bucket (µs), a column per histogram, then rows
+/// `extra` (such as the IRQ column of `bh`), the overflow row and the summary.
+pub fn write_hist_table(
+    out: &mut dyn Write,
+    title: &str,
+    columns: &[(String, &Histogram)],
+    extra: &[(&str, Vec<u64>)],
+    overflow: &str,
+    options: &HistOptions,
+) -> io::Result<()> {
+    writeln!(out, "# {title}")?;
+    writeln!(out, "# Time unit is microseconds (us)")?;
+    write!(out, "Index")?;
+    for (name, _) in columns {
+        write!(out, " {name:>11}")?;
+    }
+    writeln!(out)?;
+    let entries = columns.first().map_or(0, |(_, h)| h.buckets.len());
+    for index in 0..entries {
+        let counts: Vec<u64> = columns.iter().map(|(_, h)| h.buckets[index]).collect();
+        if !options.with_zeros && counts.iter().all(|&c| c == 0) {
+            continue;
+        }
+        write!(out, "{:<5}", us(columns[0].1.bucket_start_ns(index)))?;
+        for count in counts {
+            write!(out, " {count:>11}")?;
+        }
+        writeln!(out)?;
+    }
+    let row = |out: &mut dyn Write, name: &str, values: Vec<String>| {
+        write!(out, "{name:<5}")?;
+        for value in values {
+            write!(out, " {value:>11}")?;
+        }
+        writeln!(out)
+    };
+    for (name, values) in extra {
+        row(out, name, values.iter().map(u64::to_string).collect())?;
+    }
+    let each = |value: &dyn Fn(&Histogram) -> String| -> Vec<String> {
+        columns.iter().map(|(_, h)| value(h)).collect()
+    };
+    row(out, overflow, each(&|h| h.overflow.to_string()))?;
+    if !options.no_summary {
+        row(out, "count:", each(&|h| h.count.to_string()))?;
+        row(
+            out,
+            "min:",
+            each(&|h| h.min_ns.map_or("-".into(), |v| us(v).to_string())),
+        )?;
+        row(
+            out,
+            "avg:",
+            each(&|h| h.avg_ns().map_or("-".into(), |v| us(v).to_string())),
+        )?;
+        row(out, "max:", each(&|h| us(h.max_ns).to_string()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

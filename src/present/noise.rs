@@ -7,8 +7,9 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::{clock_time, us, us1};
+use crate::analyze::histogram::Histogram;
 use crate::analyze::noise::{Cause, NoiseAnalysis, Record, StopReport};
-use crate::cli::HistArgs;
+use crate::cli::HistOptions;
 use crate::collect::noise::{NoiseOptions, RunInfo};
 
 /// Per-CPU summary with rtla osnoise top's columns (time in µs).
@@ -209,49 +210,20 @@ fn seconds(ns: u64) -> String {
 pub fn write_histogram(
     out: &mut impl Write,
     analysis: &NoiseAnalysis,
-    args: &HistArgs,
+    options: &HistOptions,
 ) -> io::Result<()> {
-    let histograms: Vec<_> = analysis.histograms().collect();
-    writeln!(out, "# irqlens noise histogram")?;
-    writeln!(out, "# Time unit is microseconds (us)")?;
-    write!(out, "Index")?;
-    for (cpu, _) in &histograms {
-        write!(out, " {:>9}", format!("CPU-{cpu:03}"))?;
-    }
-    writeln!(out)?;
-    let entries = histograms.first().map_or(0, |(_, h)| h.buckets.len());
-    for index in 0..entries {
-        let counts: Vec<u64> = histograms.iter().map(|(_, h)| h.buckets[index]).collect();
-        if !args.with_zeros && counts.iter().all(|&c| c == 0) {
-            continue;
-        }
-        write!(out, "{:<5}", us(histograms[0].1.bucket_start_ns(index)))?;
-        for count in counts {
-            write!(out, " {count:>9}")?;
-        }
-        writeln!(out)?;
-    }
-    let row = |out: &mut dyn Write,
-               name: &str,
-               value: &dyn Fn(&crate::analyze::histogram::Histogram) -> String| {
-        write!(out, "{name:<5}")?;
-        for (_, h) in &histograms {
-            write!(out, " {:>9}", value(h))?;
-        }
-        writeln!(out)
-    };
-    row(out, "over:", &|h| h.overflow.to_string())?;
-    if !args.no_summary {
-        row(out, "count:", &|h| h.count.to_string())?;
-        row(out, "min:", &|h| {
-            h.min_ns.map_or("-".into(), |v| us(v).to_string())
-        })?;
-        row(out, "avg:", &|h| {
-            h.avg_ns().map_or("-".into(), |v| us(v).to_string())
-        })?;
-        row(out, "max:", &|h| us(h.max_ns).to_string())?;
-    }
-    Ok(())
+    let columns: Vec<(String, &Histogram)> = analysis
+        .histograms()
+        .map(|(cpu, h)| (format!("CPU-{cpu:03}"), h))
+        .collect();
+    super::write_hist_table(
+        out,
+        "irqlens noise histogram",
+        &columns,
+        &[],
+        "over:",
+        options,
+    )
 }
 
 /// The whole result as one JSON document; times are in ns (`*_ns`).

@@ -6,10 +6,10 @@ use std::mem::MaybeUninit;
 use std::ptr::{self, addr_of, addr_of_mut};
 
 use anyhow::{Result, bail};
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::{explain, missing_tracepoints};
+use super::{Attached, load_and_attach, loaded_programs};
 use crate::analyze::noise::{Comm, NoiseClass, Record};
 use crate::units::CpuList;
 
@@ -40,48 +40,13 @@ impl<'obj> NoiseProbe<'obj> {
         if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
             bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
         }
-        let mut open = NoiseSkelBuilder::default()
-            .open(storage)
-            .map_err(|e| explain(e, "opening the BPF object"))?;
-        let sections: Vec<String> = open
-            .open_object_mut()
-            .progs_mut()
-            .map(|p| {
-                p.section()
-                    .to_string_lossy()
-                    .trim_start_matches("tp_btf/")
-                    .to_owned()
-            })
-            .collect();
-        let missing: Vec<String> = missing_tracepoints(sections.iter().map(String::as_str))?
-            .into_iter()
-            .map(String::from)
-            .collect();
-        for mut prog in open.open_object_mut().progs_mut() {
-            let tracepoint = prog
-                .section()
-                .to_string_lossy()
-                .trim_start_matches("tp_btf/")
-                .to_owned();
-            if missing.contains(&tracepoint) {
-                prog.set_autoload(false);
-            }
-        }
-        let mut skel = open
-            .load()
-            .map_err(|e| explain(e, "loading irqlens's BPF programs"))?;
-        skel.attach()
-            .map_err(|e| explain(e, "attaching irqlens's BPF programs"))?;
+        let Attached { mut skel, skipped } = load_and_attach(NoiseSkelBuilder::default(), storage)?;
         let bss: *mut bss = skel
             .maps
             .bss_data
             .as_deref_mut()
             .expect("the program has a .bss");
-        let probe = NoiseProbe {
-            skel,
-            bss,
-            skipped: missing,
-        };
+        let probe = NoiseProbe { skel, bss, skipped };
         for cpu in cpus.iter() {
             unsafe {
                 ptr::write_volatile(addr_of_mut!((*probe.bss).cpus[cpu as usize].measured), 1)
@@ -126,7 +91,7 @@ impl<'obj> NoiseProbe<'obj> {
 
     /// Number of programs loaded (for the overhead line).
     pub fn programs(&self) -> usize {
-        self.skel.object().progs().filter(|p| p.autoload()).count()
+        loaded_programs(self.skel.object())
     }
 }
 

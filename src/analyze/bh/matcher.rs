@@ -135,6 +135,7 @@ enum Happened {
     Irq { source: u16, id: u32 },
     Nmi,
     Softirq(u16),
+    Work(u64),
     Switch { pid: u32, comm: Comm },
 }
 
@@ -178,7 +179,7 @@ impl CpuState {
             .filter(|h| match h.what {
                 Happened::Irq { .. } | Happened::Nmi => true,
                 Happened::Softirq(_) => softirqs,
-                Happened::Switch { .. } => false,
+                Happened::Work(_) | Happened::Switch { .. } => false,
             })
             .map(|h| h.end_ns - h.start_ns)
             .sum()
@@ -292,12 +293,7 @@ impl Matcher {
             // latency counts from the queueing either way.
             EventKind::WorkActivate => {}
             EventKind::WorkStart => self.work_start(e),
-            EventKind::WorkEnd => {
-                self.cpu(e.cpu).work = None;
-                if let Some(running) = self.running_works.remove(&e.ptr) {
-                    self.finish(running, e, true);
-                }
-            }
+            EventKind::WorkEnd => self.work_end(e),
             EventKind::Switch => self.switch(e),
             EventKind::Wakeup => self.wakeup(e),
         }
@@ -406,6 +402,22 @@ impl Matcher {
                 woke_watched: false,
             },
         );
+    }
+
+    fn work_end(&mut self, e: &Event) {
+        self.cpu(e.cpu).work = None;
+        let Some(running) = self.running_works.remove(&e.ptr) else {
+            return;
+        };
+        let Source::Function(function) = running.source else {
+            return;
+        };
+        self.cpu(e.cpu).remember(Happening {
+            start_ns: running.entry_ns,
+            end_ns: e.time_ns,
+            what: Happened::Work(function),
+        });
+        self.finish(running, e, true);
     }
 
     fn switch(&mut self, e: &Event) {
@@ -545,6 +557,11 @@ impl Matcher {
                     delay.softirqs += 1;
                     delay.softirq_ns += h.end_ns - h.start_ns;
                     causes.push(DelayCause::SoftirqFirst(vector));
+                }
+                Happened::Work(function) => {
+                    delay.works += 1;
+                    delay.work_ns += h.end_ns - h.start_ns;
+                    causes.push(DelayCause::WorkFirst(function));
                 }
                 Happened::Switch { pid, comm } => {
                     delay.switches += 1;
@@ -822,6 +839,35 @@ mod tests {
         assert!(first.delay.causes.contains(&DelayCause::WorkerWakeup));
         assert_eq!(first.runtime_ns, 4_000);
         assert_eq!(counts.unmatched_works, 0);
+    }
+
+    #[test]
+    fn work_run_first_by_the_same_worker_is_a_cause() {
+        let work = |ptr: u64, func: u64| {
+            move |e: &mut Event| {
+                e.ptr = ptr;
+                e.func = func;
+                e.pid = 32;
+            }
+        };
+        let (samples, _) = Stream::new()
+            .at(0, 1, WorkQueue, 0)
+            .with(work(0x1, 0xa1))
+            .at(1, 1, WorkQueue, 0)
+            .with(work(0x2, 0xa2))
+            .at(10, 1, WorkStart, 0)
+            .with(work(0x1, 0xa1))
+            .at(900, 1, WorkEnd, 0)
+            .with(work(0x1, 0xa1))
+            .at(901, 1, WorkStart, 0)
+            .with(work(0x2, 0xa2))
+            .at(905, 1, WorkEnd, 0)
+            .with(work(0x2, 0xa2))
+            .run(None);
+        let second = &samples[1];
+        assert_eq!(second.latency_ns, 900_000);
+        assert_eq!((second.delay.works, second.delay.work_ns), (1, 890_000));
+        assert_eq!(second.delay.causes, vec![DelayCause::WorkFirst(0xa1)]);
     }
 
     #[test]

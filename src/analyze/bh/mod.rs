@@ -90,12 +90,19 @@ pub enum DelayCause {
     Thread(Comm),
     /// The kworker that ran the item had to be woken first (the scheduler's wakeup path).
     WorkerWakeup,
+    /// Another work item (this function) ran on the CPU first.
+    WorkFirst(u64),
     /// Part of the window was not traced (an untraced CPU, or history overrun).
     Untraced,
 }
 
 impl DelayCause {
-    pub fn label(&self, irq_names: &HashMap<u32, String>) -> String {
+    /// `symbols` names a kernel function address.
+    pub fn label(
+        &self,
+        irq_names: &HashMap<u32, String>,
+        symbols: &dyn Fn(u64) -> String,
+    ) -> String {
         match *self {
             DelayCause::Undelayed => "undelayed".into(),
             DelayCause::Irq { source, id } => {
@@ -108,6 +115,7 @@ impl DelayCause {
             DelayCause::Ksoftirqd => "deferred to ksoftirqd".into(),
             DelayCause::Thread(comm) => format!("thread {comm} ran first"),
             DelayCause::WorkerWakeup => "worker wakeup".into(),
+            DelayCause::WorkFirst(function) => format!("work {} ran first", symbols(function)),
             DelayCause::Untraced => "window not fully traced".into(),
         }
     }
@@ -122,6 +130,9 @@ pub struct Delay {
     /// Softirqs served in the window before this one.
     pub softirqs: u32,
     pub softirq_ns: u64,
+    /// Work items run on the CPU in the window before this one.
+    pub works: u32,
+    pub work_ns: u64,
     pub switches: u32,
     /// Run by ksoftirqd rather than at IRQ exit or bh enable.
     pub ksoftirqd: bool,

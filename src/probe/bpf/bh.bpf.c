@@ -228,8 +228,13 @@ static __always_inline bool runs_bottom_halves(struct task_struct *p)
 	       comm[4] == 't' && comm[5] == 'i' && comm[6] == 'r' && comm[7] == 'q';
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(irqlens_bh_wakeup, struct task_struct *p)
+/*
+ * sched_waking, not sched_wakeup: it fires on the waker's CPU, in the waker's context
+ * (sched_wakeup may fire later on the wakee's CPU, from an IPI), so the bottom half
+ * that did the waking can be told.
+ */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(irqlens_bh_waking, struct task_struct *p)
 {
 	struct bh_event *e;
 
@@ -237,7 +242,7 @@ int BPF_PROG(irqlens_bh_wakeup, struct task_struct *p)
 		return 0;
 	if (p->tgid != trigger_tgid && !runs_bottom_halves(p))
 		return 0;
-	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, p->thread_info.cpu);
+	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, 0);
 	if (!e)
 		return 0;
 	e->aux = p->pid;

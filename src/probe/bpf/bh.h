@@ -24,7 +24,7 @@ enum bh_event_kind {
 	EV_WORK_START,
 	EV_WORK_END,
 	EV_SWITCH,         /* pid = prev, aux = next, comm = next's */
-	EV_WAKEUP,         /* aux = woken pid, id = its CPU, comm = its comm */
+	EV_WAKEUP,         /* sched_waking: aux = woken pid, comm = its comm */
 	EV_NMI,            /* ptr = duration in ns (the tracepoint fires at the end) */
 };
 

@@ -1,0 +1,180 @@
+//! Runs a bottom-half measurement: load, stimulus, probe, and the reader that feeds the
+//! checkpoints to the matcher as they arrive.
+
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use libbpf_rs::RingBufferBuilder;
+use serde::Serialize;
+
+use super::load::{Load, LoadScenario};
+use super::trigger::{Stimulus, TriggerKind};
+use crate::analyze::bh::{BhStats, Event, MatchCounts, Matcher, Selection, StatsConfig};
+use crate::probe::bh::{BhProbe, decode_event};
+use crate::system;
+use crate::units::CpuList;
+
+const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+const TICK: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug)]
+pub struct BhOptions {
+    pub cpus: CpuList,
+    pub duration: Option<Duration>,
+    pub trigger: Option<TriggerOptions>,
+    pub load: LoadScenario,
+    /// Its selection is set by the run: all samples, or the stimulus's.
+    pub stats: StatsConfig,
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TriggerOptions {
+    pub kind: TriggerKind,
+    pub rate_hz: u32,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TriggerReport {
+    pub kind: TriggerKind,
+    pub rate_hz: u32,
+    pub cpu: u32,
+    pub tid: u32,
+    /// Requests the stimulus made.
+    pub requests: u64,
+    pub kernel_path: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BhRunInfo {
+    pub elapsed_ns: u64,
+    pub programs: usize,
+    pub skipped_tracepoints: Vec<String>,
+    pub events: u64,
+    pub lost_events: u64,
+    pub matching: MatchCounts,
+    /// Requests not yet served when the run ended.
+    pub pending_softirqs: u64,
+    pub pending_works: u64,
+    pub load: LoadScenario,
+    pub load_tasks: u32,
+    pub trigger: Option<TriggerReport>,
+    pub interrupted: bool,
+}
+
+pub struct BhOutcome {
+    pub stats: BhStats,
+    pub info: BhRunInfo,
+}
+
+/// Measures until `options.duration` passes or `stop` is set; `on_tick` sees the
+/// statistics once a second.
+pub fn run(
+    options: &BhOptions,
+    stop: &AtomicBool,
+    mut on_tick: impl FnMut(&BhStats, Duration),
+) -> Result<BhOutcome> {
+    system::check_can_trace()?;
+    let first_cpu = options
+        .cpus
+        .iter()
+        .next()
+        .expect("at least one CPU is selected");
+    // Load first, so the measurement sees the system already loaded (§5.6).
+    let load = Load::start(options.load, &options.cpus)?;
+    let stimulus = options
+        .trigger
+        .map(|t| Stimulus::start(t.kind, t.rate_hz, first_cpu))
+        .transpose()?;
+
+    let mut storage = MaybeUninit::uninit();
+    let probe = BhProbe::load(&mut storage, &options.cpus, std::process::id())?;
+    let mut config = options.stats;
+    config.selection = match &stimulus {
+        Some(s) => s.kind.selection(s.tid),
+        None => Selection::All,
+    };
+    let mut matcher = Matcher::new(stimulus.as_ref().map(|s| s.tid));
+    let mut stats = BhStats::new(config);
+
+    let events: RefCell<Vec<Event>> = RefCell::new(Vec::new());
+    let mut ring = RingBufferBuilder::new();
+    ring.add(probe.events_map(), |bytes: &[u8]| {
+        if let Some(event) = decode_event(bytes) {
+            events.borrow_mut().push(event);
+        }
+        0
+    })?;
+    let ring = ring.build()?;
+    let feed = |matcher: &mut Matcher, stats: &mut BhStats| {
+        for event in events.borrow_mut().drain(..) {
+            matcher.add(&event);
+        }
+        for sample in matcher.take_samples() {
+            stats.add(sample);
+        }
+    };
+
+    let started = Instant::now();
+    probe.enable();
+    if let Some(stimulus) = &stimulus {
+        stimulus.begin();
+    }
+    let deadline = options.duration.map(|d| started + d);
+    let mut next_tick = started + TICK;
+    while !stop.load(Ordering::Relaxed) {
+        let _ = ring.poll(DRAIN_INTERVAL);
+        let _ = ring.consume();
+        feed(&mut matcher, &mut stats);
+        let now = Instant::now();
+        if now >= next_tick {
+            next_tick += TICK;
+            on_tick(&stats, now - started);
+        }
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+    }
+    // The stimulus stops first, and its last requests are served while still traced.
+    let trigger = match stimulus {
+        Some(stimulus) => {
+            let (kind, tid) = (stimulus.kind, stimulus.tid);
+            let requests = stimulus.finish()?;
+            std::thread::sleep(DRAIN_INTERVAL);
+            let rate_hz = options.trigger.map_or(0, |t| t.rate_hz);
+            Some(TriggerReport {
+                kind,
+                rate_hz,
+                cpu: first_cpu,
+                tid,
+                requests,
+                kernel_path: kind.kernel_path(),
+            })
+        }
+        None => None,
+    };
+    let elapsed_ns = started.elapsed().as_nanos() as u64;
+    probe.disable();
+    let _ = ring.consume();
+    feed(&mut matcher, &mut stats);
+    drop(load);
+
+    let (pending_softirqs, pending_works) = matcher.pending();
+    let info = BhRunInfo {
+        elapsed_ns,
+        programs: probe.programs(),
+        skipped_tracepoints: probe.skipped.clone(),
+        events: matcher.counts.events,
+        lost_events: probe.lost_events(),
+        matching: matcher.counts.clone(),
+        pending_softirqs,
+        pending_works,
+        load: options.load,
+        load_tasks: options.load.tasks(),
+        trigger,
+        interrupted: false,
+    };
+    Ok(BhOutcome { stats, info })
+}

@@ -1,0 +1,415 @@
+//! `irqlens bh` output: the thesis's latency table, delay causes, slowest samples,
+//! histograms with IRQ and OOB columns, and JSON.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::{clock_time, us2, write_hist_table};
+use crate::analyze::bh::{BhStats, DelayCause, Mechanism, Sample, Series, Source};
+use crate::analyze::histogram::Histogram;
+use crate::cli::HistOptions;
+use crate::collect::bh::{BhOptions, BhRunInfo};
+use crate::system::KernelSymbols;
+
+/// Sources shown per mechanism before the rest are summed up in one line.
+const SOURCES_SHOWN: usize = 12;
+
+/// How kernel numbers and addresses are named.
+pub struct Names {
+    pub symbols: KernelSymbols,
+    pub irqs: HashMap<u32, String>,
+}
+
+impl Names {
+    fn source(&self, source: &Source) -> String {
+        source.label(&|address| self.symbols.name(address))
+    }
+
+    fn cause(&self, cause: &DelayCause) -> String {
+        cause.label(&self.irqs, &|address| self.symbols.name(address))
+    }
+}
+
+fn opt_us(ns: Option<u64>) -> String {
+    ns.map_or("-".into(), us2)
+}
+
+fn series_row(out: &mut dyn Write, mechanism: &str, source: &str, s: &Series) -> io::Result<()> {
+    writeln!(
+        out,
+        "{mechanism:<10} {source:<26} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>8}",
+        s.count,
+        s.irq,
+        opt_us(s.min_ns()),
+        opt_us(s.quantile_ns(0.05)),
+        opt_us(s.quantile_ns(0.50)),
+        opt_us(s.quantile_ns(0.95)),
+        opt_us(s.max_ns()),
+        us2(s.max_irq_ns),
+        opt_us(s.runtime_quantile_ns(0.5)),
+        opt_us(s.runtime_max_ns()),
+    )
+}
+
+/// Sources of one mechanism, most samples first.
+fn sources_of(stats: &BhStats, mechanism: Mechanism) -> Vec<(&Source, &Series)> {
+    let mut sources: Vec<_> = stats
+        .sources
+        .iter()
+        .filter(|((m, _), _)| *m == mechanism)
+        .map(|((_, source), series)| (source, series))
+        .collect();
+    sources.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+    sources
+}
+
+/// Tables 5.1-5.4: per mechanism, then per source.
+pub fn write_table(out: &mut dyn Write, stats: &BhStats, names: &Names) -> io::Result<()> {
+    writeln!(
+        out,
+        "# Latency from request to invocation, us. min..max over samples with no interrupt in between; IRQ: samples with one; max_IRQ: over all. run: entry to exit, nested IRQs excluded."
+    )?;
+    writeln!(
+        out,
+        "{:<10} {:<26} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>8}",
+        "MECHANISM",
+        "SOURCE",
+        "COUNT",
+        "IRQ",
+        "MIN",
+        "Q0.05",
+        "Q0.50",
+        "Q0.95",
+        "MAX",
+        "MAX_IRQ",
+        "RUN_Q50",
+        "RUN_MAX"
+    )?;
+    if stats.mechanisms.is_empty() {
+        writeln!(out, "(no samples)")?;
+    }
+    for (mechanism, m) in &stats.mechanisms {
+        series_row(out, mechanism.name(), "(all)", &m.series)?;
+        let sources = sources_of(stats, *mechanism);
+        for (source, series) in sources.iter().take(SOURCES_SHOWN) {
+            series_row(out, "", &names.source(source), series)?;
+        }
+        if sources.len() > SOURCES_SHOWN {
+            let rest: u64 = sources[SOURCES_SHOWN..].iter().map(|(_, s)| s.count).sum();
+            writeln!(
+                out,
+                "{:<10} ({} more sources, {rest} samples)",
+                "",
+                sources.len() - SOURCES_SHOWN
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// What ran between request and invocation (§5.4), per mechanism.
+pub fn write_causes(
+    out: &mut dyn Write,
+    stats: &BhStats,
+    names: &Names,
+    rows: usize,
+) -> io::Result<()> {
+    for (mechanism, m) in &stats.mechanisms {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Delay causes: {mechanism} ({} samples; a sample can have several)",
+            m.series.count
+        )?;
+        writeln!(
+            out,
+            "  {:<44} {:>8} {:>7} {:>8} {:>8}",
+            "CAUSE", "SAMPLES", "SHARE", "Q0.50", "MAX"
+        )?;
+        let mut causes: Vec<_> = m.causes.iter().collect();
+        causes.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
+        for (cause, c) in causes.iter().take(rows) {
+            writeln!(
+                out,
+                "  {:<44} {:>8} {:>6.1}% {:>8} {:>8}",
+                names.cause(cause),
+                c.samples,
+                percent(c.samples, m.series.count),
+                us2(c.median_ns()),
+                us2(c.max_ns()),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn describe(sample: &Sample, names: &Names) -> String {
+    let d = &sample.delay;
+    let mut parts = vec![format!(
+        "{} us, ran {} us",
+        us2(sample.latency_ns),
+        us2(sample.runtime_ns)
+    )];
+    if d.irqs > 0 {
+        parts.push(format!("{} hardirqs {} us", d.irqs, us2(d.irq_ns)));
+    }
+    if d.softirqs > 0 {
+        parts.push(format!(
+            "{} softirqs first {} us",
+            d.softirqs,
+            us2(d.softirq_ns)
+        ));
+    }
+    if d.works > 0 {
+        parts.push(format!(
+            "{} work items first {} us",
+            d.works,
+            us2(d.work_ns)
+        ));
+    }
+    if d.switches > 0 {
+        parts.push(format!("{} context switches", d.switches));
+    }
+    if let Some(woken) = d.woken_after_ns {
+        parts.push(format!("thread woken at +{} us", us2(woken)));
+    }
+    if let Some(switched) = d.switched_in_after_ns {
+        parts.push(format!("switched in at +{} us", us2(switched)));
+    }
+    let causes: Vec<String> = d.causes.iter().map(|c| names.cause(c)).collect();
+    format!(
+        "{} on CPU {} (requested on CPU {} by pid {}, run by pid {}): {}; causes: {}",
+        names.source(&sample.source),
+        sample.cpu,
+        sample.request_cpu,
+        sample.requester,
+        sample.executor,
+        parts.join(", "),
+        causes.join(", ")
+    )
+}
+
+/// The slowest samples of each mechanism, decomposed.
+pub fn write_worst(out: &mut dyn Write, stats: &BhStats, names: &Names) -> io::Result<()> {
+    for (mechanism, m) in stats.mechanisms.iter().filter(|(_, m)| !m.worst.is_empty()) {
+        writeln!(out)?;
+        writeln!(out, "Slowest {mechanism} samples:")?;
+        for sample in &m.worst {
+            writeln!(out, "  {}", describe(sample, names))?;
+        }
+    }
+    Ok(())
+}
+
+/// Figures 5.3-5.11 as text: a column per mechanism, the IRQ and OOB rows.
+pub fn write_histogram(
+    out: &mut dyn Write,
+    stats: &BhStats,
+    options: &HistOptions,
+) -> io::Result<()> {
+    let columns: Vec<(String, &Histogram)> = stats
+        .mechanisms
+        .iter()
+        .map(|(mechanism, m)| (mechanism.name().to_owned(), &m.series.histogram))
+        .collect();
+    let irq: Vec<u64> = stats.mechanisms.values().map(|m| m.series.irq).collect();
+    write_hist_table(
+        out,
+        "irqlens bh histogram: request to invocation latency (IRQ: an interrupt landed in between; OOB: beyond the last bucket)",
+        &columns,
+        &[("IRQ:", irq)],
+        "OOB:",
+        options,
+    )
+}
+
+pub fn write_run_info(
+    out: &mut dyn Write,
+    stats: &BhStats,
+    info: &BhRunInfo,
+    options: &BhOptions,
+    not_observable: &[String],
+) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "duration {} | CPUs {} | load {} ({} spinning tasks) | {} programs, {} events, {} lost{}",
+        clock_time(info.elapsed_ns),
+        options.cpus,
+        info.load,
+        info.load_tasks,
+        info.programs,
+        info.events,
+        info.lost_events,
+        if info.interrupted {
+            " | interrupted"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(t) = &info.trigger {
+        writeln!(
+            out,
+            "trigger {} at {} Hz from CPU {} (tid {}): {} requests, {} samples measured, {} other bottom halves left out",
+            t.kind,
+            t.rate_hz,
+            t.cpu,
+            t.tid,
+            t.requests,
+            stats.samples(),
+            stats.others
+        )?;
+        writeln!(out, "  path: {}", t.kernel_path)?;
+    }
+    let m = &info.matching;
+    writeln!(
+        out,
+        "matching: {} re-raises merged into the pending raise; invocations with no request seen: {} softirq, {} tasklet, {} work (requested before tracing, or served twice); {} work items cancelled; {} windows not fully traced; pending at the end: {} softirqs, {} work items",
+        m.reraises,
+        m.unmatched_softirqs,
+        m.unmatched_tasklets,
+        m.unmatched_works,
+        m.cancelled_works,
+        m.incomplete_windows,
+        info.pending_softirqs,
+        info.pending_works
+    )?;
+    if info.lost_events > 0 {
+        writeln!(
+            out,
+            "warning: {} events were lost (ring buffer full): some samples are missing or unmatched",
+            info.lost_events
+        )?;
+    }
+    for line in not_observable {
+        writeln!(out, "not observable here: {line}")?;
+    }
+    if !info.skipped_tracepoints.is_empty() {
+        writeln!(
+            out,
+            "tracepoints this kernel lacks (not traced): {}",
+            info.skipped_tracepoints.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+fn series_json(s: &Series) -> Value {
+    json!({
+        "count": s.count,
+        "irq": s.irq,
+        "min_ns": s.min_ns(),
+        "q05_ns": s.quantile_ns(0.05),
+        "q50_ns": s.quantile_ns(0.50),
+        "q95_ns": s.quantile_ns(0.95),
+        "max_ns": s.max_ns(),
+        "max_irq_ns": s.max_irq_ns,
+        "runtime_q50_ns": s.runtime_quantile_ns(0.5),
+        "runtime_max_ns": s.runtime_max_ns(),
+    })
+}
+
+fn sample_json(sample: &Sample, names: &Names) -> Value {
+    let d = &sample.delay;
+    json!({
+        "source": names.source(&sample.source),
+        "cpu": sample.cpu,
+        "request_cpu": sample.request_cpu,
+        "request_ns": sample.request_ns,
+        "latency_ns": sample.latency_ns,
+        "runtime_ns": sample.runtime_ns,
+        "requester": sample.requester,
+        "executor": sample.executor,
+        "irqs": d.irqs,
+        "irq_ns": d.irq_ns,
+        "softirqs_first": d.softirqs,
+        "softirqs_first_ns": d.softirq_ns,
+        "works_first": d.works,
+        "works_first_ns": d.work_ns,
+        "switches": d.switches,
+        "ksoftirqd": d.ksoftirqd,
+        "woken_after_ns": d.woken_after_ns,
+        "switched_in_after_ns": d.switched_in_after_ns,
+        "complete": d.complete,
+        "causes": d.causes.iter().map(|c| names.cause(c)).collect::<Vec<_>>(),
+    })
+}
+
+/// The whole result as one JSON document; times are in ns (`*_ns`).
+pub fn to_json(
+    stats: &BhStats,
+    info: &BhRunInfo,
+    options: &BhOptions,
+    names: &Names,
+    not_observable: &[String],
+) -> Value {
+    let mechanisms: Vec<Value> = stats
+        .mechanisms
+        .iter()
+        .map(|(mechanism, m)| {
+            let mut value = series_json(&m.series);
+            value["mechanism"] = json!(mechanism);
+            value["causes"] = m
+                .causes
+                .iter()
+                .map(|(cause, c)| {
+                    json!({
+                        "cause": names.cause(cause),
+                        "samples": c.samples,
+                        "share_percent": percent(c.samples, m.series.count),
+                        "q50_ns": c.median_ns(),
+                        "max_ns": c.max_ns(),
+                    })
+                })
+                .collect();
+            value["worst"] = m.worst.iter().map(|s| sample_json(s, names)).collect();
+            value["histogram"] = json!({
+                "bucket_ns": m.series.histogram.bucket_ns,
+                "buckets": m.series.histogram.buckets,
+                "irq": m.series.irq,
+                "oob": m.series.histogram.overflow,
+            });
+            value
+        })
+        .collect();
+    let series: Vec<Value> = stats
+        .sources
+        .iter()
+        .map(|((mechanism, source), s)| {
+            let mut value = series_json(s);
+            value["mechanism"] = json!(mechanism);
+            value["source"] = json!(names.source(source));
+            value
+        })
+        .collect();
+    json!({
+        "tool": "irqlens",
+        "version": env!("CARGO_PKG_VERSION"),
+        "command": "bh",
+        "kernel": crate::system::kernel_release(),
+        "options": {
+            "cpus": options.cpus,
+            "duration_ns": options.duration.map(|d| d.as_nanos() as u64),
+            "trigger": options.trigger,
+            "load": options.load,
+            "bucket_ns": options.stats.bucket_ns,
+            "entries": options.stats.entries,
+        },
+        "run": info,
+        "samples": stats.samples(),
+        "others": stats.others,
+        "mechanisms": mechanisms,
+        "series": series,
+        "not_observable": not_observable,
+    })
+}
