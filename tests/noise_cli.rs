@@ -3,27 +3,7 @@
 
 mod common;
 
-use common::irqlens;
-
-fn assert_fails_with(args: &[&str], expected: &str) {
-    let output = irqlens(args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "irqlens {args:?} should fail");
-    assert!(
-        stderr.contains(expected),
-        "irqlens {args:?}: expected '{expected}' in: {stderr}"
-    );
-    assert_eq!(
-        stderr
-            .trim_end()
-            .lines()
-            .filter(|l| l.contains("error") || l.starts_with("irqlens:"))
-            .count(),
-        1,
-        "one error line for {args:?}: {stderr}"
-    );
-    assert!(output.stdout.is_empty(), "nothing on stdout for {args:?}");
-}
+use common::assert_fails_with;
 
 #[test]
 fn cpu_out_of_range() {

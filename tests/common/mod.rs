@@ -14,6 +14,28 @@ pub fn irqlens(args: &[&str]) -> Output {
         .expect("running irqlens")
 }
 
+/// Bad input: irqlens exits non-zero with one error line naming `expected`, and prints
+/// nothing on stdout.
+pub fn assert_fails_with(args: &[&str], expected: &str) {
+    let output = irqlens(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "irqlens {args:?} should fail");
+    assert!(
+        stderr.contains(expected),
+        "irqlens {args:?}: expected '{expected}' in: {stderr}"
+    );
+    assert_eq!(
+        stderr
+            .trim_end()
+            .lines()
+            .filter(|l| l.contains("error") || l.starts_with("irqlens:"))
+            .count(),
+        1,
+        "one error line for {args:?}: {stderr}"
+    );
+    assert!(output.stdout.is_empty(), "nothing on stdout for {args:?}");
+}
+
 /// Runs irqlens with --json and parses its document, failing on a non-zero exit.
 pub fn irqlens_json(args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
