@@ -274,12 +274,13 @@ pub fn write_run_info(
     let m = &info.matching;
     writeln!(
         out,
-        "matching: {} re-raises merged into the pending raise; invocations with no request seen: {} softirq, {} tasklet, {} work (requested before tracing, or served twice); {} work items cancelled; {} windows not fully traced; pending at the end: {} softirqs, {} work items",
+        "matching: {} re-raises merged into the pending raise; invocations with no request seen: {} softirq, {} tasklet, {} work (requested before tracing, or served twice); {} work items cancelled, {} never started; {} windows not fully traced; pending at the end: {} softirqs, {} work items",
         m.reraises,
         m.unmatched_softirqs,
         m.unmatched_tasklets,
         m.unmatched_works,
         m.cancelled_works,
+        m.stale_works,
         m.incomplete_windows,
         info.pending_softirqs,
         info.pending_works

@@ -23,6 +23,11 @@ const TASKLET_SOFTIRQ: u16 = 6;
 const HISTORY: usize = 4096;
 /// Queued tasklet raises kept per CPU and vector.
 const TASKLET_QUEUE: usize = 4096;
+/// Bounds on per-thread and per-work-item state, for long runs: past them, the oldest
+/// state is forgotten (and counted where a sample is lost with it).
+const THREADS: usize = 1 << 16;
+const QUEUED_WORKS: usize = 1 << 16;
+const STALE_WORK_NS: u64 = 10_000_000_000;
 
 /// Checkpoint kinds, in the order of `enum bh_event_kind` in bh.h.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +114,8 @@ pub struct MatchCounts {
     pub unmatched_works: u64,
     /// Work queued again before it ran: the earlier request was cancelled.
     pub cancelled_works: u64,
+    /// Work queued over 10 s ago and never started, forgotten to bound memory.
+    pub stale_works: u64,
     /// Samples whose window was not fully traced.
     pub incomplete_windows: u64,
 }
@@ -285,6 +292,9 @@ impl Matcher {
                     pid: e.pid,
                     cpu: e.cpu,
                 };
+                if self.works.len() >= QUEUED_WORKS {
+                    self.forget_stale_works(e.time_ns);
+                }
                 if self.works.insert(e.ptr, request).is_some() {
                     self.counts.cancelled_works += 1;
                 }
@@ -301,6 +311,21 @@ impl Matcher {
 
     fn cpu(&mut self, cpu: u32) -> &mut CpuState {
         self.cpus.entry(cpu).or_default()
+    }
+
+    /// Cancelled work (cancel_work leaves no trace) would otherwise stay forever.
+    fn forget_stale_works(&mut self, now_ns: u64) {
+        let before = self.works.len();
+        self.works
+            .retain(|_, r| now_ns.saturating_sub(r.time_ns) < STALE_WORK_NS);
+        self.counts.stale_works += (before - self.works.len()) as u64;
+    }
+
+    fn name(&mut self, pid: u32, comm: Comm) {
+        if self.comms.len() >= THREADS {
+            self.comms.clear();
+        }
+        self.comms.insert(pid, comm);
     }
 
     fn softirq_raise(&mut self, e: &Event) {
@@ -422,7 +447,7 @@ impl Matcher {
 
     fn switch(&mut self, e: &Event) {
         let (prev, next) = (e.pid, e.aux);
-        self.comms.insert(next, e.comm);
+        self.name(next, e.comm);
         self.cpu(e.cpu).remember(Happening {
             start_ns: e.time_ns,
             end_ns: e.time_ns,
@@ -455,7 +480,7 @@ impl Matcher {
 
     fn wakeup(&mut self, e: &Event) {
         let woken = e.aux;
-        self.comms.insert(woken, e.comm);
+        self.name(woken, e.comm);
         if is_worker(&e.comm) {
             self.woken.insert(woken, e.time_ns);
         }
@@ -949,6 +974,26 @@ mod tests {
         assert_eq!(s.source, Source::Thread(Comm::new("irq/40-eth0")));
         assert_eq!((s.latency_ns, s.runtime_ns), (8_000, 6_000));
         assert_eq!(s.executor, 300);
+    }
+
+    #[test]
+    fn work_never_started_is_forgotten_after_a_while() {
+        let mut stream = Stream::new();
+        for i in 0..QUEUED_WORKS as u64 {
+            stream = stream.at(i, 0, WorkQueue, 0).with(|e| e.ptr = i + 1);
+        }
+        let late = STALE_WORK_NS / 1_000 + QUEUED_WORKS as u64;
+        let (samples, counts) = stream
+            .at(late, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0xdead)
+            .at(late + 5, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0xdead)
+            .at(late + 6, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0xdead)
+            .run(None);
+        assert_eq!(counts.stale_works, QUEUED_WORKS as u64);
+        assert_eq!(samples.len(), 1);
+        assert_eq!(samples[0].latency_ns, 5_000);
     }
 
     #[test]
