@@ -30,7 +30,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// OS noise per CPU and its causes: IRQ lines, softirqs, threads, hardware (osnoise method)
-    Noise(NoiseCommand),
+    Noise(Box<NoiseCommand>),
     /// Bottom-half latency: softirqs, tasklets, work items, IRQ threads, and what delayed them (INTSPECT method)
     Bh(BhCommand),
 }

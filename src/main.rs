@@ -32,7 +32,7 @@ fn run(cli: Cli) -> Result<()> {
         STOP.store(true, Ordering::Relaxed);
     })?;
     match cli.command {
-        Command::Noise(command) => noise(command),
+        Command::Noise(command) => noise(*command),
         Command::Bh(command) => bh(command),
     }
 }

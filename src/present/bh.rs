@@ -180,6 +180,9 @@ fn describe(sample: &Sample, names: &Names) -> String {
     if d.switches > 0 {
         parts.push(format!("{} context switches", d.switches));
     }
+    if let Some(activated) = d.activated_after_ns {
+        parts.push(format!("activated at +{} us", us2(activated)));
+    }
     if let Some(woken) = d.woken_after_ns {
         parts.push(format!("thread woken at +{} us", us2(woken)));
     }
@@ -339,6 +342,7 @@ fn sample_json(sample: &Sample, names: &Names) -> Value {
         "works_first_ns": d.work_ns,
         "switches": d.switches,
         "ksoftirqd": d.ksoftirqd,
+        "activated_after_ns": d.activated_after_ns,
         "woken_after_ns": d.woken_after_ns,
         "switched_in_after_ns": d.switched_in_after_ns,
         "complete": d.complete,

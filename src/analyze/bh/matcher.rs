@@ -125,6 +125,19 @@ struct Request {
     time_ns: u64,
     pid: u32,
     cpu: u32,
+    /// A work item activated later than queued (max_active held it back).
+    activated_ns: Option<u64>,
+}
+
+impl Request {
+    fn at(e: &Event) -> Self {
+        Request {
+            time_ns: e.time_ns,
+            pid: e.pid,
+            cpu: e.cpu,
+            activated_ns: None,
+        }
+    }
 }
 
 /// A bottom half that has begun and not yet ended.
@@ -287,11 +300,7 @@ impl Matcher {
                 }
             }
             EventKind::WorkQueue => {
-                let request = Request {
-                    time_ns: e.time_ns,
-                    pid: e.pid,
-                    cpu: e.cpu,
-                };
+                let request = Request::at(e);
                 if self.works.len() >= QUEUED_WORKS {
                     self.forget_stale_works(e.time_ns);
                 }
@@ -299,9 +308,16 @@ impl Matcher {
                     self.counts.cancelled_works += 1;
                 }
             }
-            // Activation is part of queueing unless max_active held the item back; the
-            // latency counts from the queueing either way.
-            EventKind::WorkActivate => {}
+            // Activation is part of queueing (same thread, same CPU) unless max_active
+            // held the item back; then a finishing item activates it later. The latency
+            // counts from the queueing either way.
+            EventKind::WorkActivate => {
+                if let Some(request) = self.works.get_mut(&e.ptr) {
+                    if request.pid != e.pid || request.cpu != e.cpu {
+                        request.activated_ns = Some(e.time_ns);
+                    }
+                }
+            }
             EventKind::WorkStart => self.work_start(e),
             EventKind::WorkEnd => self.work_end(e),
             EventKind::Switch => self.switch(e),
@@ -329,11 +345,7 @@ impl Matcher {
     }
 
     fn softirq_raise(&mut self, e: &Event) {
-        let request = Request {
-            time_ns: e.time_ns,
-            pid: e.pid,
-            cpu: e.cpu,
-        };
+        let request = Request::at(e);
         let cpu = self.cpus.entry(e.cpu).or_default();
         if let Some(queue) = tasklet_queue(e.id) {
             let raises = &mut cpu.tasklet_raises[queue];
@@ -486,11 +498,9 @@ impl Matcher {
         }
         if is_irq_thread(&e.comm) {
             self.woken.insert(woken, e.time_ns);
-            self.irq_thread_wakeups.entry(woken).or_insert(Request {
-                time_ns: e.time_ns,
-                pid: e.pid,
-                cpu: e.cpu,
-            });
+            self.irq_thread_wakeups
+                .entry(woken)
+                .or_insert(Request::at(e));
         }
         if self.watched == Some(woken) {
             self.mark_waker(e);
@@ -524,13 +534,19 @@ impl Matcher {
             return;
         };
         let executor = exit.pid;
-        let delay = self.delay(
+        let mut delay = self.delay(
             exit.cpu,
             request.time_ns,
             running.entry_ns,
             executor,
             &running,
         );
+        if let Some(activated) = request.activated_ns {
+            delay.activated_after_ns = Some(activated.saturating_sub(request.time_ns));
+            delay.causes.retain(|c| *c != DelayCause::Undelayed);
+            delay.causes.push(DelayCause::HeldBack);
+            delay.causes.sort();
+        }
         if !delay.complete {
             self.counts.incomplete_windows += 1;
         }
@@ -893,6 +909,46 @@ mod tests {
         assert_eq!(second.latency_ns, 900_000);
         assert_eq!((second.delay.works, second.delay.work_ns), (1, 890_000));
         assert_eq!(second.delay.causes, vec![DelayCause::WorkFirst(0xa1)]);
+    }
+
+    #[test]
+    fn work_activated_later_was_held_back() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, WorkQueue, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 9;
+            })
+            // activated in the same call: not held back
+            .at(0, 0, WorkActivate, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 9;
+            })
+            .at(1, 0, WorkQueue, 0)
+            .with(|e| {
+                e.ptr = 0x2;
+                e.pid = 9;
+            })
+            .at(2, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(3, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0x1)
+            // the finishing worker activates the second one
+            .at(3, 0, WorkActivate, 0)
+            .with(|e| {
+                e.ptr = 0x2;
+                e.pid = 40;
+            })
+            .at(4, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0x2)
+            .at(5, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0x2)
+            .run(None);
+        assert_eq!(samples[0].delay.activated_after_ns, None);
+        assert_eq!(samples[1].delay.activated_after_ns, Some(2_000));
+        assert!(samples[1].delay.causes.contains(&DelayCause::HeldBack));
+        assert!(!samples[0].delay.causes.contains(&DelayCause::HeldBack));
     }
 
     #[test]

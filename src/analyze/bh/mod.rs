@@ -92,6 +92,8 @@ pub enum DelayCause {
     WorkerWakeup,
     /// Another work item (this function) ran on the CPU first.
     WorkFirst(u64),
+    /// The workqueue's max_active held the item back until another one finished.
+    HeldBack,
     /// Part of the window was not traced (an untraced CPU, or history overrun).
     Untraced,
 }
@@ -115,6 +117,7 @@ impl DelayCause {
             DelayCause::Ksoftirqd => "deferred to ksoftirqd".into(),
             DelayCause::Thread(comm) => format!("thread {comm} ran first"),
             DelayCause::WorkerWakeup => "worker wakeup".into(),
+            DelayCause::HeldBack => "held back by max_active".into(),
             DelayCause::WorkFirst(function) => format!("work {} ran first", symbols(function)),
             DelayCause::Untraced => "window not fully traced".into(),
         }
@@ -136,6 +139,8 @@ pub struct Delay {
     pub switches: u32,
     /// Run by ksoftirqd rather than at IRQ exit or bh enable.
     pub ksoftirqd: bool,
+    /// For work items held back by max_active: when they were activated.
+    pub activated_after_ns: Option<u64>,
     /// For work items and IRQ threads: the executing thread was woken / switched in this
     /// long after the request (None: it was already awake / running).
     pub woken_after_ns: Option<u64>,
