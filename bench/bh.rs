@@ -103,6 +103,9 @@ impl Row {
 /// a reader needs to judge its coverage.
 struct Run {
     row: Option<Row>,
+    /// The row's sources (function or softirq) and their samples, most first: what
+    /// besides the stimulus's own bottom half the row holds.
+    sources: Vec<(String, u64)>,
     requests: u64,
     selected: u64,
     others: u64,
@@ -190,12 +193,28 @@ fn measure(irqlens: &Path, mechanism: &Mechanism, load: &str, seconds: u64) -> R
     let run = &doc["run"];
     Ok(Run {
         row,
+        sources: sources_of(&doc, mechanism.row),
         requests: run["trigger"]["requests"].as_u64().unwrap_or(0),
         selected: doc["samples"].as_u64().unwrap_or(0),
         others: doc["others"].as_u64().unwrap_or(0),
         lost_events: run["lost_events"].as_u64().unwrap_or(0),
         elapsed_s: run["elapsed_ns"].as_f64().unwrap_or(f64::NAN) / 1e9,
     })
+}
+
+fn sources_of(doc: &Value, mechanism: &str) -> Vec<(String, u64)> {
+    let mut sources: Vec<(String, u64)> = doc["series"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|series| series["mechanism"] == mechanism)
+        .map(|series| {
+            let name = series["source"].as_str().unwrap_or("?").to_string();
+            (name, series["count"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    sources.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
+    sources
 }
 
 fn run_json(program: &Path, args: &[&str]) -> Result<Value> {
@@ -294,7 +313,8 @@ fn print_summary(results: &Results) {
     println!("{}. Median and max across loads, us", LOADS.len() + 1);
     // one column per load, under each of the two statistics
     let width = LOADS.len() * 8 - 1;
-    println!("   {:<10} {:^width$} | {:^width$}", "", "Q0.50", "max");
+    let title = format!("   {:<10} {:^width$} | {:^width$}", "", "Q0.50", "max");
+    println!("{}", title.trim_end());
     let loads = LOADS.map(|l| format!("{l:>7}")).join(" ");
     println!("   {:<10} {loads} | {loads}", "load");
     for (i, mechanism) in MECHANISMS.iter().enumerate() {
@@ -319,11 +339,11 @@ fn print_summary(results: &Results) {
 fn print_coverage(results: &Results) {
     println!(
         "{}. Coverage: requests the trigger made, samples in the row, all samples of the \
-         trigger (any mechanism), others left out, lost events",
+         trigger (any mechanism), others left out, lost events, the row's sources",
         LOADS.len() + 2
     );
     println!(
-        "   {:<5} {:<10} {:<9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>7} {:>5}",
+        "   {:<5} {:<10} {:<9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>7} {:>5}  sources",
         "load",
         "mechanism",
         "trigger",
@@ -350,9 +370,19 @@ fn print_coverage(results: &Results) {
                     } else {
                         format!("{:.0}%", samples as f64 * 100.0 / run.requests as f64)
                     };
+                    let sources: Vec<String> = run
+                        .sources
+                        .iter()
+                        .map(|(name, count)| format!("{name} {count}"))
+                        .collect();
                     println!(
-                        "{start} {:>7.2} {:>9} {samples:>8} {share:>8} {:>7} {:>7} {:>5}",
-                        run.elapsed_s, run.requests, run.selected, run.others, run.lost_events
+                        "{start} {:>7.2} {:>9} {samples:>8} {share:>8} {:>7} {:>7} {:>5}  {}",
+                        run.elapsed_s,
+                        run.requests,
+                        run.selected,
+                        run.others,
+                        run.lost_events,
+                        sources.join(", ")
                     );
                 }
             }
