@@ -138,10 +138,12 @@ pub fn run(
         }
     }
     // The stimulus stops first, and its last requests are served while still traced.
+    let mut resources = None;
     let trigger = match stimulus {
         Some(stimulus) => {
             let (kind, tid) = (stimulus.kind, stimulus.tid);
-            let requests = stimulus.finish()?;
+            let (requests, prepared) = stimulus.finish()?;
+            resources = Some(prepared);
             std::thread::sleep(DRAIN_INTERVAL);
             let rate_hz = options.trigger.map_or(0, |t| t.rate_hz);
             Some(TriggerReport {
@@ -159,6 +161,7 @@ pub fn run(
     probe.disable();
     let _ = ring.consume();
     feed(&mut matcher, &mut stats);
+    drop(resources);
     drop(load);
 
     let (pending_softirqs, pending_works) = matcher.pending();

@@ -132,13 +132,18 @@ trait Fire: Send {
     fn fire(&mut self) -> Result<()>;
 }
 
+/// What a stimulus prepared (sockets, namespace, file). Closing them makes requests of
+/// their own (a pty's release work, say), so the caller drops this only once tracing
+/// has stopped.
+pub struct Resources(#[allow(dead_code)] Box<dyn Fire>);
+
 /// The stimulus thread, started paused; `begin` lets it fire.
 pub struct Stimulus {
     pub kind: TriggerKind,
     pub tid: u32,
     go: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<u64>>>,
+    thread: Option<JoinHandle<Result<(u64, Resources)>>>,
 }
 
 impl Stimulus {
@@ -157,13 +162,14 @@ impl Stimulus {
             let (go, stop) = (go.clone(), stop.clone());
             std::thread::Builder::new()
                 .name(format!("il-{kind}"))
-                .spawn(move || -> Result<u64> {
+                .spawn(move || -> Result<(u64, Resources)> {
                     set_affinity(&CpuList::single(cpu))?;
                     let _ = tid_tx.send(gettid());
                     while !go.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(1));
                     }
-                    fire_periodically(fire.as_mut(), period, &stop)
+                    let requests = fire_periodically(fire.as_mut(), period, &stop)?;
+                    Ok((requests, Resources(fire)))
                 })
                 .context("starting the stimulus thread")?
         };
@@ -188,8 +194,8 @@ impl Stimulus {
         self.go.store(true, Ordering::Relaxed);
     }
 
-    /// Stops the thread (and cleans up what it prepared); returns the requests made.
-    pub fn finish(mut self) -> Result<u64> {
+    /// Stops the thread; returns the requests made and what it prepared.
+    pub fn finish(mut self) -> Result<(u64, Resources)> {
         self.stop.store(true, Ordering::Relaxed);
         let thread = self.thread.take().expect("finish is called once");
         thread

@@ -108,7 +108,8 @@ impl Series {
     }
 
     pub fn runtime_quantile_ns(&self, q: f64) -> Option<u64> {
-        (!self.runtime.is_empty()).then(|| self.runtime.value_at_quantile(q))
+        (!self.runtime.is_empty())
+            .then(|| self.runtime.value_at_quantile(q).min(self.runtime_max_ns))
     }
 
     pub fn runtime_max_ns(&self) -> Option<u64> {
