@@ -1,6 +1,6 @@
 //! Facts about the machine irqlens runs on, and the checks made before touching it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::Path;
 
@@ -100,6 +100,35 @@ fn parse_irq_line_names(text: &str) -> HashMap<u32, String> {
         .collect()
 }
 
+/// Softirq runs per vector so far on `cpus`, from /proc/softirqs.
+pub fn softirq_runs(cpus: &CpuList) -> BTreeMap<String, u64> {
+    fs::read_to_string("/proc/softirqs")
+        .map(|text| parse_softirq_runs(&text, cpus))
+        .unwrap_or_default()
+}
+
+fn parse_softirq_runs(text: &str, cpus: &CpuList) -> BTreeMap<String, u64> {
+    let mut lines = text.lines();
+    let columns: Vec<u32> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    lines
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let name = fields.next()?.trim_end_matches(':').to_owned();
+            let runs = fields
+                .zip(&columns)
+                .filter(|(_, cpu)| cpus.contains(**cpu))
+                .filter_map(|(count, _)| count.parse::<u64>().ok())
+                .sum();
+            Some((name, runs))
+        })
+        .collect()
+}
+
 /// Kernel text symbols from /proc/kallsyms, to name tasklet and work functions.
 #[derive(Default)]
 pub struct KernelSymbols {
@@ -165,6 +194,17 @@ LOC:     123456     654321   Local timer interrupts
         assert_eq!(names[&0], "timer");
         assert_eq!(names[&11], "virtio0-input.0, virtio0-output.0");
         assert_eq!(names.len(), 2);
+    }
+
+    #[test]
+    fn softirq_runs_of_selected_cpus() {
+        let text = "                    CPU0       CPU1       CPU2
+          HI:          1          2          3
+       TIMER:         10         20         30
+";
+        let runs = parse_softirq_runs(text, &"0,2".parse().unwrap());
+        assert_eq!(runs["HI"], 4);
+        assert_eq!(runs["TIMER"], 40);
     }
 
     #[test]

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -98,36 +97,18 @@ fn block_files() -> Vec<String> {
         .collect()
 }
 
-/// Softirq runs per vector on all CPUs, from /proc/softirqs.
-fn proc_softirqs() -> HashMap<String, u64> {
-    std::fs::read_to_string("/proc/softirqs")
-        .unwrap()
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let name = fields.next()?.trim_end_matches(':').to_owned();
-            Some((name, fields.filter_map(|f| f.parse::<u64>().ok()).sum()))
-        })
-        .collect()
-}
-
 #[test]
 fn passive_mode_matches_the_kernels_softirq_counts() {
     assert_root();
-    let before = proc_softirqs();
     let doc = irqlens_json(&["bh", "-d", "5", "-q"]);
-    let after = proc_softirqs();
     let unmatched = count(&doc["run"]["matching"]["unmatched_softirqs"]);
-    // RCU is left out of the comparison: unloading irqlens's programs runs RCU
-    // callbacks outside the traced window. It must be seen all the same.
-    assert!(count(&series(&doc, "softirq", "RCU")["count"]) > 0);
-    for vector in ["TIMER", "SCHED"] {
-        let kernel = after[vector] - before[vector];
+    let kernel_runs = &doc["run"]["kernel_softirq_runs"];
+    for vector in ["TIMER", "SCHED", "RCU"] {
+        let kernel = count(&kernel_runs[vector]);
         let traced = count(&series(&doc, "softirq", vector)["count"]);
-        // the kernel's window is a little longer (irqlens loading and unloading)
+        // /proc/softirqs is read just outside the traced window: a few runs of slack
         assert!(
-            traced <= kernel && traced + unmatched >= kernel * 8 / 10,
+            traced <= kernel + 3 && traced + unmatched + 3 >= kernel * 95 / 100,
             "{vector}: {traced} samples (+{unmatched} unmatched) vs {kernel} runs in /proc/softirqs"
         );
     }
@@ -170,7 +151,7 @@ fn load_threads_are_named_among_the_delay_causes() {
         .collect();
     assert!(
         causes.iter().any(|c| c.starts_with("thread il-load/")),
-        "spinning load threads ran before the work items but are not named: {causes:?}"
+        "spinning load threads held the CPUs but are not named: {causes:?}"
     );
 }
 

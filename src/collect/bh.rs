@@ -2,6 +2,7 @@
 //! checkpoints to the matcher as they arrive.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -58,6 +59,9 @@ pub struct BhRunInfo {
     /// Requests not yet served when the run ended.
     pub pending_softirqs: u64,
     pub pending_works: u64,
+    /// Softirq runs the kernel counted (/proc/softirqs) on the traced CPUs while tracing
+    /// was on, per vector: what the softirq samples can be checked against.
+    pub kernel_softirq_runs: BTreeMap<String, u64>,
     pub load: LoadScenario,
     pub load_tasks: u32,
     pub trigger: Option<TriggerReport>,
@@ -118,6 +122,7 @@ pub fn run(
     };
 
     let started = Instant::now();
+    let softirqs_before = system::softirq_runs(&options.cpus);
     probe.enable();
     if let Some(stimulus) = &stimulus {
         stimulus.begin();
@@ -159,6 +164,13 @@ pub fn run(
     };
     let elapsed_ns = started.elapsed().as_nanos() as u64;
     probe.disable();
+    let kernel_softirq_runs = system::softirq_runs(&options.cpus)
+        .into_iter()
+        .map(|(vector, after)| {
+            let before = softirqs_before.get(&vector).copied().unwrap_or(0);
+            (vector, after.saturating_sub(before))
+        })
+        .collect();
     let _ = ring.consume();
     feed(&mut matcher, &mut stats);
     drop(resources);
@@ -174,6 +186,7 @@ pub fn run(
         matching: matcher.counts.clone(),
         pending_softirqs,
         pending_works,
+        kernel_softirq_runs,
         load: options.load,
         load_tasks: options.load.tasks(),
         trigger,

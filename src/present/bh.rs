@@ -288,6 +288,21 @@ pub fn write_run_info(
         info.pending_softirqs,
         info.pending_works
     )?;
+    let kernel: Vec<String> = info
+        .kernel_softirq_runs
+        .iter()
+        .filter(|(_, runs)| **runs > 0)
+        .map(|(vector, runs)| format!("{vector} {runs}"))
+        .collect();
+    writeln!(
+        out,
+        "softirq runs /proc/softirqs counted on these CPUs while tracing: {}",
+        if kernel.is_empty() {
+            "none".into()
+        } else {
+            kernel.join(", ")
+        }
+    )?;
     if info.lost_events > 0 {
         writeln!(
             out,

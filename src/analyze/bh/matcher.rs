@@ -206,6 +206,18 @@ impl CpuState {
     }
 }
 
+impl CpuState {
+    /// The switch that put the thread running at `time` on the CPU, if still remembered.
+    fn running_at(&self, time: u64) -> Option<Happened> {
+        self.history
+            .iter()
+            .rev()
+            .filter(|h| h.start_ns <= time)
+            .find(|h| matches!(h.what, Happened::Switch { .. }))
+            .map(|h| h.what)
+    }
+}
+
 fn tasklet_queue(vector: u16) -> Option<usize> {
     match vector {
         HI_SOFTIRQ => Some(0),
@@ -613,6 +625,19 @@ impl Matcher {
             }
         }
         let executor_comm = self.comms.get(&executor);
+        let in_thread = match running.mechanism {
+            Mechanism::Softirq | Mechanism::Tasklet => {
+                executor_comm.is_some_and(|c| comm_starts(c, "ksoftirqd/"))
+            }
+            Mechanism::Workqueue | Mechanism::IrqThread => true,
+        };
+        if in_thread {
+            if let Some(Happened::Switch { pid, comm }) = state.running_at(from) {
+                if pid != executor && pid != 0 {
+                    causes.push(DelayCause::Busy(comm));
+                }
+            }
+        }
         if running.mechanism == Mechanism::Softirq || running.mechanism == Mechanism::Tasklet {
             delay.ksoftirqd = executor_comm.is_some_and(|c| comm_starts(c, "ksoftirqd/"));
             if delay.ksoftirqd {
@@ -949,6 +974,45 @@ mod tests {
         assert_eq!(samples[1].delay.activated_after_ns, Some(2_000));
         assert!(samples[1].delay.causes.contains(&DelayCause::HeldBack));
         assert!(!samples[0].delay.causes.contains(&DelayCause::HeldBack));
+    }
+
+    #[test]
+    fn a_thread_running_at_the_request_delays_a_worker() {
+        let (samples, _) = Stream::new()
+            .at(0, 1, Switch, 0)
+            .with(|e| {
+                e.aux = 500;
+                e.comm = Comm::new("il-load/3");
+            })
+            .at(10, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(14, 1, IrqEntry, 253)
+            .with(|e| e.aux = 2)
+            .at(15, 1, IrqExit, 253)
+            .at(16, 1, Switch, 0)
+            .with(|e| {
+                e.pid = 500;
+                e.aux = 77;
+                e.comm = Comm::new("kworker/u8:1");
+            })
+            .at(17, 1, WorkStart, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 77;
+            })
+            .at(18, 1, WorkEnd, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 77;
+            })
+            .run(None);
+        assert_eq!(
+            samples[0].delay.causes,
+            vec![
+                DelayCause::Irq { source: 2, id: 253 },
+                DelayCause::Busy(Comm::new("il-load/3"))
+            ]
+        );
     }
 
     #[test]

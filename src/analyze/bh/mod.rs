@@ -88,6 +88,9 @@ pub enum DelayCause {
     Ksoftirqd,
     /// Another thread ran on the CPU before the bottom half did.
     Thread(Comm),
+    /// The thread that ran it had to wait until this one, running when the request
+    /// came, was preempted.
+    Busy(Comm),
     /// The kworker that ran the item had to be woken first (the scheduler's wakeup path).
     WorkerWakeup,
     /// Another work item (this function) ran on the CPU first.
@@ -116,6 +119,7 @@ impl DelayCause {
             }
             DelayCause::Ksoftirqd => "deferred to ksoftirqd".into(),
             DelayCause::Thread(comm) => format!("thread {comm} ran first"),
+            DelayCause::Busy(comm) => format!("thread {comm} was running"),
             DelayCause::WorkerWakeup => "worker wakeup".into(),
             DelayCause::HeldBack => "held back by max_active".into(),
             DelayCause::WorkFirst(function) => format!("work {} ran first", symbols(function)),
