@@ -48,8 +48,6 @@ fn trigger_measures_its_own_requests(trigger: &str, mechanism: &str, source: &st
         (100..2_000_000).contains(&median),
         "{trigger}: median latency {median} ns is implausible"
     );
-    assert!(count(&s["max_irq_ns"]) >= count(&s["max_ns"]));
-    assert!(count(&s["min_ns"]) <= median && median <= count(&s["max_ns"]));
     assert_eq!(count(&doc["run"]["lost_events"]), 0);
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
@@ -101,15 +99,14 @@ fn block_files() -> Vec<String> {
 fn passive_mode_matches_the_kernels_softirq_counts() {
     assert_root();
     let doc = irqlens_json(&["bh", "-d", "5", "-q"]);
-    let unmatched = count(&doc["run"]["matching"]["unmatched_softirqs"]);
     let kernel_runs = &doc["run"]["kernel_softirq_runs"];
     for vector in ["TIMER", "SCHED", "RCU"] {
         let kernel = count(&kernel_runs[vector]);
         let traced = count(&series(&doc, "softirq", vector)["count"]);
         // /proc/softirqs is read just outside the traced window: a few runs of slack
         assert!(
-            traced <= kernel + 3 && traced + unmatched + 3 >= kernel * 95 / 100,
-            "{vector}: {traced} samples (+{unmatched} unmatched) vs {kernel} runs in /proc/softirqs"
+            traced <= kernel + 3 && traced + 3 >= kernel * 95 / 100,
+            "{vector}: {traced} samples vs {kernel} runs in /proc/softirqs"
         );
     }
     let softirq = doc["mechanisms"]

@@ -100,7 +100,8 @@ pub fn run(
         Some(s) => s.kind.selection(s.tid),
         None => Selection::All,
     };
-    let mut matcher = Matcher::new(stimulus.as_ref().map(|s| s.tid));
+    let mut matcher =
+        Matcher::new(stimulus.as_ref().map(|s| s.tid)).tracing_only(options.cpus.clone());
     let mut stats = BhStats::new(config);
 
     let events: RefCell<Vec<Event>> = RefCell::new(Vec::new());

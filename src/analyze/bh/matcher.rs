@@ -14,6 +14,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::{Delay, DelayCause, Mechanism, Sample, Source};
 use crate::analyze::kernel::Comm;
+use crate::units::CpuList;
 
 /// Softirq vectors (include/linux/interrupt.h) the matcher tracks.
 const VECTORS: usize = 10;
@@ -169,11 +170,19 @@ struct Happening {
 #[derive(Default)]
 struct CpuState {
     raised: [Option<Request>; VECTORS],
+    /// A raise of a vector that the running pass of __do_softirq will still serve (it
+    /// cleared the pending mask when the pass began): a request of its own, for the
+    /// run after.
+    raised_again: [Option<Request>; VECTORS],
+    /// When the current pass began and the vector it last ran: vectors run in
+    /// increasing order within a pass.
+    pass: Option<(u64, u16)>,
     /// Raises of HI and TASKLET, one per queued tasklet.
     tasklet_raises: [VecDeque<Request>; 2],
     softirq: Option<Running>,
     tasklet: Option<Running>,
-    work: Option<u64>,
+    /// The work item running on the CPU, and its kworker.
+    work: Option<(u64, u32)>,
     irqs: Vec<(u64, u16, u32)>,
     history: VecDeque<Happening>,
     /// Start of the newest event dropped from `history`.
@@ -250,6 +259,8 @@ pub struct Matcher {
     switched_in: HashMap<u32, u64>,
     comms: HashMap<u32, Comm>,
     watched: Option<u32>,
+    /// CPUs whose hardirqs, softirqs and switches are traced (None: all).
+    traced: Option<CpuList>,
     pub counts: MatchCounts,
     samples: Vec<Sample>,
 }
@@ -262,6 +273,12 @@ impl Matcher {
             watched,
             ..Default::default()
         }
+    }
+
+    /// Only `cpus` are traced: work run elsewhere has an untraced delay window.
+    pub fn tracing_only(mut self, cpus: CpuList) -> Self {
+        self.traced = Some(cpus);
+        self
     }
 
     /// Samples completed so far; the caller takes them.
@@ -366,16 +383,37 @@ impl Matcher {
             }
             raises.push_back(request);
         }
-        match cpu.raised.get_mut(e.id as usize) {
-            Some(slot @ None) => *slot = Some(request),
-            Some(Some(_)) => self.counts.reraises += 1,
-            None => {}
+        let vector = e.id as usize;
+        let Some(slot) = cpu.raised.get_mut(vector) else {
+            return;
+        };
+        match (slot, cpu.softirq.as_ref(), cpu.pass) {
+            (slot @ None, _, _) => *slot = Some(request),
+            // raised again during this pass, before its turn, after the pass took it
+            (Some(first), Some(running), Some((pass_start, _)))
+                if first.time_ns < pass_start
+                    && matches!(running.source, Source::Vector(v) if (v as usize) < vector)
+                    && cpu.raised_again[vector].is_none() =>
+            {
+                cpu.raised_again[vector] = Some(request);
+            }
+            (Some(_), _, _) => self.counts.reraises += 1,
         }
     }
 
     fn softirq_entry(&mut self, e: &Event) {
         let cpu = self.cpus.entry(e.cpu).or_default();
-        let request = cpu.raised.get_mut(e.id as usize).and_then(Option::take);
+        // A vector at or below the last one run starts a new pass; a restart whose
+        // vectors keep rising goes unnoticed, which only merges more raises.
+        cpu.pass = match cpu.pass {
+            Some((start, last)) if e.id > last => Some((start, e.id)),
+            _ => Some((e.time_ns, e.id)),
+        };
+        let vector = e.id as usize;
+        let request = cpu.raised.get_mut(vector).and_then(Option::take);
+        if let Some(again) = cpu.raised_again.get_mut(vector).and_then(Option::take) {
+            cpu.raised[vector] = Some(again);
+        }
         if request.is_none() {
             self.counts.unmatched_softirqs += 1;
         }
@@ -436,7 +474,21 @@ impl Matcher {
     }
 
     fn work_start(&mut self, e: &Event) {
-        self.cpu(e.cpu).work = Some(e.ptr);
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        cpu.work = Some((e.ptr, e.pid));
+        // BH workqueue items (6.9+) run inside TASKLET/HI and raised it when queued:
+        // that raise is theirs, not a tasklet's.
+        if let Some(softirq) = &cpu.softirq {
+            if let Source::Vector(vector) = softirq.source {
+                if let Some(queue) = tasklet_queue(vector) {
+                    let begun = softirq.entry_ns;
+                    let raises = &mut cpu.tasklet_raises[queue];
+                    if raises.front().is_some_and(|r| r.time_ns <= begun) {
+                        raises.pop_front();
+                    }
+                }
+            }
+        }
         let request = self.works.remove(&e.ptr);
         if request.is_none() {
             self.counts.unmatched_works += 1;
@@ -483,6 +535,7 @@ impl Matcher {
         if is_worker(&e.comm) || is_irq_thread(&e.comm) {
             self.switched_in.insert(next, e.time_ns);
         }
+        self.irq_thread_wakeups.remove(&prev);
         if let Some((running, cpu)) = self.running_irq_threads.remove(&prev) {
             if cpu == e.cpu {
                 let mut end = *e;
@@ -510,9 +563,8 @@ impl Matcher {
         }
         if is_irq_thread(&e.comm) {
             self.woken.insert(woken, e.time_ns);
-            self.irq_thread_wakeups
-                .entry(woken)
-                .or_insert(Request::at(e));
+            // a wakeup before the thread got to sleep is superseded by this one
+            self.irq_thread_wakeups.insert(woken, Request::at(e));
         }
         if self.watched == Some(woken) {
             self.mark_waker(e);
@@ -532,7 +584,8 @@ impl Matcher {
             }
             return;
         }
-        if let Some(running) = cpu.work.and_then(|work| self.running_works.get_mut(&work)) {
+        let work = cpu.work.filter(|&(_, worker)| worker == e.pid);
+        if let Some(running) = work.and_then(|(work, _)| self.running_works.get_mut(&work)) {
             running.woke_watched = true;
         } else if let Some((running, _)) = self.running_irq_threads.get_mut(&e.pid) {
             running.woke_watched = true;
@@ -585,7 +638,8 @@ impl Matcher {
     /// What ran on `cpu` between the request and the invocation.
     fn delay(&self, cpu: u32, from: u64, to: u64, executor: u32, running: &Running) -> Delay {
         let mut delay = Delay::default();
-        let Some(state) = self.cpus.get(&cpu) else {
+        let traced = self.traced.as_ref().is_none_or(|cpus| cpus.contains(cpu));
+        let Some(state) = self.cpus.get(&cpu).filter(|_| traced) else {
             delay.causes.push(DelayCause::Untraced);
             return delay;
         };
@@ -690,7 +744,10 @@ mod tests {
         }
 
         fn run(self, watched: Option<u32>) -> (Vec<Sample>, MatchCounts) {
-            let mut m = Matcher::new(watched);
+            self.run_with(Matcher::new(watched))
+        }
+
+        fn run_with(self, mut m: Matcher) -> (Vec<Sample>, MatchCounts) {
             for e in &self.0 {
                 m.add(e);
             }
@@ -745,6 +802,81 @@ mod tests {
         assert_eq!(latencies, vec![10_000, 4_000]);
         assert_eq!(counts.reraises, 2);
         assert_eq!(counts.unmatched_softirqs, 1);
+    }
+
+    #[test]
+    fn a_raise_during_the_pass_that_still_serves_the_vector_is_a_new_request() {
+        let (samples, counts) = Stream::new()
+            .at(0, 0, SoftirqRaise, TIMER)
+            .at(1, 0, SoftirqRaise, NET_RX)
+            .at(2, 0, SoftirqEntry, TIMER)
+            // NET_RX was taken by this pass already: this raise makes it run again
+            .at(3, 0, SoftirqRaise, NET_RX)
+            .at(4, 0, SoftirqExit, TIMER)
+            .at(5, 0, SoftirqEntry, NET_RX)
+            .at(6, 0, SoftirqExit, NET_RX)
+            .at(7, 0, SoftirqEntry, NET_RX)
+            .at(8, 0, SoftirqExit, NET_RX)
+            .run(None);
+        let net: Vec<u64> = samples
+            .iter()
+            .filter(|s| s.source == Source::Vector(NET_RX))
+            .map(|s| s.latency_ns)
+            .collect();
+        assert_eq!(net, vec![4_000, 4_000]);
+        assert_eq!((counts.reraises, counts.unmatched_softirqs), (0, 0));
+    }
+
+    #[test]
+    fn a_raise_after_the_pass_began_is_merged() {
+        let (samples, counts) = Stream::new()
+            .at(0, 0, SoftirqRaise, TIMER)
+            .at(2, 0, SoftirqEntry, TIMER)
+            // NET_RX was not pending when the pass began: both raises, one run
+            .at(3, 0, SoftirqRaise, NET_RX)
+            .at(3, 0, SoftirqRaise, NET_RX)
+            .at(4, 0, SoftirqExit, TIMER)
+            .at(5, 0, SoftirqEntry, NET_RX)
+            .at(6, 0, SoftirqExit, NET_RX)
+            .run(None);
+        assert_eq!(samples.len(), 2);
+        assert_eq!((counts.reraises, counts.unmatched_softirqs), (1, 0));
+    }
+
+    #[test]
+    fn bh_work_run_by_the_tasklet_softirq_takes_its_own_raise() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, SoftirqRaise, TASKLET_SOFTIRQ)
+            .at(1, 0, SoftirqRaise, TASKLET_SOFTIRQ)
+            .at(5, 0, SoftirqEntry, TASKLET_SOFTIRQ)
+            .at(6, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0xb)
+            .at(7, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0xb)
+            .at(8, 0, TaskletEntry, 0)
+            .with(|e| e.func = 0xa)
+            .at(9, 0, TaskletExit, 0)
+            .at(10, 0, SoftirqExit, TASKLET_SOFTIRQ)
+            .run(None);
+        let tasklet = samples
+            .iter()
+            .find(|s| s.mechanism == Mechanism::Tasklet)
+            .unwrap();
+        assert_eq!(tasklet.latency_ns, 7_000);
+    }
+
+    #[test]
+    fn work_run_on_an_untraced_cpu_has_an_untraced_window() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(3, 1, WorkStart, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(4, 1, WorkEnd, 0)
+            .with(|e| e.ptr = 0x1)
+            .run_with(Matcher::new(None).tracing_only(CpuList::single(0)));
+        assert_eq!(samples[0].delay.causes, vec![DelayCause::Untraced]);
+        assert!(!samples[0].delay.complete);
     }
 
     #[test]

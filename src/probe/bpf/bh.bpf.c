@@ -154,7 +154,8 @@ int BPF_PROG(irqlens_bh_tasklet_exit, struct tasklet_struct *t, void *func)
  * them on any CPU): a work event is emitted from every CPU, the others only from the
  * traced ones. `ptr`/`func` name the item; user space decides what it belongs to.
  */
-static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u32 aux)
+static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64 func,
+				     __u32 aux)
 {
 	struct bh_event *e;
 
@@ -164,7 +165,7 @@ static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u32
 	if (!e)
 		return 0;
 	e->ptr = (__u64)work;
-	e->func = (__u64)work->func;
+	e->func = func;
 	e->aux = aux;
 	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
 	submit(e);
@@ -175,25 +176,26 @@ SEC("tp_btf/workqueue_queue_work")
 int BPF_PROG(irqlens_bh_work_queue, int req_cpu, struct pool_workqueue *pwq,
 	     struct work_struct *work)
 {
-	return emit_work(EV_WORK_QUEUE, work, req_cpu);
+	return emit_work(EV_WORK_QUEUE, work, (__u64)work->func, req_cpu);
 }
 
 SEC("tp_btf/workqueue_activate_work")
 int BPF_PROG(irqlens_bh_work_activate, struct work_struct *work)
 {
-	return emit_work(EV_WORK_ACTIVATE, work, 0);
+	return emit_work(EV_WORK_ACTIVATE, work, (__u64)work->func, 0);
 }
 
 SEC("tp_btf/workqueue_execute_start")
 int BPF_PROG(irqlens_bh_work_start, struct work_struct *work)
 {
-	return emit_work(EV_WORK_START, work, 0);
+	return emit_work(EV_WORK_START, work, (__u64)work->func, 0);
 }
 
 SEC("tp_btf/workqueue_execute_end")
 int BPF_PROG(irqlens_bh_work_end, struct work_struct *work, work_func_t function)
 {
-	return emit_work(EV_WORK_END, work, 0);
+	/* the item may be freed by now: its function comes from the tracepoint */
+	return emit_work(EV_WORK_END, work, (__u64)function, 0);
 }
 
 SEC("tp_btf/sched_switch")
