@@ -194,8 +194,9 @@ int BPF_PROG(irqlens_bh_work_start, struct work_struct *work)
 SEC("tp_btf/workqueue_execute_end")
 int BPF_PROG(irqlens_bh_work_end, struct work_struct *work, work_func_t function)
 {
-	/* the item may be freed by now: its function comes from the tracepoint */
-	return emit_work(EV_WORK_END, work, (__u64)function, 0);
+	/* the item may be freed by now, and tp_btf cannot read a function-pointer
+	 * argument: the end names no function (user space knows it from the start) */
+	return emit_work(EV_WORK_END, work, 0, 0);
 }
 
 SEC("tp_btf/sched_switch")
