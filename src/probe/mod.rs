@@ -79,6 +79,10 @@ fn missing_tracepoints<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<V
 /// One line for a load or attach failure, naming the likely cause.
 fn explain(err: libbpf_rs::Error, what: &str) -> anyhow::Error {
     let hint = match err.kind() {
+        // as root, EACCES/EPERM on load is the verifier or lockdown, not privileges
+        libbpf_rs::ErrorKind::PermissionDenied if unsafe { libc::geteuid() } == 0 => {
+            " (refused even as root: the verifier rejected a program (its log is above) or kernel lockdown forbids BPF)"
+        }
         libbpf_rs::ErrorKind::PermissionDenied => {
             " (permission denied: run as root, and check kernel.unprivileged_bpf_disabled and lockdown)"
         }
