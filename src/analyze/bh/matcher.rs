@@ -686,10 +686,12 @@ impl Matcher {
             Mechanism::Workqueue | Mechanism::IrqThread => true,
         };
         if in_thread {
-            if let Some(Happened::Switch { pid, comm }) = state.running_at(from) {
-                if pid != executor && pid != 0 {
-                    causes.push(DelayCause::Busy(comm));
+            match state.running_at(from) {
+                Some(Happened::Switch { pid: 0, .. }) => causes.push(DelayCause::Idle),
+                Some(Happened::Switch { pid, comm }) if pid != executor => {
+                    causes.push(DelayCause::Busy(comm))
                 }
+                _ => {}
             }
         }
         if running.mechanism == Mechanism::Softirq || running.mechanism == Mechanism::Tasklet {
@@ -1145,6 +1147,32 @@ mod tests {
                 DelayCause::Busy(Comm::new("il-load/3"))
             ]
         );
+    }
+
+    #[test]
+    fn a_worker_on_an_idle_cpu_waits_for_it_to_wake() {
+        let (samples, _) = Stream::new()
+            .at(0, 1, Switch, 0)
+            .with(|e| e.comm = Comm::new("swapper/1"))
+            .at(10, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(900, 1, Switch, 0)
+            .with(|e| {
+                e.aux = 77;
+                e.comm = Comm::new("kworker/1:1");
+            })
+            .at(901, 1, WorkStart, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 77;
+            })
+            .at(902, 1, WorkEnd, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 77;
+            })
+            .run(None);
+        assert_eq!(samples[0].delay.causes, vec![DelayCause::Idle]);
     }
 
     #[test]

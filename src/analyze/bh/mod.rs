@@ -91,6 +91,9 @@ pub enum DelayCause {
     /// The thread that ran it had to wait until this one, running when the request
     /// came, was preempted.
     Busy(Comm),
+    /// The CPU that ran it was idle when the request came: it had to wake up first
+    /// (on a VM, the hypervisor has to run the virtual CPU again).
+    Idle,
     /// The kworker that ran the item had to be woken first (the scheduler's wakeup path).
     WorkerWakeup,
     /// Another work item (this function) ran on the CPU first.
@@ -120,6 +123,7 @@ impl DelayCause {
             DelayCause::Ksoftirqd => "deferred to ksoftirqd".into(),
             DelayCause::Thread(comm) => format!("thread {comm} ran first"),
             DelayCause::Busy(comm) => format!("thread {comm} was running"),
+            DelayCause::Idle => "CPU was idle (wakeup from idle)".into(),
             DelayCause::WorkerWakeup => "worker wakeup".into(),
             DelayCause::HeldBack => "held back by max_active".into(),
             DelayCause::WorkFirst(function) => format!("work {} ran first", symbols(function)),
