@@ -129,8 +129,10 @@ fn passive_mode_matches_the_kernels_softirq_counts() {
     );
 }
 
+/// With 16 spinning threads on 2 CPUs no CPU is ever idle: a kworker always has to wait
+/// for the thread holding its CPU, and never for an idle CPU to wake up.
 #[test]
-fn load_threads_are_named_among_the_delay_causes() {
+fn under_load_work_waits_for_a_busy_cpu_never_an_idle_one() {
     assert_root();
     let doc = irqlens_json(&["bh", "-t", "workqueue", "-l", "many:16", "-d", "3", "-q"]);
     assert_eq!(count(&doc["run"]["load_tasks"]), 16);
@@ -140,15 +142,25 @@ fn load_threads_are_named_among_the_delay_causes() {
         .iter()
         .find(|m| m["mechanism"] == "workqueue")
         .unwrap_or_else(|| panic!("no workqueue samples under load: {doc:#}"));
-    let causes: Vec<&str> = work["causes"]
+    let causes: Vec<(&str, u64)> = work["causes"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| c["cause"].as_str().unwrap())
+        .map(|c| (c["cause"].as_str().unwrap(), count(&c["samples"])))
         .collect();
     assert!(
-        causes.iter().any(|c| c.starts_with("thread il-load/")),
-        "spinning load threads held the CPUs but are not named: {causes:?}"
+        !causes.iter().any(|(c, _)| c.starts_with("CPU was idle")),
+        "a CPU was idle under load: {causes:?}"
+    );
+    let busy: u64 = causes
+        .iter()
+        .filter(|(c, _)| c.starts_with("thread ") && c.ends_with(" was running"))
+        .map(|(_, n)| n)
+        .sum();
+    let samples = count(&work["count"]);
+    assert!(
+        busy * 10 >= samples * 9,
+        "only {busy} of {samples} work items waited for a running thread: {causes:?}"
     );
 }
 
