@@ -21,12 +21,15 @@
 //! runs wherever it is started, often a VM), so the ratios of medians are what compare.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::SystemTime;
+use std::path::Path;
+
+#[path = "common.rs"]
+mod common;
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
+
+use common::{irqlens_binary, run_json};
 
 const DEFAULT_SECONDS: u64 = 10;
 const SECONDS_VAR: &str = "IRQLENS_BENCH_SECONDS";
@@ -217,22 +220,6 @@ fn sources_of(doc: &Value, mechanism: &str) -> Vec<(String, u64)> {
     sources
 }
 
-fn run_json(program: &Path, args: &[&str]) -> Result<Value> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {}", program.display()))?;
-    if !output.status.success() {
-        bail!(
-            "{} {} failed: {}",
-            program.display(),
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    serde_json::from_slice(&output.stdout).context("parsing irqlens's JSON")
-}
-
 // ---------------------------------------------------------------------------------------
 // Output
 
@@ -388,44 +375,4 @@ fn print_coverage(results: &Results) {
             }
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------
-
-/// target/release/irqlens, which the bench does not build: a bench profile build would
-/// not be the binary users run, and cargo does not hand benches a binary path.
-fn irqlens_binary() -> Result<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(root.join("target"), PathBuf::from);
-    let binary = target.join("release/irqlens");
-    let built = fs::metadata(&binary)
-        .and_then(|m| m.modified())
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "{} is missing: run `cargo build --release` first",
-                binary.display()
-            )
-        })?;
-    if newest_source(&root.join("src")).is_some_and(|source| source > built) {
-        println!(
-            "warning: {} is older than src/: run `cargo build --release` first\n",
-            binary.display()
-        );
-    }
-    Ok(binary)
-}
-
-fn newest_source(dir: &Path) -> Option<SystemTime> {
-    fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|entry| {
-            let meta = entry.metadata().ok()?;
-            if meta.is_dir() {
-                newest_source(&entry.path())
-            } else {
-                meta.modified().ok()
-            }
-        })
-        .max()
 }

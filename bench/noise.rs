@@ -11,18 +11,23 @@ use std::fs;
 use std::hint::black_box;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+#[path = "common.rs"]
+mod common;
+
+use anyhow::{Context, Result, ensure};
 use irqlens::collect::clock::{Clock, TscClock};
 use irqlens::collect::inject::Spinner;
 use irqlens::collect::sched::{gettid, set_affinity};
 use irqlens::collect::workload::read_stable;
 use irqlens::probe::noise::{CpuCounters, NoiseProbe};
 use irqlens::units::CpuList;
+
+use common::{irqlens_binary, run_json};
 
 /// Rounds of the loop cost and of the ping-pong; the ping-pong's figure is a small
 /// difference of two large times, so it takes more rounds to settle.
@@ -488,21 +493,6 @@ fn run_oslat(cpu: u32) -> Result<serde_json::Value> {
     serde_json::from_str(&text).context("parsing oslat's JSON")
 }
 
-fn run_json(program: &Path, args: &[&str]) -> Result<serde_json::Value> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {}", program.display()))?;
-    if !output.status.success() {
-        bail!(
-            "{} {args:?} failed: {}",
-            program.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    serde_json::from_slice(&output.stdout).context("parsing irqlens's JSON")
-}
-
 // ---------------------------------------------------------------------------------------
 // 4. Memory over a long run
 
@@ -559,44 +549,4 @@ fn vm_rss_kib(status: &str) -> Option<u64> {
         .trim()
         .parse()
         .ok()
-}
-
-// ---------------------------------------------------------------------------------------
-
-/// target/release/irqlens, which the bench does not build: a bench profile build would
-/// not be the binary users run, and cargo does not hand benches a binary path.
-fn irqlens_binary() -> Result<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(root.join("target"), PathBuf::from);
-    let binary = target.join("release/irqlens");
-    let built = fs::metadata(&binary)
-        .and_then(|m| m.modified())
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "{} is missing: run `cargo build --release` first",
-                binary.display()
-            )
-        })?;
-    if newest_source(&root.join("src")).is_some_and(|source| source > built) {
-        println!(
-            "warning: {} is older than src/: run `cargo build --release` first\n",
-            binary.display()
-        );
-    }
-    Ok(binary)
-}
-
-fn newest_source(dir: &Path) -> Option<SystemTime> {
-    fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|entry| {
-            let meta = entry.metadata().ok()?;
-            if meta.is_dir() {
-                newest_source(&entry.path())
-            } else {
-                meta.modified().ok()
-            }
-        })
-        .max()
 }

@@ -5,8 +5,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use common::*;
 use serde_json::Value;
@@ -168,25 +167,7 @@ fn under_load_work_waits_for_a_busy_cpu_never_an_idle_one() {
 fn sigint_ends_the_run_with_tables_and_cleans_up() {
     assert_root();
     for trigger in ["net", "block"] {
-        let child = Command::new(IRQLENS)
-            .args(["bh", "-t", trigger, "-q"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(2500));
-        assert!(
-            !loaded_irqlens_programs().is_empty(),
-            "irqlens should be tracing now"
-        );
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let output = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{trigger}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let stdout = interrupted_run(&["bh", "-t", trigger, "-q"], libc::SIGINT);
         assert!(
             stdout.contains("MAX_IRQ"),
             "no table after SIGINT: {stdout}"

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -125,25 +125,8 @@ fn stop_on_single_sample_shows_its_causes() {
 fn signals_end_the_run_with_a_summary_and_detach_everything() {
     assert_root();
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        let child = Command::new(IRQLENS)
-            .args(["noise", "-c", &measured_cpu().to_string(), "-q"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(2500));
-        assert!(
-            !loaded_irqlens_programs().is_empty(),
-            "irqlens should be tracing now"
-        );
-        unsafe { libc::kill(child.id() as i32, signal) };
-        let output = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "signal {signal}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let cpu = measured_cpu().to_string();
+        let stdout = interrupted_run(&["noise", "-c", &cpu, "-q"], signal);
         assert!(
             stdout.contains("Operating System Noise"),
             "no summary after signal {signal}: {stdout}"

@@ -1,19 +1,18 @@
 //! Runs a bottom-half measurement: load, stimulus, probe, and the reader that feeds the
 //! checkpoints to the matcher as they arrive.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use libbpf_rs::RingBufferBuilder;
 use serde::Serialize;
 
 use super::load::{Load, LoadScenario};
 use super::trigger::{Stimulus, TriggerKind};
 use crate::analyze::bh::{BhStats, Event, MatchCounts, Matcher, Selection, StatsConfig};
+use crate::probe::RecordRing;
 use crate::probe::bh::{BhProbe, decode_event};
 use crate::system;
 use crate::units::CpuList;
@@ -104,18 +103,10 @@ pub fn run(
         Matcher::new(stimulus.as_ref().map(|s| s.tid)).tracing_only(options.cpus.clone());
     let mut stats = BhStats::new(config);
 
-    let events: RefCell<Vec<Event>> = RefCell::new(Vec::new());
-    let mut ring = RingBufferBuilder::new();
-    ring.add(probe.events_map(), |bytes: &[u8]| {
-        if let Some(event) = decode_event(bytes) {
-            events.borrow_mut().push(event);
-        }
-        0
-    })?;
-    let ring = ring.build()?;
-    let feed = |matcher: &mut Matcher, stats: &mut BhStats| {
-        for event in events.borrow_mut().drain(..) {
-            matcher.add(&event);
+    let ring = RecordRing::new(probe.events_map(), decode_event)?;
+    let feed = |matcher: &mut Matcher, stats: &mut BhStats, events: Vec<Event>| {
+        for event in &events {
+            matcher.add(event);
         }
         for sample in matcher.take_samples() {
             stats.add(sample);
@@ -131,9 +122,7 @@ pub fn run(
     let deadline = options.duration.map(|d| started + d);
     let mut next_tick = started + TICK;
     while !stop.load(Ordering::Relaxed) {
-        let _ = ring.poll(DRAIN_INTERVAL);
-        let _ = ring.consume();
-        feed(&mut matcher, &mut stats);
+        feed(&mut matcher, &mut stats, ring.wait_and_take(DRAIN_INTERVAL));
         let now = Instant::now();
         if now >= next_tick {
             next_tick += TICK;
@@ -172,8 +161,7 @@ pub fn run(
             (vector, after.saturating_sub(before))
         })
         .collect();
-    let _ = ring.consume();
-    feed(&mut matcher, &mut stats);
+    feed(&mut matcher, &mut stats, ring.take());
     drop(resources);
     drop(load);
 

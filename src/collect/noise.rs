@@ -2,19 +2,18 @@
 //! collector thread (kept on housekeeping CPUs) drains the probe's records on a timer
 //! and joins them with the threads' reports.
 
-use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
-use libbpf_rs::RingBufferBuilder;
 
 use super::clock::{Clock, MonotonicClock};
 use super::sched::set_affinity;
 use super::workload::{self, WorkloadConfig};
 use crate::analyze::noise::{AnalysisConfig, NoiseAnalysis, PeriodReport, Record};
+use crate::probe::RecordRing;
 use crate::probe::noise::{CpuCounters, NoiseProbe, decode_record};
 use crate::system;
 use crate::units::CpuList;
@@ -67,18 +66,9 @@ pub fn run(
     let mut storage = MaybeUninit::uninit();
     let probe = NoiseProbe::load(&mut storage, &options.cpus)?;
     let mut analysis = NoiseAnalysis::new(options.analysis, options.cpus.iter());
-    let records: RefCell<Vec<Record>> = RefCell::new(Vec::new());
-    let mut ring = RingBufferBuilder::new();
-    ring.add(probe.records_map(), |bytes: &[u8]| {
-        if let Some(record) = decode_record(bytes) {
-            records.borrow_mut().push(record);
-        }
-        0
-    })?;
-    let ring = ring.build()?;
+    let ring = RecordRing::new(probe.records_map(), decode_record)?;
     let mut record_count = 0u64;
-    let mut take_records = |analysis: &mut NoiseAnalysis| {
-        let batch = std::mem::take(&mut *records.borrow_mut());
+    let mut add_records = |analysis: &mut NoiseAnalysis, batch: Vec<Record>| {
         record_count += batch.len() as u64;
         analysis.add_records(batch);
     };
@@ -118,9 +108,7 @@ pub fn run(
             // poll() only returns early when the probe wakes it (buffer filling up) and
             // reads nothing on a timeout; consume() drains. An error here is an
             // interrupted wait: the next round drains.
-            let _ = ring.poll(DRAIN_INTERVAL);
-            let _ = ring.consume();
-            take_records(&mut analysis);
+            add_records(&mut analysis, ring.wait_and_take(DRAIN_INTERVAL));
             let now = Instant::now();
             let ready = waiting
                 .iter()
@@ -150,8 +138,7 @@ pub fn run(
     });
     drop(report_tx);
     // the threads are done: every record they can refer to is committed
-    let _ = ring.consume();
-    take_records(&mut analysis);
+    add_records(&mut analysis, ring.take());
     for report in waiting
         .into_iter()
         .map(|(_, report)| report)

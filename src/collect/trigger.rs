@@ -20,6 +20,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
+use super::clock::monotonic_ns;
 use super::sched::{gettid, set_affinity};
 use crate::analyze::bh::Selection;
 use crate::units::CpuList;
@@ -173,21 +174,22 @@ impl Stimulus {
                 })
                 .context("starting the stimulus thread")?
         };
-        let tid = tid_rx
-            .recv()
-            .map_err(|_| anyhow!("the stimulus thread could not be pinned to CPU {cpu}"));
-        let mut stimulus = Stimulus {
+        // no tid means the thread ended early: its error says why
+        let Ok(tid) = tid_rx.recv() else {
+            let ended = thread
+                .join()
+                .map_err(|_| anyhow!("the stimulus thread panicked"))?;
+            return Err(ended.err().unwrap_or_else(|| {
+                anyhow!("the stimulus thread could not be pinned to CPU {cpu}")
+            }));
+        };
+        Ok(Stimulus {
             kind,
-            tid: 0,
+            tid,
             go,
             stop,
             thread: Some(thread),
-        };
-        stimulus.tid = match tid {
-            Ok(tid) => tid,
-            Err(err) => return Err(stimulus.finish().err().unwrap_or(err)),
-        };
-        Ok(stimulus)
+        })
     }
 
     pub fn begin(&self) {
@@ -218,6 +220,7 @@ impl Drop for Stimulus {
 /// period skips the missed ones rather than bursting.
 fn fire_periodically(fire: &mut dyn Fire, period: Duration, stop: &AtomicBool) -> Result<u64> {
     let mut requests = 0;
+    let now = || Duration::from_nanos(monotonic_ns());
     let mut next = now();
     while !stop.load(Ordering::Relaxed) {
         fire.fire()?;
@@ -230,15 +233,6 @@ fn fire_periodically(fire: &mut dyn Fire, period: Duration, stop: &AtomicBool) -
         sleep_until(next);
     }
     Ok(requests)
-}
-
-fn now() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn sleep_until(at: Duration) {

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use super::{clock_time, us2, write_hist_table};
+use super::{clock_time, percent, us2, write_hist_table};
 use crate::analyze::bh::{BhStats, DelayCause, Mechanism, Sample, Series, Source};
 use crate::analyze::histogram::Histogram;
 use crate::cli::HistOptions;
@@ -107,14 +107,6 @@ pub fn write_table(out: &mut dyn Write, stats: &BhStats, names: &Names) -> io::R
         }
     }
     Ok(())
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
-    }
 }
 
 /// What ran between request and invocation (§5.4), per mechanism.

@@ -14,6 +14,15 @@ pub fn us(ns: u64) -> u64 {
     ns / 1_000
 }
 
+/// `part` of `whole` in percent; 0 of nothing.
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
 /// ns as µs with two decimals, as the thesis's tables.
 pub fn us2(ns: u64) -> String {
     format!("{:.2}", ns as f64 / 1_000.0)

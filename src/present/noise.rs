@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use super::{clock_time, us, us1};
+use super::{clock_time, percent, us, us1};
 use crate::analyze::histogram::Histogram;
 use crate::analyze::noise::{Cause, NoiseAnalysis, Record, StopReport};
 use crate::cli::HistOptions;
@@ -99,14 +99,6 @@ pub fn write_causes(
         writeln!(out, "(no noise sample above the threshold)")?;
     }
     Ok(())
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
 }
 
 /// What irqlens cost and could not see, so nothing is hidden.

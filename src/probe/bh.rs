@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::{Attached, load_and_attach, loaded_programs};
+use super::{Attached, Gate, load_and_attach, loaded_programs};
 use crate::analyze::bh::{Event, EventKind};
 use crate::analyze::kernel::Comm;
 use crate::units::CpuList;
@@ -25,6 +25,8 @@ use skel::{BhSkel, BhSkelBuilder};
 pub const MAX_CPUS: u32 = 1024;
 
 pub struct BhProbe<'obj> {
+    /// First, so it closes before the skeleton's links are detached.
+    gate: Gate,
     skel: BhSkel<'obj>,
     /// The mmapped .bss, written by BPF on every CPU: volatile accesses only.
     bss: *mut bss,
@@ -55,16 +57,21 @@ impl<'obj> BhProbe<'obj> {
                 ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);
             }
         }
-        Ok(BhProbe { skel, bss, skipped })
+        Ok(BhProbe {
+            gate: unsafe { Gate::new(addr_of_mut!((*bss).enabled)) },
+            skel,
+            bss,
+            skipped,
+        })
     }
 
     pub fn enable(&self) {
-        unsafe { ptr::write_volatile(addr_of_mut!((*self.bss).enabled), 1) };
+        self.gate.set(true);
     }
 
-    /// Stops all programs at once; called before the links are detached one by one.
+    /// Stops all programs at once (dropping the probe does too, before detaching).
     pub fn disable(&self) {
-        unsafe { ptr::write_volatile(addr_of_mut!((*self.bss).enabled), 0) };
+        self.gate.set(false);
     }
 
     /// Checkpoints the ring buffer had no room for.
@@ -78,12 +85,6 @@ impl<'obj> BhProbe<'obj> {
 
     pub fn programs(&self) -> usize {
         loaded_programs(self.skel.object())
-    }
-}
-
-impl Drop for BhProbe<'_> {
-    fn drop(&mut self) {
-        self.disable();
     }
 }
 

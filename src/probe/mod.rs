@@ -3,13 +3,16 @@
 pub mod bh;
 pub mod noise;
 
+use std::cell::RefCell;
 use std::mem::MaybeUninit;
+use std::rc::Rc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use libbpf_rs::OpenObject;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::btf::types::Typedef;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, OpenObject, RingBuffer, RingBufferBuilder};
 
 /// A loaded and attached skeleton, with the tracepoints this kernel lacks (whose
 /// programs were not loaded).
@@ -56,6 +59,65 @@ where
     skel.attach()
         .map_err(|e| explain(e, "attaching irqlens's BPF programs"))?;
     Ok(Attached { skel, skipped })
+}
+
+/// The `enabled` flag every program of an object checks first. Detaching is not atomic
+/// (links go one by one), so the flag is cleared before: when the gate is dropped, which
+/// a probe makes happen before its skeleton detaches by declaring the gate first.
+pub(crate) struct Gate(*mut u32);
+
+impl Gate {
+    /// `flag` must point into the object's mmapped .bss and outlive the gate.
+    pub(crate) unsafe fn new(flag: *mut u32) -> Self {
+        Gate(flag)
+    }
+
+    pub(crate) fn set(&self, enabled: bool) {
+        unsafe { std::ptr::write_volatile(self.0, enabled as u32) };
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.set(false);
+    }
+}
+
+/// A BPF ring buffer whose records are decoded as they are consumed, for the caller to
+/// take in batches. The programs never wake the reader per record: it drains on a timer.
+pub struct RecordRing<T> {
+    ring: RingBuffer<'static>,
+    decoded: Rc<RefCell<Vec<T>>>,
+}
+
+impl<T: 'static> RecordRing<T> {
+    /// `decode` returns None for a record that is not one of ours (it is skipped).
+    pub fn new(map: &dyn MapCore, decode: fn(&[u8]) -> Option<T>) -> Result<Self> {
+        let decoded = Rc::new(RefCell::new(Vec::new()));
+        let sink = decoded.clone();
+        let mut builder = RingBufferBuilder::new();
+        builder.add(map, move |bytes: &[u8]| {
+            sink.borrow_mut().extend(decode(bytes));
+            0
+        })?;
+        Ok(RecordRing {
+            ring: builder.build()?,
+            decoded,
+        })
+    }
+
+    /// Waits up to `timeout` for the buffer to fill past the programs' wakeup mark, then
+    /// takes everything in it.
+    pub fn wait_and_take(&self, timeout: Duration) -> Vec<T> {
+        let _ = self.ring.poll(timeout);
+        self.take()
+    }
+
+    /// Takes everything in the buffer now.
+    pub fn take(&self) -> Vec<T> {
+        let _ = self.ring.consume();
+        std::mem::take(&mut *self.decoded.borrow_mut())
+    }
 }
 
 /// Number of programs an object loaded (for the overhead line).

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::{Attached, load_and_attach, loaded_programs};
+use super::{Attached, Gate, load_and_attach, loaded_programs};
 use crate::analyze::noise::{Comm, NoiseClass, Record};
 use crate::units::CpuList;
 
@@ -26,6 +26,8 @@ use skel::{NoiseSkel, NoiseSkelBuilder};
 pub const MAX_CPUS: u32 = 1024;
 
 pub struct NoiseProbe<'obj> {
+    /// First, so it closes before the skeleton's links are detached.
+    gate: Gate,
     skel: NoiseSkel<'obj>,
     /// The mmapped .bss: BPF writes it on every CPU, so it is only touched through
     /// volatile accesses, never through references.
@@ -46,7 +48,12 @@ impl<'obj> NoiseProbe<'obj> {
             .bss_data
             .as_deref_mut()
             .expect("the program has a .bss");
-        let probe = NoiseProbe { skel, bss, skipped };
+        let probe = NoiseProbe {
+            gate: unsafe { Gate::new(addr_of_mut!((*bss).enabled)) },
+            skel,
+            bss,
+            skipped,
+        };
         for cpu in cpus.iter() {
             unsafe {
                 ptr::write_volatile(addr_of_mut!((*probe.bss).cpus[cpu as usize].measured), 1)
@@ -56,12 +63,12 @@ impl<'obj> NoiseProbe<'obj> {
     }
 
     pub fn enable(&self) {
-        unsafe { ptr::write_volatile(addr_of_mut!((*self.bss).enabled), 1) };
+        self.gate.set(true);
     }
 
-    /// Stops all programs at once; called before the links are detached one by one.
+    /// Stops all programs at once (dropping the probe does too, before detaching).
     pub fn disable(&self) {
-        unsafe { ptr::write_volatile(addr_of_mut!((*self.bss).enabled), 0) };
+        self.gate.set(false);
     }
 
     pub fn cpu(&self, cpu: u32) -> CpuCounters<'_> {
@@ -92,12 +99,6 @@ impl<'obj> NoiseProbe<'obj> {
     /// Number of programs loaded (for the overhead line).
     pub fn programs(&self) -> usize {
         loaded_programs(self.skel.object())
-    }
-}
-
-impl Drop for NoiseProbe<'_> {
-    fn drop(&mut self) {
-        self.disable();
     }
 }
 

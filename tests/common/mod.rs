@@ -1,7 +1,7 @@
 //! Helpers of the integration tests: run the irqlens binary, inject known noise.
 #![allow(dead_code)]
 
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use std::time::{Duration, Instant};
 
@@ -55,6 +55,30 @@ pub fn assert_root() {
         0,
         "this test loads BPF programs: run the suite as root"
     );
+}
+
+/// Runs irqlens with `args`, sends it `signal` once it has traced for 2.5 s, and returns
+/// what it printed; it must have been tracing and must exit successfully.
+pub fn interrupted_run(args: &[&str], signal: i32) -> String {
+    let child = Command::new(IRQLENS)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting irqlens");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        !loaded_irqlens_programs().is_empty(),
+        "irqlens {args:?} should be tracing now"
+    );
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "irqlens {args:?}, signal {signal}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Names of irqlens's BPF programs still loaded once the kernel has had up to 3 s to

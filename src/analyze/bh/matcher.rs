@@ -678,13 +678,29 @@ impl Matcher {
                 }
             }
         }
-        let executor_comm = self.comms.get(&executor);
         let in_thread = match running.mechanism {
             Mechanism::Softirq | Mechanism::Tasklet => {
-                executor_comm.is_some_and(|c| comm_starts(c, "ksoftirqd/"))
+                delay.ksoftirqd = self
+                    .comms
+                    .get(&executor)
+                    .is_some_and(|c| comm_starts(c, "ksoftirqd/"));
+                if delay.ksoftirqd {
+                    causes.push(DelayCause::Ksoftirqd);
+                }
+                delay.ksoftirqd
             }
-            Mechanism::Workqueue | Mechanism::IrqThread => true,
+            Mechanism::Workqueue | Mechanism::IrqThread => {
+                let after =
+                    |time: Option<&u64>| time.filter(|&&t| t > from && t <= to).map(|t| t - from);
+                delay.woken_after_ns = after(self.woken.get(&executor));
+                delay.switched_in_after_ns = after(self.switched_in.get(&executor));
+                if running.mechanism == Mechanism::Workqueue && delay.woken_after_ns.is_some() {
+                    causes.push(DelayCause::WorkerWakeup);
+                }
+                true
+            }
         };
+        // a bottom half run by a thread waits for whatever held its CPU
         if in_thread {
             match state.running_at(from) {
                 Some(Happened::Switch { pid: 0, .. }) => causes.push(DelayCause::Idle),
@@ -692,20 +708,6 @@ impl Matcher {
                     causes.push(DelayCause::Busy(comm))
                 }
                 _ => {}
-            }
-        }
-        if running.mechanism == Mechanism::Softirq || running.mechanism == Mechanism::Tasklet {
-            delay.ksoftirqd = executor_comm.is_some_and(|c| comm_starts(c, "ksoftirqd/"));
-            if delay.ksoftirqd {
-                causes.push(DelayCause::Ksoftirqd);
-            }
-        } else {
-            let after =
-                |time: Option<&u64>| time.filter(|&&t| t > from && t <= to).map(|t| t - from);
-            delay.woken_after_ns = after(self.woken.get(&executor));
-            delay.switched_in_after_ns = after(self.switched_in.get(&executor));
-            if running.mechanism == Mechanism::Workqueue && delay.woken_after_ns.is_some() {
-                causes.push(DelayCause::WorkerWakeup);
             }
         }
         if !delay.complete {

@@ -42,7 +42,9 @@ static __always_inline bool on_traced_cpu(__u32 *cpu)
 	return traced_cpu[*cpu & (BH_MAX_CPUS - 1)];
 }
 
-static __always_inline struct bh_event *reserve(__u32 cpu, __u16 kind, __u16 id)
+/* Every field but comm, each written once; the caller fills comm. */
+static __always_inline struct bh_event *reserve(__u32 cpu, __u16 kind, __u16 id, __u32 aux,
+						__u64 ptr, __u64 func)
 {
 	struct bh_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -55,9 +57,9 @@ static __always_inline struct bh_event *reserve(__u32 cpu, __u16 kind, __u16 id)
 	e->pid = (__u32)bpf_get_current_pid_tgid();
 	e->kind = kind;
 	e->id = id;
-	e->ptr = 0;
-	e->func = 0;
-	e->aux = 0;
+	e->aux = aux;
+	e->ptr = ptr;
+	e->func = func;
 	return e;
 }
 
@@ -78,12 +80,9 @@ static __always_inline int emit(__u16 kind, __u16 id, __u32 aux, __u64 ptr, __u6
 
 	if (!on_traced_cpu(&cpu))
 		return 0;
-	e = reserve(cpu, kind, id);
+	e = reserve(cpu, kind, id, aux, ptr, func);
 	if (!e)
 		return 0;
-	e->aux = aux;
-	e->ptr = ptr;
-	e->func = func;
 	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
 	submit(e);
 	return 0;
@@ -161,12 +160,9 @@ static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64
 
 	if (!enabled)
 		return 0;
-	e = reserve(bpf_get_smp_processor_id(), kind, 0);
+	e = reserve(bpf_get_smp_processor_id(), kind, 0, aux, (__u64)work, func);
 	if (!e)
 		return 0;
-	e->ptr = (__u64)work;
-	e->func = func;
-	e->aux = aux;
 	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
 	submit(e);
 	return 0;
@@ -208,11 +204,10 @@ int BPF_PROG(irqlens_bh_switch, bool preempt, struct task_struct *prev,
 
 	if (!on_traced_cpu(&cpu))
 		return 0;
-	e = reserve(cpu, EV_SWITCH, 0);
+	/* current is still prev here: the event's pid is the thread switched out */
+	e = reserve(cpu, EV_SWITCH, 0, next->pid, 0, 0);
 	if (!e)
 		return 0;
-	e->pid = prev->pid;
-	e->aux = next->pid;
 	__builtin_memcpy(e->comm, next->comm, TASK_COMM_LEN);
 	submit(e);
 	return 0;
@@ -245,10 +240,9 @@ int BPF_PROG(irqlens_bh_waking, struct task_struct *p)
 		return 0;
 	if (p->tgid != trigger_tgid && !runs_bottom_halves(p))
 		return 0;
-	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, 0);
+	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, 0, p->pid, 0, 0);
 	if (!e)
 		return 0;
-	e->aux = p->pid;
 	__builtin_memcpy(e->comm, p->comm, TASK_COMM_LEN);
 	submit(e);
 	return 0;

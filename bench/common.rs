@@ -1,0 +1,64 @@
+//! What both benches need: the release binary they measure, and running it for JSON.
+//! Included by each bench with `#[path]` (a bench cannot import tests/common or the other).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result, bail};
+
+/// Runs `program` and parses its stdout as JSON, failing with its stderr on a non-zero exit.
+pub fn run_json(program: &Path, args: &[&str]) -> Result<serde_json::Value> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("running {}", program.display()))?;
+    if !output.status.success() {
+        bail!(
+            "{} {} failed: {}",
+            program.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("parsing irqlens's JSON")
+}
+
+/// target/release/irqlens, which the bench does not build: a bench profile build would
+/// not be the binary users run, and cargo does not hand benches a binary path.
+pub fn irqlens_binary() -> Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(root.join("target"), PathBuf::from);
+    let binary = target.join("release/irqlens");
+    let built = fs::metadata(&binary)
+        .and_then(|m| m.modified())
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "{} is missing: run `cargo build --release` first",
+                binary.display()
+            )
+        })?;
+    if newest_source(&root.join("src")).is_some_and(|source| source > built) {
+        println!(
+            "warning: {} is older than src/: run `cargo build --release` first\n",
+            binary.display()
+        );
+    }
+    Ok(binary)
+}
+
+fn newest_source(dir: &Path) -> Option<SystemTime> {
+    fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let meta = entry.metadata().ok()?;
+            if meta.is_dir() {
+                newest_source(&entry.path())
+            } else {
+                meta.modified().ok()
+            }
+        })
+        .max()
+}
