@@ -9,7 +9,7 @@ use std::process::Command;
 use libbpf_cargo::SkeletonBuilder;
 
 const BPF_DIR: &str = "src/probe/bpf";
-const PROGRAMS: &[&str] = &["noise", "bh", "fentry_check"];
+const PROGRAMS: &[&str] = &["noise", "checkpoint", "fentry_check"];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -122,7 +122,7 @@ fn bh(command: BhCommand) -> Result<()> {
         symbols: system::KernelSymbols::load(),
         irqs: system::irq_line_names(),
     };
-    let not_observable = probe::bh::not_observable();
+    let not_observable = probe::checkpoint::not_observable();
 
     let mut out = io::stdout().lock();
     if args.json {

@@ -1,7 +1,20 @@
 //! Linear-bucket histogram as rtla prints it: fixed bucket size, a number of entries, and
 //! an overflow count for what lies beyond; plus count/min/avg/max of every value.
 
+use hdrhistogram::Histogram as Quantiles;
 use serde::Serialize;
+
+/// Quantile recorder with 3 significant digits: 1 ns resolution up to 2 µs, 0.1% above.
+pub fn quantiles() -> Quantiles<u64> {
+    Quantiles::new(3).expect("3 significant digits is a valid precision")
+}
+
+/// Records `value`, growing the range as needed (saturating_record would clamp instead).
+pub fn record(quantiles: &mut Quantiles<u64>, value: u64) {
+    if quantiles.record(value).is_err() {
+        quantiles.saturating_record(value);
+    }
+}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Histogram {

@@ -1,6 +1,7 @@
 //! Pure analysis: no kernel, no root. Everything here is unit-tested on synthetic data.
 
 pub mod bh;
+pub mod checkpoint;
 pub mod histogram;
 pub mod kernel;
 pub mod noise;

@@ -13,7 +13,7 @@ use super::load::{Load, LoadScenario};
 use super::trigger::{Stimulus, TriggerKind};
 use crate::analyze::bh::{BhStats, Event, MatchCounts, Matcher, Selection, StatsConfig};
 use crate::probe::RecordRing;
-use crate::probe::bh::{BhProbe, decode_event};
+use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
 use crate::system;
 use crate::units::CpuList;
 
@@ -93,7 +93,12 @@ pub fn run(
         .transpose()?;
 
     let mut storage = MaybeUninit::uninit();
-    let probe = BhProbe::load(&mut storage, &options.cpus, std::process::id())?;
+    let probe = CheckpointProbe::load(
+        &mut storage,
+        Checkpoints::BottomHalves,
+        &options.cpus,
+        &Watched::Process(std::process::id()),
+    )?;
     let mut config = options.stats;
     config.selection = match &stimulus {
         Some(s) => s.kind.selection(s.tid),

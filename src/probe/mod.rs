@@ -1,6 +1,6 @@
 //! Probe: the BPF programs in the kernel and the handles user space keeps on them.
 
-pub mod bh;
+pub mod checkpoint;
 pub mod noise;
 
 use std::cell::RefCell;
@@ -21,11 +21,12 @@ pub(crate) struct Attached<S> {
     pub skipped: Vec<String>,
 }
 
-/// Opens a skeleton, turns off the programs whose tracepoints this kernel lacks, loads
-/// and attaches the rest.
+/// Opens a skeleton, turns off the programs whose tracepoints this kernel lacks or that
+/// `wanted` (given the tracepoint's name) leaves out, loads and attaches the rest.
 pub(crate) fn load_and_attach<'obj, B>(
     builder: B,
     storage: &'obj mut MaybeUninit<OpenObject>,
+    wanted: impl Fn(&str) -> bool,
 ) -> Result<Attached<<B::Output as OpenSkel<'obj>>::Output>>
 where
     B: SkelBuilder<'obj>,
@@ -43,13 +44,15 @@ where
         .open_object_mut()
         .progs_mut()
         .map(|p| tracepoint(p.section()))
+        .filter(|name| wanted(name))
         .collect();
     let skipped: Vec<String> = missing_tracepoints(sections.iter().map(String::as_str))?
         .into_iter()
         .map(String::from)
         .collect();
     for mut prog in open.open_object_mut().progs_mut() {
-        if skipped.contains(&tracepoint(prog.section())) {
+        let name = tracepoint(prog.section());
+        if !wanted(&name) || skipped.contains(&name) {
             prog.set_autoload(false);
         }
     }

@@ -13,6 +13,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::{Delay, DelayCause, Mechanism, Sample, Source};
+use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;
 use crate::units::CpuList;
 
@@ -29,78 +30,6 @@ const TASKLET_QUEUE: usize = 4096;
 const THREADS: usize = 1 << 16;
 const QUEUED_WORKS: usize = 1 << 16;
 const STALE_WORK_NS: u64 = 10_000_000_000;
-
-/// Checkpoint kinds, in the order of `enum bh_event_kind` in bh.h.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventKind {
-    IrqEntry,
-    IrqExit,
-    SoftirqRaise,
-    SoftirqEntry,
-    SoftirqExit,
-    TaskletEntry,
-    TaskletExit,
-    WorkQueue,
-    WorkActivate,
-    WorkStart,
-    WorkEnd,
-    Switch,
-    Wakeup,
-    Nmi,
-}
-
-impl EventKind {
-    const ALL: [EventKind; 14] = [
-        EventKind::IrqEntry,
-        EventKind::IrqExit,
-        EventKind::SoftirqRaise,
-        EventKind::SoftirqEntry,
-        EventKind::SoftirqExit,
-        EventKind::TaskletEntry,
-        EventKind::TaskletExit,
-        EventKind::WorkQueue,
-        EventKind::WorkActivate,
-        EventKind::WorkStart,
-        EventKind::WorkEnd,
-        EventKind::Switch,
-        EventKind::Wakeup,
-        EventKind::Nmi,
-    ];
-
-    pub fn from_raw(raw: u16) -> Option<Self> {
-        Self::ALL.get(raw as usize).copied()
-    }
-}
-
-/// One checkpoint. Field meanings per kind are those of `struct bh_event` in bh.h.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Event {
-    pub time_ns: u64,
-    pub cpu: u32,
-    pub pid: u32,
-    pub kind: EventKind,
-    pub id: u16,
-    pub aux: u32,
-    pub ptr: u64,
-    pub func: u64,
-    pub comm: Comm,
-}
-
-impl Event {
-    pub fn new(kind: EventKind, cpu: u32, time_ns: u64) -> Self {
-        Event {
-            time_ns,
-            cpu,
-            pid: 0,
-            kind,
-            id: 0,
-            aux: 0,
-            ptr: 0,
-            func: 0,
-            comm: Comm::default(),
-        }
-    }
-}
 
 /// What the matcher could not match, so the user knows what the tables leave out.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -351,6 +280,8 @@ impl Matcher {
             EventKind::WorkEnd => self.work_end(e),
             EventKind::Switch => self.switch(e),
             EventKind::Wakeup => self.wakeup(e),
+            // hrtimers are wakeup's checkpoints; the bh probe does not load them
+            EventKind::TimerStart | EventKind::TimerExpire | EventKind::TimerExpireExit => {}
         }
     }
 

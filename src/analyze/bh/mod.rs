@@ -15,7 +15,8 @@ use serde::Serialize;
 
 use super::kernel::{Comm, irq_label, softirq_name};
 
-pub use matcher::{Event, EventKind, MatchCounts, Matcher};
+pub use crate::analyze::checkpoint::{Event, EventKind};
+pub use matcher::{MatchCounts, Matcher};
 pub use stats::{BhStats, CauseStats, Selection, Series, StatsConfig};
 
 /// The four ways Linux defers interrupt work.

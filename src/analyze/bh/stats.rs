@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram as Quantiles;
 
 use super::{DelayCause, Mechanism, Sample, Source};
-use crate::analyze::histogram::Histogram;
+use crate::analyze::histogram::{Histogram, quantiles, record};
 
 /// Which samples a run is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,18 +37,6 @@ pub struct StatsConfig {
     pub selection: Selection,
     /// Worst samples kept per mechanism, with their delay causes.
     pub worst: usize,
-}
-
-/// 3 significant digits: 1 ns resolution up to 2 µs, 0.1% above.
-fn quantiles() -> Quantiles<u64> {
-    Quantiles::new(3).expect("3 significant digits is a valid precision")
-}
-
-/// Records `value`, growing the range as needed (saturating_record would clamp instead).
-fn record(quantiles: &mut Quantiles<u64>, value: u64) {
-    if quantiles.record(value).is_err() {
-        quantiles.saturating_record(value);
-    }
 }
 
 /// One latency series.

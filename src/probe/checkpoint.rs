@@ -1,5 +1,5 @@
-//! The bottom-half probe: loads bh.bpf.c, selects the traced CPUs and the stimulus
-//! process, and decodes its checkpoints.
+//! The checkpoint probe: loads checkpoint.bpf.c with the programs a capability needs,
+//! selects the traced CPUs and the watched process, and decodes the checkpoints.
 
 use std::mem::MaybeUninit;
 use std::ptr::{self, addr_of, addr_of_mut};
@@ -9,55 +9,99 @@ use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
 use super::{Attached, Gate, load_and_attach, loaded_programs};
-use crate::analyze::bh::{Event, EventKind};
+use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;
 use crate::units::CpuList;
 
 mod skel {
     #![allow(clippy::all, non_camel_case_types, non_snake_case, dead_code)]
-    include!(concat!(env!("OUT_DIR"), "/bh.skel.rs"));
+    include!(concat!(env!("OUT_DIR"), "/checkpoint.skel.rs"));
 }
 
-use skel::types::{bh_event, bss};
-use skel::{BhSkel, BhSkelBuilder};
+use skel::types::{bss, checkpoint};
+use skel::{CheckpointSkel, CheckpointSkelBuilder};
 
-/// Largest CPU number + 1 the BPF side has room for (BH_MAX_CPUS in bh.h).
+/// Largest CPU number + 1 the BPF side has room for (MAX_CPUS in checkpoint.h).
 pub const MAX_CPUS: u32 = 1024;
 
-pub struct BhProbe<'obj> {
+/// Which checkpoints a capability needs beyond the common ones (hardirqs, NMIs,
+/// softirqs, context switches, wakeups).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checkpoints {
+    /// Tasklets and work items.
+    BottomHalves,
+    /// hrtimers armed by watched threads, and hrtimer callbacks.
+    Timers,
+}
+
+impl Checkpoints {
+    fn wants(self, tracepoint: &str) -> bool {
+        let bottom_half = tracepoint.starts_with("tasklet_") || tracepoint.starts_with("workqueue_");
+        let timer = tracepoint.starts_with("hrtimer_");
+        match self {
+            Checkpoints::BottomHalves => !timer,
+            Checkpoints::Timers => !bottom_half,
+        }
+    }
+}
+
+/// Whose wakeups (and armed hrtimers) are always checkpoints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Watched {
+    /// Every thread of this process.
+    Process(u32),
+    /// Every thread with this name (at most 15 bytes, as the kernel keeps it).
+    Name(String),
+}
+
+pub struct CheckpointProbe<'obj> {
     /// First, so it closes before the skeleton's links are detached.
     gate: Gate,
-    skel: BhSkel<'obj>,
+    skel: CheckpointSkel<'obj>,
     /// The mmapped .bss, written by BPF on every CPU: volatile accesses only.
     bss: *mut bss,
     /// Tracepoints this kernel does not have.
     pub skipped: Vec<String>,
 }
 
-impl<'obj> BhProbe<'obj> {
+impl<'obj> CheckpointProbe<'obj> {
     /// Loads and attaches the programs, disabled; `enable` starts tracing `cpus`.
-    /// Wakeups of `stimulus_tgid`'s threads are always traced.
     pub fn load(
         storage: &'obj mut MaybeUninit<OpenObject>,
+        checkpoints: Checkpoints,
         cpus: &CpuList,
-        stimulus_tgid: u32,
+        watched: &Watched,
     ) -> Result<Self> {
         if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
             bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
         }
-        let Attached { mut skel, skipped } = load_and_attach(BhSkelBuilder::default(), storage)?;
+        let Attached { mut skel, skipped } = load_and_attach(
+            CheckpointSkelBuilder::default(),
+            storage,
+            |tracepoint| checkpoints.wants(tracepoint),
+        )?;
         let bss: *mut bss = skel
             .maps
             .bss_data
             .as_deref_mut()
             .expect("the program has a .bss");
         unsafe {
-            ptr::write_volatile(addr_of_mut!((*bss).trigger_tgid), stimulus_tgid);
+            match watched {
+                Watched::Process(tgid) => {
+                    ptr::write_volatile(addr_of_mut!((*bss).watched_tgid), *tgid)
+                }
+                Watched::Name(name) => {
+                    for (i, byte) in name.bytes().take(15).enumerate() {
+                        ptr::write_volatile(addr_of_mut!((*bss).watched_comm[i]), byte as _);
+                    }
+                    ptr::write_volatile(addr_of_mut!((*bss).watch_comm), 1);
+                }
+            }
             for cpu in cpus.iter() {
                 ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);
             }
         }
-        Ok(BhProbe {
+        Ok(CheckpointProbe {
             gate: unsafe { Gate::new(addr_of_mut!((*bss).enabled)) },
             skel,
             bss,
@@ -90,10 +134,10 @@ impl<'obj> BhProbe<'obj> {
 
 /// Decodes one ring buffer record; `None` if it is not one of ours.
 pub fn decode_event(bytes: &[u8]) -> Option<Event> {
-    if bytes.len() < size_of::<bh_event>() {
+    if bytes.len() < size_of::<checkpoint>() {
         return None;
     }
-    let raw: bh_event = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
+    let raw: checkpoint = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
     Some(Event {
         time_ns: raw.time,
         cpu: raw.cpu,

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * irqlens bh: checkpoints of bottom-half requests and invocations (seed 000's INTSIGHT,
- * on stock tracepoints). Softirq raise/entry/exit, tasklet entry/exit, workqueue
- * queue/activate/start/end, and the context needed to explain a delay: hardirqs,
- * context switches, wakeups of the threads that run bottom halves. Matching and
- * arithmetic happen in user space (src/analyze/bh.rs), where they are unit-tested.
+ * irqlens's checkpoints (seed 000's INTSIGHT, on stock tracepoints): what ran on a CPU
+ * and when (hardirqs, NMIs, softirqs, context switches, hrtimer callbacks), what was
+ * requested (softirq raises, tasklets, work items, hrtimers armed by watched threads),
+ * and who was woken (watched threads and the threads that run bottom halves).
+ * Matching and arithmetic happen in user space (src/analyze), where they are
+ * unit-tested. Each capability loads the programs it needs (src/probe/checkpoint.rs).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -12,7 +13,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "irq_vectors.h"
-#include "bh.h"
+#include "checkpoint.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -28,25 +29,31 @@ struct {
 /* Cleared before detaching, so no half-detached program pair produces fake matches. */
 __u32 enabled;
 __u64 lost_events;
-/* The process of irqlens's own stimulus threads: their wakeups are always checkpoints. */
-__u32 trigger_tgid;
-__u8 traced_cpu[BH_MAX_CPUS];
+/*
+ * The watched process (irqlens's own threads, or the one a user named by pid), or the
+ * watched thread name when watch_comm is set: their wakeups and the hrtimers they arm
+ * are always checkpoints.
+ */
+__u32 watched_tgid;
+__u8 watch_comm;
+char watched_comm[TASK_COMM_LEN];
+__u8 traced_cpu[MAX_CPUS];
 /* Never written: makes the skeleton generate the event's Rust type. */
-struct bh_event event_layout;
+struct checkpoint event_layout;
 
 static __always_inline bool on_traced_cpu(__u32 *cpu)
 {
 	if (!enabled)
 		return false;
 	*cpu = bpf_get_smp_processor_id();
-	return traced_cpu[*cpu & (BH_MAX_CPUS - 1)];
+	return traced_cpu[*cpu & (MAX_CPUS - 1)];
 }
 
 /* Every field but comm, each written once; the caller fills comm. */
-static __always_inline struct bh_event *reserve(__u32 cpu, __u16 kind, __u16 id, __u32 aux,
+static __always_inline struct checkpoint *reserve(__u32 cpu, __u16 kind, __u16 id, __u32 aux,
 						__u64 ptr, __u64 func)
 {
-	struct bh_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct checkpoint *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
 	if (!e) {
 		__sync_fetch_and_add(&lost_events, 1);
@@ -64,7 +71,7 @@ static __always_inline struct bh_event *reserve(__u32 cpu, __u16 kind, __u16 id,
 }
 
 /* Wake the reader only when the buffer fills up; otherwise it drains on a timer. */
-static __always_inline void submit(struct bh_event *e)
+static __always_inline void submit(struct checkpoint *e)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
@@ -75,7 +82,7 @@ static __always_inline void submit(struct bh_event *e)
 
 static __always_inline int emit(__u16 kind, __u16 id, __u32 aux, __u64 ptr, __u64 func)
 {
-	struct bh_event *e;
+	struct checkpoint *e;
 	__u32 cpu;
 
 	if (!on_traced_cpu(&cpu))
@@ -89,19 +96,19 @@ static __always_inline int emit(__u16 kind, __u16 id, __u32 aux, __u64 ptr, __u6
 }
 
 SEC("tp_btf/nmi_handler")
-int BPF_PROG(irqlens_bh_nmi, void *handler, s64 delta_ns, int handled)
+int BPF_PROG(irqlens_nmi, void *handler, s64 delta_ns, int handled)
 {
 	return emit(EV_NMI, 0, 0, delta_ns, 0);
 }
 
 SEC("tp_btf/irq_handler_entry")
-int BPF_PROG(irqlens_bh_irq_entry, int irq, struct irqaction *action)
+int BPF_PROG(irqlens_irq_entry, int irq, struct irqaction *action)
 {
 	return emit(EV_IRQ_ENTRY, irq, SRC_DEVICE, 0, 0);
 }
 
 SEC("tp_btf/irq_handler_exit")
-int BPF_PROG(irqlens_bh_irq_exit, int irq, struct irqaction *action, int ret)
+int BPF_PROG(irqlens_irq_exit, int irq, struct irqaction *action, int ret)
 {
 	return emit(EV_IRQ_EXIT, irq, SRC_DEVICE, 0, 0);
 }
@@ -116,34 +123,34 @@ static __always_inline int on_vector_exit(int vector)
 	return emit(EV_IRQ_EXIT, vector, 0, 0, 0);
 }
 
-ALL_VECTOR_PROBES(irqlens_bh, on_vector_entry, on_vector_exit)
+ALL_VECTOR_PROBES(irqlens, on_vector_entry, on_vector_exit)
 
 SEC("tp_btf/softirq_raise")
-int BPF_PROG(irqlens_bh_softirq_raise, unsigned int vec_nr)
+int BPF_PROG(irqlens_softirq_raise, unsigned int vec_nr)
 {
 	return emit(EV_SOFTIRQ_RAISE, vec_nr, 0, 0, 0);
 }
 
 SEC("tp_btf/softirq_entry")
-int BPF_PROG(irqlens_bh_softirq_entry, unsigned int vec_nr)
+int BPF_PROG(irqlens_softirq_entry, unsigned int vec_nr)
 {
 	return emit(EV_SOFTIRQ_ENTRY, vec_nr, 0, 0, 0);
 }
 
 SEC("tp_btf/softirq_exit")
-int BPF_PROG(irqlens_bh_softirq_exit, unsigned int vec_nr)
+int BPF_PROG(irqlens_softirq_exit, unsigned int vec_nr)
 {
 	return emit(EV_SOFTIRQ_EXIT, vec_nr, 0, 0, 0);
 }
 
 SEC("tp_btf/tasklet_entry")
-int BPF_PROG(irqlens_bh_tasklet_entry, struct tasklet_struct *t, void *func)
+int BPF_PROG(irqlens_tasklet_entry, struct tasklet_struct *t, void *func)
 {
 	return emit(EV_TASKLET_ENTRY, 0, 0, (__u64)t, (__u64)func);
 }
 
 SEC("tp_btf/tasklet_exit")
-int BPF_PROG(irqlens_bh_tasklet_exit, struct tasklet_struct *t, void *func)
+int BPF_PROG(irqlens_tasklet_exit, struct tasklet_struct *t, void *func)
 {
 	return emit(EV_TASKLET_EXIT, 0, 0, (__u64)t, (__u64)func);
 }
@@ -156,7 +163,7 @@ int BPF_PROG(irqlens_bh_tasklet_exit, struct tasklet_struct *t, void *func)
 static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64 func,
 				     __u32 aux)
 {
-	struct bh_event *e;
+	struct checkpoint *e;
 
 	if (!enabled)
 		return 0;
@@ -169,26 +176,26 @@ static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64
 }
 
 SEC("tp_btf/workqueue_queue_work")
-int BPF_PROG(irqlens_bh_work_queue, int req_cpu, struct pool_workqueue *pwq,
+int BPF_PROG(irqlens_work_queue, int req_cpu, struct pool_workqueue *pwq,
 	     struct work_struct *work)
 {
 	return emit_work(EV_WORK_QUEUE, work, (__u64)work->func, req_cpu);
 }
 
 SEC("tp_btf/workqueue_activate_work")
-int BPF_PROG(irqlens_bh_work_activate, struct work_struct *work)
+int BPF_PROG(irqlens_work_activate, struct work_struct *work)
 {
 	return emit_work(EV_WORK_ACTIVATE, work, (__u64)work->func, 0);
 }
 
 SEC("tp_btf/workqueue_execute_start")
-int BPF_PROG(irqlens_bh_work_start, struct work_struct *work)
+int BPF_PROG(irqlens_work_start, struct work_struct *work)
 {
 	return emit_work(EV_WORK_START, work, (__u64)work->func, 0);
 }
 
 SEC("tp_btf/workqueue_execute_end")
-int BPF_PROG(irqlens_bh_work_end, struct work_struct *work, work_func_t function)
+int BPF_PROG(irqlens_work_end, struct work_struct *work, work_func_t function)
 {
 	/* the item may be freed by now, and tp_btf cannot read a function-pointer
 	 * argument: the end names no function (user space knows it from the start) */
@@ -196,10 +203,10 @@ int BPF_PROG(irqlens_bh_work_end, struct work_struct *work, work_func_t function
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(irqlens_bh_switch, bool preempt, struct task_struct *prev,
+int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	struct bh_event *e;
+	struct checkpoint *e;
 	__u32 cpu;
 
 	if (!on_traced_cpu(&cpu))
@@ -226,19 +233,32 @@ static __always_inline bool runs_bottom_halves(struct task_struct *p)
 	       comm[4] == 't' && comm[5] == 'i' && comm[6] == 'r' && comm[7] == 'q';
 }
 
+static __always_inline bool is_watched(struct task_struct *p)
+{
+	if (!watch_comm)
+		return p->tgid == watched_tgid;
+	for (int i = 0; i < TASK_COMM_LEN; i++) {
+		if (p->comm[i] != watched_comm[i])
+			return false;
+		if (!watched_comm[i])
+			break;
+	}
+	return true;
+}
+
 /*
  * sched_waking, not sched_wakeup: it fires on the waker's CPU, in the waker's context
  * (sched_wakeup may fire later on the wakee's CPU, from an IPI), so the bottom half
  * that did the waking can be told.
  */
 SEC("tp_btf/sched_waking")
-int BPF_PROG(irqlens_bh_waking, struct task_struct *p)
+int BPF_PROG(irqlens_waking, struct task_struct *p)
 {
-	struct bh_event *e;
+	struct checkpoint *e;
 
 	if (!enabled)
 		return 0;
-	if (p->tgid != trigger_tgid && !runs_bottom_halves(p))
+	if (!is_watched(p) && !runs_bottom_halves(p))
 		return 0;
 	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, 0, p->pid, 0, 0);
 	if (!e)
@@ -246,4 +266,36 @@ int BPF_PROG(irqlens_bh_waking, struct task_struct *p)
 	__builtin_memcpy(e->comm, p->comm, TASK_COMM_LEN);
 	submit(e);
 	return 0;
+}
+
+/*
+ * hrtimers armed by watched threads (a nanosleep, a timerfd, a poll timeout): the armed
+ * expiry is what the wakeup latency of timer mode is measured from.
+ */
+SEC("tp_btf/hrtimer_start")
+int BPF_PROG(irqlens_timer_start, struct hrtimer *timer)
+{
+	struct checkpoint *e;
+
+	if (!enabled || !is_watched(bpf_get_current_task_btf()))
+		return 0;
+	e = reserve(bpf_get_smp_processor_id(), EV_TIMER_START, 0, 0, (__u64)timer,
+		    timer->_softexpires);
+	if (!e)
+		return 0;
+	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(irqlens_timer_expire, struct hrtimer *timer)
+{
+	return emit(EV_TIMER_EXPIRE, 0, 0, (__u64)timer, (__u64)timer->function);
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(irqlens_timer_expire_exit, struct hrtimer *timer)
+{
+	return emit(EV_TIMER_EXPIRE_EXIT, 0, 0, (__u64)timer, 0);
 }

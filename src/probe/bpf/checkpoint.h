@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Types shared by bh.bpf.c and user space (the skeleton generates their Rust twins). */
-#ifndef IRQLENS_BH_H
-#define IRQLENS_BH_H
+/* Types shared by checkpoint.bpf.c and user space (the skeleton generates their Rust twins). */
+#ifndef IRQLENS_CHECKPOINT_H
+#define IRQLENS_CHECKPOINT_H
 
-#define BH_MAX_CPUS 1024
+#define MAX_CPUS 1024
 #define TASK_COMM_LEN 16
 
 /*
  * One checkpoint, in the thesis's sense (seed 000, §4.1.3): what happened, where, when.
- * User space matches requests to invocations; the order is mirrored by EventKind in
- * src/analyze/bh.rs.
+ * User space matches them (bh: requests to invocations; wakeup: interrupts to the tasks
+ * they woke); the order is mirrored by EventKind in src/analyze/checkpoint.rs.
  */
-enum bh_event_kind {
+enum checkpoint_kind {
 	EV_IRQ_ENTRY = 0,  /* id = irq line or vector, aux = enum irq_source */
 	EV_IRQ_EXIT,
 	EV_SOFTIRQ_RAISE,  /* id = vector */
@@ -26,9 +26,12 @@ enum bh_event_kind {
 	EV_SWITCH,         /* pid = prev, aux = next, comm = next's */
 	EV_WAKEUP,         /* sched_waking: aux = woken pid, comm = its comm */
 	EV_NMI,            /* ptr = duration in ns (the tracepoint fires at the end) */
+	EV_TIMER_START,    /* a watched thread armed an hrtimer: ptr = it, func = soft expiry (ns) */
+	EV_TIMER_EXPIRE,   /* an hrtimer callback begins: ptr = hrtimer, func = the callback */
+	EV_TIMER_EXPIRE_EXIT, /* ptr = hrtimer */
 };
 
-struct bh_event {
+struct checkpoint {
 	__u64 time; /* CLOCK_MONOTONIC ns */
 	__u64 ptr;
 	__u64 func;
@@ -40,4 +43,4 @@ struct bh_event {
 	char comm[TASK_COMM_LEN];
 };
 
-#endif /* IRQLENS_BH_H */
+#endif /* IRQLENS_CHECKPOINT_H */
