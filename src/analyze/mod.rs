@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod histogram;
 pub mod kernel;
 pub mod noise;
+pub mod wakeup;
 
 #[cfg(test)]
 mod nest;

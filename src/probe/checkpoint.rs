@@ -36,7 +36,8 @@ pub enum Checkpoints {
 
 impl Checkpoints {
     fn wants(self, tracepoint: &str) -> bool {
-        let bottom_half = tracepoint.starts_with("tasklet_") || tracepoint.starts_with("workqueue_");
+        let bottom_half =
+            tracepoint.starts_with("tasklet_") || tracepoint.starts_with("workqueue_");
         let timer = tracepoint.starts_with("hrtimer_");
         match self {
             Checkpoints::BottomHalves => !timer,
@@ -75,11 +76,10 @@ impl<'obj> CheckpointProbe<'obj> {
         if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
             bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
         }
-        let Attached { mut skel, skipped } = load_and_attach(
-            CheckpointSkelBuilder::default(),
-            storage,
-            |tracepoint| checkpoints.wants(tracepoint),
-        )?;
+        let Attached { mut skel, skipped } =
+            load_and_attach(CheckpointSkelBuilder::default(), storage, |tracepoint| {
+                checkpoints.wants(tracepoint)
+            })?;
         let bss: *mut bss = skel
             .maps
             .bss_data

@@ -42,7 +42,8 @@ impl<'obj> NoiseProbe<'obj> {
         if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
             bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
         }
-        let Attached { mut skel, skipped } = load_and_attach(NoiseSkelBuilder::default(), storage, |_| true)?;
+        let Attached { mut skel, skipped } =
+            load_and_attach(NoiseSkelBuilder::default(), storage, |_| true)?;
         let bss: *mut bss = skel
             .maps
             .bss_data

@@ -255,12 +255,14 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(irqlens_waking, struct task_struct *p)
 {
 	struct checkpoint *e;
+	bool watched;
 
 	if (!enabled)
 		return 0;
-	if (!is_watched(p) && !runs_bottom_halves(p))
+	watched = is_watched(p);
+	if (!watched && !runs_bottom_halves(p))
 		return 0;
-	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, 0, p->pid, 0, 0);
+	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, 0, p->pid, 0, watched);
 	if (!e)
 		return 0;
 	__builtin_memcpy(e->comm, p->comm, TASK_COMM_LEN);

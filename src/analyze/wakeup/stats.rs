@@ -1,0 +1,219 @@
+//! What the wakeup samples add up to: per CPU and component, min/avg/max, quantiles and
+//! a histogram; per cause, how often and how long; the worst samples whole; and the
+//! sample that hit a stop threshold.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hdrhistogram::Histogram as Quantiles;
+
+use super::tracker::Report;
+use super::{Cause, Component, Origin, Sample};
+use crate::analyze::histogram::{Histogram, quantiles, record};
+use crate::analyze::kernel::Comm;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StatsConfig {
+    pub bucket_ns: u64,
+    pub entries: usize,
+    /// Worst samples kept whole.
+    pub worst: usize,
+    /// Stop at the first sample whose total (or timer IRQ latency) reaches this.
+    pub stop_total_ns: Option<u64>,
+    pub stop_irq_ns: Option<u64>,
+}
+
+/// One latency component on one CPU.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub histogram: Histogram,
+    quantiles: Quantiles<u64>,
+}
+
+impl Series {
+    fn new(config: &StatsConfig) -> Self {
+        Series {
+            histogram: Histogram::new(config.bucket_ns, config.entries),
+            quantiles: quantiles(),
+        }
+    }
+
+    fn add(&mut self, value_ns: u64) {
+        self.histogram.add(value_ns);
+        record(&mut self.quantiles, value_ns);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.histogram.count
+    }
+
+    pub fn min_ns(&self) -> Option<u64> {
+        self.histogram.min_ns
+    }
+
+    pub fn avg_ns(&self) -> Option<u64> {
+        self.histogram.avg_ns()
+    }
+
+    pub fn max_ns(&self) -> Option<u64> {
+        (self.count() > 0).then_some(self.histogram.max_ns)
+    }
+
+    /// Within 0.1% (hdrhistogram's 3 digits), and never outside the exact min..max.
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        let (min, max) = (self.min_ns()?, self.max_ns()?);
+        Some(self.quantiles.value_at_quantile(q).clamp(min, max))
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CpuStats {
+    /// Every activation (timer mode: as the threads reported them) or wakeup.
+    pub activations: u64,
+    /// Those decomposed from the trace.
+    pub samples: u64,
+    pub components: BTreeMap<Component, Series>,
+}
+
+impl CpuStats {
+    pub fn series(&self, component: Component) -> Option<&Series> {
+        self.components.get(&component)
+    }
+}
+
+/// One cause over all samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CauseStats {
+    pub samples: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+}
+
+/// The sample (or, untraced, the report) a stop threshold caught.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Sample(Box<Sample>),
+    Untraced(Report),
+}
+
+#[derive(Clone, Debug)]
+pub struct WakeupStats {
+    pub config: StatsConfig,
+    pub cpus: BTreeMap<u32, CpuStats>,
+    pub causes: HashMap<Cause, CauseStats>,
+    pub origins: BTreeMap<Origin, u64>,
+    /// Samples by the number of context switches from the interrupt to the task.
+    pub switches: BTreeMap<u32, u64>,
+    pub interposed: BTreeMap<Comm, u64>,
+    /// Sum of the decomposed samples' totals: what cause shares are shares of.
+    pub latency_ns: u64,
+    /// Worst first.
+    pub worst: Vec<Sample>,
+    pub stop: Option<Stop>,
+}
+
+impl WakeupStats {
+    pub fn new(config: StatsConfig) -> Self {
+        WakeupStats {
+            config,
+            cpus: BTreeMap::new(),
+            causes: HashMap::new(),
+            origins: BTreeMap::new(),
+            switches: BTreeMap::new(),
+            interposed: BTreeMap::new(),
+            latency_ns: 0,
+            worst: Vec::new(),
+            stop: None,
+        }
+    }
+
+    pub fn add(&mut self, sample: Sample) {
+        let config = self.config;
+        let cpu = self.cpus.entry(sample.cpu).or_default();
+        cpu.activations += 1;
+        cpu.samples += 1;
+        for component in Component::ALL {
+            if let Some(value) = sample.component(component) {
+                cpu.components
+                    .entry(component)
+                    .or_insert_with(|| Series::new(&config))
+                    .add(value);
+            }
+        }
+        for &(cause, ns) in &sample.causes {
+            let stats = self.causes.entry(cause).or_default();
+            stats.samples += 1;
+            stats.total_ns += ns;
+            stats.max_ns = stats.max_ns.max(ns);
+        }
+        *self.origins.entry(sample.origin).or_default() += 1;
+        *self.switches.entry(sample.switches).or_default() += 1;
+        for comm in &sample.interposed {
+            *self.interposed.entry(*comm).or_default() += 1;
+        }
+        self.latency_ns += sample.total_ns();
+        if self.stop.is_none() && self.hits_stop(&sample) {
+            self.stop = Some(Stop::Sample(Box::new(sample.clone())));
+        }
+        self.keep_if_worst(sample);
+    }
+
+    /// Timer mode: an activation no traced wakeup explained; only its total is known.
+    pub fn add_total_only(&mut self, report: &Report) {
+        let config = self.config;
+        let cpu = self.cpus.entry(report.cpu).or_default();
+        cpu.activations += 1;
+        cpu.components
+            .entry(Component::Total)
+            .or_insert_with(|| Series::new(&config))
+            .add(report.total_ns());
+        let over = config
+            .stop_total_ns
+            .is_some_and(|limit| report.total_ns() >= limit);
+        if self.stop.is_none() && over {
+            self.stop = Some(Stop::Untraced(*report));
+        }
+    }
+
+    pub fn activations(&self) -> u64 {
+        self.cpus.values().map(|c| c.activations).sum()
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.cpus.values().map(|c| c.samples).sum()
+    }
+
+    /// Causes by time spent, largest first.
+    pub fn ranked_causes(&self) -> Vec<(Cause, CauseStats)> {
+        let mut ranked: Vec<(Cause, CauseStats)> =
+            self.causes.iter().map(|(c, s)| (*c, *s)).collect();
+        ranked.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+        ranked
+    }
+
+    fn hits_stop(&self, sample: &Sample) -> bool {
+        let over = |limit: Option<u64>, value: Option<u64>| {
+            limit
+                .zip(value)
+                .is_some_and(|(limit, value)| value >= limit)
+        };
+        over(
+            self.config.stop_total_ns,
+            sample.component(Component::Total),
+        ) || over(self.config.stop_irq_ns, sample.component(Component::Irq))
+    }
+
+    fn keep_if_worst(&mut self, sample: Sample) {
+        if self.config.worst == 0 {
+            return;
+        }
+        let total = sample.total_ns();
+        if self.worst.len() == self.config.worst
+            && self.worst.last().is_some_and(|w| w.total_ns() >= total)
+        {
+            return;
+        }
+        let at = self.worst.partition_point(|w| w.total_ns() >= total);
+        self.worst.insert(at, sample);
+        self.worst.truncate(self.config.worst);
+    }
+}

@@ -1,0 +1,427 @@
+//! The decomposition on synthetic checkpoint streams (times in µs).
+
+use std::collections::{HashMap, HashSet};
+
+use super::*;
+use crate::analyze::checkpoint::{Event, EventKind, EventKind::*};
+
+const TIMER: u16 = 1; // SRC_LOCAL_TIMER
+const VECTOR: u16 = 236;
+const HRTIMER_SOFTIRQ: u16 = 8;
+const HRTIMER: u64 = 0xffff_0001;
+const HOG_HRTIMER: u64 = 0xffff_0002;
+const WAKEUP_FN: u64 = 0xffff_1000;
+const OTHER_FN: u64 = 0xffff_2000;
+const TASK: u32 = 100;
+const US: u64 = 1_000;
+
+/// A stream of one test: each call appends a checkpoint of `pid` on `cpu`.
+struct Stream {
+    events: Vec<Event>,
+}
+
+impl Stream {
+    fn new() -> Self {
+        Stream { events: Vec::new() }
+    }
+
+    fn at(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind) -> &mut Event {
+        self.events.push(Event {
+            pid,
+            ..Event::new(kind, cpu, us * US)
+        });
+        self.events.last_mut().expect("just pushed")
+    }
+
+    fn irq(&mut self, us: u64, cpu: u32, pid: u32, entry: bool, source: u16, id: u16) {
+        let e = self.at(us, cpu, pid, if entry { IrqEntry } else { IrqExit });
+        (e.aux, e.id) = (source.into(), id);
+    }
+
+    fn switch(&mut self, us: u64, cpu: u32, prev: u32, next: u32, comm: &str) {
+        let e = self.at(us, cpu, prev, Switch);
+        (e.aux, e.comm) = (next, Comm::new(comm));
+    }
+
+    fn wake(&mut self, us: u64, cpu: u32, waker: u32, woken: u32, comm: &str, watched: bool) {
+        let e = self.at(us, cpu, waker, Wakeup);
+        (e.aux, e.comm, e.func) = (woken, Comm::new(comm), watched as u64);
+    }
+
+    fn timer(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, hrtimer: u64, func: u64) {
+        let e = self.at(us, cpu, pid, kind);
+        (e.ptr, e.func) = (hrtimer, func);
+    }
+
+    fn softirq(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, vector: u16) {
+        self.at(us, cpu, pid, kind).id = vector;
+    }
+
+    fn run(&self, tracker: &mut Tracker, reports: &[Report]) -> Vec<Sample> {
+        for e in &self.events {
+            tracker.add(e);
+        }
+        for &report in reports {
+            tracker.add_report(report);
+        }
+        tracker.finish();
+        tracker.take_samples()
+    }
+}
+
+fn timer_tracker() -> Tracker {
+    Tracker::new(Targets::Timers(HashSet::from([TASK])))
+}
+
+fn report(expected_us: u64, user_us: u64) -> Report {
+    Report {
+        tid: TASK,
+        cpu: 0,
+        expected_ns: expected_us * US,
+        user_ns: user_us * US,
+    }
+}
+
+fn causes_us(sample: &Sample) -> HashMap<Cause, u64> {
+    sample.causes.iter().map(|&(c, ns)| (c, ns / US)).collect()
+}
+
+fn component_us(sample: &Sample, component: Component) -> Option<u64> {
+    sample.component(component).map(|ns| ns / US)
+}
+
+/// The task arms its timer for 1000 µs and sleeps; the CPU goes idle.
+fn armed_and_asleep(stream: &mut Stream) {
+    stream.timer(0, 0, TASK, TimerStart, HRTIMER, 1_000 * US);
+    stream.switch(1, 0, TASK, 0, "swapper/0");
+}
+
+#[test]
+fn direct_wakeup_from_the_timer_irq_of_an_idle_cpu() {
+    let mut s = Stream::new();
+    armed_and_asleep(&mut s);
+    s.irq(1_003, 0, 0, true, TIMER, VECTOR);
+    s.timer(1_004, 0, 0, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.wake(1_005, 0, 0, TASK, "il-wakeup/0", true);
+    s.timer(1_006, 0, 0, TimerExpireExit, HRTIMER, 0);
+    s.irq(1_008, 0, 0, false, TIMER, VECTOR);
+    s.switch(1_010, 0, 0, TASK, "il-wakeup/0");
+    s.timer(1_015, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    let mut tracker = timer_tracker();
+    let samples = s.run(&mut tracker, &[report(1_000, 1_012)]);
+
+    assert_eq!(samples.len(), 1);
+    let sample = &samples[0];
+    assert_eq!(
+        sample.origin,
+        Origin::Irq {
+            source: TIMER,
+            id: VECTOR.into()
+        }
+    );
+    assert_eq!(component_us(sample, Component::Irq), Some(4));
+    assert_eq!(component_us(sample, Component::Handler), Some(2));
+    assert_eq!(component_us(sample, Component::Sched), Some(5));
+    assert_eq!(component_us(sample, Component::Return), Some(2));
+    assert_eq!(component_us(sample, Component::Total), Some(12));
+    assert_eq!(component_us(sample, Component::Wakeup), None, "timer mode");
+    assert_eq!(sample.switches, 1, "a direct wakeup is one context switch");
+    assert!(sample.interposed.is_empty());
+    let origin = Cause::Origin {
+        source: TIMER,
+        id: VECTOR.into(),
+    };
+    assert_eq!(
+        causes_us(sample),
+        HashMap::from([
+            (Cause::IdleExit, 3),
+            (origin, 3),
+            (Cause::Handler(WAKEUP_FN), 2),
+            (Cause::Scheduler, 2),
+            (Cause::Return, 2),
+        ])
+    );
+    assert_eq!(
+        sample.causes.iter().map(|c| c.1).sum::<u64>(),
+        sample.total_ns()
+    );
+    assert_eq!(tracker.counts.undecomposed + tracker.counts.unreported, 0);
+    assert_eq!(tracker.counts.incomplete, 0);
+}
+
+#[test]
+fn wakeup_through_ksoftirqd_counts_it_as_interposed() {
+    let mut s = Stream::new();
+    s.timer(0, 0, TASK, TimerStart, HRTIMER, 1_000 * US);
+    s.switch(1, 0, TASK, 50, "work");
+    s.irq(1_002, 0, 50, true, TIMER, VECTOR);
+    s.softirq(1_003, 0, 50, SoftirqRaise, HRTIMER_SOFTIRQ);
+    s.wake(1_004, 0, 50, 15, "ksoftirqd/0", false);
+    s.irq(1_005, 0, 50, false, TIMER, VECTOR);
+    s.switch(1_007, 0, 50, 15, "ksoftirqd/0");
+    s.softirq(1_008, 0, 15, SoftirqEntry, HRTIMER_SOFTIRQ);
+    s.timer(1_009, 0, 15, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.wake(1_010, 0, 15, TASK, "il-wakeup/0", true);
+    s.timer(1_011, 0, 15, TimerExpireExit, HRTIMER, 0);
+    s.softirq(1_012, 0, 15, SoftirqExit, HRTIMER_SOFTIRQ);
+    s.switch(1_014, 0, 15, TASK, "il-wakeup/0");
+    s.timer(1_020, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    let samples = s.run(&mut timer_tracker(), &[report(1_000, 1_016)]);
+
+    let sample = &samples[0];
+    assert_eq!(
+        sample.origin,
+        Origin::Irq {
+            source: TIMER,
+            id: VECTOR.into()
+        }
+    );
+    assert_eq!(
+        sample.origin_ns,
+        1_002 * US,
+        "the hardirq that raised the softirq"
+    );
+    assert_eq!(sample.interposed, vec![Comm::new("ksoftirqd/0")]);
+    assert_eq!(sample.switches, 2, "prev -> ksoftirqd -> task");
+    assert_eq!(component_us(sample, Component::Irq), Some(9));
+    assert_eq!(
+        causes_us(sample),
+        HashMap::from([
+            (Cause::IrqDelay, 2),
+            (
+                Cause::Origin {
+                    source: TIMER,
+                    id: VECTOR.into()
+                },
+                3
+            ),
+            (Cause::Blocking(Comm::new("work")), 2),
+            (Cause::Interposed(Comm::new("ksoftirqd/0")), 3),
+            (Cause::Softirq(HRTIMER_SOFTIRQ), 2),
+            (Cause::Handler(WAKEUP_FN), 2),
+            (Cause::Return, 2),
+        ])
+    );
+}
+
+#[test]
+fn a_higher_priority_thread_woken_by_the_same_interrupt_runs_first() {
+    let mut s = Stream::new();
+    armed_and_asleep(&mut s);
+    s.irq(1_002, 0, 0, true, TIMER, VECTOR);
+    s.timer(1_003, 0, 0, TimerExpire, HOG_HRTIMER, OTHER_FN);
+    s.wake(1_003, 0, 0, 60, "hog", false);
+    s.timer(1_004, 0, 0, TimerExpireExit, HOG_HRTIMER, 0);
+    s.timer(1_004, 0, 0, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.wake(1_005, 0, 0, TASK, "il-wakeup/0", true);
+    s.timer(1_005, 0, 0, TimerExpireExit, HRTIMER, 0);
+    s.irq(1_006, 0, 0, false, TIMER, VECTOR);
+    s.switch(1_007, 0, 0, 60, "hog");
+    s.switch(1_307, 0, 60, TASK, "il-wakeup/0");
+    s.timer(1_400, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    let samples = s.run(&mut timer_tracker(), &[report(1_000, 1_309)]);
+
+    let sample = &samples[0];
+    let causes = causes_us(sample);
+    assert_eq!(causes[&Cause::Thread(Comm::new("hog"))], 300);
+    assert_eq!(
+        causes[&Cause::Timer(OTHER_FN)],
+        1,
+        "the hog's hrtimer expired first"
+    );
+    assert_eq!(causes[&Cause::IdleExit], 2);
+    assert_eq!(
+        sample.causes[0].0,
+        Cause::Thread(Comm::new("hog")),
+        "largest first"
+    );
+    assert_eq!(sample.switches, 2);
+    assert_eq!(component_us(sample, Component::Sched), Some(302));
+    assert_eq!(component_us(sample, Component::Total), Some(309));
+}
+
+#[test]
+fn task_mode_follows_an_irq_thread_across_cpus() {
+    let mut s = Stream::new();
+    s.switch(0, 0, 200, 0, "swapper/0");
+    s.irq(100, 1, 7, true, 0, 25);
+    s.wake(101, 1, 7, 30, "irq/25-virtio0", false);
+    s.irq(102, 1, 7, false, 0, 25);
+    s.switch(105, 1, 7, 30, "irq/25-virtio0");
+    s.wake(110, 1, 30, 200, "server", true);
+    s.switch(112, 1, 30, 7, "app");
+    s.switch(120, 0, 0, 200, "server");
+    let mut tracker = Tracker::new(Targets::Watched);
+    let samples = s.run(&mut tracker, &[]);
+
+    assert_eq!(samples.len(), 1);
+    let sample = &samples[0];
+    assert_eq!(sample.origin, Origin::Irq { source: 0, id: 25 });
+    assert_eq!((sample.waker_cpu, sample.cpu), (1, 0));
+    assert_eq!(sample.interposed, vec![Comm::new("irq/25-virtio0")]);
+    assert_eq!(component_us(sample, Component::Wakeup), Some(10));
+    assert_eq!(component_us(sample, Component::Sched), Some(10));
+    assert_eq!(component_us(sample, Component::Total), Some(20));
+    assert_eq!(component_us(sample, Component::Irq), None, "no timer");
+    let causes = causes_us(sample);
+    assert_eq!(causes[&Cause::Origin { source: 0, id: 25 }], 2);
+    assert_eq!(
+        causes[&Cause::Blocking(Comm::new("app"))],
+        3,
+        "ran on after the IRQ"
+    );
+    assert_eq!(causes[&Cause::Interposed(Comm::new("irq/25-virtio0"))], 5);
+    assert_eq!(
+        causes[&Cause::Scheduler],
+        10,
+        "the idle CPU that ran the task"
+    );
+}
+
+#[test]
+fn softirq_raised_by_a_thread_is_its_own_origin() {
+    let mut s = Stream::new();
+    s.switch(0, 0, 1, 40, "sender");
+    s.softirq(10, 0, 40, SoftirqRaise, 3);
+    s.softirq(12, 0, 40, SoftirqEntry, 3);
+    s.wake(15, 0, 40, 200, "server", true);
+    s.softirq(16, 0, 40, SoftirqExit, 3);
+    s.switch(18, 0, 40, 200, "server");
+    let samples = s.run(&mut Tracker::new(Targets::Watched), &[]);
+
+    let sample = &samples[0];
+    assert_eq!(sample.origin, Origin::Softirq(3));
+    assert_eq!(sample.origin_ns, 10 * US, "from the raise");
+    assert!(
+        sample.interposed.is_empty(),
+        "run at bh enable, not by ksoftirqd"
+    );
+    let causes = causes_us(sample);
+    assert_eq!(causes[&Cause::Softirq(3)], 4);
+    assert_eq!(causes[&Cause::Blocking(Comm::new("sender"))], 4);
+}
+
+#[test]
+fn thread_wakeups_and_unmatched_activations_are_counted() {
+    let mut s = Stream::new();
+    // a plain thread wakes the watched task: not interrupt-driven
+    s.wake(5, 0, 40, TASK, "il-wakeup/0", true);
+    // an activation the trace saw (woken while still running: no switch) ...
+    s.switch(9, 0, 0, TASK, "il-wakeup/0");
+    s.timer(10, 0, TASK, TimerStart, HRTIMER, 20 * US);
+    s.irq(20, 0, TASK, true, TIMER, VECTOR);
+    s.timer(21, 0, TASK, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.wake(22, 0, TASK, TASK, "il-wakeup/0", true);
+    s.timer(23, 0, TASK, TimerExpireExit, HRTIMER, 0);
+    s.irq(24, 0, TASK, false, TIMER, VECTOR);
+    s.timer(30, 0, TASK, TimerStart, HRTIMER, 40 * US);
+    let mut tracker = timer_tracker();
+    // ... reported, and one reported with no trace at all
+    let samples = s.run(&mut tracker, &[report(20, 26), report(40, 45)]);
+
+    assert_eq!(tracker.counts.thread_wakeups, 1);
+    assert_eq!(tracker.counts.woken_running, 1);
+    assert_eq!(samples.len(), 1);
+    assert_eq!(component_us(&samples[0], Component::Sched), Some(0));
+    assert_eq!(component_us(&samples[0], Component::Total), Some(6));
+    let undecomposed = tracker.take_undecomposed();
+    assert_eq!(undecomposed, vec![report(40, 45)]);
+    assert_eq!(tracker.counts.undecomposed, 1);
+}
+
+#[test]
+fn a_window_older_than_the_trace_is_incomplete_and_untraced() {
+    let mut s = Stream::new();
+    s.timer(990, 0, TASK, TimerStart, HRTIMER, 1_000 * US);
+    // tracing of CPU 1 began after the expiry the task waits on there
+    s.irq(1_010, 1, 0, true, TIMER, VECTOR);
+    s.timer(1_011, 1, 0, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.wake(1_012, 1, 0, TASK, "il-wakeup/1", true);
+    s.timer(1_013, 1, 0, TimerExpireExit, HRTIMER, 0);
+    s.irq(1_014, 1, 0, false, TIMER, VECTOR);
+    s.switch(1_015, 1, 0, TASK, "il-wakeup/1");
+    let mut tracker = timer_tracker();
+    let reports = [Report {
+        cpu: 1,
+        ..report(1_000, 1_016)
+    }];
+    let samples = s.run(&mut tracker, &reports);
+
+    assert_eq!(tracker.counts.incomplete, 1);
+    assert_eq!(causes_us(&samples[0])[&Cause::Untraced], 10);
+    assert_eq!(
+        samples[0].causes.iter().map(|c| c.1).sum::<u64>(),
+        samples[0].total_ns()
+    );
+}
+
+fn sample_with_total(us: u64, cause: Cause) -> Sample {
+    Sample {
+        tid: TASK,
+        comm: Comm::new("t"),
+        cpu: 0,
+        waker_cpu: 0,
+        origin: Origin::Irq {
+            source: TIMER,
+            id: VECTOR.into(),
+        },
+        origin_ns: 0,
+        timer: Some(TimerPart {
+            hrtimer: HRTIMER,
+            expected_ns: 0,
+            handler_ns: US,
+            handler_end_ns: Some(2 * US),
+        }),
+        wakeup_ns: US,
+        switch_in_ns: us * US,
+        user_ns: Some(us * US),
+        interposed: Vec::new(),
+        switches: 1,
+        causes: vec![(cause, us * US)],
+    }
+}
+
+#[test]
+fn stats_keep_the_worst_rank_causes_and_stop() {
+    let mut stats = WakeupStats::new(StatsConfig {
+        bucket_ns: US,
+        entries: 64,
+        worst: 2,
+        stop_total_ns: Some(40 * US),
+        stop_irq_ns: None,
+    });
+    for (us, cause) in [
+        (10, Cause::Scheduler),
+        (50, Cause::IrqDelay),
+        (30, Cause::Scheduler),
+        (45, Cause::Scheduler),
+    ] {
+        stats.add(sample_with_total(us, cause));
+    }
+    stats.add_total_only(&report(0, 70));
+    let totals: Vec<u64> = stats.worst.iter().map(|s| s.total_ns() / US).collect();
+    assert_eq!(totals, vec![50, 45]);
+    match &stats.stop {
+        Some(Stop::Sample(sample)) => assert_eq!(sample.total_ns(), 50 * US, "the first over 40"),
+        other => panic!("expected a stop sample, got {other:?}"),
+    }
+    let ranked = stats.ranked_causes();
+    assert_eq!(ranked[0].0, Cause::Scheduler);
+    assert_eq!(
+        ranked[0].1,
+        CauseStats {
+            samples: 3,
+            total_ns: 85 * US,
+            max_ns: 45 * US
+        }
+    );
+    let cpu = &stats.cpus[&0];
+    assert_eq!((cpu.activations, cpu.samples), (5, 4));
+    let total = cpu.series(Component::Total).expect("totals");
+    assert_eq!(
+        (total.min_ns(), total.max_ns()),
+        (Some(10 * US), Some(70 * US))
+    );
+    assert_eq!(cpu.series(Component::Handler).map(Series::count), Some(4));
+    assert_eq!(stats.latency_ns, 135 * US, "decomposed samples only");
+}
