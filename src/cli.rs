@@ -7,11 +7,14 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::analyze::bh::{Selection, StatsConfig};
 use crate::analyze::noise::AnalysisConfig;
+use crate::analyze::wakeup::StatsConfig as WakeupStatsConfig;
 use crate::collect::bh::{BhOptions, TriggerOptions};
 use crate::collect::load::LoadScenario;
 use crate::collect::noise::NoiseOptions;
 use crate::collect::sched::Priority;
 use crate::collect::trigger::TriggerKind;
+use crate::collect::wakeup::{self, TimerOptions, WakeupMode, WakeupOptions};
+use crate::probe::checkpoint::Watched;
 use crate::collect::workload::WorkloadConfig;
 use crate::system;
 use crate::units::{CpuList, parse_micros, parse_run_duration};
@@ -33,6 +36,8 @@ pub enum Command {
     Noise(Box<NoiseCommand>),
     /// Bottom-half latency: softirqs, tasklets, work items, IRQ threads, and what delayed them (INTSPECT method)
     Bh(BhCommand),
+    /// Interrupt-to-task wakeup latency, decomposed: timer IRQ, handler, scheduling, return to user, and what ran in between (timerlat/cyclictest threads, or any process)
+    Wakeup(WakeupCommand),
 }
 
 #[derive(Debug, Args)]
@@ -216,6 +221,118 @@ impl BhArgs {
                 entries: hist.entries,
                 selection: Selection::All,
                 worst: self.worst,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct WakeupCommand {
+    #[command(subcommand)]
+    pub mode: Option<WakeupModeCommand>,
+    #[command(flatten)]
+    pub args: WakeupArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WakeupModeCommand {
+    /// Per-CPU summary of each latency component, the causes, the worst samples and the CDF (default)
+    Top(WakeupArgs),
+    /// Per-CPU histogram of the IRQ and total latency
+    Hist(WakeupHistArgs),
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct WakeupArgs {
+    /// Timer mode: CPUs that get a timer thread; task mode: CPUs traced. A list like 0-3,8 [default: all online CPUs]
+    #[arg(short, long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+    /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    pub duration: Option<Duration>,
+    /// Timer period of the timer threads (µs, or with a unit: 10ms)
+    #[arg(short, long, value_name = "US", default_value = "1000", value_parser = parse_micros)]
+    pub period: Duration,
+    /// Scheduling of the timer threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
+    #[arg(short = 'P', long, value_name = "PRIO", default_value = "f:95")]
+    pub priority: Priority,
+    /// Task mode: measure the wakeups of this process's threads instead of timer threads
+    #[arg(long, value_name = "PID", conflicts_with = "comm")]
+    pub pid: Option<u32>,
+    /// Task mode: measure the wakeups of threads with this name (as in /proc/PID/comm)
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+    /// Stop when a sample's total latency reaches this (µs), and show its decomposition
+    #[arg(short, long, value_name = "US", value_parser = parse_micros)]
+    pub stop: Option<Duration>,
+    /// Stop when a timer IRQ latency (expiry to handler) reaches this (µs)
+    #[arg(short, long = "irq-stop", value_name = "US", value_parser = parse_micros)]
+    pub irq_stop: Option<Duration>,
+    /// Timer mode: trace nothing and measure the total only, as cyclictest does
+    #[arg(long)]
+    pub no_trace: bool,
+    /// Rows in the causes table
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub causes: usize,
+    /// Slowest samples shown whole, with their decomposition
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub worst: usize,
+    /// Print the whole result as one JSON document (and nothing else on stdout)
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line; only the final tables
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct WakeupHistArgs {
+    #[command(flatten)]
+    pub wakeup: WakeupArgs,
+    #[command(flatten)]
+    pub hist: HistOptions,
+}
+
+impl WakeupArgs {
+    /// Checks the options against each other and the machine.
+    pub fn options(&self, hist: &HistOptions) -> Result<WakeupOptions> {
+        hist.check()?;
+        let watched = match (self.pid, &self.comm) {
+            (Some(pid), _) => Some(Watched::Process(pid)),
+            (None, Some(name)) => Some(Watched::Name(name.clone())),
+            (None, None) => None,
+        };
+        let mode = match watched {
+            Some(watched) => {
+                if self.no_trace {
+                    bail!("--no-trace is for timer mode: task mode is all tracing");
+                }
+                wakeup::check_watched(&watched)?;
+                WakeupMode::Task(watched)
+            }
+            None => {
+                if self.period < Duration::from_micros(100) || self.period > Duration::from_secs(10) {
+                    bail!("--period must be 100 us to 10 s");
+                }
+                WakeupMode::Timer(TimerOptions {
+                    period: self.period,
+                    priority: self.priority,
+                    trace: !self.no_trace,
+                })
+            }
+        };
+        let nanos = |d: Option<Duration>| d.map(|d| d.as_nanos() as u64);
+        Ok(WakeupOptions {
+            cpus: system::select_cpus(self.cpus.as_ref())?,
+            duration: self.duration,
+            mode,
+            stats: WakeupStatsConfig {
+                bucket_ns: hist.bucket_ns(),
+                entries: hist.entries,
+                worst: self.worst,
+                stop_total_ns: nanos(self.stop),
+                stop_irq_ns: nanos(self.irq_stop),
             },
         })
     }

@@ -5,9 +5,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::Result;
 use clap::Parser;
 
-use irqlens::cli::{BhCommand, BhMode, Cli, Command, NoiseCommand, NoiseMode};
-use irqlens::collect::{bh as bh_run, noise as noise_run};
-use irqlens::present::{self, bh as show_bh, noise as show};
+use irqlens::cli::{
+    BhCommand, BhMode, Cli, Command, NoiseCommand, NoiseMode, WakeupCommand, WakeupModeCommand,
+};
+use irqlens::collect::{bh as bh_run, noise as noise_run, wakeup as wakeup_run};
+use irqlens::present::{self, bh as show_bh, noise as show, wakeup as show_wakeup};
 use irqlens::probe;
 use irqlens::system;
 
@@ -34,6 +36,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Noise(command) => noise(*command),
         Command::Bh(command) => bh(command),
+        Command::Wakeup(command) => wakeup(command),
     }
 }
 
@@ -118,10 +121,7 @@ fn bh(command: BhCommand) -> Result<()> {
     let mut info = outcome.info;
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
     let stats = &outcome.stats;
-    let names = show_bh::Names {
-        symbols: system::KernelSymbols::load(),
-        irqs: system::irq_line_names(),
-    };
+    let names = present::Names::load();
     let not_observable = probe::checkpoint::not_observable();
 
     let mut out = io::stdout().lock();
@@ -142,5 +142,52 @@ fn bh(command: BhCommand) -> Result<()> {
         }
     }
     show_bh::write_run_info(&mut out, stats, &info, &options, &not_observable)?;
+    Ok(())
+}
+
+fn wakeup(command: WakeupCommand) -> Result<()> {
+    let (args, hist) = match command.mode {
+        None => (command.args, None),
+        Some(WakeupModeCommand::Top(args)) => (args, None),
+        Some(WakeupModeCommand::Hist(hist)) => (hist.wakeup.clone(), Some(hist.hist)),
+    };
+    let options = args.options(&hist.clone().unwrap_or_default())?;
+    let progress = !args.quiet && !args.json && present::progress_terminal();
+    let outcome = wakeup_run::run(&options, &STOP, |stats, elapsed| {
+        if progress {
+            present::write_progress(elapsed, options.duration, stats.activations(), "wakeups");
+        }
+    })?;
+    if progress {
+        present::clear_progress();
+    }
+    let mut info = outcome.info;
+    info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
+    let stats = &outcome.stats;
+    let names = present::Names::load();
+
+    let mut out = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &show_wakeup::to_json(stats, &info, &options, &names),
+        )?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    match &hist {
+        Some(hist) => show_wakeup::write_histogram(&mut out, stats, hist)?,
+        None => {
+            show_wakeup::write_summary(&mut out, stats, &options, info.elapsed_ns)?;
+            show_wakeup::write_causes(&mut out, stats, &names, args.causes)?;
+            show_wakeup::write_chains(&mut out, stats, &names)?;
+            show_wakeup::write_cdf(&mut out, stats)?;
+            show_wakeup::write_worst(&mut out, stats, &names)?;
+        }
+    }
+    if let Some(stop) = &stats.stop {
+        show_wakeup::write_stop(&mut out, stop, &names)?;
+    }
+    show_wakeup::write_run_info(&mut out, &info)?;
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 
+use super::StopOnDrop;
 use super::clock::{Clock, MonotonicClock};
 use super::sched::set_affinity;
 use super::workload::{self, WorkloadConfig};
@@ -183,13 +184,6 @@ fn place_collector(options: &NoiseOptions) -> Result<Option<CpuList>> {
     Ok(Some(cpus))
 }
 
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
 
 /// Locks the process's memory for the run, so the measurement loops take no page faults;
 /// best effort (a failure only risks a few faults that look like hardware noise).

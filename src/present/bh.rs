@@ -1,26 +1,18 @@
 //! `irqlens bh` output: the thesis's latency table, delay causes, slowest samples,
 //! histograms with IRQ and OOB columns, and JSON.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use super::{clock_time, percent, us2, write_hist_table};
+use super::{Names, clock_time, opt_us, percent, us2, write_hist_table};
 use crate::analyze::bh::{BhStats, DelayCause, Mechanism, Sample, Series, Source};
 use crate::analyze::histogram::Histogram;
 use crate::cli::HistOptions;
 use crate::collect::bh::{BhOptions, BhRunInfo};
-use crate::system::KernelSymbols;
 
 /// Sources shown per mechanism before the rest are summed up in one line.
 const SOURCES_SHOWN: usize = 12;
-
-/// How kernel numbers and addresses are named.
-pub struct Names {
-    pub symbols: KernelSymbols,
-    pub irqs: HashMap<u32, String>,
-}
 
 impl Names {
     fn source(&self, source: &Source) -> String {
@@ -30,10 +22,6 @@ impl Names {
     fn cause(&self, cause: &DelayCause) -> String {
         cause.label(&self.irqs, &|address| self.symbols.name(address))
     }
-}
-
-fn opt_us(ns: Option<u64>) -> String {
-    ns.map_or("-".into(), us2)
 }
 
 fn series_row(out: &mut dyn Write, mechanism: &str, source: &str, s: &Series) -> io::Result<()> {

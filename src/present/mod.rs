@@ -2,12 +2,31 @@
 
 pub mod bh;
 pub mod noise;
+pub mod wakeup;
 
+use std::collections::HashMap;
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
 use crate::analyze::histogram::Histogram;
 use crate::cli::HistOptions;
+use crate::system::{self, KernelSymbols};
+
+/// How kernel numbers and addresses are named.
+pub struct Names {
+    pub symbols: KernelSymbols,
+    pub irqs: HashMap<u32, String>,
+}
+
+impl Names {
+    /// From this machine's /proc/kallsyms and /proc/interrupts.
+    pub fn load() -> Self {
+        Names {
+            symbols: KernelSymbols::load(),
+            irqs: system::irq_line_names(),
+        }
+    }
+}
 
 /// ns as whole µs, as rtla prints them.
 pub fn us(ns: u64) -> u64 {
@@ -26,6 +45,11 @@ pub fn percent(part: u64, whole: u64) -> f64 {
 /// ns as µs with two decimals, as the thesis's tables.
 pub fn us2(ns: u64) -> String {
     format!("{:.2}", ns as f64 / 1_000.0)
+}
+
+/// As `us2`, or "-" for no value.
+pub fn opt_us(ns: Option<u64>) -> String {
+    ns.map_or("-".into(), us2)
 }
 
 /// ns as µs with one decimal.

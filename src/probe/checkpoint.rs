@@ -55,6 +55,15 @@ pub enum Watched {
     Name(String),
 }
 
+impl std::fmt::Display for Watched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Watched::Process(pid) => write!(f, "pid {pid}"),
+            Watched::Name(name) => write!(f, "comm {name}"),
+        }
+    }
+}
+
 pub struct CheckpointProbe<'obj> {
     /// First, so it closes before the skeleton's links are detached.
     gate: Gate,

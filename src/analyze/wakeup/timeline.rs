@@ -137,9 +137,11 @@ impl Timeline {
             context: self.current(),
             thread: self.thread,
         };
+        // closed slices are in time order: skip those ending before `from`
+        let first = self.closed.partition_point(|s| s.end <= from);
         let slices = self
             .closed
-            .iter()
+            .range(first..)
             .chain(std::iter::once(&open))
             .filter(|s| s.end > from && s.start < to)
             .map(|s| Slice {
@@ -153,10 +155,9 @@ impl Timeline {
 
     /// Context switches in `(from, to]`.
     pub fn switches_between(&self, from: u64, to: u64) -> u32 {
-        self.switches
-            .iter()
-            .filter(|&&t| t > from && t <= to)
-            .count() as u32
+        let first = self.switches.partition_point(|&t| t <= from);
+        let end = self.switches.partition_point(|&t| t <= to);
+        end.saturating_sub(first) as u32
     }
 
     fn enter(&mut self, t: u64, context: Context) {

@@ -441,7 +441,8 @@ impl Tracker {
         let Some(armed) = self.armed.get(&hrtimer).copied() else {
             return;
         };
-        let switched = self.switched.get_mut(&armed.tid).into_iter().flatten();
+        // the latest wakeup of its thread: switched in, or not yet
+        let switched = self.switched.get_mut(&armed.tid).and_then(|w| w.back_mut());
         let ready = self.ready.iter_mut().map(|(w, _)| w);
         let chains = switched
             .chain(ready)

@@ -1,0 +1,320 @@
+//! Runs a wakeup measurement: the timer threads (timer mode) or the watched process
+//! (task mode), the probe, and the reader that feeds checkpoints and the threads'
+//! reports to the tracker as they arrive.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow, bail};
+use serde::Serialize;
+
+use super::StopOnDrop;
+use super::clock::monotonic_ns;
+use super::sched::{Priority, gettid, set_affinity, set_priority};
+use crate::analyze::wakeup::{Report, StatsConfig, Targets, TrackCounts, Tracker, WakeupStats};
+use crate::probe::RecordRing;
+use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
+use crate::system;
+use crate::units::CpuList;
+
+const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+const TICK: Duration = Duration::from_secs(1);
+
+/// What is woken.
+#[derive(Clone, Debug)]
+pub enum WakeupMode {
+    /// One irqlens thread per CPU, sleeping on an absolute timer (cyclictest, timerlat).
+    Timer(TimerOptions),
+    /// An existing process or thread name.
+    Task(Watched),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct TimerOptions {
+    pub period: Duration,
+    pub priority: Priority,
+    /// Trace nothing: measure the total only, as cyclictest does (and the probes' cost
+    /// can be told by comparing).
+    pub trace: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct WakeupOptions {
+    pub cpus: CpuList,
+    pub duration: Option<Duration>,
+    pub mode: WakeupMode,
+    pub stats: StatsConfig,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WakeupRunInfo {
+    pub elapsed_ns: u64,
+    pub traced: bool,
+    pub programs: usize,
+    pub skipped_tracepoints: Vec<String>,
+    pub lost_events: u64,
+    pub tracking: TrackCounts,
+    /// Timer mode: the measurement threads, and the periods they missed (woken a whole
+    /// period late or more).
+    pub threads: Vec<TimerThread>,
+    pub missed_periods: u64,
+    pub interrupted: bool,
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TimerThread {
+    pub cpu: u32,
+    pub tid: u32,
+}
+
+pub struct WakeupOutcome {
+    pub stats: WakeupStats,
+    pub info: WakeupRunInfo,
+}
+
+/// Measures until `options.duration` passes, a stop threshold is hit or `stop` is set;
+/// `on_tick` sees the statistics once a second.
+pub fn run(
+    options: &WakeupOptions,
+    stop: &AtomicBool,
+    mut on_tick: impl FnMut(&WakeupStats, Duration),
+) -> Result<WakeupOutcome> {
+    let traced = match &options.mode {
+        WakeupMode::Timer(timer) => timer.trace,
+        WakeupMode::Task(_) => true,
+    };
+    if traced {
+        system::check_can_trace()?;
+    }
+    let watched = match &options.mode {
+        WakeupMode::Timer(_) => Watched::Process(std::process::id()),
+        WakeupMode::Task(watched) => watched.clone(),
+    };
+    let mut storage = MaybeUninit::uninit();
+    let probe = traced
+        .then(|| CheckpointProbe::load(&mut storage, Checkpoints::Timers, &options.cpus, &watched))
+        .transpose()?;
+    let ring = probe
+        .as_ref()
+        .map(|p| RecordRing::new(p.events_map(), decode_event))
+        .transpose()?;
+    let mut stats = WakeupStats::new(options.stats);
+    let missed = AtomicU64::new(0);
+    let (report_tx, report_rx) = mpsc::channel::<Report>();
+    let started = Instant::now();
+    if let Some(probe) = &probe {
+        probe.enable();
+    }
+
+    let (threads, tracker, elapsed_ns) = std::thread::scope(|scope| -> Result<_> {
+        let _stop_threads = StopOnDrop(stop);
+        let (threads, handles) = match &options.mode {
+            WakeupMode::Timer(timer) => {
+                start_timer_threads(scope, &options.cpus, timer, &report_tx, &missed, stop)?
+            }
+            WakeupMode::Task(_) => (Vec::new(), Vec::new()),
+        };
+        let targets = match &options.mode {
+            WakeupMode::Timer(_) => Targets::Timers(threads.iter().map(|t| t.tid).collect()),
+            WakeupMode::Task(_) => Targets::Watched,
+        };
+        let mut tracker = Tracker::new(targets);
+        let deadline = options.duration.map(|d| started + d);
+        let mut next_tick = started + TICK;
+        while !stop.load(Ordering::Relaxed) {
+            match &ring {
+                Some(ring) => feed(&mut tracker, &mut stats, ring.wait_and_take(DRAIN_INTERVAL), &report_rx),
+                None => {
+                    std::thread::sleep(DRAIN_INTERVAL);
+                    report_rx.try_iter().for_each(|r| stats.add_total_only(&r));
+                }
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                next_tick += TICK;
+                on_tick(&stats, now - started);
+            }
+            if deadline.is_some_and(|d| now >= d) || stats.stop.is_some() {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        for handle in handles {
+            handle
+                .join()
+                .map_err(|_| anyhow!("a timer thread panicked"))??;
+        }
+        Ok((threads, tracker, started.elapsed().as_nanos() as u64))
+    })?;
+    let mut tracker = tracker;
+    drop(report_tx);
+    // the threads are gone: what they last reported and armed is all in
+    if let (Some(probe), Some(ring)) = (&probe, &ring) {
+        std::thread::sleep(DRAIN_INTERVAL);
+        probe.disable();
+        feed(&mut tracker, &mut stats, ring.take(), &report_rx);
+    } else {
+        report_rx.try_iter().for_each(|r| stats.add_total_only(&r));
+    }
+    tracker.finish();
+    drain(&mut tracker, &mut stats);
+
+    let info = WakeupRunInfo {
+        elapsed_ns,
+        traced,
+        programs: probe.as_ref().map_or(0, |p| p.programs()),
+        skipped_tracepoints: probe.as_ref().map_or(Vec::new(), |p| p.skipped.clone()),
+        lost_events: probe.as_ref().map_or(0, |p| p.lost_events()),
+        tracking: tracker.counts.clone(),
+        threads,
+        missed_periods: missed.load(Ordering::Relaxed),
+        interrupted: false,
+    };
+    Ok(WakeupOutcome { stats, info })
+}
+
+fn feed(
+    tracker: &mut Tracker,
+    stats: &mut WakeupStats,
+    events: Vec<crate::analyze::checkpoint::Event>,
+    reports: &Receiver<Report>,
+) {
+    for event in &events {
+        tracker.add(event);
+    }
+    for report in reports.try_iter() {
+        tracker.add_report(report);
+    }
+    drain(tracker, stats);
+}
+
+fn drain(tracker: &mut Tracker, stats: &mut WakeupStats) {
+    for sample in tracker.take_samples() {
+        stats.add(sample);
+    }
+    for report in tracker.take_undecomposed() {
+        stats.add_total_only(&report);
+    }
+}
+
+type TimerHandles<'scope> = Vec<std::thread::ScopedJoinHandle<'scope, Result<()>>>;
+
+/// One pinned thread per CPU; returns once each has its priority (or one failed).
+fn start_timer_threads<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    cpus: &CpuList,
+    timer: &'env TimerOptions,
+    reports: &Sender<Report>,
+    missed: &'env AtomicU64,
+    stop: &'env AtomicBool,
+) -> Result<(Vec<TimerThread>, TimerHandles<'scope>)> {
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<TimerThread>>();
+    let handles: TimerHandles<'scope> = cpus
+        .iter()
+        .map(|cpu| {
+            let (reports, ready) = (reports.clone(), ready_tx.clone());
+            std::thread::Builder::new()
+                .name(format!("il-wakeup/{cpu}"))
+                .spawn_scoped(scope, move || {
+                    let _stop_all = StopOnDrop(stop);
+                    let tid = prepare(cpu, timer.priority);
+                    let failed = tid.is_err();
+                    let _ = ready.send(tid.map(|tid| TimerThread { cpu, tid }));
+                    drop(ready);
+                    if failed {
+                        return Ok(());
+                    }
+                    sleep_and_report(cpu, timer.period, &reports, missed, stop);
+                    Ok(())
+                })
+                .map_err(|e| anyhow!("starting a timer thread: {e}"))
+        })
+        .collect::<Result<_>>()?;
+    drop(ready_tx);
+    let threads = ready_rx
+        .iter()
+        .take(handles.len())
+        .collect::<Result<Vec<_>>>();
+    if threads.is_err() {
+        stop.store(true, Ordering::Relaxed);
+    }
+    Ok((threads?, handles))
+}
+
+fn prepare(cpu: u32, priority: Priority) -> Result<u32> {
+    set_affinity(&CpuList::single(cpu))?;
+    set_priority(priority)?;
+    Ok(gettid())
+}
+
+/// The cyclictest loop: sleep until the next expiry, read the clock, report. Expiries
+/// sit on a grid of whole periods of CLOCK_MONOTONIC, so the threads of all CPUs (and
+/// anything else aligned to it) are woken at the same instants.
+fn sleep_and_report(
+    cpu: u32,
+    period: Duration,
+    reports: &Sender<Report>,
+    missed: &AtomicU64,
+    stop: &AtomicBool,
+) {
+    let period = period.as_nanos() as u64;
+    let tid = gettid();
+    let mut next = (monotonic_ns() / period + 2) * period;
+    while !stop.load(Ordering::Relaxed) {
+        if !sleep_until(next) {
+            continue;
+        }
+        let now = monotonic_ns();
+        let report = Report {
+            tid,
+            cpu,
+            expected_ns: next,
+            user_ns: now,
+        };
+        if reports.send(report).is_err() {
+            return;
+        }
+        next += period;
+        if next <= now {
+            let behind = (now - next) / period + 1;
+            missed.fetch_add(behind, Ordering::Relaxed);
+            next += behind * period;
+        }
+    }
+}
+
+/// clock_nanosleep to an absolute CLOCK_MONOTONIC time; false if a signal cut it short.
+fn sleep_until(ns: u64) -> bool {
+    let until = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    let ret = unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &until,
+            std::ptr::null_mut(),
+        )
+    };
+    ret == 0
+}
+
+/// Task mode: the watched process must exist now (its threads are followed as they
+/// come and go).
+pub fn check_watched(watched: &Watched) -> Result<()> {
+    match watched {
+        Watched::Process(pid) => {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                bail!("--pid {pid}: no such process");
+            }
+        }
+        Watched::Name(name) => {
+            if name.is_empty() || name.len() > 15 {
+                bail!("--comm '{name}': a thread name has 1 to 15 bytes (the kernel's comm)");
+            }
+        }
+    }
+    Ok(())
+}
