@@ -1,12 +1,15 @@
 //! Known noise to check irqlens against (integration tests, benches): a thread with its
 //! own comm, pinned to one CPU at SCHED_FIFO, that busy-waits for `busy` at the start of
-//! every `period`, and counts what it did by its own clock.
+//! every `period`, and counts what it did by its own clock. An aligned spinner starts its
+//! periods on the grid of whole periods of CLOCK_MONOTONIC, where `irqlens wakeup`'s
+//! timer threads are woken too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::clock::{monotonic_ns, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
 use crate::units::CpuList;
 
@@ -18,7 +21,30 @@ pub struct Spinner {
 }
 
 impl Spinner {
+    /// At SCHED_FIFO 10, periods from now.
     pub fn start(name: &str, cpu: u32, period: Duration, busy: Duration) -> Spinner {
+        Self::spawn(name, cpu, period, busy, Priority::Fifo(10), false)
+    }
+
+    /// At `priority`, periods on the CLOCK_MONOTONIC grid.
+    pub fn start_aligned(
+        name: &str,
+        cpu: u32,
+        period: Duration,
+        busy: Duration,
+        priority: Priority,
+    ) -> Spinner {
+        Self::spawn(name, cpu, period, busy, priority, true)
+    }
+
+    fn spawn(
+        name: &str,
+        cpu: u32,
+        period: Duration,
+        busy: Duration,
+        priority: Priority,
+        aligned: bool,
+    ) -> Spinner {
         let stop = Arc::new(AtomicBool::new(false));
         let activations = Arc::new(AtomicU64::new(0));
         let busy_ns = Arc::new(AtomicU64::new(0));
@@ -27,17 +53,29 @@ impl Spinner {
         let handle = std::thread::spawn(move || {
             unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
             set_affinity(&CpuList::single(cpu)).expect("pinning the spinner");
-            set_priority(Priority::Fifo(10)).expect("making the spinner SCHED_FIFO");
-            let mut next = Instant::now();
+            set_priority(priority).expect("giving the spinner its priority");
+            let period_ns = period.as_nanos() as u64;
+            let mut next = match aligned {
+                true => (monotonic_ns() / period_ns + 1) * period_ns,
+                false => monotonic_ns(),
+            };
             while !stop2.load(Ordering::Relaxed) {
-                next += period;
+                if aligned {
+                    sleep_until(next);
+                }
+                next += period_ns;
                 let start = Instant::now();
                 while start.elapsed() < busy {
                     std::hint::spin_loop();
                 }
                 busy_ns2.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 activations2.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                if !aligned {
+                    sleep_until(next);
+                }
+                while next <= monotonic_ns() {
+                    next += period_ns;
+                }
             }
             gettid()
         });

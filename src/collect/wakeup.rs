@@ -11,7 +11,7 @@ use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 
 use super::StopOnDrop;
-use super::clock::monotonic_ns;
+use super::clock::{monotonic_ns, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
 use crate::analyze::wakeup::{Report, StatsConfig, Targets, TrackCounts, Tracker, WakeupStats};
 use crate::probe::RecordRing;
@@ -282,23 +282,6 @@ fn sleep_and_report(
             next += behind * period;
         }
     }
-}
-
-/// clock_nanosleep to an absolute CLOCK_MONOTONIC time; false if a signal cut it short.
-fn sleep_until(ns: u64) -> bool {
-    let until = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    let ret = unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &until,
-            std::ptr::null_mut(),
-        )
-    };
-    ret == 0
 }
 
 /// Task mode: the watched process must exist now (its threads are followed as they
