@@ -124,6 +124,23 @@ impl Clock for TscClock {
     }
 }
 
+/// clock_nanosleep to an absolute CLOCK_MONOTONIC time; false if a signal cut it short.
+pub fn sleep_until(ns: u64) -> bool {
+    let until = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    let ret = unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &until,
+            std::ptr::null_mut(),
+        )
+    };
+    ret == 0
+}
+
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
@@ -142,21 +159,4 @@ mod tests {
         let ticks = tsc.ticks(Duration::from_micros(100));
         assert!((tsc.to_ns(tsc.tsc0 + ticks) - tsc.mono0).abs_diff(100_000) < 100);
     }
-}
-
-/// clock_nanosleep to an absolute CLOCK_MONOTONIC time; false if a signal cut it short.
-pub fn sleep_until(ns: u64) -> bool {
-    let until = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    let ret = unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &until,
-            std::ptr::null_mut(),
-        )
-    };
-    ret == 0
 }
