@@ -14,8 +14,8 @@ use crate::collect::noise::NoiseOptions;
 use crate::collect::sched::Priority;
 use crate::collect::trigger::TriggerKind;
 use crate::collect::wakeup::{self, TimerOptions, WakeupMode, WakeupOptions};
-use crate::probe::checkpoint::Watched;
 use crate::collect::workload::WorkloadConfig;
+use crate::probe::checkpoint::Watched;
 use crate::system;
 use crate::units::{CpuList, parse_micros, parse_run_duration};
 
@@ -312,7 +312,8 @@ impl WakeupArgs {
                 WakeupMode::Task(watched)
             }
             None => {
-                if self.period < Duration::from_micros(100) || self.period > Duration::from_secs(10) {
+                if self.period < Duration::from_micros(100) || self.period > Duration::from_secs(10)
+                {
                     bail!("--period must be 100 us to 10 s");
                 }
                 WakeupMode::Timer(TimerOptions {

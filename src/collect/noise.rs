@@ -184,7 +184,6 @@ fn place_collector(options: &NoiseOptions) -> Result<Option<CpuList>> {
     Ok(Some(cpus))
 }
 
-
 /// Locks the process's memory for the run, so the measurement loops take no page faults;
 /// best effort (a failure only risks a few faults that look like hardware noise).
 struct MemoryLock(bool);

@@ -124,10 +124,19 @@ pub fn run(
         let deadline = options.duration.map(|d| started + d);
         let mut next_tick = started + TICK;
         while !stop.load(Ordering::Relaxed) {
+            // no later than the deadline: the run lasts what was asked, to the period
+            let wait = deadline.map_or(DRAIN_INTERVAL, |d| {
+                DRAIN_INTERVAL.min(d.saturating_duration_since(Instant::now()))
+            });
             match &ring {
-                Some(ring) => feed(&mut tracker, &mut stats, ring.wait_and_take(DRAIN_INTERVAL), &report_rx),
+                Some(ring) => feed(
+                    &mut tracker,
+                    &mut stats,
+                    ring.wait_and_take(wait),
+                    &report_rx,
+                ),
                 None => {
-                    std::thread::sleep(DRAIN_INTERVAL);
+                    std::thread::sleep(wait);
                     report_rx.try_iter().for_each(|r| stats.add_total_only(&r));
                 }
             }
@@ -149,9 +158,8 @@ pub fn run(
     })?;
     let mut tracker = tracker;
     drop(report_tx);
-    // the threads are gone: what they last reported and armed is all in
+    // the timer threads are gone, their last wakeups long in the ring: stop tracing now
     if let (Some(probe), Some(ring)) = (&probe, &ring) {
-        std::thread::sleep(DRAIN_INTERVAL);
         probe.disable();
         feed(&mut tracker, &mut stats, ring.take(), &report_rx);
     } else {

@@ -29,7 +29,11 @@ pub fn describe_mode(options: &WakeupOptions) -> String {
             options.cpus,
             timer.period.as_micros(),
             timer.priority,
-            if timer.trace { "" } else { ", untraced (total only)" }
+            if timer.trace {
+                ""
+            } else {
+                ", untraced (total only)"
+            }
         ),
         WakeupMode::Task(watched) => format!("task {watched}, traced on CPUs {}", options.cpus),
     }
@@ -66,7 +70,11 @@ fn write_cpu_rows(out: &mut dyn Write, cpu: u32, stats: &CpuStats) -> io::Result
             continue;
         };
         let (cpu, count, traced) = if first {
-            (cpu.to_string(), stats.activations.to_string(), stats.samples.to_string())
+            (
+                cpu.to_string(),
+                stats.activations.to_string(),
+                stats.samples.to_string(),
+            )
         } else {
             Default::default()
         };
@@ -150,6 +158,14 @@ pub fn write_chains(out: &mut dyn Write, stats: &WakeupStats, names: &Names) -> 
         "  context switches from the interrupt to the task: {}",
         switches.join(", ")
     )?;
+    if stats.threads.len() > 1 {
+        let threads: Vec<String> = stats
+            .threads
+            .iter()
+            .map(|(tid, t)| format!("{} {tid} ({}, max {} us)", t.comm, t.samples, us2(t.max_ns)))
+            .collect();
+        writeln!(out, "  woken threads: {}", threads.join(", "))?;
+    }
     if !stats.interposed.is_empty() {
         let threads: Vec<String> = stats
             .interposed
@@ -178,7 +194,11 @@ pub fn write_cdf(out: &mut dyn Write, stats: &WakeupStats) -> io::Result<()> {
     }
     writeln!(out)?;
     for q in CDF_QUANTILES {
-        let label = if q == 1.0 { "max".to_string() } else { q.to_string() };
+        let label = if q == 1.0 {
+            "max".to_string()
+        } else {
+            q.to_string()
+        };
         write!(out, "  {label:<9}")?;
         for (_, series) in &totals {
             write!(out, " {:>9}", opt_us(series.quantile_ns(q)))?;
@@ -285,10 +305,7 @@ pub fn write_histogram(
     )
 }
 
-pub fn write_run_info(
-    out: &mut dyn Write,
-    info: &WakeupRunInfo,
-) -> io::Result<()> {
+pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<()> {
     writeln!(out)?;
     if info.traced {
         writeln!(
@@ -408,6 +425,7 @@ pub fn to_json(
         "origins": origins,
         "context_switches": stats.switches,
         "interposed": stats.interposed.iter().map(|(c, n)| (c.to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+        "threads": stats.threads.iter().map(|(tid, t)| json!({"tid": tid, "comm": t.comm, "samples": t.samples, "max_ns": t.max_ns})).collect::<Vec<_>>(),
         "worst": stats.worst.iter().map(|s| sample_json(s, names)).collect::<Vec<_>>(),
         "stop": stop,
         "run": info,

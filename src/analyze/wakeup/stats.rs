@@ -88,6 +88,14 @@ pub struct CauseStats {
     pub max_ns: u64,
 }
 
+/// The samples of one woken thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ThreadStats {
+    pub comm: Comm,
+    pub samples: u64,
+    pub max_ns: u64,
+}
+
 /// The sample (or, untraced, the report) a stop threshold caught.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
@@ -104,6 +112,8 @@ pub struct WakeupStats {
     /// Samples by the number of context switches from the interrupt to the task.
     pub switches: BTreeMap<u32, u64>,
     pub interposed: BTreeMap<Comm, u64>,
+    /// Samples per woken thread (task mode watches several).
+    pub threads: BTreeMap<u32, ThreadStats>,
     /// Sum of the decomposed samples' totals: what cause shares are shares of.
     pub latency_ns: u64,
     /// Worst first.
@@ -120,6 +130,7 @@ impl WakeupStats {
             origins: BTreeMap::new(),
             switches: BTreeMap::new(),
             interposed: BTreeMap::new(),
+            threads: BTreeMap::new(),
             latency_ns: 0,
             worst: Vec::new(),
             stop: None,
@@ -150,6 +161,10 @@ impl WakeupStats {
         for comm in &sample.interposed {
             *self.interposed.entry(*comm).or_default() += 1;
         }
+        let thread = self.threads.entry(sample.tid).or_default();
+        thread.comm = sample.comm;
+        thread.samples += 1;
+        thread.max_ns = thread.max_ns.max(sample.total_ns());
         self.latency_ns += sample.total_ns();
         if self.stop.is_none() && self.hits_stop(&sample) {
             self.stop = Some(Stop::Sample(Box::new(sample.clone())));

@@ -424,4 +424,8 @@ fn stats_keep_the_worst_rank_causes_and_stop() {
     );
     assert_eq!(cpu.series(Component::Handler).map(Series::count), Some(4));
     assert_eq!(stats.latency_ns, 135 * US, "decomposed samples only");
+    assert_eq!(
+        (stats.threads[&TASK].samples, stats.threads[&TASK].max_ns),
+        (4, 50 * US)
+    );
 }

@@ -442,7 +442,11 @@ impl Tracker {
             return;
         };
         // the latest wakeup of its thread: switched in, or not yet
-        let switched = self.switched.get_mut(&armed.tid).and_then(|w| w.back_mut()).into_iter();
+        let switched = self
+            .switched
+            .get_mut(&armed.tid)
+            .and_then(|w| w.back_mut())
+            .into_iter();
         let ready = self.ready.iter_mut().map(|(w, _)| w);
         let chains = switched
             .chain(ready)
