@@ -37,7 +37,7 @@ pub enum Command {
     /// Bottom-half latency: softirqs, tasklets, work items, IRQ threads, and what delayed them (INTSPECT method)
     Bh(BhCommand),
     /// Interrupt-to-task wakeup latency, decomposed: timer IRQ, handler, scheduling, return to user, and what ran in between (timerlat/cyclictest threads, or any process)
-    Wakeup(WakeupCommand),
+    Wakeup(Box<WakeupCommand>),
 }
 
 #[derive(Debug, Args)]

@@ -36,7 +36,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Noise(command) => noise(*command),
         Command::Bh(command) => bh(command),
-        Command::Wakeup(command) => wakeup(command),
+        Command::Wakeup(command) => wakeup(*command),
     }
 }
 
