@@ -60,19 +60,15 @@ impl Spinner {
                 false => monotonic_ns(),
             };
             while !stop2.load(Ordering::Relaxed) {
-                if aligned {
-                    sleep_until(next);
-                }
-                next += period_ns;
+                sleep_until(next);
                 let start = Instant::now();
                 while start.elapsed() < busy {
                     std::hint::spin_loop();
                 }
                 busy_ns2.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 activations2.fetch_add(1, Ordering::Relaxed);
-                if !aligned {
-                    sleep_until(next);
-                }
+                // a period that is already over is skipped, not made up for
+                next += period_ns;
                 while next <= monotonic_ns() {
                     next += period_ns;
                 }
