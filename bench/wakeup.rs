@@ -37,7 +37,9 @@ fn main() -> Result<()> {
         bail!("the wakeup bench loads BPF programs and runs SCHED_FIFO threads: run it as root");
     }
     let seconds: u64 = match std::env::var(SECONDS_VAR) {
-        Ok(value) => value.parse().with_context(|| format!("{SECONDS_VAR}={value}"))?,
+        Ok(value) => value
+            .parse()
+            .with_context(|| format!("{SECONDS_VAR}={value}"))?,
         Err(_) => DEFAULT_SECONDS,
     };
     let irqlens = irqlens_binary()?;
@@ -60,7 +62,10 @@ fn main() -> Result<()> {
     let untraced = totals(&untraced_doc)?;
     let traced = totals(&traced_doc)?;
 
-    println!("{:<26} {:>3} {:>8} {:>8} {:>8} {:>9}", "TOOL", "CPU", "COUNT", "MIN", "AVG", "MAX");
+    println!(
+        "{:<26} {:>3} {:>8} {:>8} {:>8} {:>9}",
+        "TOOL", "CPU", "COUNT", "MIN", "AVG", "MAX"
+    );
     for (tool, rows) in [
         ("cyclictest", &cyclictest),
         ("irqlens wakeup --no-trace", &untraced),
@@ -112,7 +117,12 @@ fn main() -> Result<()> {
         println!("  CPU {}: {}", cpu["cpu"], parts.join(", "));
     }
     println!("top causes of the traced run:");
-    for cause in traced_doc["causes"].as_array().context("causes")?.iter().take(6) {
+    for cause in traced_doc["causes"]
+        .as_array()
+        .context("causes")?
+        .iter()
+        .take(6)
+    {
         println!(
             "  {:<52} {:>6.1}%",
             cause["cause"].as_str().unwrap_or("?"),
@@ -126,12 +136,23 @@ fn main() -> Result<()> {
 /// locked; its closing per-thread lines are parsed.
 fn cyclictest(seconds: u64) -> Result<Vec<Latency>> {
     let output = Command::new("cyclictest")
-        .args(["-S", "-m", "-q", "-p", &PRIORITY.to_string(), "-i", &PERIOD_US.to_string()])
+        .args([
+            "-S",
+            "-m",
+            "-q",
+            "-p",
+            &PRIORITY.to_string(),
+            "-i",
+            &PERIOD_US.to_string(),
+        ])
         .args(["-D", &seconds.to_string()])
         .output()
         .context("running cyclictest (rt-tests, installed by scripts/setup)")?;
     if !output.status.success() {
-        bail!("cyclictest failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+        bail!(
+            "cyclictest failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
     }
     let text = String::from_utf8_lossy(&output.stdout);
     let rows: Vec<Latency> = text.lines().filter_map(parse_cyclictest_line).collect();

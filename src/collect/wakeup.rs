@@ -21,6 +21,8 @@ use crate::units::CpuList;
 
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 const TICK: Duration = Duration::from_secs(1);
+/// How often a timer thread sleeping through a long period checks for a stop.
+const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// What is woken.
 #[derive(Clone, Debug)]
@@ -120,7 +122,7 @@ pub fn run(
             WakeupMode::Timer(_) => Targets::Timers(threads.iter().map(|t| t.tid).collect()),
             WakeupMode::Task(_) => Targets::Watched,
         };
-        let mut tracker = Tracker::new(targets);
+        let mut tracker = Tracker::new(targets).tracing_only(options.cpus.clone());
         let deadline = options.duration.map(|d| started + d);
         let mut next_tick = started + TICK;
         while !stop.load(Ordering::Relaxed) {
@@ -270,7 +272,9 @@ fn sleep_and_report(
     let tid = gettid();
     let mut next = (monotonic_ns() / period + 2) * period;
     while !stop.load(Ordering::Relaxed) {
-        if !sleep_until(next) {
+        // long periods sleep in slices, so a stop is seen within one
+        let slice = monotonic_ns() + STOP_CHECK.as_nanos() as u64;
+        if !sleep_until(next.min(slice)) || monotonic_ns() < next {
             continue;
         }
         let now = monotonic_ns();

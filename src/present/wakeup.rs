@@ -343,8 +343,8 @@ pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<(
         )?;
         writeln!(
             out,
-            "Wakeups by a thread (not an interrupt): {}; of a task still running: {}; superseded: {}",
-            t.thread_wakeups, t.woken_running, t.rewoken
+            "Wakeups by a thread (not an interrupt): {}; of a task still running: {}; superseded: {}; done on an untraced CPU: {}",
+            t.thread_wakeups, t.woken_running, t.rewoken, t.untraced_wakeups
         )?;
     }
     if info.interrupted {

@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::*;
 use crate::analyze::checkpoint::{Event, EventKind, EventKind::*};
+use crate::units::CpuList;
 
 const TIMER: u16 = 1; // SRC_LOCAL_TIMER
 const VECTOR: u16 = 236;
@@ -352,6 +353,110 @@ fn a_window_older_than_the_trace_is_incomplete_and_untraced() {
     assert_eq!(
         samples[0].causes.iter().map(|c| c.1).sum::<u64>(),
         samples[0].total_ns()
+    );
+}
+
+#[test]
+fn a_lost_switch_in_never_pairs_with_a_later_wakeup() {
+    let mut s = Stream::new();
+    s.switch(1, 0, TASK, 0, "swapper/0");
+    s.irq(10, 0, 0, true, 0, 25);
+    s.wake(11, 0, 0, TASK, "server", true);
+    s.irq(12, 0, 0, false, 0, 25);
+    // the switch-in is lost; much later a plain thread wakes the task
+    s.switch(4_000, 0, 0, 40, "sender");
+    s.wake(5_000, 0, 40, TASK, "server", true);
+    s.switch(5_001, 0, 40, TASK, "server");
+    let mut tracker = Tracker::new(Targets::Watched);
+    let samples = s.run(&mut tracker, &[]);
+    assert!(samples.is_empty(), "no 4990 us sample: {samples:?}");
+    assert_eq!(tracker.counts.thread_wakeups, 1);
+}
+
+#[test]
+fn a_bottom_half_thread_woken_by_a_thread_drops_its_old_chain() {
+    let mut s = Stream::new();
+    s.irq(10, 0, 40, true, TIMER, VECTOR);
+    s.wake(11, 0, 40, 20, "kworker/0:1", false);
+    s.irq(12, 0, 40, false, TIMER, VECTOR);
+    // a thread queues work much later and wakes the kworker itself
+    s.wake(9_001, 0, 40, 20, "kworker/0:1", false);
+    s.switch(9_002, 0, 40, 20, "kworker/0:1");
+    s.wake(9_005, 0, 20, 200, "server", true);
+    s.switch(9_006, 0, 20, 200, "server");
+    let mut tracker = Tracker::new(Targets::Watched);
+    let samples = s.run(&mut tracker, &[]);
+    assert!(
+        samples.is_empty(),
+        "not blamed on the old timer IRQ: {samples:?}"
+    );
+    assert_eq!(tracker.counts.thread_wakeups, 1);
+}
+
+#[test]
+fn a_record_stamped_before_the_one_ahead_of_it_cuts_no_negative_slice() {
+    let mut s = Stream::new();
+    armed_and_asleep(&mut s);
+    s.irq(1_003, 0, 0, true, TIMER, VECTOR);
+    s.timer(1_005, 0, 0, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.at(1_004, 0, 0, Nmi).ptr = 500; // stamped before the record ahead of it
+    s.wake(1_006, 0, 0, TASK, "il-wakeup/0", true);
+    s.timer(1_007, 0, 0, TimerExpireExit, HRTIMER, 0);
+    s.irq(1_008, 0, 0, false, TIMER, VECTOR);
+    s.switch(1_010, 0, 0, TASK, "il-wakeup/0");
+    s.timer(1_015, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    let samples = s.run(&mut timer_tracker(), &[report(1_000, 1_012)]);
+    let sample = &samples[0];
+    assert!(
+        sample.causes.iter().all(|&(_, ns)| ns <= sample.total_ns()),
+        "{sample:?}"
+    );
+    assert_eq!(
+        sample.causes.iter().map(|c| c.1).sum::<u64>(),
+        sample.total_ns()
+    );
+}
+
+#[test]
+fn a_report_joins_the_stream_at_its_time_and_is_cut_there() {
+    let mut s = Stream::new();
+    armed_and_asleep(&mut s);
+    s.irq(1_003, 0, 0, true, TIMER, VECTOR);
+    s.timer(1_004, 0, 0, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.wake(1_005, 0, 0, TASK, "il-wakeup/0", true);
+    s.timer(1_006, 0, 0, TimerExpireExit, HRTIMER, 0);
+    s.irq(1_008, 0, 0, false, TIMER, VECTOR);
+    s.switch(1_010, 0, 0, TASK, "il-wakeup/0");
+    s.timer(1_015, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    let mut tracker = timer_tracker();
+    // the thread's report comes in before the checkpoints are drained, as it does live
+    tracker.add_report(report(1_000, 1_012));
+    for e in &s.events {
+        tracker.add(e);
+    }
+    let samples = tracker.take_samples();
+    assert_eq!(
+        samples.len(),
+        1,
+        "cut without waiting for the end of the run"
+    );
+    assert_eq!(component_us(&samples[0], Component::Total), Some(12));
+}
+
+#[test]
+fn wakeups_on_an_untraced_cpu_are_counted_not_explained() {
+    let mut s = Stream::new();
+    s.wake(10, 1, 40, 200, "server", true);
+    s.switch(12, 0, 0, 200, "server");
+    let mut tracker = Tracker::new(Targets::Watched).tracing_only(CpuList::single(0));
+    let samples = s.run(&mut tracker, &[]);
+    assert!(samples.is_empty());
+    assert_eq!(
+        (
+            tracker.counts.untraced_wakeups,
+            tracker.counts.thread_wakeups
+        ),
+        (1, 0)
     );
 }
 

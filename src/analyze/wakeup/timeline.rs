@@ -53,7 +53,9 @@ impl Timeline {
     /// Follows one checkpoint of this CPU (in time order). Returns the context an exit
     /// event closed, if any.
     pub fn add(&mut self, e: &Event) -> Option<Context> {
-        let t = e.time_ns;
+        // a record can be stamped a little before the one ahead of it in the ring (an
+        // NMI or IRQ between a program's reserve and its clock read): never go back
+        let t = e.time_ns.max(self.last_ns);
         if !self.started {
             (self.started, self.since, self.thread) = (true, t, e.pid);
         }

@@ -13,7 +13,8 @@
 //! Events of one CPU arrive in order; events of different CPUs only roughly so: a sample
 //! is cut once its CPU's checkpoints have passed its end.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use serde::Serialize;
 
@@ -21,11 +22,17 @@ use super::timeline::{Context, Slice, Timeline};
 use super::{Cause, Origin, Sample, TimerPart};
 use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;
+use crate::units::CpuList;
 
 /// Softirq vectors (include/linux/interrupt.h).
 const VECTORS: usize = 10;
 /// Bounds on per-thread and per-hrtimer state, for long runs.
 const THREADS: usize = 1 << 16;
+/// A bottom-half thread passes on the chain of its wakeup only this long: past it, what
+/// it runs was likely requested since.
+const CARRY_NS: u64 = 10_000_000;
+/// Interposed threads kept per chain (threads waking each other in a loop add one each).
+const INTERPOSED: usize = 8;
 
 /// Whose wakeups are samples.
 #[derive(Clone, Debug)]
@@ -55,10 +62,12 @@ pub struct TrackCounts {
     pub unreported: u64,
     /// Samples whose window was not fully traced.
     pub incomplete: u64,
+    /// Wakeups of a target done on a CPU that is not traced (task mode with -c).
+    pub untraced_wakeups: u64,
 }
 
 /// One activation as a timer-mode thread saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Report {
     pub tid: u32,
     pub cpu: u32,
@@ -116,6 +125,8 @@ struct CpuState {
 
 pub struct Tracker {
     targets: Targets,
+    /// None: every CPU is traced.
+    traced: Option<CpuList>,
     cpus: HashMap<u32, CpuState>,
     comms: HashMap<u32, Comm>,
     last_cpu: HashMap<u32, u32>,
@@ -128,6 +139,9 @@ pub struct Tracker {
     /// waiting for their wakeup.
     switched: HashMap<u32, VecDeque<Woken>>,
     reports: HashMap<u32, VecDeque<Report>>,
+    /// Reports the checkpoints have not reached yet, earliest first: a report joins the
+    /// stream at its time, so its sample is cut while the history still holds it.
+    incoming: BinaryHeap<Reverse<(u64, Report)>>,
     /// Paired, waiting for their CPU's checkpoints to pass the report.
     ready: Vec<(Woken, u64)>,
     samples: Vec<Sample>,
@@ -139,6 +153,7 @@ impl Tracker {
     pub fn new(targets: Targets) -> Self {
         Tracker {
             targets,
+            traced: None,
             cpus: HashMap::new(),
             comms: HashMap::new(),
             last_cpu: HashMap::new(),
@@ -147,11 +162,22 @@ impl Tracker {
             pending: HashMap::new(),
             switched: HashMap::new(),
             reports: HashMap::new(),
+            incoming: BinaryHeap::new(),
             ready: Vec::new(),
             samples: Vec::new(),
             undecomposed: Vec::new(),
             counts: TrackCounts::default(),
         }
+    }
+
+    /// Only `cpus` are traced: wakeups done elsewhere cannot be explained.
+    pub fn tracing_only(mut self, cpus: CpuList) -> Self {
+        self.traced = Some(cpus);
+        self
+    }
+
+    fn traces(&self, cpu: u32) -> bool {
+        self.traced.as_ref().is_none_or(|cpus| cpus.contains(cpu))
     }
 
     fn timer_mode(&self) -> bool {
@@ -160,6 +186,15 @@ impl Tracker {
 
     pub fn add(&mut self, e: &Event) {
         self.counts.events += 1;
+        self.release_reports(e.time_ns);
+        if !self.traces(e.cpu) {
+            // only wakeups and armed timers come from untraced CPUs
+            if e.kind == EventKind::Wakeup && self.is_target(e.aux, e.func == 1) {
+                self.counts.untraced_wakeups += 1;
+                self.pending.remove(&e.aux);
+            }
+            return;
+        }
         let state = self.cpus.entry(e.cpu).or_default();
         let closed = state.timeline.add(e);
         match e.kind {
@@ -213,11 +248,22 @@ impl Tracker {
 
     /// Timer mode: one activation as its thread reported it.
     pub fn add_report(&mut self, report: Report) {
-        self.reports
-            .entry(report.tid)
-            .or_default()
-            .push_back(report);
-        self.pair(report.tid);
+        self.incoming.push(Reverse((report.user_ns, report)));
+    }
+
+    /// Pairs the reports made before `now_ns`.
+    fn release_reports(&mut self, now_ns: u64) {
+        while let Some(Reverse((at, report))) = self.incoming.peek().copied() {
+            if at > now_ns {
+                break;
+            }
+            self.incoming.pop();
+            self.reports
+                .entry(report.tid)
+                .or_default()
+                .push_back(report);
+            self.pair(report.tid);
+        }
     }
 
     pub fn take_samples(&mut self) -> Vec<Sample> {
@@ -231,6 +277,7 @@ impl Tracker {
 
     /// The run is over: cuts what waits, and counts what never completed.
     pub fn finish(&mut self) {
+        self.release_reports(u64::MAX);
         self.cut_ready(true);
         for (_, reports) in self.reports.drain() {
             self.counts.undecomposed += reports.len() as u64;
@@ -267,8 +314,13 @@ impl Tracker {
             return;
         }
         let Some(chain) = self.origin(e, woken) else {
+            // the kernel only wakes a sleeping task: what was pending was never seen
+            // running (a lost switch), and a thread's old chain no longer holds
             if target {
                 self.counts.thread_wakeups += 1;
+                self.pending.remove(&woken);
+            } else {
+                self.carried.remove(&woken);
             }
             return;
         };
@@ -346,9 +398,14 @@ impl Tracker {
         if !self.runs_bottom_halves(thread) {
             return None;
         }
-        let carried = self.carried.get(&thread)?;
+        let carried = self
+            .carried
+            .get(&thread)
+            .filter(|c| e.time_ns.saturating_sub(c.wakeup_ns) <= CARRY_NS)?;
         let mut interposed = carried.interposed.clone();
-        interposed.push(thread);
+        if interposed.len() < INTERPOSED {
+            interposed.push(thread);
+        }
         Some(Chain {
             timer,
             interposed,
@@ -485,7 +542,7 @@ impl Tracker {
             .chain(after.iter().map(|s| (s, woken.cpu)))
         {
             let cause = self.cause(slice, cpu, woken, blocking);
-            *causes.entry(cause).or_default() += slice.end - slice.start;
+            *causes.entry(cause).or_default() += slice.end.saturating_sub(slice.start);
         }
         let total = end.saturating_sub(start);
         let accounted: u64 = causes.values().sum();
