@@ -89,12 +89,8 @@ pub struct NoiseArgs {
     /// Number of rows in the top causes table
     #[arg(long, value_name = "N", default_value_t = 15)]
     pub causes: usize,
-    /// Print the whole result as one JSON document (and nothing else on stdout)
-    #[arg(long)]
-    pub json: bool,
-    /// No live table; only the final summary
-    #[arg(short, long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Clone, Debug, Args)]
@@ -103,6 +99,24 @@ pub struct HistArgs {
     pub noise: NoiseArgs,
     #[command(flatten)]
     pub hist: HistOptions,
+}
+
+/// How every measuring command prints its result.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct OutputArgs {
+    /// Print the whole result as one JSON document (and nothing else on stdout)
+    #[arg(long)]
+    pub json: bool,
+    /// No live table or progress line; only the final results
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// Whether a progress line may go to stderr meanwhile.
+    pub fn progress(&self) -> bool {
+        !self.quiet && !self.json && crate::present::progress_terminal()
+    }
 }
 
 /// The histogram layout both `noise hist` and `bh hist` print (rtla's options).
@@ -186,12 +200,8 @@ pub struct BhArgs {
     /// Slowest samples shown per mechanism, with what delayed them
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub worst: usize,
-    /// Print the whole result as one JSON document (and nothing else on stdout)
-    #[arg(long)]
-    pub json: bool,
-    /// No progress line; only the final tables
-    #[arg(short, long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Clone, Debug, Args)]
@@ -278,12 +288,8 @@ pub struct WakeupArgs {
     /// Slowest samples shown whole, with their decomposition
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub worst: usize,
-    /// Print the whole result as one JSON document (and nothing else on stdout)
-    #[arg(long)]
-    pub json: bool,
-    /// No progress line; only the final tables
-    #[arg(short, long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Clone, Debug, Args)]

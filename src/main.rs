@@ -1,6 +1,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::Parser;
@@ -48,9 +49,10 @@ fn noise(command: NoiseCommand) -> Result<()> {
     };
     let hist_options = hist.as_ref().map(|h| h.hist.clone()).unwrap_or_default();
     let options = args.options(&hist_options)?;
-    let live = !args.quiet && !args.json && hist.is_none() && present::live_terminal();
+    let live =
+        !args.output.quiet && !args.output.json && hist.is_none() && present::live_terminal();
     // without a live table, a long run still shows it is alive (on a terminal only)
-    let progress = !live && !args.quiet && present::progress_terminal();
+    let progress = !live && !args.output.quiet && present::progress_terminal();
 
     let outcome = noise_run::run(&options, &STOP, |analysis, elapsed| {
         if live {
@@ -77,13 +79,11 @@ fn noise(command: NoiseCommand) -> Result<()> {
     let irq_names = system::irq_line_names();
 
     let mut out = io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(
+    if args.output.json {
+        return print_json(
             &mut out,
             &show::to_json(analysis, &info, &options, &irq_names),
-        )?;
-        writeln!(out)?;
-        return Ok(());
+        );
     }
     if live {
         write!(out, "\x1b[H\x1b[2J")?;
@@ -109,15 +109,16 @@ fn bh(command: BhCommand) -> Result<()> {
         Some(BhMode::Hist(hist)) => (hist.bh.clone(), Some(hist.hist)),
     };
     let options = args.options(&hist.clone().unwrap_or_default())?;
-    let progress = !args.quiet && !args.json && present::progress_terminal();
-    let outcome = bh_run::run(&options, &STOP, |stats, elapsed| {
-        if progress {
-            present::write_progress(elapsed, options.duration, stats.samples(), "bottom halves");
-        }
-    })?;
-    if progress {
-        present::clear_progress();
-    }
+    let outcome = with_progress(
+        args.output.progress(),
+        options.duration,
+        "bottom halves",
+        |show| {
+            bh_run::run(&options, &STOP, |stats, elapsed| {
+                show(elapsed, stats.samples())
+            })
+        },
+    )?;
     let mut info = outcome.info;
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
     let stats = &outcome.stats;
@@ -125,13 +126,9 @@ fn bh(command: BhCommand) -> Result<()> {
     let not_observable = probe::checkpoint::not_observable();
 
     let mut out = io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &show_bh::to_json(stats, &info, &options, &names, &not_observable),
-        )?;
-        writeln!(out)?;
-        return Ok(());
+    if args.output.json {
+        let document = show_bh::to_json(stats, &info, &options, &names, &not_observable);
+        return print_json(&mut out, &document);
     }
     match &hist {
         Some(hist) => show_bh::write_histogram(&mut out, stats, hist)?,
@@ -152,28 +149,27 @@ fn wakeup(command: WakeupCommand) -> Result<()> {
         Some(WakeupModeCommand::Hist(hist)) => (hist.wakeup.clone(), Some(hist.hist)),
     };
     let options = args.options(&hist.clone().unwrap_or_default())?;
-    let progress = !args.quiet && !args.json && present::progress_terminal();
-    let outcome = wakeup_run::run(&options, &STOP, |stats, elapsed| {
-        if progress {
-            present::write_progress(elapsed, options.duration, stats.activations(), "wakeups");
-        }
-    })?;
-    if progress {
-        present::clear_progress();
-    }
+    let outcome = with_progress(
+        args.output.progress(),
+        options.duration,
+        "wakeups",
+        |show| {
+            wakeup_run::run(&options, &STOP, |stats, elapsed| {
+                show(elapsed, stats.activations())
+            })
+        },
+    )?;
     let mut info = outcome.info;
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
     let stats = &outcome.stats;
     let names = present::Names::load();
 
     let mut out = io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(
+    if args.output.json {
+        return print_json(
             &mut out,
             &show_wakeup::to_json(stats, &info, &options, &names),
-        )?;
-        writeln!(out)?;
-        return Ok(());
+        );
     }
     match &hist {
         Some(hist) => show_wakeup::write_histogram(&mut out, stats, hist)?,
@@ -190,4 +186,31 @@ fn wakeup(command: WakeupCommand) -> Result<()> {
     }
     show_wakeup::write_run_info(&mut out, &info)?;
     Ok(())
+}
+
+/// Writes `document` as the whole of stdout.
+fn print_json(out: &mut impl Write, document: &serde_json::Value) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *out, document)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Runs `measure`, which reports (elapsed, count) as it goes, with a progress line on
+/// stderr when `show`, cleared at the end.
+fn with_progress<T>(
+    show: bool,
+    duration: Option<Duration>,
+    what: &str,
+    measure: impl FnOnce(&mut dyn FnMut(Duration, u64)) -> Result<T>,
+) -> Result<T> {
+    let mut report = |elapsed: Duration, count: u64| {
+        if show {
+            present::write_progress(elapsed, duration, count, what);
+        }
+    };
+    let result = measure(&mut report);
+    if show {
+        present::clear_progress();
+    }
+    result
 }

@@ -65,6 +65,50 @@ impl Histogram {
     }
 }
 
+/// A linear histogram (exact count, min, avg, max, rtla's buckets) and quantiles of the
+/// same values.
+#[derive(Clone, Debug)]
+pub struct Distribution {
+    pub histogram: Histogram,
+    quantiles: Quantiles<u64>,
+}
+
+impl Distribution {
+    pub fn new(bucket_ns: u64, entries: usize) -> Self {
+        Distribution {
+            histogram: Histogram::new(bucket_ns, entries),
+            quantiles: quantiles(),
+        }
+    }
+
+    pub fn add(&mut self, value_ns: u64) {
+        self.histogram.add(value_ns);
+        record(&mut self.quantiles, value_ns);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.histogram.count
+    }
+
+    pub fn min_ns(&self) -> Option<u64> {
+        self.histogram.min_ns
+    }
+
+    pub fn avg_ns(&self) -> Option<u64> {
+        self.histogram.avg_ns()
+    }
+
+    pub fn max_ns(&self) -> Option<u64> {
+        (self.count() > 0).then_some(self.histogram.max_ns)
+    }
+
+    /// Within 0.1% (hdrhistogram's 3 digits), and never outside the exact min..max.
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        let (min, max) = (self.min_ns()?, self.max_ns()?);
+        Some(self.quantiles.value_at_quantile(q).clamp(min, max))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,6 +72,11 @@ pub fn irq_label(source: u16, id: u32, irq_names: &HashMap<u32, String>) -> Stri
     format!("{name}:{id}")
 }
 
+/// `hardirq irq 11 virtio0`, `hardirq local_timer:236`: a cause or origin that is a hardirq.
+pub fn hardirq_label(source: u16, id: u32, irq_names: &HashMap<u32, String>) -> String {
+    format!("hardirq {}", irq_label(source, id, irq_names))
+}
+
 /// `TIMER`, `NET_RX`, ... as /proc/softirqs names them.
 pub fn softirq_name(vector: u32) -> String {
     match SOFTIRQ_NAMES.get(vector as usize) {

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::StopOnDrop;
 use super::clock::{monotonic_ns, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
+use crate::analyze::checkpoint::Event;
 use crate::analyze::wakeup::{Report, StatsConfig, Targets, TrackCounts, Tracker, WakeupStats};
 use crate::probe::RecordRing;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
@@ -110,7 +111,7 @@ pub fn run(
         probe.enable();
     }
 
-    let (threads, tracker, elapsed_ns) = std::thread::scope(|scope| -> Result<_> {
+    let (threads, mut tracker, elapsed_ns) = std::thread::scope(|scope| -> Result<_> {
         let _stop_threads = StopOnDrop(stop);
         let (threads, handles) = match &options.mode {
             WakeupMode::Timer(timer) => {
@@ -158,7 +159,6 @@ pub fn run(
         }
         Ok((threads, tracker, started.elapsed().as_nanos() as u64))
     })?;
-    let mut tracker = tracker;
     drop(report_tx);
     // the timer threads are gone, their last wakeups long in the ring: stop tracing now
     if let (Some(probe), Some(ring)) = (&probe, &ring) {
@@ -187,7 +187,7 @@ pub fn run(
 fn feed(
     tracker: &mut Tracker,
     stats: &mut WakeupStats,
-    events: Vec<crate::analyze::checkpoint::Event>,
+    events: Vec<Event>,
     reports: &Receiver<Report>,
 ) {
     for event in &events {

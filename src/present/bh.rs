@@ -203,7 +203,7 @@ pub fn write_histogram(
     let columns: Vec<(String, &Histogram)> = stats
         .mechanisms
         .iter()
-        .map(|(mechanism, m)| (mechanism.name().to_owned(), &m.series.histogram))
+        .map(|(mechanism, m)| (mechanism.name().to_owned(), &m.series.latency.histogram))
         .collect();
     let irq: Vec<u64> = stats.mechanisms.values().map(|m| m.series.irq).collect();
     write_hist_table(
@@ -293,13 +293,7 @@ pub fn write_run_info(
     for line in not_observable {
         writeln!(out, "not observable here: {line}")?;
     }
-    if !info.skipped_tracepoints.is_empty() {
-        writeln!(
-            out,
-            "tracepoints this kernel lacks (not traced): {}",
-            info.skipped_tracepoints.join(", ")
-        )?;
-    }
+    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
     Ok(())
 }
 
@@ -374,10 +368,10 @@ pub fn to_json(
                 .collect();
             value["worst"] = m.worst.iter().map(|s| sample_json(s, names)).collect();
             value["histogram"] = json!({
-                "bucket_ns": m.series.histogram.bucket_ns,
-                "buckets": m.series.histogram.buckets,
+                "bucket_ns": m.series.latency.histogram.bucket_ns,
+                "buckets": m.series.latency.histogram.buckets,
                 "irq": m.series.irq,
-                "oob": m.series.histogram.overflow,
+                "oob": m.series.latency.histogram.overflow,
             });
             value
         })

@@ -88,6 +88,18 @@ pub fn clear_progress() {
     eprint!("\r\x1b[K");
 }
 
+/// The tracepoints this kernel lacks, whose programs were not loaded.
+pub fn write_skipped_tracepoints(out: &mut dyn Write, skipped: &[String]) -> io::Result<()> {
+    if skipped.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "tracepoints this kernel lacks (not traced): {}",
+        skipped.join(", ")
+    )
+}
+
 /// rtla's hist layout: a row per bucket (µs), a column per histogram, then rows
 /// `extra` (such as the IRQ column of `bh`), the overflow row and the summary.
 pub fn write_hist_table(

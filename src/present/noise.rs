@@ -134,13 +134,7 @@ pub fn write_run_info(
             "irqlens: {dropped} samples did not fit the sample buffer (their time is in Noise, not in causes)"
         )?;
     }
-    if !info.skipped_tracepoints.is_empty() {
-        writeln!(
-            out,
-            "irqlens: not on this kernel, not traced: {}",
-            info.skipped_tracepoints.join(", ")
-        )?;
-    }
+    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
     Ok(())
 }
 

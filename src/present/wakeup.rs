@@ -314,13 +314,7 @@ pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<(
             info.programs, info.tracking.events, info.lost_events
         )?;
     }
-    if !info.skipped_tracepoints.is_empty() {
-        writeln!(
-            out,
-            "Not on this kernel (not traced): {}",
-            info.skipped_tracepoints.join(", ")
-        )?;
-    }
+    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
     if !info.threads.is_empty() {
         let threads: Vec<String> = info
             .threads

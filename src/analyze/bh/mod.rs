@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::kernel::{Comm, irq_label, softirq_name};
+use super::kernel::{Comm, hardirq_label, softirq_name};
 
 pub use crate::analyze::checkpoint::{Event, EventKind};
 pub use matcher::{MatchCounts, Matcher};
@@ -114,9 +114,7 @@ impl DelayCause {
     ) -> String {
         match *self {
             DelayCause::Undelayed => "undelayed".into(),
-            DelayCause::Irq { source, id } => {
-                format!("hardirq {}", irq_label(source, id, irq_names))
-            }
+            DelayCause::Irq { source, id } => hardirq_label(source, id, irq_names),
             DelayCause::Nmi => "nmi".into(),
             DelayCause::SoftirqFirst(vector) => {
                 format!("softirq {} first", softirq_name(vector.into()))

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram as Quantiles;
 
 use super::{DelayCause, Mechanism, Sample, Source};
-use crate::analyze::histogram::{Histogram, quantiles, record};
+use crate::analyze::histogram::{Distribution, quantiles, record};
 
 /// Which samples a run is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,11 +46,10 @@ pub struct Series {
     pub count: u64,
     pub irq: u64,
     /// Latency of the samples with no interrupt in their window.
-    latency: Quantiles<u64>,
+    pub latency: Distribution,
     pub max_irq_ns: u64,
     runtime: Quantiles<u64>,
     runtime_max_ns: u64,
-    pub histogram: Histogram,
 }
 
 impl Series {
@@ -58,11 +57,10 @@ impl Series {
         Series {
             count: 0,
             irq: 0,
-            latency: quantiles(),
+            latency: Distribution::new(config.bucket_ns, config.entries),
             max_irq_ns: 0,
             runtime: quantiles(),
             runtime_max_ns: 0,
-            histogram: Histogram::new(config.bucket_ns, config.entries),
         }
     }
 
@@ -74,25 +72,23 @@ impl Series {
         if sample.irq_in_window() {
             self.irq += 1;
         } else {
-            record(&mut self.latency, sample.latency_ns);
-            self.histogram.add(sample.latency_ns);
+            self.latency.add(sample.latency_ns);
         }
     }
 
     /// Latency quantile `q` (0..=1) of the samples no interrupt landed in.
     /// Within 0.1% (hdrhistogram's 3 digits), and never outside the exact min..max.
     pub fn quantile_ns(&self, q: f64) -> Option<u64> {
-        let (min, max) = (self.min_ns()?, self.max_ns()?);
-        Some(self.latency.value_at_quantile(q).clamp(min, max))
+        self.latency.quantile_ns(q)
     }
 
     /// Exact, as the linear histogram keeps them.
     pub fn min_ns(&self) -> Option<u64> {
-        self.histogram.min_ns
+        self.latency.min_ns()
     }
 
     pub fn max_ns(&self) -> Option<u64> {
-        (self.histogram.count > 0).then_some(self.histogram.max_ns)
+        self.latency.max_ns()
     }
 
     pub fn runtime_quantile_ns(&self, q: f64) -> Option<u64> {
@@ -258,9 +254,12 @@ mod tests {
         near(series.max_ns(), 100_000);
         assert_eq!(series.max_irq_ns, 50_000_000);
         // the histogram: 10 buckets of 1 µs, samples from 1 µs up; the rest is OOB
-        assert_eq!(series.histogram.buckets, vec![0, 1, 1, 1, 1, 1, 1, 1, 1, 1]);
-        assert_eq!(series.histogram.overflow, 91);
-        assert_eq!(series.histogram.count + series.irq, series.count);
+        assert_eq!(
+            series.latency.histogram.buckets,
+            vec![0, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+        );
+        assert_eq!(series.latency.histogram.overflow, 91);
+        assert_eq!(series.latency.histogram.count + series.irq, series.count);
     }
 
     #[test]

@@ -18,9 +18,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::kernel::{Comm, irq_label, softirq_name};
+use super::kernel::{Comm, hardirq_label, softirq_name};
 
-pub use stats::{CauseStats, CpuStats, Series, StatsConfig, Stop, WakeupStats};
+pub use stats::{CauseStats, CpuStats, StatsConfig, Stop, WakeupStats};
 pub use tracker::{Report, Targets, TrackCounts, Tracker};
 
 /// The interrupt a wakeup chain began with.
@@ -36,7 +36,7 @@ pub enum Origin {
 impl Origin {
     pub fn label(&self, irq_names: &HashMap<u32, String>) -> String {
         match *self {
-            Origin::Irq { source, id } => format!("hardirq {}", irq_label(source, id, irq_names)),
+            Origin::Irq { source, id } => hardirq_label(source, id, irq_names),
             Origin::Softirq(vector) => {
                 format!("softirq {} raised by a thread", softirq_name(vector.into()))
             }
@@ -97,11 +97,11 @@ impl Cause {
             Cause::IrqDelay => "timer IRQ delay (IRQs off, hardware, hypervisor)".into(),
             Cause::IdleExit => "timer IRQ delay, CPU idle (exit from idle)".into(),
             Cause::Origin { source, id } => {
-                format!("the waking hardirq {}", irq_label(source, id, irq_names))
+                format!("the waking {}", hardirq_label(source, id, irq_names))
             }
             Cause::Handler(function) => format!("handler {}", symbols(function)),
             Cause::Timer(function) => format!("hrtimer {} ran first", symbols(function)),
-            Cause::Irq { source, id } => format!("hardirq {}", irq_label(source, id, irq_names)),
+            Cause::Irq { source, id } => hardirq_label(source, id, irq_names),
             Cause::Nmi => "nmi".into(),
             Cause::Softirq(vector) => format!("softirq {}", softirq_name(vector.into())),
             Cause::Interposed(comm) => format!("interposed thread {comm}"),

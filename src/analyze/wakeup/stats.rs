@@ -4,11 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use hdrhistogram::Histogram as Quantiles;
-
 use super::tracker::Report;
 use super::{Cause, Component, Origin, Sample};
-use crate::analyze::histogram::{Histogram, quantiles, record};
+use crate::analyze::histogram::Distribution;
 use crate::analyze::kernel::Comm;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -22,60 +20,17 @@ pub struct StatsConfig {
     pub stop_irq_ns: Option<u64>,
 }
 
-/// One latency component on one CPU.
-#[derive(Clone, Debug)]
-pub struct Series {
-    pub histogram: Histogram,
-    quantiles: Quantiles<u64>,
-}
-
-impl Series {
-    fn new(config: &StatsConfig) -> Self {
-        Series {
-            histogram: Histogram::new(config.bucket_ns, config.entries),
-            quantiles: quantiles(),
-        }
-    }
-
-    fn add(&mut self, value_ns: u64) {
-        self.histogram.add(value_ns);
-        record(&mut self.quantiles, value_ns);
-    }
-
-    pub fn count(&self) -> u64 {
-        self.histogram.count
-    }
-
-    pub fn min_ns(&self) -> Option<u64> {
-        self.histogram.min_ns
-    }
-
-    pub fn avg_ns(&self) -> Option<u64> {
-        self.histogram.avg_ns()
-    }
-
-    pub fn max_ns(&self) -> Option<u64> {
-        (self.count() > 0).then_some(self.histogram.max_ns)
-    }
-
-    /// Within 0.1% (hdrhistogram's 3 digits), and never outside the exact min..max.
-    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
-        let (min, max) = (self.min_ns()?, self.max_ns()?);
-        Some(self.quantiles.value_at_quantile(q).clamp(min, max))
-    }
-}
-
 #[derive(Clone, Debug, Default)]
 pub struct CpuStats {
     /// Every activation (timer mode: as the threads reported them) or wakeup.
     pub activations: u64,
     /// Those decomposed from the trace.
     pub samples: u64,
-    pub components: BTreeMap<Component, Series>,
+    pub components: BTreeMap<Component, Distribution>,
 }
 
 impl CpuStats {
-    pub fn series(&self, component: Component) -> Option<&Series> {
+    pub fn series(&self, component: Component) -> Option<&Distribution> {
         self.components.get(&component)
     }
 }
@@ -146,7 +101,7 @@ impl WakeupStats {
             if let Some(value) = sample.component(component) {
                 cpu.components
                     .entry(component)
-                    .or_insert_with(|| Series::new(&config))
+                    .or_insert_with(|| Distribution::new(config.bucket_ns, config.entries))
                     .add(value);
             }
         }
@@ -179,7 +134,7 @@ impl WakeupStats {
         cpu.activations += 1;
         cpu.components
             .entry(Component::Total)
-            .or_insert_with(|| Series::new(&config))
+            .or_insert_with(|| Distribution::new(config.bucket_ns, config.entries))
             .add(report.total_ns());
         let over = config
             .stop_total_ns

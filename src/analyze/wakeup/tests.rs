@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::*;
 use crate::analyze::checkpoint::{Event, EventKind, EventKind::*};
+use crate::analyze::histogram::Distribution;
 use crate::units::CpuList;
 
 const TIMER: u16 = 1; // SRC_LOCAL_TIMER
@@ -97,8 +98,10 @@ fn armed_and_asleep(stream: &mut Stream) {
     stream.switch(1, 0, TASK, 0, "swapper/0");
 }
 
-#[test]
-fn direct_wakeup_from_the_timer_irq_of_an_idle_cpu() {
+/// Armed for 1000 µs, the task is woken straight from the timer IRQ of its idle CPU:
+/// IRQ 1003-1008, handler 1004-1006 (the wakeup at 1005), switch-in at 1010, and it
+/// arms its next expiry at 1015 (its report says 1012).
+fn direct_timer_wakeup() -> Stream {
     let mut s = Stream::new();
     armed_and_asleep(&mut s);
     s.irq(1_003, 0, 0, true, TIMER, VECTOR);
@@ -108,6 +111,12 @@ fn direct_wakeup_from_the_timer_irq_of_an_idle_cpu() {
     s.irq(1_008, 0, 0, false, TIMER, VECTOR);
     s.switch(1_010, 0, 0, TASK, "il-wakeup/0");
     s.timer(1_015, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    s
+}
+
+#[test]
+fn direct_wakeup_from_the_timer_irq_of_an_idle_cpu() {
+    let s = direct_timer_wakeup();
     let mut tracker = timer_tracker();
     let samples = s.run(&mut tracker, &[report(1_000, 1_012)]);
 
@@ -395,16 +404,13 @@ fn a_bottom_half_thread_woken_by_a_thread_drops_its_old_chain() {
 
 #[test]
 fn a_record_stamped_before_the_one_ahead_of_it_cuts_no_negative_slice() {
-    let mut s = Stream::new();
-    armed_and_asleep(&mut s);
-    s.irq(1_003, 0, 0, true, TIMER, VECTOR);
-    s.timer(1_005, 0, 0, TimerExpire, HRTIMER, WAKEUP_FN);
-    s.at(1_004, 0, 0, Nmi).ptr = 500; // stamped before the record ahead of it
-    s.wake(1_006, 0, 0, TASK, "il-wakeup/0", true);
-    s.timer(1_007, 0, 0, TimerExpireExit, HRTIMER, 0);
-    s.irq(1_008, 0, 0, false, TIMER, VECTOR);
-    s.switch(1_010, 0, 0, TASK, "il-wakeup/0");
-    s.timer(1_015, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    let mut s = direct_timer_wakeup();
+    // after the handler's start at 1004, an NMI record stamped 1003
+    let nmi = Event {
+        ptr: 500,
+        ..Event::new(Nmi, 0, 1_003 * US)
+    };
+    s.events.insert(4, nmi);
     let samples = s.run(&mut timer_tracker(), &[report(1_000, 1_012)]);
     let sample = &samples[0];
     assert!(
@@ -419,15 +425,7 @@ fn a_record_stamped_before_the_one_ahead_of_it_cuts_no_negative_slice() {
 
 #[test]
 fn a_report_joins_the_stream_at_its_time_and_is_cut_there() {
-    let mut s = Stream::new();
-    armed_and_asleep(&mut s);
-    s.irq(1_003, 0, 0, true, TIMER, VECTOR);
-    s.timer(1_004, 0, 0, TimerExpire, HRTIMER, WAKEUP_FN);
-    s.wake(1_005, 0, 0, TASK, "il-wakeup/0", true);
-    s.timer(1_006, 0, 0, TimerExpireExit, HRTIMER, 0);
-    s.irq(1_008, 0, 0, false, TIMER, VECTOR);
-    s.switch(1_010, 0, 0, TASK, "il-wakeup/0");
-    s.timer(1_015, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    let s = direct_timer_wakeup();
     let mut tracker = timer_tracker();
     // the thread's report comes in before the checkpoints are drained, as it does live
     tracker.add_report(report(1_000, 1_012));
@@ -527,7 +525,10 @@ fn stats_keep_the_worst_rank_causes_and_stop() {
         (total.min_ns(), total.max_ns()),
         (Some(10 * US), Some(70 * US))
     );
-    assert_eq!(cpu.series(Component::Handler).map(Series::count), Some(4));
+    assert_eq!(
+        cpu.series(Component::Handler).map(Distribution::count),
+        Some(4)
+    );
     assert_eq!(stats.latency_ns, 135 * US, "decomposed samples only");
     assert_eq!(
         (stats.threads[&TASK].samples, stats.threads[&TASK].max_ns),

@@ -99,7 +99,7 @@ impl Timeline {
                 self.close(t);
                 self.stack.clear();
                 self.thread = e.aux;
-                self.push_bounded_switch(t);
+                push_bounded(&mut self.switches, t);
             }
             EventKind::Nmi => self.nmi(t, e.ptr),
             _ => {}
@@ -182,40 +182,38 @@ impl Timeline {
     fn nmi(&mut self, t: u64, duration_ns: u64) {
         let start = t.saturating_sub(duration_ns).max(self.since);
         self.close(start);
-        self.push_closed(Slice {
-            start,
-            end: t,
-            context: Context::Nmi,
-            thread: self.thread,
-        });
+        push_bounded(
+            &mut self.closed,
+            Slice {
+                start,
+                end: t,
+                context: Context::Nmi,
+                thread: self.thread,
+            },
+        );
         self.since = t;
     }
 
     fn close(&mut self, t: u64) {
         if t > self.since {
-            self.push_closed(Slice {
+            let slice = Slice {
                 start: self.since,
                 end: t,
                 context: self.current(),
                 thread: self.thread,
-            });
+            };
+            push_bounded(&mut self.closed, slice);
             self.since = t;
         }
     }
+}
 
-    fn push_closed(&mut self, slice: Slice) {
-        if self.closed.len() == HISTORY {
-            self.closed.pop_front();
-        }
-        self.closed.push_back(slice);
+/// Appends, forgetting the oldest entry past HISTORY.
+fn push_bounded<T>(history: &mut VecDeque<T>, item: T) {
+    if history.len() == HISTORY {
+        history.pop_front();
     }
-
-    fn push_bounded_switch(&mut self, t: u64) {
-        if self.switches.len() == HISTORY {
-            self.switches.pop_front();
-        }
-        self.switches.push_back(t);
-    }
+    history.push_back(item);
 }
 
 #[cfg(test)]

@@ -80,19 +80,27 @@ static __always_inline void submit(struct checkpoint *e)
 	bpf_ringbuf_submit(e, flags);
 }
 
-static __always_inline int emit(__u16 kind, __u16 id, __u32 aux, __u64 ptr, __u64 func)
+/* A checkpoint that names no task. */
+static __always_inline int emit_on(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __u64 ptr,
+				   __u64 func)
 {
-	struct checkpoint *e;
-	__u32 cpu;
+	struct checkpoint *e = reserve(cpu, kind, id, aux, ptr, func);
 
-	if (!on_traced_cpu(&cpu))
-		return 0;
-	e = reserve(cpu, kind, id, aux, ptr, func);
 	if (!e)
 		return 0;
 	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
 	submit(e);
 	return 0;
+}
+
+/* A checkpoint of a traced CPU. */
+static __always_inline int emit(__u16 kind, __u16 id, __u32 aux, __u64 ptr, __u64 func)
+{
+	__u32 cpu;
+
+	if (!on_traced_cpu(&cpu))
+		return 0;
+	return emit_on(cpu, kind, id, aux, ptr, func);
 }
 
 SEC("tp_btf/nmi_handler")
@@ -163,16 +171,9 @@ int BPF_PROG(irqlens_tasklet_exit, struct tasklet_struct *t, void *func)
 static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64 func,
 				     __u32 aux)
 {
-	struct checkpoint *e;
-
 	if (!enabled)
 		return 0;
-	e = reserve(bpf_get_smp_processor_id(), kind, 0, aux, (__u64)work, func);
-	if (!e)
-		return 0;
-	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
-	submit(e);
-	return 0;
+	return emit_on(bpf_get_smp_processor_id(), kind, 0, aux, (__u64)work, func);
 }
 
 SEC("tp_btf/workqueue_queue_work")
@@ -277,17 +278,10 @@ int BPF_PROG(irqlens_waking, struct task_struct *p)
 SEC("tp_btf/hrtimer_start")
 int BPF_PROG(irqlens_timer_start, struct hrtimer *timer)
 {
-	struct checkpoint *e;
-
 	if (!enabled || !is_watched(bpf_get_current_task_btf()))
 		return 0;
-	e = reserve(bpf_get_smp_processor_id(), EV_TIMER_START, 0, 0, (__u64)timer,
-		    timer->_softexpires);
-	if (!e)
-		return 0;
-	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
-	submit(e);
-	return 0;
+	return emit_on(bpf_get_smp_processor_id(), EV_TIMER_START, 0, 0, (__u64)timer,
+		       timer->_softexpires);
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
