@@ -32,6 +32,8 @@ pub enum Checkpoints {
     BottomHalves,
     /// hrtimers armed by watched threads, and hrtimer callbacks.
     Timers,
+    /// Every wakeup on the traced CPUs, and data queued to sockets with their readers.
+    Accounting,
 }
 
 impl Checkpoints {
@@ -39,9 +41,11 @@ impl Checkpoints {
         let bottom_half =
             tracepoint.starts_with("tasklet_") || tracepoint.starts_with("workqueue_");
         let timer = tracepoint.starts_with("hrtimer_");
+        let socket = tracepoint.starts_with("sock_") || tracepoint.starts_with("sk_");
         match self {
-            Checkpoints::BottomHalves => !timer,
-            Checkpoints::Timers => !bottom_half,
+            Checkpoints::BottomHalves => !timer && !socket,
+            Checkpoints::Timers => !bottom_half && !socket,
+            Checkpoints::Accounting => !bottom_half && !timer,
         }
     }
 }
@@ -108,6 +112,9 @@ impl<'obj> CheckpointProbe<'obj> {
             }
             for cpu in cpus.iter() {
                 ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);
+            }
+            if checkpoints == Checkpoints::Accounting {
+                ptr::write_volatile(addr_of_mut!((*bss).all_wakeups), 1);
             }
         }
         Ok(CheckpointProbe {

@@ -281,7 +281,10 @@ impl Matcher {
             EventKind::Switch => self.switch(e),
             EventKind::Wakeup => self.wakeup(e),
             // hrtimers are wakeup's checkpoints; the bh probe does not load them
-            EventKind::TimerStart | EventKind::TimerExpire | EventKind::TimerExpireExit => {}
+            EventKind::TimerStart
+            | EventKind::TimerExpire
+            | EventKind::TimerExpireExit
+            | EventKind::SockData => {}
         }
     }
 

@@ -10,7 +10,6 @@
 //! - `stats` aggregates the samples per CPU and per cause.
 
 pub mod stats;
-pub mod timeline;
 pub mod tracker;
 
 use std::collections::HashMap;

@@ -3,7 +3,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::*;
-use crate::analyze::checkpoint::{Event, EventKind, EventKind::*};
+use crate::analyze::checkpoint::stream::{Stream, US};
+use crate::analyze::checkpoint::{Event, EventKind::*};
 use crate::analyze::histogram::Distribution;
 use crate::units::CpuList;
 
@@ -15,50 +16,13 @@ const HOG_HRTIMER: u64 = 0xffff_0002;
 const WAKEUP_FN: u64 = 0xffff_1000;
 const OTHER_FN: u64 = 0xffff_2000;
 const TASK: u32 = 100;
-const US: u64 = 1_000;
 
-/// A stream of one test: each call appends a checkpoint of `pid` on `cpu`.
-struct Stream {
-    events: Vec<Event>,
+/// Feeds a stream to the tracker and hands out the samples.
+trait Run {
+    fn run(&self, tracker: &mut Tracker, reports: &[Report]) -> Vec<Sample>;
 }
 
-impl Stream {
-    fn new() -> Self {
-        Stream { events: Vec::new() }
-    }
-
-    fn at(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind) -> &mut Event {
-        self.events.push(Event {
-            pid,
-            ..Event::new(kind, cpu, us * US)
-        });
-        self.events.last_mut().expect("just pushed")
-    }
-
-    fn irq(&mut self, us: u64, cpu: u32, pid: u32, entry: bool, source: u16, id: u16) {
-        let e = self.at(us, cpu, pid, if entry { IrqEntry } else { IrqExit });
-        (e.aux, e.id) = (source.into(), id);
-    }
-
-    fn switch(&mut self, us: u64, cpu: u32, prev: u32, next: u32, comm: &str) {
-        let e = self.at(us, cpu, prev, Switch);
-        (e.aux, e.comm) = (next, Comm::new(comm));
-    }
-
-    fn wake(&mut self, us: u64, cpu: u32, waker: u32, woken: u32, comm: &str, watched: bool) {
-        let e = self.at(us, cpu, waker, Wakeup);
-        (e.aux, e.comm, e.func) = (woken, Comm::new(comm), watched as u64);
-    }
-
-    fn timer(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, hrtimer: u64, func: u64) {
-        let e = self.at(us, cpu, pid, kind);
-        (e.ptr, e.func) = (hrtimer, func);
-    }
-
-    fn softirq(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, vector: u16) {
-        self.at(us, cpu, pid, kind).id = vector;
-    }
-
+impl Run for Stream {
     fn run(&self, tracker: &mut Tracker, reports: &[Report]) -> Vec<Sample> {
         for e in &self.events {
             tracker.add(e);

@@ -18,7 +18,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use serde::Serialize;
 
-use super::timeline::{Context, Slice, Timeline};
+use crate::analyze::timeline::{Context, Slice, Timeline};
 use super::{Cause, Origin, Sample, TimerPart};
 use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;

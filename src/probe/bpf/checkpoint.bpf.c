@@ -38,6 +38,16 @@ __u32 watched_tgid;
 __u8 watch_comm;
 char watched_comm[TASK_COMM_LEN];
 __u8 traced_cpu[MAX_CPUS];
+/* Accounting: every wakeup on a traced CPU is a checkpoint, not only the watched ones. */
+__u8 all_wakeups;
+
+/* Which thread reads each socket (the last one that did): who data queued to it is for. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u32);
+} socket_reader SEC(".maps");
 /* Never written: makes the skeleton generate the event's Rust type. */
 struct checkpoint event_layout;
 
@@ -213,7 +223,7 @@ int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev,
 	if (!on_traced_cpu(&cpu))
 		return 0;
 	/* current is still prev here: the event's pid is the thread switched out */
-	e = reserve(cpu, EV_SWITCH, 0, next->pid, 0, 0);
+	e = reserve(cpu, EV_SWITCH, 0, next->pid, next->tgid, 0);
 	if (!e)
 		return 0;
 	__builtin_memcpy(e->comm, next->comm, TASK_COMM_LEN);
@@ -257,13 +267,16 @@ int BPF_PROG(irqlens_waking, struct task_struct *p)
 {
 	struct checkpoint *e;
 	bool watched;
+	__u32 cpu;
 
 	if (!enabled)
 		return 0;
+	cpu = bpf_get_smp_processor_id();
 	watched = is_watched(p);
-	if (!watched && !runs_bottom_halves(p))
+	if (!watched && !runs_bottom_halves(p) &&
+	    !(all_wakeups && traced_cpu[cpu & (MAX_CPUS - 1)]))
 		return 0;
-	e = reserve(bpf_get_smp_processor_id(), EV_WAKEUP, 0, p->pid, 0, watched);
+	e = reserve(cpu, EV_WAKEUP, 0, p->pid, p->tgid, watched);
 	if (!e)
 		return 0;
 	__builtin_memcpy(e->comm, p->comm, TASK_COMM_LEN);
@@ -294,4 +307,26 @@ SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(irqlens_timer_expire_exit, struct hrtimer *timer)
 {
 	return emit(EV_TIMER_EXPIRE_EXIT, 0, 0, (__u64)timer, 0);
+}
+
+/* A read from a socket, in the reader's context: remember who reads it. */
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(irqlens_sock_recv, struct sock *sk, int ret, int flags)
+{
+	__u64 key = (__u64)sk;
+	__u32 reader = (__u32)bpf_get_current_pid_tgid();
+
+	if (enabled)
+		bpf_map_update_elem(&socket_reader, &key, &reader, BPF_ANY);
+	return 0;
+}
+
+/* Data queued to a socket (a UDP datagram, TCP segment...), usually in NET_RX. */
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(irqlens_sock_data, const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	__u32 *reader = bpf_map_lookup_elem(&socket_reader, &key);
+
+	return emit(EV_SOCK_DATA, 0, reader ? *reader : 0, key, 0);
 }

@@ -23,12 +23,15 @@ enum checkpoint_kind {
 	EV_WORK_ACTIVATE,
 	EV_WORK_START,
 	EV_WORK_END,
-	EV_SWITCH,         /* pid = prev, aux = next, comm = next's */
-	EV_WAKEUP,         /* sched_waking: aux = woken pid, comm = its comm, func = 1 if watched */
+	EV_SWITCH,         /* pid = prev, aux = next, ptr = next's tgid, comm = next's */
+	EV_WAKEUP,         /* sched_waking: aux = woken pid, ptr = its tgid, comm = its comm,
+			      func = 1 if watched */
 	EV_NMI,            /* ptr = duration in ns (the tracepoint fires at the end) */
 	EV_TIMER_START,    /* a watched thread armed an hrtimer: ptr = it, func = soft expiry (ns) */
 	EV_TIMER_EXPIRE,   /* an hrtimer callback begins: ptr = hrtimer, func = the callback */
 	EV_TIMER_EXPIRE_EXIT, /* ptr = hrtimer */
+	EV_SOCK_DATA,      /* data queued to a socket: ptr = sock, aux = the thread that
+			      last read from it (0 if none yet) */
 };
 
 struct checkpoint {

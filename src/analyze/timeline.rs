@@ -46,6 +46,8 @@ pub struct Timeline {
     since: u64,
     last_ns: u64,
     closed: VecDeque<Slice>,
+    /// Closed slices not yet handed out by `take_closed` (at most HISTORY).
+    untaken: usize,
     switches: VecDeque<u64>,
 }
 
@@ -155,6 +157,14 @@ impl Timeline {
         (slices, complete)
     }
 
+    /// The slices closed since the last call, in time order: for consumers that keep
+    /// totals rather than look back.
+    pub fn take_closed(&mut self) -> impl Iterator<Item = &Slice> {
+        let first = self.closed.len() - self.untaken;
+        self.untaken = 0;
+        self.closed.range(first..)
+    }
+
     /// Context switches in `(from, to]`.
     pub fn switches_between(&self, from: u64, to: u64) -> u32 {
         let first = self.switches.partition_point(|&t| t <= from);
@@ -182,15 +192,12 @@ impl Timeline {
     fn nmi(&mut self, t: u64, duration_ns: u64) {
         let start = t.saturating_sub(duration_ns).max(self.since);
         self.close(start);
-        push_bounded(
-            &mut self.closed,
-            Slice {
-                start,
-                end: t,
-                context: Context::Nmi,
-                thread: self.thread,
-            },
-        );
+        self.push_closed(Slice {
+            start,
+            end: t,
+            context: Context::Nmi,
+            thread: self.thread,
+        });
         self.since = t;
     }
 
@@ -202,9 +209,14 @@ impl Timeline {
                 context: self.current(),
                 thread: self.thread,
             };
-            push_bounded(&mut self.closed, slice);
+            self.push_closed(slice);
             self.since = t;
         }
+    }
+
+    fn push_closed(&mut self, slice: Slice) {
+        push_bounded(&mut self.closed, slice);
+        self.untaken = (self.untaken + 1).min(HISTORY);
     }
 }
 
