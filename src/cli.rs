@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::analyze::bh::{Selection, StatsConfig};
 use crate::analyze::noise::AnalysisConfig;
 use crate::analyze::wakeup::StatsConfig as WakeupStatsConfig;
+use crate::collect::account::AccountOptions;
 use crate::collect::bh::{BhOptions, TriggerOptions};
 use crate::collect::load::LoadScenario;
 use crate::collect::noise::NoiseOptions;
@@ -38,6 +39,8 @@ pub enum Command {
     Bh(BhCommand),
     /// Interrupt-to-task wakeup latency, decomposed: timer IRQ, handler, scheduling, return to user, and what ran in between (timerlat/cyclictest threads, or any process)
     Wakeup(Box<WakeupCommand>),
+    /// Interrupt time per process: charged to the thread it interrupted, served to the one it worked for, and the kernel's bill corrected (Zhang & West)
+    Account(AccountArgs),
 }
 
 #[derive(Debug, Args)]
@@ -385,6 +388,53 @@ impl NoiseArgs {
                 entries: hist.entries,
                 keep_recent: STOP_CONTEXT_RECORDS,
             },
+        })
+    }
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct AccountArgs {
+    /// CPUs traced. A list like 0-3,8 [default: all online CPUs]
+    #[arg(short, long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+    /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    pub duration: Option<Duration>,
+    /// A report every this long (10, 10s, 1m), then one for the whole run
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    pub interval: Option<Duration>,
+    /// One row per thread instead of per process
+    #[arg(long)]
+    pub threads: bool,
+    /// Also run the compensation algorithm of Zhang & West (per-tick settlement of unaccounted interrupts) and show it next to the exact attribution
+    #[arg(long)]
+    pub compensate: bool,
+    /// Rows in the table and in the victim and causer rankings
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl AccountArgs {
+    /// Checks the options against each other and the machine.
+    pub fn options(&self) -> Result<AccountOptions> {
+        if let Some(interval) = self.interval {
+            if interval < Duration::from_millis(100) {
+                bail!("--interval must be at least 100 ms");
+            }
+            if self.duration.is_some_and(|d| interval > d) {
+                bail!("--interval is longer than --duration: there would be no periodic report");
+            }
+        }
+        if self.top == 0 {
+            bail!("--top must be at least 1");
+        }
+        Ok(AccountOptions {
+            cpus: system::select_cpus(self.cpus.as_ref())?,
+            duration: self.duration,
+            interval: self.interval,
+            compensate: self.compensate,
         })
     }
 }

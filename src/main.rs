@@ -7,10 +7,10 @@ use anyhow::Result;
 use clap::Parser;
 
 use irqlens::cli::{
-    BhCommand, BhMode, Cli, Command, NoiseCommand, NoiseMode, WakeupCommand, WakeupModeCommand,
+    AccountArgs, BhCommand, BhMode, Cli, Command, NoiseCommand, NoiseMode, WakeupCommand, WakeupModeCommand,
 };
-use irqlens::collect::{bh as bh_run, noise as noise_run, wakeup as wakeup_run};
-use irqlens::present::{self, bh as show_bh, noise as show, wakeup as show_wakeup};
+use irqlens::collect::{account as account_run, bh as bh_run, noise as noise_run, wakeup as wakeup_run};
+use irqlens::present::{self, account as show_account, bh as show_bh, noise as show, wakeup as show_wakeup};
 use irqlens::probe;
 use irqlens::system;
 
@@ -38,6 +38,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Noise(command) => noise(*command),
         Command::Bh(command) => bh(command),
         Command::Wakeup(command) => wakeup(*command),
+        Command::Account(args) => account(args),
     }
 }
 
@@ -185,6 +186,44 @@ fn wakeup(command: WakeupCommand) -> Result<()> {
         show_wakeup::write_stop(&mut out, stop, &names)?;
     }
     show_wakeup::write_run_info(&mut out, &info)?;
+    Ok(())
+}
+
+fn account(args: AccountArgs) -> Result<()> {
+    let options = args.options()?;
+    let irq_names = system::irq_line_names();
+    let view = show_account::View {
+        by_thread: args.threads,
+        top: args.top,
+        irq_names: &irq_names,
+    };
+    let mut periods = Vec::new();
+    let (whole, mut info) = with_progress(
+        args.output.progress(),
+        options.duration,
+        "checkpoints",
+        |show| {
+            account_run::run(&options, &STOP, show, |period| {
+                if args.output.json {
+                    periods.push(show_account::period_json(period, &view));
+                } else {
+                    // a report per interval, as it comes
+                    let mut out = io::stdout().lock();
+                    let _ = show_account::write_period(&mut out, period, &options, &view)
+                        .and_then(|()| writeln!(out));
+                }
+            })
+        },
+    )?;
+    info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
+
+    let mut out = io::stdout().lock();
+    if args.output.json {
+        let document = show_account::to_json(&whole, &periods, &info, &options, &view);
+        return print_json(&mut out, &document);
+    }
+    show_account::write_period(&mut out, &whole, &options, &view)?;
+    show_account::write_run_info(&mut out, &info)?;
     Ok(())
 }
 

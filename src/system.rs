@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use crate::analyze::account::report::ThreadInfo;
 use crate::units::CpuList;
 
 const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -178,9 +179,102 @@ pub fn kernel_release() -> String {
         .unwrap_or_default()
 }
 
+/// Every thread's CPU time so far, as the kernel accounts it (the first field of
+/// /proc/PID/task/TID/schedstat, sum_exec_runtime in ns), with its process and name.
+pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
+    let mut threads = HashMap::new();
+    let Ok(processes) = fs::read_dir("/proc") else {
+        return threads;
+    };
+    for process in processes.flatten() {
+        let Some(tgid) = process.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(tasks) = fs::read_dir(process.path().join("task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            // a thread that ended between the listing and the reading is left out
+            let read = |file: &str| fs::read_to_string(task.path().join(file)).ok();
+            let (Some(schedstat), Some(comm)) = (read("schedstat"), read("comm")) else {
+                continue;
+            };
+            threads.insert(
+                tid,
+                ThreadInfo {
+                    tgid,
+                    comm: comm.trim_end().to_owned(),
+                    runtime_ns: parse_schedstat_runtime(&schedstat),
+                },
+            );
+        }
+    }
+    threads
+}
+
+fn parse_schedstat_runtime(text: &str) -> Option<u64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The kernel's tick rate (CONFIG_HZ), measured: jiffies from /proc/timer_list read
+/// 100 ms apart, rounded to the nearest rate the kernel offers. Config files are not
+/// on every machine; jiffies are.
+pub fn kernel_hz() -> Result<u32> {
+    let read = || -> Result<(u64, std::time::Instant)> {
+        let text = fs::read_to_string("/proc/timer_list").context("reading /proc/timer_list")?;
+        let jiffies = parse_jiffies(&text).context("no jiffies line in /proc/timer_list")?;
+        Ok((jiffies, std::time::Instant::now()))
+    };
+    let (first, start) = read()?;
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (second, end) = read()?;
+    let rate = (second - first) as f64 / (end - start).as_secs_f64();
+    Ok(nearest_hz(rate))
+}
+
+fn parse_jiffies(timer_list: &str) -> Option<u64> {
+    timer_list
+        .lines()
+        .find_map(|line| line.strip_prefix("jiffies:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The CONFIG_HZ choice closest to a measured rate.
+fn nearest_hz(rate: f64) -> u32 {
+    [100, 250, 300, 1000]
+        .into_iter()
+        .min_by(|&a, &b| (a as f64 - rate).abs().total_cmp(&(b as f64 - rate).abs()))
+        .expect("the list is not empty")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schedstat_and_jiffies_parse() {
+        assert_eq!(parse_schedstat_runtime("165489021 7957946 681\n"), Some(165489021));
+        assert_eq!(parse_schedstat_runtime(""), None);
+        let timer_list = "now at 123 nsecs\n  .last_jiffies   : 4299836831\njiffies: 4299836832\n";
+        assert_eq!(parse_jiffies(timer_list), Some(4299836832));
+        assert_eq!(nearest_hz(240.0), 250);
+        assert_eq!(nearest_hz(290.0), 300);
+        assert_eq!(nearest_hz(1010.0), 1000);
+        assert_eq!(nearest_hz(90.0), 100);
+    }
+
+    #[test]
+    fn this_process_has_a_runtime() {
+        let threads = thread_runtimes();
+        let me = &threads[&std::process::id()];
+        assert_eq!(me.tgid, std::process::id());
+        assert!(me.runtime_ns.unwrap() > 0);
+    }
 
     #[test]
     fn irq_names_from_proc_interrupts() {

@@ -1,5 +1,6 @@
 //! Collect: user-space threads that measure (workloads), read the probes and stimulate.
 
+pub mod account;
 pub mod bh;
 pub mod clock;
 pub mod inject;

@@ -1,5 +1,6 @@
 //! Present: terminal tables and JSON.
 
+pub mod account;
 pub mod bh;
 pub mod noise;
 pub mod wakeup;

@@ -32,7 +32,8 @@ pub enum Checkpoints {
     BottomHalves,
     /// hrtimers armed by watched threads, and hrtimer callbacks.
     Timers,
-    /// Every wakeup on the traced CPUs, and data queued to sockets with their readers.
+    /// Every wakeup on the traced CPUs, hrtimer callbacks, and data queued to sockets
+    /// with their readers.
     Accounting,
 }
 
@@ -45,7 +46,7 @@ impl Checkpoints {
         match self {
             Checkpoints::BottomHalves => !timer && !socket,
             Checkpoints::Timers => !bottom_half && !socket,
-            Checkpoints::Accounting => !bottom_half && !timer,
+            Checkpoints::Accounting => !bottom_half,
         }
     }
 }

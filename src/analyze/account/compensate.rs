@@ -100,6 +100,14 @@ impl Compensator {
         self.adjusted.get(&thread).copied().unwrap_or(0) * self.tick_ns as i64
     }
 
+    /// Adds a later period's adjustments; its counters are the current ones.
+    pub fn absorb(&mut self, later: Compensator) {
+        for (thread, ticks) in later.adjusted {
+            *self.adjusted.entry(thread).or_default() += ticks;
+        }
+        (self.per_tick, self.unaccounted) = (later.per_tick, later.unaccounted);
+    }
+
     /// The adjustments so far, handed out; the counters carry on.
     pub fn take_adjustments(&mut self) -> Compensator {
         Compensator {

@@ -5,11 +5,13 @@
 //! - its **units** are the data it queued to sockets (each goes to the thread that last
 //!   read that socket) and the threads it woke; a delivery and the wakeup it causes are
 //!   one unit. Block I/O is served through the wakeup of the thread waiting for it.
-//! - a run's time is split evenly among its units;
-//! - a hardirq with no unit of its own hands its time to the next run of the softirq
-//!   vectors it raised on that CPU (a NIC's or an IPI's NET_RX, a tick's TIMER);
-//! - what is left (a run with no unit, NMIs, deliveries to sockets nobody reads) is
-//!   **orphan** time, as the seed keeps orphan packets.
+//! - a run's time is split evenly among its units; an hrtimer callback that wakes a
+//!   thread (a nanosleep's) is a run of its own, and serves it with its own time only;
+//! - a device or IPI hardirq with no unit of its own hands its time to the next run of
+//!   the softirq vectors it raised on that CPU (a NIC's or an RPS IPI's NET_RX); the
+//!   tick's raises are housekeeping and hand nothing on;
+//! - what is left (a run with no unit, the tick's housekeeping, NMIs, deliveries to
+//!   sockets nobody reads) is **orphan** time, as the seed keeps orphan packets.
 //!
 //! Times are exclusive: nested interrupts are cut out of the run they interrupted.
 
@@ -29,6 +31,8 @@ use compensate::Compensator;
 
 /// The idle task's pid: interrupt time on an idle CPU is billed to no process.
 pub const IDLE: u32 = 0;
+/// irq_vectors.h's SRC_LOCAL_TIMER.
+const LOCAL_TIMER: u16 = 1;
 
 /// Where interrupt time came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -65,6 +69,18 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// Adds a later period's ledger to this one.
+    pub fn absorb(&mut self, later: Ledger) {
+        for (thread, account) in later.threads {
+            let mine = self.threads.entry(thread).or_default();
+            add_into(&mut mine.charged, &account.charged);
+            add_into(&mut mine.served, &account.served);
+            mine.units += account.units;
+        }
+        add_into(&mut self.orphan, &later.orphan);
+        self.seen.extend(later.seen);
+    }
+
     fn charge(&mut self, thread: u32, source: Source, ns: u64) {
         *self
             .threads
@@ -149,6 +165,8 @@ struct CpuState {
     timeline: Timeline,
     hardirq: Option<Run>,
     softirq: Option<Run>,
+    /// An hrtimer callback, in a hardirq or the HRTIMER softirq.
+    callback: Option<Run>,
     /// Hardirq time handed on to the next run of a softirq vector.
     deferred: HashMap<u16, Vec<(Source, u64)>>,
     /// Start of the clock tick in progress (compensation).
@@ -158,10 +176,15 @@ struct CpuState {
 impl CpuState {
     /// The innermost run open: wakeups and deliveries belong to it.
     fn innermost(&mut self) -> Option<&mut Run> {
-        match self.hardirq {
-            Some(ref mut run) => Some(run),
-            None => self.softirq.as_mut(),
-        }
+        self.callback
+            .as_mut()
+            .or(self.hardirq.as_mut())
+            .or(self.softirq.as_mut())
+    }
+
+    /// The hardirq or softirq run around an hrtimer callback.
+    fn enclosing(&mut self) -> Option<&mut Run> {
+        self.hardirq.as_mut().or(self.softirq.as_mut())
     }
 }
 
@@ -211,6 +234,15 @@ impl Attributor {
             EventKind::SoftirqExit => {
                 if let Some(run) = cpu.softirq.take() {
                     self.settle_softirq(e.cpu, run);
+                }
+            }
+            EventKind::TimerExpire => {
+                let source = cpu.enclosing().map(|run| run.source);
+                cpu.callback = source.map(Run::new);
+            }
+            EventKind::TimerExpireExit => {
+                if let Some(run) = cpu.callback.take() {
+                    self.settle_callback(e.cpu, run);
                 }
             }
             EventKind::SoftirqRaise => {
@@ -271,9 +303,22 @@ impl Attributor {
         }
     }
 
+    /// A callback that woke nobody is part of the run around it.
+    fn settle_callback(&mut self, cpu_id: u32, run: Run) {
+        let cpu = self.cpus.get_mut(&cpu_id).expect("the run's CPU is known");
+        if run.units.is_empty() {
+            if let Some(enclosing) = cpu.enclosing() {
+                enclosing.ns += run.ns;
+            }
+            return;
+        }
+        self.settle(cpu_id, &run.units, &[(run.source, run.ns)]);
+    }
+
     fn settle_hardirq(&mut self, cpu_id: u32, run: Run) {
         let cpu = self.cpus.get_mut(&cpu_id).expect("the run's CPU is known");
-        if run.units.is_empty() && !run.raised.is_empty() {
+        let tick = matches!(run.source, Source::Hardirq { source: LOCAL_TIMER, .. });
+        if run.units.is_empty() && !run.raised.is_empty() && !tick {
             let share = run.ns / run.raised.len() as u64;
             for vector in run.raised {
                 cpu.deferred
@@ -315,7 +360,7 @@ fn route(ledger: &mut Ledger, cpu: &mut CpuState, slice: &Slice) {
         Context::Nmi => None,
         Context::Hardirq { .. } => cpu.hardirq.as_mut(),
         Context::Softirq(_) => cpu.softirq.as_mut(),
-        Context::Timer { .. } => cpu.innermost(),
+        Context::Timer { .. } => cpu.callback.as_mut(),
     };
     match run {
         Some(run) => {
@@ -327,6 +372,11 @@ fn route(ledger: &mut Ledger, cpu: &mut CpuState, slice: &Slice) {
             let source = match slice.context {
                 Context::Hardirq { source, id, .. } => Source::Hardirq { source, id },
                 Context::Softirq(vector) => Source::Softirq { vector },
+                // hrtimer callbacks run in the local timer's hardirq (its vector unknown)
+                Context::Timer { .. } => Source::Hardirq {
+                    source: LOCAL_TIMER,
+                    id: 0,
+                },
                 _ => Source::Nmi,
             };
             ledger.charge(slice.thread, source, ns);
@@ -347,6 +397,12 @@ fn cross_ticks(compensator: &mut Compensator, cpu_id: u32, cpu: &mut CpuState, n
     // only the first tick has interrupts to settle; the rest of an idle gap are empty
     compensator.tick(cpu_id, current);
     cpu.tick_start = Some(now - now % tick);
+}
+
+pub(crate) fn add_into(into: &mut BySource, from: &BySource) {
+    for (&source, &ns) in from {
+        *into.entry(source).or_default() += ns;
+    }
 }
 
 /// Sum of a source map.

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::compensate::Compensator;
-use super::{BySource, IDLE, Ledger, Source, total};
+use super::{BySource, IDLE, Ledger, Source, add_into, total};
 
 /// What /proc told of a thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,6 +15,27 @@ pub struct ThreadInfo {
     /// CPU time the kernel accounted to it during the run (schedstat's sum_exec_runtime
     /// at the end minus at the start), if it lived through both readings.
     pub runtime_ns: Option<u64>,
+}
+
+/// What the kernel accounted to each thread between two readings of
+/// `system::thread_runtimes`: threads born in between count from zero, threads gone by
+/// the second reading are left out.
+pub fn runtimes_between(
+    before: &HashMap<u32, ThreadInfo>,
+    after: &HashMap<u32, ThreadInfo>,
+) -> HashMap<u32, ThreadInfo> {
+    after
+        .iter()
+        .map(|(&tid, info)| {
+            let start = before
+                .get(&tid)
+                .filter(|old| old.tgid == info.tgid)
+                .and_then(|old| old.runtime_ns)
+                .unwrap_or(0);
+            let runtime_ns = info.runtime_ns.map(|end| end.saturating_sub(start));
+            (tid, ThreadInfo { runtime_ns, ..info.clone() })
+        })
+        .collect()
 }
 
 /// One process (or thread) of the table.
@@ -175,12 +196,6 @@ pub fn rows(
         .collect();
     rows.sort_by_key(|row| std::cmp::Reverse(row.charged_ns.max(row.served_ns)));
     rows
-}
-
-fn add_into(into: &mut BySource, from: &BySource) {
-    for (&source, &ns) in from {
-        *into.entry(source).or_default() += ns;
-    }
 }
 
 /// The `n` rows ranked highest by `key`, leaving out zeros.

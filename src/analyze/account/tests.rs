@@ -143,23 +143,51 @@ fn a_timer_hardirq_serves_the_thread_it_wakes() {
 }
 
 #[test]
+fn a_wakeup_in_an_hrtimer_callback_is_served_the_callback_only() {
+    const TICK_FN: u64 = 0xa;
+    const WAKEUP_FN: u64 = 0xb;
+    let mut s = Stream::new();
+    s.irq(0, CPU, SPINNER, true, TIMER, 236);
+    s.timer(1, CPU, SPINNER, TimerExpire, 0x100, TICK_FN);
+    // the tick raises TIMER: housekeeping, handed to nobody
+    s.softirq(2, CPU, SPINNER, SoftirqRaise, 1);
+    s.timer(4, CPU, SPINNER, TimerExpireExit, 0x100, 0);
+    s.timer(5, CPU, SPINNER, TimerExpire, 0x200, WAKEUP_FN);
+    s.wake(6, CPU, SPINNER, SLEEPER, "sleeper", false);
+    s.timer(7, CPU, SPINNER, TimerExpireExit, 0x200, 0);
+    s.irq(10, CPU, SPINNER, false, TIMER, 236);
+    s.softirq(10, CPU, SPINNER, SoftirqEntry, 1);
+    s.softirq(11, CPU, SPINNER, SoftirqExit, 1);
+    let ledger = attribute(&s).ledger().clone();
+    assert_eq!(in_us(&ledger.threads[&SLEEPER].served), vec![(tick(), 2)]);
+    assert_eq!(
+        in_us(&ledger.orphan),
+        vec![(tick(), 8), (Source::Softirq { vector: 1 }, 1)]
+    );
+    assert_eq!(
+        in_us(&ledger.threads[&SPINNER].charged),
+        vec![(tick(), 10), (Source::Softirq { vector: 1 }, 1)]
+    );
+}
+
+#[test]
 fn idle_nmi_and_softirqs_that_never_ran_are_accounted() {
     let mut s = Stream::new();
-    // on an idle CPU: a hardirq that raises RCU, which never runs in the stream
-    s.irq(0, CPU, IDLE, true, TIMER, 236);
+    // on an idle CPU: an IPI that raises RCU, which never runs in the stream
+    s.irq(0, CPU, IDLE, true, IPI, 251);
     s.softirq(1, CPU, IDLE, SoftirqRaise, RCU);
-    s.irq(4, CPU, IDLE, false, TIMER, 236);
+    s.irq(4, CPU, IDLE, false, IPI, 251);
     // an NMI of 3 µs, stamped at its end, on the spinner
     s.switch(10, CPU, IDLE, SPINNER, "spinner");
     s.at(20, CPU, SPINNER, Nmi).ptr = 3 * US;
     let attributor = attribute(&s);
     let ledger = attributor.ledger();
-    assert_eq!(in_us(&ledger.threads[&IDLE].charged), vec![(tick(), 4)]);
+    assert_eq!(in_us(&ledger.threads[&IDLE].charged), vec![(ipi(), 4)]);
     assert_eq!(
         in_us(&ledger.threads[&SPINNER].charged),
         vec![(Source::Nmi, 3)]
     );
-    assert_eq!(in_us(&ledger.orphan), vec![(tick(), 4), (Source::Nmi, 3)]);
+    assert_eq!(in_us(&ledger.orphan), vec![(ipi(), 4), (Source::Nmi, 3)]);
     let totals = totals(ledger);
     assert_eq!(
         (totals.hardirq_ns, totals.nmi_ns, totals.idle_ns, totals.orphan_ns),
@@ -199,6 +227,22 @@ fn rows_correct_the_kernels_bill_per_process() {
     );
     assert!(receiver.error.unwrap() < 0.0, "the kernel under-bills the receiver");
     assert_eq!(rows(&ledger, &threads, None, true).len(), 2);
+}
+
+#[test]
+fn kernel_runtimes_between_two_readings() {
+    let info = |tgid: u32, runtime_us: u64| ThreadInfo {
+        tgid,
+        comm: "t".into(),
+        runtime_ns: Some(runtime_us * US),
+    };
+    let before = HashMap::from([(1, info(1, 100)), (2, info(2, 50)), (3, info(3, 7))]);
+    // 2 ended and its tid was reused by another process; 4 was born
+    let after = HashMap::from([(1, info(1, 160)), (2, info(9, 5)), (4, info(4, 30))]);
+    let between = super::report::runtimes_between(&before, &after);
+    let runtime = |tid: u32| between[&tid].runtime_ns.unwrap() / US;
+    assert_eq!((runtime(1), runtime(2), runtime(4)), (60, 5, 30));
+    assert!(!between.contains_key(&3));
 }
 
 #[test]

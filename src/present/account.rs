@@ -1,0 +1,307 @@
+//! `irqlens account` output: the accounting table, the victims and causers, JSON.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::{clock_time, percent, us};
+use crate::analyze::account::report::{Row, Totals, rows, top, totals};
+use crate::analyze::account::{BySource, Source};
+use crate::analyze::kernel::{irq_label, softirq_name};
+use crate::collect::account::{AccountOptions, AccountRunInfo, Period};
+
+/// The attribution rule, as users should read it next to the numbers.
+pub const RULE: &str = "charged = hardirq, softirq and NMI time that ran while the task was current; \
+served = each hardirq/softirq run split evenly among the socket deliveries (to the socket's last reader) \
+and wakeups it made, a hardirq with none handing its time to the softirq it raised; \
+corrected = kernel - charged + served; error = (kernel - corrected) / corrected";
+
+/// How a period is shown.
+pub struct View<'a> {
+    pub by_thread: bool,
+    pub top: usize,
+    pub irq_names: &'a HashMap<u32, String>,
+}
+
+impl View<'_> {
+    fn label(&self, source: Source) -> String {
+        match source {
+            Source::Hardirq { source, id } => irq_label(source, id, self.irq_names),
+            Source::Softirq { vector } => softirq_name(vector.into()),
+            Source::Nmi => "NMI".into(),
+        }
+    }
+
+    /// `NET_RX 380123, call_function_single:251 2011` (µs), largest first.
+    fn sources(&self, by_source: &BySource, n: usize) -> String {
+        let mut ranked: Vec<(&Source, &u64)> = by_source.iter().collect();
+        ranked.sort_by_key(|(_, ns)| std::cmp::Reverse(**ns));
+        ranked
+            .iter()
+            .take(n)
+            .map(|(source, ns)| format!("{} {}", self.label(**source), us(**ns)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn sources_json(&self, by_source: &BySource) -> Value {
+        by_source
+            .iter()
+            .map(|(&source, &ns)| (self.label(source), json!(ns)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+}
+
+fn signed_percent(error: Option<f64>) -> String {
+    error.map_or("-".into(), |e| format!("{:+.2}%", 100.0 * e))
+}
+
+/// At most 16 characters: kworkers' names in /proc carry their workqueue.
+fn short(comm: &str) -> String {
+    comm.chars().take(16).collect()
+}
+
+fn opt(value: Option<u64>) -> String {
+    value.map_or("-".into(), |ns| us(ns).to_string())
+}
+
+/// The accounting of one period (or the whole run): totals, table, rankings.
+pub fn write_period(
+    out: &mut dyn Write,
+    period: &Period,
+    options: &AccountOptions,
+    view: &View,
+) -> io::Result<()> {
+    let table = rows(
+        &period.ledger,
+        &period.threads,
+        period.compensator.as_ref(),
+        view.by_thread,
+    );
+    let totals = totals(&period.ledger);
+    writeln!(
+        out,
+        "irqlens account: {} to {} on CPUs {} (per {})",
+        clock_time(period.start_ns),
+        clock_time(period.start_ns + period.elapsed_ns),
+        options.cpus,
+        if view.by_thread { "thread" } else { "process" }
+    )?;
+    write_totals(out, &totals)?;
+    writeln!(out)?;
+    write_table(out, &table, &totals, view, options.compensate)?;
+    writeln!(out)?;
+    write_ranking(
+        out,
+        "Top victims (interrupt time charged to them)",
+        top(&table, view.top, |r| r.charged_ns),
+        |r| (r.charged_ns, &r.charged_by),
+        view,
+    )?;
+    write_ranking(
+        out,
+        "Top causers (interrupt time served to them)",
+        top(&table, view.top, |r| r.served_ns),
+        |r| (r.served_ns, &r.served_by),
+        view,
+    )?;
+    if totals.orphan_ns > 0 {
+        writeln!(
+            out,
+            "Orphan (served no known process): {}",
+            view.sources(&period.ledger.orphan, 5)
+        )?;
+    }
+    if let Some(c) = &period.compensator {
+        writeln!(
+            out,
+            "Compensation (seed 004 §3.1): tick {} us (HZ {} measured), N(t) = {} interrupts per tick (EWMA, gamma 0.3)",
+            us(c.tick_ns()),
+            1_000_000_000 / c.tick_ns(),
+            c.interrupts_per_tick()
+                .map_or("not measured".into(), |n| n.to_string())
+        )?;
+    }
+    Ok(())
+}
+
+fn write_totals(out: &mut dyn Write, t: &Totals) -> io::Result<()> {
+    let all = t.interrupt_ns();
+    writeln!(
+        out,
+        "interrupt time {} us: hardirq {}, softirq {}, NMI {}; {} on idle CPUs",
+        us(all),
+        us(t.hardirq_ns),
+        us(t.softirq_ns),
+        us(t.nmi_ns),
+        us(t.idle_ns)
+    )?;
+    writeln!(
+        out,
+        "served a process {} us ({:.1} %), orphan {} us ({:.1} %)",
+        us(t.served_ns),
+        percent(t.served_ns, all),
+        us(t.orphan_ns),
+        percent(t.orphan_ns, all)
+    )
+}
+
+fn write_table(
+    out: &mut dyn Write,
+    table: &[Row],
+    totals: &Totals,
+    view: &View,
+    compensate: bool,
+) -> io::Result<()> {
+    write!(
+        out,
+        "{:>8} {:<16} {:>11} {:>11} {:>11} {:>13} {:>9} {:>8}",
+        if view.by_thread { "TID" } else { "PID" },
+        "COMMAND",
+        "KERNEL(us)",
+        "CHARGED(us)",
+        "SERVED(us)",
+        "CORRECTED(us)",
+        "ERROR",
+        "UNITS"
+    )?;
+    if compensate {
+        write!(out, " {:>12} {:>9}", "COMPENS(us)", "C-ERROR")?;
+    }
+    writeln!(out)?;
+    for row in table.iter().take(view.top) {
+        write!(
+            out,
+            "{:>8} {:<16} {:>11} {:>11} {:>11} {:>13} {:>9} {:>8}",
+            row.id,
+            short(&row.comm),
+            opt(row.kernel_ns),
+            us(row.charged_ns),
+            us(row.served_ns),
+            opt(row.corrected_ns),
+            signed_percent(row.error),
+            row.units
+        )?;
+        if compensate {
+            write!(
+                out,
+                " {:>12} {:>9}",
+                opt(row.compensated_ns),
+                signed_percent(row.compensated_error)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if table.len() > view.top {
+        writeln!(out, "{:>8} ({} more; --top N shows more)", "", table.len() - view.top)?;
+    }
+    writeln!(
+        out,
+        "{:>8} {:<16} {:>11} {:>11} {:>11}",
+        "-",
+        "[orphan]",
+        "-",
+        "-",
+        us(totals.orphan_ns)
+    )?;
+    writeln!(
+        out,
+        "{:>8} {:<16} {:>11} {:>11} {:>11}",
+        "-",
+        "[idle]",
+        "-",
+        us(totals.idle_ns),
+        "-"
+    )
+}
+
+fn write_ranking<'r>(
+    out: &mut dyn Write,
+    title: &str,
+    ranked: Vec<&'r Row>,
+    part: impl Fn(&'r Row) -> (u64, &'r BySource),
+    view: &View,
+) -> io::Result<()> {
+    if ranked.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{title}:")?;
+    for row in ranked {
+        let (ns, by_source) = part(row);
+        writeln!(
+            out,
+            "  {:<16} {:>8} {:>10} us: {}",
+            short(&row.comm),
+            row.id,
+            us(ns),
+            view.sources(by_source, 4)
+        )?;
+    }
+    Ok(())
+}
+
+pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "Rule: {RULE}")?;
+    writeln!(
+        out,
+        "KERNEL is the task's sum_exec_runtime (schedstat) over the run, on all CPUs; CHARGED and SERVED count the traced CPUs only"
+    )?;
+    writeln!(
+        out,
+        "duration {} | {} programs, {} checkpoints, {} lost{}",
+        clock_time(info.elapsed_ns),
+        info.programs,
+        info.events,
+        info.lost_events,
+        if info.interrupted { " | interrupted" } else { "" }
+    )?;
+    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)
+}
+
+/// One period as JSON (ns throughout).
+pub fn period_json(period: &Period, view: &View) -> Value {
+    let table = rows(
+        &period.ledger,
+        &period.threads,
+        period.compensator.as_ref(),
+        view.by_thread,
+    );
+    let rows: Vec<Value> = table
+        .iter()
+        .map(|row| {
+            let mut value = serde_json::to_value(row).expect("rows serialize");
+            value["charged_by"] = view.sources_json(&row.charged_by);
+            value["served_by"] = view.sources_json(&row.served_by);
+            value
+        })
+        .collect();
+    json!({
+        "start_ns": period.start_ns,
+        "elapsed_ns": period.elapsed_ns,
+        "totals": totals(&period.ledger),
+        "orphan_by": view.sources_json(&period.ledger.orphan),
+        "rows": rows,
+        "interrupts_per_tick": period.compensator.as_ref().and_then(|c| c.interrupts_per_tick()),
+    })
+}
+
+pub fn to_json(
+    whole: &Period,
+    periods: &[Value],
+    info: &AccountRunInfo,
+    options: &AccountOptions,
+    view: &View,
+) -> Value {
+    json!({
+        "cpus": options.cpus.to_string(),
+        "per": if view.by_thread { "thread" } else { "process" },
+        "rule": RULE,
+        "compensate": options.compensate,
+        "run": info,
+        "total": period_json(whole, view),
+        "periods": periods,
+    })
+}
