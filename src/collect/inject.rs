@@ -13,10 +13,15 @@ use super::clock::{monotonic_ns, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
 use crate::units::CpuList;
 
+/// Clock reads further apart than this inside a busy period mean the CPU was taken
+/// away (an interrupt, the hypervisor): the spinner's ground truth of stolen time.
+const STOLEN_GAP: Duration = Duration::from_micros(1);
+
 pub struct Spinner {
     stop: Arc<AtomicBool>,
     activations: Arc<AtomicU64>,
     busy_ns: Arc<AtomicU64>,
+    stolen_ns: Arc<AtomicU64>,
     handle: Option<JoinHandle<u32>>,
 }
 
@@ -48,7 +53,13 @@ impl Spinner {
         let stop = Arc::new(AtomicBool::new(false));
         let activations = Arc::new(AtomicU64::new(0));
         let busy_ns = Arc::new(AtomicU64::new(0));
-        let (stop2, activations2, busy_ns2) = (stop.clone(), activations.clone(), busy_ns.clone());
+        let stolen_ns = Arc::new(AtomicU64::new(0));
+        let (stop2, activations2, busy_ns2, stolen_ns2) = (
+            stop.clone(),
+            activations.clone(),
+            busy_ns.clone(),
+            stolen_ns.clone(),
+        );
         let comm = std::ffi::CString::new(name).expect("a name without NUL");
         let handle = std::thread::spawn(move || {
             unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
@@ -62,10 +73,16 @@ impl Spinner {
             while !stop2.load(Ordering::Relaxed) {
                 sleep_until(next);
                 let start = Instant::now();
-                while start.elapsed() < busy {
-                    std::hint::spin_loop();
+                let mut last = start;
+                while last - start < busy && !stop2.load(Ordering::Relaxed) {
+                    let now = Instant::now();
+                    if now - last > STOLEN_GAP {
+                        // counted at once: a long busy period is read while it lasts
+                        stolen_ns2.fetch_add((now - last).as_nanos() as u64, Ordering::Relaxed);
+                    }
+                    last = now;
                 }
-                busy_ns2.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                busy_ns2.fetch_add((last - start).as_nanos() as u64, Ordering::Relaxed);
                 activations2.fetch_add(1, Ordering::Relaxed);
                 // a period that is already over is skipped, not made up for
                 next += period_ns;
@@ -79,6 +96,7 @@ impl Spinner {
             stop,
             activations,
             busy_ns,
+            stolen_ns,
             handle: Some(handle),
         }
     }
@@ -97,6 +115,11 @@ impl Spinner {
         let result = f();
         let after = self.totals();
         (result, (after.0 - before.0, after.1 - before.1))
+    }
+
+    /// Time taken from its busy periods so far (gaps between its clock reads).
+    pub fn stolen_ns(&self) -> u64 {
+        self.stolen_ns.load(Ordering::Relaxed)
     }
 
     /// Stops the thread and returns its tid.

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{clock_time, percent, us};
 use crate::analyze::account::report::{Row, Totals, rows, top, totals};
-use crate::analyze::account::{BySource, Source};
+use crate::analyze::account::{BySource, IDLE, Source};
 use crate::analyze::kernel::{irq_label, softirq_name};
 use crate::collect::account::{AccountOptions, AccountRunInfo, Period};
 
@@ -251,14 +251,17 @@ pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<
     )?;
     writeln!(
         out,
-        "duration {} | {} programs, {} checkpoints, {} lost{}",
+        "duration {} | {} programs, {} checkpoints, {} lost",
         clock_time(info.elapsed_ns),
         info.programs,
         info.events,
         info.lost_events,
-        if info.interrupted { " | interrupted" } else { "" }
     )?;
-    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)
+    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
+    if info.interrupted {
+        writeln!(out, "Interrupted: the results cover the run until then")?;
+    }
+    Ok(())
 }
 
 /// One period as JSON (ns throughout).
@@ -283,6 +286,9 @@ pub fn period_json(period: &Period, view: &View) -> Value {
         "elapsed_ns": period.elapsed_ns,
         "totals": totals(&period.ledger),
         "orphan_by": view.sources_json(&period.ledger.orphan),
+        "idle_by": view.sources_json(
+            &period.ledger.threads.get(&IDLE).map(|a| a.charged.clone()).unwrap_or_default()
+        ),
         "rows": rows,
         "interrupts_per_tick": period.compensator.as_ref().and_then(|c| c.interrupts_per_tick()),
     })

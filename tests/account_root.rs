@@ -1,0 +1,157 @@
+//! `irqlens account` against known interrupt load (root, BPF): seed 004's experiment in
+//! small. A SCHED_FIFO spinner owns CPU 1; a receiver on CPU 0 gets a steady UDP flow
+//! whose receive processing RPS steers to CPU 1, where the kernel bills it to the spinner.
+
+mod common;
+#[path = "common/udp_flow.rs"]
+mod udp_flow;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use udp_flow::UdpFlow;
+
+const SPINNER: &str = "acct-spinner";
+
+fn rows(doc: &Value) -> &Vec<Value> {
+    doc["total"]["rows"].as_array().expect("rows")
+}
+
+fn ns(row: &Value, field: &str) -> u64 {
+    row[field].as_u64().unwrap_or(0)
+}
+
+/// Receive-path time (NET_RX and the RPS IPI) in a row's charged or served sources.
+fn receive_path(row: &Value, field: &str) -> u64 {
+    row[field]
+        .as_object()
+        .expect("sources")
+        .iter()
+        .filter(|(label, _)| *label == "NET_RX" || label.starts_with("call_function_single"))
+        .map(|(_, ns)| ns.as_u64().unwrap())
+        .sum()
+}
+
+struct Accounted {
+    /// Receive-path time charged on CPU 1: to the spinner, and to whatever runs when RT
+    /// throttling takes the spinner off (ksoftirqd/1, idle).
+    charged_on_cpu1: u64,
+    spinner_charged: u64,
+    spinner_served: u64,
+    receiver_served: u64,
+    receiver_units: u64,
+    orphan_receive_path: u64,
+}
+
+fn account(flow: &mut UdpFlow, rate: u32) -> Accounted {
+    flow.send(rate);
+    std::thread::sleep(Duration::from_millis(300));
+    // CPU 1 only: all that is charged there is the receive path's, wherever it is served
+    let doc = irqlens_json(&["account", "-c", "1", "-d", "3", "--threads"]);
+    flow.stop_sending();
+    let rows = rows(&doc);
+    let comm = |row: &Value| row["comm"].as_str().unwrap_or("").to_owned();
+    let spinner = rows
+        .iter()
+        .find(|r| comm(r) == SPINNER)
+        .expect("the spinner is charged");
+    let receiver = rows
+        .iter()
+        .find(|r| r["id"].as_u64() == Some(flow.receiver_pid().into()))
+        .expect("the receiver is served");
+    Accounted {
+        charged_on_cpu1: rows
+            .iter()
+            .map(|r| receive_path(r, "charged_by"))
+            .sum::<u64>()
+            + receive_path(&doc["total"], "idle_by"),
+        spinner_charged: ns(spinner, "charged_ns"),
+        spinner_served: ns(spinner, "served_ns"),
+        receiver_served: receive_path(receiver, "served_by"),
+        receiver_units: ns(receiver, "units"),
+        orphan_receive_path: receive_path(&doc["total"], "orphan_by"),
+    }
+}
+
+#[test]
+fn receive_processing_is_charged_to_the_spinner_and_served_to_the_receiver() {
+    assert_root();
+    let mut flow = UdpFlow::start(1, 0);
+    // one busy period longer than the test: the spinner never leaves the CPU
+    let forever = Duration::from_secs(600);
+    let spinner = Spinner::start(SPINNER, 1, forever, forever);
+    let low = account(&mut flow, 1_000);
+    let high = account(&mut flow, 10_000);
+    drop(spinner);
+    for (rate, a) in [(1_000, &low), (10_000, &high)] {
+        println!(
+            "{rate}/s: charged on CPU 1 {} us (spinner {} us), receiver served {} us in {} units, receive-path orphan {} us",
+            a.charged_on_cpu1 / 1000,
+            a.spinner_charged / 1000,
+            a.receiver_served / 1000,
+            a.receiver_units,
+            a.orphan_receive_path / 1000
+        );
+        // about 3 s of datagrams, each one unit (some are dropped at high rates)
+        assert!(
+            a.receiver_units as f64 > 0.5 * 3.0 * rate as f64,
+            "{rate}/s: {} units",
+            a.receiver_units
+        );
+        // the stated tolerance: what the receiver was served is what CPU 1 was charged
+        // for its receive path, within 5 %
+        let ratio = a.receiver_served as f64 / a.charged_on_cpu1 as f64;
+        assert!(
+            (0.95..=1.05).contains(&ratio),
+            "{rate}/s: served / charged = {ratio:.3}"
+        );
+        assert_eq!(a.spinner_served, 0, "nothing is done for the spinner");
+    }
+    assert!(
+        high.spinner_charged > 3 * low.spinner_charged,
+        "charged grows with the packet rate: {} -> {} ns",
+        low.spinner_charged,
+        high.spinner_charged
+    );
+    drop(flow);
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+#[test]
+fn intervals_add_up_to_the_whole_run() {
+    assert_root();
+    let doc = irqlens_json(&["account", "-d", "3", "-i", "1", "--compensate"]);
+    let periods = doc["periods"].as_array().expect("periods");
+    assert!(
+        (3..=4).contains(&periods.len()),
+        "{} periods in 3 s at 1 s",
+        periods.len()
+    );
+    let interrupt_ns = |totals: &Value| {
+        ["hardirq_ns", "softirq_ns", "nmi_ns"]
+            .iter()
+            .map(|k| totals[k].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    let sum: u64 = periods.iter().map(|p| interrupt_ns(&p["totals"])).sum();
+    assert_eq!(sum, interrupt_ns(&doc["total"]["totals"]));
+    assert!(sum > 0, "a tick at least");
+    let hz = doc["run"]["hz"].as_u64().expect("the measured tick rate");
+    assert!([100, 250, 300, 1000].contains(&hz));
+}
+
+#[test]
+fn a_signal_prints_the_results_and_leaves_nothing_loaded() {
+    assert_root();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let output = interrupted_run(&["account", "-d", "60", "-q"], signal);
+        assert!(output.contains("CORRECTED(us)"), "the table: {output}");
+        assert!(output.contains("Interrupted"), "{output}");
+        assert_eq!(
+            programs_left_after_exit(),
+            Vec::<String>::new(),
+            "signal {signal}"
+        );
+    }
+}
