@@ -29,10 +29,9 @@ mod common;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 
-use common::{irqlens_binary, run_json};
+use common::{irqlens_binary, run_json, run_seconds};
 
 const DEFAULT_SECONDS: u64 = 10;
-const SECONDS_VAR: &str = "IRQLENS_BENCH_SECONDS";
 const RATE_HZ: u32 = 50;
 
 /// §5.6's scenarios, as `irqlens bh -l` names them ("many" is 256 tasks).
@@ -125,7 +124,7 @@ fn main() -> Result<()> {
         "the bh bench runs irqlens, which loads BPF programs: run it as root"
     );
     let irqlens = irqlens_binary()?;
-    let seconds = run_seconds()?;
+    let seconds = run_seconds(DEFAULT_SECONDS)?;
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     println!(
         "irqlens bh bench: kernel {}, all online CPUs measured (irqlens's default), \
@@ -157,17 +156,6 @@ fn main() -> Result<()> {
         "{failed} of the irqlens runs failed (see above)"
     );
     Ok(())
-}
-
-/// Seconds per run: IRQLENS_BENCH_SECONDS, or 10.
-fn run_seconds() -> Result<u64> {
-    match std::env::var(SECONDS_VAR) {
-        Err(_) => Ok(DEFAULT_SECONDS),
-        Ok(text) => match text.trim().parse() {
-            Ok(s) if s > 0 => Ok(s),
-            _ => bail!("{SECONDS_VAR}={text}: expected a whole number of seconds above 0"),
-        },
-    }
 }
 
 /// Runs irqlens with `mechanism`'s trigger under `load` and picks the mechanism's row.

@@ -1,4 +1,4 @@
-//! What both benches need: the release binary they measure, and running it for JSON.
+//! What every bench needs: the release binary they measure, and running it for JSON.
 //! Included by each bench with `#[path]` (a bench cannot import tests/common or the other).
 
 use std::fs;
@@ -7,6 +7,19 @@ use std::process::Command;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
+
+const SECONDS_VAR: &str = "IRQLENS_BENCH_SECONDS";
+
+/// Seconds per run: IRQLENS_BENCH_SECONDS, or `default`.
+pub fn run_seconds(default: u64) -> Result<u64> {
+    match std::env::var(SECONDS_VAR) {
+        Err(_) => Ok(default),
+        Ok(text) => match text.trim().parse() {
+            Ok(s) if s > 0 => Ok(s),
+            _ => bail!("{SECONDS_VAR}={text}: expected a whole number of seconds above 0"),
+        },
+    }
+}
 
 /// Runs `program` and parses its stdout as JSON, failing with its stderr on a non-zero exit.
 pub fn run_json(program: &Path, args: &[&str]) -> Result<serde_json::Value> {

@@ -14,10 +14,9 @@ mod common;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use common::{irqlens_binary, run_json};
+use common::{irqlens_binary, run_json, run_seconds};
 
 const DEFAULT_SECONDS: u64 = 10;
-const SECONDS_VAR: &str = "IRQLENS_BENCH_SECONDS";
 const CPUS: &str = "0-1";
 const PERIOD_US: u32 = 1000;
 const PRIORITY: u32 = 95;
@@ -36,12 +35,7 @@ fn main() -> Result<()> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("the wakeup bench loads BPF programs and runs SCHED_FIFO threads: run it as root");
     }
-    let seconds: u64 = match std::env::var(SECONDS_VAR) {
-        Ok(value) => value
-            .parse()
-            .with_context(|| format!("{SECONDS_VAR}={value}"))?,
-        Err(_) => DEFAULT_SECONDS,
-    };
+    let seconds = run_seconds(DEFAULT_SECONDS)?;
     let irqlens = irqlens_binary()?;
     println!(
         "wakeup latency: CPUs {CPUS}, period {PERIOD_US} us, SCHED_FIFO {PRIORITY}, {seconds} s per run, one run after the other (us)\n"
