@@ -42,7 +42,9 @@ struct Figures {
 
 fn main() -> Result<()> {
     if unsafe { libc::geteuid() } != 0 {
-        bail!("the account bench loads BPF programs, makes a network namespace and runs SCHED_FIFO threads: run it as root");
+        bail!(
+            "the account bench loads BPF programs, makes a network namespace and runs SCHED_FIFO threads: run it as root"
+        );
     }
     let seconds = run_seconds(DEFAULT_SECONDS)?;
     let irqlens = irqlens_binary()?;
@@ -98,7 +100,7 @@ fn figures_of(doc: &Value, rate: u32, wall: u64, stolen: u64, receiver: u32) -> 
         .iter()
         .find(|r| r["id"].as_u64() == Some(receiver.into()))
         .map_or(0, |r| r["units"].as_u64().unwrap_or(0));
-    let field = |name: &str| spinner[name].as_u64().with_context(|| format!("{name}"));
+    let field = |name: &str| spinner[name].as_u64().with_context(|| name.to_string());
     let elapsed = doc["run"]["elapsed_ns"].as_u64().context("elapsed_ns")?;
     let share = 1.0 - stolen as f64 / wall as f64;
     Ok(Figures {
@@ -115,7 +117,8 @@ fn figures_of(doc: &Value, rate: u32, wall: u64, stolen: u64, receiver: u32) -> 
 
 fn print_table(figures: &[Figures]) {
     let ms = |ns: u64| format!("{:.1}", ns as f64 / 1e6);
-    let error = |t: u64, truth: u64| format!("{:+.2}%", 100.0 * (t as f64 - truth as f64) / truth as f64);
+    let error =
+        |t: u64, truth: u64| format!("{:+.2}%", 100.0 * (t as f64 - truth as f64) / truth as f64);
     println!(
         "{:>7} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}",
         "PKT/S",

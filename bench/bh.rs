@@ -26,7 +26,7 @@ use std::path::Path;
 #[path = "common.rs"]
 mod common;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
 use common::{irqlens_binary, run_json, run_seconds};

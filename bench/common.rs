@@ -1,5 +1,7 @@
 //! What every bench needs: the release binary they measure, and running it for JSON.
 //! Included by each bench with `#[path]` (a bench cannot import tests/common or the other).
+// not every bench uses every helper
+#![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};

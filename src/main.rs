@@ -7,10 +7,15 @@ use anyhow::Result;
 use clap::Parser;
 
 use irqlens::cli::{
-    AccountArgs, BhCommand, BhMode, Cli, Command, NoiseCommand, NoiseMode, WakeupCommand, WakeupModeCommand,
+    AccountArgs, BhCommand, BhMode, Cli, Command, NoiseCommand, NoiseMode, WakeupCommand,
+    WakeupModeCommand,
 };
-use irqlens::collect::{account as account_run, bh as bh_run, noise as noise_run, wakeup as wakeup_run};
-use irqlens::present::{self, account as show_account, bh as show_bh, noise as show, wakeup as show_wakeup};
+use irqlens::collect::{
+    account as account_run, bh as bh_run, noise as noise_run, wakeup as wakeup_run,
+};
+use irqlens::present::{
+    self, account as show_account, bh as show_bh, noise as show, wakeup as show_wakeup,
+};
 use irqlens::probe;
 use irqlens::system;
 

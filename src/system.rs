@@ -187,14 +187,22 @@ pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
         return threads;
     };
     for process in processes.flatten() {
-        let Some(tgid) = process.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(tgid) = process
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(tasks) = fs::read_dir(process.path().join("task")) else {
             continue;
         };
         for task in tasks.flatten() {
-            let Some(tid) = task.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            let Some(tid) = task
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
                 continue;
             };
             // a thread that ended between the listing and the reading is left out
@@ -258,7 +266,10 @@ mod tests {
 
     #[test]
     fn schedstat_and_jiffies_parse() {
-        assert_eq!(parse_schedstat_runtime("165489021 7957946 681\n"), Some(165489021));
+        assert_eq!(
+            parse_schedstat_runtime("165489021 7957946 681\n"),
+            Some(165489021)
+        );
         assert_eq!(parse_schedstat_runtime(""), None);
         let timer_list = "now at 123 nsecs\n  .last_jiffies   : 4299836831\njiffies: 4299836832\n";
         assert_eq!(parse_jiffies(timer_list), Some(4299836832));

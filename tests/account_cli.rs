@@ -18,5 +18,8 @@ fn interval_must_fit_the_run() {
 fn bad_cpus_and_top() {
     assert_fails_with(&["account", "-c", "4096", "-d", "1"], "4096");
     assert_fails_with(&["account", "-c", "x", "-d", "1"], "-c");
-    assert_fails_with(&["account", "--top", "0", "-d", "1"], "--top must be at least 1");
+    assert_fails_with(
+        &["account", "--top", "0", "-d", "1"],
+        "--top must be at least 1",
+    );
 }

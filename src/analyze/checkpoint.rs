@@ -92,13 +92,14 @@ pub mod stream {
     pub const US: u64 = 1_000;
 
     /// A stream of one test: each call appends a checkpoint of `pid` on `cpu`.
+    #[derive(Default)]
     pub struct Stream {
         pub events: Vec<Event>,
     }
 
     impl Stream {
         pub fn new() -> Self {
-            Stream { events: Vec::new() }
+            Self::default()
         }
 
         pub fn at(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind) -> &mut Event {
@@ -119,12 +120,28 @@ pub mod stream {
             (e.aux, e.comm) = (next, Comm::new(comm));
         }
 
-        pub fn wake(&mut self, us: u64, cpu: u32, waker: u32, woken: u32, comm: &str, watched: bool) {
+        pub fn wake(
+            &mut self,
+            us: u64,
+            cpu: u32,
+            waker: u32,
+            woken: u32,
+            comm: &str,
+            watched: bool,
+        ) {
             let e = self.at(us, cpu, waker, Wakeup);
             (e.aux, e.comm, e.func) = (woken, Comm::new(comm), watched as u64);
         }
 
-        pub fn timer(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, hrtimer: u64, func: u64) {
+        pub fn timer(
+            &mut self,
+            us: u64,
+            cpu: u32,
+            pid: u32,
+            kind: EventKind,
+            hrtimer: u64,
+            func: u64,
+        ) {
             let e = self.at(us, cpu, pid, kind);
             (e.ptr, e.func) = (hrtimer, func);
         }

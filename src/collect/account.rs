@@ -97,7 +97,10 @@ pub fn run(
     let first = Mark::now();
     probe.enable();
     let started = first.at;
-    let mut last = Mark { at: first.at, threads: first.threads.clone() };
+    let mut last = Mark {
+        at: first.at,
+        threads: first.threads.clone(),
+    };
     let mut total: Option<Period> = None;
     let deadline = options.duration.map(|d| started + d);
     let mut next_tick = started + TICK;

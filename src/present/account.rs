@@ -195,7 +195,12 @@ fn write_table(
         writeln!(out)?;
     }
     if table.len() > view.top {
-        writeln!(out, "{:>8} ({} more; --top N shows more)", "", table.len() - view.top)?;
+        writeln!(
+            out,
+            "{:>8} ({} more; --top N shows more)",
+            "",
+            table.len() - view.top
+        )?;
     }
     writeln!(
         out,

@@ -43,7 +43,9 @@ impl UdpFlow {
         run("ip", &["netns", "add", &namespace]);
         run(
             "ip",
-            &["link", "add", &host, "type", "veth", "peer", "name", &peer, "netns", &namespace],
+            &[
+                "link", "add", &host, "type", "veth", "peer", "name", &peer, "netns", &namespace,
+            ],
         );
         run("ip", &["addr", "add", &format!("{HOST}/30"), "dev", &host]);
         run("ip", &["link", "set", &host, "up"]);

@@ -40,8 +40,13 @@ const LOCAL_TIMER: u16 = 1;
 pub enum Source {
     /// `source` is irq_vectors.h's enum irq_source (0: a device line), `id` the line or
     /// vector.
-    Hardirq { source: u16, id: u32 },
-    Softirq { vector: u16 },
+    Hardirq {
+        source: u16,
+        id: u32,
+    },
+    Softirq {
+        vector: u16,
+    },
     Nmi,
 }
 
@@ -317,7 +322,13 @@ impl Attributor {
 
     fn settle_hardirq(&mut self, cpu_id: u32, run: Run) {
         let cpu = self.cpus.get_mut(&cpu_id).expect("the run's CPU is known");
-        let tick = matches!(run.source, Source::Hardirq { source: LOCAL_TIMER, .. });
+        let tick = matches!(
+            run.source,
+            Source::Hardirq {
+                source: LOCAL_TIMER,
+                ..
+            }
+        );
         if run.units.is_empty() && !run.raised.is_empty() && !tick {
             let share = run.ns / run.raised.len() as u64;
             for vector in run.raised {

@@ -33,7 +33,13 @@ pub fn runtimes_between(
                 .and_then(|old| old.runtime_ns)
                 .unwrap_or(0);
             let runtime_ns = info.runtime_ns.map(|end| end.saturating_sub(start));
-            (tid, ThreadInfo { runtime_ns, ..info.clone() })
+            (
+                tid,
+                ThreadInfo {
+                    runtime_ns,
+                    ..info.clone()
+                },
+            )
         })
         .collect()
 }

@@ -18,7 +18,10 @@ const RCU: u16 = 9;
 const CPU: u32 = 1;
 
 fn ipi() -> Source {
-    Source::Hardirq { source: IPI, id: 251 }
+    Source::Hardirq {
+        source: IPI,
+        id: 251,
+    }
 }
 
 fn tick() -> Source {
@@ -73,7 +76,10 @@ fn rps_receive_is_charged_to_the_spinner_and_served_to_the_reader() {
     let receiver = &ledger.threads[&RECEIVER];
     // the IPI raised NET_RX and woke nobody: its time goes with the NET_RX run
     assert_eq!(in_us(&receiver.served), vec![(ipi(), 2), (net_rx(), 4)]);
-    assert_eq!(receiver.units, 2, "two datagrams, one of them with its wakeup");
+    assert_eq!(
+        receiver.units, 2,
+        "two datagrams, one of them with its wakeup"
+    );
     assert!(receiver.charged.is_empty());
     assert!(ledger.orphan.is_empty());
 }
@@ -91,8 +97,15 @@ fn nested_hardirq_is_cut_out_of_the_softirq_it_interrupted() {
         in_us(&ledger.threads[&SPINNER].charged),
         vec![(tick(), 2), (net_rx(), 8)]
     );
-    assert_eq!(in_us(&ledger.threads[&RECEIVER].served), vec![(net_rx(), 8)]);
-    assert_eq!(in_us(&ledger.orphan), vec![(tick(), 2)], "the tick woke nobody");
+    assert_eq!(
+        in_us(&ledger.threads[&RECEIVER].served),
+        vec![(net_rx(), 8)]
+    );
+    assert_eq!(
+        in_us(&ledger.orphan),
+        vec![(tick(), 2)],
+        "the tick woke nobody"
+    );
 }
 
 #[test]
@@ -106,7 +119,10 @@ fn a_run_is_split_evenly_among_its_units() {
     s.softirq(12, CPU, SPINNER, SoftirqExit, NET_RX);
     let ledger = attribute(&s).ledger().clone();
     // a wakeup of another thread than the reader is a unit of its own
-    assert_eq!(in_us(&ledger.threads[&RECEIVER].served), vec![(net_rx(), 6)]);
+    assert_eq!(
+        in_us(&ledger.threads[&RECEIVER].served),
+        vec![(net_rx(), 6)]
+    );
     assert_eq!(ledger.threads[&RECEIVER].units, 2);
     assert_eq!(in_us(&ledger.threads[&SLEEPER].served), vec![(net_rx(), 6)]);
     assert_eq!(ledger.threads[&SLEEPER].units, 2);
@@ -190,7 +206,12 @@ fn idle_nmi_and_softirqs_that_never_ran_are_accounted() {
     assert_eq!(in_us(&ledger.orphan), vec![(ipi(), 4), (Source::Nmi, 3)]);
     let totals = totals(ledger);
     assert_eq!(
-        (totals.hardirq_ns, totals.nmi_ns, totals.idle_ns, totals.orphan_ns),
+        (
+            totals.hardirq_ns,
+            totals.nmi_ns,
+            totals.idle_ns,
+            totals.orphan_ns
+        ),
         (4 * US, 3 * US, 4 * US, 7 * US)
     );
     assert_eq!(ledger.seen[&SPINNER].1.to_string(), "spinner");
@@ -222,10 +243,17 @@ fn rows_correct_the_kernels_bill_per_process() {
     assert_eq!(spinner.error, relative_error(1_000, 994));
     let receiver = table.iter().find(|r| r.id == RECEIVER).unwrap();
     assert_eq!(
-        (receiver.kernel_ns, receiver.served_ns, receiver.corrected_ns),
+        (
+            receiver.kernel_ns,
+            receiver.served_ns,
+            receiver.corrected_ns
+        ),
         (Some(60 * US), 6 * US, Some(66 * US))
     );
-    assert!(receiver.error.unwrap() < 0.0, "the kernel under-bills the receiver");
+    assert!(
+        receiver.error.unwrap() < 0.0,
+        "the kernel under-bills the receiver"
+    );
     assert_eq!(rows(&ledger, &threads, None, true).len(), 2);
 }
 
@@ -266,7 +294,10 @@ fn periodic_takes_start_a_new_ledger_and_keep_open_runs() {
     }
     let second = attributor.ledger();
     assert!(second.orphan.is_empty());
-    assert_eq!(in_us(&second.threads[&RECEIVER].served), vec![(net_rx(), 4)]);
+    assert_eq!(
+        in_us(&second.threads[&RECEIVER].served),
+        vec![(net_rx(), 4)]
+    );
 }
 
 /// Figure 3 of seed 004: at t = 1, P1 is charged a tick in which 3 interrupts ran, 2 of

@@ -18,10 +18,10 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use serde::Serialize;
 
-use crate::analyze::timeline::{Context, Slice, Timeline};
 use super::{Cause, Origin, Sample, TimerPart};
 use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;
+use crate::analyze::timeline::{Context, Slice, Timeline};
 use crate::units::CpuList;
 
 /// Softirq vectors (include/linux/interrupt.h).
