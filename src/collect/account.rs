@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::Serialize;
 
+use super::RunPace;
 use crate::analyze::account::compensate::Compensator;
 use crate::analyze::account::report::{ThreadInfo, runtimes_between};
 use crate::analyze::account::{Attributor, Ledger};
@@ -18,9 +19,6 @@ use crate::probe::RecordRing;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
 use crate::system;
 use crate::units::CpuList;
-
-const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
-const TICK: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct AccountOptions {
@@ -101,28 +99,33 @@ pub fn run(
         at: first.at,
         threads: first.threads.clone(),
     };
-    let mut total: Option<Period> = None;
-    let deadline = options.duration.map(|d| started + d);
-    let mut next_tick = started + TICK;
+    let mut whole = Period {
+        start_ns: 0,
+        elapsed_ns: 0,
+        ledger: Ledger::default(),
+        compensator: tick_ns.map(Compensator::new),
+        threads: HashMap::new(),
+    };
+    let mut pace = RunPace::new(started, options.duration);
     let mut next_report = options.interval.map(|i| started + i);
     while !stop.load(Ordering::Relaxed) {
-        let wait = deadline.map_or(DRAIN_INTERVAL, |d| {
-            DRAIN_INTERVAL.min(d.saturating_duration_since(Instant::now()))
-        });
-        feed(&mut attributor, &mut events, ring.wait_and_take(wait));
+        feed(
+            &mut attributor,
+            &mut events,
+            ring.wait_and_take(pace.wait()),
+        );
         let now = Instant::now();
-        if now >= next_tick {
-            next_tick += TICK;
-            on_tick(now - started, events);
+        if let Some(elapsed) = pace.tick(now) {
+            on_tick(elapsed, events);
         }
-        if deadline.is_some_and(|d| now >= d) {
+        if pace.over(now) {
             break;
         }
         if let Some(at) = next_report.filter(|&at| now >= at) {
             next_report = options.interval.map(|i| at + i);
             let period = cut(&mut attributor, &mut last, started);
             on_period(&period);
-            absorb(&mut total, period);
+            whole.absorb(period);
         }
     }
     probe.disable();
@@ -132,13 +135,11 @@ pub fn run(
     if options.interval.is_some() {
         on_period(&period);
     }
-    absorb(&mut total, period);
-    let mut total = total.expect("the run has at least one period");
-    total.start_ns = 0;
-    total.elapsed_ns = (last.at - started).as_nanos() as u64;
-    total.threads = runtimes_between(&first.threads, &last.threads);
+    whole.absorb(period);
+    whole.elapsed_ns = (last.at - started).as_nanos() as u64;
+    whole.threads = runtimes_between(&first.threads, &last.threads);
     let info = AccountRunInfo {
-        elapsed_ns: total.elapsed_ns,
+        elapsed_ns: whole.elapsed_ns,
         programs: probe.programs(),
         skipped_tracepoints: probe.skipped.clone(),
         events,
@@ -146,7 +147,7 @@ pub fn run(
         hz,
         interrupted: false,
     };
-    Ok((total, info))
+    Ok((whole, info))
 }
 
 fn feed(attributor: &mut Attributor, events: &mut u64, batch: Vec<Event>) {
@@ -156,16 +157,13 @@ fn feed(attributor: &mut Attributor, events: &mut u64, batch: Vec<Event>) {
     }
 }
 
-/// Adds a period to the whole run's.
-fn absorb(total: &mut Option<Period>, period: Period) {
-    match total {
-        Some(total) => {
-            total.ledger.absorb(period.ledger);
-            if let (Some(mine), Some(theirs)) = (total.compensator.as_mut(), period.compensator) {
-                mine.absorb(theirs);
-            }
+impl Period {
+    /// Adds a later period's accounting (the kernel's bill is read for the whole run).
+    fn absorb(&mut self, later: Period) {
+        self.ledger.absorb(later.ledger);
+        if let (Some(mine), Some(theirs)) = (self.compensator.as_mut(), later.compensator) {
+            mine.absorb(theirs);
         }
-        None => *total = Some(period),
     }
 }
 

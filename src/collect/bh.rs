@@ -11,14 +11,12 @@ use serde::Serialize;
 
 use super::load::{Load, LoadScenario};
 use super::trigger::{Stimulus, TriggerKind};
+use super::{DRAIN_INTERVAL, RunPace};
 use crate::analyze::bh::{BhStats, Event, MatchCounts, Matcher, Selection, StatsConfig};
 use crate::probe::RecordRing;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
 use crate::system;
 use crate::units::CpuList;
-
-const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
-const TICK: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct BhOptions {
@@ -124,16 +122,14 @@ pub fn run(
     if let Some(stimulus) = &stimulus {
         stimulus.begin();
     }
-    let deadline = options.duration.map(|d| started + d);
-    let mut next_tick = started + TICK;
+    let mut pace = RunPace::new(started, options.duration);
     while !stop.load(Ordering::Relaxed) {
         feed(&mut matcher, &mut stats, ring.wait_and_take(DRAIN_INTERVAL));
         let now = Instant::now();
-        if now >= next_tick {
-            next_tick += TICK;
-            on_tick(&stats, now - started);
+        if let Some(elapsed) = pace.tick(now) {
+            on_tick(&stats, elapsed);
         }
-        if deadline.is_some_and(|d| now >= d) {
+        if pace.over(now) {
             break;
         }
     }

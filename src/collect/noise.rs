@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 
-use super::StopOnDrop;
 use super::clock::{Clock, MonotonicClock};
 use super::sched::set_affinity;
 use super::workload::{self, WorkloadConfig};
+use super::{DRAIN_INTERVAL, RunPace, StopOnDrop};
 use crate::analyze::noise::{AnalysisConfig, NoiseAnalysis, PeriodReport, Record};
 use crate::probe::RecordRing;
 use crate::probe::noise::{CpuCounters, NoiseProbe, decode_record};
@@ -21,8 +21,6 @@ use crate::units::CpuList;
 
 /// How often the collector drains the ring buffer when nothing wakes it earlier (the
 /// probe wakes it only when the buffer is a quarter full: no wakeup per record).
-const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
-const TICK: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct NoiseOptions {
@@ -99,8 +97,7 @@ pub fn run(
             })
             .collect();
 
-        let mut next_tick = started + TICK;
-        let deadline = options.duration.map(|d| started + d);
+        let mut pace = RunPace::new(started, options.duration);
         // Reports wait a drain interval before they are joined: all CPUs share one ring
         // buffer, and a record another CPU has reserved but not yet committed hides the
         // records behind it until then (poll() may return at once meanwhile).
@@ -119,12 +116,11 @@ pub fn run(
                 analysis.add_period(&report);
             }
             waiting.extend(report_rx.try_iter().map(|report| (now, report)));
-            if now >= next_tick {
-                next_tick += TICK;
+            if let Some(elapsed) = pace.tick(now) {
                 refresh_entries(&probe, options, &mut analysis);
-                on_tick(&analysis, now - started);
+                on_tick(&analysis, elapsed);
             }
-            if deadline.is_some_and(|d| now >= d) {
+            if pace.over(now) {
                 stop.store(true, Ordering::Relaxed);
             }
         }

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 
-use super::StopOnDrop;
 use super::clock::{monotonic_ns, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
+use super::{RunPace, StopOnDrop};
 use crate::analyze::checkpoint::Event;
 use crate::analyze::wakeup::{Report, StatsConfig, Targets, TrackCounts, Tracker, WakeupStats};
 use crate::probe::RecordRing;
@@ -20,8 +20,6 @@ use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_eve
 use crate::system;
 use crate::units::CpuList;
 
-const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
-const TICK: Duration = Duration::from_secs(1);
 /// How often a timer thread sleeping through a long period checks for a stop.
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
@@ -124,13 +122,9 @@ pub fn run(
             WakeupMode::Task(_) => Targets::Watched,
         };
         let mut tracker = Tracker::new(targets).tracing_only(options.cpus.clone());
-        let deadline = options.duration.map(|d| started + d);
-        let mut next_tick = started + TICK;
+        let mut pace = RunPace::new(started, options.duration);
         while !stop.load(Ordering::Relaxed) {
-            // no later than the deadline: the run lasts what was asked, to the period
-            let wait = deadline.map_or(DRAIN_INTERVAL, |d| {
-                DRAIN_INTERVAL.min(d.saturating_duration_since(Instant::now()))
-            });
+            let wait = pace.wait();
             match &ring {
                 Some(ring) => feed(
                     &mut tracker,
@@ -144,11 +138,10 @@ pub fn run(
                 }
             }
             let now = Instant::now();
-            if now >= next_tick {
-                next_tick += TICK;
-                on_tick(&stats, now - started);
+            if let Some(elapsed) = pace.tick(now) {
+                on_tick(&stats, elapsed);
             }
-            if deadline.is_some_and(|d| now >= d) || stats.stop.is_some() {
+            if pace.over(now) || stats.stop.is_some() {
                 stop.store(true, Ordering::Relaxed);
             }
         }

@@ -165,20 +165,27 @@ impl Run {
     }
 }
 
+/// The runs open on one CPU: a softirq, a hardirq on top of it, an hrtimer callback in
+/// either.
 #[derive(Debug, Default)]
-struct CpuState {
-    timeline: Timeline,
+struct Runs {
     hardirq: Option<Run>,
     softirq: Option<Run>,
     /// An hrtimer callback, in a hardirq or the HRTIMER softirq.
     callback: Option<Run>,
+}
+
+#[derive(Debug, Default)]
+struct CpuState {
+    timeline: Timeline,
+    runs: Runs,
     /// Hardirq time handed on to the next run of a softirq vector.
     deferred: HashMap<u16, Vec<(Source, u64)>>,
     /// Start of the clock tick in progress (compensation).
     tick_start: Option<u64>,
 }
 
-impl CpuState {
+impl Runs {
     /// The innermost run open: wakeups and deliveries belong to it.
     fn innermost(&mut self) -> Option<&mut Run> {
         self.callback
@@ -217,51 +224,55 @@ impl Attributor {
             cross_ticks(compensator, e.cpu, cpu, e.time_ns);
         }
         cpu.timeline.add(e);
-        let slices: Vec<Slice> = cpu.timeline.take_closed().copied().collect();
-        for slice in slices {
-            route(&mut self.ledger, cpu, &slice);
+        for slice in cpu.timeline.take_closed() {
+            route(&mut self.ledger, &mut cpu.runs, slice);
         }
         match e.kind {
-            EventKind::IrqEntry if cpu.hardirq.is_none() => {
-                cpu.hardirq = Some(Run::new(Source::Hardirq {
+            EventKind::IrqEntry if cpu.runs.hardirq.is_none() => {
+                cpu.runs.hardirq = Some(Run::new(Source::Hardirq {
                     source: e.aux as u16,
                     id: e.id.into(),
                 }));
             }
             EventKind::IrqExit => {
-                if let Some(run) = cpu.hardirq.take() {
+                if let Some(run) = cpu.runs.hardirq.take() {
                     self.settle_hardirq(e.cpu, run);
                 }
             }
             EventKind::SoftirqEntry => {
-                cpu.softirq = Some(Run::new(Source::Softirq { vector: e.id }));
+                cpu.runs.softirq = Some(Run::new(Source::Softirq { vector: e.id }));
             }
             EventKind::SoftirqExit => {
-                if let Some(run) = cpu.softirq.take() {
+                if let Some(run) = cpu.runs.softirq.take() {
                     self.settle_softirq(e.cpu, run);
                 }
             }
             EventKind::TimerExpire => {
-                let source = cpu.enclosing().map(|run| run.source);
-                cpu.callback = source.map(Run::new);
+                let source = cpu.runs.enclosing().map(|run| run.source);
+                cpu.runs.callback = source.map(Run::new);
             }
             EventKind::TimerExpireExit => {
-                if let Some(run) = cpu.callback.take() {
+                if let Some(run) = cpu.runs.callback.take() {
                     self.settle_callback(e.cpu, run);
                 }
             }
             EventKind::SoftirqRaise => {
-                if let Some(run) = cpu.hardirq.as_mut().filter(|r| !r.raised.contains(&e.id)) {
+                if let Some(run) = cpu
+                    .runs
+                    .hardirq
+                    .as_mut()
+                    .filter(|r| !r.raised.contains(&e.id))
+                {
                     run.raised.push(e.id);
                 }
             }
             EventKind::Wakeup => {
-                if let Some(run) = cpu.innermost() {
+                if let Some(run) = cpu.runs.innermost() {
                     run.wake(e.aux);
                 }
             }
             EventKind::SockData => {
-                if let Some(run) = cpu.innermost() {
+                if let Some(run) = cpu.runs.innermost() {
                     run.deliver(e.aux);
                 }
             }
@@ -312,7 +323,7 @@ impl Attributor {
     fn settle_callback(&mut self, cpu_id: u32, run: Run) {
         let cpu = self.cpus.get_mut(&cpu_id).expect("the run's CPU is known");
         if run.units.is_empty() {
-            if let Some(enclosing) = cpu.enclosing() {
+            if let Some(enclosing) = cpu.runs.enclosing() {
                 enclosing.ns += run.ns;
             }
             return;
@@ -364,14 +375,14 @@ impl Attributor {
 }
 
 /// Charges a closed interrupt slice to the thread it ran on, and adds it to its run.
-fn route(ledger: &mut Ledger, cpu: &mut CpuState, slice: &Slice) {
+fn route(ledger: &mut Ledger, runs: &mut Runs, slice: &Slice) {
     let ns = slice.end - slice.start;
     let run = match slice.context {
         Context::Thread(_) => return,
         Context::Nmi => None,
-        Context::Hardirq { .. } => cpu.hardirq.as_mut(),
-        Context::Softirq(_) => cpu.softirq.as_mut(),
-        Context::Timer { .. } => cpu.callback.as_mut(),
+        Context::Hardirq { .. } => runs.hardirq.as_mut(),
+        Context::Softirq(_) => runs.softirq.as_mut(),
+        Context::Timer { .. } => runs.callback.as_mut(),
     };
     match run {
         Some(run) => {

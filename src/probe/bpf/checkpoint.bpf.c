@@ -309,14 +309,21 @@ int BPF_PROG(irqlens_timer_expire_exit, struct hrtimer *timer)
 	return emit(EV_TIMER_EXPIRE_EXIT, 0, 0, (__u64)timer, 0);
 }
 
-/* A read from a socket, in the reader's context: remember who reads it. */
+/*
+ * A read from a socket, in the reader's context: remember who reads it. Every socket
+ * read on the machine passes here: the map is written only when the reader changes.
+ */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(irqlens_sock_recv, struct sock *sk, int ret, int flags)
 {
 	__u64 key = (__u64)sk;
-	__u32 reader = (__u32)bpf_get_current_pid_tgid();
+	__u32 reader, *known;
 
-	if (enabled)
+	if (!enabled)
+		return 0;
+	reader = (__u32)bpf_get_current_pid_tgid();
+	known = bpf_map_lookup_elem(&socket_reader, &key);
+	if (!known || *known != reader)
 		bpf_map_update_elem(&socket_reader, &key, &reader, BPF_ANY);
 	return 0;
 }
@@ -326,7 +333,10 @@ SEC("tp_btf/sk_data_ready")
 int BPF_PROG(irqlens_sock_data, const struct sock *sk)
 {
 	__u64 key = (__u64)sk;
-	__u32 *reader = bpf_map_lookup_elem(&socket_reader, &key);
+	__u32 cpu, *reader;
 
-	return emit(EV_SOCK_DATA, 0, reader ? *reader : 0, key, 0);
+	if (!on_traced_cpu(&cpu))
+		return 0;
+	reader = bpf_map_lookup_elem(&socket_reader, &key);
+	return emit_on(cpu, EV_SOCK_DATA, 0, reader ? *reader : 0, key, 0);
 }
