@@ -1,5 +1,6 @@
 //! Command line: rtla's option names where irqlens does the same thing.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -41,6 +42,33 @@ pub enum Command {
     Wakeup(Box<WakeupCommand>),
     /// Interrupt time per process: charged to the thread it interrupted, served to the one it worked for, and the kernel's bill corrected (Zhang & West)
     Account(AccountArgs),
+    /// Re-analyze recordings (--record) offline: the same tables as the live run
+    Report(ReportArgs),
+    /// The same measurement recorded on two setups, side by side: quantiles and causes
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Recordings made with --record
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print the results as JSON (an array, one document per recording)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline recording
+    #[arg(value_name = "A")]
+    pub baseline: PathBuf,
+    /// The recording compared with it (same capability)
+    #[arg(value_name = "B")]
+    pub other: PathBuf,
+    /// Print the comparison as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -105,11 +133,15 @@ pub struct HistArgs {
 }
 
 /// How every measuring command prints its result.
-#[derive(Clone, Copy, Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct OutputArgs {
     /// Print the whole result as one JSON document (and nothing else on stdout)
     #[arg(long)]
     pub json: bool,
+    /// Record the run's raw inputs and the system's description to FILE (gzip'd JSON
+    /// Lines), for `irqlens report` and `compare`, or pandas and DuckDB
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
     /// No live table or progress line; only the final results
     #[arg(short, long)]
     pub quiet: bool,
@@ -217,12 +249,17 @@ pub struct BhHistArgs {
 
 impl BhArgs {
     pub fn options(&self, hist: &HistOptions) -> Result<BhOptions> {
+        self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)
+    }
+
+    /// The options of a run on `cpus` (checked against the machine, or recorded).
+    pub fn options_on(&self, hist: &HistOptions, cpus: CpuList) -> Result<BhOptions> {
         hist.check()?;
         if !(1..=10_000).contains(&self.rate) {
             bail!("--rate must be 1 to 10000 requests per second");
         }
         Ok(BhOptions {
-            cpus: system::select_cpus(self.cpus.as_ref())?,
+            cpus,
             duration: self.duration,
             trigger: self.trigger.map(|kind| TriggerOptions {
                 kind,
@@ -306,6 +343,15 @@ pub struct WakeupHistArgs {
 impl WakeupArgs {
     /// Checks the options against each other and the machine.
     pub fn options(&self, hist: &HistOptions) -> Result<WakeupOptions> {
+        let options = self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)?;
+        if let WakeupMode::Task(watched) = &options.mode {
+            wakeup::check_watched(watched)?;
+        }
+        Ok(options)
+    }
+
+    /// The options of a run on `cpus` (checked against the machine, or recorded).
+    pub fn options_on(&self, hist: &HistOptions, cpus: CpuList) -> Result<WakeupOptions> {
         hist.check()?;
         let watched = match (self.pid, &self.comm) {
             (Some(pid), _) => Some(Watched::Process(pid)),
@@ -317,7 +363,6 @@ impl WakeupArgs {
                 if self.no_trace {
                     bail!("--no-trace is for timer mode: task mode is all tracing");
                 }
-                wakeup::check_watched(&watched)?;
                 WakeupMode::Task(watched)
             }
             None => {
@@ -334,7 +379,7 @@ impl WakeupArgs {
         };
         let nanos = |d: Option<Duration>| d.map(|d| d.as_nanos() as u64);
         Ok(WakeupOptions {
-            cpus: system::select_cpus(self.cpus.as_ref())?,
+            cpus,
             duration: self.duration,
             mode,
             stats: WakeupStatsConfig {
@@ -355,6 +400,11 @@ const STOP_CONTEXT_RECORDS: usize = 10;
 impl NoiseArgs {
     /// Checks the options against each other and the machine.
     pub fn options(&self, hist: &HistOptions) -> Result<NoiseOptions> {
+        self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)
+    }
+
+    /// The options of a run on `cpus` (checked against the machine, or recorded).
+    pub fn options_on(&self, hist: &HistOptions, cpus: CpuList) -> Result<NoiseOptions> {
         hist.check()?;
         if self.runtime > self.period {
             bail!(
@@ -369,7 +419,6 @@ impl NoiseArgs {
         if self.threshold.is_zero() || self.threshold >= self.runtime {
             bail!("threshold must be above 0 and below the runtime");
         }
-        let cpus = system::select_cpus(self.cpus.as_ref())?;
         Ok(NoiseOptions {
             cpus,
             duration: self.duration,
@@ -419,6 +468,11 @@ pub struct AccountArgs {
 impl AccountArgs {
     /// Checks the options against each other and the machine.
     pub fn options(&self) -> Result<AccountOptions> {
+        self.options_on(system::select_cpus(self.cpus.as_ref())?)
+    }
+
+    /// The options of a run on `cpus` (checked against the machine, or recorded).
+    pub fn options_on(&self, cpus: CpuList) -> Result<AccountOptions> {
         if let Some(interval) = self.interval {
             if interval < Duration::from_millis(100) {
                 bail!("--interval must be at least 100 ms");
@@ -431,7 +485,7 @@ impl AccountArgs {
             bail!("--top must be at least 1");
         }
         Ok(AccountOptions {
-            cpus: system::select_cpus(self.cpus.as_ref())?,
+            cpus,
             duration: self.duration,
             interval: self.interval,
             compensate: self.compensate,

@@ -9,5 +9,6 @@ pub mod cli;
 pub mod collect;
 pub mod present;
 pub mod probe;
+pub mod record;
 pub mod system;
 pub mod units;

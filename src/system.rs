@@ -6,7 +6,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use std::io::Read;
+
 use crate::analyze::account::report::ThreadInfo;
+use crate::record::SystemSnapshot;
 use crate::units::CpuList;
 
 const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -81,7 +84,8 @@ pub fn irq_line_names() -> HashMap<u32, String> {
         .unwrap_or_default()
 }
 
-fn parse_irq_line_names(text: &str) -> HashMap<u32, String> {
+/// IRQ line names from the text of /proc/interrupts (a recorded one included).
+pub fn parse_irq_line_names(text: &str) -> HashMap<u32, String> {
     let mut lines = text.lines();
     let cpus = lines
         .next()
@@ -158,6 +162,13 @@ impl KernelSymbols {
             .collect();
         symbols.sort_unstable();
         KernelSymbols { symbols }
+    }
+
+    /// Names resolved before, on the machine that ran (a recording's).
+    pub fn from_names(names: impl IntoIterator<Item = (u64, String)>) -> Self {
+        KernelSymbols {
+            symbols: names.into_iter().collect(),
+        }
     }
 
     /// `flush_to_ldisc`, `name+0x10` inside a function, or the address in hex.
@@ -320,5 +331,51 @@ LOC:     123456     654321   Local timer interrupts
         assert_eq!(symbols.name(0xffffffff81200000), "flush_to_ldisc");
         assert_eq!(symbols.name(0xffffffff81200010), "flush_to_ldisc+0x10");
         assert_eq!(symbols.name(0x1234), "0x1234");
+    }
+}
+
+/// A file of /proc as text, empty if unreadable (what a recording keeps of it).
+pub fn read_proc(name: &str) -> String {
+    fs::read_to_string(Path::new("/proc").join(name)).unwrap_or_default()
+}
+
+/// The wall-clock time, RFC 3339 in UTC to the second.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// What a recording keeps of the machine (seed 000 §3.1: enough to reproduce the run).
+pub fn snapshot() -> SystemSnapshot {
+    let first_line = |path: &str| {
+        fs::read_to_string(path)
+            .map(|text| text.lines().next().unwrap_or_default().trim().to_owned())
+            .unwrap_or_default()
+    };
+    SystemSnapshot {
+        hostname: first_line("/proc/sys/kernel/hostname"),
+        kernel_release: kernel_release(),
+        kernel_version: first_line("/proc/sys/kernel/version"),
+        kernel_config: kernel_config(),
+        boot_cmdline: first_line("/proc/cmdline"),
+        cpu_model: read_proc("cpuinfo")
+            .lines()
+            .find_map(|line| line.strip_prefix("model name")?.split_once(':'))
+            .map(|(_, model)| model.trim().to_owned())
+            .unwrap_or_default(),
+        online_cpus: online_cpus().unwrap_or_default(),
+        clocksource: first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        interrupts: read_proc("interrupts"),
+        softirqs: read_proc("softirqs"),
+    }
+}
+
+/// The running kernel's .config: /proc/config.gz (CONFIG_IKCONFIG_PROC) or /boot's copy.
+fn kernel_config() -> Option<String> {
+    let mut text = String::new();
+    let from_proc = fs::File::open("/proc/config.gz")
+        .and_then(|file| flate2::read::GzDecoder::new(file).read_to_string(&mut text));
+    match from_proc {
+        Ok(_) => Some(text),
+        Err(_) => fs::read_to_string(format!("/boot/config-{}", kernel_release())).ok(),
     }
 }

@@ -140,6 +140,25 @@ impl serde::Serialize for CpuList {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for CpuList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <Vec<u32> as serde::Deserialize>::deserialize(deserializer).map(CpuList::from_iter)
+    }
+}
+
+/// Reads a value written as text (its `Display`) back with its `FromStr`.
+pub fn deserialize_text<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    use serde::Deserialize;
+    String::deserialize(deserializer)?
+        .parse()
+        .map_err(serde::de::Error::custom)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

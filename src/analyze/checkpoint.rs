@@ -4,7 +4,8 @@
 use super::kernel::Comm;
 
 /// Checkpoint kinds, in the order of `enum checkpoint_kind` in checkpoint.h.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EventKind {
     IrqEntry,
     IrqExit,
@@ -54,17 +55,27 @@ impl EventKind {
 }
 
 /// One checkpoint. Field meanings per kind are those of `struct checkpoint` in checkpoint.h.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub time_ns: u64,
     pub cpu: u32,
     pub pid: u32,
     pub kind: EventKind,
+    // zeros are left out of recordings (most fields are unused by most kinds)
+    #[serde(default, skip_serializing_if = "is_default")]
     pub id: u16,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub aux: u32,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub ptr: u64,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub func: u64,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub comm: Comm,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 impl Event {

@@ -56,6 +56,12 @@ impl Serialize for Comm {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Comm {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::Deserialize::deserialize(deserializer).map(|name: String| Comm::new(&name))
+    }
+}
+
 /// How rtla/osnoise users name a hardirq: `irq 11 virtio0` for a device line (named from
 /// /proc/interrupts), `local_timer:236` for a local APIC vector.
 pub fn irq_label(source: u16, id: u32, irq_names: &HashMap<u32, String>) -> String {

@@ -8,13 +8,13 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::histogram::Histogram;
 pub use super::kernel::{Comm, IRQ_SOURCE_NAMES, SOFTIRQ_NAMES, irq_label, softirq_name};
 
 /// Execution context of an interference; the order is the BPF side's `enum noise_class`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NoiseClass {
     Thread,
@@ -37,11 +37,10 @@ impl NoiseClass {
 }
 
 /// One interference seen by the probe, with its interference-free duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub cpu: u32,
     pub class: NoiseClass,
-    #[serde(skip)]
     pub source: u16,
     pub id: u32,
     pub comm: Comm,
@@ -102,7 +101,7 @@ impl Cause {
 }
 
 /// A gap above the threshold between two clock reads of a measurement thread.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sample {
     pub cpu: u32,
     pub start_ns: u64,
@@ -119,7 +118,8 @@ impl Sample {
 }
 
 /// Why a measurement thread stopped the run (-s/-S).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StopHit {
     /// `samples[index]` is longer than the single-sample limit.
     Single(usize),
@@ -128,7 +128,7 @@ pub enum StopHit {
 }
 
 /// What a measurement thread hands over after each runtime window.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PeriodReport {
     pub cpu: u32,
     pub runtime_ns: u64,

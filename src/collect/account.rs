@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::RunPace;
 use crate::analyze::account::compensate::Compensator;
@@ -17,6 +17,7 @@ use crate::analyze::account::{Attributor, Ledger};
 use crate::analyze::checkpoint::Event;
 use crate::probe::RecordRing;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
+use crate::record::{Line, Reader, Tap};
 use crate::system;
 use crate::units::CpuList;
 
@@ -41,7 +42,7 @@ pub struct Period {
     pub threads: HashMap<u32, ThreadInfo>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AccountRunInfo {
     pub elapsed_ns: u64,
     pub programs: usize,
@@ -53,34 +54,19 @@ pub struct AccountRunInfo {
     pub interrupted: bool,
 }
 
-/// The readings a period is cut at.
-struct Mark {
-    at: Instant,
-    threads: HashMap<u32, ThreadInfo>,
-}
-
-impl Mark {
-    fn now() -> Self {
-        Mark {
-            threads: system::thread_runtimes(),
-            at: Instant::now(),
-        }
-    }
-}
-
 /// Measures until `options.duration` passes or `stop` is set; `on_tick` sees the time
 /// and checkpoint count once a second, `on_period` each `--interval` report. Returns
 /// the whole run.
 pub fn run(
     options: &AccountOptions,
     stop: &AtomicBool,
+    tap: &mut Tap,
     mut on_tick: impl FnMut(Duration, u64),
     mut on_period: impl FnMut(&Period),
 ) -> Result<(Period, AccountRunInfo)> {
     system::check_can_trace()?;
     // the tick only matters to the compensation, and measuring it takes 100 ms
     let hz = options.compensate.then(system::kernel_hz).transpose()?;
-    let tick_ns = hz.map(|hz| 1_000_000_000 / hz as u64);
     let mut storage = MaybeUninit::uninit();
     let probe = CheckpointProbe::load(
         &mut storage,
@@ -89,71 +75,170 @@ pub fn run(
         &Watched::Process(std::process::id()),
     )?;
     let ring = RecordRing::new(probe.events_map(), decode_event)?;
-    let mut attributor = Attributor::new(tick_ns);
-    let mut events = 0u64;
-
-    let first = Mark::now();
+    if let Some(hz) = hz {
+        tap.put(Line::KernelHz { hz });
+    }
+    let started = Instant::now();
+    let mark = |tap: &mut Tap| {
+        let line = Line::Mark {
+            at_ns: started.elapsed().as_nanos() as u64,
+            threads: system::thread_runtimes(),
+        };
+        tap.put(line.clone());
+        line
+    };
+    let mut pipeline = Pipeline::new(hz, mark(tap));
     probe.enable();
-    let started = first.at;
-    let mut last = Mark {
-        at: first.at,
-        threads: first.threads.clone(),
-    };
-    let mut whole = Period {
-        start_ns: 0,
-        elapsed_ns: 0,
-        ledger: Ledger::default(),
-        compensator: tick_ns.map(Compensator::new),
-        threads: HashMap::new(),
-    };
     let mut pace = RunPace::new(started, options.duration);
     let mut next_report = options.interval.map(|i| started + i);
     while !stop.load(Ordering::Relaxed) {
-        feed(
-            &mut attributor,
-            &mut events,
-            ring.wait_and_take(pace.wait()),
-        );
+        pipeline.feed(ring.wait_and_take(pace.wait()), tap);
         let now = Instant::now();
         if let Some(elapsed) = pace.tick(now) {
-            on_tick(elapsed, events);
+            on_tick(elapsed, pipeline.events);
         }
         if pace.over(now) {
             break;
         }
         if let Some(at) = next_report.filter(|&at| now >= at) {
             next_report = options.interval.map(|i| at + i);
-            let period = cut(&mut attributor, &mut last, started);
-            on_period(&period);
-            whole.absorb(period);
+            pipeline.cut(mark(tap), false, &mut on_period);
         }
     }
     probe.disable();
-    feed(&mut attributor, &mut events, ring.take());
-    attributor.finish();
-    let period = cut(&mut attributor, &mut last, started);
-    if options.interval.is_some() {
-        on_period(&period);
-    }
-    whole.absorb(period);
-    whole.elapsed_ns = (last.at - started).as_nanos() as u64;
-    whole.threads = runtimes_between(&first.threads, &last.threads);
+    pipeline.feed(ring.take(), tap);
+    let mut on_last = |period: &Period| {
+        if options.interval.is_some() {
+            on_period(period);
+        }
+    };
+    pipeline.cut(mark(tap), true, &mut on_last);
     let info = AccountRunInfo {
-        elapsed_ns: whole.elapsed_ns,
+        elapsed_ns: pipeline.whole.elapsed_ns,
         programs: probe.programs(),
         skipped_tracepoints: probe.skipped.clone(),
-        events,
+        events: pipeline.events,
         lost_events: probe.lost_events(),
         hz,
         interrupted: false,
     };
-    Ok((whole, info))
+    Ok((pipeline.whole, info))
 }
 
-fn feed(attributor: &mut Attributor, events: &mut u64, batch: Vec<Event>) {
-    *events += batch.len() as u64;
-    for event in &batch {
-        attributor.add(event);
+/// Re-analyzes a recorded run of `options` (the info is the recording's).
+pub fn replay(
+    options: &AccountOptions,
+    reader: &mut Reader,
+    mut on_period: impl FnMut(&Period),
+) -> Result<(Period, AccountRunInfo)> {
+    let mut next = reader.next_input()?;
+    let hz = match next {
+        Some(Line::KernelHz { hz }) if options.compensate => {
+            next = reader.next_input()?;
+            Some(hz)
+        }
+        _ if options.compensate => {
+            return Err(reader.error("a compensated run's first input is the tick rate"));
+        }
+        _ => None,
+    };
+    let Some(first @ Line::Mark { .. }) = next else {
+        return Err(reader.error("an account run's inputs begin with a mark"));
+    };
+    let mut pipeline = Pipeline::new(hz, first);
+    let mut on_period = |period: &Period| {
+        if options.interval.is_some() {
+            on_period(period);
+        }
+    };
+    // a mark ends a period; the last also ends the run, which only the end line tells
+    let mut pending = None;
+    while let Some(line) = reader.next_input()? {
+        if let Some(mark) = pending.take() {
+            pipeline.cut(mark, false, &mut on_period);
+        }
+        match line {
+            Line::Event(event) => pipeline.feed(vec![event], &mut Tap::default()),
+            mark @ Line::Mark { .. } => pending = Some(mark),
+            other => return Err(reader.unexpected(&other)),
+        }
+    }
+    let Some(last) = pending else {
+        return Err(reader.error("an account run's inputs end with a mark"));
+    };
+    pipeline.cut(last, true, &mut on_period);
+    Ok((pipeline.whole, reader.info()?))
+}
+
+/// The attribution a run feeds as checkpoints arrive and cuts into periods at marks,
+/// live or recorded.
+struct Pipeline {
+    attributor: Attributor,
+    events: u64,
+    first: HashMap<u32, ThreadInfo>,
+    /// The mark the current period began at: ns since the start, readings.
+    last: (u64, HashMap<u32, ThreadInfo>),
+    /// The run so far, its periods added up.
+    whole: Period,
+}
+
+impl Pipeline {
+    /// A run whose tick rate is `hz` (if compensating), begun at `first`, a mark.
+    fn new(hz: Option<u32>, first: Line) -> Self {
+        let tick_ns = hz.map(|hz| 1_000_000_000 / hz as u64);
+        let (at_ns, threads) = mark_of(first);
+        Pipeline {
+            attributor: Attributor::new(tick_ns),
+            events: 0,
+            first: threads.clone(),
+            last: (at_ns, threads),
+            whole: Period {
+                start_ns: 0,
+                elapsed_ns: 0,
+                ledger: Ledger::default(),
+                compensator: tick_ns.map(Compensator::new),
+                threads: HashMap::new(),
+            },
+        }
+    }
+
+    fn feed(&mut self, events: Vec<Event>, tap: &mut Tap) {
+        self.events += events.len() as u64;
+        for event in events {
+            self.attributor.add(&event);
+            tap.put(Line::Event(event));
+        }
+    }
+
+    /// Ends the current period at `mark`, and the run if `last`: the ledger so far and
+    /// the kernel's bill since the previous mark, shown to `report`.
+    fn cut(&mut self, mark: Line, last: bool, report: &mut dyn FnMut(&Period)) {
+        if last {
+            self.attributor.finish();
+        }
+        let (ledger, compensator) = self.attributor.take();
+        let (at_ns, threads) = mark_of(mark);
+        let period = Period {
+            start_ns: self.last.0,
+            elapsed_ns: at_ns - self.last.0,
+            ledger,
+            compensator,
+            threads: runtimes_between(&self.last.1, &threads),
+        };
+        if last {
+            self.whole.elapsed_ns = at_ns;
+            self.whole.threads = runtimes_between(&self.first, &threads);
+        }
+        self.last = (at_ns, threads);
+        report(&period);
+        self.whole.absorb(period);
+    }
+}
+
+fn mark_of(line: Line) -> (u64, HashMap<u32, ThreadInfo>) {
+    match line {
+        Line::Mark { at_ns, threads } => (at_ns, threads),
+        _ => unreachable!("only marks cut periods"),
     }
 }
 
@@ -165,19 +250,4 @@ impl Period {
             mine.absorb(theirs);
         }
     }
-}
-
-/// Ends the period begun at `last`: the ledger so far and the kernel's bill since.
-fn cut(attributor: &mut Attributor, last: &mut Mark, started: Instant) -> Period {
-    let (ledger, compensator) = attributor.take();
-    let mark = Mark::now();
-    let period = Period {
-        start_ns: (last.at - started).as_nanos() as u64,
-        elapsed_ns: (mark.at - last.at).as_nanos() as u64,
-        ledger,
-        compensator,
-        threads: runtimes_between(&last.threads, &mark.threads),
-    };
-    *last = mark;
-    period
 }

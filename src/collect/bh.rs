@@ -7,14 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::load::{Load, LoadScenario};
 use super::trigger::{Stimulus, TriggerKind};
-use super::{DRAIN_INTERVAL, RunPace};
+use super::{DRAIN_INTERVAL, RunPace, replay_events};
 use crate::analyze::bh::{BhStats, Event, MatchCounts, Matcher, Selection, StatsConfig};
 use crate::probe::RecordRing;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
+use crate::record::{Line, Reader, Tap};
 use crate::system;
 use crate::units::CpuList;
 
@@ -34,7 +35,7 @@ pub struct TriggerOptions {
     pub rate_hz: u32,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TriggerReport {
     pub kind: TriggerKind,
     pub rate_hz: u32,
@@ -42,10 +43,10 @@ pub struct TriggerReport {
     pub tid: u32,
     /// Requests the stimulus made.
     pub requests: u64,
-    pub kernel_path: &'static str,
+    pub kernel_path: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BhRunInfo {
     pub elapsed_ns: u64,
     pub programs: usize,
@@ -75,6 +76,7 @@ pub struct BhOutcome {
 pub fn run(
     options: &BhOptions,
     stop: &AtomicBool,
+    tap: &mut Tap,
     mut on_tick: impl FnMut(&BhStats, Duration),
 ) -> Result<BhOutcome> {
     system::check_can_trace()?;
@@ -97,24 +99,12 @@ pub fn run(
         &options.cpus,
         &Watched::Process(std::process::id()),
     )?;
-    let mut config = options.stats;
-    config.selection = match &stimulus {
-        Some(s) => s.kind.selection(s.tid),
-        None => Selection::All,
-    };
-    let mut matcher =
-        Matcher::new(stimulus.as_ref().map(|s| s.tid)).tracing_only(options.cpus.clone());
-    let mut stats = BhStats::new(config);
-
+    let stimulus_tid = stimulus.as_ref().map(|s| s.tid);
+    if let Some(tid) = stimulus_tid {
+        tap.put(Line::Stimulus { tid });
+    }
+    let mut pipeline = Pipeline::new(options, stimulus_tid);
     let ring = RecordRing::new(probe.events_map(), decode_event)?;
-    let feed = |matcher: &mut Matcher, stats: &mut BhStats, events: Vec<Event>| {
-        for event in &events {
-            matcher.add(event);
-        }
-        for sample in matcher.take_samples() {
-            stats.add(sample);
-        }
-    };
 
     let started = Instant::now();
     let softirqs_before = system::softirq_runs(&options.cpus);
@@ -124,10 +114,10 @@ pub fn run(
     }
     let mut pace = RunPace::new(started, options.duration);
     while !stop.load(Ordering::Relaxed) {
-        feed(&mut matcher, &mut stats, ring.wait_and_take(DRAIN_INTERVAL));
+        pipeline.feed(ring.wait_and_take(DRAIN_INTERVAL), tap);
         let now = Instant::now();
         if let Some(elapsed) = pace.tick(now) {
-            on_tick(&stats, elapsed);
+            on_tick(&pipeline.stats, elapsed);
         }
         if pace.over(now) {
             break;
@@ -148,7 +138,7 @@ pub fn run(
                 cpu: first_cpu,
                 tid,
                 requests,
-                kernel_path: kind.kernel_path(),
+                kernel_path: kind.kernel_path().into(),
             })
         }
         None => None,
@@ -162,10 +152,11 @@ pub fn run(
             (vector, after.saturating_sub(before))
         })
         .collect();
-    feed(&mut matcher, &mut stats, ring.take());
+    pipeline.feed(ring.take(), tap);
     drop(resources);
     drop(load);
 
+    let Pipeline { matcher, stats } = pipeline;
     let (pending_softirqs, pending_works) = matcher.pending();
     let info = BhRunInfo {
         elapsed_ns,
@@ -183,4 +174,51 @@ pub fn run(
         interrupted: false,
     };
     Ok(BhOutcome { stats, info })
+}
+
+/// Re-analyzes a recorded run of `options` (the info is the recording's).
+pub fn replay(options: &BhOptions, reader: &mut Reader) -> Result<BhOutcome> {
+    let stimulus_tid = match options.trigger {
+        Some(_) => match reader.next_input()? {
+            Some(Line::Stimulus { tid }) => Some(tid),
+            _ => return Err(reader.error("a triggered run's first input is its stimulus")),
+        },
+        None => None,
+    };
+    let mut pipeline = Pipeline::new(options, stimulus_tid);
+    replay_events(reader, |events| pipeline.feed(events, &mut Tap::default()))?;
+    Ok(BhOutcome {
+        stats: pipeline.stats,
+        info: reader.info()?,
+    })
+}
+
+/// The analysis a run feeds as checkpoints arrive, live or recorded.
+struct Pipeline {
+    matcher: Matcher,
+    stats: BhStats,
+}
+
+impl Pipeline {
+    fn new(options: &BhOptions, stimulus_tid: Option<u32>) -> Self {
+        let mut config = options.stats;
+        config.selection = match (options.trigger, stimulus_tid) {
+            (Some(trigger), Some(tid)) => trigger.kind.selection(tid),
+            _ => Selection::All,
+        };
+        Pipeline {
+            matcher: Matcher::new(stimulus_tid).tracing_only(options.cpus.clone()),
+            stats: BhStats::new(config),
+        }
+    }
+
+    fn feed(&mut self, events: Vec<Event>, tap: &mut Tap) {
+        for event in events {
+            self.matcher.add(&event);
+            tap.put(Line::Event(event));
+        }
+        for sample in self.matcher.take_samples() {
+            self.stats.add(sample);
+        }
+    }
 }

@@ -77,6 +77,12 @@ impl Serialize for LoadScenario {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for LoadScenario {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::units::deserialize_text(deserializer)
+    }
+}
+
 /// Running spinners; dropping it stops and joins them.
 pub struct Load {
     stop: Arc<AtomicBool>,

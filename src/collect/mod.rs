@@ -14,6 +14,9 @@ pub mod workload;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::analyze::checkpoint::Event;
+use crate::record::{Line, Reader};
+
 /// How often a run drains its ring buffer.
 pub(crate) const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 /// How often a run reports its progress.
@@ -63,4 +66,25 @@ impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
     }
+}
+
+/// Feeds a recording's checkpoints to `feed` in batches, as a live run drains them;
+/// any other input is an error.
+pub(crate) fn replay_events(
+    reader: &mut Reader,
+    mut feed: impl FnMut(Vec<Event>),
+) -> anyhow::Result<()> {
+    const BATCH: usize = 4096;
+    let mut batch = Vec::with_capacity(BATCH);
+    while let Some(line) = reader.next_input()? {
+        match line {
+            Line::Event(event) => batch.push(event),
+            other => return Err(reader.unexpected(&other)),
+        }
+        if batch.len() == BATCH {
+            feed(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+        }
+    }
+    feed(batch);
+    Ok(())
 }

@@ -16,6 +16,7 @@ use super::{DRAIN_INTERVAL, RunPace, StopOnDrop};
 use crate::analyze::noise::{AnalysisConfig, NoiseAnalysis, PeriodReport, Record};
 use crate::probe::RecordRing;
 use crate::probe::noise::{CpuCounters, NoiseProbe, decode_record};
+use crate::record::{Line, Reader, Tap};
 use crate::system;
 use crate::units::CpuList;
 
@@ -32,10 +33,10 @@ pub struct NoiseOptions {
 }
 
 /// What a run leaves besides the analysis: how it went and what irqlens itself cost.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RunInfo {
     pub elapsed_ns: u64,
-    pub clock: &'static str,
+    pub clock: String,
     /// CPUs the collector thread ran on; `None` if it had to share the measured ones.
     pub collector_cpus: Option<CpuList>,
     pub programs: usize,
@@ -56,6 +57,7 @@ pub struct NoiseOutcome {
 pub fn run(
     options: &NoiseOptions,
     stop: &AtomicBool,
+    tap: &mut Tap,
     mut on_tick: impl FnMut(&NoiseAnalysis, Duration),
 ) -> Result<NoiseOutcome> {
     system::check_can_trace()?;
@@ -67,8 +69,13 @@ pub fn run(
     let mut analysis = NoiseAnalysis::new(options.analysis, options.cpus.iter());
     let ring = RecordRing::new(probe.records_map(), decode_record)?;
     let mut record_count = 0u64;
-    let mut add_records = |analysis: &mut NoiseAnalysis, batch: Vec<Record>| {
+    let mut add_records = |analysis: &mut NoiseAnalysis, tap: &mut Tap, batch: Vec<Record>| {
         record_count += batch.len() as u64;
+        if tap.is_on() {
+            batch
+                .iter()
+                .for_each(|&record| tap.put(Line::NoiseRecord(record)));
+        }
         analysis.add_records(batch);
     };
 
@@ -106,18 +113,18 @@ pub fn run(
             // poll() only returns early when the probe wakes it (buffer filling up) and
             // reads nothing on a timeout; consume() drains. An error here is an
             // interrupted wait: the next round drains.
-            add_records(&mut analysis, ring.wait_and_take(DRAIN_INTERVAL));
+            add_records(&mut analysis, tap, ring.wait_and_take(DRAIN_INTERVAL));
             let now = Instant::now();
             let ready = waiting
                 .iter()
                 .take_while(|(at, _)| now - *at >= DRAIN_INTERVAL)
                 .count();
             for (_, report) in waiting.drain(..ready) {
-                analysis.add_period(&report);
+                add_period(&mut analysis, tap, report);
             }
             waiting.extend(report_rx.try_iter().map(|report| (now, report)));
             if let Some(elapsed) = pace.tick(now) {
-                refresh_entries(&probe, options, &mut analysis);
+                refresh_entries(&probe, options, &mut analysis, tap);
                 on_tick(&analysis, elapsed);
             }
             if pace.over(now) {
@@ -135,21 +142,21 @@ pub fn run(
     });
     drop(report_tx);
     // the threads are done: every record they can refer to is committed
-    add_records(&mut analysis, ring.take());
+    add_records(&mut analysis, tap, ring.take());
     for report in waiting
         .into_iter()
         .map(|(_, report)| report)
         .chain(report_rx.iter())
     {
-        analysis.add_period(&report);
+        add_period(&mut analysis, tap, report);
     }
-    refresh_entries(&probe, options, &mut analysis);
+    refresh_entries(&probe, options, &mut analysis, tap);
     probe.disable();
     worker_results?;
 
     let info = RunInfo {
         elapsed_ns: started.elapsed().as_nanos() as u64,
-        clock: clock.name(),
+        clock: clock.name().into(),
         collector_cpus,
         programs: probe.programs(),
         skipped_tracepoints: probe.skipped.clone(),
@@ -160,10 +167,39 @@ pub fn run(
     Ok(NoiseOutcome { analysis, info })
 }
 
-fn refresh_entries(probe: &NoiseProbe<'_>, options: &NoiseOptions, analysis: &mut NoiseAnalysis) {
+fn refresh_entries(
+    probe: &NoiseProbe<'_>,
+    options: &NoiseOptions,
+    analysis: &mut NoiseAnalysis,
+    tap: &mut Tap,
+) {
     for cpu in options.cpus.iter() {
-        analysis.set_entries(cpu, probe.entries(cpu));
+        let entries = probe.entries(cpu);
+        analysis.set_entries(cpu, entries);
+        tap.put(Line::NoiseEntries { cpu, entries });
     }
+}
+
+fn add_period(analysis: &mut NoiseAnalysis, tap: &mut Tap, report: PeriodReport) {
+    analysis.add_period(&report);
+    tap.put(Line::NoisePeriod(report));
+}
+
+/// Re-analyzes a recorded run of `options` (the info is the recording's).
+pub fn replay(options: &NoiseOptions, reader: &mut Reader) -> Result<NoiseOutcome> {
+    let mut analysis = NoiseAnalysis::new(options.analysis, options.cpus.iter());
+    while let Some(line) = reader.next_input()? {
+        match line {
+            Line::NoiseRecord(record) => analysis.add_records([record]),
+            Line::NoisePeriod(report) => analysis.add_period(&report),
+            Line::NoiseEntries { cpu, entries } => analysis.set_entries(cpu, entries),
+            other => return Err(reader.unexpected(&other)),
+        }
+    }
+    Ok(NoiseOutcome {
+        analysis,
+        info: reader.info()?,
+    })
 }
 
 /// Keeps the collector off the measured CPUs: on -H's CPUs, else on the unmeasured ones

@@ -25,7 +25,7 @@ use super::sched::{gettid, set_affinity};
 use crate::analyze::bh::Selection;
 use crate::units::CpuList;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TriggerKind {
     Timer,

@@ -4,11 +4,11 @@
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::clock::{monotonic_ns, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
@@ -17,6 +17,7 @@ use crate::analyze::checkpoint::Event;
 use crate::analyze::wakeup::{Report, StatsConfig, Targets, TrackCounts, Tracker, WakeupStats};
 use crate::probe::RecordRing;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
+use crate::record::{Line, Reader, Tap};
 use crate::system;
 use crate::units::CpuList;
 
@@ -49,7 +50,7 @@ pub struct WakeupOptions {
     pub stats: StatsConfig,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WakeupRunInfo {
     pub elapsed_ns: u64,
     pub traced: bool,
@@ -64,7 +65,7 @@ pub struct WakeupRunInfo {
     pub interrupted: bool,
 }
 
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct TimerThread {
     pub cpu: u32,
     pub tid: u32,
@@ -80,6 +81,7 @@ pub struct WakeupOutcome {
 pub fn run(
     options: &WakeupOptions,
     stop: &AtomicBool,
+    tap: &mut Tap,
     mut on_tick: impl FnMut(&WakeupStats, Duration),
 ) -> Result<WakeupOutcome> {
     let traced = match &options.mode {
@@ -101,7 +103,6 @@ pub fn run(
         .as_ref()
         .map(|p| RecordRing::new(p.events_map(), decode_event))
         .transpose()?;
-    let mut stats = WakeupStats::new(options.stats);
     let missed = AtomicU64::new(0);
     let (report_tx, report_rx) = mpsc::channel::<Report>();
     let started = Instant::now();
@@ -109,7 +110,7 @@ pub fn run(
         probe.enable();
     }
 
-    let (threads, mut tracker, elapsed_ns) = std::thread::scope(|scope| -> Result<_> {
+    let (threads, mut pipeline, elapsed_ns) = std::thread::scope(|scope| -> Result<_> {
         let _stop_threads = StopOnDrop(stop);
         let (threads, handles) = match &options.mode {
             WakeupMode::Timer(timer) => {
@@ -117,31 +118,29 @@ pub fn run(
             }
             WakeupMode::Task(_) => (Vec::new(), Vec::new()),
         };
-        let targets = match &options.mode {
-            WakeupMode::Timer(_) => Targets::Timers(threads.iter().map(|t| t.tid).collect()),
-            WakeupMode::Task(_) => Targets::Watched,
-        };
-        let mut tracker = Tracker::new(targets).tracing_only(options.cpus.clone());
+        let timer_tids = matches!(options.mode, WakeupMode::Timer(_))
+            .then(|| threads.iter().map(|t| t.tid).collect::<Vec<_>>());
+        if let Some(tids) = &timer_tids {
+            tap.put(Line::TimerThreads { tids: tids.clone() });
+        }
+        let mut pipeline = Pipeline::new(options, timer_tids);
         let mut pace = RunPace::new(started, options.duration);
         while !stop.load(Ordering::Relaxed) {
             let wait = pace.wait();
             match &ring {
-                Some(ring) => feed(
-                    &mut tracker,
-                    &mut stats,
-                    ring.wait_and_take(wait),
-                    &report_rx,
-                ),
+                Some(ring) => {
+                    pipeline.feed(ring.wait_and_take(wait), report_rx.try_iter(), tap);
+                }
                 None => {
                     std::thread::sleep(wait);
-                    report_rx.try_iter().for_each(|r| stats.add_total_only(&r));
+                    pipeline.feed_untraced(report_rx.try_iter(), tap);
                 }
             }
             let now = Instant::now();
             if let Some(elapsed) = pace.tick(now) {
-                on_tick(&stats, elapsed);
+                on_tick(&pipeline.stats, elapsed);
             }
-            if pace.over(now) || stats.stop.is_some() {
+            if pace.over(now) || pipeline.stats.stop.is_some() {
                 stop.store(true, Ordering::Relaxed);
             }
         }
@@ -150,18 +149,17 @@ pub fn run(
                 .join()
                 .map_err(|_| anyhow!("a timer thread panicked"))??;
         }
-        Ok((threads, tracker, started.elapsed().as_nanos() as u64))
+        Ok((threads, pipeline, started.elapsed().as_nanos() as u64))
     })?;
     drop(report_tx);
     // the timer threads are gone, their last wakeups long in the ring: stop tracing now
     if let (Some(probe), Some(ring)) = (&probe, &ring) {
         probe.disable();
-        feed(&mut tracker, &mut stats, ring.take(), &report_rx);
+        pipeline.feed(ring.take(), report_rx.try_iter(), tap);
     } else {
-        report_rx.try_iter().for_each(|r| stats.add_total_only(&r));
+        pipeline.feed_untraced(report_rx.try_iter(), tap);
     }
-    tracker.finish();
-    drain(&mut tracker, &mut stats);
+    let Pipeline { tracker, stats } = pipeline.finish();
 
     let info = WakeupRunInfo {
         elapsed_ns,
@@ -177,27 +175,95 @@ pub fn run(
     Ok(WakeupOutcome { stats, info })
 }
 
-fn feed(
-    tracker: &mut Tracker,
-    stats: &mut WakeupStats,
-    events: Vec<Event>,
-    reports: &Receiver<Report>,
-) {
-    for event in &events {
-        tracker.add(event);
+/// Re-analyzes a recorded run of `options` (the info is the recording's).
+pub fn replay(options: &WakeupOptions, reader: &mut Reader) -> Result<WakeupOutcome> {
+    let (timer_mode, traced) = match &options.mode {
+        WakeupMode::Timer(timer) => (true, timer.trace),
+        WakeupMode::Task(_) => (false, true),
+    };
+    let timer_tids = match timer_mode {
+        true => match reader.next_input()? {
+            Some(Line::TimerThreads { tids }) => Some(tids),
+            _ => return Err(reader.error("a timer-mode run's first input is its threads")),
+        },
+        false => None,
+    };
+    let mut pipeline = Pipeline::new(options, timer_tids);
+    let no_tap = &mut Tap::default();
+    // a live drain feeds its checkpoints, then the reports that came meanwhile
+    let (mut events, mut reports) = (Vec::new(), Vec::new());
+    while let Some(line) = reader.next_input()? {
+        match line {
+            Line::Event(event) => {
+                if !reports.is_empty() {
+                    pipeline.feed(std::mem::take(&mut events), reports.drain(..), no_tap);
+                }
+                events.push(event);
+            }
+            Line::WakeupReport(report) if traced => reports.push(report),
+            Line::WakeupReport(report) => pipeline.feed_untraced(std::iter::once(report), no_tap),
+            other => return Err(reader.unexpected(&other)),
+        }
     }
-    for report in reports.try_iter() {
-        tracker.add_report(report);
-    }
-    drain(tracker, stats);
+    pipeline.feed(events, reports.into_iter(), no_tap);
+    Ok(WakeupOutcome {
+        stats: pipeline.finish().stats,
+        info: reader.info()?,
+    })
 }
 
-fn drain(tracker: &mut Tracker, stats: &mut WakeupStats) {
-    for sample in tracker.take_samples() {
-        stats.add(sample);
+/// The analysis a run feeds as checkpoints and reports arrive, live or recorded.
+struct Pipeline {
+    tracker: Tracker,
+    stats: WakeupStats,
+}
+
+impl Pipeline {
+    /// `timer_tids`: timer mode's measurement threads; task mode has none.
+    fn new(options: &WakeupOptions, timer_tids: Option<Vec<u32>>) -> Self {
+        let targets = match timer_tids {
+            Some(tids) => Targets::Timers(tids.into_iter().collect()),
+            None => Targets::Watched,
+        };
+        Pipeline {
+            tracker: Tracker::new(targets).tracing_only(options.cpus.clone()),
+            stats: WakeupStats::new(options.stats),
+        }
     }
-    for report in tracker.take_undecomposed() {
-        stats.add_total_only(&report);
+
+    fn feed(&mut self, events: Vec<Event>, reports: impl Iterator<Item = Report>, tap: &mut Tap) {
+        for event in events {
+            self.tracker.add(&event);
+            tap.put(Line::Event(event));
+        }
+        for report in reports {
+            self.tracker.add_report(report);
+            tap.put(Line::WakeupReport(report));
+        }
+        self.drain();
+    }
+
+    /// `--no-trace`: the threads' totals are all there is.
+    fn feed_untraced(&mut self, reports: impl Iterator<Item = Report>, tap: &mut Tap) {
+        for report in reports {
+            self.stats.add_total_only(&report);
+            tap.put(Line::WakeupReport(report));
+        }
+    }
+
+    fn finish(mut self) -> Self {
+        self.tracker.finish();
+        self.drain();
+        self
+    }
+
+    fn drain(&mut self) {
+        for sample in self.tracker.take_samples() {
+            self.stats.add(sample);
+        }
+        for report in self.tracker.take_undecomposed() {
+            self.stats.add_total_only(&report);
+        }
     }
 }
 

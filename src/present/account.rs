@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
+use super::compare::Figure;
 use super::{clock_time, percent, us};
 use crate::analyze::account::report::{Row, Totals, rows, top, totals};
 use crate::analyze::account::{BySource, IDLE, Source};
@@ -315,4 +316,27 @@ pub fn to_json(
         "total": period_json(whole, view),
         "periods": periods,
     })
+}
+
+/// The numbers `compare` sets side by side: per process (or thread) with interrupt
+/// time, the largest first.
+pub fn figures(whole: &Period, view: &View) -> Vec<Figure> {
+    let table = rows(
+        &whole.ledger,
+        &whole.threads,
+        whole.compensator.as_ref(),
+        view.by_thread,
+    );
+    let mut figures = Vec::new();
+    for row in top(&table, view.top, |row| row.charged_ns + row.served_ns) {
+        let group = format!("{} {}", row.comm, row.id);
+        figures.push(Figure::ns(&group, "charged", row.charged_ns));
+        figures.push(Figure::ns(&group, "served", row.served_ns));
+        if let Some(error) = row.error {
+            figures.push(Figure::percent(&group, "kernel error", 100.0 * error));
+        }
+    }
+    let totals = totals(&whole.ledger);
+    figures.push(Figure::ns("total", "interrupt time", totals.interrupt_ns()));
+    figures
 }

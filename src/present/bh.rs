@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
+use super::compare::{Figure, TOP_FIGURES, quantile_figures};
 use super::{Names, clock_time, opt_us, percent, us2, write_hist_table};
 use crate::analyze::bh::{BhStats, DelayCause, Mechanism, Sample, Series, Source};
 use crate::analyze::histogram::Histogram;
@@ -406,4 +407,30 @@ pub fn to_json(
         "series": series,
         "not_observable": not_observable,
     })
+}
+
+/// The numbers `compare` sets side by side: per mechanism, its busiest sources, and
+/// its delay causes.
+pub fn figures(stats: &BhStats, names: &Names) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    for (mechanism, mechanism_stats) in &stats.mechanisms {
+        figures.extend(series_figures(mechanism.name(), &mechanism_stats.series));
+        for (source, series) in sources_of(stats, *mechanism).into_iter().take(TOP_FIGURES) {
+            let group = format!("{} {}", mechanism.name(), names.source(source));
+            figures.extend(series_figures(&group, series));
+        }
+        for (cause, cause_stats) in &mechanism_stats.causes {
+            let group = format!("{} delayed by {}", mechanism.name(), names.cause(cause));
+            figures.push(Figure::count(&group, "samples", cause_stats.samples));
+            figures.push(Figure::ns(&group, "q50", cause_stats.median_ns()));
+        }
+    }
+    figures
+}
+
+fn series_figures(group: &str, series: &Series) -> Vec<Figure> {
+    let mut figures = vec![Figure::count(group, "count", series.count)];
+    figures.extend(quantile_figures(group, |q| series.quantile_ns(q)));
+    figures.extend(series.max_ns().map(|max| Figure::ns(group, "max", max)));
+    figures
 }

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod bh;
+pub mod compare;
 pub mod noise;
 pub mod wakeup;
 

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
+use super::compare::{Figure, TOP_FIGURES, quantile_figures};
 use super::{clock_time, percent, us, us1};
 use crate::analyze::histogram::Histogram;
 use crate::analyze::noise::{Cause, NoiseAnalysis, Record, StopReport};
@@ -14,7 +15,7 @@ use crate::collect::noise::{NoiseOptions, RunInfo};
 
 /// Per-CPU summary with rtla osnoise top's columns (time in µs).
 pub fn write_summary(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     analysis: &NoiseAnalysis,
     elapsed_ns: u64,
 ) -> io::Result<()> {
@@ -59,7 +60,7 @@ pub fn write_summary(
 
 /// The causes of noise over the whole run, by total interference-free time.
 pub fn write_causes(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     analysis: &NoiseAnalysis,
     irq_names: &HashMap<u32, String>,
     limit: usize,
@@ -103,7 +104,7 @@ pub fn write_causes(
 
 /// What irqlens cost and could not see, so nothing is hidden.
 pub fn write_run_info(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     analysis: &NoiseAnalysis,
     info: &RunInfo,
 ) -> io::Result<()> {
@@ -140,7 +141,7 @@ pub fn write_run_info(
 
 /// The sample that hit -s/-S, every cause inside it and the records just before it.
 pub fn write_stop(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     stop: &StopReport,
     irq_names: &HashMap<u32, String>,
 ) -> io::Result<()> {
@@ -171,7 +172,7 @@ pub fn write_stop(
 }
 
 fn write_record(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     what: &str,
     record: &Record,
     sample_start_ns: u64,
@@ -194,7 +195,7 @@ fn seconds(ns: u64) -> String {
 
 /// rtla osnoise hist's layout: one column per CPU, an overflow row, then the summary.
 pub fn write_histogram(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     analysis: &NoiseAnalysis,
     options: &HistOptions,
 ) -> io::Result<()> {
@@ -277,4 +278,29 @@ fn cause_id(cause: &Cause) -> Option<u32> {
         Cause::Irq { id, .. } | Cause::Softirq(id) | Cause::Thread { pid: id, .. } => Some(id),
         Cause::Hardware | Cause::Nmi => None,
     }
+}
+
+/// The numbers `compare` sets side by side: per CPU, then per cause.
+pub fn figures(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    for (summary, (cpu, histogram)) in analysis.summaries().zip(analysis.histograms()) {
+        let group = format!("cpu {cpu}");
+        figures.extend([
+            Figure::ns(&group, "noise", summary.noise_ns),
+            Figure::percent(&group, "available", summary.cpu_available_percent()),
+            Figure::count(&group, "samples", summary.samples),
+            Figure::count(&group, "hw samples", summary.hw),
+        ]);
+        figures.extend(quantile_figures(&group, |q| histogram.quantile_ns(q)));
+        figures.push(Figure::ns(&group, "max single", summary.max_single_ns));
+    }
+    for (cause, stats) in analysis.top_causes().iter().take(TOP_FIGURES) {
+        let group = format!("cause {}", cause.label(irq_names));
+        figures.extend([
+            Figure::ns(&group, "total", stats.total_ns),
+            Figure::count(&group, "count", stats.count),
+            Figure::ns(&group, "max", stats.max_ns),
+        ]);
+    }
+    figures
 }

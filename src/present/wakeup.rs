@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
+use super::compare::{Figure, TOP_FIGURES, quantile_figures};
 use super::{Names, clock_time, opt_us, percent, us2, write_hist_table};
 use crate::analyze::histogram::Histogram;
 use crate::analyze::wakeup::{Cause, Component, CpuStats, Sample, Stop, WakeupStats};
@@ -463,4 +464,24 @@ fn cdf(histogram: &Histogram) -> Vec<(u64, f64)> {
             (histogram.bucket_start_ns(index + 1), seen as f64 / total)
         })
         .collect()
+}
+
+/// The numbers `compare` sets side by side: per CPU, the total latency; then the
+/// causes.
+pub fn figures(stats: &WakeupStats, names: &Names) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    for (cpu, cpu_stats) in &stats.cpus {
+        let group = format!("cpu {cpu}");
+        figures.push(Figure::count(&group, "activations", cpu_stats.activations));
+        if let Some(total) = cpu_stats.series(Component::Total) {
+            figures.extend(quantile_figures(&group, |q| total.quantile_ns(q)));
+            figures.extend(total.max_ns().map(|max| Figure::ns(&group, "max", max)));
+        }
+    }
+    for (cause, cause_stats) in stats.ranked_causes().iter().take(TOP_FIGURES) {
+        let group = format!("cause {}", names.wakeup_cause(cause));
+        figures.push(Figure::ns(&group, "total", cause_stats.total_ns));
+        figures.push(Figure::count(&group, "samples", cause_stats.samples));
+    }
+    figures
 }

@@ -8,7 +8,7 @@ use super::compensate::Compensator;
 use super::{BySource, IDLE, Ledger, Source, add_into, total};
 
 /// What /proc told of a thread.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ThreadInfo {
     pub tgid: u32,
     pub comm: String,

@@ -32,7 +32,7 @@ const QUEUED_WORKS: usize = 1 << 16;
 const STALE_WORK_NS: u64 = 10_000_000_000;
 
 /// What the matcher could not match, so the user knows what the tables leave out.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MatchCounts {
     pub events: u64,
     /// Raises of an already pending softirq (merged into the first).

@@ -45,7 +45,7 @@ pub enum Targets {
 }
 
 /// What could not be made a sample, so the user knows what the tables leave out.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TrackCounts {
     pub events: u64,
     /// Wakeups of a target by a thread rather than an interrupt (a futex, a pipe).
@@ -67,7 +67,9 @@ pub struct TrackCounts {
 }
 
 /// One activation as a timer-mode thread saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Report {
     pub tid: u32,
     pub cpu: u32,

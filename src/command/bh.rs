@@ -1,0 +1,114 @@
+//! `irqlens bh`: live, or replayed from a recording.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::{Outcome, STOP, close_tap, open_tap, with_progress};
+use irqlens::cli::{BhArgs, BhCommand, BhMode, HistOptions};
+use irqlens::collect::bh::{self as bh_run, BhOptions, BhOutcome};
+use irqlens::present::compare::Figure;
+use irqlens::present::{Names, bh as show};
+use irqlens::probe;
+use irqlens::record::{Capability, Reader};
+
+/// A bh run's result and how it was asked to be shown.
+pub struct BhResult {
+    args: BhArgs,
+    hist: Option<HistOptions>,
+    options: BhOptions,
+    outcome: BhOutcome,
+    names: Names,
+    not_observable: Vec<String>,
+}
+
+fn split(command: BhCommand) -> (BhArgs, Option<HistOptions>) {
+    match command.mode {
+        None => (command.args, None),
+        Some(BhMode::Top(args)) => (args, None),
+        Some(BhMode::Hist(hist)) => (hist.bh.clone(), Some(hist.hist)),
+    }
+}
+
+pub fn measure(command: BhCommand) -> Result<()> {
+    let (args, hist) = split(command);
+    let options = args.options(&hist.clone().unwrap_or_default())?;
+    let mut tap = open_tap(
+        &args.output,
+        Capability::Bh,
+        &options.cpus,
+        Some(options.load),
+    )?;
+    let mut outcome = with_progress(
+        args.output.progress(),
+        options.duration,
+        "bottom halves",
+        |show| {
+            bh_run::run(&options, &STOP, &mut tap, |stats, elapsed| {
+                show(elapsed, stats.samples())
+            })
+        },
+    )?;
+    outcome.info.interrupted = super::interrupted();
+    let recorded = close_tap(tap, &outcome.info);
+    let json = args.output.json;
+    let result = BhResult {
+        args,
+        hist,
+        options,
+        outcome,
+        names: Names::load(),
+        not_observable: probe::checkpoint::not_observable(),
+    };
+    super::print(&result, json)?;
+    recorded
+}
+
+pub fn replay(command: BhCommand, reader: &mut Reader) -> Result<BhResult> {
+    let (args, hist) = split(command);
+    let options = args.options_on(
+        &hist.clone().unwrap_or_default(),
+        reader.header().cpus.clone(),
+    )?;
+    let outcome = bh_run::replay(&options, reader)?;
+    Ok(BhResult {
+        args,
+        hist,
+        options,
+        outcome,
+        names: super::recorded_names(reader.end()?),
+        // what this irqlens cannot observe on any kernel
+        not_observable: probe::checkpoint::not_observable(),
+    })
+}
+
+impl Outcome for BhResult {
+    fn json(&self) -> serde_json::Value {
+        let BhOutcome { stats, info } = &self.outcome;
+        show::to_json(
+            stats,
+            info,
+            &self.options,
+            &self.names,
+            &self.not_observable,
+        )
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> Result<()> {
+        let BhOutcome { stats, info } = &self.outcome;
+        match &self.hist {
+            Some(hist) => show::write_histogram(out, stats, hist)?,
+            None => {
+                show::write_table(out, stats, &self.names)?;
+                show::write_causes(out, stats, &self.names, self.args.causes)?;
+                show::write_worst(out, stats, &self.names)?;
+            }
+        }
+        show::write_run_info(out, stats, info, &self.options, &self.not_observable)?;
+        Ok(())
+    }
+
+    fn figures(&self) -> Vec<Figure> {
+        show::figures(&self.outcome.stats, &self.names)
+    }
+}

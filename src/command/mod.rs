@@ -1,0 +1,107 @@
+//! The subcommands: each measuring one runs live (or replays a recording) and shows its
+//! result with the same code either way.
+
+pub mod account;
+pub mod bh;
+pub mod compare;
+pub mod noise;
+pub mod report;
+pub mod wakeup;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use irqlens::cli::OutputArgs;
+use irqlens::collect::load::LoadScenario;
+use irqlens::present::{self, Names};
+use irqlens::record::{Capability, End, Header, Recorder, Tap};
+use irqlens::system::{self, KernelSymbols};
+use irqlens::units::CpuList;
+
+/// Set by Ctrl-C/SIGTERM (and by the run itself when it ends): every loop checks it.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// The sinks the user asked for on the command line; none is a tap that does nothing.
+/// Made before the run, so a file that cannot be written fails before anything loads.
+pub fn open_tap(
+    output: &OutputArgs,
+    capability: Capability,
+    cpus: &CpuList,
+    load: Option<LoadScenario>,
+) -> Result<Tap> {
+    let mut tap = Tap::default();
+    if let Some(path) = &output.record {
+        let header = Header::new(capability, cpus, load);
+        tap.add(Box::new(Recorder::create(path, header)?));
+    }
+    Ok(tap)
+}
+
+/// Ends the tap with the run's `info`; the result is shown before its error is.
+pub fn close_tap(tap: Tap, info: &impl Serialize) -> Result<()> {
+    tap.finish(serde_json::to_value(info)?)
+}
+
+/// The names the machine that recorded `end` gave to IRQ lines and kernel functions.
+pub fn recorded_names(end: &End) -> Names {
+    Names {
+        symbols: KernelSymbols::from_names(end.kernel_functions.clone()),
+        irqs: system::parse_irq_line_names(&end.interrupts),
+    }
+}
+
+/// Writes `document` as the whole of stdout.
+pub fn print_json(out: &mut impl Write, document: &serde_json::Value) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *out, document)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Runs `measure`, which reports (elapsed, count) as it goes, with a progress line on
+/// stderr when `show`, cleared at the end.
+pub fn with_progress<T>(
+    show: bool,
+    duration: Option<Duration>,
+    what: &str,
+    measure: impl FnOnce(&mut dyn FnMut(Duration, u64)) -> Result<T>,
+) -> Result<T> {
+    let mut report = |elapsed: Duration, count: u64| {
+        if show {
+            present::write_progress(elapsed, duration, count, what);
+        }
+    };
+    let result = measure(&mut report);
+    if show {
+        present::clear_progress();
+    }
+    result
+}
+
+/// A measurement's result, live or replayed: what every output is made from.
+pub trait Outcome {
+    /// The `--json` document.
+    fn json(&self) -> serde_json::Value;
+    /// The tables, as the live run prints them.
+    fn write_text(&self, out: &mut dyn Write) -> Result<()>;
+    /// The numbers `compare` sets side by side.
+    fn figures(&self) -> Vec<irqlens::present::compare::Figure>;
+}
+
+/// Prints a result on stdout, as JSON or as tables.
+pub fn print(outcome: &dyn Outcome, json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        print_json(&mut out, &outcome.json())
+    } else {
+        outcome.write_text(&mut out)
+    }
+}

@@ -1,0 +1,120 @@
+//! `irqlens noise`: live, or replayed from a recording.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use anyhow::Result;
+
+use super::{Outcome, STOP, close_tap, open_tap};
+use irqlens::cli::{HistArgs, NoiseArgs, NoiseCommand, NoiseMode};
+use irqlens::collect::noise::{self as noise_run, NoiseOptions, NoiseOutcome};
+use irqlens::present::compare::Figure;
+use irqlens::present::{self, noise as show};
+use irqlens::record::{Capability, Reader};
+use irqlens::system;
+
+/// A noise run's result and how it was asked to be shown.
+pub struct NoiseResult {
+    args: NoiseArgs,
+    hist: Option<HistArgs>,
+    options: NoiseOptions,
+    outcome: NoiseOutcome,
+    irq_names: HashMap<u32, String>,
+}
+
+fn split(command: NoiseCommand) -> (NoiseArgs, Option<HistArgs>) {
+    match command.mode {
+        None => (command.args, None),
+        Some(NoiseMode::Top(args)) => (args, None),
+        Some(NoiseMode::Hist(hist)) => (hist.noise.clone(), Some(hist)),
+    }
+}
+
+fn hist_options(hist: &Option<HistArgs>) -> irqlens::cli::HistOptions {
+    hist.as_ref().map(|h| h.hist.clone()).unwrap_or_default()
+}
+
+pub fn measure(command: NoiseCommand) -> Result<()> {
+    let (args, hist) = split(command);
+    let options = args.options(&hist_options(&hist))?;
+    let mut tap = open_tap(&args.output, Capability::Noise, &options.cpus, None)?;
+    let live =
+        !args.output.quiet && !args.output.json && hist.is_none() && present::live_terminal();
+    // without a live table, a long run still shows it is alive (on a terminal only)
+    let progress = !live && !args.output.quiet && present::progress_terminal();
+
+    let mut outcome = noise_run::run(&options, &STOP, &mut tap, |analysis, elapsed| {
+        if live {
+            let mut out = io::stdout().lock();
+            // redraw in place, as rtla's top does
+            let _ = write!(out, "\x1b[H\x1b[2J");
+            let _ = show::write_summary(&mut out, analysis, elapsed.as_nanos() as u64);
+            let _ = out.flush();
+        } else if progress {
+            present::write_progress(
+                elapsed,
+                options.duration,
+                analysis.summaries().map(|s| s.samples).sum(),
+                "noise samples",
+            );
+        }
+    })?;
+    if progress {
+        present::clear_progress();
+    }
+    outcome.info.interrupted = super::interrupted();
+    let recorded = close_tap(tap, &outcome.info);
+    if live {
+        write!(io::stdout(), "\x1b[H\x1b[2J")?;
+    }
+    let json = args.output.json;
+    let result = NoiseResult {
+        args,
+        hist,
+        options,
+        outcome,
+        irq_names: system::irq_line_names(),
+    };
+    super::print(&result, json)?;
+    recorded
+}
+
+pub fn replay(command: NoiseCommand, reader: &mut Reader) -> Result<NoiseResult> {
+    let (args, hist) = split(command);
+    let options = args.options_on(&hist_options(&hist), reader.header().cpus.clone())?;
+    let outcome = noise_run::replay(&options, reader)?;
+    Ok(NoiseResult {
+        args,
+        hist,
+        options,
+        outcome,
+        irq_names: super::recorded_names(reader.end()?).irqs,
+    })
+}
+
+impl Outcome for NoiseResult {
+    fn json(&self) -> serde_json::Value {
+        let NoiseOutcome { analysis, info } = &self.outcome;
+        show::to_json(analysis, info, &self.options, &self.irq_names)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> Result<()> {
+        let NoiseOutcome { analysis, info } = &self.outcome;
+        match &self.hist {
+            Some(hist) => show::write_histogram(out, analysis, &hist.hist)?,
+            None => {
+                show::write_summary(out, analysis, info.elapsed_ns)?;
+                show::write_causes(out, analysis, &self.irq_names, self.args.causes)?;
+            }
+        }
+        if let Some(stop) = analysis.stop_report() {
+            show::write_stop(out, stop, &self.irq_names)?;
+        }
+        show::write_run_info(out, analysis, info)?;
+        Ok(())
+    }
+
+    fn figures(&self) -> Vec<Figure> {
+        show::figures(&self.outcome.analysis, &self.irq_names)
+    }
+}

@@ -1,0 +1,92 @@
+//! `irqlens report FILE...`: recordings re-analyzed offline, shown as the live run
+//! showed them.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Result, anyhow};
+use clap::Parser;
+
+use super::{Outcome, print_json};
+use irqlens::cli::{Cli, Command, ReportArgs};
+use irqlens::record::Reader;
+
+pub fn run(args: &ReportArgs) -> Result<()> {
+    let mut documents = Vec::new();
+    for (index, path) in args.files.iter().enumerate() {
+        let (reader, outcome) = replay(path)?;
+        if args.json {
+            documents.push(serde_json::json!({
+                "file": path.display().to_string(),
+                "recording": summary(&reader),
+                "result": outcome.json(),
+            }));
+            continue;
+        }
+        let mut out = std::io::stdout().lock();
+        if index > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "{}", heading(&reader))?;
+        outcome.write_text(&mut out)?;
+    }
+    if args.json {
+        print_json(
+            &mut std::io::stdout().lock(),
+            &serde_json::Value::Array(documents),
+        )?;
+    }
+    Ok(())
+}
+
+/// Reads a recording through and re-analyzes it with the options it was made with.
+pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
+    let mut reader = Reader::open(path)?;
+    let argv = &reader.header().argv;
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let first = e.to_string().lines().next().unwrap_or_default().to_owned();
+        anyhow!(
+            "{}: its command line does not parse: {first}",
+            reader.name()
+        )
+    })?;
+    let outcome: Box<dyn Outcome> = match cli.command {
+        Command::Noise(command) => Box::new(super::noise::replay(*command, &mut reader)?),
+        Command::Bh(command) => Box::new(super::bh::replay(command, &mut reader)?),
+        Command::Wakeup(command) => Box::new(super::wakeup::replay(*command, &mut reader)?),
+        Command::Account(args) => Box::new(super::account::replay(args, &mut reader)?),
+        Command::Report(_) | Command::Compare(_) => {
+            return Err(anyhow!("{}: not a measurement's recording", reader.name()));
+        }
+    };
+    Ok((reader, outcome))
+}
+
+/// One line telling which run this was: file, command line, when, where.
+pub fn heading(reader: &Reader) -> String {
+    let header = reader.header();
+    format!(
+        "# {}: {} | {} on {} ({}, kernel {})",
+        reader.name(),
+        header.argv.join(" "),
+        header.started_at,
+        header.system.hostname,
+        header.system.cpu_model,
+        header.system.kernel_release,
+    )
+}
+
+/// What the JSON output tells of a recording besides the result.
+fn summary(reader: &Reader) -> serde_json::Value {
+    let header = reader.header();
+    serde_json::json!({
+        "capability": header.capability,
+        "argv": header.argv,
+        "started_at": header.started_at,
+        "irqlens_version": header.irqlens_version,
+        "hostname": header.system.hostname,
+        "kernel_release": header.system.kernel_release,
+        "cpu_model": header.system.cpu_model,
+        "clocksource": header.system.clocksource,
+    })
+}

@@ -1,0 +1,104 @@
+//! `irqlens wakeup`: live, or replayed from a recording.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::{Outcome, STOP, close_tap, open_tap, with_progress};
+use irqlens::cli::{HistOptions, WakeupArgs, WakeupCommand, WakeupModeCommand};
+use irqlens::collect::wakeup::{self as wakeup_run, WakeupOptions, WakeupOutcome};
+use irqlens::present::compare::Figure;
+use irqlens::present::{Names, wakeup as show};
+use irqlens::record::{Capability, Reader};
+
+/// A wakeup run's result and how it was asked to be shown.
+pub struct WakeupResult {
+    args: WakeupArgs,
+    hist: Option<HistOptions>,
+    options: WakeupOptions,
+    outcome: WakeupOutcome,
+    names: Names,
+}
+
+fn split(command: WakeupCommand) -> (WakeupArgs, Option<HistOptions>) {
+    match command.mode {
+        None => (command.args, None),
+        Some(WakeupModeCommand::Top(args)) => (args, None),
+        Some(WakeupModeCommand::Hist(hist)) => (hist.wakeup.clone(), Some(hist.hist)),
+    }
+}
+
+pub fn measure(command: WakeupCommand) -> Result<()> {
+    let (args, hist) = split(command);
+    let options = args.options(&hist.clone().unwrap_or_default())?;
+    let mut tap = open_tap(&args.output, Capability::Wakeup, &options.cpus, None)?;
+    let mut outcome = with_progress(
+        args.output.progress(),
+        options.duration,
+        "wakeups",
+        |show| {
+            wakeup_run::run(&options, &STOP, &mut tap, |stats, elapsed| {
+                show(elapsed, stats.activations())
+            })
+        },
+    )?;
+    outcome.info.interrupted = super::interrupted();
+    let recorded = close_tap(tap, &outcome.info);
+    let json = args.output.json;
+    let result = WakeupResult {
+        args,
+        hist,
+        options,
+        outcome,
+        names: Names::load(),
+    };
+    super::print(&result, json)?;
+    recorded
+}
+
+pub fn replay(command: WakeupCommand, reader: &mut Reader) -> Result<WakeupResult> {
+    let (args, hist) = split(command);
+    let options = args.options_on(
+        &hist.clone().unwrap_or_default(),
+        reader.header().cpus.clone(),
+    )?;
+    let outcome = wakeup_run::replay(&options, reader)?;
+    Ok(WakeupResult {
+        args,
+        hist,
+        options,
+        outcome,
+        names: super::recorded_names(reader.end()?),
+    })
+}
+
+impl Outcome for WakeupResult {
+    fn json(&self) -> serde_json::Value {
+        let WakeupOutcome { stats, info } = &self.outcome;
+        show::to_json(stats, info, &self.options, &self.names)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> Result<()> {
+        let WakeupOutcome { stats, info } = &self.outcome;
+        let names = &self.names;
+        match &self.hist {
+            Some(hist) => show::write_histogram(out, stats, hist)?,
+            None => {
+                show::write_summary(out, stats, &self.options, info.elapsed_ns)?;
+                show::write_causes(out, stats, names, self.args.causes)?;
+                show::write_chains(out, stats, names)?;
+                show::write_cdf(out, stats)?;
+                show::write_worst(out, stats, names)?;
+            }
+        }
+        if let Some(stop) = &stats.stop {
+            show::write_stop(out, stop, names)?;
+        }
+        show::write_run_info(out, info)?;
+        Ok(())
+    }
+
+    fn figures(&self) -> Vec<Figure> {
+        show::figures(&self.outcome.stats, &self.names)
+    }
+}

@@ -1,0 +1,222 @@
+//! `compare`: the key numbers of two runs of one measurement side by side, and how
+//! they moved.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// One number a measurement is judged by: a quantile of a CPU's noise, a cause's time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Figure {
+    /// What it belongs to: `cpu 1`, `cause irq 11 virtio0`, `softirq NET_RX`.
+    pub group: String,
+    pub name: String,
+    pub value: f64,
+    pub unit: Unit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    Ns,
+    Count,
+    Percent,
+}
+
+impl Figure {
+    pub fn ns(group: &str, name: &str, ns: u64) -> Self {
+        Figure::new(group, name, ns as f64, Unit::Ns)
+    }
+
+    pub fn count(group: &str, name: &str, count: u64) -> Self {
+        Figure::new(group, name, count as f64, Unit::Count)
+    }
+
+    pub fn percent(group: &str, name: &str, percent: f64) -> Self {
+        Figure::new(group, name, percent, Unit::Percent)
+    }
+
+    fn new(group: &str, name: &str, value: f64, unit: Unit) -> Self {
+        Figure {
+            group: group.into(),
+            name: name.into(),
+            value,
+            unit,
+        }
+    }
+}
+
+/// Causes and sources compared, at most (the largest of each run).
+pub const TOP_FIGURES: usize = 10;
+
+/// The quantiles `compare` shows of a distribution, from `quantile_ns`.
+pub fn quantile_figures(group: &str, quantile_ns: impl Fn(f64) -> Option<u64>) -> Vec<Figure> {
+    [("q50", 0.5), ("q90", 0.9), ("q99", 0.99), ("q99.9", 0.999)]
+        .into_iter()
+        .filter_map(|(name, q)| Some(Figure::ns(group, name, quantile_ns(q)?)))
+        .collect()
+}
+
+/// A figure of either run, or both: matched by group and name.
+pub struct Row<'a> {
+    pub group: &'a str,
+    pub name: &'a str,
+    pub unit: Unit,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+}
+
+impl Row<'_> {
+    pub fn delta(&self) -> Option<f64> {
+        Some(self.b? - self.a?)
+    }
+
+    /// The change relative to A, in percent; none from zero.
+    pub fn change_percent(&self) -> Option<f64> {
+        let (a, b) = (self.a?, self.b?);
+        (a != 0.0).then(|| 100.0 * (b - a) / a)
+    }
+}
+
+/// A's figures in their order, then those only B has.
+pub fn rows<'a>(a: &'a [Figure], b: &'a [Figure]) -> Vec<Row<'a>> {
+    let find = |figures: &'a [Figure], f: &Figure| {
+        figures
+            .iter()
+            .find(|g| g.group == f.group && g.name == f.name)
+            .map(|g| g.value)
+    };
+    let only_b = b.iter().filter(|f| find(a, f).is_none());
+    a.iter()
+        .chain(only_b)
+        .map(|f| Row {
+            group: &f.group,
+            name: &f.name,
+            unit: f.unit,
+            a: find(a, f),
+            b: find(b, f),
+        })
+        .collect()
+}
+
+fn value(unit: Unit, value: Option<f64>) -> String {
+    match (unit, value) {
+        (_, None) => "-".into(),
+        (Unit::Ns, Some(ns)) => format!("{:.2}", ns / 1_000.0),
+        (Unit::Count, Some(count)) => format!("{count:.0}"),
+        (Unit::Percent, Some(percent)) => format!("{percent:.3}"),
+    }
+}
+
+fn signed(unit: Unit, delta: Option<f64>) -> String {
+    match delta {
+        Some(d) if d >= 0.0 => format!("+{}", value(unit, Some(d))),
+        Some(d) => format!("-{}", value(unit, Some(-d))),
+        None => "-".into(),
+    }
+}
+
+fn unit_name(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Ns => "us",
+        Unit::Count => "",
+        Unit::Percent => "%",
+    }
+}
+
+pub fn write_table(out: &mut dyn Write, rows: &[Row], a: &str, b: &str) -> io::Result<()> {
+    writeln!(out, "A: {a}")?;
+    writeln!(out, "B: {b}")?;
+    writeln!(out, "times in us")?;
+    writeln!(
+        out,
+        "{:<28} {:<24} {:>13} {:>13} {:>13} {:>9}",
+        "GROUP", "FIGURE", "A", "B", "B-A", "CHANGE"
+    )?;
+    let mut last_group = "";
+    for row in rows {
+        let group = if row.group == last_group {
+            ""
+        } else {
+            row.group
+        };
+        last_group = row.group;
+        let change = row
+            .change_percent()
+            .map_or("-".into(), |c| format!("{c:+.1}%"));
+        let name = match unit_name(row.unit) {
+            "" => row.name.to_owned(),
+            unit => format!("{} ({unit})", row.name),
+        };
+        writeln!(
+            out,
+            "{:<28} {:<24} {:>13} {:>13} {:>13} {:>9}",
+            group,
+            name,
+            value(row.unit, row.a),
+            value(row.unit, row.b),
+            signed(row.unit, row.delta()),
+            change
+        )?;
+    }
+    Ok(())
+}
+
+pub fn to_json(rows: &[Row], a: Value, b: Value) -> Value {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            json!({
+                "group": row.group,
+                "figure": row.name,
+                "unit": row.unit,
+                "a": row.a,
+                "b": row.b,
+                "delta": row.delta(),
+                "change_percent": row.change_percent(),
+            })
+        })
+        .collect();
+    json!({"a": a, "b": b, "figures": rows})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_match_by_group_and_name_and_keep_what_one_side_lacks() {
+        let a = vec![
+            Figure::ns("cpu 0", "max", 10_000),
+            Figure::count("cause timer", "count", 4),
+        ];
+        let b = vec![
+            Figure::count("cause net", "count", 2),
+            Figure::ns("cpu 0", "max", 15_000),
+        ];
+        let rows = rows(&a, &b);
+        assert_eq!(rows.len(), 3);
+        assert_eq!((rows[0].a, rows[0].b), (Some(10_000.0), Some(15_000.0)));
+        assert_eq!(rows[0].delta(), Some(5_000.0));
+        assert_eq!(rows[0].change_percent(), Some(50.0));
+        assert_eq!((rows[1].a, rows[1].b), (Some(4.0), None));
+        assert_eq!(rows[1].delta(), None);
+        assert_eq!(
+            (rows[2].group, rows[2].a, rows[2].b),
+            ("cause net", None, Some(2.0))
+        );
+    }
+
+    #[test]
+    fn no_change_in_percent_from_zero() {
+        let a = [Figure::count("g", "n", 0)];
+        let b = [Figure::count("g", "n", 3)];
+        let rows = rows(&a, &b);
+        assert_eq!(rows[0].change_percent(), None);
+        let mut text = Vec::new();
+        write_table(&mut text, &rows, "a", "b").unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("+3"), "{text}");
+    }
+}

@@ -1,0 +1,188 @@
+//! Recordings: a run's raw inputs with a description of the system it ran on, in one
+//! file that `irqlens report` re-analyzes (the same code as the live run consumes the
+//! same inputs in the same order, so the tables come out the same) and that anyone can
+//! read without irqlens.
+//!
+//! # Format, version 1
+//! gzip'd JSON Lines (`.jsonl.gz`): one JSON object per line, each with a `"type"`.
+//! - The first line is the `header`: `format` ("irqlens-recording"), `version`,
+//!   `capability`, `argv`, `irqlens_version`, `started_at` (RFC 3339, UTC), `cpus`,
+//!   `load`, and `system` (kernel release, version and config, boot command line, CPU
+//!   model and count, clock source, /proc/interrupts and /proc/softirqs before).
+//! - Then the inputs, in the order the analysis took them: `event` (a checkpoint: bh,
+//!   wakeup, account), `noise_record` (an interference the noise probe saw),
+//!   `noise_period` (a measurement thread's runtime window with its noise samples),
+//!   `noise_entries`, `stimulus` and `timer_threads` (whose samples are measured), `mark`
+//!   (account: each thread's CPU time as /proc told it at a period's end).
+//! - The last line is the `end`: the run info (as in `--json`), /proc/interrupts and
+//!   /proc/softirqs after, and the names of the kernel functions the events refer to.
+//!   A file without it is truncated (the run was killed).
+//!
+//! Times are ns on CLOCK_MONOTONIC. With pandas: `pd.read_json(path, lines=True,
+//! compression="gzip")`, then select rows by `type`; DuckDB:
+//! `read_json(path, format='newline_delimited', compression='gzip')`.
+//! A reader must refuse a `version` it does not know; new fields may appear within a
+//! version, so readers should ignore fields they do not know.
+
+mod reader;
+mod tap;
+mod writer;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyze::account::report::ThreadInfo;
+use crate::analyze::checkpoint::Event;
+use crate::analyze::noise::{PeriodReport, Record};
+use crate::analyze::wakeup::Report;
+use crate::collect::load::LoadScenario;
+use crate::units::CpuList;
+
+pub use reader::Reader;
+pub use tap::{Sink, Tap};
+pub use writer::Recorder;
+
+/// The `format` of the header line: what tells an irqlens recording from other JSON.
+pub const FORMAT: &str = "irqlens-recording";
+/// The format version this irqlens writes and the newest it reads.
+pub const VERSION: u32 = 1;
+
+/// What was measured: the subcommand that made the recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Capability {
+    Noise,
+    Bh,
+    Wakeup,
+    Account,
+}
+
+impl Capability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Noise => "noise",
+            Capability::Bh => "bh",
+            Capability::Wakeup => "wakeup",
+            Capability::Account => "account",
+        }
+    }
+}
+
+/// One line of a recording.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    Header(Box<Header>),
+    Event(Event),
+    NoiseRecord(Record),
+    NoisePeriod(PeriodReport),
+    /// Interference counts per class (thread, softirq, irq, nmi) of a CPU so far.
+    NoiseEntries {
+        cpu: u32,
+        entries: [u64; 4],
+    },
+    /// bh: the thread whose requests are the stimulus's samples.
+    Stimulus {
+        tid: u32,
+    },
+    /// wakeup, timer mode: the measurement threads.
+    TimerThreads {
+        tids: Vec<u32>,
+    },
+    /// A timer thread's activation, as it saw it from user space.
+    WakeupReport(Report),
+    /// account with `--compensate`: the kernel's tick rate, measured.
+    KernelHz {
+        hz: u32,
+    },
+    /// account: a period boundary, `at_ns` after the start, with the kernel's CPU time per
+    /// thread (tid -> reading) then.
+    Mark {
+        at_ns: u64,
+        threads: HashMap<u32, ThreadInfo>,
+    },
+    End(Box<End>),
+}
+
+impl Line {
+    /// Its `type`, as written.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Line::Header(_) => "header",
+            Line::Event(_) => "event",
+            Line::NoiseRecord(_) => "noise_record",
+            Line::NoisePeriod(_) => "noise_period",
+            Line::NoiseEntries { .. } => "noise_entries",
+            Line::Stimulus { .. } => "stimulus",
+            Line::TimerThreads { .. } => "timer_threads",
+            Line::WakeupReport(_) => "wakeup_report",
+            Line::KernelHz { .. } => "kernel_hz",
+            Line::Mark { .. } => "mark",
+            Line::End(_) => "end",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    pub capability: Capability,
+    /// The command line of the run, irqlens's options included.
+    pub argv: Vec<String>,
+    pub irqlens_version: String,
+    pub started_at: String,
+    /// The CPUs measured.
+    pub cpus: CpuList,
+    /// The load the run put on the machine (bh's `--load`), if any.
+    pub load: Option<LoadScenario>,
+    pub system: SystemSnapshot,
+}
+
+/// The machine when the run started.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SystemSnapshot {
+    pub hostname: String,
+    pub kernel_release: String,
+    pub kernel_version: String,
+    /// The kernel's .config (from /proc/config.gz or /boot), if the machine has it.
+    pub kernel_config: Option<String>,
+    pub boot_cmdline: String,
+    pub cpu_model: String,
+    pub online_cpus: CpuList,
+    pub clocksource: String,
+    pub interrupts: String,
+    pub softirqs: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct End {
+    pub finished_at: String,
+    /// Input lines between the header and this one.
+    pub inputs: u64,
+    /// The run's information, as its `--json` prints it under `run`.
+    pub info: serde_json::Value,
+    pub interrupts: String,
+    pub softirqs: String,
+    /// Address -> name of the kernel functions the events name (tasklets, work items,
+    /// timers), resolved on the machine that ran.
+    pub kernel_functions: BTreeMap<u64, String>,
+}
+
+impl Header {
+    /// The header of a run of `capability` on `cpus`, begun now on this machine.
+    pub fn new(capability: Capability, cpus: &CpuList, load: Option<LoadScenario>) -> Self {
+        Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            capability,
+            argv: std::env::args().collect(),
+            irqlens_version: env!("CARGO_PKG_VERSION").into(),
+            started_at: crate::system::now_rfc3339(),
+            cpus: cpus.clone(),
+            load,
+            system: crate::system::snapshot(),
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Reads a recording back, line by line, refusing what is not one: another file, a
+//! newer version, a corrupt or truncated one.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use flate2::read::MultiGzDecoder;
+
+use super::{End, FORMAT, Header, Line, VERSION};
+
+/// A longer line is not irqlens's (the longest are the header's /proc snapshots).
+const MAX_LINE: u64 = 64 << 20;
+
+pub struct Reader {
+    lines: Lines,
+    header: Header,
+    end: Option<End>,
+}
+
+impl Reader {
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        Self::from_reader(&path.display().to_string(), file)
+    }
+
+    /// Reads the header of the recording in `input`; `name` is used in errors.
+    pub fn from_reader(name: &str, input: impl Read + 'static) -> Result<Self> {
+        let mut lines = Lines {
+            name: name.to_owned(),
+            input: Box::new(BufReader::new(MultiGzDecoder::new(input))),
+            line: 0,
+        };
+        let Some(first) = lines.read()? else {
+            bail!("{name}: empty, not an irqlens recording");
+        };
+        let header = lines.parse_header(&first)?;
+        Ok(Reader {
+            lines,
+            header,
+            end: None,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.lines.name
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The next input line, `None` after the last (the end line has been read).
+    pub fn next_input(&mut self) -> Result<Option<Line>> {
+        if self.end.is_some() {
+            return Ok(None);
+        }
+        let lines = &mut self.lines;
+        let Some(text) = lines.read()? else {
+            bail!(
+                "{}: truncated after line {}: no end line (was the run killed?)",
+                lines.name,
+                lines.line
+            );
+        };
+        match serde_json::from_str(&text).map_err(|e| lines.error(e))? {
+            Line::Header(_) => Err(lines.error("a second header")),
+            Line::End(end) => {
+                lines.check_end(&end)?;
+                self.end = Some(*end);
+                Ok(None)
+            }
+            input => Ok(Some(input)),
+        }
+    }
+
+    /// The end line, once every input has been read.
+    pub fn end(&self) -> Result<&End> {
+        self.end
+            .as_ref()
+            .ok_or_else(|| anyhow!("{}: the inputs were not all read", self.name()))
+    }
+
+    /// Reads through the end, for a caller that has no use for the inputs.
+    pub fn skip_inputs(&mut self) -> Result<&End> {
+        while self.next_input()?.is_some() {}
+        self.end()
+    }
+
+    /// An error about the line just read.
+    pub fn error(&self, message: impl std::fmt::Display) -> anyhow::Error {
+        self.lines.error(message)
+    }
+
+    /// The error for an input that has no place in this recording's capability.
+    pub fn unexpected(&self, line: &Line) -> anyhow::Error {
+        self.error(format!(
+            "a '{}' line has no place in a {} recording",
+            line.kind_name(),
+            self.header.capability.name()
+        ))
+    }
+
+    /// The run's information, from the end line.
+    pub fn info<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        serde_json::from_value(self.end()?.info.clone())
+            .map_err(|e| anyhow!("{}: the end line's run info: {e}", self.name()))
+    }
+}
+
+/// The file's lines, counted.
+struct Lines {
+    name: String,
+    input: Box<dyn BufRead>,
+    line: u64,
+}
+
+impl Lines {
+    fn error(&self, message: impl std::fmt::Display) -> anyhow::Error {
+        anyhow!("{}, line {}: {message}", self.name, self.line)
+    }
+
+    fn parse_header(&self, text: &str) -> Result<Header> {
+        let not_ours = || anyhow!("{}: not an irqlens recording", self.name);
+        // format and version first: a newer version's header may not parse as ours
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|_| not_ours())?;
+        if value.get("type").and_then(|t| t.as_str()) != Some("header")
+            || value.get("format").and_then(|f| f.as_str()) != Some(FORMAT)
+        {
+            return Err(not_ours());
+        }
+        let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+        if version > VERSION as u64 {
+            bail!(
+                "{}: recording format version {version} is newer than this irqlens reads ({VERSION}): use a newer irqlens",
+                self.name
+            );
+        }
+        match serde_json::from_value(value) {
+            Ok(Line::Header(header)) => Ok(*header),
+            Ok(_) => Err(not_ours()),
+            Err(e) => Err(self.error(format!("bad header: {e}"))),
+        }
+    }
+
+    /// The end line must count the inputs before it and be the last.
+    fn check_end(&mut self, end: &End) -> Result<()> {
+        let inputs = self.line - 2;
+        if end.inputs != inputs {
+            return Err(self.error(format!(
+                "the end line counts {} inputs but {inputs} came before it",
+                end.inputs
+            )));
+        }
+        if self.read()?.is_some_and(|text| !text.trim().is_empty()) {
+            return Err(self.error("data after the end line"));
+        }
+        Ok(())
+    }
+
+    /// One line without its newline; `None` at the end of the file.
+    fn read(&mut self) -> Result<Option<String>> {
+        let mut bytes = Vec::new();
+        let read = (&mut self.input)
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut bytes)
+            .map_err(|e| self.read_error(e))?;
+        if read == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        if bytes.last() == Some(&b'\n') {
+            bytes.pop();
+        } else if read as u64 == MAX_LINE {
+            return Err(self.error(format!("longer than {MAX_LINE} bytes")));
+        }
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| self.error("not UTF-8"))
+    }
+
+    fn read_error(&self, err: io::Error) -> anyhow::Error {
+        let what = match err.kind() {
+            io::ErrorKind::UnexpectedEof => "truncated",
+            io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData => "corrupt",
+            _ => "unreadable",
+        };
+        if self.line == 0 {
+            return anyhow!("{}: not an irqlens recording ({what}: {err})", self.name);
+        }
+        anyhow!("{}: {what} after line {} ({err})", self.name, self.line)
+    }
+}
