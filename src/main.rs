@@ -13,6 +13,7 @@ use irqlens::cli::{
 use irqlens::collect::{
     account as account_run, bh as bh_run, noise as noise_run, wakeup as wakeup_run,
 };
+use irqlens::present::prometheus::Exporter;
 use irqlens::present::{
     self, account as show_account, bh as show_bh, noise as show, wakeup as show_wakeup,
 };
@@ -59,8 +60,10 @@ fn noise(command: NoiseCommand) -> Result<()> {
         !args.output.quiet && !args.output.json && hist.is_none() && present::live_terminal();
     // without a live table, a long run still shows it is alive (on a terminal only)
     let progress = !live && !args.output.quiet && present::progress_terminal();
+    let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
 
     let outcome = noise_run::run(&options, &STOP, |analysis, elapsed| {
+        exporter.noise(analysis);
         if live {
             let mut out = io::stdout().lock();
             // redraw in place, as rtla's top does
@@ -76,6 +79,7 @@ fn noise(command: NoiseCommand) -> Result<()> {
             );
         }
     })?;
+    drop(exporter);
     if progress {
         present::clear_progress();
     }
@@ -115,16 +119,19 @@ fn bh(command: BhCommand) -> Result<()> {
         Some(BhMode::Hist(hist)) => (hist.bh.clone(), Some(hist.hist)),
     };
     let options = args.options(&hist.clone().unwrap_or_default())?;
+    let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
     let outcome = with_progress(
         args.output.progress(),
         options.duration,
         "bottom halves",
         |show| {
             bh_run::run(&options, &STOP, |stats, elapsed| {
+                exporter.bh(stats);
                 show(elapsed, stats.samples())
             })
         },
     )?;
+    drop(exporter);
     let mut info = outcome.info;
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
     let stats = &outcome.stats;
@@ -155,16 +162,19 @@ fn wakeup(command: WakeupCommand) -> Result<()> {
         Some(WakeupModeCommand::Hist(hist)) => (hist.wakeup.clone(), Some(hist.hist)),
     };
     let options = args.options(&hist.clone().unwrap_or_default())?;
+    let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
     let outcome = with_progress(
         args.output.progress(),
         options.duration,
         "wakeups",
         |show| {
             wakeup_run::run(&options, &STOP, |stats, elapsed| {
+                exporter.wakeup(stats);
                 show(elapsed, stats.activations())
             })
         },
     )?;
+    drop(exporter);
     let mut info = outcome.info;
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
     let stats = &outcome.stats;

@@ -3,6 +3,7 @@
 pub mod account;
 pub mod bh;
 pub mod noise;
+pub mod prometheus;
 pub mod wakeup;
 
 use std::collections::HashMap;
