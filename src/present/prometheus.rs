@@ -604,3 +604,336 @@ fn respond(request: tiny_http::Request, registry: &Registry) -> io::Result<()> {
         tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE).expect("a valid header");
     request.respond(tiny_http::Response::from_string(encode(registry)).with_header(content_type))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::analyze::bh::StatsConfig as BhConfig;
+    use crate::analyze::bh::{Delay, DelayCause, Mechanism, Sample as BhSample, Selection, Source};
+    use crate::analyze::kernel::Comm;
+    use crate::analyze::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
+    use crate::analyze::wakeup::{Report, StatsConfig as WakeupConfig};
+
+    const NS_PER_US: u64 = 1_000;
+
+    /// One period of `cpu`: a 50 µs thread interference inside a sample, a 7 µs sample
+    /// with nothing traced, and `seq` past both.
+    fn noisy_period(analysis: &mut NoiseAnalysis, cpu: u32, seq: u64) {
+        analysis.add_records([Record {
+            cpu,
+            class: NoiseClass::Thread,
+            source: 0,
+            id: 42,
+            comm: Comm::new("spinner"),
+            start_ns: seq * NS_PER_US,
+            duration_ns: 50 * NS_PER_US,
+            seq: seq + 1,
+        }]);
+        let sample = |seq_before, seq_after, duration_ns| Sample {
+            cpu,
+            start_ns: seq_before * NS_PER_US,
+            duration_ns,
+            seq_before,
+            seq_after,
+        };
+        analysis.add_period(&PeriodReport {
+            cpu,
+            runtime_ns: 1_000_000,
+            noise_ns: 57 * NS_PER_US,
+            max_single_ns: 50 * NS_PER_US,
+            samples: vec![
+                sample(seq, seq + 1, 50 * NS_PER_US),
+                sample(seq + 1, seq + 1, 7 * NS_PER_US),
+            ],
+            last_seq: seq + 1,
+            ..Default::default()
+        });
+    }
+
+    fn noise_analysis() -> NoiseAnalysis {
+        let config = AnalysisConfig {
+            bucket_ns: NS_PER_US,
+            entries: 256,
+            keep_recent: 3,
+        };
+        let mut analysis = NoiseAnalysis::new(config, [1]);
+        noisy_period(&mut analysis, 1, 0);
+        analysis
+    }
+
+    /// The value of the sample line that starts with `series` (name and labels).
+    fn value(text: &str, series: &str) -> f64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn linear_buckets_go_under_the_first_bound_at_or_above_their_end() {
+        let mut h = Histogram::new(NS_PER_US, 100);
+        for ns in [500, 1_500, 1_999, 2_000, 7_000, 150_000] {
+            h.add(ns);
+        }
+        let buckets = Buckets::from_linear(&h);
+        // bounds past the linear range (100 µs) would be guesses: only +Inf follows
+        let expected = [
+            (1e-6, 1),
+            (2e-6, 2),
+            (5e-6, 1),
+            (1e-5, 1),
+            (2e-5, 0),
+            (5e-5, 0),
+            (1e-4, 0),
+            (f64::INFINITY, 1),
+        ];
+        assert_eq!(buckets.buckets, expected);
+        assert_eq!(buckets.count, 6);
+        assert!((buckets.sum_seconds - 162_999e-9).abs() < 1e-12);
+        // bounds that fall inside a linear bucket are left out
+        let coarse = Buckets::from_linear(&Histogram::new(3 * NS_PER_US, 10_000));
+        assert_eq!(coarse.buckets, [(f64::INFINITY, 0)]);
+    }
+
+    #[test]
+    fn noise_families_carry_the_summary_histogram_and_causes() {
+        let mut analysis = noise_analysis();
+        let text = render(noise_families(&analysis, &HashMap::new()));
+        assert_eq!(
+            value(&text, "irqlens_noise_runtime_seconds_total{cpu=\"1\"}"),
+            1e-3
+        );
+        assert_eq!(
+            value(&text, "irqlens_noise_seconds_total{cpu=\"1\"}"),
+            57e-6
+        );
+        assert_eq!(value(&text, "irqlens_noise_samples_total{cpu=\"1\"}"), 2.0);
+        assert_eq!(
+            value(&text, "irqlens_noise_hw_samples_total{cpu=\"1\"}"),
+            1.0
+        );
+        assert_eq!(
+            value(&text, "irqlens_noise_max_single_seconds{cpu=\"1\"}"),
+            50e-6
+        );
+        assert!(text.contains("# TYPE irqlens_noise_max_single_seconds gauge\n"));
+        let bucket =
+            |le| format!("irqlens_noise_sample_duration_seconds_bucket{{le=\"{le}\",cpu=\"1\"}}");
+        assert_eq!(value(&text, &bucket("0.000005")), 0.0);
+        assert_eq!(value(&text, &bucket("0.00001")), 1.0);
+        assert_eq!(value(&text, &bucket("0.0001")), 2.0);
+        assert_eq!(value(&text, &bucket("+Inf")), 2.0);
+        let thread = "{class=\"thread\",cause=\"spinner:42\"}";
+        assert_eq!(
+            value(&text, &format!("irqlens_noise_cause_seconds_total{thread}")),
+            50e-6
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("irqlens_noise_cause_occurrences_total{thread}")
+            ),
+            1.0
+        );
+        assert!(text.ends_with("# EOF\n"));
+
+        // the analysis is cumulative: a later snapshot only grows
+        noisy_period(&mut analysis, 1, 10);
+        let later = render(noise_families(&analysis, &HashMap::new()));
+        assert_eq!(
+            value(&later, "irqlens_noise_runtime_seconds_total{cpu=\"1\"}"),
+            2e-3
+        );
+        assert_eq!(value(&later, "irqlens_noise_samples_total{cpu=\"1\"}"), 4.0);
+    }
+
+    fn bh_sample(vector: u16, latency_ns: u64, irqs: u32) -> BhSample {
+        BhSample {
+            mechanism: Mechanism::Softirq,
+            source: Source::Vector(vector),
+            request_cpu: 0,
+            cpu: 0,
+            request_ns: 0,
+            latency_ns,
+            runtime_ns: 1_000,
+            requester: 7,
+            executor: 0,
+            woke_watched: false,
+            delay: Delay {
+                irqs,
+                causes: vec![match irqs {
+                    0 => DelayCause::Undelayed,
+                    _ => DelayCause::Irq { source: 1, id: 236 },
+                }],
+                ..Delay::default()
+            },
+        }
+    }
+
+    #[test]
+    fn bh_families_per_mechanism_source_and_cause() {
+        let mut stats = BhStats::new(BhConfig {
+            bucket_ns: NS_PER_US,
+            entries: 100,
+            selection: Selection::All,
+            worst: 1,
+        });
+        const TIMER: u16 = 1;
+        const NET_RX: u16 = 3;
+        stats.add(bh_sample(TIMER, 3 * NS_PER_US, 0));
+        stats.add(bh_sample(TIMER, 4 * NS_PER_US, 0));
+        stats.add(bh_sample(NET_RX, 30 * NS_PER_US, 1));
+        let text = render(bh_families(&stats, &Names::load()));
+        let softirq = "{mechanism=\"softirq\"}";
+        assert_eq!(
+            value(&text, &format!("irqlens_bh_samples_total{softirq}")),
+            3.0
+        );
+        assert_eq!(
+            value(&text, &format!("irqlens_bh_irq_samples_total{softirq}")),
+            1.0
+        );
+        assert_eq!(
+            value(&text, &format!("irqlens_bh_latency_max_seconds{softirq}")),
+            30e-6
+        );
+        // the interrupted sample is left out of the latency histograms
+        assert_eq!(
+            value(&text, &format!("irqlens_bh_latency_seconds_count{softirq}")),
+            2.0
+        );
+        assert_eq!(
+            value(
+                &text,
+                "irqlens_bh_source_latency_seconds_bucket{le=\"0.000005\",mechanism=\"softirq\",source=\"TIMER\"}"
+            ),
+            2.0
+        );
+        assert_eq!(
+            value(
+                &text,
+                "irqlens_bh_source_latency_seconds_count{mechanism=\"softirq\",source=\"NET_RX\"}"
+            ),
+            0.0
+        );
+        assert_eq!(
+            value(
+                &text,
+                "irqlens_bh_delay_cause_samples_total{mechanism=\"softirq\",cause=\"undelayed\"}"
+            ),
+            2.0
+        );
+    }
+
+    #[test]
+    fn wakeup_families_per_cpu_and_component() {
+        let mut stats = WakeupStats::new(WakeupConfig {
+            bucket_ns: NS_PER_US,
+            entries: 1_000,
+            ..Default::default()
+        });
+        for (cpu, user_ns) in [(0, 12 * NS_PER_US), (0, 30 * NS_PER_US), (1, 8 * NS_PER_US)] {
+            stats.add_total_only(&Report {
+                tid: 100 + cpu,
+                cpu,
+                expected_ns: 0,
+                user_ns,
+            });
+        }
+        let text = render(wakeup_families(&stats, &Names::load()));
+        assert_eq!(
+            value(&text, "irqlens_wakeup_activations_total{cpu=\"0\"}"),
+            2.0
+        );
+        assert_eq!(value(&text, "irqlens_wakeup_samples_total{cpu=\"0\"}"), 0.0);
+        let total = "{cpu=\"0\",component=\"total\"}";
+        assert_eq!(
+            value(
+                &text,
+                &format!("irqlens_wakeup_latency_seconds_count{total}")
+            ),
+            2.0
+        );
+        assert_eq!(
+            value(&text, &format!("irqlens_wakeup_latency_seconds_sum{total}")),
+            42e-6
+        );
+        assert_eq!(
+            value(
+                &text,
+                "irqlens_wakeup_latency_seconds_bucket{le=\"0.00001\",cpu=\"1\",component=\"total\"}"
+            ),
+            1.0
+        );
+        // no cause without a trace: the family is left out, not written empty
+        assert!(!text.contains("irqlens_wakeup_cause"));
+    }
+
+    #[test]
+    fn series_with_the_same_labels_are_folded() {
+        let labels = || vec![("cause", "same".to_owned())];
+        let counts = Family::count_total("c", "help", [(labels(), 2), (labels(), 3)]);
+        assert_eq!(counts.metrics[&labels()], Value::Count(5));
+        let maxima = Family::max_seconds("m", "help", [(labels(), 2_000), (labels(), 1_000)]);
+        assert_eq!(maxima.metrics[&labels()], Value::Float(2e-6));
+    }
+
+    fn get(address: SocketAddr, path: &str) -> String {
+        let mut stream = TcpStream::connect(address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    }
+
+    #[test]
+    fn serves_the_latest_snapshot_until_dropped() {
+        let mut exporter = Exporter::start(Some("127.0.0.1:0".parse().unwrap())).unwrap();
+        let address = exporter.address().unwrap();
+        assert_ne!(address.port(), 0);
+        exporter.noise(&noise_analysis());
+
+        let response = get(address, "/metrics");
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        assert!(
+            response.contains(&format!("Content-Type: {CONTENT_TYPE}\r\n")),
+            "{response}"
+        );
+        assert!(
+            response.contains("irqlens_noise_samples_total{cpu=\"1\"} 2\n"),
+            "{response}"
+        );
+        assert!(response.ends_with("# EOF\n"));
+        assert!(get(address, "/").starts_with("HTTP/1.1 404"));
+
+        drop(exporter);
+        // tiny_http's accept thread closes the socket as it wakes up
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while TcpStream::connect(address).is_ok() {
+            assert!(
+                Instant::now() < deadline,
+                "{address} still accepts after the run"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn without_an_address_nothing_listens() {
+        let mut exporter = Exporter::start(None).unwrap();
+        exporter.noise(&noise_analysis());
+        assert_eq!(exporter.address(), None);
+    }
+}
