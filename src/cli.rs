@@ -462,6 +462,9 @@ impl AccountArgs {
         if self.top == 0 {
             bail!("--top must be at least 1");
         }
+        if self.output.prometheus.is_some() {
+            bail!("--prometheus is for noise, bh and wakeup: account has no endpoint yet");
+        }
         Ok(AccountOptions {
             cpus: system::select_cpus(self.cpus.as_ref())?,
             duration: self.duration,

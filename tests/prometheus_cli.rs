@@ -30,3 +30,11 @@ fn a_taken_port_is_named() {
         &format!("--prometheus '127.0.0.1:{port}': cannot listen"),
     );
 }
+
+#[test]
+fn account_says_it_has_no_endpoint() {
+    assert_fails_with(
+        &["account", "-d", "1", "--prometheus", "9464"],
+        "--prometheus is for noise, bh and wakeup",
+    );
+}
