@@ -1,9 +1,10 @@
 //! Command line: rtla's option names where irqlens does the same thing.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::analyze::bh::{Selection, StatsConfig};
@@ -145,6 +146,9 @@ pub struct OutputArgs {
     /// No live table or progress line; only the final results
     #[arg(short, long)]
     pub quiet: bool,
+    /// Serve OpenMetrics for Prometheus at http://ADDR/metrics while the run goes on: a port (on 127.0.0.1), or IP:PORT such as 0.0.0.0:9464 or [::]:9464
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<String>,
 }
 
 impl OutputArgs {
@@ -152,6 +156,34 @@ impl OutputArgs {
     pub fn progress(&self) -> bool {
         !self.quiet && !self.json && crate::present::progress_terminal()
     }
+
+    /// Where `--prometheus` listens, if given.
+    pub fn prometheus_address(&self) -> Result<Option<SocketAddr>> {
+        self.prometheus
+            .as_deref()
+            .map(parse_listen_address)
+            .transpose()
+    }
+}
+
+/// A port alone listens on loopback: metrics reach the network only when the user names
+/// an address to listen on.
+pub fn parse_listen_address(value: &str) -> Result<SocketAddr> {
+    let invalid = |why: &str| anyhow!("--prometheus '{value}': {why}");
+    let address = if value.bytes().all(|b| b.is_ascii_digit()) {
+        let port = value
+            .parse()
+            .map_err(|_| invalid("a port goes from 1 to 65535"))?;
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+    } else {
+        value.parse().map_err(|_| {
+            invalid("expected PORT, IP:PORT or [IPv6]:PORT, such as 9464 or 0.0.0.0:9464")
+        })?
+    };
+    if address.port() == 0 {
+        return Err(invalid("a port goes from 1 to 65535"));
+    }
+    Ok(address)
 }
 
 /// The histogram layout both `noise hist` and `bh hist` print (rtla's options).
@@ -484,11 +516,55 @@ impl AccountArgs {
         if self.top == 0 {
             bail!("--top must be at least 1");
         }
+        if self.output.prometheus.is_some() {
+            bail!("--prometheus is for noise, bh and wakeup: account has no endpoint yet");
+        }
         Ok(AccountOptions {
             cpus,
             duration: self.duration,
             interval: self.interval,
             compensate: self.compensate,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_alone_listens_on_loopback() {
+        let address = parse_listen_address("9464").unwrap();
+        assert_eq!(address, "127.0.0.1:9464".parse().unwrap());
+    }
+
+    #[test]
+    fn a_named_address_is_kept() {
+        for named in ["0.0.0.0:9464", "[::]:9464", "192.0.2.7:80", "[::1]:9100"] {
+            assert_eq!(
+                parse_listen_address(named).unwrap(),
+                named.parse::<SocketAddr>().unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn garbage_is_rejected_with_the_value() {
+        for bad in [
+            "",
+            "x",
+            "70000",
+            "0",
+            "localhost:9464",
+            "0.0.0.0",
+            "1.2.3.4:0",
+            ":9464",
+        ] {
+            let err = parse_listen_address(bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("--prometheus '{bad}': ")),
+                "{bad}: {err}"
+            );
+        }
     }
 }

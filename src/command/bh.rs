@@ -8,6 +8,7 @@ use super::{Outcome, STOP, close_tap, open_tap, with_progress};
 use irqlens::cli::{BhArgs, BhCommand, BhMode, HistOptions};
 use irqlens::collect::bh::{self as bh_run, BhOptions, BhOutcome};
 use irqlens::present::compare::Figure;
+use irqlens::present::prometheus::Exporter;
 use irqlens::present::{Names, bh as show};
 use irqlens::probe;
 use irqlens::record::{Capability, Reader};
@@ -33,6 +34,7 @@ fn split(command: BhCommand) -> (BhArgs, Option<HistOptions>) {
 pub fn measure(command: BhCommand) -> Result<()> {
     let (args, hist) = split(command);
     let options = args.options(&hist.clone().unwrap_or_default())?;
+    let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
     let mut tap = open_tap(
         &args.output,
         Capability::Bh,
@@ -45,10 +47,12 @@ pub fn measure(command: BhCommand) -> Result<()> {
         "bottom halves",
         |show| {
             bh_run::run(&options, &STOP, &mut tap, |stats, elapsed| {
+                exporter.bh(stats);
                 show(elapsed, stats.samples())
             })
         },
     )?;
+    drop(exporter);
     outcome.info.interrupted = super::interrupted();
     let recorded = close_tap(tap, &outcome.info);
     let json = args.output.json;

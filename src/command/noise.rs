@@ -9,6 +9,7 @@ use super::{Outcome, STOP, close_tap, open_tap};
 use irqlens::cli::{HistArgs, NoiseArgs, NoiseCommand, NoiseMode};
 use irqlens::collect::noise::{self as noise_run, NoiseOptions, NoiseOutcome};
 use irqlens::present::compare::Figure;
+use irqlens::present::prometheus::Exporter;
 use irqlens::present::{self, noise as show};
 use irqlens::record::{Capability, Reader};
 use irqlens::system;
@@ -42,8 +43,10 @@ pub fn measure(command: NoiseCommand) -> Result<()> {
         !args.output.quiet && !args.output.json && hist.is_none() && present::live_terminal();
     // without a live table, a long run still shows it is alive (on a terminal only)
     let progress = !live && !args.output.quiet && present::progress_terminal();
+    let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
 
     let mut outcome = noise_run::run(&options, &STOP, &mut tap, |analysis, elapsed| {
+        exporter.noise(analysis);
         if live {
             let mut out = io::stdout().lock();
             // redraw in place, as rtla's top does
@@ -59,6 +62,7 @@ pub fn measure(command: NoiseCommand) -> Result<()> {
             );
         }
     })?;
+    drop(exporter);
     if progress {
         present::clear_progress();
     }

@@ -8,6 +8,7 @@ use super::{Outcome, STOP, close_tap, open_tap, with_progress};
 use irqlens::cli::{HistOptions, WakeupArgs, WakeupCommand, WakeupModeCommand};
 use irqlens::collect::wakeup::{self as wakeup_run, WakeupOptions, WakeupOutcome};
 use irqlens::present::compare::Figure;
+use irqlens::present::prometheus::Exporter;
 use irqlens::present::{Names, wakeup as show};
 use irqlens::record::{Capability, Reader};
 
@@ -31,6 +32,7 @@ fn split(command: WakeupCommand) -> (WakeupArgs, Option<HistOptions>) {
 pub fn measure(command: WakeupCommand) -> Result<()> {
     let (args, hist) = split(command);
     let options = args.options(&hist.clone().unwrap_or_default())?;
+    let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
     let mut tap = open_tap(&args.output, Capability::Wakeup, &options.cpus, None)?;
     let mut outcome = with_progress(
         args.output.progress(),
@@ -38,10 +40,12 @@ pub fn measure(command: WakeupCommand) -> Result<()> {
         "wakeups",
         |show| {
             wakeup_run::run(&options, &STOP, &mut tap, |stats, elapsed| {
+                exporter.wakeup(stats);
                 show(elapsed, stats.activations())
             })
         },
     )?;
+    drop(exporter);
     outcome.info.interrupted = super::interrupted();
     let recorded = close_tap(tap, &outcome.info);
     let json = args.output.json;

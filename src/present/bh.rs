@@ -16,11 +16,11 @@ use crate::collect::bh::{BhOptions, BhRunInfo};
 const SOURCES_SHOWN: usize = 12;
 
 impl Names {
-    fn source(&self, source: &Source) -> String {
+    pub(crate) fn source(&self, source: &Source) -> String {
         source.label(&|address| self.symbols.name(address))
     }
 
-    fn cause(&self, cause: &DelayCause) -> String {
+    pub(crate) fn cause(&self, cause: &DelayCause) -> String {
         cause.label(&self.irqs, &|address| self.symbols.name(address))
     }
 }
@@ -43,7 +43,7 @@ fn series_row(out: &mut dyn Write, mechanism: &str, source: &str, s: &Series) ->
 }
 
 /// Sources of one mechanism, most samples first.
-fn sources_of(stats: &BhStats, mechanism: Mechanism) -> Vec<(&Source, &Series)> {
+pub(crate) fn sources_of(stats: &BhStats, mechanism: Mechanism) -> Vec<(&Source, &Series)> {
     let mut sources: Vec<_> = stats
         .sources
         .iter()
