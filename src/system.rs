@@ -166,9 +166,9 @@ impl KernelSymbols {
 
     /// Names resolved before, on the machine that ran (a recording's).
     pub fn from_names(names: impl IntoIterator<Item = (u64, String)>) -> Self {
-        KernelSymbols {
-            symbols: names.into_iter().collect(),
-        }
+        let mut symbols: Vec<(u64, String)> = names.into_iter().collect();
+        symbols.sort_unstable();
+        KernelSymbols { symbols }
     }
 
     /// `flush_to_ldisc`, `name+0x10` inside a function, or the address in hex.

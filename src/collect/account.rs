@@ -17,7 +17,7 @@ use crate::analyze::account::{Attributor, Ledger};
 use crate::analyze::checkpoint::Event;
 use crate::probe::RecordRing;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
-use crate::record::{Line, Reader, Tap};
+use crate::record::{Line, Reader, Tap, ThreadReading};
 use crate::system;
 use crate::units::CpuList;
 
@@ -82,7 +82,7 @@ pub fn run(
     let mark = |tap: &mut Tap| {
         let line = Line::Mark {
             at_ns: started.elapsed().as_nanos() as u64,
-            threads: system::thread_runtimes(),
+            threads: ThreadReading::all(system::thread_runtimes()),
         };
         tap.put(line.clone());
         line
@@ -237,7 +237,7 @@ impl Pipeline {
 
 fn mark_of(line: Line) -> (u64, HashMap<u32, ThreadInfo>) {
     match line {
-        Line::Mark { at_ns, threads } => (at_ns, threads),
+        Line::Mark { at_ns, threads } => (at_ns, ThreadReading::by_tid(threads)),
         _ => unreachable!("only marks cut periods"),
     }
 }

@@ -54,7 +54,11 @@ pub fn close_tap(tap: Tap, info: &impl Serialize) -> Result<()> {
 /// The names the machine that recorded `end` gave to IRQ lines and kernel functions.
 pub fn recorded_names(end: &End) -> Names {
     Names {
-        symbols: KernelSymbols::from_names(end.kernel_functions.clone()),
+        symbols: KernelSymbols::from_names(
+            end.kernel_functions
+                .iter()
+                .map(|f| (f.address, f.name.clone())),
+        ),
         irqs: system::parse_irq_line_names(&end.interrupts),
     }
 }

@@ -28,7 +28,7 @@ mod reader;
 mod tap;
 mod writer;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -97,10 +97,10 @@ pub enum Line {
         hz: u32,
     },
     /// account: a period boundary, `at_ns` after the start, with the kernel's CPU time per
-    /// thread (tid -> reading) then.
+    /// thread then.
     Mark {
         at_ns: u64,
-        threads: HashMap<u32, ThreadInfo>,
+        threads: Vec<ThreadReading>,
     },
     End(Box<End>),
 }
@@ -165,9 +165,39 @@ pub struct End {
     pub info: serde_json::Value,
     pub interrupts: String,
     pub softirqs: String,
-    /// Address -> name of the kernel functions the events name (tasklets, work items,
-    /// timers), resolved on the machine that ran.
-    pub kernel_functions: BTreeMap<u64, String>,
+    /// The kernel functions the events name (tasklets, work items, timers), resolved
+    /// on the machine that ran.
+    pub kernel_functions: Vec<KernelFunction>,
+}
+
+// (lists, not maps keyed by numbers: JSON keys are strings, which the tagged lines'
+// reader does not turn back into numbers)
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KernelFunction {
+    pub address: u64,
+    pub name: String,
+}
+
+/// What /proc told of a thread at a mark.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ThreadReading {
+    pub tid: u32,
+    #[serde(flatten)]
+    pub info: ThreadInfo,
+}
+
+impl ThreadReading {
+    pub fn all(threads: HashMap<u32, ThreadInfo>) -> Vec<Self> {
+        threads
+            .into_iter()
+            .map(|(tid, info)| ThreadReading { tid, info })
+            .collect()
+    }
+
+    pub fn by_tid(readings: Vec<Self>) -> HashMap<u32, ThreadInfo> {
+        readings.into_iter().map(|r| (r.tid, r.info)).collect()
+    }
 }
 
 impl Header {

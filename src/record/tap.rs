@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Result, anyhow};
 
-use super::{End, Line};
+use super::{End, KernelFunction, Line};
 use crate::system::{self, KernelSymbols};
 
 /// Where a run's lines go besides the analysis.
@@ -73,7 +73,10 @@ impl Tap {
             kernel_functions: self
                 .functions
                 .iter()
-                .map(|&address| (address, symbols.name(address)))
+                .map(|&address| KernelFunction {
+                    address,
+                    name: symbols.name(address),
+                })
                 .collect(),
         };
         self.sinks
