@@ -105,7 +105,7 @@ pub struct HistArgs {
 }
 
 /// How every measuring command prints its result.
-#[derive(Clone, Copy, Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct OutputArgs {
     /// Print the whole result as one JSON document (and nothing else on stdout)
     #[arg(long)]
@@ -113,6 +113,9 @@ pub struct OutputArgs {
     /// No live table or progress line; only the final results
     #[arg(short, long)]
     pub quiet: bool,
+    /// Also write a self-contained HTML report with plots to FILE (opens offline)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 impl OutputArgs {

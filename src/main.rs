@@ -1,9 +1,10 @@
 use std::io::{self, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Parser;
 
 use irqlens::cli::{
@@ -83,6 +84,11 @@ fn noise(command: NoiseCommand) -> Result<()> {
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
     let analysis = &outcome.analysis;
     let irq_names = system::irq_line_names();
+    if let Some(path) = &args.output.html {
+        write_html(path, |page| {
+            page.noise("irqlens noise", analysis, &info, &irq_names)
+        })?;
+    }
 
     let mut out = io::stdout().lock();
     if args.output.json {
@@ -130,6 +136,9 @@ fn bh(command: BhCommand) -> Result<()> {
     let stats = &outcome.stats;
     let names = present::Names::load();
     let not_observable = probe::checkpoint::not_observable();
+    if let Some(path) = &args.output.html {
+        write_html(path, |page| page.bh("irqlens bh", stats, &info, &names))?;
+    }
 
     let mut out = io::stdout().lock();
     if args.output.json {
@@ -169,6 +178,11 @@ fn wakeup(command: WakeupCommand) -> Result<()> {
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
     let stats = &outcome.stats;
     let names = present::Names::load();
+    if let Some(path) = &args.output.html {
+        write_html(path, |page| {
+            page.wakeup("irqlens wakeup", stats, &info, &names)
+        })?;
+    }
 
     let mut out = io::stdout().lock();
     if args.output.json {
@@ -221,6 +235,11 @@ fn account(args: AccountArgs) -> Result<()> {
         },
     )?;
     info.interrupted = INTERRUPTED.load(Ordering::Relaxed);
+    if let Some(path) = &args.output.html {
+        write_html(path, |page| {
+            page.account("irqlens account", &whole, &info, &view)
+        })?;
+    }
 
     let mut out = io::stdout().lock();
     if args.output.json {
@@ -230,6 +249,18 @@ fn account(args: AccountArgs) -> Result<()> {
     show_account::write_period(&mut out, &whole, &options, &view)?;
     show_account::write_run_info(&mut out, &info)?;
     Ok(())
+}
+
+/// Writes the HTML report that `fill` makes to `path`.
+fn write_html(path: &Path, fill: impl FnOnce(&mut present::html::Page)) -> Result<()> {
+    let mut page = present::html::Page::new("irqlens report");
+    fill(&mut page);
+    let write = || -> io::Result<()> {
+        let mut file = io::BufWriter::new(std::fs::File::create(path)?);
+        page.write(&mut file)?;
+        file.flush()
+    };
+    write().with_context(|| format!("cannot write the HTML report {}", path.display()))
 }
 
 /// Writes `document` as the whole of stdout.

@@ -12,14 +12,14 @@ use crate::cli::HistOptions;
 use crate::collect::bh::{BhOptions, BhRunInfo};
 
 /// Sources shown per mechanism before the rest are summed up in one line.
-const SOURCES_SHOWN: usize = 12;
+pub(super) const SOURCES_SHOWN: usize = 12;
 
 impl Names {
-    fn source(&self, source: &Source) -> String {
+    pub(super) fn source(&self, source: &Source) -> String {
         source.label(&|address| self.symbols.name(address))
     }
 
-    fn cause(&self, cause: &DelayCause) -> String {
+    pub(super) fn cause(&self, cause: &DelayCause) -> String {
         cause.label(&self.irqs, &|address| self.symbols.name(address))
     }
 }
@@ -42,7 +42,7 @@ fn series_row(out: &mut dyn Write, mechanism: &str, source: &str, s: &Series) ->
 }
 
 /// Sources of one mechanism, most samples first.
-fn sources_of(stats: &BhStats, mechanism: Mechanism) -> Vec<(&Source, &Series)> {
+pub(super) fn sources_of(stats: &BhStats, mechanism: Mechanism) -> Vec<(&Source, &Series)> {
     let mut sources: Vec<_> = stats
         .sources
         .iter()

@@ -1,8 +1,10 @@
-//! Present: terminal tables and JSON.
+//! Present: terminal tables, JSON, and the HTML report.
 
 pub mod account;
 pub mod bh;
+pub mod html;
 pub mod noise;
+pub mod plot;
 pub mod wakeup;
 
 use std::collections::HashMap;

@@ -16,7 +16,7 @@ use crate::collect::wakeup::{WakeupMode, WakeupOptions, WakeupRunInfo};
 const CDF_QUANTILES: [f64; 6] = [0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
 
 impl Names {
-    fn wakeup_cause(&self, cause: &Cause) -> String {
+    pub(super) fn wakeup_cause(&self, cause: &Cause) -> String {
         cause.label(&self.irqs, &|address| self.symbols.name(address))
     }
 }
