@@ -256,7 +256,8 @@ impl XyChart {
                 .label(line.name.as_str())
                 .legend(move |(lx, ly)| PathElement::new([(lx, ly), (lx + 18, ly)], style));
         }
-        if self.lines.len() > 1 {
+        // even a single line is named: which CPU or mechanism it is
+        if !self.lines.is_empty() {
             chart
                 .configure_series_labels()
                 .position(SeriesLabelPosition::UpperRight)
