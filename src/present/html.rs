@@ -31,7 +31,7 @@ const STYLE: &str = "\
 body{font-family:sans-serif;margin:1.5em auto;max-width:70em;padding:0 1em;color:#222}\
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
 h3{font-size:1.05em;margin-top:1.5em}\
-table{border-collapse:collapse;margin:.5em 0;font-size:.9em}\
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em;display:block;overflow-x:auto}\
 th,td{border:1px solid #ddd;padding:.2em .5em}th{background:#f3f3f3;text-align:left}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}\
 svg.plot{display:block;max-width:100%;height:auto;margin:1em 0}\
@@ -191,6 +191,11 @@ fn max_x(line: &Line) -> f64 {
     line.points.iter().map(|p| p.0).fold(0.0, f64::max)
 }
 
+/// The power of ten above `value`, at least 10.
+fn decade_above(value: f64) -> f64 {
+    10f64.powf(value.log10().floor() + 1.0).max(10.0)
+}
+
 fn max_y(line: &Line) -> f64 {
     line.points.iter().map(|p| p.1).fold(0.0, f64::max)
 }
@@ -210,11 +215,13 @@ fn distribution_plots(section: &mut Section, what: &str, histograms: Vec<(String
         .map(|(name, h)| histogram_steps(name.clone(), h))
         .collect();
     let lines = farthest(steps, max_x, section);
+    let max_count = lines.iter().map(max_y).fold(1.0, f64::max);
     section.chart(&XyChart {
         kind: Kind::Histogram,
         title: format!("{what}: histogram"),
         x: Axis::new(format!("{what} (us)"), Scale::Linear),
-        y: Axis::new("samples", Scale::Log),
+        // below 1, so that a bucket of one sample stands off the empty ones
+        y: Axis::new("samples", Scale::Log).with_bounds(0.5..decade_above(max_count)),
         lines,
     });
     let overflow: u64 = histograms.iter().map(|(_, h)| h.overflow).sum();

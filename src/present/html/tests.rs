@@ -181,6 +181,13 @@ fn histogram_steps_follow_the_buckets_up_to_the_last_used() {
 }
 
 #[test]
+fn count_axis_ends_at_the_decade_above() {
+    assert_eq!(decade_above(1.0), 10.0);
+    assert_eq!(decade_above(10.0), 100.0);
+    assert_eq!(decade_above(4_500.0), 10_000.0);
+}
+
+#[test]
 fn cdf_reaches_one_at_the_maximum_even_past_the_buckets() {
     let mut h = Histogram::new(1_000, 4);
     for ns in [1_500, 1_600, 3_200, 9_000] {
