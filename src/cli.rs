@@ -57,6 +57,9 @@ pub struct ReportArgs {
     /// Print the results as JSON (an array, one document per recording)
     #[arg(long)]
     pub json: bool,
+    /// Also write a self-contained HTML report with plots to FILE, a section per recording
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -149,6 +152,9 @@ pub struct OutputArgs {
     /// Serve OpenMetrics for Prometheus at http://ADDR/metrics while the run goes on: a port (on 127.0.0.1), or IP:PORT such as 0.0.0.0:9464 or [::]:9464
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,
+    /// Also write a self-contained HTML report with plots to FILE (opens offline)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 impl OutputArgs {

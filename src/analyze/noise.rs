@@ -198,6 +198,67 @@ pub struct StopReport {
     pub before: Vec<Record>,
 }
 
+/// Noise of consecutive periods of one CPU: one period, or after coarsening several.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TimelinePoint {
+    /// 0 for the CPU's first period.
+    pub first_period: u64,
+    pub periods: u64,
+    pub noise_ns: u64,
+    /// Largest noise of one of its periods.
+    pub max_noise_ns: u64,
+    pub max_single_ns: u64,
+}
+
+impl TimelinePoint {
+    fn merge(&mut self, other: &TimelinePoint) {
+        self.periods += other.periods;
+        self.noise_ns += other.noise_ns;
+        self.max_noise_ns = self.max_noise_ns.max(other.max_noise_ns);
+        self.max_single_ns = self.max_single_ns.max(other.max_single_ns);
+    }
+}
+
+/// Points a CPU's timeline keeps: a run of any length stays this small, because when
+/// it is full, neighbours merge pairwise and each point covers twice the periods.
+pub const TIMELINE_POINTS: usize = 2048;
+
+/// The noise of a CPU over the run, period by period while it fits.
+#[derive(Clone, Debug)]
+struct Timeline {
+    points: Vec<TimelinePoint>,
+    /// Periods each point covers (the last one may have fewer yet).
+    span: u64,
+}
+
+impl Timeline {
+    fn new() -> Self {
+        Timeline {
+            points: Vec::new(),
+            span: 1,
+        }
+    }
+
+    fn add(&mut self, period: TimelinePoint) {
+        match self.points.last_mut() {
+            Some(last) if last.periods < self.span => last.merge(&period),
+            _ => self.points.push(period),
+        }
+        if self.points.len() > TIMELINE_POINTS {
+            self.points = self
+                .points
+                .chunks(2)
+                .map(|pair| {
+                    let mut point = pair[0];
+                    pair[1..].iter().for_each(|p| point.merge(p));
+                    point
+                })
+                .collect();
+            self.span *= 2;
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct AnalysisConfig {
     pub bucket_ns: u64,
@@ -210,6 +271,7 @@ pub struct AnalysisConfig {
 struct CpuNoise {
     summary: CpuSummary,
     histogram: Histogram,
+    timeline: Timeline,
     /// Records not yet joined, by counter value.
     pending: BTreeMap<u64, Record>,
     recent: VecDeque<Record>,
@@ -234,6 +296,7 @@ impl NoiseAnalysis {
                         ..Default::default()
                     },
                     histogram: Histogram::new(config.bucket_ns, config.entries),
+                    timeline: Timeline::new(),
                     pending: BTreeMap::new(),
                     recent: VecDeque::with_capacity(config.keep_recent),
                 };
@@ -273,6 +336,13 @@ impl NoiseAnalysis {
             return;
         };
         let s = &mut cpu.summary;
+        cpu.timeline.add(TimelinePoint {
+            first_period: s.periods,
+            periods: 1,
+            noise_ns: report.noise_ns,
+            max_noise_ns: report.noise_ns,
+            max_single_ns: report.max_single_ns,
+        });
         s.periods += 1;
         s.runtime_ns += report.runtime_ns;
         s.noise_ns += report.noise_ns;
@@ -335,6 +405,13 @@ impl NoiseAnalysis {
         self.cpus
             .iter()
             .map(|(&cpu, state)| (cpu, &state.histogram))
+    }
+
+    /// Per CPU, its noise period by period (coarser for long runs: see `TIMELINE_POINTS`).
+    pub fn timelines(&self) -> impl Iterator<Item = (u32, &[TimelinePoint])> {
+        self.cpus
+            .iter()
+            .map(|(&cpu, state)| (cpu, state.timeline.points.as_slice()))
     }
 
     /// Causes ranked by total noise time, largest first.
@@ -521,6 +598,43 @@ mod tests {
             (h.buckets[10], h.buckets[25], h.buckets[30], h.count),
             (1, 1, 1, 3)
         );
+    }
+
+    #[test]
+    fn timeline_keeps_each_period_then_coarsens() {
+        let mut a = NoiseAnalysis::new(CONFIG, [0, 1]);
+        a.add_period(&period(0, vec![sample(0, 0, 0, 10_000)], 0));
+        a.add_period(&period(0, vec![], 0));
+        a.add_period(&period(
+            0,
+            vec![sample(0, 0, 0, 20_000), sample(0, 0, 0, 5_000)],
+            0,
+        ));
+        let timelines: Vec<_> = a.timelines().collect();
+        assert_eq!(timelines[1], (1, &[][..]));
+        let noise: Vec<(u64, u64, u64)> = timelines[0]
+            .1
+            .iter()
+            .map(|p| (p.first_period, p.noise_ns, p.max_single_ns))
+            .collect();
+        assert_eq!(
+            noise,
+            vec![(0, 10_000, 10_000), (1, 0, 0), (2, 25_000, 20_000)]
+        );
+
+        // one past the limit: pairs merge, and later periods fill the pairs
+        for _ in 3..TIMELINE_POINTS + 2 {
+            a.add_period(&period(0, vec![sample(0, 0, 0, 1_000)], 0));
+        }
+        let points = a.timelines().next().unwrap().1;
+        assert_eq!(points.len(), TIMELINE_POINTS / 2 + 1);
+        assert!(points.iter().all(|p| p.periods == 2));
+        assert_eq!(points[0].noise_ns, 10_000);
+        assert_eq!((points[1].first_period, points[1].noise_ns), (2, 26_000));
+        assert_eq!(points[1].max_noise_ns, 25_000);
+        assert_eq!(points[1].max_single_ns, 20_000);
+        let periods: u64 = points.iter().map(|p| p.periods).sum();
+        assert_eq!(periods, a.summaries().next().unwrap().periods);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use irqlens::cli::AccountArgs;
 use irqlens::collect::account::{self as account_run, AccountOptions, AccountRunInfo, Period};
 use irqlens::present::account::{self as show, View};
 use irqlens::present::compare::Figure;
+use irqlens::present::html::Page;
 use irqlens::record::{Capability, Reader};
 use irqlens::system;
 
@@ -91,7 +92,7 @@ pub fn measure(args: AccountArgs) -> Result<()> {
         irq_names: irq_names.clone(),
         args,
     };
-    super::print(&result, result.args.output.json)?;
+    super::print(&result, &result.args.output, "irqlens account")?;
     recorded
 }
 
@@ -134,6 +135,10 @@ impl Outcome for AccountResult {
         show::write_period(out, &self.whole, &self.options, &self.view())?;
         show::write_run_info(out, &self.info)?;
         Ok(())
+    }
+
+    fn html(&self, page: &mut Page, heading: &str) {
+        page.account(heading, &self.whole, &self.info, &self.view());
     }
 
     fn figures(&self) -> Vec<Figure> {

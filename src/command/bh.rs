@@ -8,6 +8,7 @@ use super::{Outcome, STOP, close_tap, open_tap, with_progress};
 use irqlens::cli::{BhArgs, BhCommand, BhMode, HistOptions};
 use irqlens::collect::bh::{self as bh_run, BhOptions, BhOutcome};
 use irqlens::present::compare::Figure;
+use irqlens::present::html::Page;
 use irqlens::present::prometheus::Exporter;
 use irqlens::present::{Names, bh as show};
 use irqlens::probe;
@@ -55,7 +56,6 @@ pub fn measure(command: BhCommand) -> Result<()> {
     drop(exporter);
     outcome.info.interrupted = super::interrupted();
     let recorded = close_tap(tap, &outcome.info);
-    let json = args.output.json;
     let result = BhResult {
         args,
         hist,
@@ -64,7 +64,7 @@ pub fn measure(command: BhCommand) -> Result<()> {
         names: Names::load(),
         not_observable: probe::checkpoint::not_observable(),
     };
-    super::print(&result, json)?;
+    super::print(&result, &result.args.output, "irqlens bh")?;
     recorded
 }
 
@@ -110,6 +110,11 @@ impl Outcome for BhResult {
         }
         show::write_run_info(out, stats, info, &self.options, &self.not_observable)?;
         Ok(())
+    }
+
+    fn html(&self, page: &mut Page, heading: &str) {
+        let BhOutcome { stats, info } = &self.outcome;
+        page.bh(heading, stats, info, &self.names);
     }
 
     fn figures(&self) -> Vec<Figure> {

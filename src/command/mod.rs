@@ -12,11 +12,14 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use irqlens::cli::OutputArgs;
 use irqlens::collect::load::LoadScenario;
+use irqlens::present::html::Page;
 use irqlens::present::{self, Names};
 use irqlens::record::{Capability, End, Header, Recorder, Tap};
 use irqlens::system::{self, KernelSymbols};
@@ -63,6 +66,15 @@ pub fn recorded_names(end: &End) -> Names {
     }
 }
 
+pub fn write_html(page: &Page, path: &Path) -> Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        page.write(&mut out)?;
+        out.flush()
+    };
+    write().with_context(|| format!("cannot write the HTML report {}", path.display()))
+}
+
 /// Writes `document` as the whole of stdout.
 pub fn print_json(out: &mut impl Write, document: &serde_json::Value) -> Result<()> {
     serde_json::to_writer_pretty(&mut *out, document)?;
@@ -98,11 +110,20 @@ pub trait Outcome {
     fn write_text(&self, out: &mut dyn Write) -> Result<()>;
     /// The numbers `compare` sets side by side.
     fn figures(&self) -> Vec<irqlens::present::compare::Figure>;
+    /// Its section of an HTML report.
+    fn html(&self, page: &mut Page, heading: &str);
 }
 
-/// Prints a result on stdout, as JSON or as tables.
-pub fn print(outcome: &dyn Outcome, json: bool) -> Result<()> {
+/// Shows a live run's result: on stdout, as JSON or as tables, and as an HTML report if
+/// the user asked for one.
+pub fn print(outcome: &dyn Outcome, output: &OutputArgs, heading: &str) -> Result<()> {
+    if let Some(path) = &output.html {
+        let mut page = Page::new(heading);
+        outcome.html(&mut page, heading);
+        write_html(&page, path)?;
+    }
     let mut out = std::io::stdout().lock();
+    let json = output.json;
     if json {
         print_json(&mut out, &outcome.json())
     } else {

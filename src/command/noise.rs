@@ -9,6 +9,7 @@ use super::{Outcome, STOP, close_tap, open_tap};
 use irqlens::cli::{HistArgs, NoiseArgs, NoiseCommand, NoiseMode};
 use irqlens::collect::noise::{self as noise_run, NoiseOptions, NoiseOutcome};
 use irqlens::present::compare::Figure;
+use irqlens::present::html::Page;
 use irqlens::present::prometheus::Exporter;
 use irqlens::present::{self, noise as show};
 use irqlens::record::{Capability, Reader};
@@ -71,7 +72,6 @@ pub fn measure(command: NoiseCommand) -> Result<()> {
     if live {
         write!(io::stdout(), "\x1b[H\x1b[2J")?;
     }
-    let json = args.output.json;
     let result = NoiseResult {
         args,
         hist,
@@ -79,7 +79,7 @@ pub fn measure(command: NoiseCommand) -> Result<()> {
         outcome,
         irq_names: system::irq_line_names(),
     };
-    super::print(&result, json)?;
+    super::print(&result, &result.args.output, "irqlens noise")?;
     recorded
 }
 
@@ -116,6 +116,11 @@ impl Outcome for NoiseResult {
         }
         show::write_run_info(out, analysis, info)?;
         Ok(())
+    }
+
+    fn html(&self, page: &mut Page, heading: &str) {
+        let NoiseOutcome { analysis, info } = &self.outcome;
+        page.noise(heading, analysis, info, &self.irq_names);
     }
 
     fn figures(&self) -> Vec<Figure> {

@@ -9,12 +9,15 @@ use clap::Parser;
 
 use super::{Outcome, print_json};
 use irqlens::cli::{Cli, Command, ReportArgs};
+use irqlens::present::html::Page;
 use irqlens::record::Reader;
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let mut documents = Vec::new();
+    let mut page = Page::new("irqlens report");
     for (index, path) in args.files.iter().enumerate() {
         let (reader, outcome) = replay(path)?;
+        outcome.html(&mut page, &heading(&reader));
         if args.json {
             documents.push(serde_json::json!({
                 "file": path.display().to_string(),
@@ -27,7 +30,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         if index > 0 {
             writeln!(out)?;
         }
-        writeln!(out, "{}", heading(&reader))?;
+        writeln!(out, "# {}", heading(&reader))?;
         outcome.write_text(&mut out)?;
     }
     if args.json {
@@ -35,6 +38,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             &mut std::io::stdout().lock(),
             &serde_json::Value::Array(documents),
         )?;
+    }
+    if let Some(path) = &args.html {
+        super::write_html(&page, path)?;
     }
     Ok(())
 }
@@ -66,7 +72,7 @@ pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
 pub fn heading(reader: &Reader) -> String {
     let header = reader.header();
     format!(
-        "# {}: {} | {} on {} ({}, kernel {})",
+        "{}: {} | {} on {} ({}, kernel {})",
         reader.name(),
         header.argv.join(" "),
         header.started_at,

@@ -8,6 +8,7 @@ use super::{Outcome, STOP, close_tap, open_tap, with_progress};
 use irqlens::cli::{HistOptions, WakeupArgs, WakeupCommand, WakeupModeCommand};
 use irqlens::collect::wakeup::{self as wakeup_run, WakeupOptions, WakeupOutcome};
 use irqlens::present::compare::Figure;
+use irqlens::present::html::Page;
 use irqlens::present::prometheus::Exporter;
 use irqlens::present::{Names, wakeup as show};
 use irqlens::record::{Capability, Reader};
@@ -48,7 +49,6 @@ pub fn measure(command: WakeupCommand) -> Result<()> {
     drop(exporter);
     outcome.info.interrupted = super::interrupted();
     let recorded = close_tap(tap, &outcome.info);
-    let json = args.output.json;
     let result = WakeupResult {
         args,
         hist,
@@ -56,7 +56,7 @@ pub fn measure(command: WakeupCommand) -> Result<()> {
         outcome,
         names: Names::load(),
     };
-    super::print(&result, json)?;
+    super::print(&result, &result.args.output, "irqlens wakeup")?;
     recorded
 }
 
@@ -100,6 +100,11 @@ impl Outcome for WakeupResult {
         }
         show::write_run_info(out, info)?;
         Ok(())
+    }
+
+    fn html(&self, page: &mut Page, heading: &str) {
+        let WakeupOutcome { stats, info } = &self.outcome;
+        page.wakeup(heading, stats, info, &self.names);
     }
 
     fn figures(&self) -> Vec<Figure> {

@@ -13,7 +13,7 @@ use crate::cli::HistOptions;
 use crate::collect::bh::{BhOptions, BhRunInfo};
 
 /// Sources shown per mechanism before the rest are summed up in one line.
-const SOURCES_SHOWN: usize = 12;
+pub(super) const SOURCES_SHOWN: usize = 12;
 
 impl Names {
     pub(crate) fn source(&self, source: &Source) -> String {

@@ -1,9 +1,11 @@
-//! Present: terminal tables and JSON.
+//! Present: terminal tables, JSON, and the HTML report.
 
 pub mod account;
 pub mod bh;
 pub mod compare;
+pub mod html;
 pub mod noise;
+pub mod plot;
 pub mod prometheus;
 pub mod wakeup;
 
