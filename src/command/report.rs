@@ -13,34 +13,39 @@ use irqlens::present::html::Page;
 use irqlens::record::Reader;
 
 pub fn run(args: &ReportArgs) -> Result<()> {
-    let mut documents = Vec::new();
-    let mut page = Page::new("irqlens report");
-    for (index, path) in args.files.iter().enumerate() {
-        let (reader, outcome) = replay(path)?;
-        outcome.html(&mut page, &heading(&reader));
-        if args.json {
-            documents.push(serde_json::json!({
-                "file": path.display().to_string(),
-                "recording": summary(&reader),
-                "result": outcome.json(),
-            }));
-            continue;
+    let replayed = args
+        .files
+        .iter()
+        .map(|path| replay(path))
+        .collect::<Result<Vec<_>>>()?;
+    // the file first: stdout may be a reader that stops early
+    if let Some(path) = &args.html {
+        let mut page = Page::new("irqlens report");
+        for (reader, outcome) in &replayed {
+            outcome.html(&mut page, &heading(reader));
         }
-        let mut out = std::io::stdout().lock();
+        super::write_html(&page, path)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let documents = replayed
+            .iter()
+            .map(|(reader, outcome)| {
+                serde_json::json!({
+                    "file": reader.name(),
+                    "recording": summary(reader),
+                    "result": outcome.json(),
+                })
+            })
+            .collect();
+        return print_json(&mut out, &serde_json::Value::Array(documents));
+    }
+    for (index, (reader, outcome)) in replayed.iter().enumerate() {
         if index > 0 {
             writeln!(out)?;
         }
-        writeln!(out, "# {}", heading(&reader))?;
+        writeln!(out, "# {}", heading(reader))?;
         outcome.write_text(&mut out)?;
-    }
-    if args.json {
-        print_json(
-            &mut std::io::stdout().lock(),
-            &serde_json::Value::Array(documents),
-        )?;
-    }
-    if let Some(path) = &args.html {
-        super::write_html(&page, path)?;
     }
     Ok(())
 }
