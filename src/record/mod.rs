@@ -216,3 +216,6 @@ impl Header {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

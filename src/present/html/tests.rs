@@ -78,7 +78,7 @@ fn noise_analysis() -> NoiseAnalysis {
 fn noise_info() -> RunInfo {
     RunInfo {
         elapsed_ns: 3_000_000_000,
-        clock: "tsc",
+        clock: "tsc".into(),
         collector_cpus: None,
         programs: 24,
         skipped_tracepoints: vec![],
