@@ -30,7 +30,11 @@ fn events() -> Vec<Line> {
         .map(|i| {
             let mut event = Event::new(EventKind::IrqEntry, 1, 1_000 * i);
             (event.aux, event.id, event.comm) = (0, 11, Comm::new("spinner"));
-            event.func = if i % 2 == 0 { 0 } else { 0xffff_ffff_8100_0000 + i };
+            event.func = if i % 2 == 0 {
+                0
+            } else {
+                0xffff_ffff_8100_0000 + i
+            };
             Line::Event(event)
         })
         .collect()
@@ -142,7 +146,10 @@ fn a_recording_without_its_end_line_is_truncated() {
     let mut lines = vec![Line::Header(Box::new(header()))];
     lines.extend(events());
     let error = read(gzip_lines(&lines)).unwrap_err();
-    assert!(error.contains("truncated after line 51: no end line"), "{error}");
+    assert!(
+        error.contains("truncated after line 51: no end line"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -172,10 +179,7 @@ fn other_files_are_not_recordings() {
         Vec::new(),
     ] {
         let error = read(bytes).unwrap_err();
-        assert!(
-            error.contains("not an irqlens recording"),
-            "{error}"
-        );
+        assert!(error.contains("not an irqlens recording"), "{error}");
     }
 }
 
