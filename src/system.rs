@@ -271,6 +271,52 @@ fn nearest_hz(rate: f64) -> u32 {
         .expect("the list is not empty")
 }
 
+/// A file of /proc as text, empty if unreadable (what a recording keeps of it).
+pub fn read_proc(name: &str) -> String {
+    fs::read_to_string(Path::new("/proc").join(name)).unwrap_or_default()
+}
+
+/// The wall-clock time, RFC 3339 in UTC to the second.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// What a recording keeps of the machine (seed 000 §3.1: enough to reproduce the run).
+pub fn snapshot() -> SystemSnapshot {
+    let first_line = |path: &str| {
+        fs::read_to_string(path)
+            .map(|text| text.lines().next().unwrap_or_default().trim().to_owned())
+            .unwrap_or_default()
+    };
+    SystemSnapshot {
+        hostname: first_line("/proc/sys/kernel/hostname"),
+        kernel_release: kernel_release(),
+        kernel_version: first_line("/proc/sys/kernel/version"),
+        kernel_config: kernel_config(),
+        boot_cmdline: first_line("/proc/cmdline"),
+        cpu_model: read_proc("cpuinfo")
+            .lines()
+            .find_map(|line| line.strip_prefix("model name")?.split_once(':'))
+            .map(|(_, model)| model.trim().to_owned())
+            .unwrap_or_default(),
+        online_cpus: online_cpus().unwrap_or_default(),
+        clocksource: first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        interrupts: read_proc("interrupts"),
+        softirqs: read_proc("softirqs"),
+    }
+}
+
+/// The running kernel's .config: /proc/config.gz (CONFIG_IKCONFIG_PROC) or /boot's copy.
+fn kernel_config() -> Option<String> {
+    let mut text = String::new();
+    let from_proc = fs::File::open("/proc/config.gz")
+        .and_then(|file| flate2::read::GzDecoder::new(file).read_to_string(&mut text));
+    match from_proc {
+        Ok(_) => Some(text),
+        Err(_) => fs::read_to_string(format!("/boot/config-{}", kernel_release())).ok(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,51 +377,5 @@ LOC:     123456     654321   Local timer interrupts
         assert_eq!(symbols.name(0xffffffff81200000), "flush_to_ldisc");
         assert_eq!(symbols.name(0xffffffff81200010), "flush_to_ldisc+0x10");
         assert_eq!(symbols.name(0x1234), "0x1234");
-    }
-}
-
-/// A file of /proc as text, empty if unreadable (what a recording keeps of it).
-pub fn read_proc(name: &str) -> String {
-    fs::read_to_string(Path::new("/proc").join(name)).unwrap_or_default()
-}
-
-/// The wall-clock time, RFC 3339 in UTC to the second.
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
-
-/// What a recording keeps of the machine (seed 000 §3.1: enough to reproduce the run).
-pub fn snapshot() -> SystemSnapshot {
-    let first_line = |path: &str| {
-        fs::read_to_string(path)
-            .map(|text| text.lines().next().unwrap_or_default().trim().to_owned())
-            .unwrap_or_default()
-    };
-    SystemSnapshot {
-        hostname: first_line("/proc/sys/kernel/hostname"),
-        kernel_release: kernel_release(),
-        kernel_version: first_line("/proc/sys/kernel/version"),
-        kernel_config: kernel_config(),
-        boot_cmdline: first_line("/proc/cmdline"),
-        cpu_model: read_proc("cpuinfo")
-            .lines()
-            .find_map(|line| line.strip_prefix("model name")?.split_once(':'))
-            .map(|(_, model)| model.trim().to_owned())
-            .unwrap_or_default(),
-        online_cpus: online_cpus().unwrap_or_default(),
-        clocksource: first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
-        interrupts: read_proc("interrupts"),
-        softirqs: read_proc("softirqs"),
-    }
-}
-
-/// The running kernel's .config: /proc/config.gz (CONFIG_IKCONFIG_PROC) or /boot's copy.
-fn kernel_config() -> Option<String> {
-    let mut text = String::new();
-    let from_proc = fs::File::open("/proc/config.gz")
-        .and_then(|file| flate2::read::GzDecoder::new(file).read_to_string(&mut text));
-    match from_proc {
-        Ok(_) => Some(text),
-        Err(_) => fs::read_to_string(format!("/boot/config-{}", kernel_release())).ok(),
     }
 }
