@@ -56,6 +56,10 @@ pub struct ReportArgs {
     /// Print the results as JSON (an array, one document per recording)
     #[arg(long)]
     pub json: bool,
+    /// Also write the recording's timeline to FILE as a Chrome JSON trace (one
+    /// recording only), for ui.perfetto.dev or chrome://tracing
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -142,6 +146,10 @@ pub struct OutputArgs {
     /// Lines), for `irqlens report` and `compare`, or pandas and DuckDB
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Write the run's timeline (samples, interrupts, softirqs, threads) to FILE as a
+    /// Chrome JSON trace, for ui.perfetto.dev or chrome://tracing
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
     /// No live table or progress line; only the final results
     #[arg(short, long)]
     pub quiet: bool,

@@ -4,14 +4,25 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Result, anyhow, bail};
 use clap::Parser;
 
 use super::{Outcome, print_json};
 use irqlens::cli::{Cli, Command, ReportArgs};
+use irqlens::present::perfetto;
 use irqlens::record::Reader;
 
 pub fn run(args: &ReportArgs) -> Result<()> {
+    if let Some(trace) = &args.perfetto {
+        let [recording] = args.files.as_slice() else {
+            bail!(
+                "--perfetto {} takes one recording, not {}",
+                trace.display(),
+                args.files.len()
+            );
+        };
+        perfetto::convert(recording, trace)?;
+    }
     let mut documents = Vec::new();
     for (index, path) in args.files.iter().enumerate() {
         let (reader, outcome) = replay(path)?;

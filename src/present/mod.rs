@@ -4,6 +4,7 @@ pub mod account;
 pub mod bh;
 pub mod compare;
 pub mod noise;
+pub mod perfetto;
 pub mod wakeup;
 
 use std::collections::HashMap;
