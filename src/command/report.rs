@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Result, anyhow, bail};
 use clap::Parser;
 
-use super::{Outcome, print_json};
+use super::{Outcome, print_json, recorded_names};
 use irqlens::cli::{Cli, Command, ReportArgs};
 use irqlens::present::perfetto;
 use irqlens::record::Reader;
@@ -21,7 +21,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 args.files.len()
             );
         };
-        perfetto::convert(recording, trace)?;
+        // the functions' names are in the end line, the trace is written as it is read
+        let symbols = recorded_names(Reader::open(recording)?.skip_inputs()?).symbols;
+        perfetto::convert(recording, trace, symbols)?;
     }
     let mut documents = Vec::new();
     for (index, path) in args.files.iter().enumerate() {

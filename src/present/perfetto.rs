@@ -458,16 +458,10 @@ const LANES: [Lane; 8] = [
     Lane::Request,
 ];
 
-/// `irqlens report REC --perfetto FILE`: the recording's timeline as a trace. Two passes:
-/// the kernel functions' names are in the recording's end line, and the trace is
-/// written as the inputs are read.
-pub fn convert(recording: &Path, trace: &Path) -> Result<()> {
-    let symbols = KernelSymbols::from_names(
-        Reader::open(recording)?
-            .skip_inputs()?
-            .kernel_functions
-            .clone(),
-    );
+/// `irqlens report REC --perfetto FILE`: the recording's timeline as a trace, written as
+/// its inputs are read; `symbols` are the names in its end line (the caller reads them
+/// in a first pass).
+pub fn convert(recording: &Path, trace: &Path, symbols: KernelSymbols) -> Result<()> {
     let mut reader = Reader::open(recording)?;
     let writer = TraceWriter::create(trace, reader.header(), symbols)?;
     record::pump(&mut reader, Box::new(writer))
