@@ -112,6 +112,32 @@ fn bh_trace_shows_interrupts_softirqs_and_threads() {
 }
 
 #[test]
+fn wakeup_trace_shows_latencies_and_their_path() {
+    assert_root();
+    let counts = live_and_replayed("wakeup");
+    let cpu = measured_cpu();
+    for lane in ["latency", "hardirq", "tasklet/work/hrtimer", "thread"] {
+        assert!(
+            slices_on(&counts, cpu, lane) > 0,
+            "no {lane} slices: {counts:?}"
+        );
+    }
+}
+
+#[test]
+fn account_trace_shows_interrupts_and_threads() {
+    assert_root();
+    let counts = live_and_replayed("account");
+    let cpu = measured_cpu();
+    for lane in ["hardirq", "thread"] {
+        assert!(
+            slices_on(&counts, cpu, lane) > 0,
+            "no {lane} slices: {counts:?}"
+        );
+    }
+}
+
+#[test]
 fn report_perfetto_takes_one_recording() {
     assert_fails_with(
         &["report", "a.jsonl.gz", "b.jsonl.gz", "--perfetto", "x.json"],
