@@ -33,7 +33,11 @@ const CASES: [Case; 3] = [
     Case {
         name: "noise -c 1",
         args: &["noise", "-c", "1"],
-        figure: |doc| doc["cpus"][0]["cpu_available_percent"].as_f64().unwrap_or(0.0),
+        figure: |doc| {
+            doc["cpus"][0]["cpu_available_percent"]
+                .as_f64()
+                .unwrap_or(0.0)
+        },
     },
     Case {
         name: "bh -c 1 (passive)",

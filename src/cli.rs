@@ -60,6 +60,10 @@ pub struct ReportArgs {
     /// Also write a self-contained HTML report with plots to FILE, a section per recording
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Also write the recording's timeline to FILE as a Chrome JSON trace (one
+    /// recording only), for ui.perfetto.dev or chrome://tracing
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -146,6 +150,10 @@ pub struct OutputArgs {
     /// Lines), for `irqlens report` and `compare`, or pandas and DuckDB
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Write the run's timeline (samples, interrupts, softirqs, threads) to FILE as a
+    /// Chrome JSON trace, for ui.perfetto.dev or chrome://tracing
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
     /// No live table or progress line; only the final results
     #[arg(short, long)]
     pub quiet: bool,

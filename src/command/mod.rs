@@ -20,6 +20,7 @@ use serde::Serialize;
 use irqlens::cli::OutputArgs;
 use irqlens::collect::load::LoadScenario;
 use irqlens::present::html::Page;
+use irqlens::present::perfetto::TraceWriter;
 use irqlens::present::{self, Names};
 use irqlens::record::{Capability, End, Header, Recorder, Tap};
 use irqlens::system::{self, KernelSymbols};
@@ -42,8 +43,15 @@ pub fn open_tap(
     load: Option<LoadScenario>,
 ) -> Result<Tap> {
     let mut tap = Tap::default();
+    if output.record.is_none() && output.perfetto.is_none() {
+        return Ok(tap);
+    }
+    let header = Header::new(capability, cpus, load);
+    if let Some(path) = &output.perfetto {
+        let symbols = KernelSymbols::load();
+        tap.add(Box::new(TraceWriter::create(path, &header, symbols)?));
+    }
     if let Some(path) = &output.record {
-        let header = Header::new(capability, cpus, load);
         tap.add(Box::new(Recorder::create(path, header)?));
     }
     Ok(tap)

@@ -4,15 +4,28 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Result, anyhow, bail};
 use clap::Parser;
 
-use super::{Outcome, print_json};
+use super::{Outcome, print_json, recorded_names};
 use irqlens::cli::{Cli, Command, ReportArgs};
 use irqlens::present::html::Page;
+use irqlens::present::perfetto;
 use irqlens::record::Reader;
 
 pub fn run(args: &ReportArgs) -> Result<()> {
+    if let Some(trace) = &args.perfetto {
+        let [recording] = args.files.as_slice() else {
+            bail!(
+                "--perfetto {} takes one recording, not {}",
+                trace.display(),
+                args.files.len()
+            );
+        };
+        // the functions' names are in the end line, the trace is written as it is read
+        let symbols = recorded_names(Reader::open(recording)?.skip_inputs()?).symbols;
+        perfetto::convert(recording, trace, symbols)?;
+    }
     let replayed = args
         .files
         .iter()

@@ -5,6 +5,7 @@ pub mod bh;
 pub mod compare;
 pub mod html;
 pub mod noise;
+pub mod perfetto;
 pub mod plot;
 pub mod prometheus;
 pub mod wakeup;

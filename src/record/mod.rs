@@ -40,7 +40,7 @@ use crate::collect::load::LoadScenario;
 use crate::units::CpuList;
 
 pub use reader::Reader;
-pub use tap::{Sink, Tap};
+pub use tap::{Sink, Tap, pump};
 pub use writer::Recorder;
 
 /// The `format` of the header line: what tells an irqlens recording from other JSON.

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Result, anyhow};
 
-use super::{End, KernelFunction, Line};
+use super::{End, KernelFunction, Line, Reader};
 use crate::system::{self, KernelSymbols};
 
 /// Where a run's lines go besides the analysis.
@@ -83,4 +83,13 @@ impl Tap {
             .into_iter()
             .try_for_each(|sink| sink.finish(&end))
     }
+}
+
+/// Hands a recording's inputs, then its end, to `sink` (made with its header).
+pub fn pump(reader: &mut Reader, mut sink: Box<dyn Sink>) -> Result<()> {
+    while let Some(line) = reader.next_input()? {
+        sink.put(&line)
+            .map_err(|err| anyhow!("{}: {err}", sink.name()))?;
+    }
+    sink.finish(reader.end()?)
 }
