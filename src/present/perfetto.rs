@@ -469,7 +469,6 @@ pub fn convert(recording: &Path, trace: &Path, symbols: KernelSymbols) -> Result
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use super::*;
     use crate::analyze::checkpoint::EventKind::*;
@@ -505,7 +504,7 @@ mod tests {
             info: Value::Null,
             interrupts: String::new(),
             softirqs: String::new(),
-            kernel_functions: BTreeMap::new(),
+            kernel_functions: Vec::new(),
         };
         writer.finish(&end).unwrap();
         let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
