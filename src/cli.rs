@@ -38,11 +38,11 @@ pub enum Command {
     /// OS noise per CPU and its causes: IRQ lines, softirqs, threads, hardware (osnoise method)
     Noise(Box<NoiseCommand>),
     /// Bottom-half latency: softirqs, tasklets, work items, IRQ threads, and what delayed them (INTSPECT method)
-    Bh(BhCommand),
+    Bh(Box<BhCommand>),
     /// Interrupt-to-task wakeup latency, decomposed: timer IRQ, handler, scheduling, return to user, and what ran in between (timerlat/cyclictest threads, or any process)
     Wakeup(Box<WakeupCommand>),
     /// Interrupt time per process: charged to the thread it interrupted, served to the one it worked for, and the kernel's bill corrected (Zhang & West)
-    Account(AccountArgs),
+    Account(Box<AccountArgs>),
     /// Re-analyze recordings (--record) offline: the same tables as the live run
     Report(ReportArgs),
     /// The same measurement recorded on two setups, side by side: quantiles and causes

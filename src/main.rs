@@ -35,9 +35,9 @@ fn run(cli: Cli) -> Result<()> {
     })?;
     match cli.command {
         Command::Noise(command) => command::noise::measure(*command),
-        Command::Bh(command) => command::bh::measure(command),
+        Command::Bh(command) => command::bh::measure(*command),
         Command::Wakeup(command) => command::wakeup::measure(*command),
-        Command::Account(args) => command::account::measure(args),
+        Command::Account(args) => command::account::measure(*args),
         Command::Report(args) => command::report::run(&args),
         Command::Compare(args) => command::compare::run(&args),
     }

@@ -76,9 +76,9 @@ pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
     })?;
     let outcome: Box<dyn Outcome> = match cli.command {
         Command::Noise(command) => Box::new(super::noise::replay(*command, &mut reader)?),
-        Command::Bh(command) => Box::new(super::bh::replay(command, &mut reader)?),
+        Command::Bh(command) => Box::new(super::bh::replay(*command, &mut reader)?),
         Command::Wakeup(command) => Box::new(super::wakeup::replay(*command, &mut reader)?),
-        Command::Account(args) => Box::new(super::account::replay(args, &mut reader)?),
+        Command::Account(args) => Box::new(super::account::replay(*args, &mut reader)?),
         Command::Report(_) | Command::Compare(_) => {
             return Err(anyhow!("{}: not a measurement's recording", reader.name()));
         }
