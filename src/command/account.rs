@@ -82,14 +82,13 @@ pub fn measure(args: AccountArgs) -> Result<()> {
     )?;
     info.interrupted = super::interrupted();
     let recorded = close_tap(tap, &info);
-    let periods_json = periods.json;
     let result = AccountResult {
-        options: options.clone(),
+        periods_json: periods.json,
+        options,
         whole,
         info,
-        periods_json,
         periods_text: Vec::new(),
-        irq_names: irq_names.clone(),
+        irq_names,
         args,
     };
     super::print(&result, &result.args.output, "irqlens account")?;
@@ -107,14 +106,13 @@ pub fn replay(args: AccountArgs, reader: &mut Reader) -> Result<AccountResult> {
         text: Vec::new(),
     };
     let (whole, info) = account_run::replay(&options, reader, |period| periods.add(period, None))?;
-    let (periods_json, periods_text) = (periods.json, periods.text);
     Ok(AccountResult {
-        options: options.clone(),
+        periods_json: periods.json,
+        periods_text: periods.text,
+        options,
         whole,
         info,
-        periods_json,
-        periods_text,
-        irq_names: irq_names.clone(),
+        irq_names,
         args,
     })
 }

@@ -26,11 +26,29 @@ impl Names {
 }
 
 fn series_row(out: &mut dyn Write, mechanism: &str, source: &str, s: &Series) -> io::Result<()> {
+    let [
+        count,
+        irq,
+        min,
+        q05,
+        q50,
+        q95,
+        max,
+        max_irq,
+        run_q50,
+        run_max,
+    ] = series_cells(s);
     writeln!(
         out,
-        "{mechanism:<10} {source:<26} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>8}",
-        s.count,
-        s.irq,
+        "{mechanism:<10} {source:<26} {count:>7} {irq:>6} {min:>7} {q05:>7} {q50:>7} {q95:>7} {max:>8} {max_irq:>8} {run_q50:>7} {run_max:>8}",
+    )
+}
+
+/// A series' cells of the thesis's table, COUNT to RUN_MAX (the text and HTML tables).
+pub(crate) fn series_cells(s: &Series) -> [String; 10] {
+    [
+        s.count.to_string(),
+        s.irq.to_string(),
         opt_us(s.min_ns()),
         opt_us(s.quantile_ns(0.05)),
         opt_us(s.quantile_ns(0.50)),
@@ -39,7 +57,7 @@ fn series_row(out: &mut dyn Write, mechanism: &str, source: &str, s: &Series) ->
         us2(s.max_irq_ns),
         opt_us(s.runtime_quantile_ns(0.5)),
         opt_us(s.runtime_max_ns()),
-    )
+    ]
 }
 
 /// Sources of one mechanism, most samples first.

@@ -813,20 +813,9 @@ fn noise_timeline(section: &mut Section, analysis: &NoiseAnalysis) {
 }
 
 fn bh_row(mechanism: &str, source: &str, s: &crate::analyze::bh::Series) -> Vec<String> {
-    vec![
-        mechanism.to_owned(),
-        source.to_owned(),
-        s.count.to_string(),
-        s.irq.to_string(),
-        opt_us(s.min_ns()),
-        opt_us(s.quantile_ns(0.05)),
-        opt_us(s.quantile_ns(0.50)),
-        opt_us(s.quantile_ns(0.95)),
-        opt_us(s.max_ns()),
-        us2(s.max_irq_ns),
-        opt_us(s.runtime_quantile_ns(0.5)),
-        opt_us(s.runtime_max_ns()),
-    ]
+    let mut row = vec![mechanism.to_owned(), source.to_owned()];
+    row.extend(super::bh::series_cells(s));
+    row
 }
 
 #[cfg(test)]
