@@ -152,19 +152,24 @@ fn bh_report_renders_every_plot_offline() {
 }
 
 #[test]
-fn unwritable_report_is_one_error_naming_the_file() {
+fn unwritable_report_is_refused_before_the_run() {
     assert_root();
+    let started = std::time::Instant::now();
     assert_fails_with(
         &[
             "noise",
             "-c",
             "1",
             "-d",
-            "1",
+            "60",
             "-q",
             "--html",
             "/nonexistent/dir/report.html",
         ],
         "/nonexistent/dir/report.html",
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the 60 s run was measured before the path was refused"
     );
 }

@@ -42,6 +42,10 @@ pub fn open_tap(
     cpus: &CpuList,
     load: Option<LoadScenario>,
 ) -> Result<Tap> {
+    if let Some(path) = &output.html {
+        // the page is written at the end: a path that cannot be is refused before the run
+        std::fs::File::create(path).with_context(|| format!("--html {}", path.display()))?;
+    }
     let mut tap = Tap::default();
     if output.record.is_none() && output.perfetto.is_none() {
         return Ok(tap);
