@@ -1,5 +1,5 @@
 //! Recordings (root, BPF): what `report` makes of a recording is what the live run
-//! showed; `compare` sees injected noise; pandas reads the file; a killed run's file is
+//! showed; `compare` sees injected noise; pandas and DuckDB read the file; a killed run's file is
 //! refused as truncated.
 
 mod common;
@@ -138,13 +138,34 @@ fn compare_shows_what_an_injected_spinner_changed() {
     std::fs::remove_file(&noisy).unwrap();
 }
 
+/// Records `noise -c 1 -d 2`, then runs the Python `script` on the file (its path is
+/// `sys.argv[1]`): the live document and the words the script printed.
+fn noise_recording_read_by(name: &str, script: &str) -> (Value, Vec<String>) {
+    let path = temp_file(name);
+    let path_text = path.to_str().unwrap();
+    let live = irqlens_json(&["noise", "-c", "1", "-d", "2", "-q", "--record", path_text]);
+    let output = Command::new("python3")
+        .args(["-c", script, path_text])
+        .output()
+        .expect("python3");
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let words = String::from_utf8(output.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    (live, words)
+}
+
 /// The documented way to read a recording without irqlens.
 #[test]
 fn pandas_reads_a_recording() {
     assert_root();
-    let path = temp_file("pandas.jsonl.gz");
-    let path_text = path.to_str().unwrap();
-    let live = irqlens_json(&["noise", "-c", "1", "-d", "2", "-q", "--record", path_text]);
     let script = r#"
 import sys, pandas as pd
 df = pd.read_json(sys.argv[1], lines=True, compression="gzip")
@@ -156,27 +177,36 @@ samples = sum(len(s) for s in periods.samples)
 print(header.format, int(header.version), header.capability, len(records), end["info"]["records"], samples,
       int(records[records.cpu == 1].duration_ns.sum() > 0), len(header.system["kernel_release"]) > 0)
 "#;
-    let output = Command::new("python3")
-        .args(["-c", script, path_text])
-        .output()
-        .expect("python3");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let fields: Vec<String> = String::from_utf8(output.stdout)
-        .unwrap()
-        .split_whitespace()
-        .map(String::from)
-        .collect();
+    let (live, fields) = noise_recording_read_by("pandas.jsonl.gz", script);
     assert_eq!(&fields[..3], ["irqlens-recording", "1", "noise"]);
     assert_eq!(fields[3], fields[4], "every record the run took is a row");
     assert_eq!(fields[3], live["run"]["records"].to_string());
     let samples: u64 = live["cpus"][0]["samples"].as_u64().unwrap();
     assert_eq!(fields[5], samples.to_string());
     assert_eq!(&fields[6..], ["1", "True"]);
-    std::fs::remove_file(&path).unwrap();
+}
+
+/// The README's DuckDB query, on the same kind of file.
+#[test]
+fn duckdb_reads_a_recording() {
+    assert_root();
+    let script = r#"
+import sys, duckdb
+rows = f"read_json('{sys.argv[1]}', format='newline_delimited', compression='gzip')"
+count = lambda kind: duckdb.sql(f"SELECT count(*) FROM {rows} WHERE type = '{kind}'").fetchall()[0][0]
+samples = duckdb.sql(f"SELECT sum(len(samples)) FROM {rows} WHERE type = 'noise_period'").fetchall()[0][0]
+version = duckdb.sql(f"SELECT format, version FROM {rows} WHERE type = 'header'").fetchall()[0]
+print(*version, count("noise_record"), samples, count("end"))
+"#;
+    let (live, fields) = noise_recording_read_by("duckdb.jsonl.gz", script);
+    assert_eq!(&fields[..2], ["irqlens-recording", "1"]);
+    assert_eq!(
+        fields[2],
+        live["run"]["records"].to_string(),
+        "a row per record"
+    );
+    assert_eq!(fields[3], live["cpus"][0]["samples"].to_string());
+    assert_eq!(fields[4], "1");
 }
 
 #[test]
