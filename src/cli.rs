@@ -201,7 +201,7 @@ pub fn parse_listen_address(value: &str) -> Result<SocketAddr> {
 }
 
 /// The histogram layout both `noise hist` and `bh hist` print (rtla's options).
-#[derive(Clone, Debug, Args)]
+#[derive(Clone, Copy, Debug, Args)]
 pub struct HistOptions {
     /// Histogram bucket size (µs)
     #[arg(short, long, value_name = "US", default_value_t = 1)]

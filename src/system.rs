@@ -79,9 +79,7 @@ fn effective_capabilities() -> Result<u64> {
 
 /// IRQ line number -> the handler names /proc/interrupts lists for it (`virtio0-input.0`).
 pub fn irq_line_names() -> HashMap<u32, String> {
-    fs::read_to_string("/proc/interrupts")
-        .map(|text| parse_irq_line_names(&text))
-        .unwrap_or_default()
+    parse_irq_line_names(&read_proc("interrupts"))
 }
 
 /// IRQ line names from the text of /proc/interrupts (a recorded one included).
@@ -107,9 +105,7 @@ pub fn parse_irq_line_names(text: &str) -> HashMap<u32, String> {
 
 /// Softirq runs per vector so far on `cpus`, from /proc/softirqs.
 pub fn softirq_runs(cpus: &CpuList) -> BTreeMap<String, u64> {
-    fs::read_to_string("/proc/softirqs")
-        .map(|text| parse_softirq_runs(&text, cpus))
-        .unwrap_or_default()
+    parse_softirq_runs(&read_proc("softirqs"), cpus)
 }
 
 fn parse_softirq_runs(text: &str, cpus: &CpuList) -> BTreeMap<String, u64> {
@@ -144,24 +140,17 @@ pub struct KernelSymbols {
 impl KernelSymbols {
     /// Empty (every address printed in hex) when /proc/kallsyms hides addresses.
     pub fn load() -> Self {
-        fs::read_to_string("/proc/kallsyms")
-            .map(|text| Self::parse(&text))
-            .unwrap_or_default()
+        Self::parse(&read_proc("kallsyms"))
     }
 
     fn parse(text: &str) -> Self {
-        let mut symbols: Vec<(u64, String)> = text
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.split_whitespace();
-                let address = u64::from_str_radix(fields.next()?, 16).ok()?;
-                let kind = fields.next()?;
-                let name = fields.next()?;
-                (address != 0 && matches!(kind, "t" | "T")).then(|| (address, name.to_owned()))
-            })
-            .collect();
-        symbols.sort_unstable();
-        KernelSymbols { symbols }
+        Self::from_names(text.lines().filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+            let kind = fields.next()?;
+            let name = fields.next()?;
+            (address != 0 && matches!(kind, "t" | "T")).then(|| (address, name.to_owned()))
+        }))
     }
 
     /// Names resolved before, on the machine that ran (a recording's).
@@ -198,22 +187,14 @@ pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
         return threads;
     };
     for process in processes.flatten() {
-        let Some(tgid) = process
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
+        let Some(tgid) = numbered(&process) else {
             continue;
         };
         let Ok(tasks) = fs::read_dir(process.path().join("task")) else {
             continue;
         };
         for task in tasks.flatten() {
-            let Some(tid) = task
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
+            let Some(tid) = numbered(&task) else {
                 continue;
             };
             // a thread that ended between the listing and the reading is left out
@@ -232,6 +213,11 @@ pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
         }
     }
     threads
+}
+
+/// The number a /proc entry is named by (a process or thread id), if it is one.
+fn numbered(entry: &fs::DirEntry) -> Option<u32> {
+    entry.file_name().to_str()?.parse().ok()
 }
 
 fn parse_schedstat_runtime(text: &str) -> Option<u64> {

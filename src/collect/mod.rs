@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use crate::analyze::checkpoint::Event;
 use crate::record::{Line, Reader};
 
-/// How often a run drains its ring buffer.
+/// How often a run drains its ring buffer when nothing wakes it earlier (the probe wakes
+/// it only when the buffer is a quarter full: no wakeup per record).
 pub(crate) const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 /// How often a run reports its progress.
 const TICK: Duration = Duration::from_secs(1);

@@ -20,9 +20,6 @@ use crate::record::{Line, Reader, Tap};
 use crate::system;
 use crate::units::CpuList;
 
-/// How often the collector drains the ring buffer when nothing wakes it earlier (the
-/// probe wakes it only when the buffer is a quarter full: no wakeup per record).
-
 #[derive(Clone, Debug)]
 pub struct NoiseOptions {
     pub cpus: CpuList,

@@ -28,13 +28,13 @@ fn split(command: BhCommand) -> (BhArgs, Option<HistOptions>) {
     match command.mode {
         None => (command.args, None),
         Some(BhMode::Top(args)) => (args, None),
-        Some(BhMode::Hist(hist)) => (hist.bh.clone(), Some(hist.hist)),
+        Some(BhMode::Hist(hist)) => (hist.bh, Some(hist.hist)),
     }
 }
 
 pub fn measure(command: BhCommand) -> Result<()> {
     let (args, hist) = split(command);
-    let options = args.options(&hist.clone().unwrap_or_default())?;
+    let options = args.options(&hist.unwrap_or_default())?;
     let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
     let mut tap = open_tap(
         &args.output,
@@ -70,10 +70,7 @@ pub fn measure(command: BhCommand) -> Result<()> {
 
 pub fn replay(command: BhCommand, reader: &mut Reader) -> Result<BhResult> {
     let (args, hist) = split(command);
-    let options = args.options_on(
-        &hist.clone().unwrap_or_default(),
-        reader.header().cpus.clone(),
-    )?;
+    let options = args.options_on(&hist.unwrap_or_default(), reader.header().cpus.clone())?;
     let outcome = bh_run::replay(&options, reader)?;
     Ok(BhResult {
         args,

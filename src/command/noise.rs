@@ -5,8 +5,8 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 
-use super::{Outcome, STOP, close_tap, open_tap};
-use irqlens::cli::{HistArgs, NoiseArgs, NoiseCommand, NoiseMode};
+use super::{Outcome, STOP, close_tap, open_tap, with_progress};
+use irqlens::cli::{HistOptions, NoiseArgs, NoiseCommand, NoiseMode};
 use irqlens::collect::noise::{self as noise_run, NoiseOptions, NoiseOutcome};
 use irqlens::present::compare::Figure;
 use irqlens::present::html::Page;
@@ -18,27 +18,23 @@ use irqlens::system;
 /// A noise run's result and how it was asked to be shown.
 pub struct NoiseResult {
     args: NoiseArgs,
-    hist: Option<HistArgs>,
+    hist: Option<HistOptions>,
     options: NoiseOptions,
     outcome: NoiseOutcome,
     irq_names: HashMap<u32, String>,
 }
 
-fn split(command: NoiseCommand) -> (NoiseArgs, Option<HistArgs>) {
+fn split(command: NoiseCommand) -> (NoiseArgs, Option<HistOptions>) {
     match command.mode {
         None => (command.args, None),
         Some(NoiseMode::Top(args)) => (args, None),
-        Some(NoiseMode::Hist(hist)) => (hist.noise.clone(), Some(hist)),
+        Some(NoiseMode::Hist(hist)) => (hist.noise, Some(hist.hist)),
     }
-}
-
-fn hist_options(hist: &Option<HistArgs>) -> irqlens::cli::HistOptions {
-    hist.as_ref().map(|h| h.hist.clone()).unwrap_or_default()
 }
 
 pub fn measure(command: NoiseCommand) -> Result<()> {
     let (args, hist) = split(command);
-    let options = args.options(&hist_options(&hist))?;
+    let options = args.options(&hist.unwrap_or_default())?;
     let mut tap = open_tap(&args.output, Capability::Noise, &options.cpus, None)?;
     let live =
         !args.output.quiet && !args.output.json && hist.is_none() && present::live_terminal();
@@ -46,27 +42,21 @@ pub fn measure(command: NoiseCommand) -> Result<()> {
     let progress = !live && !args.output.quiet && present::progress_terminal();
     let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
 
-    let mut outcome = noise_run::run(&options, &STOP, &mut tap, |analysis, elapsed| {
-        exporter.noise(analysis);
-        if live {
-            let mut out = io::stdout().lock();
-            // redraw in place, as rtla's top does
-            let _ = write!(out, "\x1b[H\x1b[2J");
-            let _ = show::write_summary(&mut out, analysis, elapsed.as_nanos() as u64);
-            let _ = out.flush();
-        } else if progress {
-            present::write_progress(
-                elapsed,
-                options.duration,
-                analysis.summaries().map(|s| s.samples).sum(),
-                "noise samples",
-            );
-        }
+    let mut outcome = with_progress(progress, options.duration, "noise samples", |report| {
+        noise_run::run(&options, &STOP, &mut tap, |analysis, elapsed| {
+            exporter.noise(analysis);
+            if live {
+                let mut out = io::stdout().lock();
+                // redraw in place, as rtla's top does
+                let _ = write!(out, "\x1b[H\x1b[2J");
+                let _ = show::write_summary(&mut out, analysis, elapsed.as_nanos() as u64);
+                let _ = out.flush();
+            } else if progress {
+                report(elapsed, analysis.summaries().map(|s| s.samples).sum());
+            }
+        })
     })?;
     drop(exporter);
-    if progress {
-        present::clear_progress();
-    }
     outcome.info.interrupted = super::interrupted();
     let recorded = close_tap(tap, &outcome.info);
     if live {
@@ -85,7 +75,7 @@ pub fn measure(command: NoiseCommand) -> Result<()> {
 
 pub fn replay(command: NoiseCommand, reader: &mut Reader) -> Result<NoiseResult> {
     let (args, hist) = split(command);
-    let options = args.options_on(&hist_options(&hist), reader.header().cpus.clone())?;
+    let options = args.options_on(&hist.unwrap_or_default(), reader.header().cpus.clone())?;
     let outcome = noise_run::replay(&options, reader)?;
     Ok(NoiseResult {
         args,
@@ -105,7 +95,7 @@ impl Outcome for NoiseResult {
     fn write_text(&self, out: &mut dyn Write) -> Result<()> {
         let NoiseOutcome { analysis, info } = &self.outcome;
         match &self.hist {
-            Some(hist) => show::write_histogram(out, analysis, &hist.hist)?,
+            Some(hist) => show::write_histogram(out, analysis, hist)?,
             None => {
                 show::write_summary(out, analysis, info.elapsed_ns)?;
                 show::write_causes(out, analysis, &self.irq_names, self.args.causes)?;

@@ -26,13 +26,13 @@ fn split(command: WakeupCommand) -> (WakeupArgs, Option<HistOptions>) {
     match command.mode {
         None => (command.args, None),
         Some(WakeupModeCommand::Top(args)) => (args, None),
-        Some(WakeupModeCommand::Hist(hist)) => (hist.wakeup.clone(), Some(hist.hist)),
+        Some(WakeupModeCommand::Hist(hist)) => (hist.wakeup, Some(hist.hist)),
     }
 }
 
 pub fn measure(command: WakeupCommand) -> Result<()> {
     let (args, hist) = split(command);
-    let options = args.options(&hist.clone().unwrap_or_default())?;
+    let options = args.options(&hist.unwrap_or_default())?;
     let mut exporter = Exporter::start(args.output.prometheus_address()?)?;
     let mut tap = open_tap(&args.output, Capability::Wakeup, &options.cpus, None)?;
     let mut outcome = with_progress(
@@ -62,10 +62,7 @@ pub fn measure(command: WakeupCommand) -> Result<()> {
 
 pub fn replay(command: WakeupCommand, reader: &mut Reader) -> Result<WakeupResult> {
     let (args, hist) = split(command);
-    let options = args.options_on(
-        &hist.clone().unwrap_or_default(),
-        reader.header().cpus.clone(),
-    )?;
+    let options = args.options_on(&hist.unwrap_or_default(), reader.header().cpus.clone())?;
     let outcome = wakeup_run::replay(&options, reader)?;
     Ok(WakeupResult {
         args,

@@ -12,7 +12,9 @@
 //! - Then the inputs, in the order the analysis took them: `event` (a checkpoint: bh,
 //!   wakeup, account), `noise_record` (an interference the noise probe saw),
 //!   `noise_period` (a measurement thread's runtime window with its noise samples),
-//!   `noise_entries`, `stimulus` and `timer_threads` (whose samples are measured), `mark`
+//!   `noise_entries`, `stimulus` and `timer_threads` (whose samples are measured),
+//!   `wakeup_report` (a timer thread's activation, as it saw it from user space),
+//!   `kernel_hz` (account with `--compensate`: the kernel's tick rate, measured), `mark`
 //!   (account: each thread's CPU time as /proc told it at a period's end).
 //! - The last line is the `end`: the run info (as in `--json`), /proc/interrupts and
 //!   /proc/softirqs after, and the names of the kernel functions the events refer to.

@@ -104,7 +104,7 @@ impl Reader {
 
     /// The run's information, from the end line.
     pub fn info<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
-        serde_json::from_value(self.end()?.info.clone())
+        T::deserialize(&self.end()?.info)
             .map_err(|e| anyhow!("{}: the end line's run info: {e}", self.name()))
     }
 }

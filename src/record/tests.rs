@@ -54,13 +54,27 @@ fn end(inputs: u64) -> Line {
     }))
 }
 
-/// The bytes of a recording of `lines`, as the recorder writes them.
-fn gzip_lines(lines: &[Line]) -> Vec<u8> {
+/// The test recording's lines: the header, the events, and an end line counting
+/// `end_inputs` if given.
+fn lines(end_inputs: Option<u64>) -> Vec<Line> {
+    let mut lines = vec![Line::Header(Box::new(header()))];
+    lines.extend(events());
+    lines.extend(end_inputs.map(end));
+    lines
+}
+
+/// The text of a recording of `lines`, as the recorder writes it (before gzip).
+fn jsonl(lines: &[Line]) -> String {
     let text: Vec<String> = lines
         .iter()
         .map(|line| serde_json::to_string(line).unwrap())
         .collect();
-    gzip(text.join("\n").as_bytes())
+    text.join("\n")
+}
+
+/// The bytes of a recording of `lines`, as the recorder writes them.
+fn gzip_lines(lines: &[Line]) -> Vec<u8> {
+    gzip(jsonl(lines).as_bytes())
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -70,10 +84,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn recording() -> Vec<u8> {
-    let mut lines = vec![Line::Header(Box::new(header()))];
-    lines.extend(events());
-    lines.push(end(events().len() as u64));
-    gzip_lines(&lines)
+    gzip_lines(&lines(Some(events().len() as u64)))
 }
 
 /// Reads a whole recording: its inputs, or the first error.
@@ -143,9 +154,7 @@ fn a_recording_cut_short_is_truncated() {
 
 #[test]
 fn a_recording_without_its_end_line_is_truncated() {
-    let mut lines = vec![Line::Header(Box::new(header()))];
-    lines.extend(events());
-    let error = read(gzip_lines(&lines)).unwrap_err();
+    let error = read(gzip_lines(&lines(None))).unwrap_err();
     assert!(
         error.contains("truncated after line 51: no end line"),
         "{error}"
@@ -154,10 +163,7 @@ fn a_recording_without_its_end_line_is_truncated() {
 
 #[test]
 fn an_end_line_that_miscounts_the_inputs_is_refused() {
-    let mut lines = vec![Line::Header(Box::new(header()))];
-    lines.extend(events());
-    lines.push(end(49));
-    let error = read(gzip_lines(&lines)).unwrap_err();
+    let error = read(gzip_lines(&lines(Some(49)))).unwrap_err();
     assert!(error.contains("counts 49 inputs but 50"), "{error}");
 }
 
@@ -231,15 +237,7 @@ proptest! {
         at in any::<prop::sample::Index>(),
         byte in any::<u8>(),
     ) {
-        let mut lines = vec![Line::Header(Box::new(header()))];
-        lines.extend(events());
-        lines.push(end(50));
-        let mut text: Vec<u8> = lines
-            .iter()
-            .map(|line| serde_json::to_string(line).unwrap())
-            .collect::<Vec<_>>()
-            .join("\n")
-            .into_bytes();
+        let mut text = jsonl(&lines(Some(50))).into_bytes();
         let at = at.index(text.len());
         text[at] = byte;
         let _ = read(gzip(&text));
