@@ -42,9 +42,10 @@ fn main() -> Result<()> {
     );
     let cyclictest = cyclictest(seconds)?;
     let duration = seconds.to_string();
+    let (period, priority) = (PERIOD_US.to_string(), format!("f:{PRIORITY}"));
     let irqlens_args = |traced: bool| {
         let mut args = vec![
-            "wakeup", "-c", CPUS, "-d", &duration, "-p", "1000", "-P", "f:95", "-q", "--json",
+            "wakeup", "-c", CPUS, "-d", &duration, "-p", &period, "-P", &priority, "-q", "--json",
         ];
         if !traced {
             args.push("--no-trace");

@@ -35,6 +35,11 @@ impl Comm {
         bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
         Comm(bytes)
     }
+
+    /// Whether the name starts with `prefix` (which holds no NUL), without making a String.
+    pub fn starts_with(&self, prefix: &str) -> bool {
+        self.0.starts_with(prefix.as_bytes())
+    }
 }
 
 impl fmt::Display for Comm {

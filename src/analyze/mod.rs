@@ -11,3 +11,15 @@ pub mod wakeup;
 
 #[cfg(test)]
 mod nest;
+
+/// Keeps `worst` (largest `key` first, at most `keep`) with `item` in its place: after
+/// the items of an equal key, and not at all if `worst` is full of items as large.
+pub(crate) fn keep_worst<T>(worst: &mut Vec<T>, item: T, keep: usize, key: impl Fn(&T) -> u64) {
+    let value = key(&item);
+    if keep == 0 || worst.len() == keep && worst.last().is_some_and(|w| key(w) >= value) {
+        return;
+    }
+    let at = worst.partition_point(|w| key(w) >= value);
+    worst.insert(at, item);
+    worst.truncate(keep);
+}

@@ -66,7 +66,7 @@ impl Timeline {
             self.close(t);
             self.thread = e.pid;
         }
-        self.last_ns = self.last_ns.max(t);
+        self.last_ns = t;
         match e.kind {
             EventKind::IrqEntry => self.enter(
                 t,

@@ -141,6 +141,16 @@ pub fn sleep_until(ns: u64) -> bool {
     ret == 0
 }
 
+/// A periodic loop's next expiry when `next` may be past already: the first of `next`,
+/// `next + period`, ... after `now`, and how many it skipped (missed, not made up for).
+pub fn skip_missed(next: u64, period: u64, now: u64) -> (u64, u64) {
+    if next > now {
+        return (next, 0);
+    }
+    let skipped = (now - next) / period + 1;
+    (next + skipped * period, skipped)
+}
+
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
@@ -158,5 +168,17 @@ mod tests {
         );
         let ticks = tsc.ticks(Duration::from_micros(100));
         assert!((tsc.to_ns(tsc.tsc0 + ticks) - tsc.mono0).abs_diff(100_000) < 100);
+    }
+}
+
+#[cfg(test)]
+mod skip_tests {
+    use super::skip_missed;
+
+    #[test]
+    fn skip_missed_lands_after_now() {
+        assert_eq!(skip_missed(2_000, 1_000, 1_500), (2_000, 0));
+        assert_eq!(skip_missed(2_000, 1_000, 2_000), (3_000, 1));
+        assert_eq!(skip_missed(2_000, 1_000, 4_500), (5_000, 3));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::clock::{monotonic_ns, sleep_until};
+use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
 use crate::units::CpuList;
 
@@ -66,9 +66,10 @@ impl Spinner {
             set_affinity(&CpuList::single(cpu)).expect("pinning the spinner");
             set_priority(priority).expect("giving the spinner its priority");
             let period_ns = period.as_nanos() as u64;
-            let mut next = match aligned {
-                true => (monotonic_ns() / period_ns + 1) * period_ns,
-                false => monotonic_ns(),
+            let mut next = if aligned {
+                (monotonic_ns() / period_ns + 1) * period_ns
+            } else {
+                monotonic_ns()
             };
             while !stop2.load(Ordering::Relaxed) {
                 sleep_until(next);
@@ -85,10 +86,7 @@ impl Spinner {
                 busy_ns2.fetch_add((last - start).as_nanos() as u64, Ordering::Relaxed);
                 activations2.fetch_add(1, Ordering::Relaxed);
                 // a period that is already over is skipped, not made up for
-                next += period_ns;
-                while next <= monotonic_ns() {
-                    next += period_ns;
-                }
+                next = skip_missed(next + period_ns, period_ns, monotonic_ns()).0;
             }
             gettid()
         });

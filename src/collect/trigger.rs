@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
-use super::clock::monotonic_ns;
+use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{gettid, set_affinity};
 use crate::analyze::bh::Selection;
 use crate::units::CpuList;
@@ -220,35 +220,16 @@ impl Drop for Stimulus {
 /// period skips the missed ones rather than bursting.
 fn fire_periodically(fire: &mut dyn Fire, period: Duration, stop: &AtomicBool) -> Result<u64> {
     let mut requests = 0;
-    let now = || Duration::from_nanos(monotonic_ns());
-    let mut next = now();
+    let period = period.as_nanos() as u64;
+    let mut next = monotonic_ns();
     while !stop.load(Ordering::Relaxed) {
         fire.fire()?;
         requests += 1;
-        next += period;
-        let current = now();
-        while next <= current {
-            next += period;
-        }
+        next = skip_missed(next + period, period, monotonic_ns()).0;
+        // EINTR only shortens one period.
         sleep_until(next);
     }
     Ok(requests)
-}
-
-fn sleep_until(at: Duration) {
-    let ts = libc::timespec {
-        tv_sec: at.as_secs() as libc::time_t,
-        tv_nsec: at.subsec_nanos() as libc::c_long,
-    };
-    // EINTR only shortens one period.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    };
 }
 
 /// Waits one tick on a socket nothing is sent to: sock_rcvtimeo's schedule_timeout arms a

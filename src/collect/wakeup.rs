@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use super::clock::{monotonic_ns, sleep_until};
+use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
 use super::{RunPace, StopOnDrop};
 use crate::analyze::checkpoint::Event;
@@ -31,6 +31,20 @@ pub enum WakeupMode {
     Timer(TimerOptions),
     /// An existing process or thread name.
     Task(Watched),
+}
+
+impl WakeupMode {
+    fn is_timer(&self) -> bool {
+        matches!(self, WakeupMode::Timer(_))
+    }
+
+    /// Whether the probe runs: always in task mode, unless --no-trace in timer mode.
+    fn traced(&self) -> bool {
+        match self {
+            WakeupMode::Timer(timer) => timer.trace,
+            WakeupMode::Task(_) => true,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -84,10 +98,7 @@ pub fn run(
     tap: &mut Tap,
     mut on_tick: impl FnMut(&WakeupStats, Duration),
 ) -> Result<WakeupOutcome> {
-    let traced = match &options.mode {
-        WakeupMode::Timer(timer) => timer.trace,
-        WakeupMode::Task(_) => true,
-    };
+    let traced = options.mode.traced();
     if traced {
         system::check_can_trace()?;
     }
@@ -118,7 +129,9 @@ pub fn run(
             }
             WakeupMode::Task(_) => (Vec::new(), Vec::new()),
         };
-        let timer_tids = matches!(options.mode, WakeupMode::Timer(_))
+        let timer_tids = options
+            .mode
+            .is_timer()
             .then(|| threads.iter().map(|t| t.tid).collect::<Vec<_>>());
         if let Some(tids) = &timer_tids {
             tap.put(Line::TimerThreads { tids: tids.clone() });
@@ -177,16 +190,14 @@ pub fn run(
 
 /// Re-analyzes a recorded run of `options` (the info is the recording's).
 pub fn replay(options: &WakeupOptions, reader: &mut Reader) -> Result<WakeupOutcome> {
-    let (timer_mode, traced) = match &options.mode {
-        WakeupMode::Timer(timer) => (true, timer.trace),
-        WakeupMode::Task(_) => (false, true),
-    };
-    let timer_tids = match timer_mode {
-        true => match reader.next_input()? {
+    let traced = options.mode.traced();
+    let timer_tids = if options.mode.is_timer() {
+        match reader.next_input()? {
             Some(Line::TimerThreads { tids }) => Some(tids),
             _ => return Err(reader.error("a timer-mode run's first input is its threads")),
-        },
-        false => None,
+        }
+    } else {
+        None
     };
     let mut pipeline = Pipeline::new(options, timer_tids);
     let no_tap = &mut Tap::default();
@@ -287,14 +298,16 @@ fn start_timer_threads<'scope, 'env>(
                 .name(format!("il-wakeup/{cpu}"))
                 .spawn_scoped(scope, move || {
                     let _stop_all = StopOnDrop(stop);
-                    let tid = prepare(cpu, timer.priority);
-                    let failed = tid.is_err();
-                    let _ = ready.send(tid.map(|tid| TimerThread { cpu, tid }));
+                    let tid = match prepare(cpu, timer.priority) {
+                        Ok(tid) => tid,
+                        Err(err) => {
+                            let _ = ready.send(Err(err));
+                            return Ok(());
+                        }
+                    };
+                    let _ = ready.send(Ok(TimerThread { cpu, tid }));
                     drop(ready);
-                    if failed {
-                        return Ok(());
-                    }
-                    sleep_and_report(cpu, timer.period, &reports, missed, stop);
+                    sleep_and_report(cpu, tid, timer.period, &reports, missed, stop);
                     Ok(())
                 })
                 .map_err(|e| anyhow!("starting a timer thread: {e}"))
@@ -322,13 +335,13 @@ fn prepare(cpu: u32, priority: Priority) -> Result<u32> {
 /// anything else aligned to it) are woken at the same instants.
 fn sleep_and_report(
     cpu: u32,
+    tid: u32,
     period: Duration,
     reports: &Sender<Report>,
     missed: &AtomicU64,
     stop: &AtomicBool,
 ) {
     let period = period.as_nanos() as u64;
-    let tid = gettid();
     let mut next = (monotonic_ns() / period + 2) * period;
     while !stop.load(Ordering::Relaxed) {
         // long periods sleep in slices, so a stop is seen within one
@@ -346,11 +359,10 @@ fn sleep_and_report(
         if reports.send(report).is_err() {
             return;
         }
-        next += period;
-        if next <= now {
-            let behind = (now - next) / period + 1;
+        let (after, behind) = skip_missed(next + period, period, now);
+        next = after;
+        if behind > 0 {
             missed.fetch_add(behind, Ordering::Relaxed);
-            next += behind * period;
         }
     }
 }

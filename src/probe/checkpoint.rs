@@ -104,12 +104,12 @@ impl<'obj> CheckpointProbe<'obj> {
                 Watched::Process(tgid) => {
                     ptr::write_volatile(addr_of_mut!((*bss).watched_tgid), *tgid)
                 }
-                Watched::Name(name) => {
-                    for (i, byte) in name.bytes().take(15).enumerate() {
-                        ptr::write_volatile(addr_of_mut!((*bss).watched_comm[i]), byte as _);
-                    }
-                    ptr::write_volatile(addr_of_mut!((*bss).watch_comm), 1);
-                }
+                // a name set is what makes the BPF side match names (never empty: see
+                // collect::wakeup::check_watched)
+                Watched::Name(name) => ptr::write_volatile(
+                    addr_of_mut!((*bss).watched_comm),
+                    Comm::new(name).0.map(|byte| byte as _),
+                ),
             }
             for cpu in cpus.iter() {
                 ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);

@@ -164,16 +164,12 @@ fn tasklet_queue(vector: u16) -> Option<usize> {
     }
 }
 
-fn comm_starts(comm: &Comm, prefix: &str) -> bool {
-    comm.0.starts_with(prefix.as_bytes())
-}
-
 fn is_worker(comm: &Comm) -> bool {
-    comm_starts(comm, "kworker/")
+    comm.starts_with("kworker/")
 }
 
 fn is_irq_thread(comm: &Comm) -> bool {
-    comm_starts(comm, "irq/")
+    comm.starts_with("irq/")
 }
 
 #[derive(Default)]
@@ -617,7 +613,7 @@ impl Matcher {
                 delay.ksoftirqd = self
                     .comms
                     .get(&executor)
-                    .is_some_and(|c| comm_starts(c, "ksoftirqd/"));
+                    .is_some_and(|c| c.starts_with("ksoftirqd/"));
                 if delay.ksoftirqd {
                     causes.push(DelayCause::Ksoftirqd);
                 }

@@ -187,12 +187,7 @@ impl BhStats {
 }
 
 fn keep_worst(worst: &mut Vec<Sample>, sample: Sample, keep: usize) {
-    if keep == 0 || worst.len() == keep && worst[keep - 1].latency_ns >= sample.latency_ns {
-        return;
-    }
-    let at = worst.partition_point(|w| w.latency_ns >= sample.latency_ns);
-    worst.insert(at, sample);
-    worst.truncate(keep);
+    crate::analyze::keep_worst(worst, sample, keep, |s| s.latency_ns);
 }
 
 #[cfg(test)]

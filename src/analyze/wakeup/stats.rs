@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::tracker::Report;
 use super::{Cause, Component, Origin, Sample};
 use crate::analyze::histogram::Distribution;
+use crate::analyze::keep_worst;
 use crate::analyze::kernel::Comm;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -33,6 +34,13 @@ impl CpuStats {
     pub fn series(&self, component: Component) -> Option<&Distribution> {
         self.components.get(&component)
     }
+
+    fn record(&mut self, config: &StatsConfig, component: Component, value: u64) {
+        self.components
+            .entry(component)
+            .or_insert_with(|| Distribution::new(config.bucket_ns, config.entries))
+            .add(value);
+    }
 }
 
 /// One cause over all samples.
@@ -58,7 +66,7 @@ pub enum Stop {
     Untraced(Report),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct WakeupStats {
     pub config: StatsConfig,
     pub cpus: BTreeMap<u32, CpuStats>,
@@ -80,15 +88,7 @@ impl WakeupStats {
     pub fn new(config: StatsConfig) -> Self {
         WakeupStats {
             config,
-            cpus: BTreeMap::new(),
-            causes: HashMap::new(),
-            origins: BTreeMap::new(),
-            switches: BTreeMap::new(),
-            interposed: BTreeMap::new(),
-            threads: BTreeMap::new(),
-            latency_ns: 0,
-            worst: Vec::new(),
-            stop: None,
+            ..Default::default()
         }
     }
 
@@ -99,10 +99,7 @@ impl WakeupStats {
         cpu.samples += 1;
         for component in Component::ALL {
             if let Some(value) = sample.component(component) {
-                cpu.components
-                    .entry(component)
-                    .or_insert_with(|| Distribution::new(config.bucket_ns, config.entries))
-                    .add(value);
+                cpu.record(&config, component, value);
             }
         }
         for &(cause, ns) in &sample.causes {
@@ -121,10 +118,15 @@ impl WakeupStats {
         thread.samples += 1;
         thread.max_ns = thread.max_ns.max(sample.total_ns());
         self.latency_ns += sample.total_ns();
-        if self.stop.is_none() && self.hits_stop(&sample) {
+        if self.stop.is_none()
+            && self.hits_stop(
+                sample.component(Component::Total),
+                sample.component(Component::Irq),
+            )
+        {
             self.stop = Some(Stop::Sample(Box::new(sample.clone())));
         }
-        self.keep_if_worst(sample);
+        keep_worst(&mut self.worst, sample, self.config.worst, Sample::total_ns);
     }
 
     /// Timer mode: an activation no traced wakeup explained; only its total is known.
@@ -132,14 +134,8 @@ impl WakeupStats {
         let config = self.config;
         let cpu = self.cpus.entry(report.cpu).or_default();
         cpu.activations += 1;
-        cpu.components
-            .entry(Component::Total)
-            .or_insert_with(|| Distribution::new(config.bucket_ns, config.entries))
-            .add(report.total_ns());
-        let over = config
-            .stop_total_ns
-            .is_some_and(|limit| report.total_ns() >= limit);
-        if self.stop.is_none() && over {
+        cpu.record(&config, Component::Total, report.total_ns());
+        if self.stop.is_none() && self.hits_stop(Some(report.total_ns()), None) {
             self.stop = Some(Stop::Untraced(*report));
         }
     }
@@ -160,30 +156,13 @@ impl WakeupStats {
         ranked
     }
 
-    fn hits_stop(&self, sample: &Sample) -> bool {
+    /// Whether a total or timer IRQ latency (None: not known) reaches its stop threshold.
+    fn hits_stop(&self, total: Option<u64>, irq: Option<u64>) -> bool {
         let over = |limit: Option<u64>, value: Option<u64>| {
             limit
                 .zip(value)
                 .is_some_and(|(limit, value)| value >= limit)
         };
-        over(
-            self.config.stop_total_ns,
-            sample.component(Component::Total),
-        ) || over(self.config.stop_irq_ns, sample.component(Component::Irq))
-    }
-
-    fn keep_if_worst(&mut self, sample: Sample) {
-        if self.config.worst == 0 {
-            return;
-        }
-        let total = sample.total_ns();
-        if self.worst.len() == self.config.worst
-            && self.worst.last().is_some_and(|w| w.total_ns() >= total)
-        {
-            return;
-        }
-        let at = self.worst.partition_point(|w| w.total_ns() >= total);
-        self.worst.insert(at, sample);
-        self.worst.truncate(self.config.worst);
+        over(self.config.stop_total_ns, total) || over(self.config.stop_irq_ns, irq)
     }
 }

@@ -295,10 +295,10 @@ impl Tracker {
 
     /// IRQ threads, ksoftirqd and kworkers: their wakeups carry a chain on.
     fn runs_bottom_halves(&self, pid: u32) -> bool {
-        let name = self.comm(pid).to_string();
+        let comm = self.comm(pid);
         ["irq/", "ksoftirqd/", "kworker/"]
             .iter()
-            .any(|prefix| name.starts_with(prefix))
+            .any(|prefix| comm.starts_with(prefix))
     }
 
     fn is_target(&self, tid: u32, watched: bool) -> bool {
@@ -481,19 +481,21 @@ impl Tracker {
         if self.ready.is_empty() {
             return;
         }
-        let ready = std::mem::take(&mut self.ready);
-        for (woken, user_ns) in ready {
-            let passed = self
-                .cpus
-                .get(&woken.cpu)
-                .is_some_and(|s| s.timeline.last_ns() >= user_ns);
-            if all || passed {
-                let sample = self.cut(&woken, Some(user_ns));
+        // borrowed out for `cut`, which does not read it; its buffer is kept
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.retain(|(woken, user_ns)| {
+            let due = all
+                || self
+                    .cpus
+                    .get(&woken.cpu)
+                    .is_some_and(|s| s.timeline.last_ns() >= *user_ns);
+            if due {
+                let sample = self.cut(woken, Some(*user_ns));
                 self.samples.push(sample);
-            } else {
-                self.ready.push((woken, user_ns));
             }
-        }
+            !due
+        });
+        self.ready = ready;
     }
 
     fn handler_ended(&mut self, hrtimer: u64, since: u64, end_ns: u64) {

@@ -31,11 +31,10 @@ __u32 enabled;
 __u64 lost_events;
 /*
  * The watched process (irqlens's own threads, or the one a user named by pid), or the
- * watched thread name when watch_comm is set: their wakeups and the hrtimers they arm
- * are always checkpoints.
+ * watched thread name when one is set (user space rejects an empty name): their
+ * wakeups and the hrtimers they arm are always checkpoints.
  */
 __u32 watched_tgid;
-__u8 watch_comm;
 char watched_comm[TASK_COMM_LEN];
 __u8 traced_cpu[MAX_CPUS];
 /* Accounting: every wakeup on a traced CPU is a checkpoint, not only the watched ones. */
@@ -246,7 +245,7 @@ static __always_inline bool runs_bottom_halves(struct task_struct *p)
 
 static __always_inline bool is_watched(struct task_struct *p)
 {
-	if (!watch_comm)
+	if (!watched_comm[0])
 		return p->tgid == watched_tgid;
 	for (int i = 0; i < TASK_COMM_LEN; i++) {
 		if (p->comm[i] != watched_comm[i])
@@ -266,15 +265,18 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(irqlens_waking, struct task_struct *p)
 {
 	struct checkpoint *e;
-	bool watched;
+	bool watched, chained;
 	__u32 cpu;
 
 	if (!enabled)
 		return 0;
-	cpu = bpf_get_smp_processor_id();
 	watched = is_watched(p);
-	if (!watched && !runs_bottom_halves(p) &&
-	    !(all_wakeups && traced_cpu[cpu & (MAX_CPUS - 1)]))
+	chained = watched || runs_bottom_halves(p);
+	/* most wakeups on the machine stop here, before any helper call */
+	if (!chained && !all_wakeups)
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	if (!chained && !traced_cpu[cpu & (MAX_CPUS - 1)])
 		return 0;
 	e = reserve(cpu, EV_WAKEUP, 0, p->pid, p->tgid, watched);
 	if (!e)
