@@ -15,10 +15,10 @@ mod udp_flow;
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::Value;
 
-use common::{irqlens_binary, run_json, run_seconds};
+use common::{irqlens_binary, require_root, run_json, run_seconds};
 use irqlens::collect::inject::Spinner;
 use udp_flow::UdpFlow;
 
@@ -41,11 +41,9 @@ struct Figures {
 }
 
 fn main() -> Result<()> {
-    if unsafe { libc::geteuid() } != 0 {
-        bail!(
-            "the account bench loads BPF programs, makes a network namespace and runs SCHED_FIFO threads: run it as root"
-        );
-    }
+    require_root(
+        "the account bench loads BPF programs, makes a network namespace and runs SCHED_FIFO threads",
+    )?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
     let irqlens = irqlens_binary()?;
     println!(

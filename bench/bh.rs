@@ -29,7 +29,7 @@ mod common;
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
-use common::{irqlens_binary, run_json, run_seconds};
+use common::{irqlens_binary, require_root, run_json, run_seconds};
 
 const DEFAULT_SECONDS: u64 = 10;
 const RATE_HZ: u32 = 50;
@@ -119,10 +119,7 @@ struct Run {
 type Results = Vec<Vec<Result<Run, String>>>;
 
 fn main() -> Result<()> {
-    ensure!(
-        unsafe { libc::geteuid() } == 0,
-        "the bh bench runs irqlens, which loads BPF programs: run it as root"
-    );
+    require_root("the bh bench runs irqlens, which loads BPF programs")?;
     let irqlens = irqlens_binary()?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();

@@ -40,6 +40,14 @@ pub fn run_json(program: &Path, args: &[&str]) -> Result<serde_json::Value> {
     serde_json::from_slice(&output.stdout).context("parsing irqlens's JSON")
 }
 
+/// Fails with `why` (what the bench does that needs root) unless run as root.
+pub fn require_root(why: &str) -> Result<()> {
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("{why}: run it as root");
+    }
+    Ok(())
+}
+
 /// target/release/irqlens, which the bench does not build: a bench profile build would
 /// not be the binary users run, and cargo does not hand benches a binary path.
 pub fn irqlens_binary() -> Result<PathBuf> {

@@ -27,7 +27,7 @@ use irqlens::collect::workload::read_stable;
 use irqlens::probe::noise::{CpuCounters, NoiseProbe};
 use irqlens::units::CpuList;
 
-use common::{irqlens_binary, run_json};
+use common::{irqlens_binary, require_root, run_json};
 
 /// Rounds of the loop cost and of the ping-pong; the ping-pong's figure is a small
 /// difference of two large times, so it takes more rounds to settle.
@@ -54,10 +54,7 @@ const MEMORY_SECONDS: u64 = 60;
 const MEMORY_EVERY: Duration = Duration::from_secs(5);
 
 fn main() -> Result<()> {
-    ensure!(
-        unsafe { libc::geteuid() } == 0,
-        "the noise bench loads BPF programs: run it as root"
-    );
+    require_root("the noise bench loads BPF programs")?;
     let irqlens = irqlens_binary()?;
     let online = irqlens::system::online_cpus()?;
     let cpu = online.iter().last().context("no online CPU")?;

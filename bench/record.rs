@@ -14,10 +14,10 @@ use std::time::Instant;
 #[path = "common.rs"]
 mod common;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result};
 use serde_json::Value;
 
-use common::{irqlens_binary, run_seconds};
+use common::{irqlens_binary, run_json, run_seconds};
 
 const DEFAULT_SECONDS: u64 = 10;
 const ROUNDS: usize = 2;
@@ -54,15 +54,8 @@ const CASES: [Case; 3] = [
 /// One run: its JSON result and the CPU time (user + system) the irqlens process took.
 fn run(binary: &Path, args: &[&str]) -> Result<(Value, f64)> {
     let before = children_cpu_seconds();
-    let output = Command::new(binary).args(args).output()?;
-    ensure!(
-        output.status.success(),
-        "irqlens {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    let cpu = children_cpu_seconds() - before;
-    Ok((serde_json::from_slice(&output.stdout)?, cpu))
+    let doc = run_json(binary, args)?;
+    Ok((doc, children_cpu_seconds() - before))
 }
 
 fn children_cpu_seconds() -> f64 {

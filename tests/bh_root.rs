@@ -173,7 +173,6 @@ fn sigint_ends_the_run_with_tables_and_cleans_up() {
             "no table after SIGINT: {stdout}"
         );
         assert!(stdout.contains("interrupted"), "{stdout}");
-        assert_eq!(programs_left_after_exit(), Vec::<String>::new());
         assert!(
             !netns_list().contains("irqlens-"),
             "{trigger}: netns left behind"

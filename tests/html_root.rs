@@ -24,12 +24,7 @@ fn report(dir: &Path, args: &[&str]) -> PathBuf {
     let path = dir.join("report.html");
     let mut all = args.to_vec();
     all.extend(["--html", path.to_str().unwrap()]);
-    let output = irqlens(&all);
-    assert!(
-        output.status.success(),
-        "irqlens {all:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    irqlens_ok(&all);
     assert!(path.exists(), "irqlens {all:?} wrote no {}", path.display());
     path
 }

@@ -13,19 +13,6 @@ fn measured_cpu() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32) - 1
 }
 
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("irqlens-{}-{name}", std::process::id()))
-}
-
-fn run(args: &[&str]) {
-    let output = irqlens(args);
-    assert!(
-        output.status.success(),
-        "irqlens {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// The trace at `path`, checked, with its slices counted per (CPU, lane).
 fn read_trace(path: &PathBuf) -> (serde_json::Value, SliceCounts) {
     let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -46,13 +33,13 @@ fn slices_on(counts: &SliceCounts, cpu: u32, lane: &str) -> usize {
 fn live_and_replayed(capability: &str) -> SliceCounts {
     let cpu = measured_cpu().to_string();
     let (live, recording, replayed) = (
-        temp(&format!("{capability}-live.json")),
-        temp(&format!("{capability}.jsonl.gz")),
-        temp(&format!("{capability}-replayed.json")),
+        temp_path(&format!("{capability}-live.json")),
+        temp_path(&format!("{capability}.jsonl.gz")),
+        temp_path(&format!("{capability}-replayed.json")),
     );
     let live_arg = live.to_str().unwrap();
     let recording_arg = recording.to_str().unwrap();
-    run(&[
+    irqlens_ok(&[
         capability,
         "-c",
         &cpu,
@@ -64,7 +51,7 @@ fn live_and_replayed(capability: &str) -> SliceCounts {
         "--record",
         recording_arg,
     ]);
-    run(&[
+    irqlens_ok(&[
         "report",
         recording_arg,
         "--perfetto",

@@ -85,9 +85,7 @@ fn parse(text: &str) -> Parsed {
         "the OpenMetrics parser rejects the endpoint: {}\n{text}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let samples: Vec<(String, serde_json::Map<String, serde_json::Value>, f64)> =
-        serde_json::from_slice(&output.stdout).unwrap();
-    samples
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// The sum of the samples named `name` whose labels include `labels`.

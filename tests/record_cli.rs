@@ -16,7 +16,7 @@ fn report_of_a_missing_file_names_it() {
 
 #[test]
 fn report_of_another_file_says_it_is_not_a_recording() {
-    let path = std::env::temp_dir().join(format!("irqlens-cli-{}.txt", std::process::id()));
+    let path = temp_path("cli.txt");
     std::fs::write(&path, "not a recording\n").unwrap();
     assert_fails_with(
         &["report", path.to_str().unwrap()],
@@ -27,7 +27,7 @@ fn report_of_another_file_says_it_is_not_a_recording() {
 
 #[test]
 fn report_of_a_newer_format_says_so() {
-    let path = std::env::temp_dir().join(format!("irqlens-cli-{}.jsonl.gz", std::process::id()));
+    let path = temp_path("cli.jsonl.gz");
     let mut out = flate2::write::GzEncoder::new(
         std::fs::File::create(&path).unwrap(),
         flate2::Compression::fast(),

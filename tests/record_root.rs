@@ -4,20 +4,23 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
 
-fn temp_file(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("irqlens-{}-{name}", std::process::id()))
+/// Runs `args` with `-q --record path`, failing on a non-zero exit.
+fn record(args: &[&str], path: &Path) -> Output {
+    let mut all = args.to_vec();
+    all.extend(["-q", "--record", path.to_str().unwrap()]);
+    irqlens_ok(&all)
 }
 
 /// Records `args` with --json, then reports the recording with --json: both documents.
 fn live_and_replayed(args: &[&str]) -> (Value, Value) {
-    let path = temp_file("roundtrip.jsonl.gz");
+    let path = temp_path("roundtrip.jsonl.gz");
     let path_text = path.to_str().unwrap();
     let mut recorded = args.to_vec();
     recorded.extend(["-q", "--record", path_text]);
@@ -63,16 +66,10 @@ fn report_gives_the_live_results_of_every_capability() {
 #[test]
 fn report_prints_the_live_tables() {
     assert_root();
-    let path = temp_file("tables.jsonl.gz");
+    let path = temp_path("tables.jsonl.gz");
     let path_text = path.to_str().unwrap();
-    let live = irqlens(&["bh", "-c", "1", "-d", "2", "-q", "--record", path_text]);
-    assert!(live.status.success());
-    let report = irqlens(&["report", path_text]);
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
+    let live = record(&["bh", "-c", "1", "-d", "2"], &path);
+    let report = irqlens_ok(&["report", path_text]);
     let report = String::from_utf8(report.stdout).unwrap();
     let (heading, tables) = report.split_once('\n').unwrap();
     assert!(
@@ -89,28 +86,16 @@ fn report_prints_the_live_tables() {
 #[test]
 fn compare_shows_what_an_injected_spinner_changed() {
     assert_root();
-    let (quiet, noisy) = (temp_file("a.jsonl.gz"), temp_file("b.jsonl.gz"));
-    let record = |path: &PathBuf| {
-        let output = irqlens(&[
-            "noise",
-            "-c",
-            "1",
-            "-d",
-            "3",
-            "-q",
-            "--record",
-            path.to_str().unwrap(),
-        ]);
-        assert!(output.status.success());
-    };
-    record(&quiet);
+    let (quiet, noisy) = (temp_path("a.jsonl.gz"), temp_path("b.jsonl.gz"));
+    let record_noise = |path: &Path| record(&["noise", "-c", "1", "-d", "3"], path);
+    record_noise(&quiet);
     let spinner = Spinner::start(
         "il-compare",
         1,
         Duration::from_millis(20),
         Duration::from_millis(2),
     );
-    record(&noisy);
+    record_noise(&noisy);
     let tid = spinner.stop();
     let doc = irqlens_json(&["compare", quiet.to_str().unwrap(), noisy.to_str().unwrap()]);
     let figures = doc["figures"].as_array().unwrap();
@@ -141,7 +126,7 @@ fn compare_shows_what_an_injected_spinner_changed() {
 /// Records `noise -c 1 -d 2`, then runs the Python `script` on the file (its path is
 /// `sys.argv[1]`): the live document and the words the script printed.
 fn noise_recording_read_by(name: &str, script: &str) -> (Value, Vec<String>) {
-    let path = temp_file(name);
+    let path = temp_path(name);
     let path_text = path.to_str().unwrap();
     let live = irqlens_json(&["noise", "-c", "1", "-d", "2", "-q", "--record", path_text]);
     let output = Command::new("python3")
@@ -212,7 +197,7 @@ print(*version, count("noise_record"), samples, count("end"))
 #[test]
 fn a_killed_run_leaves_a_recording_report_calls_truncated() {
     assert_root();
-    let path = temp_file("killed.jsonl.gz");
+    let path = temp_path("killed.jsonl.gz");
     let path_text = path.to_str().unwrap();
     let mut child = Command::new(IRQLENS)
         .args(["noise", "-c", "1", "-d", "30", "-q", "--record", path_text])
@@ -229,7 +214,7 @@ fn a_killed_run_leaves_a_recording_report_calls_truncated() {
 #[test]
 fn an_interrupted_run_records_to_the_end() {
     assert_root();
-    let path = temp_file("interrupted.jsonl.gz");
+    let path = temp_path("interrupted.jsonl.gz");
     let path_text = path.to_str().unwrap();
     interrupted_run(
         &["bh", "-c", "1", "-q", "--record", path_text],
@@ -239,25 +224,14 @@ fn an_interrupted_run_records_to_the_end() {
     assert_eq!(report[0]["result"]["run"]["interrupted"], true);
     assert!(report[0]["result"]["run"]["events"].as_u64().unwrap() > 0);
     std::fs::remove_file(&path).unwrap();
-    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
 
 #[test]
 fn compare_refuses_two_different_measurements() {
     assert_root();
-    let (noise, bh) = (temp_file("noise.jsonl.gz"), temp_file("bh.jsonl.gz"));
+    let (noise, bh) = (temp_path("noise.jsonl.gz"), temp_path("bh.jsonl.gz"));
     for (path, command) in [(&noise, "noise"), (&bh, "bh")] {
-        let output = irqlens(&[
-            command,
-            "-c",
-            "1",
-            "-d",
-            "1",
-            "-q",
-            "--record",
-            path.to_str().unwrap(),
-        ]);
-        assert!(output.status.success());
+        record(&[command, "-c", "1", "-d", "1"], path);
     }
     assert_fails_with(
         &["compare", noise.to_str().unwrap(), bh.to_str().unwrap()],

@@ -80,14 +80,15 @@ pub fn run(
     }
     let started = Instant::now();
     let mark = |tap: &mut Tap| {
-        let line = Line::Mark {
-            at_ns: started.elapsed().as_nanos() as u64,
-            threads: ThreadReading::all(system::thread_runtimes()),
-        };
-        tap.put(line.clone());
-        line
+        let at_ns = started.elapsed().as_nanos() as u64;
+        let threads = ThreadReading::all(system::thread_runtimes());
+        tap.put(Line::Mark {
+            at_ns,
+            threads: threads.clone(),
+        });
+        (at_ns, threads)
     };
-    let mut pipeline = Pipeline::new(hz, mark(tap));
+    let mut pipeline = Pipeline::new(hz, options.interval.is_some(), mark(tap));
     probe.enable();
     let mut pace = RunPace::new(started, options.duration);
     let mut next_report = options.interval.map(|i| started + i);
@@ -107,12 +108,7 @@ pub fn run(
     }
     probe.disable();
     pipeline.feed(ring.take(), tap);
-    let mut on_last = |period: &Period| {
-        if options.interval.is_some() {
-            on_period(period);
-        }
-    };
-    pipeline.cut(mark(tap), true, &mut on_last);
+    pipeline.cut(mark(tap), true, &mut on_period);
     let info = AccountRunInfo {
         elapsed_ns: pipeline.whole.elapsed_ns,
         programs: probe.programs(),
@@ -142,15 +138,10 @@ pub fn replay(
         }
         _ => None,
     };
-    let Some(first @ Line::Mark { .. }) = next else {
+    let Some(Line::Mark { at_ns, threads }) = next else {
         return Err(reader.error("an account run's inputs begin with a mark"));
     };
-    let mut pipeline = Pipeline::new(hz, first);
-    let mut on_period = |period: &Period| {
-        if options.interval.is_some() {
-            on_period(period);
-        }
-    };
+    let mut pipeline = Pipeline::new(hz, options.interval.is_some(), (at_ns, threads));
     // a mark ends a period; the last also ends the run, which only the end line tells
     let mut pending = None;
     while let Some(line) = reader.next_input()? {
@@ -158,8 +149,8 @@ pub fn replay(
             pipeline.cut(mark, false, &mut on_period);
         }
         match line {
-            Line::Event(event) => pipeline.feed(vec![event], &mut Tap::default()),
-            mark @ Line::Mark { .. } => pending = Some(mark),
+            Line::Event(event) => pipeline.add(&event),
+            Line::Mark { at_ns, threads } => pending = Some((at_ns, threads)),
             other => return Err(reader.unexpected(&other)),
         }
     }
@@ -170,10 +161,16 @@ pub fn replay(
     Ok((pipeline.whole, reader.info()?))
 }
 
+/// A mark: when it was taken (ns since the start of the run) and the kernel's per-thread
+/// CPU time then.
+type Mark = (u64, Vec<ThreadReading>);
+
 /// The attribution a run feeds as checkpoints arrive and cuts into periods at marks,
 /// live or recorded.
 struct Pipeline {
     attributor: Attributor,
+    /// Each period is reported, not only the whole run (--interval).
+    periodic: bool,
     events: u64,
     first: HashMap<u32, ThreadInfo>,
     /// The mark the current period began at: ns since the start, readings.
@@ -183,12 +180,14 @@ struct Pipeline {
 }
 
 impl Pipeline {
-    /// A run whose tick rate is `hz` (if compensating), begun at `first`, a mark.
-    fn new(hz: Option<u32>, first: Line) -> Self {
+    /// A run whose tick rate is `hz` (if compensating), begun at `first`; `periodic`:
+    /// each period is reported.
+    fn new(hz: Option<u32>, periodic: bool, (at_ns, threads): Mark) -> Self {
         let tick_ns = hz.map(|hz| 1_000_000_000 / hz as u64);
-        let (at_ns, threads) = mark_of(first);
+        let threads = ThreadReading::by_tid(threads);
         Pipeline {
             attributor: Attributor::new(tick_ns),
+            periodic,
             events: 0,
             first: threads.clone(),
             last: (at_ns, threads),
@@ -202,22 +201,27 @@ impl Pipeline {
         }
     }
 
+    /// Attributes `events` and puts them on `tap`.
     fn feed(&mut self, events: Vec<Event>, tap: &mut Tap) {
-        self.events += events.len() as u64;
         for event in events {
-            self.attributor.add(&event);
+            self.add(&event);
             tap.put(Line::Event(event));
         }
     }
 
-    /// Ends the current period at `mark`, and the run if `last`: the ledger so far and
-    /// the kernel's bill since the previous mark, shown to `report`.
-    fn cut(&mut self, mark: Line, last: bool, report: &mut dyn FnMut(&Period)) {
+    fn add(&mut self, event: &Event) {
+        self.events += 1;
+        self.attributor.add(event);
+    }
+
+    /// Ends the current period at a mark, and the run if `last`: the ledger so far and
+    /// the kernel's bill since the previous mark, shown to `report` if periodic.
+    fn cut(&mut self, (at_ns, threads): Mark, last: bool, report: &mut dyn FnMut(&Period)) {
         if last {
             self.attributor.finish();
         }
         let (ledger, compensator) = self.attributor.take();
-        let (at_ns, threads) = mark_of(mark);
+        let threads = ThreadReading::by_tid(threads);
         let period = Period {
             start_ns: self.last.0,
             elapsed_ns: at_ns - self.last.0,
@@ -230,15 +234,10 @@ impl Pipeline {
             self.whole.threads = runtimes_between(&self.first, &threads);
         }
         self.last = (at_ns, threads);
-        report(&period);
+        if self.periodic {
+            report(&period);
+        }
         self.whole.absorb(period);
-    }
-}
-
-fn mark_of(line: Line) -> (u64, HashMap<u32, ThreadInfo>) {
-    match line {
-        Line::Mark { at_ns, threads } => (at_ns, ThreadReading::by_tid(threads)),
-        _ => unreachable!("only marks cut periods"),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Helpers of the integration tests: run the irqlens binary, inject known noise.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use std::time::{Duration, Instant};
@@ -12,6 +13,22 @@ pub fn irqlens(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("running irqlens")
+}
+
+/// Runs irqlens, failing with its stderr on a non-zero exit.
+pub fn irqlens_ok(args: &[&str]) -> Output {
+    let output = irqlens(args);
+    assert!(
+        output.status.success(),
+        "irqlens {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// A path in the temp directory for this test process's file `name`.
+pub fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("irqlens-{}-{name}", std::process::id()))
 }
 
 /// Bad input: irqlens exits non-zero with one error line naming `expected`, and prints
@@ -40,13 +57,7 @@ pub fn assert_fails_with(args: &[&str], expected: &str) {
 pub fn irqlens_json(args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
     all.push("--json");
-    let output = irqlens(&all);
-    assert!(
-        output.status.success(),
-        "irqlens {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("irqlens --json prints JSON")
+    serde_json::from_slice(&irqlens_ok(&all).stdout).expect("irqlens --json prints JSON")
 }
 
 pub fn assert_root() {
@@ -58,7 +69,8 @@ pub fn assert_root() {
 }
 
 /// Runs irqlens with `args`, sends it `signal` once it has traced for 2.5 s, and returns
-/// what it printed; it must have been tracing and must exit successfully.
+/// what it printed; it must have been tracing, must exit successfully and must leave no
+/// program loaded.
 pub fn interrupted_run(args: &[&str], signal: i32) -> String {
     let child = Command::new(IRQLENS)
         .args(args)
@@ -77,6 +89,11 @@ pub fn interrupted_run(args: &[&str], signal: i32) -> String {
         output.status.success(),
         "irqlens {args:?}, signal {signal}: {}",
         String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        programs_left_after_exit(),
+        Vec::<String>::new(),
+        "irqlens {args:?}, signal {signal}"
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }

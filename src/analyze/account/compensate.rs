@@ -71,16 +71,18 @@ impl Compensator {
         if current == super::IDLE {
             return;
         }
+        let n = self.interrupts_per_tick();
         let x = self.unaccounted.entry(current).or_default();
         *x -= counts.interrupts as i64;
-        let Some(per_tick) = self.per_tick else {
+        let Some(n) = n else {
             return;
         };
-        let n = (per_tick.round() as i64).max(1);
-        let sign = x.signum();
-        while x.abs() >= n {
-            *self.adjusted.entry(current).or_default() += sign;
-            *x -= sign * n;
+        // a tick per N(t) interrupts owed, either way (division truncates toward zero)
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let ticks = *x / n;
+        if ticks != 0 {
+            *self.adjusted.entry(current).or_default() += ticks;
+            *x -= ticks * n;
         }
     }
 

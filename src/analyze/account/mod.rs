@@ -185,6 +185,51 @@ struct CpuState {
     tick_start: Option<u64>,
 }
 
+impl CpuState {
+    /// A callback that woke nobody is part of the run around it (none to settle).
+    fn fold_in(&mut self, run: Run) -> Option<Run> {
+        if run.units.is_empty() {
+            if let Some(enclosing) = self.runs.enclosing() {
+                enclosing.ns += run.ns;
+            }
+            return None;
+        }
+        Some(run)
+    }
+
+    /// A device or IPI hardirq with no unit hands its time to the softirq vectors it
+    /// raised (none to settle).
+    fn hand_on(&mut self, run: Run) -> Option<Run> {
+        let tick = matches!(
+            run.source,
+            Source::Hardirq {
+                source: LOCAL_TIMER,
+                ..
+            }
+        );
+        if run.units.is_empty() && !run.raised.is_empty() && !tick {
+            let share = run.ns / run.raised.len() as u64;
+            for vector in run.raised {
+                self.deferred
+                    .entry(vector)
+                    .or_default()
+                    .push((run.source, share));
+            }
+            return None;
+        }
+        Some(run)
+    }
+
+    /// A softirq run's time and the hardirq time handed on to its vector.
+    fn with_handed_on(&mut self, run: &Run) -> Vec<(Source, u64)> {
+        let mut parts = vec![(run.source, run.ns)];
+        if let Source::Softirq { vector } = run.source {
+            parts.extend(self.deferred.remove(&vector).unwrap_or_default());
+        }
+        parts
+    }
+}
+
 impl Runs {
     /// The innermost run open: wakeups and deliveries belong to it.
     fn innermost(&mut self) -> Option<&mut Run> {
@@ -235,8 +280,8 @@ impl Attributor {
                 }));
             }
             EventKind::IrqExit => {
-                if let Some(run) = cpu.runs.hardirq.take() {
-                    self.settle_hardirq(e.cpu, run);
+                if let Some(run) = cpu.runs.hardirq.take().and_then(|run| cpu.hand_on(run)) {
+                    self.settle(e.cpu, &run.units, &[(run.source, run.ns)]);
                 }
             }
             EventKind::SoftirqEntry => {
@@ -244,7 +289,8 @@ impl Attributor {
             }
             EventKind::SoftirqExit => {
                 if let Some(run) = cpu.runs.softirq.take() {
-                    self.settle_softirq(e.cpu, run);
+                    let parts = cpu.with_handed_on(&run);
+                    self.settle(e.cpu, &run.units, &parts);
                 }
             }
             EventKind::TimerExpire => {
@@ -252,8 +298,8 @@ impl Attributor {
                 cpu.runs.callback = source.map(Run::new);
             }
             EventKind::TimerExpireExit => {
-                if let Some(run) = cpu.runs.callback.take() {
-                    self.settle_callback(e.cpu, run);
+                if let Some(run) = cpu.runs.callback.take().and_then(|run| cpu.fold_in(run)) {
+                    self.settle(e.cpu, &run.units, &[(run.source, run.ns)]);
                 }
             }
             EventKind::SoftirqRaise => {
@@ -317,49 +363,6 @@ impl Attributor {
         if matches!(e.kind, EventKind::Switch | EventKind::Wakeup) && e.aux != IDLE {
             self.ledger.seen.insert(e.aux, (e.ptr as u32, e.comm));
         }
-    }
-
-    /// A callback that woke nobody is part of the run around it.
-    fn settle_callback(&mut self, cpu_id: u32, run: Run) {
-        let cpu = self.cpus.get_mut(&cpu_id).expect("the run's CPU is known");
-        if run.units.is_empty() {
-            if let Some(enclosing) = cpu.runs.enclosing() {
-                enclosing.ns += run.ns;
-            }
-            return;
-        }
-        self.settle(cpu_id, &run.units, &[(run.source, run.ns)]);
-    }
-
-    fn settle_hardirq(&mut self, cpu_id: u32, run: Run) {
-        let cpu = self.cpus.get_mut(&cpu_id).expect("the run's CPU is known");
-        let tick = matches!(
-            run.source,
-            Source::Hardirq {
-                source: LOCAL_TIMER,
-                ..
-            }
-        );
-        if run.units.is_empty() && !run.raised.is_empty() && !tick {
-            let share = run.ns / run.raised.len() as u64;
-            for vector in run.raised {
-                cpu.deferred
-                    .entry(vector)
-                    .or_default()
-                    .push((run.source, share));
-            }
-            return;
-        }
-        self.settle(cpu_id, &run.units, &[(run.source, run.ns)]);
-    }
-
-    fn settle_softirq(&mut self, cpu_id: u32, run: Run) {
-        let cpu = self.cpus.get_mut(&cpu_id).expect("the run's CPU is known");
-        let mut parts = vec![(run.source, run.ns)];
-        if let Source::Softirq { vector } = run.source {
-            parts.extend(cpu.deferred.remove(&vector).unwrap_or_default());
-        }
-        self.settle(cpu_id, &run.units, &parts);
     }
 
     fn settle(&mut self, cpu: u32, units: &[u32], parts: &[(Source, u64)]) {

@@ -45,7 +45,7 @@ pub fn runtimes_between(
 }
 
 /// One process (or thread) of the table.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Row {
     /// Pid, or tid with --threads.
     pub id: u32,
@@ -75,16 +75,7 @@ impl Row {
         Row {
             id,
             comm,
-            kernel_ns: None,
-            charged_ns: 0,
-            served_ns: 0,
-            units: 0,
-            corrected_ns: None,
-            error: None,
-            compensated_ns: None,
-            compensated_error: None,
-            charged_by: BySource::new(),
-            served_by: BySource::new(),
+            ..Default::default()
         }
     }
 

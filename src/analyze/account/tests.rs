@@ -39,13 +39,25 @@ fn deliver(s: &mut Stream, us: u64, pid: u32, reader: u32) {
     s.at(us, CPU, pid, SockData).aux = reader;
 }
 
-fn attribute(s: &Stream) -> Attributor {
-    let mut attributor = Attributor::new(None);
-    for e in &s.events {
+fn feed(attributor: &mut Attributor, events: &[Event]) {
+    for e in events {
         attributor.add(e);
     }
+}
+
+fn attribute(s: &Stream) -> Attributor {
+    let mut attributor = Attributor::new(None);
+    feed(&mut attributor, &s.events);
     attributor.finish();
     attributor
+}
+
+fn info(tgid: u32, comm: &str, runtime_us: u64) -> ThreadInfo {
+    ThreadInfo {
+        tgid,
+        comm: comm.into(),
+        runtime_ns: Some(runtime_us * US),
+    }
 }
 
 fn in_us(by_source: &BySource) -> Vec<(Source, u64)> {
@@ -222,11 +234,6 @@ fn rows_correct_the_kernels_bill_per_process() {
     let mut s = Stream::new();
     rps_delivery(&mut s, 100);
     let ledger = attribute(&s).ledger().clone();
-    let info = |tgid: u32, comm: &str, runtime_us: u64| ThreadInfo {
-        tgid,
-        comm: comm.into(),
-        runtime_ns: Some(runtime_us * US),
-    };
     // the receiver process has a second thread that took no part
     let threads = HashMap::from([
         (SPINNER, info(SPINNER, "spinner", 1_000)),
@@ -259,14 +266,17 @@ fn rows_correct_the_kernels_bill_per_process() {
 
 #[test]
 fn kernel_runtimes_between_two_readings() {
-    let info = |tgid: u32, runtime_us: u64| ThreadInfo {
-        tgid,
-        comm: "t".into(),
-        runtime_ns: Some(runtime_us * US),
-    };
-    let before = HashMap::from([(1, info(1, 100)), (2, info(2, 50)), (3, info(3, 7))]);
+    let before = HashMap::from([
+        (1, info(1, "t", 100)),
+        (2, info(2, "t", 50)),
+        (3, info(3, "t", 7)),
+    ]);
     // 2 ended and its tid was reused by another process; 4 was born
-    let after = HashMap::from([(1, info(1, 160)), (2, info(9, 5)), (4, info(4, 30))]);
+    let after = HashMap::from([
+        (1, info(1, "t", 160)),
+        (2, info(9, "t", 5)),
+        (4, info(4, "t", 30)),
+    ]);
     let between = super::report::runtimes_between(&before, &after);
     let runtime = |tid: u32| between[&tid].runtime_ns.unwrap() / US;
     assert_eq!((runtime(1), runtime(2), runtime(4)), (60, 5, 30));
@@ -279,9 +289,7 @@ fn periodic_takes_start_a_new_ledger_and_keep_open_runs() {
     s.softirq(0, CPU, SPINNER, SoftirqEntry, NET_RX);
     s.softirq(2, CPU, SPINNER, SoftirqExit, NET_RX);
     let mut attributor = Attributor::new(None);
-    for e in &s.events {
-        attributor.add(e);
-    }
+    feed(&mut attributor, &s.events);
     let mut next = Stream::new();
     next.softirq(10, CPU, SPINNER, SoftirqEntry, NET_RX);
     attributor.add(&next.events[0]);
@@ -289,9 +297,7 @@ fn periodic_takes_start_a_new_ledger_and_keep_open_runs() {
     assert_eq!(in_us(&first.orphan), vec![(net_rx(), 2)]);
     deliver(&mut next, 13, SPINNER, RECEIVER);
     next.softirq(14, CPU, SPINNER, SoftirqExit, NET_RX);
-    for e in &next.events[1..] {
-        attributor.add(e);
-    }
+    feed(&mut attributor, &next.events[1..]);
     let second = attributor.ledger();
     assert!(second.orphan.is_empty());
     assert_eq!(
@@ -383,9 +389,7 @@ fn attribution_runs_the_compensation_per_tick() {
     s.at(12 * TICK_US + 5, 0, RECEIVER, SoftirqRaise);
     s.at(14 * TICK_US + 5, 0, RECEIVER, SoftirqRaise);
     let mut attributor = Attributor::new(Some(TICK_US * US));
-    for e in &s.events {
-        attributor.add(e);
-    }
+    feed(&mut attributor, &s.events);
     let c = attributor.compensator().unwrap();
     // N = 4000 / 3 µs per unit = 1333 units a tick; 240 units were charged to the
     // spinner and 240 served to the receiver: below one tick each, so unsettled
