@@ -78,6 +78,21 @@ impl Histogram {
     pub fn bucket_start_ns(&self, index: usize) -> u64 {
         index as u64 * self.bucket_ns
     }
+
+    /// The fraction of the samples at or below the end of every non-empty bucket, with
+    /// that end in ns: the CDF over the buckets (short of 1 when some overflowed).
+    pub fn cumulative(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        let total = self.count.max(1) as f64;
+        let mut seen = 0;
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, count)| **count > 0)
+            .map(move |(index, count)| {
+                seen += count;
+                (self.bucket_start_ns(index + 1), seen as f64 / total)
+            })
+    }
 }
 
 /// A linear histogram (exact count, min, avg, max, rtla's buckets) and quantiles of the

@@ -26,6 +26,26 @@ pub struct View<'a> {
 }
 
 impl View<'_> {
+    /// The accounting table of `period`, a row per thread or process.
+    pub fn table(&self, period: &Period) -> Vec<Row> {
+        rows(
+            &period.ledger,
+            &period.threads,
+            period.compensator.as_ref(),
+            self.by_thread,
+        )
+    }
+
+    /// What a row is: "thread" or "process".
+    pub fn per(&self) -> &'static str {
+        if self.by_thread { "thread" } else { "process" }
+    }
+
+    /// The heading of a row's id: "TID" or "PID".
+    pub fn id_heading(&self) -> &'static str {
+        if self.by_thread { "TID" } else { "PID" }
+    }
+
     fn label(&self, source: Source) -> String {
         match source {
             Source::Hardirq { source, id } => irq_label(source, id, self.irq_names),
@@ -55,7 +75,7 @@ impl View<'_> {
     }
 }
 
-fn signed_percent(error: Option<f64>) -> String {
+pub(super) fn signed_percent(error: Option<f64>) -> String {
     error.map_or("-".into(), |e| format!("{:+.2}%", 100.0 * e))
 }
 
@@ -75,12 +95,7 @@ pub fn write_period(
     options: &AccountOptions,
     view: &View,
 ) -> io::Result<()> {
-    let table = rows(
-        &period.ledger,
-        &period.threads,
-        period.compensator.as_ref(),
-        view.by_thread,
-    );
+    let table = view.table(period);
     let totals = totals(&period.ledger);
     writeln!(
         out,
@@ -88,7 +103,7 @@ pub fn write_period(
         clock_time(period.start_ns),
         clock_time(period.start_ns + period.elapsed_ns),
         options.cpus,
-        if view.by_thread { "thread" } else { "process" }
+        view.per()
     )?;
     write_totals(out, &totals)?;
     writeln!(out)?;
@@ -97,14 +112,14 @@ pub fn write_period(
     write_ranking(
         out,
         "Top victims (interrupt time charged to them)",
-        top(&table, view.top, |r| r.charged_ns),
+        &table,
         |r| (r.charged_ns, &r.charged_by),
         view,
     )?;
     write_ranking(
         out,
         "Top causers (interrupt time served to them)",
-        top(&table, view.top, |r| r.served_ns),
+        &table,
         |r| (r.served_ns, &r.served_by),
         view,
     )?;
@@ -159,7 +174,7 @@ fn write_table(
     write!(
         out,
         "{:>8} {:<16} {:>11} {:>11} {:>11} {:>13} {:>9} {:>8}",
-        if view.by_thread { "TID" } else { "PID" },
+        view.id_heading(),
         "COMMAND",
         "KERNEL(us)",
         "CHARGED(us)",
@@ -223,13 +238,16 @@ fn write_table(
     )
 }
 
-fn write_ranking<'r>(
+/// The top rows of `table` by the part of their interrupt time `part` picks, with its
+/// sources.
+fn write_ranking(
     out: &mut dyn Write,
     title: &str,
-    ranked: Vec<&'r Row>,
-    part: impl Fn(&'r Row) -> (u64, &'r BySource),
+    table: &[Row],
+    part: impl Fn(&Row) -> (u64, &BySource),
     view: &View,
 ) -> io::Result<()> {
+    let ranked = top(table, view.top, |r| part(r).0);
     if ranked.is_empty() {
         return Ok(());
     }
@@ -272,13 +290,8 @@ pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<
 
 /// One period as JSON (ns throughout).
 pub fn period_json(period: &Period, view: &View) -> Value {
-    let table = rows(
-        &period.ledger,
-        &period.threads,
-        period.compensator.as_ref(),
-        view.by_thread,
-    );
-    let rows: Vec<Value> = table
+    let rows: Vec<Value> = view
+        .table(period)
         .iter()
         .map(|row| {
             let mut value = serde_json::to_value(row).expect("rows serialize");
@@ -309,7 +322,7 @@ pub fn to_json(
 ) -> Value {
     json!({
         "cpus": options.cpus.to_string(),
-        "per": if view.by_thread { "thread" } else { "process" },
+        "per": view.per(),
         "rule": RULE,
         "compensate": options.compensate,
         "run": info,
@@ -321,12 +334,7 @@ pub fn to_json(
 /// The numbers `compare` sets side by side: per process (or thread) with interrupt
 /// time, the largest first.
 pub fn figures(whole: &Period, view: &View) -> Vec<Figure> {
-    let table = rows(
-        &whole.ledger,
-        &whole.threads,
-        whole.compensator.as_ref(),
-        view.by_thread,
-    );
+    let table = view.table(whole);
     let mut figures = Vec::new();
     for row in top(&table, view.top, |row| row.charged_ns + row.served_ns) {
         let group = format!("{} {}", row.comm, row.id);

@@ -135,9 +135,7 @@ pub fn write_causes(
             "  {:<44} {:>8} {:>7} {:>8} {:>8}",
             "CAUSE", "SAMPLES", "SHARE", "Q0.50", "MAX"
         )?;
-        let mut causes: Vec<_> = m.causes.iter().collect();
-        causes.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
-        for (cause, c) in causes.iter().take(rows) {
+        for (cause, c) in m.ranked_causes().into_iter().take(rows) {
             writeln!(
                 out,
                 "  {:<44} {:>8} {:>6.1}% {:>8} {:>8}",

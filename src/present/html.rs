@@ -9,9 +9,10 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use super::account::{View, signed_percent};
 use super::plot::{Axis, BarChart, Kind, Line, Scale, XyChart, escape};
-use super::{Names, clock_time, opt_us, percent, us1, us2};
-use crate::analyze::account::report::{Row, rows, top, totals};
+use super::{Names, clock_time, micros, opt_us, percent, us1, us2};
+use crate::analyze::account::report::{Row, top, totals};
 use crate::analyze::bh::BhStats;
 use crate::analyze::histogram::Histogram;
 use crate::analyze::noise::NoiseAnalysis;
@@ -20,7 +21,6 @@ use crate::collect::account::{AccountRunInfo, Period};
 use crate::collect::bh::BhRunInfo;
 use crate::collect::noise::RunInfo;
 use crate::collect::wakeup::WakeupRunInfo;
-use crate::present::account::View;
 
 /// Lines drawn in one chart: more CPUs than this would hide each other.
 const MAX_LINES: usize = 8;
@@ -104,6 +104,28 @@ impl Section {
         self.svg(chart.to_svg(&id));
     }
 
+    /// A causes chart and below it the table of the same causes: each row a bar's value
+    /// and the cells, the first naming the bar. At most `MAX_BARS` rows.
+    fn ranked(
+        &mut self,
+        title: String,
+        value_label: &str,
+        headers: &[&str],
+        rows: impl IntoIterator<Item = (f64, Vec<String>)>,
+    ) {
+        let (values, rows): (Vec<f64>, Vec<Vec<String>>) = rows.into_iter().take(MAX_BARS).unzip();
+        self.bars(&BarChart {
+            title,
+            value_label: value_label.into(),
+            bars: rows
+                .iter()
+                .map(|cells| cells[0].clone())
+                .zip(values)
+                .collect(),
+        });
+        self.table(headers, &rows);
+    }
+
     fn bars(&mut self, chart: &BarChart) {
         if chart.bars.is_empty() {
             return self.note(&format!("{}: none", chart.title));
@@ -134,13 +156,12 @@ pub fn histogram_steps(name: String, histogram: &Histogram) -> Line {
         .iter()
         .rposition(|&count| count > 0)
         .map_or(0, |last| last + 1);
-    let us = |ns: u64| ns as f64 / 1_000.0;
     let points = (0..used)
         .flat_map(|index| {
             let count = histogram.buckets[index] as f64;
             [
-                (us(histogram.bucket_start_ns(index)), count),
-                (us(histogram.bucket_start_ns(index + 1)), count),
+                (micros(histogram.bucket_start_ns(index)), count),
+                (micros(histogram.bucket_start_ns(index + 1)), count),
             ]
         })
         .collect();
@@ -150,24 +171,17 @@ pub fn histogram_steps(name: String, histogram: &Histogram) -> Line {
 /// The cumulative fraction at the end of every non-empty bucket (µs), from 0 at the
 /// first bucket's start; values beyond the last bucket reach 1 at the maximum.
 pub fn cdf_line(name: String, histogram: &Histogram) -> Line {
-    let total = histogram.count.max(1) as f64;
-    let us = |ns: u64| ns as f64 / 1_000.0;
     let mut points = Vec::new();
     if let Some(first) = histogram.buckets.iter().position(|&count| count > 0) {
-        points.push((us(histogram.bucket_start_ns(first).max(1)), 0.0));
+        points.push((micros(histogram.bucket_start_ns(first).max(1)), 0.0));
     }
-    let mut seen = 0;
-    for (index, &count) in histogram.buckets.iter().enumerate() {
-        if count > 0 {
-            seen += count;
-            points.push((
-                us(histogram.bucket_start_ns(index + 1)),
-                seen as f64 / total,
-            ));
-        }
-    }
+    points.extend(
+        histogram
+            .cumulative()
+            .map(|(end_ns, fraction)| (micros(end_ns), fraction)),
+    );
     if histogram.overflow > 0 {
-        points.push((us(histogram.max_ns), 1.0));
+        points.push((micros(histogram.max_ns), 1.0));
     }
     Line { name, points }
 }
@@ -327,29 +341,9 @@ impl Page {
         section.h3("Top causes of noise");
         let causes = analysis.top_causes();
         let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
-        let shown = &causes[..causes.len().min(MAX_BARS)];
-        section.bars(&BarChart {
-            title: "Top causes of noise (interference-free time)".into(),
-            value_label: "total (us)".into(),
-            bars: shown
-                .iter()
-                .map(|(cause, s)| (cause.label(irq_names), s.total_ns as f64 / 1_000.0))
-                .collect(),
-        });
-        let rows: Vec<Vec<String>> = shown
-            .iter()
-            .map(|(cause, s)| {
-                vec![
-                    cause.label(irq_names),
-                    cause.class_name().into(),
-                    s.count.to_string(),
-                    us1(s.total_ns),
-                    us1(s.max_ns),
-                    format!("{:.2}%", percent(s.total_ns, noise_ns)),
-                ]
-            })
-            .collect();
-        section.table(
+        section.ranked(
+            "Top causes of noise (interference-free time)".into(),
+            "total (us)",
             &[
                 "Cause",
                 "Class",
@@ -358,10 +352,20 @@ impl Page {
                 "Max (us)",
                 "% Noise",
             ],
-            &rows,
+            causes.iter().map(|(cause, s)| {
+                let cells = vec![
+                    cause.label(irq_names),
+                    cause.class_name().into(),
+                    s.count.to_string(),
+                    us1(s.total_ns),
+                    us1(s.max_ns),
+                    format!("{:.2}%", percent(s.total_ns, noise_ns)),
+                ];
+                (micros(s.total_ns), cells)
+            }),
         );
-        if causes.len() > shown.len() {
-            section.note(&format!("{} more causes", causes.len() - shown.len()));
+        if causes.len() > MAX_BARS {
+            section.note(&format!("{} more causes", causes.len() - MAX_BARS));
         }
         noise_timeline(section, analysis);
     }
@@ -436,32 +440,20 @@ impl Page {
 
         for (mechanism, m) in &stats.mechanisms {
             section.h3(&format!("Delay causes: {mechanism}"));
-            let mut causes: Vec<_> = m.causes.iter().collect();
-            causes.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
-            causes.truncate(MAX_BARS);
-            section.bars(&BarChart {
-                title: format!("What delayed {mechanism} ({} samples)", m.series.count),
-                value_label: "samples it delayed".into(),
-                bars: causes
-                    .iter()
-                    .map(|(cause, c)| (names.cause(cause), c.samples as f64))
-                    .collect(),
-            });
-            let rows: Vec<Vec<String>> = causes
-                .iter()
-                .map(|(cause, c)| {
-                    vec![
+            section.ranked(
+                format!("What delayed {mechanism} ({} samples)", m.series.count),
+                "samples it delayed",
+                &["Cause", "Samples", "Share", "Q0.50 (us)", "Max (us)"],
+                m.ranked_causes().into_iter().map(|(cause, c)| {
+                    let cells = vec![
                         names.cause(cause),
                         c.samples.to_string(),
                         format!("{:.1}%", percent(c.samples, m.series.count)),
                         us2(c.median_ns()),
                         us2(c.max_ns()),
-                    ]
-                })
-                .collect();
-            section.table(
-                &["Cause", "Samples", "Share", "Q0.50 (us)", "Max (us)"],
-                &rows,
+                    ];
+                    (c.samples as f64, cells)
+                }),
             );
         }
     }
@@ -534,43 +526,27 @@ impl Page {
         distribution_plots(section, "wakeup latency", histograms);
 
         section.h3("Where the latency went");
-        let ranked = stats.ranked_causes();
-        let shown = &ranked[..ranked.len().min(MAX_BARS)];
-        section.bars(&BarChart {
-            title: format!("Where the latency went ({} samples)", stats.samples()),
-            value_label: "total (us)".into(),
-            bars: shown
-                .iter()
-                .map(|(cause, s)| (names.wakeup_cause(cause), s.total_ns as f64 / 1_000.0))
-                .collect(),
-        });
-        let rows: Vec<Vec<String>> = shown
-            .iter()
-            .map(|(cause, s)| {
-                vec![
-                    names.wakeup_cause(cause),
+        section.ranked(
+            format!("Where the latency went ({} samples)", stats.samples()),
+            "total (us)",
+            &["Cause", "Samples", "Share", "Avg (us)", "Max (us)"],
+            stats.ranked_causes().into_iter().map(|(cause, s)| {
+                let cells = vec![
+                    names.wakeup_cause(&cause),
                     s.samples.to_string(),
                     format!("{:.1}%", percent(s.total_ns, stats.latency_ns)),
                     us2(s.total_ns / s.samples.max(1)),
                     us2(s.max_ns),
-                ]
-            })
-            .collect();
-        section.table(
-            &["Cause", "Samples", "Share", "Avg (us)", "Max (us)"],
-            &rows,
+                ];
+                (micros(s.total_ns), cells)
+            }),
         );
     }
 
     /// `irqlens account`: the totals, the table, and the top victims and causers.
     pub fn account(&mut self, heading: &str, whole: &Period, info: &AccountRunInfo, view: &View) {
         let section = self.section(heading);
-        let table = rows(
-            &whole.ledger,
-            &whole.threads,
-            whole.compensator.as_ref(),
-            view.by_thread,
-        );
+        let table = view.table(whole);
         let t = totals(&whole.ledger);
         let all = t.interrupt_ns();
         let mut facts = vec![
@@ -608,8 +584,7 @@ impl Page {
         facts.extend(common_facts(&info.skipped_tracepoints, info.interrupted));
         section.facts(&facts);
 
-        let per = if view.by_thread { "thread" } else { "process" };
-        section.h3(&format!("Interrupt time per {per} (us)"));
+        section.h3(&format!("Interrupt time per {} (us)", view.per()));
         let rows: Vec<Vec<String>> = table
             .iter()
             .take(view.top)
@@ -621,15 +596,14 @@ impl Page {
                     us1(row.charged_ns),
                     us1(row.served_ns),
                     row.corrected_ns.map_or("-".into(), us1),
-                    row.error
-                        .map_or("-".into(), |e| format!("{:+.2}%", 100.0 * e)),
+                    signed_percent(row.error),
                     row.units.to_string(),
                 ]
             })
             .collect();
         section.table(
             &[
-                if view.by_thread { "TID" } else { "PID" },
+                view.id_heading(),
                 "Command",
                 "Kernel",
                 "Charged",
@@ -648,12 +622,7 @@ impl Page {
             value_label: "interrupt time (us)".into(),
             bars: top(&table, view.top.min(MAX_BARS), value)
                 .iter()
-                .map(|row| {
-                    (
-                        format!("{}:{}", row.comm, row.id),
-                        value(row) as f64 / 1_000.0,
-                    )
-                })
+                .map(|row| (format!("{}:{}", row.comm, row.id), micros(value(row))))
                 .collect(),
         };
         section.h3("Top victims and causers");
@@ -798,7 +767,7 @@ fn noise_timeline(section: &mut Section, analysis: &NoiseAnalysis) {
                 as fn(&crate::analyze::noise::TimelinePoint) -> f64,
         ),
         ("Longest noise sample per period", "max single (us)", |p| {
-            p.max_single_ns as f64 / 1_000.0
+            micros(p.max_single_ns)
         }),
     ] {
         let lines = farthest(per_cpu(value), max_y, section);

@@ -48,9 +48,14 @@ pub fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// ns as fractional µs, keeping the ns digits: plots and traces.
+pub fn micros(ns: u64) -> f64 {
+    ns as f64 / 1_000.0
+}
+
 /// ns as µs with two decimals, as the thesis's tables.
 pub fn us2(ns: u64) -> String {
-    format!("{:.2}", ns as f64 / 1_000.0)
+    format!("{:.2}", micros(ns))
 }
 
 /// As `us2`, or "-" for no value.
@@ -60,7 +65,7 @@ pub fn opt_us(ns: Option<u64>) -> String {
 
 /// ns as µs with one decimal.
 pub fn us1(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1_000.0)
+    format!("{:.1}", micros(ns))
 }
 
 /// `h:mm:ss` of a run's length, as rtla's duration line.

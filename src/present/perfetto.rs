@@ -155,7 +155,7 @@ impl TraceWriter {
         if e.kind == EventKind::Nmi {
             let start = e.time_ns.saturating_sub(e.ptr);
             self.out
-                .slice(Lane::Nmi.on(e.cpu), "nmi", start, e.time_ns, Value::Null)?;
+                .slice(e.cpu, Lane::Nmi, "nmi", start, e.time_ns, Value::Null)?;
         }
         self.follow_contexts(e)
     }
@@ -187,7 +187,7 @@ impl TraceWriter {
         self.out
             .trace
             .write(&TraceEvent::instant(&name, track, e.time_ns, args))?;
-        self.out.used(track);
+        self.out.used(e.cpu, Lane::Request);
         Ok(())
     }
 
@@ -220,9 +220,14 @@ impl TraceWriter {
 
     fn end_callback(&mut self, open: &OpenCallback, end_ns: u64) -> io::Result<()> {
         let name = format!("{} {}", open.what, self.names.symbols.name(open.function));
-        let track = Lane::Callback.on(open.cpu);
-        self.out
-            .slice(track, &name, open.start_ns, end_ns, Value::Null)
+        self.out.slice(
+            open.cpu,
+            Lane::Callback,
+            &name,
+            open.start_ns,
+            end_ns,
+            Value::Null,
+        )
     }
 
     /// Hardirqs, softirqs, hrtimer callbacks and threads: the analysis's timeline of the
@@ -235,10 +240,9 @@ impl TraceWriter {
         let thread_since = *cpu.thread_since.get_or_insert(now);
         if cpu.timeline.thread() != thread_before && now > thread_since {
             cpu.thread_since = Some(now);
-            let name = thread_label(thread_before, self.comms.get(&thread_before));
-            let track = Lane::Thread.on(e.cpu);
-            let args = json!({"pid": thread_before});
-            self.out.slice(track, &name, thread_since, now, args)?;
+            let comm = self.comms.get(&thread_before);
+            self.out
+                .thread(e.cpu, thread_before, comm, thread_since, now)?;
         }
         let stack = cpu.timeline.stack();
         let kept = cpu
@@ -248,10 +252,8 @@ impl TraceWriter {
             .take_while(|((before, _), now)| before == *now)
             .count();
         let entered: Vec<_> = stack[kept..].iter().map(|&c| (c, now)).collect();
-        // innermost first: a lane's inner slice is written before the one around it
-        for (context, start) in cpu.contexts.drain(kept..).rev() {
-            self.out.context(e.cpu, context, start, now, &self.names)?;
-        }
+        let left = cpu.contexts.drain(kept..);
+        self.out.contexts(e.cpu, left, now, &self.names)?;
         cpu.contexts.extend(entered);
         Ok(())
     }
@@ -261,8 +263,9 @@ impl TraceWriter {
         let name = cause.label(&self.names.irqs);
         let args = json!({"class": cause.class_name(), "duration_ns": record.duration_ns});
         let end = record.start_ns + record.duration_ns;
-        let track = Lane::of_class(record.class).on(record.cpu);
-        self.out.slice(track, &name, record.start_ns, end, args)
+        let lane = Lane::of_class(record.class);
+        self.out
+            .slice(record.cpu, lane, &name, record.start_ns, end, args)
     }
 
     fn noise_period(&mut self, period: &PeriodReport) -> io::Result<()> {
@@ -275,8 +278,8 @@ impl TraceWriter {
             };
             let args = json!({"interferences": interferences, "duration_ns": sample.duration_ns});
             let end = sample.start_ns + sample.duration_ns;
-            let track = Lane::Noise.on(sample.cpu);
-            self.out.slice(track, name, sample.start_ns, end, args)?;
+            self.out
+                .slice(sample.cpu, Lane::Noise, name, sample.start_ns, end, args)?;
         }
         Ok(())
     }
@@ -285,9 +288,9 @@ impl TraceWriter {
     /// ran in user space.
     fn wakeup_report(&mut self, report: &Report) -> io::Result<()> {
         let args = json!({"tid": report.tid, "latency_ns": report.total_ns()});
-        let track = Lane::Latency.on(report.cpu);
         self.out.slice(
-            track,
+            report.cpu,
+            Lane::Latency,
             "wakeup latency",
             report.expected_ns,
             report.user_ns,
@@ -307,15 +310,12 @@ impl TraceWriter {
         }
         for (&cpu, state) in &mut self.cpus {
             let now = state.timeline.last_ns();
-            for (context, start) in state.contexts.drain(..).rev() {
-                self.out.context(cpu, context, start, now, &self.names)?;
-            }
+            self.out
+                .contexts(cpu, state.contexts.drain(..), now, &self.names)?;
             let thread = state.timeline.thread();
             if let Some(since) = state.thread_since.filter(|&since| now > since) {
-                let name = thread_label(thread, self.comms.get(&thread));
-                let track = Lane::Thread.on(cpu);
-                self.out
-                    .slice(track, &name, since, now, json!({"pid": thread}))?;
+                let comm = self.comms.get(&thread);
+                self.out.thread(cpu, thread, comm, since, now)?;
             }
         }
         Ok(())
@@ -354,28 +354,29 @@ fn thread_label(pid: u32, comm: Option<&Comm>) -> String {
     }
 }
 
-/// The trace being written, with each lane's latest slice: Perfetto drops a slice that
-/// overlaps another of its lane partially, so one that would is cut to fit.
+/// The trace being written, with the latest slice of each CPU's lanes: Perfetto drops a
+/// slice that overlaps another of its lane partially, so one that would is cut to fit.
 struct Lanes {
     trace: ChromeTrace<BufWriter<File>>,
-    last: BTreeMap<Track, Option<(u64, u64)>>,
+    last: BTreeMap<(u32, Lane), Option<(u64, u64)>>,
 }
 
 impl Lanes {
-    fn used(&mut self, track: Track) {
-        self.last.entry(track).or_insert(None);
+    fn used(&mut self, cpu: u32, lane: Lane) {
+        self.last.entry((cpu, lane)).or_insert(None);
     }
 
     fn slice(
         &mut self,
-        track: Track,
+        cpu: u32,
+        lane: Lane,
         name: &str,
         start: u64,
         end: u64,
         args: Value,
     ) -> io::Result<()> {
         let mut end = end.max(start);
-        let last = self.last.entry(track).or_insert(None);
+        let last = self.last.entry((cpu, lane)).or_insert(None);
         if let Some((last_start, last_end)) = *last {
             if start < last_start && end > last_start && end < last_end {
                 end = last_start;
@@ -388,7 +389,35 @@ impl Lanes {
             *last = Some((start, end));
         }
         self.trace
-            .write(&TraceEvent::complete(name, track, start, end, args))
+            .write(&TraceEvent::complete(name, lane.on(cpu), start, end, args))
+    }
+
+    /// What thread `pid` ran from `start` to `end`.
+    fn thread(
+        &mut self,
+        cpu: u32,
+        pid: u32,
+        comm: Option<&Comm>,
+        start: u64,
+        end: u64,
+    ) -> io::Result<()> {
+        let name = thread_label(pid, comm);
+        self.slice(cpu, Lane::Thread, &name, start, end, json!({"pid": pid}))
+    }
+
+    /// The contexts `left` at `end`, innermost (last) first: a lane's inner slice is
+    /// written before the one around it.
+    fn contexts(
+        &mut self,
+        cpu: u32,
+        left: impl DoubleEndedIterator<Item = (Context, u64)>,
+        end: u64,
+        names: &Names,
+    ) -> io::Result<()> {
+        for (context, start) in left.rev() {
+            self.context(cpu, context, start, end, names)?;
+        }
+        Ok(())
     }
 
     fn context(
@@ -411,52 +440,37 @@ impl Lanes {
             Context::Nmi => (Lane::Nmi, "nmi".to_owned()),
             Context::Thread(_) => return Ok(()),
         };
-        self.slice(lane.on(cpu), &name, start, end, Value::Null)
+        self.slice(cpu, lane, &name, start, end, Value::Null)
     }
 
     /// The lanes' names and order, then the end of the document.
     fn finish(self) -> io::Result<()> {
         let mut trace = self.trace;
         let mut named_cpus = Vec::new();
-        for track in self.last.keys() {
-            let cpu = track.pid - CPU_PID_BASE;
-            let lane = LANES
-                .into_iter()
-                .find(|lane| lane.on(cpu) == *track)
-                .expect("every track is a lane's");
+        for &(cpu, lane) in self.last.keys() {
+            let track = lane.on(cpu);
             if named_cpus.last() != Some(&cpu) {
                 named_cpus.push(cpu);
                 let name = format!("CPU {cpu}");
                 trace.write(&TraceEvent::metadata(
                     "process_name",
-                    *track,
+                    track,
                     json!({"name": name}),
                 ))?;
                 let order = json!({"sort_index": cpu});
-                trace.write(&TraceEvent::metadata("process_sort_index", *track, order))?;
+                trace.write(&TraceEvent::metadata("process_sort_index", track, order))?;
             }
             trace.write(&TraceEvent::metadata(
                 "thread_name",
-                *track,
+                track,
                 json!({"name": lane.name()}),
             ))?;
             let order = json!({"sort_index": lane as u32});
-            trace.write(&TraceEvent::metadata("thread_sort_index", *track, order))?;
+            trace.write(&TraceEvent::metadata("thread_sort_index", track, order))?;
         }
         trace.end().map(drop)
     }
 }
-
-const LANES: [Lane; 8] = [
-    Lane::Noise,
-    Lane::Latency,
-    Lane::Hardirq,
-    Lane::Softirq,
-    Lane::Callback,
-    Lane::Nmi,
-    Lane::Thread,
-    Lane::Request,
-];
 
 /// `irqlens report REC --perfetto FILE`: the recording's timeline as a trace, written as
 /// its inputs are read; `symbols` are the names in its end line (the caller reads them

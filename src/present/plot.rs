@@ -89,7 +89,7 @@ impl Axis {
             (if v > 0.0 { min.min(v) } else { min }, max.max(v))
         });
         match self.scale {
-            Scale::Linear => 0.0..if max > 0.0 { max * 1.05 } else { 1.0 },
+            Scale::Linear => from_zero(max),
             Scale::Log if min.is_finite() => {
                 let low = 10f64.powf(min.log10().floor());
                 let high = 10f64.powf(max.log10().ceil()).max(low * 10.0);
@@ -98,6 +98,11 @@ impl Axis {
             Scale::Log => 1.0..10.0,
         }
     }
+}
+
+/// From 0 to a little above `max` (to 1 when nothing is above 0).
+fn from_zero(max: f64) -> Range<f64> {
+    0.0..if max > 0.0 { max * 1.05 } else { 1.0 }
 }
 
 /// One named polyline (a CPU, a mechanism).
@@ -169,10 +174,13 @@ fn tag(svg: &str, kind: Kind, id: &str, title: &str) -> String {
     )
 }
 
-fn render(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>) -> Result<String> {
+fn render(
+    height: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
+) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(drawing)?;
         draw(&root)?;
         root.present().map_err(drawing)?;
@@ -204,11 +212,11 @@ impl XyChart {
             .y
             .range(self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
         let svg = match (self.x.scale, self.y.scale) {
-            (Scale::Linear, Scale::Linear) => render(|root| self.draw(root, x, y)),
-            (Scale::Linear, Scale::Log) => render(|root| self.draw(root, x, y.log_scale())),
-            (Scale::Log, Scale::Linear) => render(|root| self.draw(root, x.log_scale(), y)),
+            (Scale::Linear, Scale::Linear) => render(HEIGHT, |root| self.draw(root, x, y)),
+            (Scale::Linear, Scale::Log) => render(HEIGHT, |root| self.draw(root, x, y.log_scale())),
+            (Scale::Log, Scale::Linear) => render(HEIGHT, |root| self.draw(root, x.log_scale(), y)),
             (Scale::Log, Scale::Log) => {
-                render(|root| self.draw(root, x.log_scale(), y.log_scale()))
+                render(HEIGHT, |root| self.draw(root, x.log_scale(), y.log_scale()))
             }
         }?;
         Ok(tag(&svg, self.kind, id, &self.title))
@@ -288,20 +296,14 @@ impl BarChart {
         let rows = self.bars.len().max(1);
         let height = (HEIGHT as usize).max(70 + 22 * rows) as u32;
         let max = self.bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-            root.fill(&WHITE).map_err(drawing)?;
-            let mut chart = ChartBuilder::on(&root)
+        let svg = render(height, |root| {
+            let mut chart = ChartBuilder::on(root)
                 .caption(&self.title, (FONT, 16))
                 .margin(10)
                 .x_label_area_size(40)
                 // about 6.5 px per character of a 12 px sans-serif label
                 .y_label_area_size((longest as f64 * 6.5) as u32 + 12)
-                .build_cartesian_2d(
-                    0.0..if max > 0.0 { max * 1.05 } else { 1.0 },
-                    (0..rows).into_segmented(),
-                )
+                .build_cartesian_2d(from_zero(max), (0..rows).into_segmented())
                 .map_err(drawing)?;
             // the largest bar, first in `bars`, is drawn at the top
             let row_of = |index: usize| rows - 1 - index;
@@ -313,7 +315,7 @@ impl BarChart {
                 .x_label_formatter(&|v| tick_label(*v))
                 .y_label_formatter(&|v| match v {
                     SegmentValue::CenterOf(row) if *row < rows => {
-                        labels.get(rows - 1 - row).cloned().unwrap_or_default()
+                        labels.get(row_of(*row)).cloned().unwrap_or_default()
                     }
                     _ => String::new(),
                 })
@@ -334,8 +336,8 @@ impl BarChart {
                 bar
             });
             chart.draw_series(bars).map_err(drawing)?;
-            root.present().map_err(drawing)?;
-        }
+            Ok(())
+        })?;
         Ok(tag(&svg, Kind::Causes, id, &self.title))
     }
 }

@@ -90,16 +90,18 @@ impl Family {
         family
     }
 
-    /// Time counters, from ns.
-    pub fn seconds_total(
+    /// Times, from ns: counters, or maxima as gauges (two series that share labels keep
+    /// the larger).
+    pub fn seconds(
         name: &'static str,
         help: &'static str,
+        kind: MetricType,
         metrics: impl IntoIterator<Item = (Labels, u64)>,
     ) -> Self {
         let values = metrics
             .into_iter()
             .map(|(l, ns)| (l, Value::Float(seconds(ns))));
-        Family::new(name, help, Some(Unit::Seconds), MetricType::Counter, values)
+        Family::new(name, help, Some(Unit::Seconds), kind, values)
     }
 
     pub fn count_total(
@@ -109,18 +111,6 @@ impl Family {
     ) -> Self {
         let values = metrics.into_iter().map(|(l, n)| (l, Value::Count(n)));
         Family::new(name, help, None, MetricType::Counter, values)
-    }
-
-    /// Maxima, from ns (two series that share labels keep the larger).
-    pub fn max_seconds(
-        name: &'static str,
-        help: &'static str,
-        metrics: impl IntoIterator<Item = (Labels, u64)>,
-    ) -> Self {
-        let values = metrics
-            .into_iter()
-            .map(|(l, ns)| (l, Value::Float(seconds(ns))));
-        Family::new(name, help, Some(Unit::Seconds), MetricType::Gauge, values)
     }
 
     pub fn seconds_histogram<'a>(
@@ -265,14 +255,16 @@ pub fn noise_families(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>
             (labels, stats)
         });
     vec![
-        Family::seconds_total(
+        Family::seconds(
             "noise_runtime",
             "Time the measurement threads sampled the clock",
+            MetricType::Counter,
             per_cpu(|s| s.runtime_ns),
         ),
-        Family::seconds_total(
+        Family::seconds(
             "noise",
             "Noise: time taken from the measurement threads",
+            MetricType::Counter,
             per_cpu(|s| s.noise_ns),
         ),
         Family::count_total(
@@ -295,14 +287,16 @@ pub fn noise_families(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>
             "Interferences that began while sampling, per class",
             interferences,
         ),
-        Family::max_seconds(
+        Family::seconds(
             "noise_max_single",
             "Longest single noise sample",
+            MetricType::Gauge,
             per_cpu(|s| s.max_single_ns),
         ),
-        Family::max_seconds(
+        Family::seconds(
             "noise_max_period",
             "Largest noise of one period",
+            MetricType::Gauge,
             per_cpu(|s| s.max_noise_ns),
         ),
         Family::seconds_histogram(
@@ -310,9 +304,10 @@ pub fn noise_families(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>
             "Durations of the noise samples",
             analysis.histograms().map(|(c, h)| (cpu(c), h)),
         ),
-        Family::seconds_total(
+        Family::seconds(
             "noise_cause",
             "Interference-free time of each cause of noise (the largest causes)",
+            MetricType::Counter,
             causes.clone().map(|(labels, s)| (labels, s.total_ns)),
         ),
         Family::count_total(
@@ -344,9 +339,7 @@ pub fn bh_families(stats: &BhStats, names: &Names) -> Vec<Family> {
             })
     });
     let causes = stats.mechanisms.iter().flat_map(|(mechanism, m)| {
-        let mut causes: Vec<_> = m.causes.iter().collect();
-        causes.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
-        causes
+        m.ranked_causes()
             .into_iter()
             .take(MAX_SERIES_PER_FAMILY)
             .map(move |(cause, c)| {
@@ -368,9 +361,10 @@ pub fn bh_families(stats: &BhStats, names: &Names) -> Vec<Family> {
             "Bottom halves an interrupt landed in (not in the latency histograms)",
             mechanisms().map(|(l, m)| (l, m.series.irq)),
         ),
-        Family::max_seconds(
+        Family::seconds(
             "bh_latency_max",
             "Longest request-to-start latency, interrupted samples included",
+            MetricType::Gauge,
             mechanisms().map(|(l, m)| (l, m.series.max_irq_ns)),
         ),
         Family::seconds_histogram(
@@ -428,9 +422,10 @@ pub fn wakeup_families(stats: &WakeupStats, names: &Names) -> Vec<Family> {
             "Wakeup latency per component: irq, handler, wakeup, sched, return, total",
             components,
         ),
-        Family::seconds_total(
+        Family::seconds(
             "wakeup_cause",
             "Latency time spent on each cause (the largest causes)",
+            MetricType::Counter,
             causes.clone().map(|(labels, s)| (labels, s.total_ns)),
         ),
         Family::count_total(
@@ -462,13 +457,6 @@ impl Collector for Snapshot {
         let families = Arc::clone(&self.lock());
         families.iter().try_for_each(|f| f.encode(&mut encoder))
     }
-}
-
-/// The OpenMetrics text of `families`, as a scrape gets it.
-pub fn render(families: Vec<Family>) -> String {
-    let snapshot = Arc::new(Snapshot::default());
-    snapshot.replace(families);
-    encode(&registry(snapshot))
 }
 
 fn registry(snapshot: Arc<Snapshot>) -> Registry {
@@ -619,6 +607,13 @@ mod tests {
     use crate::analyze::wakeup::{Report, StatsConfig as WakeupConfig};
 
     const NS_PER_US: u64 = 1_000;
+
+    /// The OpenMetrics text of `families`, as a scrape gets it.
+    fn render(families: Vec<Family>) -> String {
+        let snapshot = Arc::new(Snapshot::default());
+        snapshot.replace(families);
+        encode(&registry(snapshot))
+    }
 
     /// One period of `cpu`: a 50 µs thread interference inside a sample, a 7 µs sample
     /// with nothing traced, and `seq` past both.
@@ -879,7 +874,12 @@ mod tests {
         let labels = || vec![("cause", "same".to_owned())];
         let counts = Family::count_total("c", "help", [(labels(), 2), (labels(), 3)]);
         assert_eq!(counts.metrics[&labels()], Value::Count(5));
-        let maxima = Family::max_seconds("m", "help", [(labels(), 2_000), (labels(), 1_000)]);
+        let maxima = Family::seconds(
+            "m",
+            "help",
+            MetricType::Gauge,
+            [(labels(), 2_000), (labels(), 1_000)],
+        );
         assert_eq!(maxima.metrics[&labels()], Value::Float(2e-6));
     }
 

@@ -375,7 +375,7 @@ pub fn to_json(
                             "avg_ns": series.avg_ns(),
                             "max_ns": series.max_ns(),
                             "quantiles": quantiles,
-                            "cdf": cdf(&series.histogram),
+                            "cdf": series.histogram.cumulative().collect::<Vec<_>>(),
                             "histogram": series.histogram,
                         }),
                     )
@@ -448,22 +448,6 @@ fn sample_json(sample: &Sample, names: &Names) -> Value {
         "components": components,
         "causes": causes,
     })
-}
-
-/// Cumulative fraction at the end of every non-empty bucket: the CDF a plot needs.
-fn cdf(histogram: &Histogram) -> Vec<(u64, f64)> {
-    let total = histogram.count.max(1) as f64;
-    let mut seen = 0;
-    histogram
-        .buckets
-        .iter()
-        .enumerate()
-        .filter(|(_, count)| **count > 0)
-        .map(|(index, count)| {
-            seen += count;
-            (histogram.bucket_start_ns(index + 1), seen as f64 / total)
-        })
-        .collect()
 }
 
 /// The numbers `compare` sets side by side: per CPU, the total latency; then the

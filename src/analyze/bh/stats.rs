@@ -127,6 +127,15 @@ pub struct MechanismStats {
     pub worst: Vec<Sample>,
 }
 
+impl MechanismStats {
+    /// The delay causes, those seen in the most samples first (ties in cause order).
+    pub fn ranked_causes(&self) -> Vec<(&DelayCause, &CauseStats)> {
+        let mut ranked: Vec<_> = self.causes.iter().collect();
+        ranked.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
+        ranked
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct BhStats {
     pub config: StatsConfig,

@@ -47,18 +47,17 @@ pub fn check_trace(doc: &Value) -> Result<SliceCounts, String> {
             };
             continue;
         }
-        let ts = event
-            .get("ts")
-            .and_then(Value::as_f64)
-            .filter(|ts| ts.is_finite() && *ts >= 0.0)
-            .ok_or_else(|| fail("ts must be a number >= 0"))?;
+        let non_negative = |field: &str, rule: &str| {
+            event
+                .get(field)
+                .and_then(Value::as_f64)
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| fail(rule))
+        };
+        let ts = non_negative("ts", "ts must be a number >= 0")?;
         match ph {
             "X" => {
-                let dur = event
-                    .get("dur")
-                    .and_then(Value::as_f64)
-                    .filter(|dur| dur.is_finite() && *dur >= 0.0)
-                    .ok_or_else(|| fail("an X event's dur must be a number >= 0"))?;
+                let dur = non_negative("dur", "an X event's dur must be a number >= 0")?;
                 // Perfetto keeps ns: compare there, not in rounded floats
                 let (start, end) = (to_ns(ts), to_ns(ts + dur));
                 slices.entry((pid, tid)).or_default().push((start, end));

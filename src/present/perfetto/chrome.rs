@@ -7,6 +7,8 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::present::micros;
+
 /// Where an event is drawn: a process-like group and a thread-like lane in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Track {
@@ -30,11 +32,6 @@ pub struct TraceEvent<'a> {
     pub s: Option<&'static str>,
     #[serde(skip_serializing_if = "Value::is_null")]
     pub args: Value,
-}
-
-/// ns (the recordings' CLOCK_MONOTONIC) as the format's µs, keeping the ns digits.
-pub fn micros(ns: u64) -> f64 {
-    ns as f64 / 1_000.0
 }
 
 impl<'a> TraceEvent<'a> {
