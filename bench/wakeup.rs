@@ -14,7 +14,7 @@ mod common;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use common::{irqlens_binary, run_json, run_seconds};
+use common::{irqlens_binary, require_root, run_json, run_seconds};
 
 const DEFAULT_SECONDS: u64 = 10;
 const CPUS: &str = "0-1";
@@ -32,9 +32,7 @@ struct Latency {
 }
 
 fn main() -> Result<()> {
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("the wakeup bench loads BPF programs and runs SCHED_FIFO threads: run it as root");
-    }
+    require_root("the wakeup bench loads BPF programs and runs SCHED_FIFO threads")?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
     let irqlens = irqlens_binary()?;
     println!(

@@ -187,16 +187,12 @@ impl BhStats {
             stats.max_ns = stats.max_ns.max(sample.latency_ns);
             record(&mut stats.latency, sample.latency_ns);
         }
-        keep_worst(&mut mechanism.worst, sample, config.worst);
+        crate::analyze::keep_worst(&mut mechanism.worst, sample, config.worst, |s| s.latency_ns);
     }
 
     pub fn samples(&self) -> u64 {
         self.mechanisms.values().map(|m| m.series.count).sum()
     }
-}
-
-fn keep_worst(worst: &mut Vec<Sample>, sample: Sample, keep: usize) {
-    crate::analyze::keep_worst(worst, sample, keep, |s| s.latency_ns);
 }
 
 #[cfg(test)]
