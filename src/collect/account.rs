@@ -10,13 +10,12 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::RunPace;
+use super::{EventStream, RunPace};
 use crate::analyze::account::compensate::Compensator;
 use crate::analyze::account::report::{ThreadInfo, runtimes_between};
 use crate::analyze::account::{Attributor, Ledger};
 use crate::analyze::checkpoint::Event;
-use crate::probe::RecordRing;
-use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
+use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched};
 use crate::record::{Line, Reader, Tap, ThreadReading};
 use crate::system;
 use crate::units::CpuList;
@@ -74,7 +73,7 @@ pub fn run(
         &options.cpus,
         &Watched::Process(std::process::id()),
     )?;
-    let ring = RecordRing::new(probe.events_map(), decode_event)?;
+    let mut events = EventStream::new(probe.events()?);
     if let Some(hz) = hz {
         tap.put(Line::KernelHz { hz });
     }
@@ -93,7 +92,7 @@ pub fn run(
     let mut pace = RunPace::new(started, options.duration);
     let mut next_report = options.interval.map(|i| started + i);
     while !stop.load(Ordering::Relaxed) {
-        pipeline.feed(ring.wait_and_take(pace.wait()), tap);
+        pipeline.feed(events.wait_and_take(pace.wait()), tap);
         let now = Instant::now();
         if let Some(elapsed) = pace.tick(now) {
             on_tick(elapsed, pipeline.events);
@@ -107,14 +106,14 @@ pub fn run(
         }
     }
     probe.disable();
-    pipeline.feed(ring.take(), tap);
+    pipeline.feed(events.take_all(), tap);
     pipeline.cut(mark(tap), true, &mut on_period);
     let info = AccountRunInfo {
         elapsed_ns: pipeline.whole.elapsed_ns,
         programs: probe.programs(),
         skipped_tracepoints: probe.skipped.clone(),
         events: pipeline.events,
-        lost_events: probe.lost_events(),
+        lost_events: events.lost(),
         hz,
         interrupted: false,
     };

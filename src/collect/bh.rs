@@ -11,10 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::load::{Load, LoadScenario};
 use super::trigger::{Stimulus, TriggerKind};
-use super::{DRAIN_INTERVAL, RunPace, replay_events};
+use super::{DRAIN_INTERVAL, EventStream, RunPace, replay_events};
 use crate::analyze::bh::{BhStats, Event, MatchCounts, Matcher, Selection, StatsConfig};
-use crate::probe::RecordRing;
-use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
+use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched};
 use crate::record::{Line, Reader, Tap};
 use crate::system;
 use crate::units::CpuList;
@@ -104,7 +103,7 @@ pub fn run(
         tap.put(Line::Stimulus { tid });
     }
     let mut pipeline = Pipeline::new(options, stimulus_tid);
-    let ring = RecordRing::new(probe.events_map(), decode_event)?;
+    let mut events = EventStream::new(probe.events()?);
 
     let started = Instant::now();
     let softirqs_before = system::softirq_runs(&options.cpus);
@@ -114,7 +113,7 @@ pub fn run(
     }
     let mut pace = RunPace::new(started, options.duration);
     while !stop.load(Ordering::Relaxed) {
-        pipeline.feed(ring.wait_and_take(DRAIN_INTERVAL), tap);
+        pipeline.feed(events.wait_and_take(DRAIN_INTERVAL), tap);
         let now = Instant::now();
         if let Some(elapsed) = pace.tick(now) {
             on_tick(&pipeline.stats, elapsed);
@@ -152,7 +151,7 @@ pub fn run(
             (vector, after.saturating_sub(before))
         })
         .collect();
-    pipeline.feed(ring.take(), tap);
+    pipeline.feed(events.take_all(), tap);
     drop(resources);
     drop(load);
 
@@ -163,7 +162,7 @@ pub fn run(
         programs: probe.programs(),
         skipped_tracepoints: probe.skipped.clone(),
         events: matcher.counts.events,
-        lost_events: probe.lost_events(),
+        lost_events: events.lost(),
         matching: matcher.counts.clone(),
         pending_softirqs,
         pending_works,

@@ -15,10 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::analyze::checkpoint::Event;
+use crate::probe::RecordAreas;
 use crate::record::{Line, Reader};
+use clock::monotonic_ns;
 
-/// How often a run drains its ring buffer when nothing wakes it earlier (the probe wakes
-/// it only when the buffer is a quarter full: no wakeup per record).
+/// The longest a run waits between two drains of the probe's record areas (sooner when
+/// they fill faster: nothing in the kernel wakes the reader).
 pub(crate) const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 /// How often a run reports its progress.
 const TICK: Duration = Duration::from_secs(1);
@@ -57,6 +59,50 @@ impl RunPace {
 
     pub(crate) fn over(&self, now: Instant) -> bool {
         self.deadline.is_some_and(|d| now >= d)
+    }
+}
+
+/// Checkpoints held back at a drain if they are this recent: a program on another CPU
+/// may have read the clock before them and not yet committed its record.
+const HOLDBACK_NS: u64 = 2_000_000;
+
+/// Every CPU's checkpoints in one stream in time order, as the analyses match them
+/// across CPUs (a wakeup on one, the switch on another).
+pub(crate) struct EventStream<'p> {
+    areas: RecordAreas<'p, Event>,
+    /// Taken but too recent to hand on yet, in time order.
+    held: Vec<Event>,
+}
+
+impl<'p> EventStream<'p> {
+    pub(crate) fn new(areas: RecordAreas<'p, Event>) -> Self {
+        EventStream {
+            areas,
+            held: Vec::new(),
+        }
+    }
+
+    /// Waits until a drain is due (at most `max`), then takes the checkpoints older than
+    /// a moment ago.
+    pub(crate) fn wait_and_take(&mut self, max: Duration) -> Vec<Event> {
+        std::thread::sleep(self.areas.next_drain(max));
+        let cut = monotonic_ns().saturating_sub(HOLDBACK_NS);
+        let mut events = self.take_all();
+        self.held = events.split_off(events.partition_point(|e| e.time_ns <= cut));
+        events
+    }
+
+    /// Takes every checkpoint committed so far (the programs are stopped: none is late).
+    pub(crate) fn take_all(&mut self) -> Vec<Event> {
+        let mut events = std::mem::take(&mut self.held);
+        events.extend(self.areas.take());
+        // each CPU's checkpoints are already in order: the sort merges runs
+        events.sort_by_key(|e| e.time_ns);
+        events
+    }
+
+    pub(crate) fn lost(&self) -> u64 {
+        self.areas.lost()
     }
 }
 

@@ -12,10 +12,9 @@ use anyhow::{Context, Result, anyhow};
 use super::clock::{Clock, MonotonicClock};
 use super::sched::set_affinity;
 use super::workload::{self, WorkloadConfig};
-use super::{DRAIN_INTERVAL, RunPace, StopOnDrop};
+use super::{RunPace, StopOnDrop};
 use crate::analyze::noise::{AnalysisConfig, NoiseAnalysis, PeriodReport, Record};
-use crate::probe::RecordRing;
-use crate::probe::noise::{CpuCounters, NoiseProbe, decode_record};
+use crate::probe::noise::{CpuCounters, NoiseProbe};
 use crate::record::{Line, Reader, Tap};
 use crate::system;
 use crate::units::CpuList;
@@ -64,7 +63,7 @@ pub fn run(
     let mut storage = MaybeUninit::uninit();
     let probe = NoiseProbe::load(&mut storage, &options.cpus)?;
     let mut analysis = NoiseAnalysis::new(options.analysis, options.cpus.iter());
-    let ring = RecordRing::new(probe.records_map(), decode_record)?;
+    let mut records = probe.records()?;
     let mut record_count = 0u64;
     let mut add_records = |analysis: &mut NoiseAnalysis, tap: &mut Tap, batch: Vec<Record>| {
         record_count += batch.len() as u64;
@@ -81,7 +80,7 @@ pub fn run(
     let (report_tx, report_rx) = mpsc::channel::<PeriodReport>();
     let started = Instant::now();
     probe.enable();
-    let (worker_results, waiting) = std::thread::scope(|scope| {
+    let worker_results = std::thread::scope(|scope| {
         // whatever ends this scope, a panic included, must end the measurement threads
         let _stop_workers = StopOnDrop(stop);
         let workers: Vec<_> = options
@@ -102,24 +101,17 @@ pub fn run(
             .collect();
 
         let mut pace = RunPace::new(started, options.duration);
-        // Reports wait a drain interval before they are joined: all CPUs share one ring
-        // buffer, and a record another CPU has reserved but not yet committed hides the
-        // records behind it until then (poll() may return at once meanwhile).
-        let mut waiting: Vec<(Instant, PeriodReport)> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
-            // poll() only returns early when the probe wakes it (buffer filling up) and
-            // reads nothing on a timeout; consume() drains. An error here is an
-            // interrupted wait: the next round drains.
-            add_records(&mut analysis, tap, ring.wait_and_take(DRAIN_INTERVAL));
-            let now = Instant::now();
-            let ready = waiting
-                .iter()
-                .take_while(|(at, _)| now - *at >= DRAIN_INTERVAL)
-                .count();
-            for (_, report) in waiting.drain(..ready) {
+            std::thread::sleep(records.next_drain(pace.wait()));
+            // Reports first, then records: a CPU's records are committed before its
+            // thread runs again, so every record a received report refers to is in its
+            // CPU's area by now.
+            let reports: Vec<PeriodReport> = report_rx.try_iter().collect();
+            add_records(&mut analysis, tap, records.take());
+            for report in reports {
                 add_period(&mut analysis, tap, report);
             }
-            waiting.extend(report_rx.try_iter().map(|report| (now, report)));
+            let now = Instant::now();
             if let Some(elapsed) = pace.tick(now) {
                 refresh_entries(&probe, options, &mut analysis, tap);
                 on_tick(&analysis, elapsed);
@@ -128,23 +120,18 @@ pub fn run(
                 stop.store(true, Ordering::Relaxed);
             }
         }
-        let results = workers
+        workers
             .into_iter()
             .map(|w| {
                 w.join()
                     .map_err(|_| anyhow!("a measurement thread panicked"))?
             })
-            .collect::<Result<Vec<()>>>();
-        (results, waiting)
+            .collect::<Result<Vec<()>>>()
     });
     drop(report_tx);
     // the threads are done: every record they can refer to is committed
-    add_records(&mut analysis, tap, ring.take());
-    for report in waiting
-        .into_iter()
-        .map(|(_, report)| report)
-        .chain(report_rx.iter())
-    {
+    add_records(&mut analysis, tap, records.take());
+    for report in report_rx.iter() {
         add_period(&mut analysis, tap, report);
     }
     refresh_entries(&probe, options, &mut analysis, tap);
@@ -158,7 +145,7 @@ pub fn run(
         programs: probe.programs(),
         skipped_tracepoints: probe.skipped.clone(),
         records: record_count,
-        lost_records: probe.lost_records(),
+        lost_records: records.lost(),
         interrupted: false,
     };
     Ok(NoiseOutcome { analysis, info })

@@ -12,11 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
-use super::{RunPace, StopOnDrop};
+use super::{EventStream, RunPace, StopOnDrop};
 use crate::analyze::checkpoint::Event;
 use crate::analyze::wakeup::{Report, StatsConfig, Targets, TrackCounts, Tracker, WakeupStats};
-use crate::probe::RecordRing;
-use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched, decode_event};
+use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched};
 use crate::record::{Line, Reader, Tap};
 use crate::system;
 use crate::units::CpuList;
@@ -110,9 +109,9 @@ pub fn run(
     let probe = traced
         .then(|| CheckpointProbe::load(&mut storage, Checkpoints::Timers, &options.cpus, &watched))
         .transpose()?;
-    let ring = probe
+    let mut events = probe
         .as_ref()
-        .map(|p| RecordRing::new(p.events_map(), decode_event))
+        .map(|p| p.events().map(EventStream::new))
         .transpose()?;
     let missed = AtomicU64::new(0);
     let (report_tx, report_rx) = mpsc::channel::<Report>();
@@ -140,9 +139,9 @@ pub fn run(
         let mut pace = RunPace::new(started, options.duration);
         while !stop.load(Ordering::Relaxed) {
             let wait = pace.wait();
-            match &ring {
-                Some(ring) => {
-                    pipeline.feed(ring.wait_and_take(wait), report_rx.try_iter(), tap);
+            match &mut events {
+                Some(events) => {
+                    pipeline.feed(events.wait_and_take(wait), report_rx.try_iter(), tap);
                 }
                 None => {
                     std::thread::sleep(wait);
@@ -165,10 +164,10 @@ pub fn run(
         Ok((threads, pipeline, started.elapsed().as_nanos() as u64))
     })?;
     drop(report_tx);
-    // the timer threads are gone, their last wakeups long in the ring: stop tracing now
-    if let (Some(probe), Some(ring)) = (&probe, &ring) {
+    // the timer threads are gone, their last wakeups long recorded: stop tracing now
+    if let (Some(probe), Some(events)) = (&probe, &mut events) {
         probe.disable();
-        pipeline.feed(ring.take(), report_rx.try_iter(), tap);
+        pipeline.feed(events.take_all(), report_rx.try_iter(), tap);
     } else {
         pipeline.feed_untraced(report_rx.try_iter(), tap);
     }
@@ -179,7 +178,7 @@ pub fn run(
         traced,
         programs: probe.as_ref().map_or(0, |p| p.programs()),
         skipped_tracepoints: probe.as_ref().map_or(Vec::new(), |p| p.skipped.clone()),
-        lost_events: probe.as_ref().map_or(0, |p| p.lost_events()),
+        lost_events: events.as_ref().map_or(0, |e| e.lost()),
         tracking: tracker.counts.clone(),
         threads,
         missed_periods: missed.load(Ordering::Relaxed),

@@ -2,13 +2,14 @@
 //! selects the traced CPUs and the watched process, and decodes the checkpoints.
 
 use std::mem::MaybeUninit;
-use std::ptr::{self, addr_of, addr_of_mut};
+use std::ptr::{self, addr_of_mut};
 
 use anyhow::{Result, bail};
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::{Attached, Gate, load_and_attach, loaded_programs};
+use super::area::{Cursor, RecordAreas, slots_per_cpu};
+use super::{Attached, Gate, load_and_attach, loaded_programs, possible_cpus};
 use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;
 use crate::units::CpuList;
@@ -18,11 +19,18 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/checkpoint.skel.rs"));
 }
 
-use skel::types::{bss, checkpoint};
+use skel::types::{area_cursor, bss, checkpoint, checkpoint_slot};
 use skel::{CheckpointSkel, CheckpointSkelBuilder};
 
 /// Largest CPU number + 1 the BPF side has room for (MAX_CPUS in checkpoint.h).
 pub const MAX_CPUS: u32 = 1024;
+
+/// Memory for every CPU's checkpoints: a storm brings a few hundred thousand per second
+/// per CPU, and an area should hold a good part of a second of it.
+const AREA_BUDGET: usize = 32 << 20;
+const MAX_SLOTS_PER_CPU: u64 = 1 << 17;
+
+const _: () = assert!(size_of::<area_cursor>() == size_of::<Cursor>());
 
 /// Which checkpoints a capability needs beyond the common ones (hardirqs, NMIs,
 /// softirqs, context switches, wakeups).
@@ -77,6 +85,8 @@ pub struct CheckpointProbe<'obj> {
     bss: *mut bss,
     /// Tracepoints this kernel does not have.
     pub skipped: Vec<String>,
+    cpus: usize,
+    slots_per_cpu: u64,
 }
 
 impl<'obj> CheckpointProbe<'obj> {
@@ -90,10 +100,28 @@ impl<'obj> CheckpointProbe<'obj> {
         if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
             bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
         }
-        let Attached { mut skel, skipped } =
-            load_and_attach(CheckpointSkelBuilder::default(), storage, |tracepoint| {
-                checkpoints.wants(tracepoint)
-            })?;
+        let possible = possible_cpus()?;
+        if possible > MAX_CPUS as usize {
+            bail!("this machine has {possible} possible CPUs, irqlens supports {MAX_CPUS}");
+        }
+        let slots = slots_per_cpu(
+            AREA_BUDGET,
+            possible,
+            size_of::<checkpoint_slot>(),
+            MAX_SLOTS_PER_CPU,
+        );
+        let size_areas = |open: &mut skel::OpenCheckpointSkel<'obj>| {
+            open.maps
+                .events
+                .set_max_entries((possible as u64 * slots) as u32)
+                .map_err(Into::into)
+        };
+        let Attached { mut skel, skipped } = load_and_attach(
+            CheckpointSkelBuilder::default(),
+            storage,
+            size_areas,
+            |tracepoint| checkpoints.wants(tracepoint),
+        )?;
         let bss: *mut bss = skel
             .maps
             .bss_data
@@ -114,6 +142,7 @@ impl<'obj> CheckpointProbe<'obj> {
             for cpu in cpus.iter() {
                 ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);
             }
+            ptr::write_volatile(addr_of_mut!((*bss).slots_per_cpu), slots);
             if checkpoints == Checkpoints::Accounting {
                 ptr::write_volatile(addr_of_mut!((*bss).all_wakeups), 1);
             }
@@ -123,6 +152,8 @@ impl<'obj> CheckpointProbe<'obj> {
             skel,
             bss,
             skipped,
+            cpus: possible,
+            slots_per_cpu: slots,
         })
     }
 
@@ -135,13 +166,19 @@ impl<'obj> CheckpointProbe<'obj> {
         self.gate.set(false);
     }
 
-    /// Checkpoints the ring buffer had no room for.
-    pub fn lost_events(&self) -> u64 {
-        unsafe { ptr::read_volatile(addr_of!((*self.bss).lost_events)) }
-    }
-
-    pub fn events_map(&self) -> &dyn MapCore {
-        &self.skel.maps.events
+    /// The reader of every CPU's checkpoints (one per probe: it owns the read positions).
+    pub fn events(&self) -> Result<RecordAreas<'_, Event>> {
+        let map: &dyn MapCore = &self.skel.maps.events;
+        unsafe {
+            RecordAreas::map(
+                map,
+                addr_of_mut!((*self.bss).cursors).cast(),
+                self.cpus,
+                self.slots_per_cpu,
+                size_of::<checkpoint_slot>(),
+                decode_event,
+            )
+        }
     }
 
     pub fn programs(&self) -> usize {
@@ -149,8 +186,8 @@ impl<'obj> CheckpointProbe<'obj> {
     }
 }
 
-/// Decodes one ring buffer record; `None` if it is not one of ours.
-pub fn decode_event(bytes: &[u8]) -> Option<Event> {
+/// Decodes one record of an area; `None` if it is not one of ours.
+fn decode_event(bytes: &[u8]) -> Option<Event> {
     if bytes.len() < size_of::<checkpoint>() {
         return None;
     }

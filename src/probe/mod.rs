@@ -1,18 +1,18 @@
 //! Probe: the BPF programs in the kernel and the handles user space keeps on them.
 
+pub mod area;
 pub mod checkpoint;
 pub mod noise;
 
-use std::cell::RefCell;
 use std::mem::MaybeUninit;
-use std::rc::Rc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use libbpf_rs::btf::Btf;
 use libbpf_rs::btf::types::Typedef;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, OpenObject, RingBuffer, RingBufferBuilder};
+use libbpf_rs::OpenObject;
+
+pub use area::RecordAreas;
 
 /// A loaded and attached skeleton, with the tracepoints this kernel lacks (whose
 /// programs were not loaded).
@@ -21,11 +21,13 @@ pub(crate) struct Attached<S> {
     pub skipped: Vec<String>,
 }
 
-/// Opens a skeleton, turns off the programs whose tracepoints this kernel lacks or that
-/// `wanted` (given the tracepoint's name) leaves out, loads and attaches the rest.
+/// Opens a skeleton, lets `configure` size its maps, turns off the programs whose
+/// tracepoints this kernel lacks or that `wanted` (given the tracepoint's name) leaves
+/// out, loads and attaches the rest.
 pub(crate) fn load_and_attach<'obj, B>(
     builder: B,
     storage: &'obj mut MaybeUninit<OpenObject>,
+    configure: impl FnOnce(&mut B::Output) -> Result<()>,
     wanted: impl Fn(&str) -> bool,
 ) -> Result<Attached<<B::Output as OpenSkel<'obj>>::Output>>
 where
@@ -34,6 +36,7 @@ where
     let mut open = builder
         .open(storage)
         .map_err(|e| explain(e, "opening the BPF object"))?;
+    configure(&mut open)?;
     let tracepoint = |section: &std::ffi::OsStr| {
         section
             .to_string_lossy()
@@ -86,41 +89,10 @@ impl Drop for Gate {
     }
 }
 
-/// A BPF ring buffer whose records are decoded as they are consumed, for the caller to
-/// take in batches. The programs never wake the reader per record: it drains on a timer.
-pub struct RecordRing<T> {
-    ring: RingBuffer<'static>,
-    decoded: Rc<RefCell<Vec<T>>>,
-}
-
-impl<T: 'static> RecordRing<T> {
-    /// `decode` returns None for a record that is not one of ours (it is skipped).
-    pub fn new(map: &dyn MapCore, decode: fn(&[u8]) -> Option<T>) -> Result<Self> {
-        let decoded = Rc::new(RefCell::new(Vec::new()));
-        let sink = decoded.clone();
-        let mut builder = RingBufferBuilder::new();
-        builder.add(map, move |bytes: &[u8]| {
-            sink.borrow_mut().extend(decode(bytes));
-            0
-        })?;
-        Ok(RecordRing {
-            ring: builder.build()?,
-            decoded,
-        })
-    }
-
-    /// Waits up to `timeout` for the buffer to fill past the programs' wakeup mark, then
-    /// takes everything in it.
-    pub fn wait_and_take(&self, timeout: Duration) -> Vec<T> {
-        let _ = self.ring.poll(timeout);
-        self.take()
-    }
-
-    /// Takes everything in the buffer now.
-    pub fn take(&self) -> Vec<T> {
-        let _ = self.ring.consume();
-        std::mem::take(&mut *self.decoded.borrow_mut())
-    }
+/// Every possible CPU has a record area: work items and wakeups are recorded wherever
+/// they happen, and CPUs may come online during a run.
+pub(crate) fn possible_cpus() -> Result<usize> {
+    libbpf_rs::num_possible_cpus().context("counting the possible CPUs")
 }
 
 /// Number of programs an object loaded (for the overhead line).

@@ -9,7 +9,8 @@ use anyhow::{Result, bail};
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::{Attached, Gate, load_and_attach, loaded_programs};
+use super::area::{Cursor, RecordAreas, slots_per_cpu};
+use super::{Attached, Gate, load_and_attach, loaded_programs, possible_cpus};
 use crate::analyze::noise::{Comm, NoiseClass, Record};
 use crate::units::CpuList;
 
@@ -19,11 +20,18 @@ mod skel {
 }
 
 pub use skel::types::nest_state as NestState;
-use skel::types::{bss, noise_record};
+use skel::types::{area_cursor, bss, noise_slot};
 use skel::{NoiseSkel, NoiseSkelBuilder};
 
 /// Largest CPU number + 1 the BPF side has room for (MAX_CPUS in noise.h).
 pub const MAX_CPUS: u32 = 1024;
+
+/// Memory for every CPU's records: records come at interference rates (thousands per
+/// second per CPU), so even the smallest areas hold many drains' worth.
+const AREA_BUDGET: usize = 8 << 20;
+const MAX_SLOTS_PER_CPU: u64 = 1 << 16;
+
+const _: () = assert!(size_of::<area_cursor>() == size_of::<Cursor>());
 
 pub struct NoiseProbe<'obj> {
     /// First, so it closes before the skeleton's links are detached.
@@ -34,6 +42,8 @@ pub struct NoiseProbe<'obj> {
     bss: *mut bss,
     /// Tracepoints this kernel does not have.
     pub skipped: Vec<String>,
+    cpus: usize,
+    slots_per_cpu: u64,
 }
 
 impl<'obj> NoiseProbe<'obj> {
@@ -42,8 +52,19 @@ impl<'obj> NoiseProbe<'obj> {
         if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
             bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
         }
+        let possible = possible_cpus()?;
+        if possible > MAX_CPUS as usize {
+            bail!("this machine has {possible} possible CPUs, irqlens supports {MAX_CPUS}");
+        }
+        let slots = slots_per_cpu(AREA_BUDGET, possible, size_of::<noise_slot>(), MAX_SLOTS_PER_CPU);
+        let size_areas = |open: &mut skel::OpenNoiseSkel<'obj>| {
+            open.maps
+                .records
+                .set_max_entries((possible as u64 * slots) as u32)
+                .map_err(Into::into)
+        };
         let Attached { mut skel, skipped } =
-            load_and_attach(NoiseSkelBuilder::default(), storage, |_| true)?;
+            load_and_attach(NoiseSkelBuilder::default(), storage, size_areas, |_| true)?;
         let bss: *mut bss = skel
             .maps
             .bss_data
@@ -54,7 +75,10 @@ impl<'obj> NoiseProbe<'obj> {
             skel,
             bss,
             skipped,
+            cpus: possible,
+            slots_per_cpu: slots,
         };
+        unsafe { ptr::write_volatile(addr_of_mut!((*probe.bss).slots_per_cpu), slots) };
         for cpu in cpus.iter() {
             unsafe {
                 ptr::write_volatile(addr_of_mut!((*probe.bss).cpus[cpu as usize].measured), 1)
@@ -88,13 +112,19 @@ impl<'obj> NoiseProbe<'obj> {
         unsafe { ptr::read_volatile(addr_of!((*self.bss).cpus[cpu as usize].entries)) }
     }
 
-    /// Records the ring buffer had no room for.
-    pub fn lost_records(&self) -> u64 {
-        unsafe { ptr::read_volatile(addr_of!((*self.bss).lost_records)) }
-    }
-
-    pub fn records_map(&self) -> &dyn MapCore {
-        &self.skel.maps.records
+    /// The reader of every CPU's records (one per probe: it owns the read positions).
+    pub fn records(&self) -> Result<RecordAreas<'_, Record>> {
+        let map: &dyn MapCore = &self.skel.maps.records;
+        unsafe {
+            RecordAreas::map(
+                map,
+                addr_of_mut!((*self.bss).cursors).cast(),
+                self.cpus,
+                self.slots_per_cpu,
+                size_of::<noise_slot>(),
+                decode_record,
+            )
+        }
     }
 
     /// Number of programs loaded (for the overhead line).
@@ -131,12 +161,12 @@ impl CpuCounters<'_> {
     }
 }
 
-/// Decodes one ring buffer record; `None` if it is not one of ours.
-pub fn decode_record(bytes: &[u8]) -> Option<Record> {
-    if bytes.len() < size_of::<noise_record>() {
+/// Decodes one record of an area; `None` if it is not one of ours.
+fn decode_record(bytes: &[u8]) -> Option<Record> {
+    if bytes.len() < size_of::<skel::types::noise_record>() {
         return None;
     }
-    let raw: noise_record = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
+    let raw: skel::types::noise_record = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
     Some(Record {
         cpu: raw.cpu,
         class: NoiseClass::from_raw(raw.class)?,

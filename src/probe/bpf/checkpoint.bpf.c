@@ -17,18 +17,25 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define EVENTS_SIZE (16 << 20)
-#define WAKEUP_BYTES (EVENTS_SIZE / 4)
 #define PF_WQ_WORKER 0x00000020
 
+/*
+ * Every CPU's record area (record_area.h), `slots_per_cpu` slots each; user space sets
+ * the size before loading and maps it.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, EVENTS_SIZE);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct checkpoint_slot);
+	__uint(max_entries, 1);
 } events SEC(".maps");
 
 /* Cleared before detaching, so no half-detached program pair produces fake matches. */
 __u32 enabled;
-__u64 lost_events;
+/* A power of two, written by user space before enabling. */
+__u64 slots_per_cpu;
+struct area_cursor cursors[MAX_CPUS];
 /*
  * The watched process (irqlens's own threads, or the one a user named by pid), or the
  * watched thread name when one is set (user space rejects an empty name): their
@@ -47,8 +54,8 @@ struct {
 	__type(key, __u64);
 	__type(value, __u32);
 } socket_reader SEC(".maps");
-/* Never written: makes the skeleton generate the event's Rust type. */
-struct checkpoint event_layout;
+/* Never written: makes the skeleton generate the event's Rust types. */
+struct checkpoint_slot slot_layout;
 
 static __always_inline bool on_traced_cpu(__u32 *cpu)
 {
@@ -58,17 +65,29 @@ static __always_inline bool on_traced_cpu(__u32 *cpu)
 	return traced_cpu[*cpu & (MAX_CPUS - 1)];
 }
 
-/* Every field but comm, each written once; the caller fills comm. */
-static __always_inline struct checkpoint *reserve(__u32 cpu, __u16 kind, __u16 id, __u32 aux,
-						__u64 ptr, __u64 func)
+/*
+ * Claims a slot of the CPU's record area and writes every field but comm, each once;
+ * the caller fills comm and commits. The time is read first: a program that nests
+ * inside this one between the clock read and the claim then comes after it in time
+ * as in position.
+ */
+static __always_inline struct checkpoint_slot *reserve(__u32 cpu, __u16 kind, __u16 id,
+						     __u32 aux, __u64 ptr, __u64 func,
+						     __u64 *pos)
 {
-	struct checkpoint *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u64 time = bpf_ktime_get_ns(), slots = slots_per_cpu;
+	struct checkpoint_slot *slot;
+	struct checkpoint *e;
+	__u32 index;
 
-	if (!e) {
-		__sync_fetch_and_add(&lost_events, 1);
+	if (area_claim(&cursors[cpu & (MAX_CPUS - 1)], slots, pos))
 		return NULL;
-	}
-	e->time = bpf_ktime_get_ns();
+	index = area_index(cpu, slots, *pos);
+	slot = bpf_map_lookup_elem(&events, &index);
+	if (!slot)
+		return NULL; /* cannot happen: user space sized the map to every CPU's area */
+	e = &slot->event;
+	e->time = time;
 	e->cpu = cpu;
 	e->pid = (__u32)bpf_get_current_pid_tgid();
 	e->kind = kind;
@@ -76,29 +95,21 @@ static __always_inline struct checkpoint *reserve(__u32 cpu, __u16 kind, __u16 i
 	e->aux = aux;
 	e->ptr = ptr;
 	e->func = func;
-	return e;
-}
-
-/* Wake the reader only when the buffer fills up; otherwise it drains on a timer. */
-static __always_inline void submit(struct checkpoint *e)
-{
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+	return slot;
 }
 
 /* A checkpoint that names no task. */
 static __always_inline int emit_on(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __u64 ptr,
 				   __u64 func)
 {
-	struct checkpoint *e = reserve(cpu, kind, id, aux, ptr, func);
+	struct checkpoint_slot *slot;
+	__u64 pos;
 
-	if (!e)
+	slot = reserve(cpu, kind, id, aux, ptr, func, &pos);
+	if (!slot)
 		return 0;
-	__builtin_memset(e->comm, 0, TASK_COMM_LEN);
-	submit(e);
+	__builtin_memset(slot->event.comm, 0, TASK_COMM_LEN);
+	area_commit(&slot->commit, pos);
 	return 0;
 }
 
@@ -216,17 +227,18 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	struct checkpoint *e;
+	struct checkpoint_slot *slot;
+	__u64 pos;
 	__u32 cpu;
 
 	if (!on_traced_cpu(&cpu))
 		return 0;
 	/* current is still prev here: the event's pid is the thread switched out */
-	e = reserve(cpu, EV_SWITCH, 0, next->pid, next->tgid, 0);
-	if (!e)
+	slot = reserve(cpu, EV_SWITCH, 0, next->pid, next->tgid, 0, &pos);
+	if (!slot)
 		return 0;
-	__builtin_memcpy(e->comm, next->comm, TASK_COMM_LEN);
-	submit(e);
+	__builtin_memcpy(slot->event.comm, next->comm, TASK_COMM_LEN);
+	area_commit(&slot->commit, pos);
 	return 0;
 }
 
@@ -264,8 +276,9 @@ static __always_inline bool is_watched(struct task_struct *p)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(irqlens_waking, struct task_struct *p)
 {
-	struct checkpoint *e;
+	struct checkpoint_slot *slot;
 	bool watched, chained;
+	__u64 pos;
 	__u32 cpu;
 
 	if (!enabled)
@@ -278,11 +291,11 @@ int BPF_PROG(irqlens_waking, struct task_struct *p)
 	cpu = bpf_get_smp_processor_id();
 	if (!chained && !traced_cpu[cpu & (MAX_CPUS - 1)])
 		return 0;
-	e = reserve(cpu, EV_WAKEUP, 0, p->pid, p->tgid, watched);
-	if (!e)
+	slot = reserve(cpu, EV_WAKEUP, 0, p->pid, p->tgid, watched, &pos);
+	if (!slot)
 		return 0;
-	__builtin_memcpy(e->comm, p->comm, TASK_COMM_LEN);
-	submit(e);
+	__builtin_memcpy(slot->event.comm, p->comm, TASK_COMM_LEN);
+	area_commit(&slot->commit, pos);
 	return 0;
 }
 

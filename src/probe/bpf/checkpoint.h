@@ -3,6 +3,8 @@
 #ifndef IRQLENS_CHECKPOINT_H
 #define IRQLENS_CHECKPOINT_H
 
+#include "record_area.h"
+
 #define MAX_CPUS 1024
 #define TASK_COMM_LEN 16
 
@@ -44,6 +46,12 @@ struct checkpoint {
 	__u16 kind;
 	__u16 id;
 	char comm[TASK_COMM_LEN];
+};
+
+/* A slot of a CPU's record area (record_area.h): 64 bytes, one cache line. */
+struct checkpoint_slot {
+	__u64 commit;
+	struct checkpoint event;
 };
 
 #endif /* IRQLENS_CHECKPOINT_H */

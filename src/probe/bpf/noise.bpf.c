@@ -14,13 +14,16 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Wake the reader only when the buffer fills up; otherwise it drains on a timer. */
-#define RECORDS_SIZE (8 << 20)
-#define WAKEUP_BYTES (RECORDS_SIZE / 4)
-
+/*
+ * Every CPU's record area (record_area.h), `slots_per_cpu` slots each; user space sets
+ * the size before loading and maps it.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, RECORDS_SIZE);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct noise_slot);
+	__uint(max_entries, 1);
 } records SEC(".maps");
 
 /*
@@ -28,10 +31,12 @@ struct {
  * no half-detached entry/exit pair produces a fake duration.
  */
 __u32 enabled;
-__u64 lost_records;
+/* A power of two, written by user space before enabling. */
+__u64 slots_per_cpu;
+struct area_cursor cursors[MAX_CPUS];
 struct cpu_state cpus[MAX_CPUS];
-/* Never written: makes the skeleton generate the record's Rust type. */
-struct noise_record record_layout;
+/* Never written: makes the skeleton generate the record's Rust types. */
+struct noise_slot slot_layout;
 
 static __always_inline struct cpu_state *measured_cpu(__u32 *cpu)
 {
@@ -56,40 +61,43 @@ static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 n
 	nest_enter(&s->nest, cls, now, seq, id, source);
 }
 
+/* comm: the ending thread's name, for CLASS_THREAD (NULL for the other classes). */
 static __always_inline void emit(struct cpu_state *s, __u32 cpu, unsigned int cls,
-				 __u64 duration)
+				 __u64 duration, const char *comm)
 {
 	struct nest_ctx *c = &s->nest.ctx[cls & (NOISE_CLASSES - 1)];
-	struct noise_record *r;
-	__u64 flags = BPF_RB_NO_WAKEUP;
+	struct area_cursor *cursor = &cursors[cpu & (MAX_CPUS - 1)];
+	struct noise_slot *slot;
+	__u64 slots = slots_per_cpu, pos;
+	__u32 index;
 
-	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
-	if (!r) {
-		__sync_fetch_and_add(&lost_records, 1);
+	if (area_claim(cursor, slots, &pos))
 		return;
-	}
-	r->start = c->start;
-	r->duration = duration;
-	r->seq = c->seq;
-	r->cpu = cpu;
-	r->class = cls;
-	r->source = c->source;
-	r->id = c->id;
-	if (cls == CLASS_THREAD)
-		__builtin_memcpy(r->comm, s->thread_comm, TASK_COMM_LEN);
+	index = area_index(cpu, slots, pos);
+	slot = bpf_map_lookup_elem(&records, &index);
+	if (!slot)
+		return; /* cannot happen: user space sized the map to every CPU's area */
+	slot->record.start = c->start;
+	slot->record.duration = duration;
+	slot->record.seq = c->seq;
+	slot->record.cpu = cpu;
+	slot->record.class = cls;
+	slot->record.source = c->source;
+	slot->record.id = c->id;
+	if (comm)
+		__builtin_memcpy(slot->record.comm, comm, TASK_COMM_LEN);
 	else
-		__builtin_memset(r->comm, 0, TASK_COMM_LEN);
-	if (bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(r, flags);
+		__builtin_memset(slot->record.comm, 0, TASK_COMM_LEN);
+	area_commit(&slot->commit, pos);
 }
 
-static __always_inline void end(struct cpu_state *s, __u32 cpu, unsigned int cls, __u64 now)
+static __always_inline void end(struct cpu_state *s, __u32 cpu, unsigned int cls, __u64 now,
+				const char *comm)
 {
 	__u64 duration;
 
 	if (nest_exit(&s->nest, cls, now, &duration) && s->sampling)
-		emit(s, cpu, cls, duration);
+		emit(s, cpu, cls, duration, comm);
 }
 
 /*
@@ -130,7 +138,7 @@ static __always_inline int on_exit(unsigned int cls)
 
 	s = measured_cpu(&cpu);
 	if (s)
-		end(s, cpu, cls, stable_now(s));
+		end(s, cpu, cls, stable_now(s), NULL);
 	return 0;
 }
 
@@ -147,7 +155,7 @@ int BPF_PROG(irqlens_nmi, void *handler, s64 delta_ns, int handled)
 		return 0;
 	now = bpf_ktime_get_ns();
 	begin(s, CLASS_NMI, now - delta_ns, 0, 0);
-	end(s, cpu, CLASS_NMI, now);
+	end(s, cpu, CLASS_NMI, now, NULL);
 	return 0;
 }
 
@@ -200,11 +208,10 @@ int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev,
 	if (!s)
 		return 0;
 	now = bpf_ktime_get_ns();
+	/* the thread's name is taken when it ends: prev is the thread that ran */
 	if (prev->pid != s->workload_pid)
-		end(s, cpu, CLASS_THREAD, now);
-	if (next->pid != s->workload_pid) {
-		bpf_probe_read_kernel(s->thread_comm, TASK_COMM_LEN, next->comm);
+		end(s, cpu, CLASS_THREAD, now, prev->comm);
+	if (next->pid != s->workload_pid)
 		begin(s, CLASS_THREAD, now, next->pid, 0);
-	}
 	return 0;
 }

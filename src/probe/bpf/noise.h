@@ -5,10 +5,10 @@
 
 #include "nest.h"
 #include "irq_vectors.h"
+#include "record_area.h"
 
 #define MAX_CPUS 1024
 #define TASK_COMM_LEN 16
-
 
 /* One interference on a measured CPU, emitted when it ends. */
 struct noise_record {
@@ -20,6 +20,12 @@ struct noise_record {
 	__u16 source;   /* enum irq_source, for CLASS_IRQ */
 	__u32 id;       /* irq line or vector, softirq number, pid */
 	char comm[TASK_COMM_LEN]; /* CLASS_THREAD only */
+};
+
+/* A slot of a CPU's record area (record_area.h): 64 bytes, one cache line. */
+struct noise_slot {
+	__u64 commit;
+	struct noise_record record;
 };
 
 /* Per measured CPU; padded so CPUs never share a cache line. */
@@ -34,7 +40,6 @@ struct cpu_state {
 	/* Entries per class while sampling (the summary's NMI/IRQ/Softirq/Thread). */
 	__u64 entries[NOISE_CLASSES];
 	struct nest_state nest;
-	char thread_comm[TASK_COMM_LEN];
 } __attribute__((aligned(64)));
 
 #endif /* IRQLENS_NOISE_H */
