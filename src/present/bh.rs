@@ -303,7 +303,7 @@ pub fn write_run_info(
     if info.lost_events > 0 {
         writeln!(
             out,
-            "warning: {} events were lost (ring buffer full): some samples are missing or unmatched",
+            "warning: {} events were lost (record area full): some samples are missing or unmatched",
             info.lost_events
         )?;
     }
