@@ -1,16 +1,30 @@
-//! What every bench needs: the release binary they measure, and running it for JSON.
-//! Included by each bench with `#[path]` (a bench cannot import tests/common or the other).
+//! What every bench needs: the release binary they measure, running it for JSON or in
+//! the background, interleaved timing, a pipe ping-pong to time traced events with, and
+//! a process's memory. Included by each bench with `#[path]` (a bench cannot import
+//! tests/common or the other).
 // not every bench uses every helper
 #![allow(dead_code)]
 
 use std::fs;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::SystemTime;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
+use irqlens::collect::sched::set_affinity;
+use irqlens::units::CpuList;
 
 const SECONDS_VAR: &str = "IRQLENS_BENCH_SECONDS";
+const QUICK_VAR: &str = "IRQLENS_BENCH_QUICK";
+
+/// IRQLENS_BENCH_QUICK=1 (any value but empty or 0): a few seconds per step, to check
+/// that a bench works; its figures then mean little.
+pub fn quick_mode() -> bool {
+    std::env::var(QUICK_VAR).is_ok_and(|value| !value.is_empty() && value != "0")
+}
 
 /// Seconds per run: IRQLENS_BENCH_SECONDS, or `default`.
 pub fn run_seconds(default: u64) -> Result<u64> {
@@ -84,4 +98,286 @@ fn newest_source(dir: &Path) -> Option<SystemTime> {
             }
         })
         .max()
+}
+
+/// Runs every variant once per round, in turn, and keeps each one's minimum.
+pub fn interleaved_min<const K: usize>(
+    rounds: usize,
+    mut variants: [&mut dyn FnMut() -> Result<f64>; K],
+) -> Result<[f64; K]> {
+    let mut best = [f64::INFINITY; K];
+    for _ in 0..rounds {
+        for (best, variant) in best.iter_mut().zip(variants.iter_mut()) {
+            *best = best.min(variant()?);
+        }
+    }
+    Ok(best)
+}
+
+// ---------------------------------------------------------------------------------------
+// Pipe ping-pong: the cost of traced context switches
+
+/// ns per round trip of two threads on `cpu` passing a byte back and forth over two pipes
+/// (like `perf bench sched pipe`): `round_trips` timed after a tenth as many untimed.
+/// The calling thread is one of the two (pinned to `cpu` for the while, then given its
+/// CPUs back); it calls `timing(true)` right before the timed round trips and
+/// `timing(false)` right after, so a probe switched on and off there sees those only.
+pub fn ping_pong(cpu: u32, round_trips: u64, mut timing: impl FnMut(bool)) -> Result<f64> {
+    let (ping_rx, ping_tx) = pipe()?;
+    let (pong_rx, pong_tx) = pipe()?;
+    std::thread::scope(|scope| {
+        let echo = scope.spawn(move || -> Result<()> {
+            set_affinity(&CpuList::single(cpu))?;
+            let mut byte = [0u8];
+            // until the other side closes its end
+            while read_byte(&ping_rx, &mut byte)? {
+                write_byte(&pong_tx, byte)?;
+            }
+            Ok(())
+        });
+        let timed = (|| -> Result<f64> {
+            let _pinned = PinnedThread::to(cpu)?;
+            let mut byte = [0u8];
+            let mut exchange = |n: u64| -> Result<()> {
+                for _ in 0..n {
+                    write_byte(&ping_tx, byte)?;
+                    ensure!(read_byte(&pong_rx, &mut byte)?, "the echo thread quit");
+                }
+                Ok(())
+            };
+            exchange(round_trips / 10)?;
+            timing(true);
+            let start = Instant::now();
+            exchange(round_trips)?;
+            let elapsed = start.elapsed();
+            timing(false);
+            Ok(elapsed.as_nanos() as f64 / round_trips as f64)
+        })();
+        // the echo thread reads EOF and ends
+        drop(ping_tx);
+        echo.join().expect("the echo thread panicked")?;
+        timed
+    })
+}
+
+/// The calling thread pinned to one CPU until dropped, then back on the CPUs it had.
+struct PinnedThread {
+    before: libc::cpu_set_t,
+}
+
+impl PinnedThread {
+    fn to(cpu: u32) -> Result<Self> {
+        let mut before: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let ret = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut before) };
+        ensure!(
+            ret == 0,
+            "sched_getaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        set_affinity(&CpuList::single(cpu))?;
+        Ok(PinnedThread { before })
+    }
+}
+
+impl Drop for PinnedThread {
+    fn drop(&mut self) {
+        unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.before) };
+    }
+}
+
+/// (read end, write end)
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    ensure!(
+        unsafe { libc::pipe(fds.as_mut_ptr()) } == 0,
+        "pipe: {}",
+        std::io::Error::last_os_error()
+    );
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// `false` at end of file.
+fn read_byte(fd: &OwnedFd, byte: &mut [u8; 1]) -> Result<bool> {
+    let n = unsafe { libc::read(fd.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
+    ensure!(n >= 0, "read: {}", std::io::Error::last_os_error());
+    Ok(n == 1)
+}
+
+fn write_byte(fd: &OwnedFd, byte: [u8; 1]) -> Result<()> {
+    let n = unsafe { libc::write(fd.as_raw_fd(), byte.as_ptr().cast(), 1) };
+    ensure!(n == 1, "write: {}", std::io::Error::last_os_error());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Programs in the background
+
+/// How long a background program may take to end after SIGINT before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(60);
+
+/// A program running in the background until `stop`, which interrupts it as Ctrl-C does
+/// and returns its output. Dropped without `stop` (an error or a panic on the way), it is
+/// interrupted and waited for all the same, and killed if it does not end in time.
+pub struct Background {
+    name: String,
+    child: Child,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+    ended: bool,
+}
+
+/// What a background program printed, and how it ended.
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Background {
+    /// Starts `program`; its output is read as it comes, so it never blocks on a pipe.
+    pub fn start(program: &Path, args: &[String]) -> Result<Background> {
+        let name = format!("{} {}", program.display(), args.join(" "));
+        let mut command = Command::new(program);
+        let mut child = terminated_if_bench_ends(&mut command)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        let read_all = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                text
+            })
+        };
+        let stdout = child.stdout.take().map(|p| read_all(Box::new(p)));
+        let stderr = child.stderr.take().map(|p| read_all(Box::new(p)));
+        Ok(Background {
+            name,
+            child,
+            stdout,
+            stderr,
+            ended: false,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until the program has attached its BPF programs: it holds BPF links or perf
+    /// events, and their number stopped growing. Fails if it ends or takes `timeout`.
+    pub fn wait_until_attached(&mut self, timeout: Duration) -> Result<()> {
+        let started = Instant::now();
+        let mut last = 0;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                self.ended = true;
+                let stderr = self.stderr.take().map(join_text).unwrap_or_default();
+                bail!(
+                    "{} ended before attaching ({status}): {}",
+                    self.name,
+                    stderr.trim()
+                );
+            }
+            let now = attachments(self.pid());
+            if now > 0 && now == last {
+                return Ok(());
+            }
+            ensure!(
+                started.elapsed() < timeout,
+                "{} attached nothing in {timeout:?}",
+                self.name
+            );
+            last = now;
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Interrupts the program (SIGINT), waits for it and returns what it printed.
+    pub fn stop(mut self) -> Result<Finished> {
+        let status = self.interrupt_and_wait()?;
+        Ok(Finished {
+            status,
+            stdout: self.stdout.take().map(join_text).unwrap_or_default(),
+            stderr: self.stderr.take().map(join_text).unwrap_or_default(),
+        })
+    }
+
+    fn interrupt_and_wait(&mut self) -> Result<ExitStatus> {
+        self.ended = true;
+        if let Some(status) = self.child.try_wait()? {
+            return Ok(status);
+        }
+        unsafe { libc::kill(self.pid() as i32, libc::SIGINT) };
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        bail!(
+            "{} did not end within {STOP_GRACE:?} of SIGINT: killed",
+            self.name
+        )
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.interrupt_and_wait();
+        }
+    }
+}
+
+/// Makes the command's process get SIGTERM if the thread that starts it ends first, so
+/// nothing outlives a bench that is killed or ends before stopping it. (Not SIGINT: a
+/// shell's background job ignores it, and so do the programs the job starts.)
+pub fn terminated_if_bench_ends(command: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // prctl is async-signal-safe: allowed between fork and exec
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        })
+    }
+}
+
+fn join_text(reader: JoinHandle<String>) -> String {
+    reader.join().unwrap_or_default()
+}
+
+/// BPF links and perf events process `pid` holds: how a tracer attaches its programs.
+fn attachments(pid: u32) -> usize {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    fds.flatten()
+        .filter_map(|fd| fs::read_link(fd.path()).ok())
+        .filter(|target| {
+            let target = target.to_string_lossy();
+            target == "anon_inode:bpf_link" || target == "anon_inode:[perf_event]"
+        })
+        .count()
+}
+
+/// Resident memory of process `pid` (VmRSS), in KiB; None once it has exited (a zombie
+/// has no VmRSS line).
+pub fn vm_rss_kib(pid: u32) -> Option<u64> {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }

@@ -10,7 +10,6 @@
 use std::fs;
 use std::hint::black_box;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +26,7 @@ use irqlens::collect::workload::read_stable;
 use irqlens::probe::noise::{CpuCounters, NoiseProbe};
 use irqlens::units::CpuList;
 
-use common::{irqlens_binary, require_root, run_json};
+use common::{interleaved_min, irqlens_binary, ping_pong, require_root, run_json, vm_rss_kib};
 
 /// Rounds of the loop cost and of the ping-pong; the ping-pong's figure is a small
 /// difference of two large times, so it takes more rounds to settle.
@@ -39,10 +38,9 @@ const PING_PONG_ROUNDS: usize = 31;
 const LOOP_ITERATIONS: u64 = 20_000;
 const LOOP_CHUNKS: usize = 20;
 
-/// Ping-pong: round trips timed per round, after a warm-up. Each round trip emits about
-/// two 64-byte records; 10 000 of them fit in the CPU's record area undrained.
+/// Ping-pong: round trips timed per round (after a tenth as many untimed). Each round trip
+/// emits about two 64-byte records; 10 000 of them fit in the CPU's record area undrained.
 const ROUND_TRIPS: u64 = 10_000;
-const WARMUP_ROUND_TRIPS: u64 = 1_000;
 
 const SPINNER_NAME: &str = "bench-spin";
 const SPINNER_PERIOD: Duration = Duration::from_millis(20);
@@ -72,20 +70,6 @@ fn main() -> Result<()> {
     compare_with_oslat(&irqlens, cpu)?;
     memory_over_time(&irqlens, cpu)?;
     Ok(())
-}
-
-/// Runs every variant once per round, in turn, and keeps each one's minimum.
-fn interleaved_min<const K: usize>(
-    rounds: usize,
-    mut variants: [&mut dyn FnMut() -> Result<f64>; K],
-) -> Result<[f64; K]> {
-    let mut best = [f64::INFINITY; K];
-    for _ in 0..rounds {
-        for (best, variant) in best.iter_mut().zip(variants.iter_mut()) {
-            *best = best.min(variant()?);
-        }
-    }
-    Ok(best)
 }
 
 /// ns per iteration of `body` over `iterations`, the best of `LOOP_CHUNKS` chunks.
@@ -218,7 +202,7 @@ fn event_cost(cpu: u32) -> Result<()> {
     let [baseline, attached, tracing, sampling] = interleaved_min(
         PING_PONG_ROUNDS,
         [
-            &mut || ping_pong(cpu, None),
+            &mut || ping_pong(cpu, ROUND_TRIPS, |_| {}),
             &mut || ns(Probing::Attached),
             &mut || ns(Probing::Tracing),
             &mut || {
@@ -282,7 +266,12 @@ fn probed_ping_pong(cpu: u32, probing: Probing) -> Result<ProbedRound> {
         probe.enable();
     }
     let before = probe.entries(cpu);
-    let ns = ping_pong(cpu, (probing == Probing::Sampling).then_some(counters))?;
+    let sampling = probing == Probing::Sampling;
+    let ns = ping_pong(cpu, ROUND_TRIPS, |timed| {
+        if sampling {
+            counters.set_sampling(timed)
+        }
+    })?;
     let after = probe.entries(cpu);
     Ok(ProbedRound {
         ns_per_round_trip: ns,
@@ -291,71 +280,6 @@ fn probed_ping_pong(cpu: u32, probing: Probing) -> Result<ProbedRound> {
         load,
     })
     // dropping the probe disables and detaches it: the next round starts untraced
-}
-
-/// ns per round trip of two threads on `cpu` passing a byte back and forth over two pipes
-/// (like `perf bench sched pipe`). With `counters`, sampling is on exactly while timed, so
-/// the probe's entry counts cover the timed round trips only.
-fn ping_pong(cpu: u32, counters: Option<CpuCounters<'_>>) -> Result<f64> {
-    let (ping_rx, ping_tx) = pipe()?;
-    let (pong_rx, pong_tx) = pipe()?;
-    std::thread::scope(|scope| {
-        let echo = scope.spawn(move || -> Result<()> {
-            set_affinity(&CpuList::single(cpu))?;
-            let mut byte = [0u8];
-            // until the other side closes its end
-            while read_byte(&ping_rx, &mut byte)? {
-                write_byte(&pong_tx, byte)?;
-            }
-            Ok(())
-        });
-        let timed = scope.spawn(move || -> Result<f64> {
-            set_affinity(&CpuList::single(cpu))?;
-            let mut byte = [0u8];
-            let mut round_trips = |n: u64| -> Result<()> {
-                for _ in 0..n {
-                    write_byte(&ping_tx, byte)?;
-                    ensure!(read_byte(&pong_rx, &mut byte)?, "the echo thread quit");
-                }
-                Ok(())
-            };
-            round_trips(WARMUP_ROUND_TRIPS)?;
-            counters.inspect(|c| c.set_sampling(true));
-            let start = Instant::now();
-            round_trips(ROUND_TRIPS)?;
-            let elapsed = start.elapsed();
-            counters.inspect(|c| c.set_sampling(false));
-            Ok(elapsed.as_nanos() as f64 / ROUND_TRIPS as f64)
-            // ping_tx is dropped here: the echo thread reads EOF and ends
-        });
-        let ns = timed.join().expect("the ping thread panicked")?;
-        echo.join().expect("the echo thread panicked")?;
-        Ok(ns)
-    })
-}
-
-/// (read end, write end)
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    ensure!(
-        unsafe { libc::pipe(fds.as_mut_ptr()) } == 0,
-        "pipe: {}",
-        std::io::Error::last_os_error()
-    );
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// `false` at end of file.
-fn read_byte(fd: &OwnedFd, byte: &mut [u8; 1]) -> Result<bool> {
-    let n = unsafe { libc::read(fd.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
-    ensure!(n >= 0, "read: {}", std::io::Error::last_os_error());
-    Ok(n == 1)
-}
-
-fn write_byte(fd: &OwnedFd, byte: [u8; 1]) -> Result<()> {
-    let n = unsafe { libc::write(fd.as_raw_fd(), byte.as_ptr().cast(), 1) };
-    ensure!(n == 1, "write: {}", std::io::Error::last_os_error());
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -509,7 +433,6 @@ fn memory_over_time(irqlens: &Path, cpu: u32) -> Result<()> {
         .stderr(Stdio::null())
         .spawn()
         .with_context(|| format!("running {}", irqlens.display()))?;
-    let status = format!("/proc/{}/status", child.id());
     let started = Instant::now();
     let mut series: Vec<(u64, u64)> = Vec::new();
     for at in (1..).map(|i| MEMORY_EVERY * i) {
@@ -518,7 +441,7 @@ fn memory_over_time(irqlens: &Path, cpu: u32) -> Result<()> {
         }
         std::thread::sleep(at.saturating_sub(started.elapsed()));
         // None once the process has exited (a zombie has no VmRSS line)
-        let Some(kib) = vm_rss_kib(&status) else {
+        let Some(kib) = vm_rss_kib(child.id()) else {
             break;
         };
         series.push((at.as_secs(), kib));
@@ -535,16 +458,4 @@ fn memory_over_time(irqlens: &Path, cpu: u32) -> Result<()> {
         _ => println!("   growth: not enough samples (irqlens ended early)"),
     }
     Ok(())
-}
-
-fn vm_rss_kib(status: &str) -> Option<u64> {
-    fs::read_to_string(status)
-        .ok()?
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
 }
