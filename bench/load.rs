@@ -9,6 +9,7 @@
 //!   interleaved with target/release/irqlens, so before and after come out of one run.
 //! - IRQLENS_BENCH_SECONDS=N: each storm's length (120 s by default).
 //! - IRQLENS_BENCH_QUICK=1: a few seconds per step, to check that the bench works.
+//! - IRQLENS_BENCH_ONLY=slowdown,storm,events: run only these sections.
 //!
 //! With bpftrace installed, it is measured too as a reference: it counts the tracepoints
 //! `account` traces in per-CPU maps (no events to user space). It needs tracefs, which
@@ -233,11 +234,24 @@ fn main() -> Result<()> {
     let storm_loops = hackbench_loops_for(plan.storm_run)?;
     println!();
 
-    hackbench_slowdown(&tracers, &plan, slowdown_loops)?;
-    storms(&tracers, &plan, storm_loops)?;
-    checkpoint_event_cost(&plan, &online)?;
+    if wanted("slowdown") {
+        hackbench_slowdown(&tracers, &plan, slowdown_loops)?;
+    }
+    if wanted("storm") {
+        storms(&tracers, &plan, storm_loops)?;
+    }
+    if wanted("events") {
+        checkpoint_event_cost(&plan, &online)?;
+    }
     drop(tracefs);
     Ok(())
+}
+
+/// Whether IRQLENS_BENCH_ONLY (a comma-separated list of `slowdown`, `storm`, `events`)
+/// leaves this section in; all run when it is not set.
+fn wanted(section: &str) -> bool {
+    std::env::var("IRQLENS_BENCH_ONLY")
+        .map_or(true, |only| only.split(',').any(|s| s.trim() == section))
 }
 
 /// target/release/irqlens, and IRQLENS_BEFORE's binary if set.
