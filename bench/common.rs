@@ -381,3 +381,13 @@ pub fn vm_rss_kib(pid: u32) -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// The middle value (the mean of the two middle ones for an even count); NaN if none.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}

@@ -30,8 +30,8 @@ use irqlens::units::CpuList;
 use serde_json::Value;
 
 use common::{
-    Background, interleaved_min, irqlens_binary, ping_pong, quick_mode, require_root, run_seconds,
-    terminated_if_bench_ends, vm_rss_kib,
+    Background, interleaved_min, irqlens_binary, median, ping_pong, quick_mode, require_root,
+    run_seconds, terminated_if_bench_ends, vm_rss_kib,
 };
 
 const BEFORE_VAR: &str = "IRQLENS_BEFORE";
@@ -372,15 +372,6 @@ fn hackbench_loops_for(target: Duration) -> Result<u32> {
     let seconds = hackbench(CALIBRATION_LOOPS)?;
     let loops = (CALIBRATION_LOOPS as f64 * target.as_secs_f64() / seconds).round() as u32;
     Ok(loops.max(10))
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -752,4 +743,3 @@ fn probed_ping_pong(cpu: u32, round_trips: u64, checkpoints: Checkpoints) -> Res
     })
     // dropping the probe detaches it: the next round starts untraced
 }
-

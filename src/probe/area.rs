@@ -101,7 +101,14 @@ impl<T> RecordAreas<'_, T> {
             len,
             mapped: true,
         };
-        Ok(Self::over(slots, cursors, cpus, slots_per_cpu, slot_size, decode))
+        Ok(Self::over(
+            slots,
+            cursors,
+            cpus,
+            slots_per_cpu,
+            slot_size,
+            decode,
+        ))
     }
 
     fn over(
@@ -130,7 +137,12 @@ impl<T> RecordAreas<'_, T> {
 
     fn slot(&self, cpu: usize, pos: u64) -> *const u8 {
         let index = cpu as u64 * self.slots_per_cpu + (pos & (self.slots_per_cpu - 1));
-        unsafe { self.slots.base.as_ptr().add(index as usize * self.slot_size) }
+        unsafe {
+            self.slots
+                .base
+                .as_ptr()
+                .add(index as usize * self.slot_size)
+        }
     }
 
     /// Takes every record committed so far, CPU by CPU (each CPU's in its order).
@@ -240,7 +252,8 @@ impl DrainPace {
         if self.rate <= 0.0 {
             return max;
         }
-        Duration::from_secs_f64(self.per_drain as f64 / self.rate).clamp(MIN_DRAIN_WAIT, max.max(MIN_DRAIN_WAIT))
+        Duration::from_secs_f64(self.per_drain as f64 / self.rate)
+            .clamp(MIN_DRAIN_WAIT, max.max(MIN_DRAIN_WAIT))
     }
 }
 
@@ -378,7 +391,10 @@ mod tests {
         // 819 200/s: an eighth of 65 536 slots in 10 ms
         assert!((pace.wait(max).as_secs_f64() - 0.010).abs() < 1e-6);
         pace.drained(0, start + Duration::from_millis(210));
-        assert!(pace.wait(max) > Duration::from_millis(10), "falls back when quiet");
+        assert!(
+            pace.wait(max) > Duration::from_millis(10),
+            "falls back when quiet"
+        );
         assert!(pace.wait(max) < Duration::from_millis(20), "but slowly");
     }
 

@@ -7,10 +7,10 @@ pub mod noise;
 use std::mem::MaybeUninit;
 
 use anyhow::{Context, Result};
+use libbpf_rs::OpenObject;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::btf::types::Typedef;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::OpenObject;
 
 pub use area::RecordAreas;
 

@@ -56,7 +56,12 @@ impl<'obj> NoiseProbe<'obj> {
         if possible > MAX_CPUS as usize {
             bail!("this machine has {possible} possible CPUs, irqlens supports {MAX_CPUS}");
         }
-        let slots = slots_per_cpu(AREA_BUDGET, possible, size_of::<noise_slot>(), MAX_SLOTS_PER_CPU);
+        let slots = slots_per_cpu(
+            AREA_BUDGET,
+            possible,
+            size_of::<noise_slot>(),
+            MAX_SLOTS_PER_CPU,
+        );
         let size_areas = |open: &mut skel::OpenNoiseSkel<'obj>| {
             open.maps
                 .records
