@@ -147,7 +147,8 @@ impl<T> RecordAreas<'_, T> {
 
     /// Takes every record committed so far, CPU by CPU (each CPU's in its order).
     pub fn take(&mut self) -> Vec<T> {
-        let mut records = Vec::new();
+        // one allocation for what is there now (more may come in while reading)
+        let mut records = Vec::with_capacity(self.pending() as usize);
         let mut busiest = 0;
         for cpu in 0..self.cpus {
             let cursor = self.cursor(cpu);
@@ -178,17 +179,21 @@ impl<T> RecordAreas<'_, T> {
         self.pace.wait(max)
     }
 
+    /// Slots of a CPU claimed and not read yet.
+    fn used(&self, cpu: usize) -> u64 {
+        let cursor = self.cursor(cpu);
+        let head = cursor.head.load(Ordering::Relaxed);
+        head.saturating_sub(cursor.tail.load(Ordering::Relaxed))
+    }
+
+    fn pending(&self) -> u64 {
+        (0..self.cpus).map(|cpu| self.used(cpu)).sum()
+    }
+
     /// The fullest CPU's share of its area in use, 0 to 1.
     pub fn fill(&self) -> f64 {
         (0..self.cpus)
-            .map(|cpu| {
-                let cursor = self.cursor(cpu);
-                let used = cursor
-                    .head
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(cursor.tail.load(Ordering::Relaxed));
-                used as f64 / self.slots_per_cpu as f64
-            })
+            .map(|cpu| self.used(cpu) as f64 / self.slots_per_cpu as f64)
             .fold(0.0, f64::max)
     }
 
