@@ -17,6 +17,11 @@ use anyhow::{Context, Result, bail, ensure};
 use irqlens::collect::sched::set_affinity;
 use irqlens::units::CpuList;
 
+#[path = "storm.rs"]
+pub mod storm;
+
+use storm::terminated_with_parent;
+
 const SECONDS_VAR: &str = "IRQLENS_BENCH_SECONDS";
 const QUICK_VAR: &str = "IRQLENS_BENCH_QUICK";
 
@@ -238,7 +243,7 @@ impl Background {
     pub fn start(program: &Path, args: &[String]) -> Result<Background> {
         let name = format!("{} {}", program.display(), args.join(" "));
         let mut command = Command::new(program);
-        let mut child = terminated_if_bench_ends(&mut command)
+        let mut child = terminated_with_parent(&mut command)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -333,20 +338,6 @@ impl Drop for Background {
         if !self.ended {
             let _ = self.interrupt_and_wait();
         }
-    }
-}
-
-/// Makes the command's process get SIGTERM if the thread that starts it ends first, so
-/// nothing outlives a bench that is killed or ends before stopping it. (Not SIGINT: a
-/// shell's background job ignores it, and so do the programs the job starts.)
-pub fn terminated_if_bench_ends(command: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // prctl is async-signal-safe: allowed between fork and exec
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        })
     }
 }
 

@@ -16,7 +16,6 @@
 //! the bench mounts for the while if it is not mounted.
 
 use std::mem::MaybeUninit;
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -24,18 +23,18 @@ use std::time::{Duration, Instant};
 #[path = "common.rs"]
 mod common;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use irqlens::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched};
 use irqlens::units::CpuList;
 use serde_json::Value;
 
+use common::storm::{HACKBENCH_GROUPS, hackbench, hackbench_loop, irq_work_interrupts, udp_flood};
 use common::{
     Background, interleaved_min, irqlens_binary, median, ping_pong, quick_mode, require_root,
-    run_seconds, terminated_if_bench_ends, vm_rss_kib,
+    run_seconds, vm_rss_kib,
 };
 
 const BEFORE_VAR: &str = "IRQLENS_BEFORE";
-const HACKBENCH_GROUPS: &str = "4";
 /// Loops of the short hackbench run that sizes the measured ones.
 const CALIBRATION_LOOPS: u32 = 100;
 
@@ -45,7 +44,6 @@ const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
 const SETTLE: Duration = Duration::from_millis(300);
 
 /// Datagrams of the UDP flood.
-const DATAGRAM_BYTES: usize = 512;
 
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -347,25 +345,6 @@ impl Drop for Tracefs {
 // ---------------------------------------------------------------------------------------
 // hackbench
 
-/// hackbench's own time (its `Time:` line) for `hackbench -l loops -g 4`, in seconds.
-fn hackbench(loops: u32) -> Result<f64> {
-    let mut command = Command::new("hackbench");
-    let output = terminated_if_bench_ends(&mut command)
-        .args(["-l", &loops.to_string(), "-g", HACKBENCH_GROUPS])
-        .output()
-        .context("running hackbench (rt-tests; scripts/setup installs it)")?;
-    ensure!(
-        output.status.success(),
-        "hackbench failed: {}",
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.lines()
-        .find_map(|line| line.strip_prefix("Time:"))
-        .and_then(|seconds| seconds.trim().parse().ok())
-        .with_context(|| format!("no Time: line in hackbench's output: {text}"))
-}
-
 /// Loops for one hackbench run of about `target` on this machine now, untraced.
 fn hackbench_loops_for(target: Duration) -> Result<u32> {
     hackbench(CALIBRATION_LOOPS)?; // warms up
@@ -577,43 +556,6 @@ fn storm(tracer: Option<&Tracer>, plan: &Plan, loops: u32) -> Result<Storm> {
     }
 }
 
-/// hackbench runs started before `deadline`, run one after the other: how many completed.
-fn hackbench_loop(loops: u32, deadline: Instant) -> Result<u64> {
-    let mut runs = 0;
-    while Instant::now() < deadline {
-        hackbench(loops)?;
-        runs += 1;
-    }
-    Ok(runs)
-}
-
-/// A sender and a receiver thread on 127.0.0.1, the sender as fast as it can, both until
-/// `deadline`: the datagrams received.
-fn udp_flood(deadline: Instant) -> Result<u64> {
-    let receiver = UdpSocket::bind("127.0.0.1:0").context("binding the flood's receiver")?;
-    receiver.set_read_timeout(Some(Duration::from_millis(100)))?;
-    let sender = UdpSocket::bind("127.0.0.1:0").context("binding the flood's sender")?;
-    sender.connect(receiver.local_addr()?)?;
-    std::thread::scope(|scope| {
-        let receiving = scope.spawn(|| {
-            let mut buffer = [0u8; DATAGRAM_BYTES];
-            let mut received = 0u64;
-            while Instant::now() < deadline {
-                if receiver.recv(&mut buffer).is_ok() {
-                    received += 1;
-                }
-            }
-            received
-        });
-        let payload = [0u8; DATAGRAM_BYTES];
-        while Instant::now() < deadline {
-            // a full receive queue drops the datagram, as a NIC would
-            let _ = sender.send(&payload);
-        }
-        Ok(receiving.join().expect("the flood's receiver panicked"))
-    })
-}
-
 /// VmRSS of `pid` at `started`, then every `every` until `deadline` (nothing without one).
 fn rss_series(pid: Option<u32>, every: Duration, started: Instant, deadline: Instant) -> Vec<u64> {
     let mut series = Vec::new();
@@ -628,21 +570,6 @@ fn rss_series(pid: Option<u32>, every: Duration, started: Instant, deadline: Ins
     }
     std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
     series
-}
-
-/// irq_work interrupts so far, all CPUs (the IWI line of /proc/interrupts).
-fn irq_work_interrupts() -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/interrupts").context("reading /proc/interrupts")?;
-    let Some(line) = text
-        .lines()
-        .find_map(|line| line.trim_start().strip_prefix("IWI:"))
-    else {
-        bail!("/proc/interrupts has no IWI line");
-    };
-    Ok(line
-        .split_whitespace()
-        .map_while(|count| count.parse::<u64>().ok())
-        .sum())
 }
 
 // ---------------------------------------------------------------------------------------
