@@ -591,11 +591,13 @@ impl Page {
             (
                 "served",
                 format!(
-                    "a process {} us ({:.1} %), orphan {} us ({:.1} %)",
+                    "a process {} us ({:.1} %), orphan {} us ({:.1} %); irqlens's own work {} us ({:.1} %)",
                     us1(t.served_ns),
                     percent(t.served_ns, all),
                     us1(t.orphan_ns),
-                    percent(t.orphan_ns, all)
+                    percent(t.orphan_ns, all),
+                    us1(t.irqlens_ns),
+                    percent(t.irqlens_ns, all)
                 ),
             ),
             (
@@ -612,8 +614,10 @@ impl Page {
 
         section.h3(&format!("Interrupt time per {} (us)", view.per()));
         let rows: Vec<Vec<String>> = table
+            .rows
             .iter()
             .take(view.top)
+            .chain(&table.irqlens)
             .map(|row| {
                 vec![
                     row.id.to_string(),
@@ -627,26 +631,30 @@ impl Page {
                 ]
             })
             .collect();
+        // the kernel's bill comes from /proc, the rest from the checkpoints
+        let losses = info.losses();
+        let lossy = |heading: &str| format!("{heading}{}", losses.mark());
         section.table(
             &[
                 view.id_heading(),
                 "Command",
                 "Kernel",
-                "Charged",
-                "Served",
-                "Corrected",
-                "Error",
-                "Units",
+                &lossy("Charged"),
+                &lossy("Served"),
+                &lossy("Corrected"),
+                &lossy("Error"),
+                &lossy("Units"),
             ],
             &rows,
         );
-        if table.len() > view.top {
-            section.note(&format!("{} more", table.len() - view.top));
+        section.legend(&losses, "columns");
+        if table.rows.len() > view.top {
+            section.note(&format!("{} more", table.rows.len() - view.top));
         }
         let ranking = |title: &str, value: fn(&Row) -> u64| BarChart {
             title: title.to_owned(),
             value_label: "interrupt time (us)".into(),
-            bars: top(&table, view.top.min(MAX_BARS), value)
+            bars: top(&table.rows, view.top.min(MAX_BARS), value)
                 .iter()
                 .map(|row| (format!("{}:{}", row.comm, row.id), micros(value(row))))
                 .collect(),

@@ -340,6 +340,7 @@ fn account_section_ranks_victims_and_causers() {
         ledger,
         compensator: None,
         threads: HashMap::from([(10, thread(10, "spinner")), (20, thread(20, "<recv>"))]),
+        lost_events: 0,
     };
     let info = AccountRunInfo {
         elapsed_ns: 1_000_000_000,
