@@ -17,7 +17,8 @@ use crate::collect::account::{AccountOptions, AccountRunInfo, Period};
 pub const RULE: &str = "charged = hardirq, softirq and NMI time that ran while the task was current; \
 served = each hardirq/softirq run split evenly among the socket deliveries (to the socket's last reader) \
 and wakeups it made, a hardirq with none handing its time to the softirq it raised; \
-irqlens's own work (runs whose units are all its threads, a wakeup IPI the CPU leaves for its thread) \
+irqlens's own work (runs whose units are all its threads, irq_work that wakes nobody: its ring buffer's notification, \
+a wakeup IPI the CPU leaves for its thread) \
 is charged to [irqlens], not to the task it interrupted; \
 corrected = kernel - charged + served, with irqlens's own work also taken out of the kernel time of the task it interrupted; \
 error = (kernel - corrected) / corrected";

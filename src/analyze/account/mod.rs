@@ -14,9 +14,11 @@
 //!   sockets nobody reads) is **orphan** time, as the seed keeps orphan packets.
 //!
 //! irqlens's own work is its own: a run whose units are all irqlens's threads (the
-//! irq_work that wakes its reader, the timers that wake its threads), and an IPI with
-//! no unit after which the CPU switches straight to one of its threads (the remote
-//! wakeup of it), is charged to `[irqlens]`, not to the task it happened to interrupt.
+//! timers that wake its threads), an irq_work run that wakes nobody (its BPF ring
+//! buffer's notification: the reader drains on a timer, so none waits; a machine
+//! without irqlens runs next to no irq_work), and an IPI with no unit after which the
+//! CPU switches straight to one of its threads (the remote wakeup of it), is charged to
+//! `[irqlens]`, not to the task it happened to interrupt.
 //! The kernel still billed that task, so the ledger keeps the time in the task's
 //! `charged` and marks it `for_irqlens`: the table moves it, the correction does not.
 //!
@@ -43,6 +45,8 @@ const LOCAL_TIMER: u16 = 1;
 /// irq_vectors.h's SRC_RESCHEDULE, SRC_CALL_FUNCTION and SRC_CALL_FUNCTION_SINGLE: the
 /// IPIs a remote wakeup sends.
 const WAKEUP_IPIS: [u16; 3] = [2, 3, 4];
+/// irq_vectors.h's SRC_IRQ_WORK.
+const IRQ_WORK: u16 = 5;
 
 /// Where interrupt time came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -108,9 +112,13 @@ impl Ledger {
         self.irqlens.is_some_and(|pid| thread == pid || tgid == pid)
     }
 
-    /// Units that are all irqlens's own threads make a run irqlens's own work.
-    fn only_irqlens(&self, units: &[u32]) -> bool {
-        !units.is_empty() && units.iter().all(|&unit| self.is_irqlens(unit))
+    /// Whether a run that ended is irqlens's own work: its units are all irqlens's
+    /// threads, or it is the ring buffer's notification that woke nobody.
+    fn is_irqlens_work(&self, run: &Run) -> bool {
+        if run.units.is_empty() {
+            return self.irqlens.is_some() && run.is_hardirq_of(IRQ_WORK);
+        }
+        run.units.iter().all(|&unit| self.is_irqlens(unit))
     }
 
     fn charge(&mut self, part: Part, for_irqlens: bool) {
@@ -205,10 +213,14 @@ impl Run {
     /// A wakeup IPI that woke nobody here: whether it was for irqlens shows in what the
     /// CPU switches to next.
     fn may_wake_remotely(&self) -> bool {
-        let Source::Hardirq { source, .. } = self.source else {
-            return false;
-        };
-        WAKEUP_IPIS.contains(&source) && self.units.is_empty() && self.raised.is_empty()
+        WAKEUP_IPIS.iter().any(|&ipi| self.is_hardirq_of(ipi))
+            && self.units.is_empty()
+            && self.raised.is_empty()
+    }
+
+    /// Whether it is a hardirq of irq_vectors.h's `irq_source`.
+    fn is_hardirq_of(&self, irq_source: u16) -> bool {
+        matches!(self.source, Source::Hardirq { source, .. } if source == irq_source)
     }
 
     fn wake(&mut self, thread: u32) {
@@ -259,13 +271,7 @@ impl CpuState {
     /// A device or IPI hardirq with no unit hands its time to the softirq vectors it
     /// raised (none to settle).
     fn hand_on(&mut self, run: Run) -> Option<Run> {
-        let tick = matches!(
-            run.source,
-            Source::Hardirq {
-                source: LOCAL_TIMER,
-                ..
-            }
-        );
+        let tick = run.is_hardirq_of(LOCAL_TIMER);
         if run.units.is_empty() && !run.raised.is_empty() && !tick {
             let share = Part {
                 ns: run.ns / run.raised.len() as u64,
@@ -348,7 +354,7 @@ impl Attributor {
                 Some(run) if run.may_wake_remotely() && self.ledger.irqlens.is_some() => {
                     cpu.ipi = Some(run);
                 }
-                Some(run) => self.settle(e.cpu, &run.units, &[run.part()]),
+                Some(run) => self.settle(e.cpu, &run, &[run.part()]),
                 None => {}
             },
             EventKind::SoftirqEntry => {
@@ -357,7 +363,7 @@ impl Attributor {
             EventKind::SoftirqExit => {
                 if let Some(run) = cpu.runs.softirq.take() {
                     let parts = cpu.with_handed_on(&run);
-                    self.settle(e.cpu, &run.units, &parts);
+                    self.settle(e.cpu, &run, &parts);
                 }
             }
             EventKind::TimerExpire => {
@@ -366,7 +372,7 @@ impl Attributor {
             }
             EventKind::TimerExpireExit => {
                 if let Some(run) = cpu.runs.callback.take().and_then(|run| cpu.fold_in(run)) {
-                    self.settle(e.cpu, &run.units, &[run.part()]);
+                    self.settle(e.cpu, &run, &[run.part()]);
                 }
             }
             EventKind::SoftirqRaise => {
@@ -450,11 +456,10 @@ impl Attributor {
         }
     }
 
-    /// Charges and serves a run that ended: irqlens's own work if its units are all
-    /// irqlens's threads.
-    fn settle(&mut self, cpu: u32, units: &[u32], parts: &[Part]) {
-        let for_irqlens = self.ledger.only_irqlens(units);
-        self.settle_as(cpu, units, parts, for_irqlens);
+    /// Charges and serves a run that ended, as irqlens's own work if it is.
+    fn settle(&mut self, cpu: u32, run: &Run, parts: &[Part]) {
+        let for_irqlens = self.ledger.is_irqlens_work(run);
+        self.settle_as(cpu, &run.units, parts, for_irqlens);
     }
 
     fn settle_as(&mut self, cpu: u32, units: &[u32], parts: &[Part], for_irqlens: bool) {

@@ -482,6 +482,27 @@ fn irq_work_waking_irqlens_is_charged_to_irqlens_not_to_hackbench() {
 }
 
 #[test]
+fn irq_work_that_wakes_nobody_is_the_ring_buffers_notification() {
+    let mut s = Stream::new();
+    // the ring buffer notifies while irqlens's reader is not waiting: no wakeup
+    s.irq(100, CPU, HACKBENCH, true, IRQ_WORK, 246);
+    s.irq(102, CPU, HACKBENCH, false, IRQ_WORK, 246);
+    let ledger = attribute_with_irqlens(&s);
+    assert_eq!(
+        in_us(&ledger.threads[&HACKBENCH].for_irqlens),
+        vec![(irq_work(), 2)]
+    );
+    assert_eq!(
+        in_us(&ledger.orphan),
+        vec![(irq_work(), 2)],
+        "it served no thread"
+    );
+    // without irqlens's pid (an old recording) it is nobody's
+    let ledger = attribute(&s).ledger().clone();
+    assert!(ledger.threads[&HACKBENCH].for_irqlens.is_empty());
+}
+
+#[test]
 fn a_device_irq_serving_another_process_is_still_charged_to_the_current_one() {
     let mut s = Stream::new();
     irq_work_for_the_collector(&mut s, 100);
