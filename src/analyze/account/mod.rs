@@ -64,6 +64,13 @@ pub enum Source {
     Nmi,
 }
 
+impl Source {
+    /// Whether it is a hardirq of irq_vectors.h's `irq_source`.
+    fn is_hardirq_of(self, irq_source: u16) -> bool {
+        matches!(self, Source::Hardirq { source, .. } if source == irq_source)
+    }
+}
+
 /// Nanoseconds per interrupt source.
 pub type BySource = BTreeMap<Source, u64>;
 
@@ -116,9 +123,14 @@ impl Ledger {
     /// threads, or it is the ring buffer's notification that woke nobody.
     fn is_irqlens_work(&self, run: &Run) -> bool {
         if run.units.is_empty() {
-            return self.irqlens.is_some() && run.is_hardirq_of(IRQ_WORK);
+            return self.is_notification(run.source);
         }
         run.units.iter().all(|&unit| self.is_irqlens(unit))
+    }
+
+    /// An irq_work that wakes nobody known: while irqlens traces, its ring buffer's.
+    fn is_notification(&self, source: Source) -> bool {
+        self.irqlens.is_some() && source.is_hardirq_of(IRQ_WORK)
     }
 
     fn charge(&mut self, part: Part, for_irqlens: bool) {
@@ -213,14 +225,11 @@ impl Run {
     /// A wakeup IPI that woke nobody here: whether it was for irqlens shows in what the
     /// CPU switches to next.
     fn may_wake_remotely(&self) -> bool {
-        WAKEUP_IPIS.iter().any(|&ipi| self.is_hardirq_of(ipi))
+        WAKEUP_IPIS
+            .iter()
+            .any(|&ipi| self.source.is_hardirq_of(ipi))
             && self.units.is_empty()
             && self.raised.is_empty()
-    }
-
-    /// Whether it is a hardirq of irq_vectors.h's `irq_source`.
-    fn is_hardirq_of(&self, irq_source: u16) -> bool {
-        matches!(self.source, Source::Hardirq { source, .. } if source == irq_source)
     }
 
     fn wake(&mut self, thread: u32) {
@@ -271,7 +280,7 @@ impl CpuState {
     /// A device or IPI hardirq with no unit hands its time to the softirq vectors it
     /// raised (none to settle).
     fn hand_on(&mut self, run: Run) -> Option<Run> {
-        let tick = run.is_hardirq_of(LOCAL_TIMER);
+        let tick = run.source.is_hardirq_of(LOCAL_TIMER);
         if run.units.is_empty() && !run.raised.is_empty() && !tick {
             let share = Part {
                 ns: run.ns / run.raised.len() as u64,
@@ -508,7 +517,7 @@ fn route(ledger: &mut Ledger, runs: &mut Runs, slice: &Slice) {
                 ns,
                 current: slice.thread,
             };
-            ledger.charge(part, false);
+            ledger.charge(part, ledger.is_notification(source));
             *ledger.orphan.entry(source).or_default() += ns;
         }
     }

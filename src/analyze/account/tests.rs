@@ -497,6 +497,16 @@ fn irq_work_that_wakes_nobody_is_the_ring_buffers_notification() {
         vec![(irq_work(), 2)],
         "it served no thread"
     );
+    // one whose exit was lost: a tick seems nested in it and ends its run, and its time
+    // after that is followed by no run
+    let mut lossy = Stream::new();
+    lossy.irq(100, CPU, SPINNER, true, IRQ_WORK, 246);
+    lossy.irq(101, CPU, SPINNER, true, TIMER, 236);
+    lossy.irq(103, CPU, SPINNER, false, TIMER, 236);
+    lossy.switch(105, CPU, SPINNER, HACKBENCH, "hackbench");
+    let spinner = &attribute_with_irqlens(&lossy).threads[&SPINNER];
+    assert_eq!(in_us(&spinner.charged), vec![(irq_work(), 5)]);
+    assert_eq!(in_us(&spinner.for_irqlens), vec![(irq_work(), 5)]);
     // without irqlens's pid (an old recording) it is nobody's
     let ledger = attribute(&s).ledger().clone();
     assert!(ledger.threads[&HACKBENCH].for_irqlens.is_empty());
