@@ -5,6 +5,7 @@ pub mod bh;
 pub mod checkpoint;
 pub mod histogram;
 pub mod kernel;
+pub mod loss;
 pub mod noise;
 pub mod timeline;
 pub mod wakeup;

@@ -15,6 +15,7 @@ use crate::analyze::account::compensate::Compensator;
 use crate::analyze::account::report::{ThreadInfo, runtimes_between};
 use crate::analyze::account::{Attributor, Ledger};
 use crate::analyze::checkpoint::Event;
+use crate::analyze::loss::Losses;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched};
 use crate::record::{Line, Reader, Tap, ThreadReading};
 use crate::system;
@@ -39,6 +40,8 @@ pub struct Period {
     pub compensator: Option<Compensator>,
     /// What the kernel accounted to each thread in the period.
     pub threads: HashMap<u32, ThreadInfo>,
+    /// Checkpoints the probe lost in the period.
+    pub lost_events: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -51,6 +54,13 @@ pub struct AccountRunInfo {
     /// The tick rate the compensation settled on (measured).
     pub hz: Option<u32>,
     pub interrupted: bool,
+}
+
+impl AccountRunInfo {
+    /// The ledger comes from the checkpoints: a loss can touch any process's figures.
+    pub fn losses(&self) -> Losses {
+        Losses::checkpoints(self.lost_events)
+    }
 }
 
 /// Measures until `options.duration` passes or `stop` is set; `on_tick` sees the time
@@ -78,16 +88,22 @@ pub fn run(
         tap.put(Line::KernelHz { hz });
     }
     let started = Instant::now();
-    let mark = |tap: &mut Tap| {
-        let at_ns = started.elapsed().as_nanos() as u64;
-        let threads = ThreadReading::all(system::thread_runtimes());
-        tap.put(Line::Mark {
-            at_ns,
-            threads: threads.clone(),
-        });
-        (at_ns, threads)
+    let mark = |tap: &mut Tap, lost_events: u64| {
+        let mark = Mark {
+            at_ns: started.elapsed().as_nanos() as u64,
+            threads: ThreadReading::all(system::thread_runtimes()),
+            lost_events,
+        };
+        tap.put(mark.line());
+        mark
     };
-    let mut pipeline = Pipeline::new(hz, options.interval.is_some(), mark(tap));
+    let irqlens = Some(std::process::id());
+    let mut pipeline = Pipeline::new(
+        hz,
+        options.interval.is_some(),
+        irqlens,
+        mark(tap, events.lost()),
+    );
     probe.enable();
     let mut pace = RunPace::new(started, options.duration);
     let mut next_report = options.interval.map(|i| started + i);
@@ -102,12 +118,12 @@ pub fn run(
         }
         if let Some(at) = next_report.filter(|&at| now >= at) {
             next_report = options.interval.map(|i| at + i);
-            pipeline.cut(mark(tap), false, &mut on_period);
+            pipeline.cut(mark(tap, events.lost()), false, &mut on_period);
         }
     }
     probe.disable();
     pipeline.feed(events.take_all(), tap);
-    pipeline.cut(mark(tap), true, &mut on_period);
+    pipeline.cut(mark(tap, events.lost()), true, &mut on_period);
     let info = AccountRunInfo {
         elapsed_ns: pipeline.whole.elapsed_ns,
         programs: probe.programs(),
@@ -137,10 +153,21 @@ pub fn replay(
         }
         _ => None,
     };
-    let Some(Line::Mark { at_ns, threads }) = next else {
+    let Some(Line::Mark {
+        at_ns,
+        threads,
+        lost_events,
+    }) = next
+    else {
         return Err(reader.error("an account run's inputs begin with a mark"));
     };
-    let mut pipeline = Pipeline::new(hz, options.interval.is_some(), (at_ns, threads));
+    let first = Mark {
+        at_ns,
+        threads,
+        lost_events,
+    };
+    let irqlens = reader.header().pid;
+    let mut pipeline = Pipeline::new(hz, options.interval.is_some(), irqlens, first);
     // a mark ends a period; the last also ends the run, which only the end line tells
     let mut pending = None;
     while let Some(line) = reader.next_input()? {
@@ -149,7 +176,17 @@ pub fn replay(
         }
         match line {
             Line::Event(event) => pipeline.add(&event),
-            Line::Mark { at_ns, threads } => pending = Some((at_ns, threads)),
+            Line::Mark {
+                at_ns,
+                threads,
+                lost_events,
+            } => {
+                pending = Some(Mark {
+                    at_ns,
+                    threads,
+                    lost_events,
+                })
+            }
             other => return Err(reader.unexpected(&other)),
         }
     }
@@ -160,9 +197,23 @@ pub fn replay(
     Ok((pipeline.whole, reader.info()?))
 }
 
-/// A mark: when it was taken (ns since the start of the run) and the kernel's per-thread
-/// CPU time then.
-type Mark = (u64, Vec<ThreadReading>);
+/// A period boundary: when it was taken (ns since the start of the run), the kernel's
+/// per-thread CPU time then, and the checkpoints lost so far.
+struct Mark {
+    at_ns: u64,
+    threads: Vec<ThreadReading>,
+    lost_events: u64,
+}
+
+impl Mark {
+    fn line(&self) -> Line {
+        Line::Mark {
+            at_ns: self.at_ns,
+            threads: self.threads.clone(),
+            lost_events: self.lost_events,
+        }
+    }
+}
 
 /// The attribution a run feeds as checkpoints arrive and cuts into periods at marks,
 /// live or recorded.
@@ -172,30 +223,31 @@ struct Pipeline {
     periodic: bool,
     events: u64,
     first: HashMap<u32, ThreadInfo>,
-    /// The mark the current period began at: ns since the start, readings.
-    last: (u64, HashMap<u32, ThreadInfo>),
+    /// The mark the current period began at: ns since the start, readings, losses.
+    last: (u64, HashMap<u32, ThreadInfo>, u64),
     /// The run so far, its periods added up.
     whole: Period,
 }
 
 impl Pipeline {
     /// A run whose tick rate is `hz` (if compensating), begun at `first`; `periodic`:
-    /// each period is reported.
-    fn new(hz: Option<u32>, periodic: bool, (at_ns, threads): Mark) -> Self {
+    /// each period is reported; `irqlens`: irqlens's own process id.
+    fn new(hz: Option<u32>, periodic: bool, irqlens: Option<u32>, first: Mark) -> Self {
         let tick_ns = hz.map(|hz| 1_000_000_000 / hz as u64);
-        let threads = ThreadReading::by_tid(threads);
+        let threads = ThreadReading::by_tid(first.threads);
         Pipeline {
-            attributor: Attributor::new(tick_ns),
+            attributor: Attributor::new(tick_ns, irqlens),
             periodic,
             events: 0,
             first: threads.clone(),
-            last: (at_ns, threads),
+            last: (first.at_ns, threads, first.lost_events),
             whole: Period {
                 start_ns: 0,
                 elapsed_ns: 0,
                 ledger: Ledger::default(),
                 compensator: tick_ns.map(Compensator::new),
                 threads: HashMap::new(),
+                lost_events: 0,
             },
         }
     }
@@ -215,24 +267,25 @@ impl Pipeline {
 
     /// Ends the current period at a mark, and the run if `last`: the ledger so far and
     /// the kernel's bill since the previous mark, shown to `report` if periodic.
-    fn cut(&mut self, (at_ns, threads): Mark, last: bool, report: &mut dyn FnMut(&Period)) {
+    fn cut(&mut self, mark: Mark, last: bool, report: &mut dyn FnMut(&Period)) {
         if last {
             self.attributor.finish();
         }
         let (ledger, compensator) = self.attributor.take();
-        let threads = ThreadReading::by_tid(threads);
+        let threads = ThreadReading::by_tid(mark.threads);
         let period = Period {
             start_ns: self.last.0,
-            elapsed_ns: at_ns - self.last.0,
+            elapsed_ns: mark.at_ns - self.last.0,
             ledger,
             compensator,
             threads: runtimes_between(&self.last.1, &threads),
+            lost_events: mark.lost_events.saturating_sub(self.last.2),
         };
         if last {
-            self.whole.elapsed_ns = at_ns;
+            self.whole.elapsed_ns = mark.at_ns;
             self.whole.threads = runtimes_between(&self.first, &threads);
         }
-        self.last = (at_ns, threads);
+        self.last = (mark.at_ns, threads, mark.lost_events);
         if self.periodic {
             report(&period);
         }
@@ -241,9 +294,15 @@ impl Pipeline {
 }
 
 impl Period {
+    /// What the checkpoints lost in the period may have cut short.
+    pub fn losses(&self) -> Losses {
+        Losses::checkpoints(self.lost_events)
+    }
+
     /// Adds a later period's accounting (the kernel's bill is read for the whole run).
     fn absorb(&mut self, later: Period) {
         self.ledger.absorb(later.ledger);
+        self.lost_events += later.lost_events;
         if let (Some(mine), Some(theirs)) = (self.compensator.as_mut(), later.compensator) {
             mine.absorb(theirs);
         }

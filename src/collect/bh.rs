@@ -13,6 +13,7 @@ use super::load::{Load, LoadScenario};
 use super::trigger::{Stimulus, TriggerKind};
 use super::{DRAIN_INTERVAL, EventStream, RunPace, replay_events};
 use crate::analyze::bh::{BhStats, Event, MatchCounts, Matcher, Selection, StatsConfig};
+use crate::analyze::loss::Losses;
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched};
 use crate::record::{Line, Reader, Tap};
 use crate::system;
@@ -63,6 +64,13 @@ pub struct BhRunInfo {
     pub load_tasks: u32,
     pub trigger: Option<TriggerReport>,
     pub interrupted: bool,
+}
+
+impl BhRunInfo {
+    /// Every sample and cause comes from the checkpoints: a loss can touch any of them.
+    pub fn losses(&self) -> Losses {
+        Losses::checkpoints(self.lost_events)
+    }
 }
 
 pub struct BhOutcome {

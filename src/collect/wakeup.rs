@@ -14,7 +14,10 @@ use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{Priority, gettid, set_affinity, set_priority};
 use super::{EventStream, RunPace, StopOnDrop};
 use crate::analyze::checkpoint::Event;
-use crate::analyze::wakeup::{Report, StatsConfig, Targets, TrackCounts, Tracker, WakeupStats};
+use crate::analyze::loss::Losses;
+use crate::analyze::wakeup::{
+    Component, Report, StatsConfig, Targets, TrackCounts, Tracker, WakeupStats,
+};
 use crate::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched};
 use crate::record::{Line, Reader, Tap};
 use crate::system;
@@ -76,6 +79,19 @@ pub struct WakeupRunInfo {
     pub threads: Vec<TimerThread>,
     pub missed_periods: u64,
     pub interrupted: bool,
+}
+
+impl WakeupRunInfo {
+    pub fn losses(&self) -> Losses {
+        Losses::checkpoints(self.lost_events)
+    }
+
+    /// Whether a component's figures come from the checkpoints, which losses can cut
+    /// short: all but the total of timer mode (it has timer threads), which the threads
+    /// report themselves.
+    pub fn from_checkpoints(&self, component: Component) -> bool {
+        component != Component::Total || self.threads.is_empty()
+    }
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]

@@ -51,10 +51,12 @@ struct Periods<'a> {
 
 impl Periods<'_> {
     fn add(&mut self, period: &Period, out: Option<&mut dyn Write>) {
-        self.json.push(show::period_json(period, &self.view));
+        let losses = period.losses();
+        self.json
+            .push(show::period_json(period, &self.view, &losses));
         let out = out.unwrap_or(&mut self.text);
-        let _ =
-            show::write_period(out, period, self.options, &self.view).and_then(|()| writeln!(out));
+        let _ = show::write_period(out, period, self.options, &self.view, &losses)
+            .and_then(|()| writeln!(out));
     }
 }
 
@@ -130,7 +132,8 @@ impl Outcome for AccountResult {
 
     fn write_text(&self, out: &mut dyn Write) -> Result<()> {
         out.write_all(&self.periods_text)?;
-        show::write_period(out, &self.whole, &self.options, &self.view())?;
+        let losses = self.info.losses();
+        show::write_period(out, &self.whole, &self.options, &self.view(), &losses)?;
         show::write_run_info(out, &self.info)?;
         Ok(())
     }

@@ -97,11 +97,12 @@ impl Outcome for BhResult {
 
     fn write_text(&self, out: &mut dyn Write) -> Result<()> {
         let BhOutcome { stats, info } = &self.outcome;
+        let losses = info.losses();
         match &self.hist {
-            Some(hist) => show::write_histogram(out, stats, hist)?,
+            Some(hist) => show::write_histogram(out, stats, hist, &losses)?,
             None => {
-                show::write_table(out, stats, &self.names)?;
-                show::write_causes(out, stats, &self.names, self.args.causes)?;
+                show::write_table(out, stats, &self.names, &losses)?;
+                show::write_causes(out, stats, &self.names, self.args.causes, &losses)?;
                 show::write_worst(out, stats, &self.names)?;
             }
         }

@@ -83,11 +83,12 @@ impl Outcome for WakeupResult {
         let WakeupOutcome { stats, info } = &self.outcome;
         let names = &self.names;
         match &self.hist {
-            Some(hist) => show::write_histogram(out, stats, hist)?,
+            Some(hist) => show::write_histogram(out, stats, hist, info)?,
             None => {
-                show::write_summary(out, stats, &self.options, info.elapsed_ns)?;
-                show::write_causes(out, stats, names, self.args.causes)?;
-                show::write_chains(out, stats, names)?;
+                let losses = info.losses();
+                show::write_summary(out, stats, &self.options, info)?;
+                show::write_causes(out, stats, names, self.args.causes, &losses)?;
+                show::write_chains(out, stats, names, &losses)?;
                 show::write_cdf(out, stats)?;
                 show::write_worst(out, stats, names)?;
             }

@@ -6,17 +6,21 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::Figure;
-use super::{clock_time, percent, us};
-use crate::analyze::account::report::{Row, Totals, rows, top, totals};
-use crate::analyze::account::{BySource, IDLE, Source};
+use super::{clock_time, percent, us, write_legend};
+use crate::analyze::account::report::{Row, Table, Totals, idle_by, table, top, totals};
+use crate::analyze::account::{BySource, Source};
 use crate::analyze::kernel::{irq_label, softirq_name};
+use crate::analyze::loss::Losses;
 use crate::collect::account::{AccountOptions, AccountRunInfo, Period};
 
 /// The attribution rule, as users should read it next to the numbers.
 pub const RULE: &str = "charged = hardirq, softirq and NMI time that ran while the task was current; \
 served = each hardirq/softirq run split evenly among the socket deliveries (to the socket's last reader) \
 and wakeups it made, a hardirq with none handing its time to the softirq it raised; \
-corrected = kernel - charged + served; error = (kernel - corrected) / corrected";
+irqlens's own work (runs whose units are all its threads, a wakeup IPI the CPU leaves for its thread) \
+is charged to [irqlens], not to the task it interrupted; \
+corrected = kernel - charged + served, with irqlens's own work also taken out of the kernel time of the task it interrupted; \
+error = (kernel - corrected) / corrected";
 
 /// How a period is shown.
 pub struct View<'a> {
@@ -27,8 +31,8 @@ pub struct View<'a> {
 
 impl View<'_> {
     /// The accounting table of `period`, a row per thread or process.
-    pub fn table(&self, period: &Period) -> Vec<Row> {
-        rows(
+    pub fn table(&self, period: &Period) -> Table {
+        table(
             &period.ledger,
             &period.threads,
             period.compensator.as_ref(),
@@ -88,12 +92,14 @@ fn opt(value: Option<u64>) -> String {
     value.map_or("-".into(), |ns| us(ns).to_string())
 }
 
-/// The accounting of one period (or the whole run): totals, table, rankings.
+/// The accounting of one period (or the whole run): totals, table, rankings; the
+/// columns `losses` may have cut short are marked.
 pub fn write_period(
     out: &mut dyn Write,
     period: &Period,
     options: &AccountOptions,
     view: &View,
+    losses: &Losses,
 ) -> io::Result<()> {
     let table = view.table(period);
     let totals = totals(&period.ledger);
@@ -107,19 +113,19 @@ pub fn write_period(
     )?;
     write_totals(out, &totals)?;
     writeln!(out)?;
-    write_table(out, &table, &totals, view, options.compensate)?;
+    write_table(out, &table, &totals, view, options.compensate, losses)?;
     writeln!(out)?;
     write_ranking(
         out,
         "Top victims (interrupt time charged to them)",
-        &table,
+        &table.rows,
         |r| (r.charged_ns, &r.charged_by),
         view,
     )?;
     write_ranking(
         out,
         "Top causers (interrupt time served to them)",
-        &table,
+        &table.rows,
         |r| (r.served_ns, &r.served_by),
         view,
     )?;
@@ -128,6 +134,13 @@ pub fn write_period(
             out,
             "Orphan (served no known process): {}",
             view.sources(&period.ledger.orphan, 5)
+        )?;
+    }
+    if let Some(irqlens) = table.irqlens.as_ref().filter(|row| row.charged_ns > 0) {
+        writeln!(
+            out,
+            "[irqlens] (its own work, and what ran while it was current): {}",
+            view.sources(&irqlens.charged_by, 5)
         )?;
     }
     if let Some(c) = &period.compensator {
@@ -156,86 +169,103 @@ fn write_totals(out: &mut dyn Write, t: &Totals) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "served a process {} us ({:.1} %), orphan {} us ({:.1} %)",
+        "served a process {} us ({:.1} %), orphan {} us ({:.1} %); irqlens's own work {} us ({:.1} %)",
         us(t.served_ns),
         percent(t.served_ns, all),
         us(t.orphan_ns),
-        percent(t.orphan_ns, all)
+        percent(t.orphan_ns, all),
+        us(t.irqlens_ns),
+        percent(t.irqlens_ns, all)
     )
+}
+
+/// The columns of the table: heading, width, and whether losses can cut it short (the
+/// kernel's own bill they cannot).
+const COLUMNS: [(&str, usize, bool); 6] = [
+    ("KERNEL(us)", 11, false),
+    ("CHARGED(us)", 12, true),
+    ("SERVED(us)", 11, true),
+    ("CORRECTED(us)", 14, true),
+    ("ERROR", 9, true),
+    ("UNITS", 8, true),
+];
+const COMPENSATION_COLUMNS: [(&str, usize, bool); 2] =
+    [("COMPENS(us)", 13, true), ("C-ERROR", 9, true)];
+
+/// A row's cells in the order of `COLUMNS`, then of `COMPENSATION_COLUMNS`.
+fn cells(row: &Row, compensate: bool) -> Vec<String> {
+    let mut cells = vec![
+        opt(row.kernel_ns),
+        us(row.charged_ns).to_string(),
+        us(row.served_ns).to_string(),
+        opt(row.corrected_ns),
+        signed_percent(row.error),
+        row.units.to_string(),
+    ];
+    if compensate {
+        cells.push(opt(row.compensated_ns));
+        cells.push(signed_percent(row.compensated_error));
+    }
+    cells
 }
 
 fn write_table(
     out: &mut dyn Write,
-    table: &[Row],
+    table: &Table,
     totals: &Totals,
     view: &View,
     compensate: bool,
+    losses: &Losses,
 ) -> io::Result<()> {
-    write!(
-        out,
-        "{:>8} {:<16} {:>11} {:>11} {:>11} {:>13} {:>9} {:>8}",
-        view.id_heading(),
-        "COMMAND",
-        "KERNEL(us)",
-        "CHARGED(us)",
-        "SERVED(us)",
-        "CORRECTED(us)",
-        "ERROR",
-        "UNITS"
-    )?;
-    if compensate {
-        write!(out, " {:>12} {:>9}", "COMPENS(us)", "C-ERROR")?;
-    }
-    writeln!(out)?;
-    for row in table.iter().take(view.top) {
-        write!(
-            out,
-            "{:>8} {:<16} {:>11} {:>11} {:>11} {:>13} {:>9} {:>8}",
-            row.id,
-            short(&row.comm),
-            opt(row.kernel_ns),
-            us(row.charged_ns),
-            us(row.served_ns),
-            opt(row.corrected_ns),
-            signed_percent(row.error),
-            row.units
-        )?;
-        if compensate {
-            write!(
-                out,
-                " {:>12} {:>9}",
-                opt(row.compensated_ns),
-                signed_percent(row.compensated_error)
-            )?;
+    let columns: Vec<(&str, usize, bool)> = COLUMNS
+        .into_iter()
+        .chain(COMPENSATION_COLUMNS.into_iter().filter(|_| compensate))
+        .collect();
+    let line = |out: &mut dyn Write, id: &str, comm: &str, cells: &[String]| {
+        write!(out, "{id:>8} {comm:<16}")?;
+        for (cell, (_, width, _)) in cells.iter().zip(&columns) {
+            write!(out, " {cell:>width$}")?;
         }
-        writeln!(out)?;
+        writeln!(out)
+    };
+    let headings: Vec<String> = columns
+        .iter()
+        .map(|&(heading, _, lossy)| format!("{heading}{}", losses.mark_if(lossy)))
+        .collect();
+    line(out, view.id_heading(), "COMMAND", &headings)?;
+    for row in table.rows.iter().take(view.top) {
+        line(
+            out,
+            &row.id.to_string(),
+            &short(&row.comm),
+            &cells(row, compensate),
+        )?;
     }
-    if table.len() > view.top {
+    if table.rows.len() > view.top {
         writeln!(
             out,
             "{:>8} ({} more; --top N shows more)",
             "",
-            table.len() - view.top
+            table.rows.len() - view.top
         )?;
     }
-    writeln!(
+    if let Some(row) = &table.irqlens {
+        line(out, &row.id.to_string(), &row.comm, &cells(row, compensate))?;
+    }
+    let dash = || "-".to_string();
+    line(
         out,
-        "{:>8} {:<16} {:>11} {:>11} {:>11}",
         "-",
         "[orphan]",
-        "-",
-        "-",
-        us(totals.orphan_ns)
+        &[dash(), dash(), us(totals.orphan_ns).to_string()],
     )?;
-    writeln!(
+    line(
         out,
-        "{:>8} {:<16} {:>11} {:>11} {:>11}",
         "-",
         "[idle]",
-        "-",
-        us(totals.idle_ns),
-        "-"
-    )
+        &[dash(), us(totals.idle_ns).to_string(), dash()],
+    )?;
+    write_legend(out, losses, "columns")
 }
 
 /// The top rows of `table` by the part of their interrupt time `part` picks, with its
@@ -288,28 +318,27 @@ pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<
     Ok(())
 }
 
-/// One period as JSON (ns throughout).
-pub fn period_json(period: &Period, view: &View) -> Value {
-    let rows: Vec<Value> = view
-        .table(period)
-        .iter()
-        .map(|row| {
-            let mut value = serde_json::to_value(row).expect("rows serialize");
-            value["charged_by"] = view.sources_json(&row.charged_by);
-            value["served_by"] = view.sources_json(&row.served_by);
-            value
-        })
-        .collect();
+/// A row as JSON, with its sources by name.
+fn row_json(row: &Row, view: &View) -> Value {
+    let mut value = serde_json::to_value(row).expect("rows serialize");
+    value["charged_by"] = view.sources_json(&row.charged_by);
+    value["served_by"] = view.sources_json(&row.served_by);
+    value
+}
+
+/// One period as JSON (ns throughout), with what `losses` may have cut short.
+pub fn period_json(period: &Period, view: &View, losses: &Losses) -> Value {
+    let table = view.table(period);
     json!({
         "start_ns": period.start_ns,
         "elapsed_ns": period.elapsed_ns,
         "totals": totals(&period.ledger),
         "orphan_by": view.sources_json(&period.ledger.orphan),
-        "idle_by": view.sources_json(
-            &period.ledger.threads.get(&IDLE).map(|a| a.charged.clone()).unwrap_or_default()
-        ),
-        "rows": rows,
+        "idle_by": view.sources_json(&idle_by(&period.ledger)),
+        "rows": table.rows.iter().map(|row| row_json(row, view)).collect::<Vec<_>>(),
+        "irqlens": table.irqlens.as_ref().map(|row| row_json(row, view)),
         "interrupts_per_tick": period.compensator.as_ref().and_then(|c| c.interrupts_per_tick()),
+        "lost": losses.json(&["totals", "orphan_by", "idle_by", "rows", "irqlens"]),
     })
 }
 
@@ -326,7 +355,8 @@ pub fn to_json(
         "rule": RULE,
         "compensate": options.compensate,
         "run": info,
-        "total": period_json(whole, view),
+        "lost": info.losses().json(&["total", "periods"]),
+        "total": period_json(whole, view, &info.losses()),
         "periods": periods,
     })
 }
@@ -336,7 +366,8 @@ pub fn to_json(
 pub fn figures(whole: &Period, view: &View) -> Vec<Figure> {
     let table = view.table(whole);
     let mut figures = Vec::new();
-    for row in top(&table, view.top, |row| row.charged_ns + row.served_ns) {
+    let ranked = top(&table.rows, view.top, |row| row.charged_ns + row.served_ns);
+    for row in ranked.into_iter().chain(&table.irqlens) {
         let group = format!("{} {}", row.comm, row.id);
         figures.push(Figure::ns(&group, "charged", row.charged_ns));
         figures.push(Figure::ns(&group, "served", row.served_ns));

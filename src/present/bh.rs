@@ -6,9 +6,10 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::{Figure, TOP_FIGURES, quantile_figures};
-use super::{Names, clock_time, opt_us, percent, us2, write_hist_table};
+use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
 use crate::analyze::bh::{BhStats, DelayCause, Mechanism, Sample, Series, Source};
 use crate::analyze::histogram::Histogram;
+use crate::analyze::loss::Losses;
 use crate::cli::HistOptions;
 use crate::collect::bh::{BhOptions, BhRunInfo};
 
@@ -72,8 +73,15 @@ pub(crate) fn sources_of(stats: &BhStats, mechanism: Mechanism) -> Vec<(&Source,
     sources
 }
 
-/// Tables 5.1-5.4: per mechanism, then per source.
-pub fn write_table(out: &mut dyn Write, stats: &BhStats, names: &Names) -> io::Result<()> {
+/// Tables 5.1-5.4: per mechanism, then per source; every row marked if checkpoints
+/// were lost.
+pub fn write_table(
+    out: &mut dyn Write,
+    stats: &BhStats,
+    names: &Names,
+    losses: &Losses,
+) -> io::Result<()> {
+    let mark = losses.mark();
     writeln!(
         out,
         "# Latency from request to invocation, us. min..max over samples with no interrupt in between; IRQ: samples with one; max_IRQ: over all. run: entry to exit, nested IRQs excluded."
@@ -98,10 +106,10 @@ pub fn write_table(out: &mut dyn Write, stats: &BhStats, names: &Names) -> io::R
         writeln!(out, "(no samples)")?;
     }
     for (mechanism, m) in &stats.mechanisms {
-        series_row(out, mechanism.name(), "(all)", &m.series)?;
+        series_row(out, &format!("{mechanism}{mark}"), "(all)", &m.series)?;
         let sources = sources_of(stats, *mechanism);
         for (source, series) in sources.iter().take(SOURCES_SHOWN) {
-            series_row(out, "", &names.source(source), series)?;
+            series_row(out, "", &format!("{}{mark}", names.source(source)), series)?;
         }
         if sources.len() > SOURCES_SHOWN {
             let rest: u64 = sources[SOURCES_SHOWN..].iter().map(|(_, s)| s.count).sum();
@@ -113,7 +121,7 @@ pub fn write_table(out: &mut dyn Write, stats: &BhStats, names: &Names) -> io::R
             )?;
         }
     }
-    Ok(())
+    write_legend(out, losses, "rows")
 }
 
 /// What ran between request and invocation (§5.4), per mechanism.
@@ -122,12 +130,14 @@ pub fn write_causes(
     stats: &BhStats,
     names: &Names,
     rows: usize,
+    losses: &Losses,
 ) -> io::Result<()> {
     for (mechanism, m) in &stats.mechanisms {
         writeln!(out)?;
         writeln!(
             out,
-            "Delay causes: {mechanism} ({} samples; a sample can have several)",
+            "Delay causes: {mechanism}{} ({} samples; a sample can have several)",
+            losses.mark(),
             m.series.count
         )?;
         writeln!(
@@ -216,11 +226,17 @@ pub fn write_histogram(
     out: &mut dyn Write,
     stats: &BhStats,
     options: &HistOptions,
+    losses: &Losses,
 ) -> io::Result<()> {
     let columns: Vec<(String, &Histogram)> = stats
         .mechanisms
         .iter()
-        .map(|(mechanism, m)| (mechanism.name().to_owned(), &m.series.latency.histogram))
+        .map(|(mechanism, m)| {
+            (
+                format!("{mechanism}{}", losses.mark()),
+                &m.series.latency.histogram,
+            )
+        })
         .collect();
     let irq: Vec<u64> = stats.mechanisms.values().map(|m| m.series.irq).collect();
     write_hist_table(
@@ -230,7 +246,8 @@ pub fn write_histogram(
         &[("IRQ:", irq)],
         "OOB:",
         options,
-    )
+    )?;
+    write_legend(out, losses, "columns")
 }
 
 pub fn write_run_info(
@@ -417,6 +434,7 @@ pub fn to_json(
             "entries": options.stats.entries,
         },
         "run": info,
+        "lost": info.losses().json(&["mechanisms", "series", "samples", "others"]),
         "samples": stats.samples(),
         "others": stats.others,
         "mechanisms": mechanisms,

@@ -15,6 +15,7 @@ use super::{Names, clock_time, micros, opt_us, percent, us1, us2};
 use crate::analyze::account::report::{Row, top, totals};
 use crate::analyze::bh::BhStats;
 use crate::analyze::histogram::Histogram;
+use crate::analyze::loss::Losses;
 use crate::analyze::noise::NoiseAnalysis;
 use crate::analyze::wakeup::{Component, WakeupStats};
 use crate::collect::account::{AccountRunInfo, Period};
@@ -57,6 +58,13 @@ impl Section {
 
     fn note(&mut self, text: &str) {
         self.body += &format!("<p class=\"note\">{}</p>\n", escape(text));
+    }
+
+    /// The legend under a table whose `marked` rows or columns losses may have cut short.
+    fn legend(&mut self, losses: &Losses, marked: &str) {
+        if let Some(legend) = losses.legend(marked) {
+            self.body += &format!("<p class=\"note lost\">{}</p>\n", escape(&legend));
+        }
     }
 
     /// A two-column table of what the run was and what it could not see.
@@ -403,14 +411,24 @@ impl Page {
 
         section.h3("Latency from request to invocation (us)");
         section.note("MIN..MAX over samples with no interrupt in between; IRQ: samples with one; MAX_IRQ: over all; RUN: entry to exit.");
+        let losses = info.losses();
+        let mark = losses.mark();
         let mut rows = Vec::new();
         for (mechanism, m) in &stats.mechanisms {
-            rows.push(bh_row(mechanism.name(), "(all)", &m.series));
+            rows.push(bh_row(
+                format!("{mechanism}{mark}"),
+                "(all)".into(),
+                &m.series,
+            ));
             for (source, series) in super::bh::sources_of(stats, *mechanism)
                 .iter()
                 .take(super::bh::SOURCES_SHOWN)
             {
-                rows.push(bh_row("", &names.source(source), series));
+                rows.push(bh_row(
+                    String::new(),
+                    format!("{}{mark}", names.source(source)),
+                    series,
+                ));
             }
         }
         section.table(
@@ -430,6 +448,7 @@ impl Page {
             ],
             &rows,
         );
+        section.legend(&losses, "rows");
         section.h3("Latency per mechanism (samples with no interrupt in between)");
         let histograms = stats
             .mechanisms
@@ -439,7 +458,7 @@ impl Page {
         distribution_plots(section, "bottom-half latency", histograms);
 
         for (mechanism, m) in &stats.mechanisms {
-            section.h3(&format!("Delay causes: {mechanism}"));
+            section.h3(&format!("Delay causes: {mechanism}{mark}"));
             section.ranked(
                 format!("What delayed {mechanism} ({} samples)", m.series.count),
                 "samples it delayed",
@@ -495,13 +514,15 @@ impl Page {
         section.facts(&facts);
 
         section.h3("Latency components per CPU (us)");
+        let losses = info.losses();
         let mut rows = Vec::new();
-        for (cpu, cpu_stats) in &stats.cpus {
+        for (&cpu, cpu_stats) in &stats.cpus {
             for component in Component::ALL {
                 if let Some(series) = cpu_stats.series(component) {
+                    let mark = super::wakeup::component_mark(info, cpu, component);
                     rows.push(vec![
                         cpu.to_string(),
-                        format!("{} ({})", component.name(), component.describe()),
+                        format!("{component}{mark} ({})", component.describe()),
                         series.count().to_string(),
                         opt_us(series.min_ns()),
                         opt_us(series.avg_ns()),
@@ -515,6 +536,7 @@ impl Page {
             &["CPU", "Component", "Count", "Min", "Avg", "Max", "Q0.99"],
             &rows,
         );
+        section.legend(&losses, "rows");
         section.h3("Total latency per CPU");
         let histograms = stats
             .cpus
@@ -527,7 +549,11 @@ impl Page {
 
         section.h3("Where the latency went");
         section.ranked(
-            format!("Where the latency went ({} samples)", stats.samples()),
+            format!(
+                "Where the latency went{} ({} samples)",
+                losses.mark(),
+                stats.samples()
+            ),
             "total (us)",
             &["Cause", "Samples", "Share", "Avg (us)", "Max (us)"],
             stats.ranked_causes().into_iter().map(|(cause, s)| {
@@ -565,11 +591,13 @@ impl Page {
             (
                 "served",
                 format!(
-                    "a process {} us ({:.1} %), orphan {} us ({:.1} %)",
+                    "a process {} us ({:.1} %), orphan {} us ({:.1} %); irqlens's own work {} us ({:.1} %)",
                     us1(t.served_ns),
                     percent(t.served_ns, all),
                     us1(t.orphan_ns),
-                    percent(t.orphan_ns, all)
+                    percent(t.orphan_ns, all),
+                    us1(t.irqlens_ns),
+                    percent(t.irqlens_ns, all)
                 ),
             ),
             (
@@ -586,8 +614,10 @@ impl Page {
 
         section.h3(&format!("Interrupt time per {} (us)", view.per()));
         let rows: Vec<Vec<String>> = table
+            .rows
             .iter()
             .take(view.top)
+            .chain(&table.irqlens)
             .map(|row| {
                 vec![
                     row.id.to_string(),
@@ -601,26 +631,30 @@ impl Page {
                 ]
             })
             .collect();
+        // the kernel's bill comes from /proc, the rest from the checkpoints
+        let losses = info.losses();
+        let lossy = |heading: &str| format!("{heading}{}", losses.mark());
         section.table(
             &[
                 view.id_heading(),
                 "Command",
                 "Kernel",
-                "Charged",
-                "Served",
-                "Corrected",
-                "Error",
-                "Units",
+                &lossy("Charged"),
+                &lossy("Served"),
+                &lossy("Corrected"),
+                &lossy("Error"),
+                &lossy("Units"),
             ],
             &rows,
         );
-        if table.len() > view.top {
-            section.note(&format!("{} more", table.len() - view.top));
+        section.legend(&losses, "columns");
+        if table.rows.len() > view.top {
+            section.note(&format!("{} more", table.rows.len() - view.top));
         }
         let ranking = |title: &str, value: fn(&Row) -> u64| BarChart {
             title: title.to_owned(),
             value_label: "interrupt time (us)".into(),
-            bars: top(&table, view.top.min(MAX_BARS), value)
+            bars: top(&table.rows, view.top.min(MAX_BARS), value)
                 .iter()
                 .map(|row| (format!("{}:{}", row.comm, row.id), micros(value(row))))
                 .collect(),
@@ -781,11 +815,11 @@ fn noise_timeline(section: &mut Section, analysis: &NoiseAnalysis) {
     }
 }
 
-fn bh_row(mechanism: &str, source: &str, s: &crate::analyze::bh::Series) -> Vec<String> {
-    let mut row = vec![mechanism.to_owned(), source.to_owned()];
+fn bh_row(mechanism: String, source: String, s: &crate::analyze::bh::Series) -> Vec<String> {
+    let mut row = vec![mechanism, source];
     row.extend(super::bh::series_cells(s));
     row
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

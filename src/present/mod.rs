@@ -15,6 +15,7 @@ use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
 use crate::analyze::histogram::Histogram;
+use crate::analyze::loss::Losses;
 use crate::cli::HistOptions;
 use crate::system::{self, KernelSymbols};
 
@@ -111,6 +112,15 @@ pub fn write_skipped_tracepoints(out: &mut dyn Write, skipped: &[String]) -> io:
     )
 }
 
+/// The legend under a table whose `marked` ("rows", "columns") losses may have cut
+/// short; nothing when nothing was lost.
+pub fn write_legend(out: &mut dyn Write, losses: &Losses, marked: &str) -> io::Result<()> {
+    match losses.legend(marked) {
+        Some(legend) => writeln!(out, "{legend}"),
+        None => Ok(()),
+    }
+}
+
 /// rtla's hist layout: a row per bucket (µs), a column per histogram, then rows
 /// `extra` (such as the IRQ column of `bh`), the overflow row and the summary.
 pub fn write_hist_table(
@@ -170,6 +180,9 @@ pub fn write_hist_table(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod loss_tests;
 
 #[cfg(test)]
 mod tests {

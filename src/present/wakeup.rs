@@ -7,8 +7,9 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::{Figure, TOP_FIGURES, quantile_figures};
-use super::{Names, clock_time, opt_us, percent, us2, write_hist_table};
+use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
 use crate::analyze::histogram::Histogram;
+use crate::analyze::loss::Losses;
 use crate::analyze::wakeup::{Cause, Component, CpuStats, Sample, Stop, WakeupStats};
 use crate::cli::HistOptions;
 use crate::collect::wakeup::{WakeupMode, WakeupOptions, WakeupRunInfo};
@@ -40,18 +41,19 @@ pub fn describe_mode(options: &WakeupOptions) -> String {
     }
 }
 
-/// Per CPU, a row per latency component: count, min, avg, max and Q0.99 (µs).
+/// Per CPU, a row per latency component: count, min, avg, max and Q0.99 (µs); the
+/// components checkpoints were lost from are marked.
 pub fn write_summary(
     out: &mut dyn Write,
     stats: &WakeupStats,
     options: &WakeupOptions,
-    elapsed_ns: u64,
+    info: &WakeupRunInfo,
 ) -> io::Result<()> {
     writeln!(
         out,
         "irqlens wakeup: {} ({})",
         describe_mode(options),
-        clock_time(elapsed_ns)
+        clock_time(info.elapsed_ns)
     )?;
     writeln!(
         out,
@@ -59,17 +61,32 @@ pub fn write_summary(
         "CPU", "COUNT", "TRACED", "COMPONENT (us)", "MIN", "AVG", "MAX", "Q0.99"
     )?;
     for (cpu, stats) in &stats.cpus {
-        write_cpu_rows(out, *cpu, stats)?;
+        write_cpu_rows(out, *cpu, stats, info)?;
     }
-    Ok(())
+    write_legend(out, &info.losses(), "rows")
 }
 
-fn write_cpu_rows(out: &mut dyn Write, cpu: u32, stats: &CpuStats) -> io::Result<()> {
+/// The mark of a component's figures on `cpu`, if losses may have cut them short.
+pub(super) fn component_mark(info: &WakeupRunInfo, cpu: u32, component: Component) -> &'static str {
+    if info.from_checkpoints(component) {
+        info.losses().mark_cpu(cpu)
+    } else {
+        ""
+    }
+}
+
+fn write_cpu_rows(
+    out: &mut dyn Write,
+    cpu: u32,
+    stats: &CpuStats,
+    info: &WakeupRunInfo,
+) -> io::Result<()> {
     let mut first = true;
     for component in Component::ALL {
         let Some(series) = stats.series(component) else {
             continue;
         };
+        let mark = component_mark(info, cpu, component);
         let (cpu, count, traced) = if first {
             (
                 cpu.to_string(),
@@ -83,7 +100,11 @@ fn write_cpu_rows(out: &mut dyn Write, cpu: u32, stats: &CpuStats) -> io::Result
         writeln!(
             out,
             "{cpu:>3} {count:>9} {traced:>9}  {:<34} {:>9} {:>9} {:>9} {:>9}",
-            format!("{:<8} {}", component.name(), component.describe()),
+            format!(
+                "{:<8} {}",
+                format!("{component}{mark}"),
+                component.describe()
+            ),
             opt_us(series.min_ns()),
             opt_us(series.avg_ns()),
             opt_us(series.max_ns()),
@@ -99,6 +120,7 @@ pub fn write_causes(
     stats: &WakeupStats,
     names: &Names,
     rows: usize,
+    losses: &Losses,
 ) -> io::Result<()> {
     let ranked = stats.ranked_causes();
     if ranked.is_empty() || rows == 0 {
@@ -107,7 +129,8 @@ pub fn write_causes(
     writeln!(out)?;
     writeln!(
         out,
-        "Where the latency went ({} samples, {} us in all):",
+        "Where the latency went{} ({} samples, {} us in all):",
+        losses.mark(),
         stats.samples(),
         us2(stats.latency_ns)
     )?;
@@ -134,13 +157,18 @@ pub fn write_causes(
 }
 
 /// The interrupts that woke the tasks, the context switches it took, the threads between.
-pub fn write_chains(out: &mut dyn Write, stats: &WakeupStats, names: &Names) -> io::Result<()> {
+pub fn write_chains(
+    out: &mut dyn Write,
+    stats: &WakeupStats,
+    names: &Names,
+    losses: &Losses,
+) -> io::Result<()> {
     let samples = stats.samples();
     if samples == 0 {
         return Ok(());
     }
     writeln!(out)?;
-    writeln!(out, "Wakeup chains:")?;
+    writeln!(out, "Wakeup chains{}:", losses.mark())?;
     for (origin, count) in &stats.origins {
         writeln!(
             out,
@@ -283,16 +311,18 @@ pub fn write_histogram(
     out: &mut dyn Write,
     stats: &WakeupStats,
     options: &HistOptions,
+    info: &WakeupRunInfo,
 ) -> io::Result<()> {
     let mut columns: Vec<(String, &Histogram)> = Vec::new();
-    for (cpu, cpu_stats) in &stats.cpus {
+    for (&cpu, cpu_stats) in &stats.cpus {
         for (component, label) in [
             (Component::Irq, "IRQ"),
             (Component::Wakeup, "WAK"),
             (Component::Total, "TOT"),
         ] {
             if let Some(series) = cpu_stats.series(component) {
-                columns.push((format!("{label}-{cpu:03}"), &series.histogram));
+                let mark = component_mark(info, cpu, component);
+                columns.push((format!("{label}-{cpu:03}{mark}"), &series.histogram));
             }
         }
     }
@@ -303,7 +333,8 @@ pub fn write_histogram(
         &[],
         "over:",
         options,
-    )
+    )?;
+    write_legend(out, &info.losses(), "columns")
 }
 
 pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<()> {
@@ -424,6 +455,15 @@ pub fn to_json(
         "worst": stats.worst.iter().map(|s| sample_json(s, names)).collect::<Vec<_>>(),
         "stop": stop,
         "run": info,
+        "lost": info.losses().json(&[
+            "cpus",
+            "causes",
+            "origins",
+            "context_switches",
+            "interposed",
+            "threads",
+            "worst",
+        ]),
     })
 }
 

@@ -7,15 +7,17 @@
 //! gzip'd JSON Lines (`.jsonl.gz`): one JSON object per line, each with a `"type"`.
 //! - The first line is the `header`: `format` ("irqlens-recording"), `version`,
 //!   `capability`, `argv`, `irqlens_version`, `started_at` (RFC 3339, UTC), `cpus`,
-//!   `load`, and `system` (kernel release, version and config, boot command line, CPU
-//!   model and count, clock source, /proc/interrupts and /proc/softirqs before).
+//!   `load`, `pid` (irqlens's own process), and `system` (kernel release, version and
+//!   config, boot command line, CPU model and count, clock source, /proc/interrupts and
+//!   /proc/softirqs before).
 //! - Then the inputs, in the order the analysis took them: `event` (a checkpoint: bh,
 //!   wakeup, account), `noise_record` (an interference the noise probe saw),
 //!   `noise_period` (a measurement thread's runtime window with its noise samples),
 //!   `noise_entries`, `stimulus` and `timer_threads` (whose samples are measured),
 //!   `wakeup_report` (a timer thread's activation, as it saw it from user space),
 //!   `kernel_hz` (account with `--compensate`: the kernel's tick rate, measured), `mark`
-//!   (account: each thread's CPU time as /proc told it at a period's end).
+//!   (account: each thread's CPU time as /proc told it at a period's end, and the
+//!   checkpoints lost so far).
 //! - The last line is the `end`: the run info (as in `--json`), /proc/interrupts and
 //!   /proc/softirqs after, and the names of the kernel functions the events refer to.
 //!   A file without it is truncated (the run was killed).
@@ -99,10 +101,12 @@ pub enum Line {
         hz: u32,
     },
     /// account: a period boundary, `at_ns` after the start, with the kernel's CPU time per
-    /// thread then.
+    /// thread then and the checkpoints lost so far.
     Mark {
         at_ns: u64,
         threads: Vec<ThreadReading>,
+        #[serde(default)]
+        lost_events: u64,
     },
     End(Box<End>),
 }
@@ -139,6 +143,9 @@ pub struct Header {
     pub cpus: CpuList,
     /// The load the run put on the machine (bh's `--load`), if any.
     pub load: Option<LoadScenario>,
+    /// The process id of the irqlens that made it: whose threads' work is irqlens's own.
+    #[serde(default)]
+    pub pid: Option<u32>,
     pub system: SystemSnapshot,
 }
 
@@ -214,6 +221,7 @@ impl Header {
             started_at: crate::system::now_rfc3339(),
             cpus: cpus.clone(),
             load,
+            pid: Some(std::process::id()),
             system: crate::system::snapshot(),
         }
     }

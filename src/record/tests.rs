@@ -18,6 +18,7 @@ fn header() -> Header {
         started_at: "2026-11-23T12:00:00Z".into(),
         cpus: CpuList::single(1),
         load: Some(LoadScenario::Zero),
+        pid: Some(4242),
         system: SystemSnapshot {
             interrupts: "           CPU0\n 11:  5  IO-APIC 11-fasteoi virtio0\n".into(),
             ..Default::default()

@@ -13,6 +13,13 @@
 //! - what is left (a run with no unit, the tick's housekeeping, NMIs, deliveries to
 //!   sockets nobody reads) is **orphan** time, as the seed keeps orphan packets.
 //!
+//! irqlens's own work is its own: a run whose units are all irqlens's threads (the
+//! timers that wake its threads), and an IPI with no unit after which the CPU switches
+//! straight to one of its threads (the remote wakeup of it), is charged to `[irqlens]`,
+//! not to the task it happened to interrupt.
+//! The kernel still billed that task, so the ledger keeps the time in the task's
+//! `charged` and marks it `for_irqlens`: the table moves it, the correction does not.
+//!
 //! Times are exclusive: nested interrupts are cut out of the run they interrupted.
 
 pub mod compensate;
@@ -33,6 +40,9 @@ use compensate::Compensator;
 pub const IDLE: u32 = 0;
 /// irq_vectors.h's SRC_LOCAL_TIMER.
 const LOCAL_TIMER: u16 = 1;
+/// irq_vectors.h's SRC_RESCHEDULE, SRC_CALL_FUNCTION and SRC_CALL_FUNCTION_SINGLE: the
+/// IPIs a remote wakeup sends.
+const WAKEUP_IPIS: [u16; 3] = [2, 3, 4];
 
 /// Where interrupt time came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -50,14 +60,23 @@ pub enum Source {
     Nmi,
 }
 
+impl Source {
+    /// Whether it is a hardirq of irq_vectors.h's `irq_source`.
+    fn is_hardirq_of(self, irq_source: u16) -> bool {
+        matches!(self, Source::Hardirq { source, .. } if source == irq_source)
+    }
+}
+
 /// Nanoseconds per interrupt source.
 pub type BySource = BTreeMap<Source, u64>;
 
 /// One thread's interrupt account.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadAccount {
-    /// Interrupt time that ran while the thread was current.
+    /// Interrupt time that ran while the thread was current (the kernel billed it).
     pub charged: BySource,
+    /// The part of `charged` that was irqlens's own work: charged to `[irqlens]`.
+    pub for_irqlens: BySource,
     /// Interrupt time done on its behalf, wherever it ran.
     pub served: BySource,
     /// Deliveries and wakeups it was served.
@@ -71,6 +90,8 @@ pub struct Ledger {
     pub orphan: BySource,
     /// Thread group and name of the threads the checkpoints named.
     pub seen: HashMap<u32, (u32, Comm)>,
+    /// irqlens's own process id: the threads whose work is its own.
+    pub irqlens: Option<u32>,
 }
 
 impl Ledger {
@@ -79,21 +100,37 @@ impl Ledger {
         for (thread, account) in later.threads {
             let mine = self.threads.entry(thread).or_default();
             add_into(&mut mine.charged, &account.charged);
+            add_into(&mut mine.for_irqlens, &account.for_irqlens);
             add_into(&mut mine.served, &account.served);
             mine.units += account.units;
         }
         add_into(&mut self.orphan, &later.orphan);
         self.seen.extend(later.seen);
+        self.irqlens = self.irqlens.or(later.irqlens);
     }
 
-    fn charge(&mut self, thread: u32, source: Source, ns: u64) {
-        *self
-            .threads
-            .entry(thread)
-            .or_default()
-            .charged
-            .entry(source)
-            .or_default() += ns;
+    /// Whether `thread` is one of irqlens's own.
+    pub fn is_irqlens(&self, thread: u32) -> bool {
+        let tgid = self.seen.get(&thread).map_or(thread, |&(tgid, _)| tgid);
+        self.irqlens.is_some_and(|pid| thread == pid || tgid == pid)
+    }
+
+    /// Whether a run that ended is irqlens's own work: its units are all irqlens's
+    /// threads. (irqlens's probes notify nobody: its reader drains on its own pace, so
+    /// an irq_work that wakes nobody is some other kernel user's.)
+    fn is_irqlens_work(&self, run: &Run) -> bool {
+        !run.units.is_empty() && run.units.iter().all(|&unit| self.is_irqlens(unit))
+    }
+
+    fn charge(&mut self, part: Part, for_irqlens: bool) {
+        if part.ns == 0 {
+            return;
+        }
+        let account = self.threads.entry(part.current).or_default();
+        *account.charged.entry(part.source).or_default() += part.ns;
+        if for_irqlens {
+            *account.for_irqlens.entry(part.source).or_default() += part.ns;
+        }
     }
 
     /// Splits `ns` evenly among `units` (thread ids, 0 for an unknown reader).
@@ -127,11 +164,21 @@ impl Ledger {
     }
 }
 
+/// Interrupt time to settle: its source, and the thread it ran on (the kernel bills it).
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    source: Source,
+    ns: u64,
+    current: u32,
+}
+
 /// One hardirq or softirq run being followed.
 #[derive(Debug)]
 struct Run {
     source: Source,
     ns: u64,
+    /// The thread it interrupted.
+    current: u32,
     units: Vec<u32>,
     /// The last unit is a socket delivery whose wakeup (if any) is still to come.
     delivery_open: bool,
@@ -144,6 +191,7 @@ impl Run {
         Run {
             source,
             ns: 0,
+            current: IDLE,
             units: Vec::new(),
             delivery_open: false,
             raised: Vec::new(),
@@ -153,6 +201,24 @@ impl Run {
     fn deliver(&mut self, reader: u32) {
         self.units.push(reader);
         self.delivery_open = true;
+    }
+
+    fn part(&self) -> Part {
+        Part {
+            source: self.source,
+            ns: self.ns,
+            current: self.current,
+        }
+    }
+
+    /// A wakeup IPI that woke nobody here: whether it was for irqlens shows in what the
+    /// CPU switches to next.
+    fn may_wake_remotely(&self) -> bool {
+        WAKEUP_IPIS
+            .iter()
+            .any(|&ipi| self.source.is_hardirq_of(ipi))
+            && self.units.is_empty()
+            && self.raised.is_empty()
     }
 
     fn wake(&mut self, thread: u32) {
@@ -180,7 +246,10 @@ struct CpuState {
     timeline: Timeline,
     runs: Runs,
     /// Hardirq time handed on to the next run of a softirq vector.
-    deferred: HashMap<u16, Vec<(Source, u64)>>,
+    deferred: HashMap<u16, Vec<Part>>,
+    /// A wakeup IPI that woke nobody here, until the CPU switches or takes another
+    /// hardirq: irqlens's own work if the switch is to one of its threads.
+    ipi: Option<Run>,
     /// Start of the clock tick in progress (compensation).
     tick_start: Option<u64>,
 }
@@ -200,20 +269,14 @@ impl CpuState {
     /// A device or IPI hardirq with no unit hands its time to the softirq vectors it
     /// raised (none to settle).
     fn hand_on(&mut self, run: Run) -> Option<Run> {
-        let tick = matches!(
-            run.source,
-            Source::Hardirq {
-                source: LOCAL_TIMER,
-                ..
-            }
-        );
+        let tick = run.source.is_hardirq_of(LOCAL_TIMER);
         if run.units.is_empty() && !run.raised.is_empty() && !tick {
-            let share = run.ns / run.raised.len() as u64;
+            let share = Part {
+                ns: run.ns / run.raised.len() as u64,
+                ..run.part()
+            };
             for vector in run.raised {
-                self.deferred
-                    .entry(vector)
-                    .or_default()
-                    .push((run.source, share));
+                self.deferred.entry(vector).or_default().push(share);
             }
             return None;
         }
@@ -221,8 +284,8 @@ impl CpuState {
     }
 
     /// A softirq run's time and the hardirq time handed on to its vector.
-    fn with_handed_on(&mut self, run: &Run) -> Vec<(Source, u64)> {
-        let mut parts = vec![(run.source, run.ns)];
+    fn with_handed_on(&mut self, run: &Run) -> Vec<Part> {
+        let mut parts = vec![run.part()];
         if let Source::Softirq { vector } = run.source {
             parts.extend(self.deferred.remove(&vector).unwrap_or_default());
         }
@@ -254,16 +317,22 @@ pub struct Attributor {
 }
 
 impl Attributor {
-    /// With `tick_ns`, also runs the compensation algorithm of §3.1 over the stream.
-    pub fn new(tick_ns: Option<u64>) -> Self {
+    /// With `tick_ns`, also runs the compensation algorithm of §3.1 over the stream;
+    /// `irqlens` is irqlens's own process id (its work is charged to `[irqlens]`).
+    pub fn new(tick_ns: Option<u64>, irqlens: Option<u32>) -> Self {
         Attributor {
             compensator: tick_ns.map(Compensator::new),
+            ledger: Ledger {
+                irqlens,
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
 
     pub fn add(&mut self, e: &Event) {
         self.learn_name(e);
+        self.settle_ipi(e);
         let cpu = self.cpus.entry(e.cpu).or_default();
         if let Some(compensator) = self.compensator.as_mut() {
             cross_ticks(compensator, e.cpu, cpu, e.time_ns);
@@ -279,18 +348,20 @@ impl Attributor {
                     id: e.id.into(),
                 }));
             }
-            EventKind::IrqExit => {
-                if let Some(run) = cpu.runs.hardirq.take().and_then(|run| cpu.hand_on(run)) {
-                    self.settle(e.cpu, &run.units, &[(run.source, run.ns)]);
+            EventKind::IrqExit => match cpu.runs.hardirq.take().and_then(|run| cpu.hand_on(run)) {
+                Some(run) if run.may_wake_remotely() && self.ledger.irqlens.is_some() => {
+                    cpu.ipi = Some(run);
                 }
-            }
+                Some(run) => self.settle(e.cpu, &run, &[run.part()]),
+                None => {}
+            },
             EventKind::SoftirqEntry => {
                 cpu.runs.softirq = Some(Run::new(Source::Softirq { vector: e.id }));
             }
             EventKind::SoftirqExit => {
                 if let Some(run) = cpu.runs.softirq.take() {
                     let parts = cpu.with_handed_on(&run);
-                    self.settle(e.cpu, &run.units, &parts);
+                    self.settle(e.cpu, &run, &parts);
                 }
             }
             EventKind::TimerExpire => {
@@ -299,7 +370,7 @@ impl Attributor {
             }
             EventKind::TimerExpireExit => {
                 if let Some(run) = cpu.runs.callback.take().and_then(|run| cpu.fold_in(run)) {
-                    self.settle(e.cpu, &run.units, &[(run.source, run.ns)]);
+                    self.settle(e.cpu, &run, &[run.part()]);
                 }
             }
             EventKind::SoftirqRaise => {
@@ -338,25 +409,43 @@ impl Attributor {
     /// Hands out the ledger (and compensation) so far and starts new ones, for periodic
     /// reports; what is open carries on.
     pub fn take(&mut self) -> (Ledger, Option<Compensator>) {
-        let seen = self.ledger.seen.clone();
-        let ledger = std::mem::replace(
-            &mut self.ledger,
-            Ledger {
-                seen,
-                ..Default::default()
-            },
-        );
+        let next = Ledger {
+            seen: self.ledger.seen.clone(),
+            irqlens: self.ledger.irqlens,
+            ..Default::default()
+        };
+        let ledger = std::mem::replace(&mut self.ledger, next);
         let compensator = self.compensator.as_mut().map(Compensator::take_adjustments);
         (ledger, compensator)
     }
 
-    /// Hardirq time deferred to softirq runs that never came is orphan time.
+    /// Hardirq time deferred to softirq runs that never came is orphan time; a wakeup
+    /// IPI still waiting for its switch woke nobody known.
     pub fn finish(&mut self) {
-        for cpu in self.cpus.values_mut() {
-            for (source, ns) in cpu.deferred.drain().flat_map(|(_, parts)| parts) {
-                *self.ledger.orphan.entry(source).or_default() += ns;
+        let mut left: Vec<(u32, Run)> = Vec::new();
+        for (&cpu_id, cpu) in &mut self.cpus {
+            for part in cpu.deferred.drain().flat_map(|(_, parts)| parts) {
+                self.ledger.charge(part, false);
+                *self.ledger.orphan.entry(part.source).or_default() += part.ns;
             }
+            left.extend(cpu.ipi.take().map(|run| (cpu_id, run)));
         }
+        for (cpu, run) in left {
+            self.settle_as(cpu, &run.units, &[run.part()], false);
+        }
+    }
+
+    /// Settles the wakeup IPI waiting on the event's CPU once the CPU switches (to
+    /// irqlens's thread: irqlens's own work) or takes another hardirq.
+    fn settle_ipi(&mut self, e: &Event) {
+        if !matches!(e.kind, EventKind::Switch | EventKind::IrqEntry) {
+            return;
+        }
+        let Some(run) = self.cpus.get_mut(&e.cpu).and_then(|cpu| cpu.ipi.take()) else {
+            return;
+        };
+        let for_irqlens = e.kind == EventKind::Switch && self.ledger.is_irqlens(e.aux);
+        self.settle_as(e.cpu, &run.units, &[run.part()], for_irqlens);
     }
 
     fn learn_name(&mut self, e: &Event) {
@@ -365,19 +454,27 @@ impl Attributor {
         }
     }
 
-    fn settle(&mut self, cpu: u32, units: &[u32], parts: &[(Source, u64)]) {
-        for &(source, ns) in parts {
-            self.ledger.serve(units, source, ns);
+    /// Charges and serves a run that ended, as irqlens's own work if it is.
+    fn settle(&mut self, cpu: u32, run: &Run, parts: &[Part]) {
+        let for_irqlens = self.ledger.is_irqlens_work(run);
+        self.settle_as(cpu, &run.units, parts, for_irqlens);
+    }
+
+    fn settle_as(&mut self, cpu: u32, units: &[u32], parts: &[Part], for_irqlens: bool) {
+        for &part in parts {
+            self.ledger.charge(part, for_irqlens);
+            self.ledger.serve(units, part.source, part.ns);
         }
         self.ledger.count_units(units);
         if let Some(compensator) = self.compensator.as_mut() {
-            let ns: u64 = parts.iter().map(|&(_, ns)| ns).sum();
+            let ns: u64 = parts.iter().map(|part| part.ns).sum();
             compensator.interrupts(cpu, units, ns);
         }
     }
 }
 
-/// Charges a closed interrupt slice to the thread it ran on, and adds it to its run.
+/// Adds a closed interrupt slice to its run (charged when the run is settled), or
+/// charges it to the thread it ran on if no run is followed.
 fn route(ledger: &mut Ledger, runs: &mut Runs, slice: &Slice) {
     let ns = slice.end - slice.start;
     let run = match slice.context {
@@ -390,7 +487,7 @@ fn route(ledger: &mut Ledger, runs: &mut Runs, slice: &Slice) {
     match run {
         Some(run) => {
             run.ns += ns;
-            ledger.charge(slice.thread, run.source, ns);
+            run.current = slice.thread;
         }
         // an NMI, or a run whose entry came before tracing began: served nobody known
         None => {
@@ -404,7 +501,12 @@ fn route(ledger: &mut Ledger, runs: &mut Runs, slice: &Slice) {
                 },
                 _ => Source::Nmi,
             };
-            ledger.charge(slice.thread, source, ns);
+            let part = Part {
+                source,
+                ns,
+                current: slice.thread,
+            };
+            ledger.charge(part, false);
             *ledger.orphan.entry(source).or_default() += ns;
         }
     }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::compensate::Compensator;
-use super::report::{ThreadInfo, relative_error, rows, totals};
+use super::report::{ThreadInfo, relative_error, table, totals};
 use super::*;
 use crate::analyze::checkpoint::EventKind::*;
 use crate::analyze::checkpoint::stream::{Stream, US};
@@ -46,7 +46,7 @@ fn feed(attributor: &mut Attributor, events: &[Event]) {
 }
 
 fn attribute(s: &Stream) -> Attributor {
-    let mut attributor = Attributor::new(None);
+    let mut attributor = Attributor::new(None, None);
     feed(&mut attributor, &s.events);
     attributor.finish();
     attributor
@@ -240,15 +240,15 @@ fn rows_correct_the_kernels_bill_per_process() {
         (RECEIVER, info(RECEIVER, "receiver", 50)),
         (RECEIVER + 1, info(RECEIVER, "receiver-aux", 10)),
     ]);
-    let table = rows(&ledger, &threads, None, false);
-    assert_eq!(table.len(), 2);
-    let spinner = table.iter().find(|r| r.id == SPINNER).unwrap();
+    let rows = table(&ledger, &threads, None, false).rows;
+    assert_eq!(rows.len(), 2);
+    let spinner = rows.iter().find(|r| r.id == SPINNER).unwrap();
     assert_eq!(
         (spinner.kernel_ns, spinner.charged_ns, spinner.corrected_ns),
         (Some(1_000 * US), 6 * US, Some(994 * US))
     );
     assert_eq!(spinner.error, relative_error(1_000, 994));
-    let receiver = table.iter().find(|r| r.id == RECEIVER).unwrap();
+    let receiver = rows.iter().find(|r| r.id == RECEIVER).unwrap();
     assert_eq!(
         (
             receiver.kernel_ns,
@@ -261,7 +261,7 @@ fn rows_correct_the_kernels_bill_per_process() {
         receiver.error.unwrap() < 0.0,
         "the kernel under-bills the receiver"
     );
-    assert_eq!(rows(&ledger, &threads, None, true).len(), 2);
+    assert_eq!(table(&ledger, &threads, None, true).rows.len(), 2);
 }
 
 #[test]
@@ -288,7 +288,7 @@ fn periodic_takes_start_a_new_ledger_and_keep_open_runs() {
     let mut s = Stream::new();
     s.softirq(0, CPU, SPINNER, SoftirqEntry, NET_RX);
     s.softirq(2, CPU, SPINNER, SoftirqExit, NET_RX);
-    let mut attributor = Attributor::new(None);
+    let mut attributor = Attributor::new(None, None);
     feed(&mut attributor, &s.events);
     let mut next = Stream::new();
     next.softirq(10, CPU, SPINNER, SoftirqEntry, NET_RX);
@@ -388,7 +388,7 @@ fn attribution_runs_the_compensation_per_tick() {
     // the receiver is current on CPU 0 at a later tick
     s.at(12 * TICK_US + 5, 0, RECEIVER, SoftirqRaise);
     s.at(14 * TICK_US + 5, 0, RECEIVER, SoftirqRaise);
-    let mut attributor = Attributor::new(Some(TICK_US * US));
+    let mut attributor = Attributor::new(Some(TICK_US * US), None);
     feed(&mut attributor, &s.events);
     let c = attributor.compensator().unwrap();
     // N = 4000 / 3 µs per unit = 1333 units a tick; 240 units were charged to the
@@ -397,4 +397,179 @@ fn attribution_runs_the_compensation_per_tick() {
     assert_eq!(c.unaccounted(SPINNER), -220, "the last tick is still open");
     assert_eq!(c.unaccounted(RECEIVER), 240);
     assert_eq!(c.adjusted_ns(SPINNER), 0);
+}
+
+const HACKBENCH: u32 = 40;
+/// irqlens's process and its collector thread.
+const IRQLENS: u32 = 50;
+const COLLECTOR: u32 = 51;
+const IRQ_WORK: u16 = 5; // SRC_IRQ_WORK
+const RESCHEDULE: u16 = 2; // SRC_RESCHEDULE
+const DEVICE: u16 = 0;
+
+fn irq_work() -> Source {
+    Source::Hardirq {
+        source: IRQ_WORK,
+        id: 246,
+    }
+}
+
+/// A wakeup of `tid`, a thread of process `tgid`, on the CPU of the test.
+fn wake_thread(s: &mut Stream, us: u64, waker: u32, tid: u32, tgid: u32) {
+    s.wake(us, CPU, waker, tid, "thread", false);
+    s.events.last_mut().expect("just woken").ptr = tgid.into();
+}
+
+fn attribute_with_irqlens(s: &Stream) -> Ledger {
+    let mut attributor = Attributor::new(None, Some(IRQLENS));
+    feed(&mut attributor, &s.events);
+    attributor.finish();
+    attributor.ledger().clone()
+}
+
+/// An irq_work wakes irqlens's collector while hackbench runs.
+fn irq_work_for_the_collector(s: &mut Stream, at: u64) {
+    s.irq(at, CPU, HACKBENCH, true, IRQ_WORK, 246);
+    wake_thread(s, at + 1, HACKBENCH, COLLECTOR, IRQLENS);
+    s.irq(at + 3, CPU, HACKBENCH, false, IRQ_WORK, 246);
+}
+
+#[test]
+fn irq_work_waking_irqlens_is_charged_to_irqlens_not_to_hackbench() {
+    let mut s = Stream::new();
+    irq_work_for_the_collector(&mut s, 100);
+    let ledger = attribute_with_irqlens(&s);
+    let hackbench = &ledger.threads[&HACKBENCH];
+    // the kernel billed hackbench, and the ledger knows it was irqlens's work
+    assert_eq!(in_us(&hackbench.charged), vec![(irq_work(), 3)]);
+    assert_eq!(in_us(&hackbench.for_irqlens), vec![(irq_work(), 3)]);
+    assert_eq!(
+        in_us(&ledger.threads[&COLLECTOR].served),
+        vec![(irq_work(), 3)]
+    );
+
+    let threads = HashMap::from([
+        (HACKBENCH, info(HACKBENCH, "hackbench", 1_000)),
+        (IRQLENS, info(IRQLENS, "irqlens", 100)),
+        (COLLECTOR, info(IRQLENS, "irqlens", 20)),
+    ]);
+    let table = table(&ledger, &threads, None, false);
+    let hackbench = table.rows.iter().find(|r| r.id == HACKBENCH).unwrap();
+    assert_eq!(
+        (hackbench.charged_ns, hackbench.irqlens_ns),
+        (0, 3 * US),
+        "not charged to hackbench"
+    );
+    // hackbench did not run those 3 µs: its corrected time still leaves them out
+    assert_eq!(hackbench.corrected_ns, Some(997 * US));
+    let irqlens = table.irqlens.expect("the [irqlens] row");
+    assert_eq!((irqlens.id, irqlens.comm.as_str()), (IRQLENS, "[irqlens]"));
+    assert_eq!(
+        (irqlens.charged_ns, irqlens.served_ns, irqlens.irqlens_ns),
+        (3 * US, 3 * US, 3 * US)
+    );
+    // the kernel billed irqlens 120 µs; it was served 3 µs more on hackbench's time
+    assert_eq!(
+        (irqlens.kernel_ns, irqlens.corrected_ns),
+        (Some(120 * US), Some(123 * US))
+    );
+    assert!(
+        table.rows.iter().all(|r| r.id != IRQLENS),
+        "irqlens is its own row, not one of the processes"
+    );
+    let totals = totals(&ledger);
+    assert_eq!(totals.irqlens_ns, 3 * US);
+}
+
+#[test]
+fn irq_work_that_wakes_nobody_is_charged_to_the_task_it_interrupted() {
+    // irqlens's probes never notify its reader: such an irq_work is another kernel
+    // user's (perf, RCU, cpufreq) and bills the task it interrupted, as any other
+    let mut s = Stream::new();
+    s.irq(100, CPU, HACKBENCH, true, IRQ_WORK, 246);
+    s.irq(102, CPU, HACKBENCH, false, IRQ_WORK, 246);
+    let ledger = attribute_with_irqlens(&s);
+    let hackbench = &ledger.threads[&HACKBENCH];
+    assert_eq!(in_us(&hackbench.charged), vec![(irq_work(), 2)]);
+    assert!(hackbench.for_irqlens.is_empty());
+    assert_eq!(
+        in_us(&ledger.orphan),
+        vec![(irq_work(), 2)],
+        "it served no thread"
+    );
+}
+
+#[test]
+fn a_device_irq_serving_another_process_is_still_charged_to_the_current_one() {
+    let mut s = Stream::new();
+    irq_work_for_the_collector(&mut s, 100);
+    // a disk completion wakes the receiver, and irqlens's collector with it
+    s.irq(200, CPU, HACKBENCH, true, DEVICE, 11);
+    wake_thread(&mut s, 201, HACKBENCH, RECEIVER, RECEIVER);
+    wake_thread(&mut s, 202, HACKBENCH, COLLECTOR, IRQLENS);
+    s.irq(204, CPU, HACKBENCH, false, DEVICE, 11);
+    let ledger = attribute_with_irqlens(&s);
+    let disk = Source::Hardirq {
+        source: DEVICE,
+        id: 11,
+    };
+    let hackbench = &ledger.threads[&HACKBENCH];
+    assert_eq!(in_us(&hackbench.charged), vec![(disk, 4), (irq_work(), 3)]);
+    assert_eq!(
+        in_us(&hackbench.for_irqlens),
+        vec![(irq_work(), 3)],
+        "a run with a unit of another process is not irqlens's own"
+    );
+    assert_eq!(in_us(&ledger.threads[&RECEIVER].served), vec![(disk, 2)]);
+    let table = table(&ledger, &HashMap::new(), None, false);
+    let hackbench = table.rows.iter().find(|r| r.id == HACKBENCH).unwrap();
+    assert_eq!(in_us(&hackbench.charged_by), vec![(disk, 4)]);
+}
+
+#[test]
+fn a_wakeup_ipi_the_cpu_leaves_for_irqlens_is_irqlens_own() {
+    let resched = Source::Hardirq {
+        source: RESCHEDULE,
+        id: 253,
+    };
+    let mut s = Stream::new();
+    // a remote wakeup of the collector: the IPI, the softirqs of its exit, the switch
+    s.irq(100, CPU, HACKBENCH, true, RESCHEDULE, 253);
+    s.irq(102, CPU, HACKBENCH, false, RESCHEDULE, 253);
+    s.softirq(103, CPU, HACKBENCH, SoftirqEntry, RCU);
+    s.softirq(104, CPU, HACKBENCH, SoftirqExit, RCU);
+    s.switch(105, CPU, HACKBENCH, COLLECTOR, "irqlens");
+    s.events.last_mut().unwrap().ptr = IRQLENS.into();
+    // one for another task: the CPU switches to the spinner
+    s.switch(200, CPU, COLLECTOR, HACKBENCH, "hackbench");
+    s.irq(300, CPU, HACKBENCH, true, RESCHEDULE, 253);
+    s.irq(301, CPU, HACKBENCH, false, RESCHEDULE, 253);
+    s.switch(302, CPU, HACKBENCH, SPINNER, "spinner");
+    // one still waiting for its switch when the run ends
+    s.irq(400, CPU, SPINNER, true, RESCHEDULE, 253);
+    s.irq(405, CPU, SPINNER, false, RESCHEDULE, 253);
+    let ledger = attribute_with_irqlens(&s);
+    let hackbench = &ledger.threads[&HACKBENCH];
+    assert_eq!(
+        in_us(&hackbench.charged),
+        vec![(resched, 3), (Source::Softirq { vector: RCU }, 1)]
+    );
+    assert_eq!(in_us(&hackbench.for_irqlens), vec![(resched, 2)]);
+    assert_eq!(in_us(&ledger.threads[&SPINNER].charged), vec![(resched, 5)]);
+    assert!(ledger.threads[&SPINNER].for_irqlens.is_empty());
+    assert_eq!(
+        in_us(&ledger.orphan),
+        vec![(resched, 8), (Source::Softirq { vector: RCU }, 1)]
+    );
+}
+
+#[test]
+fn without_irqlens_pid_nothing_is_irqlens_own() {
+    let mut s = Stream::new();
+    irq_work_for_the_collector(&mut s, 100);
+    let ledger = attribute(&s).ledger().clone();
+    assert!(ledger.threads[&HACKBENCH].for_irqlens.is_empty());
+    let table = table(&ledger, &HashMap::new(), None, false);
+    assert!(table.irqlens.is_none());
+    assert_eq!(table.rows.len(), 2, "hackbench and the collector");
 }

@@ -23,7 +23,7 @@ fn irq_names() -> HashMap<u32, String> {
     HashMap::from([(11, EVIL.to_string())])
 }
 
-fn names() -> Names {
+pub(in crate::present) fn names() -> Names {
     Names {
         symbols: KernelSymbols::default(),
         irqs: irq_names(),
@@ -88,7 +88,7 @@ fn noise_info() -> RunInfo {
     }
 }
 
-fn bh_stats() -> BhStats {
+pub(in crate::present) fn bh_stats() -> BhStats {
     let mut stats = BhStats::new(BhConfig {
         bucket_ns: 1_000,
         entries: 64,
@@ -116,7 +116,7 @@ fn bh_stats() -> BhStats {
     stats
 }
 
-fn bh_info() -> BhRunInfo {
+pub(in crate::present) fn bh_info() -> BhRunInfo {
     BhRunInfo {
         elapsed_ns: 1_000_000_000,
         programs: 30,
@@ -145,7 +145,7 @@ fn plots<'a>(html: &'a str, kind: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn render(page: &Page) -> String {
+pub(in crate::present) fn render(page: &Page) -> String {
     let mut out = Vec::new();
     page.write(&mut out).unwrap();
     String::from_utf8(out).unwrap()
@@ -340,6 +340,7 @@ fn account_section_ranks_victims_and_causers() {
         ledger,
         compensator: None,
         threads: HashMap::from([(10, thread(10, "spinner")), (20, thread(20, "<recv>"))]),
+        lost_events: 0,
     };
     let info = AccountRunInfo {
         elapsed_ns: 1_000_000_000,
