@@ -107,6 +107,7 @@ pub fn run(
     probe.enable();
     let mut pace = RunPace::new(started, options.duration);
     let mut next_report = options.interval.map(|i| started + i);
+    let _reader = super::raise_reader();
     while !stop.load(Ordering::Relaxed) {
         pipeline.feed(events.wait_and_take(pace.wait()), tap);
         let now = Instant::now();

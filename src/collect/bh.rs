@@ -120,6 +120,7 @@ pub fn run(
         stimulus.begin();
     }
     let mut pace = RunPace::new(started, options.duration);
+    let _reader = super::raise_reader();
     while !stop.load(Ordering::Relaxed) {
         pipeline.feed(events.wait_and_take(DRAIN_INTERVAL), tap);
         let now = Instant::now();

@@ -18,10 +18,23 @@ use crate::analyze::checkpoint::Event;
 use crate::probe::RecordAreas;
 use crate::record::{Line, Reader};
 use clock::monotonic_ns;
+use sched::{Priority, RaisedPriority};
 
 /// The longest a run waits between two drains of the probe's record areas (sooner when
 /// they fill faster: nothing in the kernel wakes the reader).
 pub(crate) const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+/// The thread that drains the probe's record areas runs above every SCHED_OTHER task,
+/// so a busy machine (hundreds of runnable tasks) cannot starve it into losing records;
+/// its time is irqlens's own and shows as such (noise's irqlens thread, account's
+/// [irqlens] row). Real-time tasks (priority 2 and up) still come first.
+const READER_PRIORITY: Priority = Priority::Fifo(1);
+
+/// Raises the calling thread, the reader, to READER_PRIORITY until dropped. Best effort:
+/// without it the reader only risks losses, which are counted and shown.
+pub(crate) fn raise_reader() -> Option<RaisedPriority> {
+    RaisedPriority::raise(READER_PRIORITY).ok()
+}
+
 /// How often a run reports its progress.
 const TICK: Duration = Duration::from_secs(1);
 

@@ -101,6 +101,7 @@ pub fn run(
             .collect();
 
         let mut pace = RunPace::new(started, options.duration);
+        let _reader = super::raise_reader();
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(records.next_drain(pace.wait()));
             // Reports first, then records: a CPU's records are committed before its

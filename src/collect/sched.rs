@@ -152,6 +152,42 @@ pub fn set_priority(priority: Priority) -> Result<()> {
     }
 }
 
+/// The calling thread's scheduling as it was before `raise`, put back when dropped.
+pub struct RaisedPriority {
+    policy: libc::c_int,
+    param: libc::sched_param,
+    nice: i32,
+}
+
+impl RaisedPriority {
+    /// Gives the calling thread `priority` until the guard is dropped.
+    pub fn raise(priority: Priority) -> Result<Self> {
+        let mut param = libc::sched_param { sched_priority: 0 };
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        check(policy as i64, "reading the scheduling policy")?;
+        check(
+            unsafe { libc::sched_getparam(0, &mut param) } as i64,
+            "reading the scheduling priority",
+        )?;
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, gettid()) };
+        set_priority(priority)?;
+        Ok(RaisedPriority {
+            policy,
+            param,
+            nice,
+        })
+    }
+}
+
+impl Drop for RaisedPriority {
+    fn drop(&mut self) {
+        unsafe {
+            libc::sched_setscheduler(0, self.policy, &self.param);
+            libc::setpriority(libc::PRIO_PROCESS, gettid(), self.nice);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

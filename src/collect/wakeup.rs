@@ -153,6 +153,7 @@ pub fn run(
         }
         let mut pipeline = Pipeline::new(options, timer_tids);
         let mut pace = RunPace::new(started, options.duration);
+        let _reader = super::raise_reader();
         while !stop.load(Ordering::Relaxed) {
             let wait = pace.wait();
             match &mut events {
