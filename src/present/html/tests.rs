@@ -213,13 +213,14 @@ fn noise_section_has_every_plot_and_the_causes() {
     assert_eq!(plots(&html, "cdf").len(), 1);
     let causes = plots(&html, "causes");
     assert_eq!(causes.len(), 1);
-    // IRQ 11 on CPU 1 and hardware noise on CPU 0, both drawn as bars
+    // IRQ 11 and the 500 ns around it on CPU 1, hardware noise on CPU 0: all bars
     assert!(causes[0].contains("irq 11 &lt;script&gt;"), "{}", causes[0]);
+    assert!(causes[0].contains("irq entry/exit"));
     assert!(causes[0].contains("hw noise"));
     assert_eq!(
         causes[0].matches("<rect").count(),
-        3,
-        "background and two bars"
+        4,
+        "background and three bars"
     );
     let timelines = plots(&html, "timeline");
     assert_eq!(timelines.len(), 2);
