@@ -227,6 +227,11 @@ fn noise_section_has_every_plot_and_the_causes() {
     assert!(timelines.iter().all(|svg| svg.contains("<polyline")));
     // the per-CPU table: CPU 1's noise over its 3 periods is 7+17+27 µs
     assert!(html.contains("<td class=\"n\">51.0</td>"), "{html}");
+    // where it went, to the ns: 49.5 µs of IRQ 11 and 3 x 500 ns of entry/exit
+    let breakdown = ["1", "51.000", "49.500", "1.500", "0.000", "0.000", "0.000", "0.000"]
+        .map(|cell| format!("<td class=\"n\">{cell}</td>"))
+        .concat();
+    assert!(html.contains(&format!("<tr>{breakdown}</tr>")), "{html}");
     assert!(html.contains("<title>run &lt;1&gt;</title>"));
     assert!(!html.contains(EVIL), "unescaped text in the page");
 }
