@@ -364,6 +364,7 @@ impl CpuNoise {
     /// exit, to missing records, or, with no interference at all, to the hardware.
     fn charge_sample(&mut self, sample: &Sample, records: &[Record]) {
         if sample.interferences() == 0 {
+            self.summary.hw += 1;
             return self.charge(Cause::Hardware, sample.duration_ns);
         }
         // in seq order, so the clipping is the same in a live run and its replay
@@ -483,9 +484,6 @@ impl NoiseAnalysis {
                 Vec::new()
             };
             cpu.charge_sample(sample, &causes);
-            if sample.interferences() == 0 {
-                cpu.summary.hw += 1;
-            }
             let hit = match report.stop {
                 Some(StopHit::Single(i)) => i == index,
                 Some(StopHit::Total) => index + 1 == report.samples.len(),
