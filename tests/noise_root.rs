@@ -15,9 +15,23 @@ fn measured_cpu() -> u32 {
 }
 
 fn ns(value: &serde_json::Value) -> f64 {
+    exact(value) as f64
+}
+
+/// The total time of the causes rows whose class is kept.
+fn total_ns(rows: &serde_json::Value, keep: impl Fn(&str) -> bool) -> u64 {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| keep(row["class"].as_str().unwrap()))
+        .map(|row| exact(&row["total_ns"]))
+        .sum()
+}
+
+fn exact(value: &serde_json::Value) -> u64 {
     value
         .as_u64()
-        .unwrap_or_else(|| panic!("{value} is not a count")) as f64
+        .unwrap_or_else(|| panic!("{value} is not a count"))
 }
 
 #[test]
@@ -62,6 +76,52 @@ fn injected_thread_noise_is_attributed_to_its_thread() {
     assert!(ns(&doc["cpus"][0]["noise_ns"]) >= total);
     assert!(ns(&doc["cpus"][0]["thread"]) >= count);
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+/// Every ns of noise is in exactly one row: per CPU, its causes (the traced ones, entry and
+/// exit around them, hardware, samples with records missing, dropped samples) add up to
+/// its Noise, and so do the parts of its breakdown.
+#[test]
+fn rows_add_up_to_each_cpus_noise() {
+    assert_root();
+    let cpu = measured_cpu();
+    let spinner = Spinner::start(
+        "il-rows",
+        cpu,
+        Duration::from_millis(20),
+        Duration::from_millis(2),
+    );
+    // every CPU, the collector's included
+    let doc = irqlens_json(&["noise", "-d", "3", "-q"]);
+    let tid = spinner.stop();
+    let cpus = doc["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len() as u32, cpu + 1, "{doc:#}");
+    let any = |_: &str| true;
+    for summary in cpus {
+        let noise = exact(&summary["noise_ns"]);
+        assert!(noise > 0, "{summary:#}");
+        let rows = &summary["causes"];
+        assert_eq!(total_ns(rows, any), noise, "{summary:#}");
+        let parts = summary["breakdown"].as_object().unwrap();
+        assert_eq!(parts.values().map(exact).sum::<u64>(), noise, "{summary:#}");
+        let traced = |class: &str| ["nmi", "irq", "softirq", "thread"].contains(&class);
+        assert_eq!(exact(&parts["causes_ns"]), total_ns(rows, traced));
+        let entry_exit = exact(&parts["entry_exit_ns"]);
+        assert_eq!(entry_exit, total_ns(rows, |class| class == "entry_exit"));
+        assert_eq!(exact(&parts["hw_ns"]), total_ns(rows, |class| class == "hw"));
+        // the local timer alone leaves entry/exit time in samples every second
+        assert!(entry_exit > 0, "{summary:#}");
+        // the two clocks disagree by far less than the noise
+        assert!(exact(&summary["clipped_ns"]) * 100 <= noise, "{summary:#}");
+    }
+    let all: u64 = cpus.iter().map(|s| exact(&s["noise_ns"])).sum();
+    assert_eq!(total_ns(&doc["causes"], any), all);
+    let spinner_row = cpus[cpu as usize]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["cause"] == format!("il-rows:{tid}"));
+    assert!(spinner_row.is_some(), "{:#}", cpus[cpu as usize]);
 }
 
 #[test]

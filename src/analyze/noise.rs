@@ -5,6 +5,13 @@
 //! counter when it begins, and a sample carries the counter values read before and after
 //! its gap, so the records inside a sample are those with `seq_before < seq <= seq_after`.
 //! A sample with no interference is hardware noise (seed 002, §5.3).
+//!
+//! Every ns of a CPU's noise is charged to exactly one row, so the rows add up to the
+//! Noise column: each record counts its interference-free time (at most what is left of
+//! its sample: record and sample times come from two clocks), the rest of a sample goes
+//! to the entry/exit paths around its interferences (or, if some of them left no record,
+//! to that), a sample without interference is hardware noise, and samples that did not
+//! fit the buffer are their own row.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -33,6 +40,15 @@ impl NoiseClass {
 
     pub fn from_raw(raw: u16) -> Option<Self> {
         Self::ALL.get(raw as usize).copied()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NoiseClass::Thread => "thread",
+            NoiseClass::Softirq => "softirq",
+            NoiseClass::Irq => "irq",
+            NoiseClass::Nmi => "nmi",
+        }
     }
 }
 
@@ -74,6 +90,50 @@ pub enum Cause {
     Irq { source: u16, id: u32 },
     Softirq(u32),
     Thread { pid: u32, comm: Comm },
+    /// The time of a sample around its traced interferences: entry and exit paths (on a
+    /// VM also the exits to the hypervisor they cause), charged to the class of the
+    /// interference that began first in the sample.
+    EntryExit(NoiseClass),
+    /// The untraced time of samples in which some interference left no record: it cannot
+    /// be split between the missing records and entry/exit.
+    NoRecord,
+    /// Samples that did not fit the sample buffer: only their total is known.
+    Dropped,
+}
+
+/// The parts of a CPU's noise; `total_ns` is its Noise exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Breakdown {
+    /// Interference-free time of the traced interferences (the causes).
+    pub causes_ns: u64,
+    pub entry_exit_ns: u64,
+    /// Samples without interference.
+    pub hw_ns: u64,
+    pub no_record_ns: u64,
+    pub dropped_ns: u64,
+}
+
+impl Breakdown {
+    fn of<'a>(causes: impl IntoIterator<Item = (&'a Cause, &'a CauseStats)>) -> Self {
+        let mut parts = Breakdown::default();
+        for (cause, stats) in causes {
+            let part = match cause {
+                Cause::Hardware => &mut parts.hw_ns,
+                Cause::EntryExit(_) => &mut parts.entry_exit_ns,
+                Cause::NoRecord => &mut parts.no_record_ns,
+                Cause::Dropped => &mut parts.dropped_ns,
+                Cause::Nmi | Cause::Irq { .. } | Cause::Softirq(_) | Cause::Thread { .. } => {
+                    &mut parts.causes_ns
+                }
+            };
+            *part += stats.total_ns;
+        }
+        parts
+    }
+
+    pub fn total_ns(&self) -> u64 {
+        self.causes_ns + self.entry_exit_ns + self.hw_ns + self.no_record_ns + self.dropped_ns
+    }
 }
 
 impl Cause {
@@ -84,6 +144,9 @@ impl Cause {
             Cause::Irq { .. } => "irq",
             Cause::Softirq(_) => "softirq",
             Cause::Thread { .. } => "thread",
+            Cause::EntryExit(_) => "entry_exit",
+            Cause::NoRecord => "no_record",
+            Cause::Dropped => "dropped",
         }
     }
 
@@ -96,6 +159,10 @@ impl Cause {
             Cause::Irq { source, id } => irq_label(source, id, irq_names),
             Cause::Softirq(vector) => softirq_name(vector),
             Cause::Thread { pid, comm } => format!("{comm}:{pid}"),
+            Cause::EntryExit(NoiseClass::Thread) => "context switch (not traced)".into(),
+            Cause::EntryExit(class) => format!("{} entry/exit (not traced)", class.name()),
+            Cause::NoRecord => "samples with interferences not recorded".into(),
+            Cause::Dropped => "samples dropped (sample buffer full)".into(),
         }
     }
 }
@@ -163,6 +230,9 @@ pub struct CpuSummary {
     /// Interferences inside samples whose record never arrived (lost, or begun before
     /// sampling started).
     pub unexplained: u64,
+    /// Record time beyond what was left of its sample (the records' clock runs a little
+    /// apart from the samples'): not charged, shown so the clipping is visible.
+    pub clipped_ns: u64,
 }
 
 impl CpuSummary {
@@ -186,6 +256,12 @@ impl CauseStats {
         self.count += 1;
         self.total_ns += duration_ns;
         self.max_ns = self.max_ns.max(duration_ns);
+    }
+
+    fn merge(&mut self, other: &CauseStats) {
+        self.count += other.count;
+        self.total_ns += other.total_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
     }
 }
 
@@ -275,13 +351,44 @@ struct CpuNoise {
     /// Records not yet joined, by counter value.
     pending: BTreeMap<u64, Record>,
     recent: VecDeque<Record>,
+    /// Every ns of the CPU's noise, charged to one cause.
+    causes: HashMap<Cause, CauseStats>,
+}
+
+impl CpuNoise {
+    fn charge(&mut self, cause: Cause, duration_ns: u64) {
+        self.causes.entry(cause).or_default().add(duration_ns);
+    }
+
+    /// Charges a sample to its records, clipped to the sample, and the rest to entry and
+    /// exit, to missing records, or, with no interference at all, to the hardware.
+    fn charge_sample(&mut self, sample: &Sample, records: &[Record]) {
+        if sample.interferences() == 0 {
+            self.summary.hw += 1;
+            return self.charge(Cause::Hardware, sample.duration_ns);
+        }
+        // in seq order, so the clipping is the same in a live run and its replay
+        let mut left = sample.duration_ns;
+        for record in records {
+            let counted = record.duration_ns.min(left);
+            left -= counted;
+            self.summary.clipped_ns += record.duration_ns - counted;
+            self.charge(record.cause(), counted);
+        }
+        let missing = sample.interferences().saturating_sub(records.len() as u64);
+        self.summary.unexplained += missing;
+        let rest = match records.first() {
+            Some(first) if missing == 0 => Cause::EntryExit(first.class),
+            _ => Cause::NoRecord,
+        };
+        self.charge(rest, left);
+    }
 }
 
 #[derive(Clone, Debug)]
 pub struct NoiseAnalysis {
     config: AnalysisConfig,
     cpus: BTreeMap<u32, CpuNoise>,
-    causes: HashMap<Cause, CauseStats>,
     stop: Option<StopReport>,
 }
 
@@ -299,6 +406,7 @@ impl NoiseAnalysis {
                     timeline: Timeline::new(),
                     pending: BTreeMap::new(),
                     recent: VecDeque::with_capacity(config.keep_recent),
+                    causes: HashMap::new(),
                 };
                 (cpu, state)
             })
@@ -306,7 +414,6 @@ impl NoiseAnalysis {
         NoiseAnalysis {
             config,
             cpus,
-            causes: HashMap::new(),
             stop: None,
         }
     }
@@ -335,21 +442,36 @@ impl NoiseAnalysis {
         let Some(cpu) = self.cpus.get_mut(&report.cpu) else {
             return;
         };
+        // The period's noise is its samples plus what did not fit the buffer, so that the
+        // rows add up to it exactly: the report's own total converts the clock ticks in
+        // one piece and differs from the sum of the samples by rounding.
+        let sampled_ns: u64 = report.samples.iter().map(|s| s.duration_ns).sum();
+        let dropped_ns = match report.dropped_samples {
+            0 => 0,
+            _ => report.noise_ns.saturating_sub(sampled_ns),
+        };
+        let noise_ns = sampled_ns + dropped_ns;
         let s = &mut cpu.summary;
         cpu.timeline.add(TimelinePoint {
             first_period: s.periods,
             periods: 1,
-            noise_ns: report.noise_ns,
-            max_noise_ns: report.noise_ns,
+            noise_ns,
+            max_noise_ns: noise_ns,
             max_single_ns: report.max_single_ns,
         });
         s.periods += 1;
         s.runtime_ns += report.runtime_ns;
-        s.noise_ns += report.noise_ns;
-        s.max_noise_ns = s.max_noise_ns.max(report.noise_ns);
+        s.noise_ns += noise_ns;
+        s.max_noise_ns = s.max_noise_ns.max(noise_ns);
         s.max_single_ns = s.max_single_ns.max(report.max_single_ns);
         s.samples += report.samples.len() as u64;
         s.dropped_samples += report.dropped_samples;
+        if report.dropped_samples > 0 {
+            let dropped = cpu.causes.entry(Cause::Dropped).or_default();
+            // one sample's duration is unknown: no max
+            dropped.count += report.dropped_samples;
+            dropped.total_ns += dropped_ns;
+        }
 
         for (index, sample) in report.samples.iter().enumerate() {
             cpu.histogram.add(sample.duration_ns);
@@ -361,20 +483,7 @@ impl NoiseAnalysis {
             } else {
                 Vec::new()
             };
-            if sample.interferences() == 0 {
-                cpu.summary.hw += 1;
-                self.causes
-                    .entry(Cause::Hardware)
-                    .or_default()
-                    .add(sample.duration_ns);
-            }
-            cpu.summary.unexplained += sample.interferences().saturating_sub(causes.len() as u64);
-            for record in &causes {
-                self.causes
-                    .entry(record.cause())
-                    .or_default()
-                    .add(record.duration_ns);
-            }
+            cpu.charge_sample(sample, &causes);
             let hit = match report.stop {
                 Some(StopHit::Single(i)) => i == index,
                 Some(StopHit::Total) => index + 1 == report.samples.len(),
@@ -414,11 +523,27 @@ impl NoiseAnalysis {
             .map(|(&cpu, state)| (cpu, state.timeline.points.as_slice()))
     }
 
-    /// Causes ranked by total noise time, largest first.
+    /// Causes over all CPUs ranked by total noise time, largest first.
     pub fn top_causes(&self) -> Vec<(Cause, CauseStats)> {
-        let mut causes: Vec<_> = self.causes.iter().map(|(c, s)| (*c, *s)).collect();
-        causes.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
-        causes
+        let mut merged: HashMap<Cause, CauseStats> = HashMap::new();
+        for (cause, stats) in self.cpus.values().flat_map(|cpu| &cpu.causes) {
+            merged.entry(*cause).or_default().merge(stats);
+        }
+        ranked(&merged)
+    }
+
+    /// One CPU's causes, ranked as `top_causes`: their totals add up to its noise.
+    pub fn cpu_causes(&self, cpu: u32) -> Vec<(Cause, CauseStats)> {
+        self.cpus
+            .get(&cpu)
+            .map_or_else(Vec::new, |state| ranked(&state.causes))
+    }
+
+    /// Per CPU, the parts its noise is made of.
+    pub fn breakdowns(&self) -> impl Iterator<Item = (&CpuSummary, Breakdown)> {
+        self.cpus
+            .values()
+            .map(|cpu| (&cpu.summary, Breakdown::of(&cpu.causes)))
     }
 
     pub fn stop_report(&self) -> Option<&StopReport> {
@@ -429,6 +554,12 @@ impl NoiseAnalysis {
     pub fn pending_records(&self) -> usize {
         self.cpus.values().map(|cpu| cpu.pending.len()).sum()
     }
+}
+
+fn ranked(causes: &HashMap<Cause, CauseStats>) -> Vec<(Cause, CauseStats)> {
+    let mut ranked: Vec<_> = causes.iter().map(|(c, s)| (*c, *s)).collect();
+    ranked.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+    ranked
 }
 
 /// Records up to `last_seq` can no longer fall inside a sample: keep the newest few.
@@ -573,6 +704,95 @@ mod tests {
         let summary = a.summaries().next().unwrap();
         assert_eq!(summary.hw, 0);
         assert_eq!(summary.unexplained, 2);
+    }
+
+    #[test]
+    fn rows_add_up_to_each_cpus_noise() {
+        let mut a = NoiseAnalysis::new(CONFIG, [0, 1]);
+        a.add_records([
+            // CPU 0: a timer IRQ and the thread it woke, with 6 us of entry/exit around
+            record(0, NoiseClass::Irq, 236, 1, 3_000),
+            record(0, NoiseClass::Thread, 42, 2, 40_000),
+            // records longer than their sample (two clocks): the later one is clipped
+            record(0, NoiseClass::Softirq, 1, 3, 7_000),
+            record(0, NoiseClass::Irq, 236, 4, 1_500),
+            // seq 5 has no record; seq 6 does
+            record(0, NoiseClass::Irq, 11, 6, 2_000),
+            // CPU 1: a softirq alone in its sample
+            record(1, NoiseClass::Softirq, 9, 1, 9_000),
+        ]);
+        let mut cpu0 = period(
+            0,
+            vec![
+                sample(0, 0, 2, 49_000),
+                sample(0, 2, 4, 8_000),
+                sample(0, 4, 4, 6_000),
+                sample(0, 4, 6, 10_000),
+            ],
+            6,
+        );
+        // two samples did not fit the buffer: 25 us of noise beyond the kept samples
+        cpu0.dropped_samples = 2;
+        cpu0.noise_ns += 25_000;
+        a.add_period(&cpu0);
+        let mut cpu1 = period(1, vec![sample(1, 0, 1, 9_600)], 1);
+        // converted in one piece, the period's total is off by a few ns of rounding
+        cpu1.noise_ns -= 3;
+        a.add_period(&cpu1);
+
+        let parts: Vec<(CpuSummary, Breakdown)> =
+            a.breakdowns().map(|(s, b)| (s.clone(), b)).collect();
+        let (s0, b0) = &parts[0];
+        assert_eq!(s0.noise_ns, 49_000 + 8_000 + 6_000 + 10_000 + 25_000);
+        assert_eq!(
+            *b0,
+            Breakdown {
+                causes_ns: 3_000 + 40_000 + 7_000 + 1_000 + 2_000,
+                entry_exit_ns: 6_000,
+                hw_ns: 6_000,
+                no_record_ns: 8_000,
+                dropped_ns: 25_000,
+            }
+        );
+        assert_eq!(s0.clipped_ns, 500);
+        assert_eq!(s0.unexplained, 1);
+        let (s1, b1) = &parts[1];
+        assert_eq!(s1.noise_ns, 9_600, "the samples' sum, not the rounded total");
+        assert_eq!((b1.causes_ns, b1.entry_exit_ns), (9_000, 600));
+        for (summary, breakdown) in &parts {
+            assert_eq!(breakdown.total_ns(), summary.noise_ns);
+            let rows: u64 = a.cpu_causes(summary.cpu).iter().map(|(_, s)| s.total_ns).sum();
+            assert_eq!(rows, summary.noise_ns);
+            let timeline: u64 = a
+                .timelines()
+                .find(|(cpu, _)| *cpu == summary.cpu)
+                .map_or(0, |(_, points)| points.iter().map(|p| p.noise_ns).sum());
+            assert_eq!(timeline, summary.noise_ns);
+        }
+
+        // the rest of a sample goes to the class of the interference that began first
+        let cpu0_causes = a.cpu_causes(0);
+        let row = |cause: Cause| {
+            cpu0_causes
+                .iter()
+                .find(|(c, _)| *c == cause)
+                .map(|(_, s)| *s)
+                .unwrap_or_default()
+        };
+        assert_eq!(row(Cause::EntryExit(NoiseClass::Irq)).total_ns, 6_000);
+        assert_eq!(row(Cause::EntryExit(NoiseClass::Softirq)).count, 1);
+        assert_eq!(row(Cause::EntryExit(NoiseClass::Softirq)).total_ns, 0);
+        assert_eq!(row(Cause::Softirq(1)).total_ns, 7_000);
+        assert_eq!(row(Cause::Irq { source: 0, id: 236 }).total_ns, 4_000);
+        assert_eq!((row(Cause::NoRecord).count, row(Cause::NoRecord).total_ns), (1, 8_000));
+        assert_eq!((row(Cause::Dropped).count, row(Cause::Dropped).total_ns), (2, 25_000));
+        assert_eq!(row(Cause::Hardware).count, 1);
+
+        // the global table merges the CPUs' rows and adds up to all the noise
+        let softirq = stats(&a, Cause::EntryExit(NoiseClass::Softirq));
+        assert_eq!((softirq.count, softirq.total_ns), (2, 600));
+        let all: u64 = a.top_causes().iter().map(|(_, s)| s.total_ns).sum();
+        assert_eq!(all, s0.noise_ns + s1.noise_ns);
     }
 
     #[test]

@@ -98,6 +98,7 @@ impl Outcome for NoiseResult {
             Some(hist) => show::write_histogram(out, analysis, hist)?,
             None => {
                 show::write_summary(out, analysis, info.elapsed_ns)?;
+                show::write_breakdown(out, analysis)?;
                 show::write_causes(out, analysis, &self.irq_names, self.args.causes)?;
             }
         }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::account::{View, signed_percent};
+use super::noise::{BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, breakdown_cells};
 use super::plot::{Axis, BarChart, Kind, Line, Scale, XyChart, escape};
 use super::{Names, clock_time, micros, opt_us, percent, us1, us2};
 use crate::analyze::account::report::{Row, top, totals};
@@ -339,6 +340,13 @@ impl Page {
             ],
             &rows,
         );
+        section.h3(BREAKDOWN_HEADING);
+        section.note(&BREAKDOWN_NOTE.join(" "));
+        let rows: Vec<Vec<String>> = analysis
+            .breakdowns()
+            .map(|(summary, parts)| breakdown_cells(summary, &parts).to_vec())
+            .collect();
+        section.table(&BREAKDOWN_COLUMNS, &rows);
         section.h3("Noise samples");
         let histograms = analysis
             .histograms()

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use super::compare::{Figure, TOP_FIGURES, quantile_figures};
 use super::{clock_time, percent, us, us1};
 use crate::analyze::histogram::Histogram;
-use crate::analyze::noise::{Cause, NoiseAnalysis, Record, StopReport};
+use crate::analyze::noise::{
+    Breakdown, Cause, CauseStats, CpuSummary, NoiseAnalysis, Record, StopReport,
+};
 use crate::cli::HistOptions;
 use crate::collect::noise::{NoiseOptions, RunInfo};
 
@@ -58,6 +60,65 @@ pub fn write_summary(
     Ok(())
 }
 
+/// Columns of the per-CPU breakdown, in the text and the HTML report alike.
+pub(crate) const BREAKDOWN_COLUMNS: [&str; 8] = [
+    "CPU",
+    "Noise",
+    "Causes",
+    "Entry/exit",
+    "HW",
+    "No record",
+    "Dropped",
+    "Clipped",
+];
+
+pub(crate) const BREAKDOWN_HEADING: &str = "Where the noise went (us)";
+/// How to read the breakdown table, under its heading (a line each in the text).
+pub(crate) const BREAKDOWN_NOTE: [&str; 3] = [
+    "Causes + Entry/exit + HW + No record + Dropped = Noise, to the ns.",
+    "Entry/exit: the rest of samples around their traced interferences; No record: the rest of samples in which an interference left no record.",
+    "Clipped: record time beyond what was left of its sample (records and samples use two clocks), not counted.",
+];
+
+/// One CPU's breakdown row, in µs to the ns so the sum can be checked by hand.
+pub(crate) fn breakdown_cells(summary: &CpuSummary, parts: &Breakdown) -> [String; 8] {
+    [
+        summary.cpu.to_string(),
+        us3(summary.noise_ns),
+        us3(parts.causes_ns),
+        us3(parts.entry_exit_ns),
+        us3(parts.hw_ns),
+        us3(parts.no_record_ns),
+        us3(parts.dropped_ns),
+        us3(summary.clipped_ns),
+    ]
+}
+
+/// ns as µs with all three decimals: exact.
+fn us3(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1_000, ns % 1_000)
+}
+
+/// Per CPU, its noise split into the parts that add up to it.
+pub fn write_breakdown(out: &mut dyn Write, analysis: &NoiseAnalysis) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "{BREAKDOWN_HEADING}")?;
+    BREAKDOWN_NOTE
+        .iter()
+        .try_for_each(|line| writeln!(out, "{line}"))?;
+    let [cpu, rest @ ..] = BREAKDOWN_COLUMNS;
+    write!(out, "{cpu:>3}")?;
+    rest.iter().try_for_each(|column| write!(out, " {column:>14}"))?;
+    writeln!(out)?;
+    for (summary, parts) in analysis.breakdowns() {
+        let [cpu, rest @ ..] = breakdown_cells(summary, &parts);
+        write!(out, "{cpu:>3}")?;
+        rest.iter().try_for_each(|cell| write!(out, " {cell:>14}"))?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
 /// The causes of noise over the whole run, by total interference-free time.
 pub fn write_causes(
     out: &mut dyn Write,
@@ -74,13 +135,13 @@ pub fn write_causes(
     )?;
     writeln!(
         out,
-        "{:<40} {:<8} {:>9} {:>12} {:>10} {:>8}",
+        "{:<40} {:<10} {:>9} {:>12} {:>10} {:>8}",
         "Cause", "Class", "Count", "Total", "Max", "% Noise"
     )?;
     for (cause, stats) in causes.iter().take(limit) {
         writeln!(
             out,
-            "{:<40} {:<8} {:>9} {:>12} {:>10} {:>7.2}%",
+            "{:<40} {:<10} {:>9} {:>12} {:>10} {:>7.2}%",
             cause.label(irq_names),
             cause.class_name(),
             stats.count,
@@ -126,13 +187,13 @@ pub fn write_run_info(
     if unexplained > 0 {
         writeln!(
             out,
-            "irqlens: {unexplained} interferences inside samples had no record (lost or never emitted by the probe)"
+            "irqlens: {unexplained} interferences inside samples had no record (lost or never emitted by the probe; the rest of their samples is the No record row)"
         )?;
     }
     if dropped > 0 {
         writeln!(
             out,
-            "irqlens: {dropped} samples did not fit the sample buffer (their time is in Noise, not in causes)"
+            "irqlens: {dropped} samples did not fit the sample buffer (their time is the Dropped row)"
         )?;
     }
     super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
@@ -222,28 +283,16 @@ pub fn to_json(
 ) -> Value {
     let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
     let cpus: Vec<Value> = analysis
-        .summaries()
-        .map(|s| {
+        .breakdowns()
+        .map(|(s, parts)| {
             let mut value = serde_json::to_value(s).unwrap_or_default();
             value["cpu_available_percent"] = json!(s.cpu_available_percent());
+            value["breakdown"] = json!(parts);
+            value["causes"] = causes_json(&analysis.cpu_causes(s.cpu), s.noise_ns, irq_names);
             value
         })
         .collect();
-    let causes: Vec<Value> = analysis
-        .top_causes()
-        .iter()
-        .map(|(cause, stats)| {
-            json!({
-                "cause": cause.label(irq_names),
-                "class": cause.class_name(),
-                "id": cause_id(cause),
-                "count": stats.count,
-                "total_ns": stats.total_ns,
-                "max_ns": stats.max_ns,
-                "noise_percent": percent(stats.total_ns, noise_ns),
-            })
-        })
-        .collect();
+    let causes = causes_json(&analysis.top_causes(), noise_ns, irq_names);
     let histograms: Vec<Value> = analysis
         .histograms()
         .map(|(cpu, h)| json!({"cpu": cpu, "histogram": h}))
@@ -272,11 +321,34 @@ pub fn to_json(
     })
 }
 
+fn causes_json(
+    causes: &[(Cause, CauseStats)],
+    noise_ns: u64,
+    irq_names: &HashMap<u32, String>,
+) -> Value {
+    causes
+        .iter()
+        .map(|(cause, stats)| {
+            json!({
+                "cause": cause.label(irq_names),
+                "class": cause.class_name(),
+                "id": cause_id(cause),
+                "count": stats.count,
+                "total_ns": stats.total_ns,
+                "max_ns": stats.max_ns,
+                "noise_percent": percent(stats.total_ns, noise_ns),
+            })
+        })
+        .collect()
+}
+
 /// The number behind a cause: IRQ line or vector, softirq number, pid.
 fn cause_id(cause: &Cause) -> Option<u32> {
     match *cause {
         Cause::Irq { id, .. } | Cause::Softirq(id) | Cause::Thread { pid: id, .. } => Some(id),
-        Cause::Hardware | Cause::Nmi => None,
+        Cause::Hardware | Cause::Nmi | Cause::EntryExit(_) | Cause::NoRecord | Cause::Dropped => {
+            None
+        }
     }
 }
 

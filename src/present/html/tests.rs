@@ -213,19 +213,25 @@ fn noise_section_has_every_plot_and_the_causes() {
     assert_eq!(plots(&html, "cdf").len(), 1);
     let causes = plots(&html, "causes");
     assert_eq!(causes.len(), 1);
-    // IRQ 11 on CPU 1 and hardware noise on CPU 0, both drawn as bars
+    // IRQ 11 and the 500 ns around it on CPU 1, hardware noise on CPU 0: all bars
     assert!(causes[0].contains("irq 11 &lt;script&gt;"), "{}", causes[0]);
+    assert!(causes[0].contains("irq entry/exit"));
     assert!(causes[0].contains("hw noise"));
     assert_eq!(
         causes[0].matches("<rect").count(),
-        3,
-        "background and two bars"
+        4,
+        "background and three bars"
     );
     let timelines = plots(&html, "timeline");
     assert_eq!(timelines.len(), 2);
     assert!(timelines.iter().all(|svg| svg.contains("<polyline")));
     // the per-CPU table: CPU 1's noise over its 3 periods is 7+17+27 µs
     assert!(html.contains("<td class=\"n\">51.0</td>"), "{html}");
+    // where it went, to the ns: 49.5 µs of IRQ 11 and 3 x 500 ns of entry/exit
+    let breakdown = ["1", "51.000", "49.500", "1.500", "0.000", "0.000", "0.000", "0.000"]
+        .map(|cell| format!("<td class=\"n\">{cell}</td>"))
+        .concat();
+    assert!(html.contains(&format!("<tr>{breakdown}</tr>")), "{html}");
     assert!(html.contains("<title>run &lt;1&gt;</title>"));
     assert!(!html.contains(EVIL), "unescaped text in the page");
 }
