@@ -61,9 +61,8 @@ static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 n
 	nest_enter(&s->nest, cls, now, seq, id, source);
 }
 
-/* comm: the ending thread's name, for CLASS_THREAD (NULL for the other classes). */
 static __always_inline void emit(struct cpu_state *s, __u32 cpu, unsigned int cls,
-				 __u64 duration, const char *comm)
+				 __u64 duration)
 {
 	struct nest_ctx *c = &s->nest.ctx[cls & (NOISE_CLASSES - 1)];
 	struct area_cursor *cursor = &cursors[cpu & (MAX_CPUS - 1)];
@@ -84,20 +83,19 @@ static __always_inline void emit(struct cpu_state *s, __u32 cpu, unsigned int cl
 	slot->record.class = cls;
 	slot->record.source = c->source;
 	slot->record.id = c->id;
-	if (comm)
-		__builtin_memcpy(slot->record.comm, comm, TASK_COMM_LEN);
+	if (cls == CLASS_THREAD)
+		__builtin_memcpy(slot->record.comm, s->thread_comm, TASK_COMM_LEN);
 	else
 		__builtin_memset(slot->record.comm, 0, TASK_COMM_LEN);
 	area_commit(&slot->commit, pos);
 }
 
-static __always_inline void end(struct cpu_state *s, __u32 cpu, unsigned int cls, __u64 now,
-				const char *comm)
+static __always_inline void end(struct cpu_state *s, __u32 cpu, unsigned int cls, __u64 now)
 {
 	__u64 duration;
 
 	if (nest_exit(&s->nest, cls, now, &duration) && s->sampling)
-		emit(s, cpu, cls, duration, comm);
+		emit(s, cpu, cls, duration);
 }
 
 /*
@@ -138,7 +136,7 @@ static __always_inline int on_exit(unsigned int cls)
 
 	s = measured_cpu(&cpu);
 	if (s)
-		end(s, cpu, cls, stable_now(s), NULL);
+		end(s, cpu, cls, stable_now(s));
 	return 0;
 }
 
@@ -155,7 +153,7 @@ int BPF_PROG(irqlens_nmi, void *handler, s64 delta_ns, int handled)
 		return 0;
 	now = bpf_ktime_get_ns();
 	begin(s, CLASS_NMI, now - delta_ns, 0, 0);
-	end(s, cpu, CLASS_NMI, now, NULL);
+	end(s, cpu, CLASS_NMI, now);
 	return 0;
 }
 
@@ -208,10 +206,16 @@ int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev,
 	if (!s)
 		return 0;
 	now = bpf_ktime_get_ns();
-	/* the thread's name is taken when it ends: prev is the thread that ran */
-	if (prev->pid != s->workload_pid)
-		end(s, cpu, CLASS_THREAD, now, prev->comm);
-	if (next->pid != s->workload_pid)
+	/*
+	 * Every switch ends the open thread context, whoever prev is: some switches never
+	 * reach the tracepoint (seen on these VMs for the hypervisor agent's threads), and a
+	 * context left open would leave an interference with no record, or swallow the next
+	 * thread's. Its name was taken when it began, for the same reason.
+	 */
+	end(s, cpu, CLASS_THREAD, now);
+	if (next->pid != s->workload_pid) {
+		__builtin_memcpy(s->thread_comm, next->comm, TASK_COMM_LEN);
 		begin(s, CLASS_THREAD, now, next->pid, 0);
+	}
 	return 0;
 }

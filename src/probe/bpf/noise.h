@@ -40,6 +40,7 @@ struct cpu_state {
 	/* Entries per class while sampling (the summary's NMI/IRQ/Softirq/Thread). */
 	__u64 entries[NOISE_CLASSES];
 	struct nest_state nest;
+	char thread_comm[TASK_COMM_LEN]; /* of the open thread context */
 } __attribute__((aligned(64)));
 
 #endif /* IRQLENS_NOISE_H */
