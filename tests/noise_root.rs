@@ -108,7 +108,10 @@ fn rows_add_up_to_each_cpus_noise() {
         assert_eq!(exact(&parts["causes_ns"]), total_ns(rows, traced));
         let entry_exit = exact(&parts["entry_exit_ns"]);
         assert_eq!(entry_exit, total_ns(rows, |class| class == "entry_exit"));
-        assert_eq!(exact(&parts["hw_ns"]), total_ns(rows, |class| class == "hw"));
+        assert_eq!(
+            exact(&parts["hw_ns"]),
+            total_ns(rows, |class| class == "hw")
+        );
         // the local timer alone leaves entry/exit time in samples every second
         assert!(entry_exit > 0, "{summary:#}");
         // the two clocks disagree by far less than the noise

@@ -87,9 +87,15 @@ impl Record {
 pub enum Cause {
     Hardware,
     Nmi,
-    Irq { source: u16, id: u32 },
+    Irq {
+        source: u16,
+        id: u32,
+    },
     Softirq(u32),
-    Thread { pid: u32, comm: Comm },
+    Thread {
+        pid: u32,
+        comm: Comm,
+    },
     /// The time of a sample around its traced interferences: entry and exit paths (on a
     /// VM also the exits to the hypervisor they cause), charged to the class of the
     /// interference that began first in the sample.
@@ -757,11 +763,18 @@ mod tests {
         assert_eq!(s0.clipped_ns, 500);
         assert_eq!(s0.unexplained, 1);
         let (s1, b1) = &parts[1];
-        assert_eq!(s1.noise_ns, 9_600, "the samples' sum, not the rounded total");
+        assert_eq!(
+            s1.noise_ns, 9_600,
+            "the samples' sum, not the rounded total"
+        );
         assert_eq!((b1.causes_ns, b1.entry_exit_ns), (9_000, 600));
         for (summary, breakdown) in &parts {
             assert_eq!(breakdown.total_ns(), summary.noise_ns);
-            let rows: u64 = a.cpu_causes(summary.cpu).iter().map(|(_, s)| s.total_ns).sum();
+            let rows: u64 = a
+                .cpu_causes(summary.cpu)
+                .iter()
+                .map(|(_, s)| s.total_ns)
+                .sum();
             assert_eq!(rows, summary.noise_ns);
             let timeline: u64 = a
                 .timelines()
@@ -784,8 +797,14 @@ mod tests {
         assert_eq!(row(Cause::EntryExit(NoiseClass::Softirq)).total_ns, 0);
         assert_eq!(row(Cause::Softirq(1)).total_ns, 7_000);
         assert_eq!(row(Cause::Irq { source: 0, id: 236 }).total_ns, 4_000);
-        assert_eq!((row(Cause::NoRecord).count, row(Cause::NoRecord).total_ns), (1, 8_000));
-        assert_eq!((row(Cause::Dropped).count, row(Cause::Dropped).total_ns), (2, 25_000));
+        assert_eq!(
+            (row(Cause::NoRecord).count, row(Cause::NoRecord).total_ns),
+            (1, 8_000)
+        );
+        assert_eq!(
+            (row(Cause::Dropped).count, row(Cause::Dropped).total_ns),
+            (2, 25_000)
+        );
         assert_eq!(row(Cause::Hardware).count, 1);
 
         // the global table merges the CPUs' rows and adds up to all the noise

@@ -2,7 +2,7 @@
 //! per-thread CPU time read at each period's ends, and the attribution fed as the
 //! checkpoints arrive.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -51,6 +51,9 @@ pub struct AccountRunInfo {
     pub skipped_tracepoints: Vec<String>,
     pub events: u64,
     pub lost_events: u64,
+    /// Per CPU that lost some (the CPU whose area was full).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lost_by_cpu: BTreeMap<u32, u64>,
     /// The tick rate the compensation settled on (measured).
     pub hz: Option<u32>,
     pub interrupted: bool,
@@ -131,6 +134,7 @@ pub fn run(
         skipped_tracepoints: probe.skipped.clone(),
         events: pipeline.events,
         lost_events: events.lost(),
+        lost_by_cpu: events.lost_by_cpu(),
         hz,
         interrupted: false,
     };

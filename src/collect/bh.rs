@@ -53,6 +53,9 @@ pub struct BhRunInfo {
     pub skipped_tracepoints: Vec<String>,
     pub events: u64,
     pub lost_events: u64,
+    /// Per CPU that lost some (the CPU whose area was full).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lost_by_cpu: BTreeMap<u32, u64>,
     pub matching: MatchCounts,
     /// Requests not yet served when the run ended.
     pub pending_softirqs: u64,
@@ -172,6 +175,7 @@ pub fn run(
         skipped_tracepoints: probe.skipped.clone(),
         events: matcher.counts.events,
         lost_events: events.lost(),
+        lost_by_cpu: events.lost_by_cpu(),
         matching: matcher.counts.clone(),
         pending_softirqs,
         pending_works,

@@ -117,6 +117,10 @@ impl<'p> EventStream<'p> {
     pub(crate) fn lost(&self) -> u64 {
         self.areas.lost()
     }
+
+    pub(crate) fn lost_by_cpu(&self) -> std::collections::BTreeMap<u32, u64> {
+        self.areas.lost_by_cpu()
+    }
 }
 
 /// Sets the flag when dropped: a thread that ends, however it ends, stops the others.

@@ -2,6 +2,7 @@
 //! collector thread (kept on housekeeping CPUs) drains the probe's records on a timer
 //! and joins them with the threads' reports.
 
+use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -13,6 +14,7 @@ use super::clock::{Clock, MonotonicClock};
 use super::sched::set_affinity;
 use super::workload::{self, WorkloadConfig};
 use super::{RunPace, StopOnDrop};
+use crate::analyze::loss::Losses;
 use crate::analyze::noise::{AnalysisConfig, NoiseAnalysis, PeriodReport, Record};
 use crate::probe::noise::{CpuCounters, NoiseProbe};
 use crate::record::{Line, Reader, Tap};
@@ -39,8 +41,18 @@ pub struct RunInfo {
     pub skipped_tracepoints: Vec<String>,
     pub records: u64,
     pub lost_records: u64,
+    /// Per CPU that lost some (the CPU whose area was full).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lost_by_cpu: BTreeMap<u32, u64>,
     /// Ended by Ctrl-C or SIGTERM.
     pub interrupted: bool,
+}
+
+impl RunInfo {
+    /// A CPU's records are its own: a loss touches that CPU's figures only.
+    pub fn losses(&self) -> Losses {
+        Losses::records(self.lost_records).per_cpu(self.lost_by_cpu.clone())
+    }
 }
 
 pub struct NoiseOutcome {
@@ -147,6 +159,7 @@ pub fn run(
         skipped_tracepoints: probe.skipped.clone(),
         records: record_count,
         lost_records: records.lost(),
+        lost_by_cpu: records.lost_by_cpu(),
         interrupted: false,
     };
     Ok(NoiseOutcome { analysis, info })

@@ -2,6 +2,7 @@
 //! (task mode), the probe, and the reader that feeds checkpoints and the threads'
 //! reports to the tracker as they arrive.
 
+use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -73,6 +74,9 @@ pub struct WakeupRunInfo {
     pub programs: usize,
     pub skipped_tracepoints: Vec<String>,
     pub lost_events: u64,
+    /// Per CPU that lost some (the CPU whose area was full).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lost_by_cpu: BTreeMap<u32, u64>,
     pub tracking: TrackCounts,
     /// Timer mode: the measurement threads, and the periods they missed (woken a whole
     /// period late or more).
@@ -196,6 +200,7 @@ pub fn run(
         programs: probe.as_ref().map_or(0, |p| p.programs()),
         skipped_tracepoints: probe.as_ref().map_or(Vec::new(), |p| p.skipped.clone()),
         lost_events: events.as_ref().map_or(0, |e| e.lost()),
+        lost_by_cpu: events.as_ref().map(|e| e.lost_by_cpu()).unwrap_or_default(),
         tracking: tracker.counts.clone(),
         threads,
         missed_periods: missed.load(Ordering::Relaxed),

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use anyhow::Result;
 
 use super::{Outcome, STOP, close_tap, open_tap, with_progress};
+use irqlens::analyze::loss::Losses;
 use irqlens::cli::{HistOptions, NoiseArgs, NoiseCommand, NoiseMode};
 use irqlens::collect::noise::{self as noise_run, NoiseOptions, NoiseOutcome};
 use irqlens::present::compare::Figure;
@@ -49,7 +50,12 @@ pub fn measure(command: NoiseCommand) -> Result<()> {
                 let mut out = io::stdout().lock();
                 // redraw in place, as rtla's top does
                 let _ = write!(out, "\x1b[H\x1b[2J");
-                let _ = show::write_summary(&mut out, analysis, elapsed.as_nanos() as u64);
+                let _ = show::write_summary(
+                    &mut out,
+                    analysis,
+                    elapsed.as_nanos() as u64,
+                    &Losses::records(0),
+                );
                 let _ = out.flush();
             } else if progress {
                 report(elapsed, analysis.summaries().map(|s| s.samples).sum());
@@ -97,7 +103,7 @@ impl Outcome for NoiseResult {
         match &self.hist {
             Some(hist) => show::write_histogram(out, analysis, hist)?,
             None => {
-                show::write_summary(out, analysis, info.elapsed_ns)?;
+                show::write_summary(out, analysis, info.elapsed_ns, &info.losses())?;
                 show::write_breakdown(out, analysis)?;
                 show::write_causes(out, analysis, &self.irq_names, self.args.causes)?;
             }

@@ -304,11 +304,12 @@ impl Page {
         let section = self.section(heading);
         noise_run_info(section, analysis, info);
         section.h3("Per CPU (time in us)");
+        let losses = info.losses();
         let rows: Vec<Vec<String>> = analysis
             .summaries()
             .map(|s| {
                 vec![
-                    s.cpu.to_string(),
+                    format!("{}{}", s.cpu, losses.mark_cpu(s.cpu)),
                     s.periods.to_string(),
                     us1(s.runtime_ns),
                     us1(s.noise_ns),
@@ -340,6 +341,7 @@ impl Page {
             ],
             &rows,
         );
+        section.legend(&losses, "rows");
         section.h3(BREAKDOWN_HEADING);
         section.note(&BREAKDOWN_NOTE.join(" "));
         let rows: Vec<Vec<String>> = analysis

@@ -113,6 +113,7 @@ fn wakeup_run(timer_threads: Vec<TimerThread>) -> WakeupRunInfo {
         programs: 20,
         skipped_tracepoints: vec![],
         lost_events: 7,
+        lost_by_cpu: Default::default(),
         tracking: TrackCounts::default(),
         threads: timer_threads,
         missed_periods: 0,
@@ -198,6 +199,7 @@ fn account_info(lost_events: u64) -> AccountRunInfo {
         skipped_tracepoints: vec![],
         events: 100,
         lost_events,
+        lost_by_cpu: Default::default(),
         hz: None,
         interrupted: false,
     }

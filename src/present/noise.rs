@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::compare::{Figure, TOP_FIGURES, quantile_figures};
 use super::{clock_time, percent, us, us1};
 use crate::analyze::histogram::Histogram;
+use crate::analyze::loss::Losses;
 use crate::analyze::noise::{
     Breakdown, Cause, CauseStats, CpuSummary, NoiseAnalysis, Record, StopReport,
 };
@@ -16,10 +17,12 @@ use crate::cli::HistOptions;
 use crate::collect::noise::{NoiseOptions, RunInfo};
 
 /// Per-CPU summary with rtla osnoise top's columns (time in µs).
+/// CPUs whose records `losses` touched are marked.
 pub fn write_summary(
     out: &mut dyn Write,
     analysis: &NoiseAnalysis,
     elapsed_ns: u64,
+    losses: &Losses,
 ) -> io::Result<()> {
     writeln!(out, "{:^118}", "Operating System Noise")?;
     writeln!(out, "duration: {} | time is in us", clock_time(elapsed_ns))?;
@@ -43,7 +46,7 @@ pub fn write_summary(
         writeln!(
             out,
             "{:>3} #{:<6} {:>12} {:>12} {:>11.5} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            s.cpu,
+            format!("{}{}", s.cpu, losses.mark_cpu(s.cpu)),
             s.periods,
             us(s.runtime_ns),
             us(s.noise_ns),
@@ -57,7 +60,7 @@ pub fn write_summary(
             s.thread
         )?;
     }
-    Ok(())
+    super::write_legend(out, losses, "rows")
 }
 
 /// Columns of the per-CPU breakdown, in the text and the HTML report alike.
@@ -108,12 +111,14 @@ pub fn write_breakdown(out: &mut dyn Write, analysis: &NoiseAnalysis) -> io::Res
         .try_for_each(|line| writeln!(out, "{line}"))?;
     let [cpu, rest @ ..] = BREAKDOWN_COLUMNS;
     write!(out, "{cpu:>3}")?;
-    rest.iter().try_for_each(|column| write!(out, " {column:>14}"))?;
+    rest.iter()
+        .try_for_each(|column| write!(out, " {column:>14}"))?;
     writeln!(out)?;
     for (summary, parts) in analysis.breakdowns() {
         let [cpu, rest @ ..] = breakdown_cells(summary, &parts);
         write!(out, "{cpu:>3}")?;
-        rest.iter().try_for_each(|cell| write!(out, " {cell:>14}"))?;
+        rest.iter()
+            .try_for_each(|cell| write!(out, " {cell:>14}"))?;
         writeln!(out)?;
     }
     Ok(())
@@ -314,6 +319,7 @@ pub fn to_json(
             "house_keeping": options.housekeeping,
         },
         "run": info,
+        "lost": info.losses().json(&["cpus", "causes"]),
         "cpus": cpus,
         "causes": causes,
         "histograms": histograms,

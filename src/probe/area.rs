@@ -3,6 +3,7 @@
 //! with no system call and no wakeup; how full each area is costs a memory read, so the
 //! reader paces its drains by the rate it sees.
 
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
@@ -197,15 +198,16 @@ impl<T> RecordAreas<'_, T> {
             .fold(0.0, f64::max)
     }
 
-    /// Records dropped because a CPU's area was full, per CPU (index = CPU).
-    pub fn lost_per_cpu(&self) -> Vec<u64> {
+    /// Records dropped because a CPU's area was full, per CPU that dropped some.
+    pub fn lost_by_cpu(&self) -> BTreeMap<u32, u64> {
         (0..self.cpus)
-            .map(|cpu| self.cursor(cpu).lost.load(Ordering::Relaxed))
+            .map(|cpu| (cpu as u32, self.cursor(cpu).lost.load(Ordering::Relaxed)))
+            .filter(|&(_, lost)| lost > 0)
             .collect()
     }
 
     pub fn lost(&self) -> u64 {
-        self.lost_per_cpu().iter().sum()
+        self.lost_by_cpu().values().sum()
     }
 
     /// Slots of each CPU's area.

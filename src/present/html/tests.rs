@@ -84,6 +84,7 @@ fn noise_info() -> RunInfo {
         skipped_tracepoints: vec![],
         records: 3,
         lost_records: 0,
+        lost_by_cpu: Default::default(),
         interrupted: false,
     }
 }
@@ -123,6 +124,7 @@ pub(in crate::present) fn bh_info() -> BhRunInfo {
         skipped_tracepoints: vec!["irq:tasklet_entry".into()],
         events: 10,
         lost_events: 0,
+        lost_by_cpu: Default::default(),
         matching: MatchCounts::default(),
         pending_softirqs: 0,
         pending_works: 0,
@@ -228,9 +230,11 @@ fn noise_section_has_every_plot_and_the_causes() {
     // the per-CPU table: CPU 1's noise over its 3 periods is 7+17+27 µs
     assert!(html.contains("<td class=\"n\">51.0</td>"), "{html}");
     // where it went, to the ns: 49.5 µs of IRQ 11 and 3 x 500 ns of entry/exit
-    let breakdown = ["1", "51.000", "49.500", "1.500", "0.000", "0.000", "0.000", "0.000"]
-        .map(|cell| format!("<td class=\"n\">{cell}</td>"))
-        .concat();
+    let breakdown = [
+        "1", "51.000", "49.500", "1.500", "0.000", "0.000", "0.000", "0.000",
+    ]
+    .map(|cell| format!("<td class=\"n\">{cell}</td>"))
+    .concat();
     assert!(html.contains(&format!("<tr>{breakdown}</tr>")), "{html}");
     assert!(html.contains("<title>run &lt;1&gt;</title>"));
     assert!(!html.contains(EVIL), "unescaped text in the page");
@@ -296,6 +300,7 @@ fn wakeup_section_plots_total_latency_per_cpu() {
         programs: 0,
         skipped_tracepoints: vec![],
         lost_events: 0,
+        lost_by_cpu: Default::default(),
         tracking: TrackCounts::default(),
         threads: vec![],
         missed_periods: 0,
@@ -354,6 +359,7 @@ fn account_section_ranks_victims_and_causers() {
         skipped_tracepoints: vec![],
         events: 100,
         lost_events: 0,
+        lost_by_cpu: Default::default(),
         hz: None,
         interrupted: false,
     };
