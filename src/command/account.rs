@@ -20,8 +20,9 @@ pub struct AccountResult {
     options: AccountOptions,
     whole: Period,
     info: AccountRunInfo,
-    /// Each `--interval` report, as JSON, and as text unless already printed.
-    periods_json: Vec<serde_json::Value>,
+    /// Each `--interval` report, as compact JSON text (when JSON may be asked for), and
+    /// as text unless already printed.
+    periods_json: Vec<String>,
     periods_text: Vec<u8>,
     irq_names: HashMap<u32, String>,
 }
@@ -40,18 +41,23 @@ fn view<'a>(args: &AccountArgs, irq_names: &'a HashMap<u32, String>) -> View<'a>
     }
 }
 
-/// The `--interval` reports of a run: JSON kept, text printed as they come (live) or
-/// kept for later (replay).
+/// The `--interval` reports of a run: text printed as they come (live) or kept for
+/// later (replay); JSON kept if it may be asked for, as text (a `Value` takes several
+/// times the memory), since the document holds every period.
 struct Periods<'a> {
     options: &'a AccountOptions,
     view: View<'a>,
-    json: Vec<serde_json::Value>,
+    keep_json: bool,
+    json: Vec<String>,
     text: Vec<u8>,
 }
 
 impl Periods<'_> {
     fn add(&mut self, period: &Period, out: Option<&mut dyn Write>) {
-        self.json.push(show::period_json(period, &self.view));
+        if self.keep_json {
+            self.json
+                .push(show::period_json(period, &self.view).to_string());
+        }
         let out = out.unwrap_or(&mut self.text);
         let _ =
             show::write_period(out, period, self.options, &self.view).and_then(|()| writeln!(out));
@@ -65,6 +71,7 @@ pub fn measure(args: AccountArgs) -> Result<()> {
     let mut periods = Periods {
         options: &options,
         view: view(&args, &irq_names),
+        keep_json: args.output.json,
         json: Vec::new(),
         text: Vec::new(),
     };
@@ -99,9 +106,11 @@ pub fn replay(args: AccountArgs, reader: &mut Reader) -> Result<AccountResult> {
     let options = args.options_on(reader.header().cpus.clone())?;
     // the live run names IRQ lines before it starts
     let irq_names = system::parse_irq_line_names(&reader.header().system.interrupts);
+    // `irqlens report --json` decides, not the recorded options
     let mut periods = Periods {
         options: &options,
         view: view(&args, &irq_names),
+        keep_json: true,
         json: Vec::new(),
         text: Vec::new(),
     };
@@ -119,9 +128,14 @@ pub fn replay(args: AccountArgs, reader: &mut Reader) -> Result<AccountResult> {
 
 impl Outcome for AccountResult {
     fn json(&self) -> serde_json::Value {
+        let periods: Vec<serde_json::Value> = self
+            .periods_json
+            .iter()
+            .map(|period| serde_json::from_str(period).expect("made by serde_json"))
+            .collect();
         show::to_json(
             &self.whole,
-            &self.periods_json,
+            &periods,
             &self.info,
             &self.options,
             &self.view(),

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::compare::Figure;
 use super::{clock_time, percent, us};
 use crate::analyze::account::report::{Row, Totals, rows, top, totals};
-use crate::analyze::account::{BySource, IDLE, Source};
+use crate::analyze::account::{BySource, Source, total};
 use crate::analyze::kernel::{irq_label, softirq_name};
 use crate::collect::account::{AccountOptions, AccountRunInfo, Period};
 
@@ -128,6 +128,15 @@ pub fn write_period(
             out,
             "Orphan (served no known process): {}",
             view.sources(&period.ledger.orphan, 5)
+        )?;
+    }
+    if let Some(folded) = period.ledger.threads.other() {
+        writeln!(
+            out,
+            "Folded (to bound memory): {} threads with the least interrupt time, charged {} us, served {} us",
+            period.ledger.threads.folded(),
+            us(total(&folded.charged)),
+            us(total(&folded.served))
         )?;
     }
     if let Some(c) = &period.compensator {
@@ -305,10 +314,15 @@ pub fn period_json(period: &Period, view: &View) -> Value {
         "elapsed_ns": period.elapsed_ns,
         "totals": totals(&period.ledger),
         "orphan_by": view.sources_json(&period.ledger.orphan),
-        "idle_by": view.sources_json(
-            &period.ledger.threads.get(&IDLE).map(|a| a.charged.clone()).unwrap_or_default()
-        ),
+        "idle_by": view.sources_json(&period.ledger.idle),
         "rows": rows,
+        // thread accounts folded into one to bound memory (the lightest ones)
+        "folded": period.ledger.threads.other().map(|folded| json!({
+            "threads": period.ledger.threads.folded(),
+            "charged_ns": total(&folded.charged),
+            "served_ns": total(&folded.served),
+            "units": folded.units,
+        })),
         "interrupts_per_tick": period.compensator.as_ref().and_then(|c| c.interrupts_per_tick()),
     })
 }

@@ -14,6 +14,12 @@
 //!   sockets nobody reads) is **orphan** time, as the seed keeps orphan packets.
 //!
 //! Times are exclusive: nested interrupts are cut out of the run they interrupted.
+//!
+//! Memory does not grow with the run: a ledger keeps at most `ACCOUNTS` thread accounts
+//! (threads come and go by the thousand in a storm: the lighter half is folded into one
+//! account when it fills), names by pid are forgotten when not seen for a generation of
+//! `THREADS / 2` other threads, and per CPU only the open runs, the timeline's history and
+//! at most a value per (vector, source) of hardirq time handed on.
 
 pub mod compensate;
 pub mod report;
@@ -24,6 +30,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use super::bounded::{AgedMap, Foldable, TopMap};
 use super::checkpoint::{Event, EventKind};
 use super::kernel::Comm;
 use super::timeline::{Context, Slice, Timeline};
@@ -33,6 +40,12 @@ use compensate::Compensator;
 pub const IDLE: u32 = 0;
 /// irq_vectors.h's SRC_LOCAL_TIMER.
 const LOCAL_TIMER: u16 = 1;
+/// Thread accounts a ledger keeps; past it the half with the least interrupt time (dead
+/// threads, mostly) is folded into one. Each is a few hundred bytes.
+pub const ACCOUNTS: usize = 4096;
+/// Thread names (and compensation counters) by pid: forgotten when not touched while
+/// half as many other threads were.
+pub const THREADS: usize = 1 << 16;
 
 /// Where interrupt time came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -62,38 +75,57 @@ pub struct ThreadAccount {
     pub served: BySource,
     /// Deliveries and wakeups it was served.
     pub units: u64,
+    /// Its thread group and name, if a checkpoint named it.
+    pub name: Option<(u32, Comm)>,
+}
+
+impl Foldable for ThreadAccount {
+    fn weight(&self) -> u64 {
+        total(&self.charged) + total(&self.served)
+    }
+
+    fn fold(&mut self, other: Self) {
+        add_into(&mut self.charged, &other.charged);
+        add_into(&mut self.served, &other.served);
+        self.units += other.units;
+        self.name = other.name.or(self.name);
+    }
 }
 
 /// What the attribution found, by thread id.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Ledger {
-    pub threads: HashMap<u32, ThreadAccount>,
+    /// At most `ACCOUNTS`; the folded ones are `threads.other()`.
+    pub threads: TopMap<u32, ThreadAccount>,
+    /// Interrupt time on idle CPUs, charged to no process (kept apart, never folded).
+    pub idle: BySource,
     pub orphan: BySource,
-    /// Thread group and name of the threads the checkpoints named.
-    pub seen: HashMap<u32, (u32, Comm)>,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger {
+            threads: TopMap::new(ACCOUNTS),
+            idle: BySource::new(),
+            orphan: BySource::new(),
+        }
+    }
 }
 
 impl Ledger {
     /// Adds a later period's ledger to this one.
     pub fn absorb(&mut self, later: Ledger) {
-        for (thread, account) in later.threads {
-            let mine = self.threads.entry(thread).or_default();
-            add_into(&mut mine.charged, &account.charged);
-            add_into(&mut mine.served, &account.served);
-            mine.units += account.units;
-        }
+        self.threads.absorb(later.threads);
+        add_into(&mut self.idle, &later.idle);
         add_into(&mut self.orphan, &later.orphan);
-        self.seen.extend(later.seen);
     }
 
     fn charge(&mut self, thread: u32, source: Source, ns: u64) {
-        *self
-            .threads
-            .entry(thread)
-            .or_default()
-            .charged
-            .entry(source)
-            .or_default() += ns;
+        let charged = match thread {
+            IDLE => &mut self.idle,
+            _ => &mut self.threads.entry(thread).charged,
+        };
+        *charged.entry(source).or_default() += ns;
     }
 
     /// Splits `ns` evenly among `units` (thread ids, 0 for an unknown reader).
@@ -110,19 +142,22 @@ impl Ledger {
                 *self.orphan.entry(source).or_default() += part;
                 continue;
             }
-            *self
-                .threads
-                .entry(thread)
-                .or_default()
-                .served
-                .entry(source)
-                .or_default() += part;
+            *self.threads.entry(thread).served.entry(source).or_default() += part;
         }
     }
 
     fn count_units(&mut self, units: &[u32]) {
         for &thread in units.iter().filter(|&&t| t != IDLE) {
-            self.threads.entry(thread).or_default().units += 1;
+            self.threads.entry(thread).units += 1;
+        }
+    }
+
+    /// Names the accounts not named yet, from what the checkpoints said of their threads.
+    fn name_threads(&mut self, names: &AgedMap<u32, (u32, Comm)>) {
+        for (thread, account) in self.threads.iter_mut() {
+            if account.name.is_none() {
+                account.name = names.get(thread).copied();
+            }
         }
     }
 }
@@ -179,8 +214,8 @@ struct Runs {
 struct CpuState {
     timeline: Timeline,
     runs: Runs,
-    /// Hardirq time handed on to the next run of a softirq vector.
-    deferred: HashMap<u16, Vec<(Source, u64)>>,
+    /// Hardirq time handed on to the next run of a softirq vector, by the hardirq's source.
+    deferred: HashMap<u16, BySource>,
     /// Start of the clock tick in progress (compensation).
     tick_start: Option<u64>,
 }
@@ -210,10 +245,12 @@ impl CpuState {
         if run.units.is_empty() && !run.raised.is_empty() && !tick {
             let share = run.ns / run.raised.len() as u64;
             for vector in run.raised {
-                self.deferred
+                *self
+                    .deferred
                     .entry(vector)
                     .or_default()
-                    .push((run.source, share));
+                    .entry(run.source)
+                    .or_default() += share;
             }
             return None;
         }
@@ -246,10 +283,12 @@ impl Runs {
 }
 
 /// Follows the checkpoints of the traced CPUs (in time order) and keeps the ledger.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Attributor {
     cpus: HashMap<u32, CpuState>,
     ledger: Ledger,
+    /// Thread group and name of the threads the checkpoints named.
+    names: AgedMap<u32, (u32, Comm)>,
     compensator: Option<Compensator>,
 }
 
@@ -257,8 +296,10 @@ impl Attributor {
     /// With `tick_ns`, also runs the compensation algorithm of §3.1 over the stream.
     pub fn new(tick_ns: Option<u64>) -> Self {
         Attributor {
+            cpus: HashMap::new(),
+            ledger: Ledger::default(),
+            names: AgedMap::new(THREADS),
             compensator: tick_ns.map(Compensator::new),
-            ..Default::default()
         }
     }
 
@@ -326,7 +367,7 @@ impl Attributor {
         }
     }
 
-    /// The ledger so far; runs still open are left out.
+    /// The ledger so far (named at `take`); runs still open are left out.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
     }
@@ -338,14 +379,8 @@ impl Attributor {
     /// Hands out the ledger (and compensation) so far and starts new ones, for periodic
     /// reports; what is open carries on.
     pub fn take(&mut self) -> (Ledger, Option<Compensator>) {
-        let seen = self.ledger.seen.clone();
-        let ledger = std::mem::replace(
-            &mut self.ledger,
-            Ledger {
-                seen,
-                ..Default::default()
-            },
-        );
+        let mut ledger = std::mem::take(&mut self.ledger);
+        ledger.name_threads(&self.names);
         let compensator = self.compensator.as_mut().map(Compensator::take_adjustments);
         (ledger, compensator)
     }
@@ -353,15 +388,15 @@ impl Attributor {
     /// Hardirq time deferred to softirq runs that never came is orphan time.
     pub fn finish(&mut self) {
         for cpu in self.cpus.values_mut() {
-            for (source, ns) in cpu.deferred.drain().flat_map(|(_, parts)| parts) {
-                *self.ledger.orphan.entry(source).or_default() += ns;
+            for (_, parts) in cpu.deferred.drain() {
+                add_into(&mut self.ledger.orphan, &parts);
             }
         }
     }
 
     fn learn_name(&mut self, e: &Event) {
         if matches!(e.kind, EventKind::Switch | EventKind::Wakeup) && e.aux != IDLE {
-            self.ledger.seen.insert(e.aux, (e.ptr as u32, e.comm));
+            self.names.insert(e.aux, (e.ptr as u32, e.comm));
         }
     }
 

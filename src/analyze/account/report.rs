@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::compensate::Compensator;
-use super::{BySource, IDLE, Ledger, Source, add_into, total};
+use super::{BySource, Ledger, Source, ThreadAccount, add_into, total};
 
 /// What /proc told of a thread.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -124,19 +124,22 @@ pub fn totals(ledger: &Ledger) -> Totals {
         orphan_ns: total(&ledger.orphan),
         ..Totals::default()
     };
-    for (&thread, account) in &ledger.threads {
-        for (source, &ns) in &account.charged {
-            match source {
-                Source::Hardirq { .. } => totals.hardirq_ns += ns,
-                Source::Softirq { .. } => totals.softirq_ns += ns,
-                Source::Nmi => totals.nmi_ns += ns,
-            }
-            if thread == IDLE {
-                totals.idle_ns += ns;
-            }
+    totals.idle_ns = total(&ledger.idle);
+    let folded = ledger.threads.other();
+    let charged = ledger.threads.values().chain(folded).map(|a| &a.charged);
+    for (source, &ns) in charged.chain([&ledger.idle]).flatten() {
+        match source {
+            Source::Hardirq { .. } => totals.hardirq_ns += ns,
+            Source::Softirq { .. } => totals.softirq_ns += ns,
+            Source::Nmi => totals.nmi_ns += ns,
         }
-        totals.served_ns += total(&account.served);
     }
+    let served = ledger
+        .threads
+        .values()
+        .chain(folded)
+        .map(|a| total(&a.served));
+    totals.served_ns = served.sum();
     totals
 }
 
@@ -148,6 +151,7 @@ pub fn rows(
     compensator: Option<&Compensator>,
     by_thread: bool,
 ) -> Vec<Row> {
+    let named = |tid: u32| ledger.threads.get(&tid).and_then(|account| account.name);
     let group = |tid: u32| -> u32 {
         if by_thread {
             return tid;
@@ -155,22 +159,25 @@ pub fn rows(
         threads
             .get(&tid)
             .map(|info| info.tgid)
-            .or_else(|| ledger.seen.get(&tid).map(|&(tgid, _)| tgid))
+            .or_else(|| named(tid).map(|(tgid, _)| tgid))
             .filter(|&tgid| tgid != 0)
             .unwrap_or(tid)
     };
-    let name = |tid: u32| -> String {
+    // a process is named after its main thread, or else after the thread at hand
+    let name = |id: u32, thread: &ThreadAccount| -> String {
         threads
-            .get(&tid)
+            .get(&id)
             .map(|info| info.comm.clone())
-            .or_else(|| ledger.seen.get(&tid).map(|(_, comm)| comm.to_string()))
+            .or_else(|| named(id).or(thread.name).map(|(_, comm)| comm.to_string()))
             .unwrap_or_else(|| "?".into())
     };
     let mut rows: BTreeMap<u32, Row> = BTreeMap::new();
     let mut adjusted: BTreeMap<u32, i64> = BTreeMap::new();
-    for (&tid, account) in ledger.threads.iter().filter(|(tid, _)| **tid != IDLE) {
+    for (&tid, account) in ledger.threads.iter() {
         let id = group(tid);
-        let row = rows.entry(id).or_insert_with(|| Row::new(id, name(id)));
+        let row = rows
+            .entry(id)
+            .or_insert_with(|| Row::new(id, name(id, account)));
         add_into(&mut row.charged_by, &account.charged);
         add_into(&mut row.served_by, &account.served);
         row.units += account.units;

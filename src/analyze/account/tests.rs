@@ -210,7 +210,7 @@ fn idle_nmi_and_softirqs_that_never_ran_are_accounted() {
     s.at(20, CPU, SPINNER, Nmi).ptr = 3 * US;
     let attributor = attribute(&s);
     let ledger = attributor.ledger();
-    assert_eq!(in_us(&ledger.threads[&IDLE].charged), vec![(ipi(), 4)]);
+    assert_eq!(in_us(&ledger.idle), vec![(ipi(), 4)]);
     assert_eq!(
         in_us(&ledger.threads[&SPINNER].charged),
         vec![(Source::Nmi, 3)]
@@ -226,7 +226,9 @@ fn idle_nmi_and_softirqs_that_never_ran_are_accounted() {
         ),
         (4 * US, 3 * US, 4 * US, 7 * US)
     );
-    assert_eq!(ledger.seen[&SPINNER].1.to_string(), "spinner");
+    let (named, _) = attribute(&s).take();
+    let (tgid, comm) = named.threads[&SPINNER].name.unwrap();
+    assert_eq!((tgid, comm.to_string().as_str()), (0, "spinner"));
 }
 
 #[test]
@@ -397,4 +399,76 @@ fn attribution_runs_the_compensation_per_tick() {
     assert_eq!(c.unaccounted(SPINNER), -220, "the last tick is still open");
     assert_eq!(c.unaccounted(RECEIVER), 240);
     assert_eq!(c.adjusted_ns(SPINNER), 0);
+}
+
+#[test]
+fn a_storm_of_short_lived_threads_keeps_the_ledger_bounded() {
+    const THREADS_SEEN: u32 = 100_000;
+    let mut attributor = Attributor::new(None);
+    let mut s = Stream::new();
+    for n in 0..THREADS_SEEN {
+        // a new thread runs and takes a 1 µs tick; the spinner is served a delivery
+        let (at, tid) = (u64::from(n) * 10, 1_000 + n);
+        s.switch(at, CPU, tid.saturating_sub(1), tid, "hackbench");
+        s.irq(at + 1, CPU, tid, true, TIMER, 236);
+        s.irq(at + 2, CPU, tid, false, TIMER, 236);
+        s.softirq(at + 3, CPU, tid, SoftirqEntry, NET_RX);
+        deliver(&mut s, at + 4, tid, SPINNER);
+        s.softirq(at + 5, CPU, tid, SoftirqExit, NET_RX);
+        if s.events.len() > 10_000 {
+            feed(&mut attributor, &std::mem::take(&mut s.events));
+        }
+    }
+    feed(&mut attributor, &s.events);
+    let (ledger, _) = attributor.take();
+    assert!(ledger.threads.len() <= ACCOUNTS);
+    assert!(ledger.threads.folded() >= u64::from(THREADS_SEEN) - ACCOUNTS as u64);
+    // the thread served every run is kept whole, and nothing is lost
+    assert_eq!(ledger.threads[&SPINNER].units, u64::from(THREADS_SEEN));
+    let totals = totals(&ledger);
+    assert_eq!(totals.hardirq_ns, u64::from(THREADS_SEEN) * US);
+    assert_eq!(totals.softirq_ns, u64::from(THREADS_SEEN) * 2 * US);
+    assert_eq!(totals.served_ns, totals.softirq_ns);
+    let shown: u64 = rows(&ledger, &HashMap::new(), None, true)
+        .iter()
+        .map(|row| row.charged_ns)
+        .sum();
+    let folded = ledger.threads.other().map_or(0, |a| total(&a.charged));
+    assert_eq!(shown + folded, totals.interrupt_ns());
+}
+
+#[test]
+fn hardirq_time_handed_on_to_a_softirq_that_never_runs_stays_one_value_per_source() {
+    let mut s = Stream::new();
+    for n in 0..10_000 {
+        s.irq(n * 10, CPU, SPINNER, true, IPI, 251);
+        s.softirq(n * 10 + 1, CPU, SPINNER, SoftirqRaise, NET_RX);
+        s.irq(n * 10 + 2, CPU, SPINNER, false, IPI, 251);
+    }
+    let mut attributor = Attributor::new(None);
+    feed(&mut attributor, &s.events);
+    assert_eq!(
+        in_us(&attributor.cpus[&CPU].deferred[&NET_RX]),
+        vec![(ipi(), 20_000)]
+    );
+}
+
+#[test]
+fn compensation_keeps_the_adjustments_of_the_busiest_threads() {
+    const TICK: u64 = 4_000_000;
+    let mut c = Compensator::new(TICK);
+    // a million threads each over-charged one tick of 4 interrupts served to another
+    let threads = 1_000..1_001_000;
+    for thread in threads.clone() {
+        for _ in 0..4 {
+            c.interrupts(0, &[RECEIVER], TICK / 4);
+        }
+        c.tick(0, thread);
+    }
+    assert!(c.forgotten() > 0, "x_k of the threads long gone");
+    let kept = threads.filter(|&t| c.adjusted_ns(t) != 0).count();
+    assert!(kept <= ACCOUNTS, "{kept}");
+    // the receiver, billed for them all at its next tick
+    c.tick(1, RECEIVER);
+    assert_eq!(c.adjusted_ns(RECEIVER), 1_000_000 * TICK as i64);
 }
