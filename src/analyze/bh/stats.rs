@@ -3,9 +3,10 @@
 //! whose IRQ column holds the others and whose OOB column holds what lies beyond it.
 //!
 //! Memory does not grow with the samples: per series a linear histogram and quantile
-//! recorders (`histogram`), one series per mechanism and source (softirq vectors, the
-//! kernel's tasklet and work functions, IRQ threads: the kernel's code bounds them), at
-//! most `CAUSES` delay causes per mechanism, and the `worst` slowest samples.
+//! recorders (`histogram`), one series per mechanism (quantiles to 0.1%) and per source
+//! (to 1%, a seventh of the memory: softirq vectors, the kernel's tasklet and work
+//! functions, IRQ threads, as many as the kernel's code has), at most `CAUSES` delay
+//! causes per mechanism, and the `worst` slowest samples.
 
 use std::collections::BTreeMap;
 
@@ -63,11 +64,21 @@ pub struct Series {
 }
 
 impl Series {
+    /// A mechanism's series: latency quantiles to 0.1%.
     fn new(config: &StatsConfig) -> Self {
+        Self::with_latency(Distribution::new(config.bucket_ns, config.entries))
+    }
+
+    /// A source's: to 1%.
+    fn coarse(config: &StatsConfig) -> Self {
+        Self::with_latency(Distribution::coarse(config.bucket_ns, config.entries))
+    }
+
+    fn with_latency(latency: Distribution) -> Self {
         Series {
             count: 0,
             irq: 0,
-            latency: Distribution::new(config.bucket_ns, config.entries),
+            latency,
             max_irq_ns: 0,
             runtime: coarse_quantiles(),
             runtime_max_ns: 0,
@@ -86,8 +97,8 @@ impl Series {
         }
     }
 
-    /// Latency quantile `q` (0..=1) of the samples no interrupt landed in.
-    /// Within 0.1% (hdrhistogram's 3 digits), and never outside the exact min..max.
+    /// Latency quantile `q` (0..=1) of the samples no interrupt landed in: within 0.1%
+    /// for a mechanism, 1% for a source, and never outside the exact min..max.
     pub fn quantile_ns(&self, q: f64) -> Option<u64> {
         self.latency.quantile_ns(q)
     }
@@ -199,7 +210,7 @@ impl BhStats {
         let config = self.config;
         self.sources
             .entry((sample.mechanism, sample.source))
-            .or_insert_with(|| Series::new(&config))
+            .or_insert_with(|| Series::coarse(&config))
             .add(&sample);
         let mechanism = self
             .mechanisms
