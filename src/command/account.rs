@@ -41,24 +41,31 @@ fn view<'a>(args: &AccountArgs, irq_names: &'a HashMap<u32, String>) -> View<'a>
     }
 }
 
-/// The `--interval` reports of a run: text printed as they come (live) or kept for
-/// later (replay); JSON kept if it may be asked for, as text (a `Value` takes several
-/// times the memory), since the document holds every period.
+/// The `--interval` reports of a run. Only what may be shown is kept: the JSON document
+/// holds every period (kept as compact text: a `Value` takes several times the memory);
+/// the text is printed as it comes (live) or kept for later (replay).
 struct Periods<'a> {
     options: &'a AccountOptions,
     view: View<'a>,
-    keep_json: bool,
-    json: Vec<String>,
-    text: Vec<u8>,
+    json: Option<Vec<String>>,
+    text: Option<Vec<u8>>,
+    print: bool,
 }
 
 impl Periods<'_> {
-    fn add(&mut self, period: &Period, out: Option<&mut dyn Write>) {
-        if self.keep_json {
-            self.json
-                .push(show::period_json(period, &self.view).to_string());
+    fn add(&mut self, period: &Period) {
+        if let Some(json) = &mut self.json {
+            json.push(show::period_json(period, &self.view).to_string());
         }
-        let out = out.unwrap_or(&mut self.text);
+        let mut stdout;
+        let out: &mut dyn Write = match (&mut self.text, self.print) {
+            (Some(text), _) => text,
+            (None, true) => {
+                stdout = io::stdout().lock();
+                &mut stdout
+            }
+            (None, false) => return,
+        };
         let _ =
             show::write_period(out, period, self.options, &self.view).and_then(|()| writeln!(out));
     }
@@ -68,12 +75,13 @@ pub fn measure(args: AccountArgs) -> Result<()> {
     let options = args.options()?;
     let mut tap = open_tap(&args.output, Capability::Account, &options.cpus, None)?;
     let irq_names = system::irq_line_names();
+    let json = args.output.json;
     let mut periods = Periods {
         options: &options,
         view: view(&args, &irq_names),
-        keep_json: args.output.json,
-        json: Vec::new(),
-        text: Vec::new(),
+        json: json.then(Vec::new),
+        text: None,
+        print: !json,
     };
     let (whole, mut info) = with_progress(
         args.output.progress(),
@@ -81,16 +89,14 @@ pub fn measure(args: AccountArgs) -> Result<()> {
         "checkpoints",
         |show| {
             account_run::run(&options, &STOP, &mut tap, show, |period| {
-                // a report per interval, as it comes
-                let mut stdout = io::stdout().lock();
-                periods.add(period, (!args.output.json).then_some(&mut stdout as _));
+                periods.add(period)
             })
         },
     )?;
     info.interrupted = super::interrupted();
     let recorded = close_tap(tap, &info);
     let result = AccountResult {
-        periods_json: periods.json,
+        periods_json: periods.json.unwrap_or_default(),
         options,
         whole,
         info,
@@ -106,18 +112,18 @@ pub fn replay(args: AccountArgs, reader: &mut Reader) -> Result<AccountResult> {
     let options = args.options_on(reader.header().cpus.clone())?;
     // the live run names IRQ lines before it starts
     let irq_names = system::parse_irq_line_names(&reader.header().system.interrupts);
-    // `irqlens report --json` decides, not the recorded options
+    // `irqlens report` decides between JSON and text, not the recorded options
     let mut periods = Periods {
         options: &options,
         view: view(&args, &irq_names),
-        keep_json: true,
-        json: Vec::new(),
-        text: Vec::new(),
+        json: Some(Vec::new()),
+        text: Some(Vec::new()),
+        print: false,
     };
-    let (whole, info) = account_run::replay(&options, reader, |period| periods.add(period, None))?;
+    let (whole, info) = account_run::replay(&options, reader, |period| periods.add(period))?;
     Ok(AccountResult {
-        periods_json: periods.json,
-        periods_text: periods.text,
+        periods_json: periods.json.unwrap_or_default(),
+        periods_text: periods.text.unwrap_or_default(),
         options,
         whole,
         info,
