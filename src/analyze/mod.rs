@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod bh;
+pub mod bounded;
 pub mod checkpoint;
 pub mod histogram;
 pub mod kernel;

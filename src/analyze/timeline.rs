@@ -6,8 +6,13 @@ use std::collections::VecDeque;
 
 use crate::analyze::checkpoint::{Event, EventKind};
 
-/// Closed intervals kept per CPU; a window reaching further back is incomplete.
+/// Closed intervals (and switch times) kept per CPU; a window reaching further back is
+/// incomplete. About 1 MiB per CPU.
 const HISTORY: usize = 1 << 14;
+/// Contexts nested on a thread: hardirq, softirq, hrtimer callback, NMI, and a little
+/// room. Deeper means exits were lost (a switch clears the stack): the outermost entries,
+/// the stalest, are dropped.
+const DEPTH: usize = 8;
 
 /// The innermost thing a CPU was running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -174,6 +179,9 @@ impl Timeline {
 
     fn enter(&mut self, t: u64, context: Context) {
         self.close(t);
+        if self.stack.len() == DEPTH {
+            self.stack.remove(0);
+        }
         self.stack.push(context);
     }
 
@@ -278,6 +286,22 @@ mod tests {
         );
         assert_eq!(timeline.switches_between(0, 25_000), 1);
         assert_eq!(timeline.switches_between(25_000, 30_000), 0);
+    }
+
+    #[test]
+    fn lost_exits_and_long_runs_keep_the_timeline_bounded() {
+        let mut timeline = Timeline::default();
+        for us in 0..1_000_000 {
+            // every entry's exit is lost, and the thread never switches
+            timeline.add(&event(SoftirqEntry, us, 7));
+            assert!(timeline.stack().len() <= DEPTH);
+        }
+        assert!(timeline.closed.len() <= HISTORY && timeline.switches.len() <= HISTORY);
+        assert_eq!(timeline.take_closed().count(), HISTORY);
+        let mut switch = event(Switch, 1_000_000, 7);
+        switch.aux = 9;
+        timeline.add(&switch);
+        assert!(timeline.stack().is_empty());
     }
 
     #[test]

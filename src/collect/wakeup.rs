@@ -222,12 +222,15 @@ pub fn replay(options: &WakeupOptions, reader: &mut Reader) -> Result<WakeupOutc
     };
     let mut pipeline = Pipeline::new(options, timer_tids);
     let no_tap = &mut Tap::default();
-    // a live drain feeds its checkpoints, then the reports that came meanwhile
+    // a live drain feeds its checkpoints, then the reports that came meanwhile; a long
+    // run of checkpoints (task mode has no reports) is fed in batches, which changes
+    // nothing but the memory it takes
+    const BATCH: usize = 4096;
     let (mut events, mut reports) = (Vec::new(), Vec::new());
     while let Some(line) = reader.next_input()? {
         match line {
             Line::Event(event) => {
-                if !reports.is_empty() {
+                if !reports.is_empty() || events.len() == BATCH {
                     pipeline.feed(std::mem::take(&mut events), reports.drain(..), no_tap);
                 }
                 events.push(event);

@@ -291,13 +291,14 @@ pub fn write_run_info(
     let m = &info.matching;
     writeln!(
         out,
-        "matching: {} re-raises merged into the pending raise; invocations with no request seen: {} softirq, {} tasklet, {} work (requested before tracing, or served twice); {} work items cancelled, {} never started; {} windows not fully traced; pending at the end: {} softirqs, {} work items",
+        "matching: {} re-raises merged into the pending raise; invocations with no request seen: {} softirq, {} tasklet, {} work (requested before tracing, or served twice); {} work items cancelled, {} never started and {} never ended (forgotten to bound memory); {} windows not fully traced; pending at the end: {} softirqs, {} work items",
         m.reraises,
         m.unmatched_softirqs,
         m.unmatched_tasklets,
         m.unmatched_works,
         m.cancelled_works,
         m.stale_works,
+        m.unended_works,
         m.incomplete_windows,
         info.pending_softirqs,
         info.pending_works
@@ -388,8 +389,8 @@ pub fn to_json(
             let mut value = series_json(&m.series);
             value["mechanism"] = json!(mechanism);
             value["causes"] = m
-                .causes
-                .iter()
+                .ranked_causes()
+                .into_iter()
                 .map(|(cause, c)| {
                     json!({
                         "cause": names.cause(cause),
@@ -453,7 +454,7 @@ pub fn figures(stats: &BhStats, names: &Names) -> Vec<Figure> {
             let group = format!("{} {}", mechanism.name(), names.source(source));
             figures.extend(series_figures(&group, series));
         }
-        for (cause, cause_stats) in &mechanism_stats.causes {
+        for (cause, cause_stats) in mechanism_stats.ranked_causes() {
             let group = format!("{} delayed by {}", mechanism.name(), names.cause(cause));
             figures.push(Figure::count(&group, "samples", cause_stats.samples));
             figures.push(Figure::ns(&group, "q50", cause_stats.median_ns()));

@@ -10,7 +10,7 @@
 mod check;
 mod chrome;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 
+use crate::analyze::bounded::AgedMap;
 use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::{Comm, irq_label, softirq_name};
 use crate::analyze::noise::{NoiseClass, PeriodReport, Record};
@@ -35,9 +36,11 @@ const CPU_PID_BASE: u32 = 10_000;
 /// Lane tids are pid * LANE_STRIDE + lane: unique across CPUs, as Perfetto's JSON
 /// importer keys threads by tid.
 const LANE_STRIDE: u32 = 16;
-/// Open tasklets and work items past this many mean lost ends: they are forgotten.
+/// Open tasklets and work items (an `AgedMap`): those not ended while half as many began
+/// lost their end, and are forgotten (not drawn).
 const MAX_OPEN_CALLBACKS: usize = 4096;
-/// Thread names kept for the thread lane; past this many, the oldest are forgotten.
+/// Thread names kept for the thread lane (an `AgedMap`): a thread not seen while half as
+/// many others were is forgotten, and drawn as `pid N` if it comes back.
 const MAX_COMMS: usize = 1 << 16;
 
 /// The lanes of a CPU, in the order they are drawn.
@@ -91,8 +94,8 @@ pub struct TraceWriter {
     names: Names,
     cpus: BTreeMap<u32, CpuState>,
     /// Tasklets and work items begun and not yet ended, by address.
-    open_callbacks: HashMap<u64, OpenCallback>,
-    comms: HashMap<u32, Comm>,
+    open_callbacks: AgedMap<u64, OpenCallback>,
+    comms: AgedMap<u32, Comm>,
 }
 
 /// What a CPU is running: its contexts (followed by the analysis's own `Timeline`) with
@@ -143,8 +146,8 @@ impl TraceWriter {
                 irqs: system::parse_irq_line_names(&header.system.interrupts),
             },
             cpus: BTreeMap::new(),
-            open_callbacks: HashMap::new(),
-            comms: HashMap::new(),
+            open_callbacks: AgedMap::new(MAX_OPEN_CALLBACKS),
+            comms: AgedMap::new(MAX_COMMS),
         })
     }
 
@@ -162,9 +165,6 @@ impl TraceWriter {
 
     fn remember_comm(&mut self, e: &Event) {
         if matches!(e.kind, EventKind::Switch | EventKind::Wakeup) {
-            if self.comms.len() >= MAX_COMMS && !self.comms.contains_key(&e.aux) {
-                self.comms.clear();
-            }
             self.comms.insert(e.aux, e.comm);
         }
     }
@@ -200,9 +200,6 @@ impl TraceWriter {
             _ => return Ok(()),
         };
         if matches!(e.kind, EventKind::TaskletEntry | EventKind::WorkStart) {
-            if self.open_callbacks.len() >= MAX_OPEN_CALLBACKS {
-                self.open_callbacks.clear();
-            }
             let open = OpenCallback {
                 cpu: e.cpu,
                 start_ns: e.time_ns,
@@ -484,6 +481,8 @@ pub fn convert(recording: &Path, trace: &Path, symbols: KernelSymbols) -> Result
 #[cfg(test)]
 mod tests {
 
+    use std::collections::HashMap;
+
     use super::*;
     use crate::analyze::checkpoint::EventKind::*;
     use crate::analyze::checkpoint::stream::Stream;
@@ -496,8 +495,8 @@ mod tests {
     const TASKLET_FN: u64 = 0xffff_ffff_8100_1000;
     const WORK_FN: u64 = 0xffff_ffff_8100_2000;
 
-    /// The trace of `lines`, checked against the format's rules.
-    fn trace_of(test: &str, lines: &[Line]) -> Value {
+    /// A writer of a test's trace, to a temporary file.
+    fn writer(test: &str) -> (PathBuf, Box<TraceWriter>) {
         let path = std::env::temp_dir().join(format!(
             "irqlens-perfetto-{test}-{}.json",
             std::process::id()
@@ -508,23 +507,54 @@ mod tests {
             (TASKLET_FN, "my_tasklet".to_owned()),
             (WORK_FN, "my_work".to_owned()),
         ]);
-        let mut writer = Box::new(TraceWriter::create(&path, &header, symbols).unwrap());
-        for line in lines {
-            writer.put(line).unwrap();
-        }
+        let writer = Box::new(TraceWriter::create(&path, &header, symbols).unwrap());
+        (path, writer)
+    }
+
+    /// Ends the trace and reads it back, checked against the format's rules.
+    fn finish(path: &Path, writer: Box<TraceWriter>, inputs: u64) -> Value {
         let end = End {
             finished_at: String::new(),
-            inputs: lines.len() as u64,
+            inputs,
             info: Value::Null,
             interrupts: String::new(),
             softirqs: String::new(),
             kernel_functions: Vec::new(),
         };
         writer.finish(&end).unwrap();
-        let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        std::fs::remove_file(path).unwrap();
         check_trace(&doc).unwrap_or_else(|e| panic!("{e}\n{doc:#}"));
         doc
+    }
+
+    /// The trace of `lines`.
+    fn trace_of(test: &str, lines: &[Line]) -> Value {
+        let (path, mut writer) = writer(test);
+        for line in lines {
+            writer.put(line).unwrap();
+        }
+        finish(&path, writer, lines.len() as u64)
+    }
+
+    #[test]
+    fn work_never_ended_and_threads_long_gone_are_forgotten() {
+        let (path, mut writer) = writer("bounded");
+        let mut stream = Stream::new();
+        for n in 0..100_000u32 {
+            // a work item whose end was lost, on a thread never seen again
+            let e = stream.at(u64::from(n), 1, n, WorkStart);
+            (e.ptr, e.func) = (u64::from(n) + 1, WORK_FN);
+            stream.switch(u64::from(n), 1, n, n + 1, "short-lived");
+        }
+        let inputs = stream.events.len() as u64;
+        for line in events(stream) {
+            writer.put(&line).unwrap();
+            assert!(writer.open_callbacks.len() <= MAX_OPEN_CALLBACKS);
+            assert!(writer.comms.len() <= MAX_COMMS);
+        }
+        assert!(writer.open_callbacks.evicted() > 0);
+        finish(&path, writer, inputs);
     }
 
     fn events(stream: Stream) -> Vec<Line> {

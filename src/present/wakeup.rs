@@ -16,6 +16,8 @@ use crate::collect::wakeup::{WakeupMode, WakeupOptions, WakeupRunInfo};
 
 /// Quantiles of the CDF table.
 const CDF_QUANTILES: [f64; 6] = [0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
+/// Woken threads and interposed threads named in the chains, the most frequent first.
+const CHAIN_THREADS: usize = 10;
 
 impl Names {
     pub(crate) fn wakeup_cause(&self, cause: &Cause) -> String {
@@ -187,21 +189,44 @@ pub fn write_chains(
         "  context switches from the interrupt to the task: {}",
         switches.join(", ")
     )?;
-    if stats.threads.len() > 1 {
-        let threads: Vec<String> = stats
-            .threads
+    if stats.threads.len() + stats.threads.folded() as usize > 1 {
+        let mut threads: Vec<_> = stats.threads.iter().collect();
+        threads.sort_by_key(|(tid, t)| (std::cmp::Reverse(t.samples), **tid));
+        let mut named: Vec<String> = threads
             .iter()
+            .take(CHAIN_THREADS)
             .map(|(tid, t)| format!("{} {tid} ({}, max {} us)", t.comm, t.samples, us2(t.max_ns)))
             .collect();
-        writeln!(out, "  woken threads: {}", threads.join(", "))?;
+        let rest = threads.len().saturating_sub(CHAIN_THREADS) as u64 + stats.threads.folded();
+        if rest > 0 {
+            let samples: u64 = threads
+                .iter()
+                .skip(CHAIN_THREADS)
+                .map(|(_, t)| t.samples)
+                .sum();
+            let samples = samples + stats.threads.other().map_or(0, |t| t.samples);
+            named.push(format!("{rest} more ({samples})"));
+        }
+        writeln!(out, "  woken threads: {}", named.join(", "))?;
     }
     if !stats.interposed.is_empty() {
-        let threads: Vec<String> = stats
-            .interposed
+        let mut threads: Vec<_> = stats.interposed.iter().collect();
+        threads.sort_by_key(|(comm, count)| (std::cmp::Reverse(**count), **comm));
+        let mut named: Vec<String> = threads
             .iter()
+            .take(CHAIN_THREADS)
             .map(|(comm, count)| format!("{comm} ({count})"))
             .collect();
-        writeln!(out, "  interposed threads: {}", threads.join(", "))?;
+        let rest: u64 = threads
+            .iter()
+            .skip(CHAIN_THREADS)
+            .map(|(_, count)| **count)
+            .sum();
+        let rest = rest + stats.interposed.other().copied().unwrap_or(0);
+        if rest > 0 {
+            named.push(format!("others ({rest})"));
+        }
+        writeln!(out, "  interposed threads: {}", named.join(", "))?;
     }
     Ok(())
 }
@@ -369,8 +394,8 @@ pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<(
         )?;
         writeln!(
             out,
-            "Wakeups by a thread (not an interrupt): {}; of a task still running: {}; superseded: {}; done on an untraced CPU: {}",
-            t.thread_wakeups, t.woken_running, t.rewoken, t.untraced_wakeups
+            "Wakeups by a thread (not an interrupt): {}; of a task still running: {}; superseded: {}; done on an untraced CPU: {}; never switched in (forgotten to bound memory): {}",
+            t.thread_wakeups, t.woken_running, t.rewoken, t.untraced_wakeups, t.forgotten_wakeups
         )?;
     }
     if info.interrupted {
@@ -451,7 +476,10 @@ pub fn to_json(
         "origins": origins,
         "context_switches": stats.switches,
         "interposed": stats.interposed.iter().map(|(c, n)| (c.to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+        // samples of the interposed threads and woken threads folded to bound memory
+        "interposed_folded": stats.interposed.other().copied().unwrap_or(0),
         "threads": stats.threads.iter().map(|(tid, t)| json!({"tid": tid, "comm": t.comm, "samples": t.samples, "max_ns": t.max_ns})).collect::<Vec<_>>(),
+        "threads_folded": stats.threads.other().map(|t| json!({"threads": stats.threads.folded(), "samples": t.samples, "max_ns": t.max_ns})),
         "worst": stats.worst.iter().map(|s| sample_json(s, names)).collect::<Vec<_>>(),
         "stop": stop,
         "run": info,

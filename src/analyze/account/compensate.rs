@@ -8,8 +8,16 @@
 //! that take one tick, P_i's system time moves by one tick (down when it was
 //! over-charged). N(t) is an EWMA (gamma 0.3) of the tick length over the measured cost
 //! of one interrupt.
+//!
+//! Memory: a count per CPU, x_k per thread touched lately (`THREADS`: a thread not
+//! served nor charged a tick while half as many others were is forgotten, counted in
+//! `forgotten`), and the adjustments of at most `ACCOUNTS` threads (the smaller half
+//! folded into one when it fills).
 
 use std::collections::HashMap;
+
+use super::{ACCOUNTS, THREADS};
+use crate::analyze::bounded::{AgedMap, TopMap};
 
 /// The EWMA weight of the newest N(t), as in the seed's implementation (§4).
 pub const GAMMA: f64 = 0.3;
@@ -22,23 +30,26 @@ struct TickCounts {
     ns: u64,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Compensator {
     tick_ns: u64,
     /// The EWMA of N(t); `None` until an interrupt has been measured.
     per_tick: Option<f64>,
     cpus: HashMap<u32, TickCounts>,
     /// x_k by thread.
-    unaccounted: HashMap<u32, i64>,
+    unaccounted: AgedMap<u32, i64>,
     /// System time moved, in ticks, by thread.
-    adjusted: HashMap<u32, i64>,
+    adjusted: TopMap<u32, i64>,
 }
 
 impl Compensator {
     pub fn new(tick_ns: u64) -> Self {
         Compensator {
             tick_ns: tick_ns.max(1),
-            ..Default::default()
+            per_tick: None,
+            cpus: HashMap::new(),
+            unaccounted: AgedMap::new(THREADS),
+            adjusted: TopMap::new(ACCOUNTS),
         }
     }
 
@@ -53,7 +64,7 @@ impl Compensator {
         counts.interrupts += units.len().max(1) as u64;
         counts.ns += ns;
         for &thread in units.iter().filter(|&&t| t != super::IDLE) {
-            *self.unaccounted.entry(thread).or_default() += 1;
+            *self.unaccounted.get_or_default(thread) += 1;
         }
     }
 
@@ -72,7 +83,7 @@ impl Compensator {
             return;
         }
         let n = self.interrupts_per_tick();
-        let x = self.unaccounted.entry(current).or_default();
+        let x = self.unaccounted.get_or_default(current);
         *x -= counts.interrupts as i64;
         let Some(n) = n else {
             return;
@@ -81,8 +92,8 @@ impl Compensator {
         let n = i64::try_from(n).unwrap_or(i64::MAX);
         let ticks = *x / n;
         if ticks != 0 {
-            *self.adjusted.entry(current).or_default() += ticks;
             *x -= ticks * n;
+            *self.adjusted.entry(current) += ticks;
         }
     }
 
@@ -90,6 +101,11 @@ impl Compensator {
     /// charged for more than it was served).
     pub fn unaccounted(&self, thread: u32) -> i64 {
         self.unaccounted.get(&thread).copied().unwrap_or(0)
+    }
+
+    /// Threads whose x_k was forgotten, not touched for long (gone, most likely).
+    pub fn forgotten(&self) -> u64 {
+        self.unaccounted.evicted()
     }
 
     /// N(t) now, rounded as the seed does.
@@ -102,22 +118,17 @@ impl Compensator {
         self.adjusted.get(&thread).copied().unwrap_or(0) * self.tick_ns as i64
     }
 
-    /// Adds a later period's adjustments; its counters are the current ones.
+    /// Adds a later period's adjustments, and takes its N(t).
     pub fn absorb(&mut self, later: Compensator) {
-        for (thread, ticks) in later.adjusted {
-            *self.adjusted.entry(thread).or_default() += ticks;
-        }
-        (self.per_tick, self.unaccounted) = (later.per_tick, later.unaccounted);
+        self.adjusted.absorb(later.adjusted);
+        self.per_tick = later.per_tick;
     }
 
-    /// The adjustments so far, handed out; the counters carry on.
+    /// The adjustments so far and N(t), handed out; the counters (x_k) carry on here.
     pub fn take_adjustments(&mut self) -> Compensator {
-        Compensator {
-            tick_ns: self.tick_ns,
-            per_tick: self.per_tick,
-            unaccounted: self.unaccounted.clone(),
-            adjusted: std::mem::take(&mut self.adjusted),
-            cpus: HashMap::new(),
-        }
+        let mut period = Compensator::new(self.tick_ns);
+        period.per_tick = self.per_tick;
+        std::mem::swap(&mut period.adjusted, &mut self.adjusted);
+        period
     }
 }

@@ -40,6 +40,11 @@ use compensate::Compensator;
 pub const IDLE: u32 = 0;
 /// irq_vectors.h's SRC_LOCAL_TIMER.
 const LOCAL_TIMER: u16 = 1;
+/// Threads whose compensation adjustments are kept; past it the smaller half is folded.
+pub const ACCOUNTS: usize = 4096;
+/// Threads whose compensation counters are kept: forgotten when not touched while half
+/// as many other threads were.
+pub const THREADS: usize = 1 << 16;
 /// irq_vectors.h's SRC_RESCHEDULE, SRC_CALL_FUNCTION and SRC_CALL_FUNCTION_SINGLE: the
 /// IPIs a remote wakeup sends.
 const WAKEUP_IPIS: [u16; 3] = [2, 3, 4];

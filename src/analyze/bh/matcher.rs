@@ -13,6 +13,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::{Delay, DelayCause, Mechanism, Sample, Source};
+use crate::analyze::bounded::AgedMap;
 use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;
 use crate::units::CpuList;
@@ -25,11 +26,21 @@ const TASKLET_SOFTIRQ: u16 = 6;
 const HISTORY: usize = 4096;
 /// Queued tasklet raises kept per CPU and vector.
 const TASKLET_QUEUE: usize = 4096;
-/// Bounds on per-thread and per-work-item state, for long runs: past them, the oldest
-/// state is forgotten (and counted where a sample is lost with it).
+/// Hardirqs open at once per CPU (they do not nest; vectors on top of a line at most):
+/// entries past it are exits that were lost.
+const OPEN_IRQS: usize = 8;
+// Bounds on per-thread and per-work-item state (`AgedMap`s), for long runs: an entry not
+// touched while half the bound of newer ones came is forgotten, and counted where a
+// sample is lost with it.
+/// Thread names, by pid.
 const THREADS: usize = 1 << 16;
+/// Work queued and not yet started (cancelled work leaves no trace, and stays until
+/// forgotten).
 const QUEUED_WORKS: usize = 1 << 16;
-const STALE_WORK_NS: u64 = 10_000_000_000;
+/// Work items begun and not yet ended (an end the ring lost would stay).
+const RUNNING_WORKS: usize = 4096;
+/// Last wakeup and switch-in of kworkers and IRQ threads (kworkers come and go).
+const WORKERS: usize = 4096;
 
 /// What the matcher could not match, so the user knows what the tables leave out.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -44,8 +55,13 @@ pub struct MatchCounts {
     pub unmatched_works: u64,
     /// Work queued again before it ran: the earlier request was cancelled.
     pub cancelled_works: u64,
-    /// Work queued over 10 s ago and never started, forgotten to bound memory.
+    /// Work queued and never started while 32768 (QUEUED_WORKS / 2) to 65536 later
+    /// items were queued: forgotten, to bound memory.
     pub stale_works: u64,
+    /// Work items begun whose end never came (lost by the ring): forgotten likewise
+    /// after 2048 to 4096 later starts.
+    #[serde(default)]
+    pub unended_works: u64,
     /// Samples whose window was not fully traced.
     pub incomplete_windows: u64,
 }
@@ -172,17 +188,17 @@ fn is_irq_thread(comm: &Comm) -> bool {
     comm.starts_with("irq/")
 }
 
-#[derive(Default)]
 pub struct Matcher {
     cpus: HashMap<u32, CpuState>,
-    works: HashMap<u64, Request>,
-    running_works: HashMap<u64, Running>,
+    works: AgedMap<u64, Request>,
+    running_works: AgedMap<u64, Running>,
+    /// Keyed by IRQ threads only (one per threaded IRQ line): bounded by the lines.
     irq_thread_wakeups: HashMap<u32, Request>,
     running_irq_threads: HashMap<u32, (Running, u32)>,
     /// Last wakeup and switch-in of threads that run bottom halves.
-    woken: HashMap<u32, u64>,
-    switched_in: HashMap<u32, u64>,
-    comms: HashMap<u32, Comm>,
+    woken: AgedMap<u32, u64>,
+    switched_in: AgedMap<u32, u64>,
+    comms: AgedMap<u32, Comm>,
     watched: Option<u32>,
     /// CPUs whose hardirqs, softirqs and switches are traced (None: all).
     traced: Option<CpuList>,
@@ -195,8 +211,18 @@ impl Matcher {
     /// woke it.
     pub fn new(watched: Option<u32>) -> Self {
         Matcher {
+            cpus: HashMap::new(),
+            works: AgedMap::new(QUEUED_WORKS),
+            running_works: AgedMap::new(RUNNING_WORKS),
+            irq_thread_wakeups: HashMap::new(),
+            running_irq_threads: HashMap::new(),
+            woken: AgedMap::new(WORKERS),
+            switched_in: AgedMap::new(WORKERS),
+            comms: AgedMap::new(THREADS),
             watched,
-            ..Default::default()
+            traced: None,
+            counts: MatchCounts::default(),
+            samples: Vec::new(),
         }
     }
 
@@ -225,9 +251,11 @@ impl Matcher {
         self.counts.events += 1;
         match e.kind {
             EventKind::IrqEntry => {
-                self.cpu(e.cpu)
-                    .irqs
-                    .push((e.time_ns, e.aux as u16, e.id.into()))
+                let irqs = &mut self.cpu(e.cpu).irqs;
+                if irqs.len() == OPEN_IRQS {
+                    irqs.remove(0);
+                }
+                irqs.push((e.time_ns, e.aux as u16, e.id.into()));
             }
             EventKind::IrqExit => {
                 let cpu = self.cpu(e.cpu);
@@ -254,13 +282,10 @@ impl Matcher {
                 }
             }
             EventKind::WorkQueue => {
-                let request = Request::at(e);
-                if self.works.len() >= QUEUED_WORKS {
-                    self.forget_stale_works(e.time_ns);
-                }
-                if self.works.insert(e.ptr, request).is_some() {
+                if self.works.insert(e.ptr, Request::at(e)).is_some() {
                     self.counts.cancelled_works += 1;
                 }
+                self.counts.stale_works = self.works.evicted();
             }
             // Activation is part of queueing (same thread, same CPU) unless max_active
             // held the item back; then a finishing item activates it later. The latency
@@ -286,21 +311,6 @@ impl Matcher {
 
     fn cpu(&mut self, cpu: u32) -> &mut CpuState {
         self.cpus.entry(cpu).or_default()
-    }
-
-    /// Cancelled work (cancel_work leaves no trace) would otherwise stay forever.
-    fn forget_stale_works(&mut self, now_ns: u64) {
-        let before = self.works.len();
-        self.works
-            .retain(|_, r| now_ns.saturating_sub(r.time_ns) < STALE_WORK_NS);
-        self.counts.stale_works += (before - self.works.len()) as u64;
-    }
-
-    fn name(&mut self, pid: u32, comm: Comm) {
-        if self.comms.len() >= THREADS {
-            self.comms.clear();
-        }
-        self.comms.insert(pid, comm);
     }
 
     fn softirq_raise(&mut self, e: &Event) {
@@ -433,6 +443,7 @@ impl Matcher {
                 woke_watched: false,
             },
         );
+        self.counts.unended_works = self.running_works.evicted();
     }
 
     fn work_end(&mut self, e: &Event) {
@@ -453,7 +464,7 @@ impl Matcher {
 
     fn switch(&mut self, e: &Event) {
         let (prev, next) = (e.pid, e.aux);
-        self.name(next, e.comm);
+        self.comms.insert(next, e.comm);
         self.cpu(e.cpu).remember(Happening {
             start_ns: e.time_ns,
             end_ns: e.time_ns,
@@ -487,7 +498,7 @@ impl Matcher {
 
     fn wakeup(&mut self, e: &Event) {
         let woken = e.aux;
-        self.name(woken, e.comm);
+        self.comms.insert(woken, e.comm);
         if is_worker(&e.comm) {
             self.woken.insert(woken, e.time_ns);
         }
@@ -1189,23 +1200,68 @@ mod tests {
     }
 
     #[test]
-    fn work_never_started_is_forgotten_after_a_while() {
-        let mut stream = Stream::new();
-        for i in 0..QUEUED_WORKS as u64 {
-            stream = stream.at(i, 0, WorkQueue, 0).with(|e| e.ptr = i + 1);
+    fn work_never_started_is_forgotten_and_counted() {
+        let mut matcher = Matcher::new(None);
+        // a million work items queued and never started (cancelled, or a lost start)
+        for i in 0..1_000_000u64 {
+            let mut queued = Event::new(WorkQueue, 0, i);
+            queued.ptr = i + 1;
+            matcher.add(&queued);
+            assert!(matcher.works.len() <= QUEUED_WORKS);
         }
-        let late = STALE_WORK_NS / 1_000 + QUEUED_WORKS as u64;
-        let (samples, counts) = stream
-            .at(late, 0, WorkQueue, 0)
-            .with(|e| e.ptr = 0xdead)
-            .at(late + 5, 0, WorkStart, 0)
-            .with(|e| e.ptr = 0xdead)
-            .at(late + 6, 0, WorkEnd, 0)
-            .with(|e| e.ptr = 0xdead)
-            .run(None);
-        assert_eq!(counts.stale_works, QUEUED_WORKS as u64);
+        let (_, pending) = matcher.pending();
+        assert_eq!(matcher.counts.stale_works + pending, 1_000_000);
+        // the latest ones still match
+        let (samples, _) = Stream::new()
+            .at(2_000, 0, WorkStart, 0)
+            .with(|e| e.ptr = 1_000_000)
+            .at(2_001, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 1_000_000)
+            .run_with(matcher);
         assert_eq!(samples.len(), 1);
-        assert_eq!(samples[0].latency_ns, 5_000);
+        assert_eq!(samples[0].latency_ns, 2_000_000 - 999_999);
+    }
+
+    #[test]
+    fn work_never_ended_and_irqs_never_left_are_forgotten() {
+        let mut matcher = Matcher::new(None);
+        for i in 0..1_000_000u64 {
+            let mut start = Event::new(WorkStart, 0, i);
+            start.ptr = i + 1;
+            matcher.add(&start);
+            let mut irq = Event::new(IrqEntry, 0, i);
+            irq.id = 11;
+            matcher.add(&irq);
+        }
+        assert!(matcher.running_works.len() <= RUNNING_WORKS);
+        assert_eq!(
+            matcher.counts.unended_works + matcher.running_works.len() as u64,
+            1_000_000
+        );
+        assert_eq!(matcher.cpus[&0].irqs.len(), OPEN_IRQS);
+    }
+
+    #[test]
+    fn worker_and_thread_state_stays_bounded() {
+        let mut matcher = Matcher::new(None);
+        for pid in 0..1_000_000u32 {
+            let mut wakeup = Event::new(Wakeup, 0, pid.into());
+            wakeup.aux = pid;
+            wakeup.comm = Comm::new(if pid % 2 == 0 {
+                "kworker/0:1"
+            } else {
+                "irq/9-acpi"
+            });
+            matcher.add(&wakeup);
+            // the thread before it switches out for it
+            let mut switch = wakeup;
+            (switch.kind, switch.pid) = (Switch, pid.saturating_sub(1));
+            matcher.add(&switch);
+            assert!(matcher.comms.len() <= THREADS);
+            assert!(matcher.woken.len() <= WORKERS && matcher.switched_in.len() <= WORKERS);
+        }
+        // IRQ threads leave their maps at their switch-out (here: the next one's switch)
+        assert!(matcher.irq_thread_wakeups.len() + matcher.running_irq_threads.len() <= 2);
     }
 
     #[test]

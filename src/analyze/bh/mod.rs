@@ -103,6 +103,8 @@ pub enum DelayCause {
     HeldBack,
     /// Part of the window was not traced (an untraced CPU, or history overrun).
     Untraced,
+    /// Causes seen in few samples, folded together to bound memory (`stats::CAUSES`).
+    Other,
 }
 
 impl DelayCause {
@@ -127,6 +129,7 @@ impl DelayCause {
             DelayCause::HeldBack => "held back by max_active".into(),
             DelayCause::WorkFirst(function) => format!("work {} ran first", symbols(function)),
             DelayCause::Untraced => "window not fully traced".into(),
+            DelayCause::Other => "other causes (rarer ones, folded)".into(),
         }
     }
 }

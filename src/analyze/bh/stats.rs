@@ -1,13 +1,24 @@
 //! The thesis's statistics (seed 000, §5.3): per series, min, Q0.05, Q0.50, Q0.95 and max
 //! over the samples no interrupt landed in, max_IRQ over all of them, and a histogram
 //! whose IRQ column holds the others and whose OOB column holds what lies beyond it.
+//!
+//! Memory does not grow with the samples: per series a linear histogram and quantile
+//! recorders (`histogram`), one series per mechanism (quantiles to 0.1%) and per source
+//! (to 1%, a seventh of the memory: softirq vectors, the kernel's tasklet and work
+//! functions, IRQ threads, as many as the kernel's code has), at most `CAUSES` delay
+//! causes per mechanism, and the `worst` slowest samples.
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram as Quantiles;
 
 use super::{DelayCause, Mechanism, Sample, Source};
-use crate::analyze::histogram::{Distribution, quantiles, record};
+use crate::analyze::bounded::{Foldable, TopMap};
+use crate::analyze::histogram::{Distribution, coarse_quantiles, record};
+
+/// Delay causes kept per mechanism: causes name threads (any comm a system runs), so past
+/// this many the rarer half is folded into `DelayCause::Other`.
+pub const CAUSES: usize = 64;
 
 /// Which samples a run is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,13 +64,23 @@ pub struct Series {
 }
 
 impl Series {
+    /// A mechanism's series: latency quantiles to 0.1%.
     fn new(config: &StatsConfig) -> Self {
+        Self::with_latency(Distribution::new(config.bucket_ns, config.entries))
+    }
+
+    /// A source's: to 1%.
+    fn coarse(config: &StatsConfig) -> Self {
+        Self::with_latency(Distribution::coarse(config.bucket_ns, config.entries))
+    }
+
+    fn with_latency(latency: Distribution) -> Self {
         Series {
             count: 0,
             irq: 0,
-            latency: Distribution::new(config.bucket_ns, config.entries),
+            latency,
             max_irq_ns: 0,
-            runtime: quantiles(),
+            runtime: coarse_quantiles(),
             runtime_max_ns: 0,
         }
     }
@@ -76,8 +97,8 @@ impl Series {
         }
     }
 
-    /// Latency quantile `q` (0..=1) of the samples no interrupt landed in.
-    /// Within 0.1% (hdrhistogram's 3 digits), and never outside the exact min..max.
+    /// Latency quantile `q` (0..=1) of the samples no interrupt landed in: within 0.1%
+    /// for a mechanism, 1% for a source, and never outside the exact min..max.
     pub fn quantile_ns(&self, q: f64) -> Option<u64> {
         self.latency.quantile_ns(q)
     }
@@ -101,12 +122,35 @@ impl Series {
     }
 }
 
-/// Samples a delay cause was seen in, and their latency.
+/// Samples a delay cause was seen in, and their latency (to 1%).
 #[derive(Clone, Debug)]
 pub struct CauseStats {
     pub samples: u64,
     latency: Quantiles<u64>,
     max_ns: u64,
+}
+
+impl Default for CauseStats {
+    fn default() -> Self {
+        CauseStats {
+            samples: 0,
+            latency: coarse_quantiles(),
+            max_ns: 0,
+        }
+    }
+}
+
+impl Foldable for CauseStats {
+    fn weight(&self) -> u64 {
+        self.samples
+    }
+
+    fn fold(&mut self, other: Self) {
+        self.samples += other.samples;
+        self.max_ns = self.max_ns.max(other.max_ns);
+        // both record with auto-resize: adding cannot fail
+        let _ = self.latency.add(&other.latency);
+    }
 }
 
 impl CauseStats {
@@ -122,15 +166,18 @@ impl CauseStats {
 #[derive(Clone, Debug)]
 pub struct MechanismStats {
     pub series: Series,
-    pub causes: BTreeMap<DelayCause, CauseStats>,
+    /// At most `CAUSES`; the folded ones are `DelayCause::Other`.
+    pub causes: TopMap<DelayCause, CauseStats>,
     /// The slowest samples, slowest first.
     pub worst: Vec<Sample>,
 }
 
 impl MechanismStats {
-    /// The delay causes, those seen in the most samples first (ties in cause order).
+    /// The delay causes, those seen in the most samples first (ties in cause order), the
+    /// folded ones as one.
     pub fn ranked_causes(&self) -> Vec<(&DelayCause, &CauseStats)> {
-        let mut ranked: Vec<_> = self.causes.iter().collect();
+        let other = self.causes.other().map(|stats| (&DelayCause::Other, stats));
+        let mut ranked: Vec<_> = self.causes.iter().chain(other).collect();
         ranked.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
         ranked
     }
@@ -163,26 +210,19 @@ impl BhStats {
         let config = self.config;
         self.sources
             .entry((sample.mechanism, sample.source))
-            .or_insert_with(|| Series::new(&config))
+            .or_insert_with(|| Series::coarse(&config))
             .add(&sample);
         let mechanism = self
             .mechanisms
             .entry(sample.mechanism)
             .or_insert_with(|| MechanismStats {
                 series: Series::new(&config),
-                causes: BTreeMap::new(),
+                causes: TopMap::new(CAUSES),
                 worst: Vec::new(),
             });
         mechanism.series.add(&sample);
         for cause in &sample.delay.causes {
-            let stats = mechanism
-                .causes
-                .entry(*cause)
-                .or_insert_with(|| CauseStats {
-                    samples: 0,
-                    latency: quantiles(),
-                    max_ns: 0,
-                });
+            let stats = mechanism.causes.entry(*cause);
             stats.samples += 1;
             stats.max_ns = stats.max_ns.max(sample.latency_ns);
             record(&mut stats.latency, sample.latency_ns);
@@ -275,6 +315,31 @@ mod tests {
         assert_eq!(softirq.causes[&DelayCause::Undelayed].samples, 3);
         let worst: Vec<u64> = softirq.worst.iter().map(|s| s.latency_ns).collect();
         assert_eq!(worst, vec![9_000, 7_000, 5_000]);
+    }
+
+    #[test]
+    fn causes_named_after_a_hundred_thousand_threads_stay_bounded() {
+        use crate::analyze::kernel::Comm;
+        let mut stats = BhStats::new(config(Selection::All));
+        for n in 0..100_000u32 {
+            // each sample delayed by a thread of its own, and by the tick
+            let mut delayed = sample(u64::from(n % 1_000) * 1_000, 1);
+            let thread = DelayCause::Thread(Comm::new(&format!("worker-{n}")));
+            delayed.delay.causes.push(thread);
+            stats.add(delayed);
+        }
+        let softirq = &stats.mechanisms[&Mechanism::Softirq];
+        assert!(softirq.causes.len() <= CAUSES);
+        let ranked = softirq.ranked_causes();
+        assert_eq!(ranked[0].0, &DelayCause::Irq { source: 1, id: 236 });
+        assert_eq!(ranked[0].1.samples, 100_000);
+        let (_, folded) = ranked
+            .iter()
+            .find(|(cause, _)| **cause == DelayCause::Other)
+            .expect("the rare causes, folded");
+        let kept_threads = softirq.causes.len() as u64 - 1;
+        assert_eq!(folded.samples + kept_threads, 100_000);
+        assert_eq!(folded.max_ns(), 999_000);
     }
 
     #[test]

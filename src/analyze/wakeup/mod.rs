@@ -83,6 +83,8 @@ pub enum Cause {
     Return,
     /// Part of the window was not traced (history overrun, an untraced CPU).
     Untraced,
+    /// Causes with little time, folded together to bound memory (`stats::CAUSES`).
+    Other,
 }
 
 impl Cause {
@@ -109,6 +111,7 @@ impl Cause {
             Cause::Scheduler => "scheduler (wakeup to switch)".into(),
             Cause::Return => "switch-in to user space".into(),
             Cause::Untraced => "window not fully traced".into(),
+            Cause::Other => "other causes (smaller ones, folded)".into(),
         }
     }
 }

@@ -1,11 +1,18 @@
 //! What the wakeup samples add up to: per CPU and component, min/avg/max, quantiles and
 //! a histogram; per cause, how often and how long; the worst samples whole; and the
 //! sample that hit a stop threshold.
+//!
+//! Memory does not grow with the samples: a distribution per CPU and component, at most
+//! `CAUSES` causes, `INTERPOSED` interposed thread names and `THREADS` woken threads
+//! (the rest folded), a count per origin (IRQ lines and vectors) and per number of
+//! context switches (at most the timeline's history of switches), and the `worst`
+//! samples.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::tracker::Report;
 use super::{Cause, Component, Origin, Sample};
+use crate::analyze::bounded::{Foldable, TopMap};
 use crate::analyze::histogram::Distribution;
 use crate::analyze::keep_worst;
 use crate::analyze::kernel::Comm;
@@ -43,12 +50,33 @@ impl CpuStats {
     }
 }
 
+/// Causes kept: causes name threads (any comm a system runs), so past this many the half
+/// with the least time is folded into `Cause::Other`.
+pub const CAUSES: usize = 256;
+/// Interposed thread names kept (kworkers come and go under new names), the rest folded.
+pub const INTERPOSED: usize = 64;
+/// Woken threads kept (task mode follows every thread of a process or name), the rest
+/// folded.
+pub const THREADS: usize = 256;
+
 /// One cause over all samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CauseStats {
     pub samples: u64,
     pub total_ns: u64,
     pub max_ns: u64,
+}
+
+impl Foldable for CauseStats {
+    fn weight(&self) -> u64 {
+        self.total_ns
+    }
+
+    fn fold(&mut self, other: Self) {
+        self.samples += other.samples;
+        self.total_ns += other.total_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
 }
 
 /// The samples of one woken thread.
@@ -59,6 +87,17 @@ pub struct ThreadStats {
     pub max_ns: u64,
 }
 
+impl Foldable for ThreadStats {
+    fn weight(&self) -> u64 {
+        self.samples
+    }
+
+    fn fold(&mut self, other: Self) {
+        self.samples += other.samples;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+}
+
 /// The sample (or, untraced, the report) a stop threshold caught.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
@@ -66,17 +105,17 @@ pub enum Stop {
     Untraced(Report),
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct WakeupStats {
     pub config: StatsConfig,
     pub cpus: BTreeMap<u32, CpuStats>,
-    pub causes: HashMap<Cause, CauseStats>,
+    pub causes: TopMap<Cause, CauseStats>,
     pub origins: BTreeMap<Origin, u64>,
     /// Samples by the number of context switches from the interrupt to the task.
     pub switches: BTreeMap<u32, u64>,
-    pub interposed: BTreeMap<Comm, u64>,
+    pub interposed: TopMap<Comm, u64>,
     /// Samples per woken thread (task mode watches several).
-    pub threads: BTreeMap<u32, ThreadStats>,
+    pub threads: TopMap<u32, ThreadStats>,
     /// Sum of the decomposed samples' totals: what cause shares are shares of.
     pub latency_ns: u64,
     /// Worst first.
@@ -88,7 +127,15 @@ impl WakeupStats {
     pub fn new(config: StatsConfig) -> Self {
         WakeupStats {
             config,
-            ..Default::default()
+            cpus: BTreeMap::new(),
+            causes: TopMap::new(CAUSES),
+            origins: BTreeMap::new(),
+            switches: BTreeMap::new(),
+            interposed: TopMap::new(INTERPOSED),
+            threads: TopMap::new(THREADS),
+            latency_ns: 0,
+            worst: Vec::new(),
+            stop: None,
         }
     }
 
@@ -103,7 +150,7 @@ impl WakeupStats {
             }
         }
         for &(cause, ns) in &sample.causes {
-            let stats = self.causes.entry(cause).or_default();
+            let stats = self.causes.entry(cause);
             stats.samples += 1;
             stats.total_ns += ns;
             stats.max_ns = stats.max_ns.max(ns);
@@ -111,9 +158,9 @@ impl WakeupStats {
         *self.origins.entry(sample.origin).or_default() += 1;
         *self.switches.entry(sample.switches).or_default() += 1;
         for comm in &sample.interposed {
-            *self.interposed.entry(*comm).or_default() += 1;
+            *self.interposed.entry(*comm) += 1;
         }
-        let thread = self.threads.entry(sample.tid).or_default();
+        let thread = self.threads.entry(sample.tid);
         thread.comm = sample.comm;
         thread.samples += 1;
         thread.max_ns = thread.max_ns.max(sample.total_ns());
@@ -148,10 +195,15 @@ impl WakeupStats {
         self.cpus.values().map(|c| c.samples).sum()
     }
 
-    /// Causes by time spent, largest first.
+    /// Causes by time spent, largest first, the folded ones as one.
     pub fn ranked_causes(&self) -> Vec<(Cause, CauseStats)> {
-        let mut ranked: Vec<(Cause, CauseStats)> =
-            self.causes.iter().map(|(c, s)| (*c, *s)).collect();
+        let other = self.causes.other().map(|stats| (&Cause::Other, stats));
+        let mut ranked: Vec<(Cause, CauseStats)> = self
+            .causes
+            .iter()
+            .chain(other)
+            .map(|(c, s)| (*c, *s))
+            .collect();
         ranked.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
         ranked
     }

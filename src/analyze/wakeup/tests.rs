@@ -499,3 +499,79 @@ fn stats_keep_the_worst_rank_causes_and_stop() {
         (4, 50 * US)
     );
 }
+
+#[test]
+fn stats_of_a_million_threads_and_causes_stay_bounded_and_add_up() {
+    let mut stats = WakeupStats::new(StatsConfig {
+        bucket_ns: US,
+        entries: 64,
+        worst: 2,
+        ..StatsConfig::default()
+    });
+    for tid in 0..1_000_000u32 {
+        // each sample a new thread, blocked by a new short-lived thread, through a new
+        // kworker; and one thread that keeps coming back
+        let comm = Comm::new(&format!("t{tid}"));
+        let mut sample = sample_with_total(1, Cause::Thread(comm));
+        (sample.tid, sample.interposed) = (TASK + 1 + tid, vec![comm]);
+        stats.add(sample);
+        stats.add(sample_with_total(2, Cause::Scheduler));
+    }
+    assert!(stats.causes.len() <= stats::CAUSES);
+    assert!(stats.threads.len() <= stats::THREADS);
+    assert!(stats.interposed.len() <= stats::INTERPOSED);
+    let ranked = stats.ranked_causes();
+    assert_eq!(ranked[0].0, Cause::Scheduler);
+    assert_eq!(ranked[0].1.samples, 1_000_000);
+    let cause_time: u64 = ranked.iter().map(|(_, s)| s.total_ns).sum();
+    assert_eq!(
+        cause_time, stats.latency_ns,
+        "the folded causes still add up"
+    );
+    assert!(ranked.iter().any(|(cause, _)| *cause == Cause::Other));
+    assert_eq!(stats.threads[&TASK].samples, 1_000_000);
+    let thread_samples: u64 = stats.threads.values().map(|t| t.samples).sum();
+    let folded = stats.threads.other().map_or(0, |t| t.samples);
+    assert_eq!(thread_samples + folded, 2_000_000);
+    let interposed: u64 = stats.interposed.values().sum();
+    assert_eq!(interposed + stats.interposed.other().unwrap(), 1_000_000);
+}
+
+#[test]
+fn task_mode_forgets_wakeups_whose_switch_never_came() {
+    let mut tracker = Tracker::new(Targets::Watched);
+    let mut s = Stream::new();
+    for tid in 1..=1_000_000u32 {
+        // an interrupt wakes a watched thread, whose switch-in the ring lost
+        let us = u64::from(tid) * 10;
+        s.irq(us, 0, 0, true, 0, 11);
+        s.wake(us + 1, 0, 0, tid, "hackbench", true);
+        s.irq(us + 2, 0, 0, false, 0, 11);
+    }
+    s.run(&mut tracker, &[]);
+    let (pending, _, _) = tracker.held();
+    assert!(pending <= 1 << 16);
+    assert_eq!(tracker.counts.forgotten_wakeups + pending as u64, 1_000_000);
+}
+
+#[test]
+fn timer_mode_gives_up_reports_whose_wakeups_never_came() {
+    let mut tracker = timer_tracker();
+    // the checkpoints stopped (all lost): the reports pile up, the oldest are given up
+    let mut s = Stream::new();
+    armed_and_asleep(&mut s);
+    let reports: Vec<Report> = (1..=200_000)
+        .map(|n| report(n * 1_000, n * 1_000 + 5))
+        .collect();
+    for e in &s.events {
+        tracker.add(e);
+    }
+    for &report in &reports {
+        tracker.add_report(report);
+        let (_, incoming, waiting) = tracker.held();
+        assert!(incoming <= 1 << 16 && waiting <= 1024);
+    }
+    tracker.finish();
+    assert_eq!(tracker.counts.undecomposed, 200_000);
+    assert_eq!(tracker.take_undecomposed().len(), 200_000);
+}

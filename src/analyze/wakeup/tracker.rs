@@ -19,6 +19,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use serde::Serialize;
 
 use super::{Cause, Origin, Sample, TimerPart};
+use crate::analyze::bounded::AgedMap;
 use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;
 use crate::analyze::timeline::{Context, Slice, Timeline};
@@ -26,8 +27,18 @@ use crate::units::CpuList;
 
 /// Softirq vectors (include/linux/interrupt.h).
 const VECTORS: usize = 10;
-/// Bounds on per-thread and per-hrtimer state, for long runs.
+/// Bounds on per-thread and per-hrtimer state (`AgedMap`s), for long runs: names, last
+/// CPUs, armed hrtimers, carried chains and pending wakeups not touched for a generation
+/// (half the bound) of newer entries are forgotten.
 const THREADS: usize = 1 << 16;
+/// Timer mode: switched-in wakeups waiting for their thread's report, and reports waiting
+/// for their wakeup, per thread; past it the oldest is given up (counted as unreported or
+/// undecomposed).
+const UNPAIRED: usize = 1024;
+/// Timer mode: reports the checkpoints have not reached yet, and paired samples waiting
+/// for their CPU's checkpoints; past it the oldest are taken as they are (their window
+/// may be cut short, which counts as incomplete).
+const WAITING: usize = 1 << 16;
 /// A bottom-half thread passes on the chain of its wakeup only this long: past it, what
 /// it runs was likely requested since.
 const CARRY_NS: u64 = 10_000_000;
@@ -64,6 +75,10 @@ pub struct TrackCounts {
     pub incomplete: u64,
     /// Wakeups of a target done on a CPU that is not traced (task mode with -c).
     pub untraced_wakeups: u64,
+    /// Wakeups of a target whose switch-in never came (a lost switch, or the thread
+    /// exited): forgotten after 32768 to 65536 later wakeups, to bound memory.
+    #[serde(default)]
+    pub forgotten_wakeups: u64,
 }
 
 /// One activation as a timer-mode thread saw it.
@@ -130,13 +145,13 @@ pub struct Tracker {
     /// None: every CPU is traced.
     traced: Option<CpuList>,
     cpus: HashMap<u32, CpuState>,
-    comms: HashMap<u32, Comm>,
-    last_cpu: HashMap<u32, u32>,
-    armed: HashMap<u64, Armed>,
+    comms: AgedMap<u32, Comm>,
+    last_cpu: AgedMap<u32, u32>,
+    armed: AgedMap<u64, Armed>,
     /// Chains carried by woken threads that run bottom halves.
-    carried: HashMap<u32, Chain>,
+    carried: AgedMap<u32, Chain>,
     /// Targets woken and not yet switched in.
-    pending: HashMap<u32, Chain>,
+    pending: AgedMap<u32, Chain>,
     /// Timer mode: switched in, waiting for the thread's report, and the reports
     /// waiting for their wakeup.
     switched: HashMap<u32, VecDeque<Woken>>,
@@ -157,11 +172,11 @@ impl Tracker {
             targets,
             traced: None,
             cpus: HashMap::new(),
-            comms: HashMap::new(),
-            last_cpu: HashMap::new(),
-            armed: HashMap::new(),
-            carried: HashMap::new(),
-            pending: HashMap::new(),
+            comms: AgedMap::new(THREADS),
+            last_cpu: AgedMap::new(THREADS),
+            armed: AgedMap::new(THREADS),
+            carried: AgedMap::new(THREADS),
+            pending: AgedMap::new(THREADS),
             switched: HashMap::new(),
             reports: HashMap::new(),
             incoming: BinaryHeap::new(),
@@ -224,14 +239,11 @@ impl Tracker {
             }
             EventKind::SoftirqExit => state.serving = None,
             EventKind::TimerStart => {
-                bounded_insert(
-                    &mut self.armed,
-                    e.ptr,
-                    Armed {
-                        tid: e.pid,
-                        expires_ns: e.func,
-                    },
-                );
+                let armed = Armed {
+                    tid: e.pid,
+                    expires_ns: e.func,
+                };
+                self.armed.insert(e.ptr, armed);
             }
             EventKind::TimerExpireExit => {
                 if let Some(Context::Timer { hrtimer, since, .. }) = closed {
@@ -240,7 +252,7 @@ impl Tracker {
             }
             EventKind::Wakeup => self.wakeup(e),
             EventKind::Switch => {
-                bounded_insert(&mut self.comms, e.aux, e.comm);
+                self.comms.insert(e.aux, e.comm);
                 self.switch_in(e.aux, e.cpu, e.time_ns);
             }
             _ => {}
@@ -251,6 +263,12 @@ impl Tracker {
     /// Timer mode: one activation as its thread reported it.
     pub fn add_report(&mut self, report: Report) {
         self.incoming.push(Reverse((report.user_ns, report)));
+        // checkpoints that stopped coming (all lost) must not keep every report
+        while self.incoming.len() > WAITING {
+            if let Some(Reverse((_, earliest))) = self.incoming.pop() {
+                self.release(earliest);
+            }
+        }
     }
 
     /// Pairs the reports made before `now_ns`.
@@ -260,12 +278,20 @@ impl Tracker {
                 break;
             }
             self.incoming.pop();
-            self.reports
-                .entry(report.tid)
-                .or_default()
-                .push_back(report);
-            self.pair(report.tid);
+            self.release(report);
         }
+    }
+
+    fn release(&mut self, report: Report) {
+        let reports = self.reports.entry(report.tid).or_default();
+        if reports.len() == UNPAIRED
+            && let Some(oldest) = reports.pop_front()
+        {
+            self.counts.undecomposed += 1;
+            self.undecomposed.push(oldest);
+        }
+        reports.push_back(report);
+        self.pair(report.tid);
     }
 
     pub fn take_samples(&mut self) -> Vec<Sample> {
@@ -287,6 +313,7 @@ impl Tracker {
         }
         let unreported: usize = self.switched.drain().map(|(_, w)| w.len()).sum();
         self.counts.unreported += unreported as u64;
+        self.counts.forgotten_wakeups = self.pending.evicted();
     }
 
     fn comm(&self, pid: u32) -> Comm {
@@ -310,7 +337,7 @@ impl Tracker {
 
     fn wakeup(&mut self, e: &Event) {
         let woken = e.aux;
-        bounded_insert(&mut self.comms, woken, e.comm);
+        self.comms.insert(woken, e.comm);
         let target = self.is_target(woken, e.func == 1);
         if !target && !self.runs_bottom_halves(woken) {
             return;
@@ -327,7 +354,7 @@ impl Tracker {
             return;
         };
         if !target {
-            bounded_insert(&mut self.carried, woken, chain);
+            self.carried.insert(woken, chain);
             return;
         }
         if let Some(cpu) = self.running_on(woken) {
@@ -342,6 +369,7 @@ impl Tracker {
         } else if self.pending.insert(woken, chain).is_some() {
             self.counts.rewoken += 1;
         }
+        self.counts.forgotten_wakeups = self.pending.evicted();
     }
 
     fn running_on(&self, tid: u32) -> Option<u32> {
@@ -418,7 +446,7 @@ impl Tracker {
     }
 
     fn switch_in(&mut self, tid: u32, cpu: u32, time_ns: u64) {
-        bounded_insert(&mut self.last_cpu, tid, cpu);
+        self.last_cpu.insert(tid, cpu);
         if let Some(chain) = self.pending.remove(&tid) {
             self.woken(Woken {
                 chain,
@@ -441,7 +469,12 @@ impl Tracker {
             return;
         }
         let tid = woken.tid;
-        self.switched.entry(tid).or_default().push_back(woken);
+        let switched = self.switched.entry(tid).or_default();
+        if switched.len() == UNPAIRED {
+            switched.pop_front();
+            self.counts.unreported += 1;
+        }
+        switched.push_back(woken);
         self.pair(tid);
     }
 
@@ -481,6 +514,8 @@ impl Tracker {
         if self.ready.is_empty() {
             return;
         }
+        // a CPU whose checkpoints stopped coming must not keep every sample waiting
+        let all = all || self.ready.len() > WAITING;
         // borrowed out for `cut`, which does not read it; its buffer is kept
         let mut ready = std::mem::take(&mut self.ready);
         ready.retain(|(woken, user_ns)| {
@@ -637,15 +672,16 @@ impl Tracker {
     }
 }
 
-/// Inserts, forgetting everything once the map reaches its bound (long runs with many
-/// short-lived threads or hrtimers).
-fn bounded_insert<K: std::hash::Hash + Eq, V>(
-    map: &mut HashMap<K, V>,
-    key: K,
-    value: V,
-) -> Option<V> {
-    if map.len() >= THREADS && !map.contains_key(&key) {
-        map.clear();
+#[cfg(test)]
+impl Tracker {
+    /// What could grow with a run: wakeups pending, reports the checkpoints have not
+    /// reached, the longest queue of reports waiting for their wakeup.
+    pub(super) fn held(&self) -> (usize, usize, usize) {
+        let longest = self.reports.values().map(VecDeque::len).max();
+        (
+            self.pending.len(),
+            self.incoming.len(),
+            longest.unwrap_or(0),
+        )
     }
-    map.insert(key, value)
 }
