@@ -90,6 +90,7 @@ pub fn run(
     mut on_tick: impl FnMut(&BhStats, Duration),
 ) -> Result<BhOutcome> {
     system::check_can_trace()?;
+    super::keep_freed_memory();
     let first_cpu = options
         .cpus
         .iter()

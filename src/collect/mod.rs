@@ -35,6 +35,18 @@ pub(crate) fn raise_reader() -> Option<RaisedPriority> {
     RaisedPriority::raise(READER_PRIORITY).ok()
 }
 
+/// Keeps what the process frees for reuse instead of giving it back: an munmap or a
+/// heap trim sends TLB-flush IPIs to every CPU the process ran on (interrupts irqlens
+/// would cause on the traced CPUs), and each drain's batch would be mapped anew. RSS
+/// then rises to the largest batch and stays flat.
+pub(crate) fn keep_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+    }
+}
+
 /// How often a run reports its progress.
 const TICK: Duration = Duration::from_secs(1);
 

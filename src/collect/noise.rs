@@ -220,13 +220,7 @@ struct MemoryLock(bool);
 
 impl MemoryLock {
     fn new() -> Self {
-        // glibc must not give memory back during the run either: an munmap or a heap
-        // trim sends TLB-flush IPIs to the measured CPUs (noise irqlens would cause)
-        #[cfg(target_env = "gnu")]
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
-        }
+        super::keep_freed_memory();
         MemoryLock(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0)
     }
 }

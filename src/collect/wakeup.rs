@@ -121,6 +121,7 @@ pub fn run(
     if traced {
         system::check_can_trace()?;
     }
+    super::keep_freed_memory();
     let watched = match &options.mode {
         WakeupMode::Timer(_) => Watched::Process(std::process::id()),
         WakeupMode::Task(watched) => watched.clone(),
