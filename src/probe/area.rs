@@ -10,8 +10,10 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use libbpf_rs::MapCore;
+
+use crate::units::CpuList;
 
 /// One CPU's positions, as `struct area_cursor` lays them out (writer and reader fields
 /// on separate cache lines).
@@ -41,6 +43,50 @@ impl Drop for Slots {
     }
 }
 
+/// How a probe's record areas are laid out: one per possible CPU (work items and
+/// wakeups are recorded wherever they happen, and CPUs may come online during a run),
+/// `slots_per_cpu` slots of `slot_size` bytes each.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AreaLayout {
+    cpus: usize,
+    slots_per_cpu: u64,
+    slot_size: usize,
+}
+
+impl AreaLayout {
+    /// Areas within `budget` bytes for this machine, whose CPUs (and the `traced` ones)
+    /// must be fewer than `max_cpus`, the BPF side's room.
+    pub(crate) fn new(
+        traced: &CpuList,
+        max_cpus: u32,
+        budget: usize,
+        slot_size: usize,
+        max_slots: u64,
+    ) -> Result<Self> {
+        if let Some(cpu) = traced.iter().find(|&cpu| cpu >= max_cpus) {
+            bail!("CPU {cpu} is beyond the {max_cpus} CPUs irqlens supports");
+        }
+        let cpus = libbpf_rs::num_possible_cpus().context("counting the possible CPUs")?;
+        if cpus > max_cpus as usize {
+            bail!("this machine has {cpus} possible CPUs, irqlens supports {max_cpus}");
+        }
+        Ok(AreaLayout {
+            cpus,
+            slots_per_cpu: slots_per_cpu(budget, cpus, slot_size, max_slots),
+            slot_size,
+        })
+    }
+
+    /// Entries of the array map that holds every area.
+    pub(crate) fn entries(&self) -> u32 {
+        (self.cpus as u64 * self.slots_per_cpu) as u32
+    }
+
+    pub(crate) fn slots_per_cpu(&self) -> u64 {
+        self.slots_per_cpu
+    }
+}
+
 /// Slots per CPU for `cpus` CPUs within `budget` bytes: a power of two, at least 1024
 /// (so a burst between drains fits) and at most `max`.
 pub(crate) fn slots_per_cpu(budget: usize, cpus: usize, slot_size: usize, max: u64) -> u64 {
@@ -63,17 +109,20 @@ pub struct RecordAreas<'p, T> {
 }
 
 impl<T> RecordAreas<'_, T> {
-    /// Maps `map` (an mmapable array of `cpus * slots_per_cpu` slots of `slot_size`
-    /// bytes). `cursors` must point at the probe's `cursors` array (its mmapped .bss) and
-    /// outlive the reader, as the probe that owns both does.
+    /// Maps `map` (the mmapable array `layout` sized). `cursors` must point at the
+    /// probe's `cursors` array (its mmapped .bss) and outlive the reader, as the probe
+    /// that owns both does.
     pub(crate) unsafe fn map(
         map: &dyn MapCore,
         cursors: *mut Cursor,
-        cpus: usize,
-        slots_per_cpu: u64,
-        slot_size: usize,
+        layout: AreaLayout,
         decode: fn(&[u8]) -> Option<T>,
     ) -> Result<Self> {
+        let AreaLayout {
+            cpus,
+            slots_per_cpu,
+            slot_size,
+        } = layout;
         if map.value_size() as usize != slot_size
             || map.max_entries() as u64 != cpus as u64 * slots_per_cpu
         {

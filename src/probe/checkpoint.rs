@@ -4,12 +4,12 @@
 use std::mem::MaybeUninit;
 use std::ptr::{self, addr_of_mut};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::area::{Cursor, RecordAreas, slots_per_cpu};
-use super::{Attached, Gate, load_and_attach, loaded_programs, possible_cpus};
+use super::area::{AreaLayout, Cursor, RecordAreas};
+use super::{Attached, Gate, load_and_attach, loaded_programs};
 use crate::analyze::checkpoint::{Event, EventKind};
 use crate::analyze::kernel::Comm;
 use crate::units::CpuList;
@@ -85,8 +85,7 @@ pub struct CheckpointProbe<'obj> {
     bss: *mut bss,
     /// Tracepoints this kernel does not have.
     pub skipped: Vec<String>,
-    cpus: usize,
-    slots_per_cpu: u64,
+    layout: AreaLayout,
 }
 
 impl<'obj> CheckpointProbe<'obj> {
@@ -97,24 +96,15 @@ impl<'obj> CheckpointProbe<'obj> {
         cpus: &CpuList,
         watched: &Watched,
     ) -> Result<Self> {
-        if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
-            bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
-        }
-        let possible = possible_cpus()?;
-        if possible > MAX_CPUS as usize {
-            bail!("this machine has {possible} possible CPUs, irqlens supports {MAX_CPUS}");
-        }
-        let slots = slots_per_cpu(
+        let layout = AreaLayout::new(
+            cpus,
+            MAX_CPUS,
             AREA_BUDGET,
-            possible,
             size_of::<checkpoint_slot>(),
             MAX_SLOTS_PER_CPU,
-        );
+        )?;
         let size_areas = |open: &mut skel::OpenCheckpointSkel<'obj>| {
-            open.maps
-                .events
-                .set_max_entries((possible as u64 * slots) as u32)
-                .map_err(Into::into)
+            open.maps.events.set_max_entries(layout.entries()).map_err(Into::into)
         };
         let Attached { mut skel, skipped } = load_and_attach(
             CheckpointSkelBuilder::default(),
@@ -142,7 +132,7 @@ impl<'obj> CheckpointProbe<'obj> {
             for cpu in cpus.iter() {
                 ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);
             }
-            ptr::write_volatile(addr_of_mut!((*bss).slots_per_cpu), slots);
+            ptr::write_volatile(addr_of_mut!((*bss).slots_per_cpu), layout.slots_per_cpu());
             if checkpoints == Checkpoints::Accounting {
                 ptr::write_volatile(addr_of_mut!((*bss).all_wakeups), 1);
             }
@@ -152,8 +142,7 @@ impl<'obj> CheckpointProbe<'obj> {
             skel,
             bss,
             skipped,
-            cpus: possible,
-            slots_per_cpu: slots,
+            layout,
         })
     }
 
@@ -173,9 +162,7 @@ impl<'obj> CheckpointProbe<'obj> {
             RecordAreas::map(
                 map,
                 addr_of_mut!((*self.bss).cursors).cast(),
-                self.cpus,
-                self.slots_per_cpu,
-                size_of::<checkpoint_slot>(),
+                self.layout,
                 decode_event,
             )
         }

@@ -89,12 +89,6 @@ impl Drop for Gate {
     }
 }
 
-/// Every possible CPU has a record area: work items and wakeups are recorded wherever
-/// they happen, and CPUs may come online during a run.
-pub(crate) fn possible_cpus() -> Result<usize> {
-    libbpf_rs::num_possible_cpus().context("counting the possible CPUs")
-}
-
 /// Number of programs an object loaded (for the overhead line).
 pub(crate) fn loaded_programs(object: &libbpf_rs::Object) -> usize {
     object.progs().filter(|p| p.autoload()).count()

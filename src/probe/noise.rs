@@ -5,12 +5,12 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::{self, addr_of, addr_of_mut};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::area::{Cursor, RecordAreas, slots_per_cpu};
-use super::{Attached, Gate, load_and_attach, loaded_programs, possible_cpus};
+use super::area::{AreaLayout, Cursor, RecordAreas};
+use super::{Attached, Gate, load_and_attach, loaded_programs};
 use crate::analyze::noise::{Comm, NoiseClass, Record};
 use crate::units::CpuList;
 
@@ -42,31 +42,21 @@ pub struct NoiseProbe<'obj> {
     bss: *mut bss,
     /// Tracepoints this kernel does not have.
     pub skipped: Vec<String>,
-    cpus: usize,
-    slots_per_cpu: u64,
+    layout: AreaLayout,
 }
 
 impl<'obj> NoiseProbe<'obj> {
     /// Loads and attaches the programs, disabled; `enable` starts tracing `cpus`.
     pub fn load(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &CpuList) -> Result<Self> {
-        if let Some(cpu) = cpus.iter().find(|&cpu| cpu >= MAX_CPUS) {
-            bail!("CPU {cpu} is beyond the {MAX_CPUS} CPUs irqlens supports");
-        }
-        let possible = possible_cpus()?;
-        if possible > MAX_CPUS as usize {
-            bail!("this machine has {possible} possible CPUs, irqlens supports {MAX_CPUS}");
-        }
-        let slots = slots_per_cpu(
+        let layout = AreaLayout::new(
+            cpus,
+            MAX_CPUS,
             AREA_BUDGET,
-            possible,
             size_of::<noise_slot>(),
             MAX_SLOTS_PER_CPU,
-        );
+        )?;
         let size_areas = |open: &mut skel::OpenNoiseSkel<'obj>| {
-            open.maps
-                .records
-                .set_max_entries((possible as u64 * slots) as u32)
-                .map_err(Into::into)
+            open.maps.records.set_max_entries(layout.entries()).map_err(Into::into)
         };
         let Attached { mut skel, skipped } =
             load_and_attach(NoiseSkelBuilder::default(), storage, size_areas, |_| true)?;
@@ -80,10 +70,9 @@ impl<'obj> NoiseProbe<'obj> {
             skel,
             bss,
             skipped,
-            cpus: possible,
-            slots_per_cpu: slots,
+            layout,
         };
-        unsafe { ptr::write_volatile(addr_of_mut!((*probe.bss).slots_per_cpu), slots) };
+        unsafe { ptr::write_volatile(addr_of_mut!((*probe.bss).slots_per_cpu), layout.slots_per_cpu()) };
         for cpu in cpus.iter() {
             unsafe {
                 ptr::write_volatile(addr_of_mut!((*probe.bss).cpus[cpu as usize].measured), 1)
@@ -124,9 +113,7 @@ impl<'obj> NoiseProbe<'obj> {
             RecordAreas::map(
                 map,
                 addr_of_mut!((*self.bss).cursors).cast(),
-                self.cpus,
-                self.slots_per_cpu,
-                size_of::<noise_slot>(),
+                self.layout,
                 decode_record,
             )
         }
