@@ -207,12 +207,17 @@ int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev,
 		return 0;
 	now = bpf_ktime_get_ns();
 	/*
-	 * Every switch ends the open thread context, whoever prev is: some switches never
-	 * reach the tracepoint (seen on these VMs for the hypervisor agent's threads), and a
-	 * context left open would leave an interference with no record, or swallow the next
-	 * thread's. Its name was taken when it began, for the same reason.
+	 * Some switches never reach the tracepoint (seen on these VMs for the hypervisor
+	 * agent's threads). A thread context still open when the measurement thread is
+	 * switched out lost its end: its time is unknown, so it is closed with no record
+	 * (the sample around it shows as not recorded) rather than left open to swallow the
+	 * next thread's record. Any other switch ends it, whoever prev is; its name was
+	 * taken when it began, for the same reason.
 	 */
-	end(s, cpu, CLASS_THREAD, now);
+	if (prev->pid == s->workload_pid)
+		s->nest.ctx[CLASS_THREAD].active = 0;
+	else
+		end(s, cpu, CLASS_THREAD, now);
 	if (next->pid != s->workload_pid) {
 		__builtin_memcpy(s->thread_comm, next->comm, TASK_COMM_LEN);
 		begin(s, CLASS_THREAD, now, next->pid, 0);
