@@ -43,8 +43,6 @@ const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
 /// After attaching, until measuring: the tracer enables its programs and starts up.
 const SETTLE: Duration = Duration::from_millis(300);
 
-/// Datagrams of the UDP flood.
-
 const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// Tracepoints `account` traces (checkpoint.bpf.c without tasklets and work items), for

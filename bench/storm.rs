@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 
 pub const HACKBENCH_GROUPS: &str = "4";
+/// Datagrams of the UDP flood.
 const DATAGRAM_BYTES: usize = 512;
 
 /// Makes the command's process get SIGTERM if the thread that starts it ends first, so

@@ -204,7 +204,8 @@ impl<T> RecordAreas<'_, T> {
             let cursor = self.cursor(cpu);
             let start = cursor.tail.load(Ordering::Relaxed);
             let mut tail = start;
-            loop {
+            // at most one area's worth: a writer faster than the reader cannot hold it here
+            while tail - start < self.slots_per_cpu {
                 let slot = self.slot(cpu, tail);
                 // the commit is written after the record: acquire orders the reads after it
                 let commit = unsafe { &*slot.cast::<AtomicU64>() }.load(Ordering::Acquire);

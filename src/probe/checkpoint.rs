@@ -104,7 +104,10 @@ impl<'obj> CheckpointProbe<'obj> {
             MAX_SLOTS_PER_CPU,
         )?;
         let size_areas = |open: &mut skel::OpenCheckpointSkel<'obj>| {
-            open.maps.events.set_max_entries(layout.entries()).map_err(Into::into)
+            open.maps
+                .events
+                .set_max_entries(layout.entries())
+                .map_err(Into::into)
         };
         let Attached { mut skel, skipped } = load_and_attach(
             CheckpointSkelBuilder::default(),

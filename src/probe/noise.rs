@@ -56,7 +56,10 @@ impl<'obj> NoiseProbe<'obj> {
             MAX_SLOTS_PER_CPU,
         )?;
         let size_areas = |open: &mut skel::OpenNoiseSkel<'obj>| {
-            open.maps.records.set_max_entries(layout.entries()).map_err(Into::into)
+            open.maps
+                .records
+                .set_max_entries(layout.entries())
+                .map_err(Into::into)
         };
         let Attached { mut skel, skipped } =
             load_and_attach(NoiseSkelBuilder::default(), storage, size_areas, |_| true)?;
@@ -72,7 +75,12 @@ impl<'obj> NoiseProbe<'obj> {
             skipped,
             layout,
         };
-        unsafe { ptr::write_volatile(addr_of_mut!((*probe.bss).slots_per_cpu), layout.slots_per_cpu()) };
+        unsafe {
+            ptr::write_volatile(
+                addr_of_mut!((*probe.bss).slots_per_cpu),
+                layout.slots_per_cpu(),
+            )
+        };
         for cpu in cpus.iter() {
             unsafe {
                 ptr::write_volatile(addr_of_mut!((*probe.bss).cpus[cpu as usize].measured), 1)

@@ -325,15 +325,21 @@ fn account_section_ranks_victims_and_causers() {
     let timer = AccountSource::Hardirq { source: 1, id: 236 };
     let net = AccountSource::Softirq { vector: 3 };
     let mut ledger = Ledger::default();
-    ledger.threads.insert(10, ThreadAccount {
-        charged: BTreeMap::from([(timer, 300_000), (net, 500_000)]),
-        ..Default::default()
-    });
-    ledger.threads.insert(20, ThreadAccount {
-        served: BTreeMap::from([(net, 500_000)]),
-        units: 5,
-        ..Default::default()
-    });
+    ledger.threads.insert(
+        10,
+        ThreadAccount {
+            charged: BTreeMap::from([(timer, 300_000), (net, 500_000)]),
+            ..Default::default()
+        },
+    );
+    ledger.threads.insert(
+        20,
+        ThreadAccount {
+            served: BTreeMap::from([(net, 500_000)]),
+            units: 5,
+            ..Default::default()
+        },
+    );
     let thread = |tgid: u32, comm: &str| ThreadInfo {
         tgid,
         comm: comm.into(),
