@@ -110,7 +110,7 @@ impl<'p> EventStream<'p> {
     /// Waits until a drain is due (at most `max`), then takes the checkpoints older than
     /// a moment ago.
     pub(crate) fn wait_and_take(&mut self, max: Duration) -> Vec<Event> {
-        std::thread::sleep(self.areas.next_drain(max));
+        self.areas.wait(max);
         let cut = monotonic_ns().saturating_sub(HOLDBACK_NS);
         let mut events = self.take_all();
         self.held = events.split_off(events.partition_point(|e| e.time_ns <= cut));

@@ -115,7 +115,7 @@ pub fn run(
         let mut pace = RunPace::new(started, options.duration);
         let _reader = super::raise_reader();
         while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(records.next_drain(pace.wait()));
+            records.wait(pace.wait());
             // Reports first, then records: a CPU's records are committed before its
             // thread runs again, so every record a received report refers to is in its
             // CPU's area by now.

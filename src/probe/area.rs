@@ -224,10 +224,10 @@ impl<T> RecordAreas<'_, T> {
         records
     }
 
-    /// How long to wait before the next drain, at most `max`: so that at the rate of the
-    /// busiest CPU its area is about an eighth full by then.
-    pub fn next_drain(&self, max: Duration) -> Duration {
-        self.pace.wait(max)
+    /// Sleeps until the next drain is due, at most `max`: when, at the rate of the
+    /// busiest CPU, its area is about an eighth full.
+    pub fn wait(&self, max: Duration) {
+        std::thread::sleep(self.pace.wait(max));
     }
 
     /// Slots of a CPU claimed and not read yet.
@@ -258,11 +258,6 @@ impl<T> RecordAreas<'_, T> {
 
     pub fn lost(&self) -> u64 {
         self.lost_by_cpu().values().sum()
-    }
-
-    /// Slots of each CPU's area.
-    pub fn capacity(&self) -> u64 {
-        self.slots_per_cpu
     }
 }
 

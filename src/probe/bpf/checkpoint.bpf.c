@@ -66,26 +66,25 @@ static __always_inline bool on_traced_cpu(__u32 *cpu)
 }
 
 /*
- * Claims a slot of the CPU's record area and writes every field but comm, each once;
- * the caller fills comm and commits. The time is read first: a program that nests
- * inside this one between the clock read and the claim then comes after it in time
- * as in position.
+ * Writes one checkpoint into the CPU's record area, every field once; `comm` names the
+ * task it is about (NULL: none). The time is read first: a program that nests inside
+ * this one between the clock read and the claim then comes after it in time as in
+ * position.
  */
-static __always_inline struct checkpoint_slot *reserve(__u32 cpu, __u16 kind, __u16 id,
-						     __u32 aux, __u64 ptr, __u64 func,
-						     __u64 *pos)
+static __always_inline int record(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __u64 ptr,
+				  __u64 func, const char *comm)
 {
-	__u64 time = bpf_ktime_get_ns(), slots = slots_per_cpu;
+	__u64 time = bpf_ktime_get_ns(), slots = slots_per_cpu, pos;
 	struct checkpoint_slot *slot;
 	struct checkpoint *e;
 	__u32 index;
 
-	if (area_claim(&cursors[cpu & (MAX_CPUS - 1)], slots, pos))
-		return NULL;
-	index = area_index(cpu, slots, *pos);
+	if (area_claim(&cursors[cpu & (MAX_CPUS - 1)], slots, &pos))
+		return 0;
+	index = area_index(cpu, slots, pos);
 	slot = bpf_map_lookup_elem(&events, &index);
 	if (!slot)
-		return NULL; /* cannot happen: user space sized the map to every CPU's area */
+		return 0; /* cannot happen: user space sized the map to every CPU's area */
 	e = &slot->event;
 	e->time = time;
 	e->cpu = cpu;
@@ -95,20 +94,10 @@ static __always_inline struct checkpoint_slot *reserve(__u32 cpu, __u16 kind, __
 	e->aux = aux;
 	e->ptr = ptr;
 	e->func = func;
-	return slot;
-}
-
-/* A checkpoint that names no task. */
-static __always_inline int emit_on(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __u64 ptr,
-				   __u64 func)
-{
-	struct checkpoint_slot *slot;
-	__u64 pos;
-
-	slot = reserve(cpu, kind, id, aux, ptr, func, &pos);
-	if (!slot)
-		return 0;
-	__builtin_memset(slot->event.comm, 0, TASK_COMM_LEN);
+	if (comm)
+		__builtin_memcpy(e->comm, comm, TASK_COMM_LEN);
+	else
+		__builtin_memset(e->comm, 0, TASK_COMM_LEN);
 	area_commit(&slot->commit, pos);
 	return 0;
 }
@@ -120,7 +109,7 @@ static __always_inline int emit(__u16 kind, __u16 id, __u32 aux, __u64 ptr, __u6
 
 	if (!on_traced_cpu(&cpu))
 		return 0;
-	return emit_on(cpu, kind, id, aux, ptr, func);
+	return record(cpu, kind, id, aux, ptr, func, NULL);
 }
 
 SEC("tp_btf/nmi_handler")
@@ -193,7 +182,7 @@ static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64
 {
 	if (!enabled)
 		return 0;
-	return emit_on(bpf_get_smp_processor_id(), kind, 0, aux, (__u64)work, func);
+	return record(bpf_get_smp_processor_id(), kind, 0, aux, (__u64)work, func, NULL);
 }
 
 SEC("tp_btf/workqueue_queue_work")
@@ -227,19 +216,12 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	struct checkpoint_slot *slot;
-	__u64 pos;
 	__u32 cpu;
 
 	if (!on_traced_cpu(&cpu))
 		return 0;
 	/* current is still prev here: the event's pid is the thread switched out */
-	slot = reserve(cpu, EV_SWITCH, 0, next->pid, next->tgid, 0, &pos);
-	if (!slot)
-		return 0;
-	__builtin_memcpy(slot->event.comm, next->comm, TASK_COMM_LEN);
-	area_commit(&slot->commit, pos);
-	return 0;
+	return record(cpu, EV_SWITCH, 0, next->pid, next->tgid, 0, next->comm);
 }
 
 /* Threads that run bottom halves: kworkers, IRQ threads, ksoftirqd. */
@@ -276,9 +258,7 @@ static __always_inline bool is_watched(struct task_struct *p)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(irqlens_waking, struct task_struct *p)
 {
-	struct checkpoint_slot *slot;
 	bool watched, chained;
-	__u64 pos;
 	__u32 cpu;
 
 	if (!enabled)
@@ -291,12 +271,7 @@ int BPF_PROG(irqlens_waking, struct task_struct *p)
 	cpu = bpf_get_smp_processor_id();
 	if (!chained && !traced_cpu[cpu & (MAX_CPUS - 1)])
 		return 0;
-	slot = reserve(cpu, EV_WAKEUP, 0, p->pid, p->tgid, watched, &pos);
-	if (!slot)
-		return 0;
-	__builtin_memcpy(slot->event.comm, p->comm, TASK_COMM_LEN);
-	area_commit(&slot->commit, pos);
-	return 0;
+	return record(cpu, EV_WAKEUP, 0, p->pid, p->tgid, watched, p->comm);
 }
 
 /*
@@ -308,8 +283,8 @@ int BPF_PROG(irqlens_timer_start, struct hrtimer *timer)
 {
 	if (!enabled || !is_watched(bpf_get_current_task_btf()))
 		return 0;
-	return emit_on(bpf_get_smp_processor_id(), EV_TIMER_START, 0, 0, (__u64)timer,
-		       timer->_softexpires);
+	return record(bpf_get_smp_processor_id(), EV_TIMER_START, 0, 0, (__u64)timer,
+		      timer->_softexpires, NULL);
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
@@ -353,5 +328,5 @@ int BPF_PROG(irqlens_sock_data, const struct sock *sk)
 	if (!on_traced_cpu(&cpu))
 		return 0;
 	reader = bpf_map_lookup_elem(&socket_reader, &key);
-	return emit_on(cpu, EV_SOCK_DATA, 0, reader ? *reader : 0, key, 0);
+	return record(cpu, EV_SOCK_DATA, 0, reader ? *reader : 0, key, 0, NULL);
 }
