@@ -10,8 +10,6 @@
 
 #[path = "common.rs"]
 mod common;
-#[path = "../tests/common/udp_flow.rs"]
-mod udp_flow;
 
 use std::time::{Duration, Instant};
 
@@ -19,8 +17,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use common::{irqlens_binary, require_root, run_json, run_seconds};
-use irqlens::collect::inject::Spinner;
-use udp_flow::UdpFlow;
+use irqlens_test_support::spinner::Spinner;
+use irqlens_test_support::udp_flow::UdpFlow;
 
 const DEFAULT_SECONDS: u64 = 5;
 const RATES: [u32; 4] = [0, 2_000, 10_000, 40_000];

@@ -14,11 +14,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail, ensure};
-use irqlens::collect::sched::set_affinity;
-use irqlens::units::CpuList;
+use irqlens_collect::sched::set_affinity;
+use irqlens_model::units::CpuList;
 
-#[path = "storm.rs"]
-pub mod storm;
+pub use irqlens_test_support::storm;
 
 use storm::terminated_with_parent;
 

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 mod common;
 
 use anyhow::{Context, Result, ensure};
-use irqlens::probe::checkpoint::{CheckpointProbe, Checkpoints, Watched};
-use irqlens::units::CpuList;
+use irqlens_model::units::CpuList;
+use irqlens_model::wakeup::Watched;
+use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use serde_json::Value;
 
 use common::storm::{HACKBENCH_GROUPS, hackbench, hackbench_loop, irq_work_interrupts, udp_flood};
@@ -203,7 +204,7 @@ fn main() -> Result<()> {
     require_root("the load bench loads BPF programs and runs irqlens")?;
     let plan = Plan::new()?;
     let binaries = binaries_under_test()?;
-    let online = irqlens::system::online_cpus()?;
+    let online = irqlens_collect::system::online_cpus()?;
     println!(
         "irqlens load bench (issue #14){}: {} CPUs, binaries: {}",
         if quick_mode() { ", QUICK mode" } else { "" },

@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 mod common;
 
 use anyhow::{Context, Result, ensure};
-use irqlens::collect::clock::{Clock, TscClock};
-use irqlens::collect::inject::Spinner;
-use irqlens::collect::sched::{gettid, set_affinity};
-use irqlens::collect::workload::read_stable;
-use irqlens::probe::noise::{CpuCounters, NoiseProbe};
-use irqlens::units::CpuList;
+use irqlens_collect::clock::{Clock, TscClock};
+use irqlens_collect::sched::{gettid, set_affinity};
+use irqlens_collect::workload::read_stable;
+use irqlens_model::units::CpuList;
+use irqlens_probe::noise::{CpuCounters, NoiseProbe};
+use irqlens_test_support::spinner::Spinner;
 
 use common::{interleaved_min, irqlens_binary, ping_pong, require_root, run_json, vm_rss_kib};
 
@@ -53,7 +53,7 @@ const MEMORY_EVERY: Duration = Duration::from_secs(5);
 fn main() -> Result<()> {
     require_root("the noise bench loads BPF programs")?;
     let irqlens = irqlens_binary()?;
-    let online = irqlens::system::online_cpus()?;
+    let online = irqlens_collect::system::online_cpus()?;
     let cpu = online.iter().last().context("no online CPU")?;
     let housekeeping = online.without(&CpuList::single(cpu));
     ensure!(

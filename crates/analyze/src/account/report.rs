@@ -1,0 +1,268 @@
+//! The accounting table: the ledger next to the kernel's own bill, per process or thread.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::compensate::Compensator;
+use super::{BySource, IDLE, Ledger, Source, add_into, total};
+use irqlens_model::account::ThreadInfo;
+
+/// What the kernel accounted to each thread between two readings of
+/// `system::thread_runtimes`: threads born in between count from zero, threads gone by
+/// the second reading are left out.
+pub fn runtimes_between(
+    before: &HashMap<u32, ThreadInfo>,
+    after: &HashMap<u32, ThreadInfo>,
+) -> HashMap<u32, ThreadInfo> {
+    after
+        .iter()
+        .map(|(&tid, info)| {
+            let start = before
+                .get(&tid)
+                .filter(|old| old.tgid == info.tgid)
+                .and_then(|old| old.runtime_ns)
+                .unwrap_or(0);
+            let runtime_ns = info.runtime_ns.map(|end| end.saturating_sub(start));
+            (
+                tid,
+                ThreadInfo {
+                    runtime_ns,
+                    ..info.clone()
+                },
+            )
+        })
+        .collect()
+}
+
+/// One process (or thread) of the table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Row {
+    /// Pid, or tid with --threads.
+    pub id: u32,
+    pub comm: String,
+    /// t: what the kernel accounted (interrupts included: no IRQ_TIME_ACCOUNTING).
+    pub kernel_ns: Option<u64>,
+    /// Interrupt time charged to it: what ran while it was current, less irqlens's own
+    /// work (`[irqlens]`: plus its own work wherever it ran).
+    pub charged_ns: u64,
+    pub served_ns: u64,
+    /// Interrupt time irqlens's own work took from it, charged to `[irqlens]` instead
+    /// (`[irqlens]`: what its own work took from the others).
+    pub irqlens_ns: u64,
+    /// Deliveries and wakeups it was served.
+    pub units: u64,
+    /// t_o = t - billed + served.
+    pub corrected_ns: Option<u64>,
+    /// The kernel's accounting error (t - t_o) / t_o.
+    pub error: Option<f64>,
+    /// t after the compensation algorithm of §3.1 (with --compensate).
+    pub compensated_ns: Option<u64>,
+    /// Its error against t_o.
+    pub compensated_error: Option<f64>,
+    #[serde(skip)]
+    pub charged_by: BySource,
+    #[serde(skip)]
+    pub served_by: BySource,
+    /// The interrupt time the kernel billed it: what ran while it was current.
+    #[serde(skip)]
+    billed_ns: u64,
+}
+
+impl Row {
+    fn new(id: u32, comm: String) -> Self {
+        Row {
+            id,
+            comm,
+            ..Default::default()
+        }
+    }
+
+    fn finish(&mut self, adjusted_ns: Option<i64>) {
+        self.charged_ns = total(&self.charged_by);
+        self.served_ns = total(&self.served_by);
+        let Some(kernel) = self.kernel_ns else {
+            return;
+        };
+        // the kernel's bill, not the charge: irqlens's own work is in the former
+        let corrected = (kernel + self.served_ns).saturating_sub(self.billed_ns);
+        self.corrected_ns = Some(corrected);
+        self.error = relative_error(kernel, corrected);
+        if let Some(adjusted) = adjusted_ns {
+            let compensated = (kernel as i64 + adjusted).max(0) as u64;
+            self.compensated_ns = Some(compensated);
+            self.compensated_error = relative_error(compensated, corrected);
+        }
+    }
+}
+
+/// (t - t_o) / t_o; none for t_o = 0.
+pub fn relative_error(t: u64, t_o: u64) -> Option<f64> {
+    (t_o > 0).then(|| (t as f64 - t_o as f64) / t_o as f64)
+}
+
+/// Totals of the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub hardirq_ns: u64,
+    pub softirq_ns: u64,
+    pub nmi_ns: u64,
+    /// Interrupt time on idle CPUs (charged to no process), irqlens's own work left out.
+    pub idle_ns: u64,
+    /// Interrupt time of irqlens's own work, wherever it ran (charged to `[irqlens]`).
+    pub irqlens_ns: u64,
+    pub served_ns: u64,
+    pub orphan_ns: u64,
+}
+
+impl Totals {
+    pub fn interrupt_ns(&self) -> u64 {
+        self.hardirq_ns + self.softirq_ns + self.nmi_ns
+    }
+}
+
+pub fn totals(ledger: &Ledger) -> Totals {
+    let mut totals = Totals {
+        orphan_ns: total(&ledger.orphan),
+        ..Totals::default()
+    };
+    for (&thread, account) in &ledger.threads {
+        for (source, &ns) in &account.charged {
+            match source {
+                Source::Hardirq { .. } => totals.hardirq_ns += ns,
+                Source::Softirq { .. } => totals.softirq_ns += ns,
+                Source::Nmi => totals.nmi_ns += ns,
+            }
+            if thread == IDLE {
+                totals.idle_ns += ns;
+            }
+        }
+        let for_irqlens = total(&account.for_irqlens);
+        totals.irqlens_ns += for_irqlens;
+        if thread == IDLE {
+            totals.idle_ns -= for_irqlens;
+        }
+        totals.served_ns += total(&account.served);
+    }
+    totals
+}
+
+/// The accounting table of a period.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    /// Every process (or thread) that was charged or served, largest share of interrupt
+    /// time first; irqlens is not among them.
+    pub rows: Vec<Row>,
+    /// `[irqlens]`: irqlens's threads, charged with its own work wherever it ran; none
+    /// if the run does not say which process irqlens was.
+    pub irqlens: Option<Row>,
+}
+
+/// The table of `ledger` with the kernel's bill from `threads`, a row per process (or
+/// thread, `by_thread`).
+pub fn table(
+    ledger: &Ledger,
+    threads: &HashMap<u32, ThreadInfo>,
+    compensator: Option<&Compensator>,
+    by_thread: bool,
+) -> Table {
+    let tgid = |tid: u32| -> u32 {
+        threads
+            .get(&tid)
+            .map(|info| info.tgid)
+            .or_else(|| ledger.seen.get(&tid).map(|&(tgid, _)| tgid))
+            .filter(|&tgid| tgid != 0)
+            .unwrap_or(tid)
+    };
+    let irqlens = |tid: u32| ledger.irqlens.filter(|&pid| tgid(tid) == pid);
+    // irqlens's threads are one row, whatever `by_thread` says
+    let group =
+        |tid: u32| -> u32 { irqlens(tid).unwrap_or(if by_thread { tid } else { tgid(tid) }) };
+    let name = |tid: u32| -> String {
+        threads
+            .get(&tid)
+            .map(|info| info.comm.clone())
+            .or_else(|| ledger.seen.get(&tid).map(|(_, comm)| comm.to_string()))
+            .unwrap_or_else(|| "?".into())
+    };
+    let mut rows: BTreeMap<u32, Row> = BTreeMap::new();
+    if let Some(pid) = ledger.irqlens {
+        rows.insert(pid, Row::new(pid, "[irqlens]".into()));
+    }
+    let mut adjusted: BTreeMap<u32, i64> = BTreeMap::new();
+    let mut moved_to_irqlens = BySource::new();
+    for (&tid, account) in &ledger.threads {
+        if irqlens(tid).is_none() {
+            add_into(&mut moved_to_irqlens, &account.for_irqlens);
+        }
+        if tid == IDLE {
+            continue;
+        }
+        let id = group(tid);
+        let row = rows.entry(id).or_insert_with(|| Row::new(id, name(id)));
+        add_into(&mut row.charged_by, &account.charged);
+        row.billed_ns += total(&account.charged);
+        if irqlens(tid).is_none() {
+            take_from(&mut row.charged_by, &account.for_irqlens);
+            row.irqlens_ns += total(&account.for_irqlens);
+        }
+        add_into(&mut row.served_by, &account.served);
+        row.units += account.units;
+        if let Some(compensator) = compensator {
+            *adjusted.entry(id).or_default() += compensator.adjusted_ns(tid);
+        }
+    }
+    // the kernel's bill of a process is that of all its threads
+    for (&tid, info) in threads {
+        if let (Some(row), Some(runtime)) = (rows.get_mut(&group(tid)), info.runtime_ns) {
+            *row.kernel_ns.get_or_insert(0) += runtime;
+        }
+    }
+    let mut rows: Vec<Row> = rows
+        .into_values()
+        .map(|mut row| {
+            if ledger.irqlens == Some(row.id) {
+                add_into(&mut row.charged_by, &moved_to_irqlens);
+                row.irqlens_ns = total(&moved_to_irqlens);
+            }
+            row.finish(compensator.map(|_| adjusted.get(&row.id).copied().unwrap_or(0)));
+            row
+        })
+        .collect();
+    let irqlens = ledger
+        .irqlens
+        .and_then(|pid| rows.iter().position(|row| row.id == pid))
+        .map(|at| rows.remove(at));
+    rows.sort_by_key(|row| std::cmp::Reverse(row.charged_ns.max(row.served_ns)));
+    Table { rows, irqlens }
+}
+
+/// Interrupt time on idle CPUs by source, irqlens's own work left out.
+pub fn idle_by(ledger: &Ledger) -> BySource {
+    let Some(idle) = ledger.threads.get(&IDLE) else {
+        return BySource::new();
+    };
+    let mut by_source = idle.charged.clone();
+    take_from(&mut by_source, &idle.for_irqlens);
+    by_source
+}
+
+/// Takes `part` out of `from`, source by source.
+fn take_from(from: &mut BySource, part: &BySource) {
+    for (source, &ns) in part {
+        if let Some(left) = from.get_mut(source) {
+            *left = left.saturating_sub(ns);
+            if *left == 0 {
+                from.remove(source);
+            }
+        }
+    }
+}
+
+/// The `n` rows ranked highest by `key`, leaving out zeros.
+pub fn top(rows: &[Row], n: usize, key: impl Fn(&Row) -> u64) -> Vec<&Row> {
+    let mut ranked: Vec<&Row> = rows.iter().filter(|row| key(row) > 0).collect();
+    ranked.sort_by_key(|row| std::cmp::Reverse(key(row)));
+    ranked.truncate(n);
+    ranked
+}

@@ -1,0 +1,1262 @@
+//! Turns the probe's checkpoints into samples: each invocation is matched to its request.
+//!
+//! - A softirq keeps the time of its first raise until it runs: raising a pending
+//!   softirq again (TASKLET and SCHED often are) requests nothing new.
+//! - Tasklets run in the order they were queued, and queueing one raises TASKLET (or HI),
+//!   so the n-th tasklet a TASKLET softirq runs matches the n-th raise before it began.
+//! - A work item is matched by its pointer, on whatever CPU it runs.
+//! - An IRQ thread is matched from its wakeup to its switch-in.
+//!
+//! Events of one CPU arrive in order; events of different CPUs only roughly so, which
+//! only the work items care about, and a work item is queued before it can run.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::{Delay, DelayCause, Mechanism, Sample, Source};
+use crate::bounded::AgedMap;
+use irqlens_model::bh::MatchCounts;
+use irqlens_model::event::{Event, EventKind};
+use irqlens_model::kernel::Comm;
+use irqlens_model::units::CpuList;
+
+/// Softirq vectors (include/linux/interrupt.h) the matcher tracks.
+const VECTORS: usize = 10;
+const HI_SOFTIRQ: u16 = 0;
+const TASKLET_SOFTIRQ: u16 = 6;
+/// Window events kept per CPU; a longer window is marked incomplete.
+const HISTORY: usize = 4096;
+/// Queued tasklet raises kept per CPU and vector.
+const TASKLET_QUEUE: usize = 4096;
+/// Hardirqs open at once per CPU (they do not nest; vectors on top of a line at most):
+/// entries past it are exits that were lost.
+const OPEN_IRQS: usize = 8;
+// Bounds on per-thread and per-work-item state (`AgedMap`s), for long runs: an entry not
+// touched while half the bound of newer ones came is forgotten, and counted where a
+// sample is lost with it.
+/// Thread names, by pid.
+const THREADS: usize = 1 << 16;
+/// Work queued and not yet started (cancelled work leaves no trace, and stays until
+/// forgotten).
+const QUEUED_WORKS: usize = 1 << 16;
+/// Work items begun and not yet ended (an end the ring lost would stay).
+const RUNNING_WORKS: usize = 4096;
+/// Last wakeup and switch-in of kworkers and IRQ threads (kworkers come and go).
+const WORKERS: usize = 4096;
+
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    time_ns: u64,
+    pid: u32,
+    cpu: u32,
+    /// A work item activated later than queued (max_active held it back).
+    activated_ns: Option<u64>,
+}
+
+impl Request {
+    fn at(e: &Event) -> Self {
+        Request {
+            time_ns: e.time_ns,
+            pid: e.pid,
+            cpu: e.cpu,
+            activated_ns: None,
+        }
+    }
+}
+
+/// A bottom half that has begun and not yet ended.
+#[derive(Clone, Debug)]
+struct Running {
+    mechanism: Mechanism,
+    source: Source,
+    request: Option<Request>,
+    entry_ns: u64,
+    woke_watched: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Happened {
+    Irq { source: u16, id: u32 },
+    Nmi,
+    Softirq(u16),
+    Work(u64),
+    Switch { pid: u32, comm: Comm },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Happening {
+    start_ns: u64,
+    end_ns: u64,
+    what: Happened,
+}
+
+#[derive(Default)]
+struct CpuState {
+    raised: [Option<Request>; VECTORS],
+    /// A raise of a vector that the running pass of __do_softirq will still serve (it
+    /// cleared the pending mask when the pass began): a request of its own, for the
+    /// run after.
+    raised_again: [Option<Request>; VECTORS],
+    /// When the current pass began and the vector it last ran: vectors run in
+    /// increasing order within a pass.
+    pass: Option<(u64, u16)>,
+    /// Raises of HI and TASKLET, one per queued tasklet.
+    tasklet_raises: [VecDeque<Request>; 2],
+    softirq: Option<Running>,
+    tasklet: Option<Running>,
+    /// The work item running on the CPU, and its kworker.
+    work: Option<(u64, u32)>,
+    irqs: Vec<(u64, u16, u32)>,
+    history: VecDeque<Happening>,
+    /// Start of the newest event dropped from `history`.
+    dropped_until_ns: Option<u64>,
+}
+
+impl CpuState {
+    fn remember(&mut self, happening: Happening) {
+        if self.history.len() == HISTORY {
+            let old = self.history.pop_front().expect("history is full");
+            self.dropped_until_ns = Some(old.start_ns);
+        }
+        self.history.push_back(happening);
+    }
+
+    /// Hardirq and NMI time inside [from, to] (and softirq time with `softirqs`).
+    fn nested_ns(&self, from: u64, to: u64, softirqs: bool) -> u64 {
+        self.history
+            .iter()
+            .rev()
+            .take_while(|h| h.end_ns >= from)
+            .filter(|h| h.start_ns >= from && h.end_ns <= to)
+            .filter(|h| match h.what {
+                Happened::Irq { .. } | Happened::Nmi => true,
+                Happened::Softirq(_) => softirqs,
+                Happened::Work(_) | Happened::Switch { .. } => false,
+            })
+            .map(|h| h.end_ns - h.start_ns)
+            .sum()
+    }
+}
+
+impl CpuState {
+    /// The switch that put the thread running at `time` on the CPU, if still remembered.
+    fn running_at(&self, time: u64) -> Option<Happened> {
+        self.history
+            .iter()
+            .rev()
+            .filter(|h| h.start_ns <= time)
+            .find(|h| matches!(h.what, Happened::Switch { .. }))
+            .map(|h| h.what)
+    }
+}
+
+fn tasklet_queue(vector: u16) -> Option<usize> {
+    match vector {
+        HI_SOFTIRQ => Some(0),
+        TASKLET_SOFTIRQ => Some(1),
+        _ => None,
+    }
+}
+
+fn is_worker(comm: &Comm) -> bool {
+    comm.starts_with("kworker/")
+}
+
+fn is_irq_thread(comm: &Comm) -> bool {
+    comm.starts_with("irq/")
+}
+
+pub struct Matcher {
+    cpus: HashMap<u32, CpuState>,
+    works: AgedMap<u64, Request>,
+    running_works: AgedMap<u64, Running>,
+    /// Keyed by IRQ threads only (one per threaded IRQ line): bounded by the lines.
+    irq_thread_wakeups: HashMap<u32, Request>,
+    running_irq_threads: HashMap<u32, (Running, u32)>,
+    /// Last wakeup and switch-in of threads that run bottom halves.
+    woken: AgedMap<u32, u64>,
+    switched_in: AgedMap<u32, u64>,
+    comms: AgedMap<u32, Comm>,
+    watched: Option<u32>,
+    /// CPUs whose hardirqs, softirqs and switches are traced (None: all).
+    traced: Option<CpuList>,
+    pub counts: MatchCounts,
+    samples: Vec<Sample>,
+}
+
+impl Matcher {
+    /// `watched`: irqlens's stimulus thread, whose wakeups mark the bottom half that
+    /// woke it.
+    pub fn new(watched: Option<u32>) -> Self {
+        Matcher {
+            cpus: HashMap::new(),
+            works: AgedMap::new(QUEUED_WORKS),
+            running_works: AgedMap::new(RUNNING_WORKS),
+            irq_thread_wakeups: HashMap::new(),
+            running_irq_threads: HashMap::new(),
+            woken: AgedMap::new(WORKERS),
+            switched_in: AgedMap::new(WORKERS),
+            comms: AgedMap::new(THREADS),
+            watched,
+            traced: None,
+            counts: MatchCounts::default(),
+            samples: Vec::new(),
+        }
+    }
+
+    /// Only `cpus` are traced: work run elsewhere has an untraced delay window.
+    pub fn tracing_only(mut self, cpus: CpuList) -> Self {
+        self.traced = Some(cpus);
+        self
+    }
+
+    /// Samples completed so far; the caller takes them.
+    pub fn take_samples(&mut self) -> Vec<Sample> {
+        std::mem::take(&mut self.samples)
+    }
+
+    /// Requests still waiting at the end of a run: softirqs raised, work queued.
+    pub fn pending(&self) -> (u64, u64) {
+        let softirqs = self
+            .cpus
+            .values()
+            .map(|c| c.raised.iter().flatten().count() as u64)
+            .sum();
+        (softirqs, self.works.len() as u64)
+    }
+
+    pub fn add(&mut self, e: &Event) {
+        self.counts.events += 1;
+        match e.kind {
+            EventKind::IrqEntry => {
+                let irqs = &mut self.cpu(e.cpu).irqs;
+                if irqs.len() == OPEN_IRQS {
+                    irqs.remove(0);
+                }
+                irqs.push((e.time_ns, e.aux as u16, e.id.into()));
+            }
+            EventKind::IrqExit => {
+                let cpu = self.cpu(e.cpu);
+                if let Some((start_ns, source, id)) = cpu.irqs.pop() {
+                    cpu.remember(Happening {
+                        start_ns,
+                        end_ns: e.time_ns,
+                        what: Happened::Irq { source, id },
+                    });
+                }
+            }
+            EventKind::Nmi => self.cpu(e.cpu).remember(Happening {
+                start_ns: e.time_ns.saturating_sub(e.ptr),
+                end_ns: e.time_ns,
+                what: Happened::Nmi,
+            }),
+            EventKind::SoftirqRaise => self.softirq_raise(e),
+            EventKind::SoftirqEntry => self.softirq_entry(e),
+            EventKind::SoftirqExit => self.softirq_exit(e),
+            EventKind::TaskletEntry => self.tasklet_entry(e),
+            EventKind::TaskletExit => {
+                if let Some(running) = self.cpu(e.cpu).tasklet.take() {
+                    self.finish(running, e, false);
+                }
+            }
+            EventKind::WorkQueue => {
+                if self.works.insert(e.ptr, Request::at(e)).is_some() {
+                    self.counts.cancelled_works += 1;
+                }
+                self.counts.stale_works = self.works.evicted();
+            }
+            // Activation is part of queueing (same thread, same CPU) unless max_active
+            // held the item back; then a finishing item activates it later. The latency
+            // counts from the queueing either way.
+            EventKind::WorkActivate => {
+                if let Some(request) = self.works.get_mut(&e.ptr) {
+                    if request.pid != e.pid || request.cpu != e.cpu {
+                        request.activated_ns = Some(e.time_ns);
+                    }
+                }
+            }
+            EventKind::WorkStart => self.work_start(e),
+            EventKind::WorkEnd => self.work_end(e),
+            EventKind::Switch => self.switch(e),
+            EventKind::Wakeup => self.wakeup(e),
+            // hrtimers are wakeup's checkpoints; the bh probe does not load them
+            EventKind::TimerStart
+            | EventKind::TimerExpire
+            | EventKind::TimerExpireExit
+            | EventKind::SockData => {}
+        }
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut CpuState {
+        self.cpus.entry(cpu).or_default()
+    }
+
+    fn softirq_raise(&mut self, e: &Event) {
+        let request = Request::at(e);
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        if let Some(queue) = tasklet_queue(e.id) {
+            let raises = &mut cpu.tasklet_raises[queue];
+            if raises.len() == TASKLET_QUEUE {
+                raises.pop_front();
+            }
+            raises.push_back(request);
+        }
+        let vector = e.id as usize;
+        let Some(slot) = cpu.raised.get_mut(vector) else {
+            return;
+        };
+        match (slot, cpu.softirq.as_ref(), cpu.pass) {
+            (slot @ None, _, _) => *slot = Some(request),
+            // raised again during this pass, before its turn, after the pass took it
+            (Some(first), Some(running), Some((pass_start, _)))
+                if first.time_ns < pass_start
+                    && matches!(running.source, Source::Vector(v) if (v as usize) < vector)
+                    && cpu.raised_again[vector].is_none() =>
+            {
+                cpu.raised_again[vector] = Some(request);
+            }
+            (Some(_), _, _) => self.counts.reraises += 1,
+        }
+    }
+
+    fn softirq_entry(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        // A vector at or below the last one run starts a new pass; a restart whose
+        // vectors keep rising goes unnoticed, which only merges more raises.
+        cpu.pass = match cpu.pass {
+            Some((start, last)) if e.id > last => Some((start, e.id)),
+            _ => Some((e.time_ns, e.id)),
+        };
+        let vector = e.id as usize;
+        let request = cpu.raised.get_mut(vector).and_then(Option::take);
+        if let Some(again) = cpu.raised_again.get_mut(vector).and_then(Option::take) {
+            cpu.raised[vector] = Some(again);
+        }
+        if request.is_none() {
+            self.counts.unmatched_softirqs += 1;
+        }
+        cpu.softirq = Some(Running {
+            mechanism: Mechanism::Softirq,
+            source: Source::Vector(e.id),
+            request,
+            entry_ns: e.time_ns,
+            woke_watched: false,
+        });
+    }
+
+    fn softirq_exit(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        let Some(running) = cpu.softirq.take() else {
+            return;
+        };
+        if let Some(queue) = tasklet_queue(e.id) {
+            // Raises before this run began were served by it, or re-raised by it for
+            // tasklets it could not run yet (disabled or running elsewhere).
+            cpu.tasklet_raises[queue].retain(|r| r.time_ns > running.entry_ns);
+        }
+        cpu.remember(Happening {
+            start_ns: running.entry_ns,
+            end_ns: e.time_ns,
+            what: Happened::Softirq(e.id),
+        });
+        self.finish(running, e, false);
+    }
+
+    fn tasklet_entry(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        let Some(softirq) = &cpu.softirq else {
+            return;
+        };
+        let Source::Vector(vector) = softirq.source else {
+            return;
+        };
+        let begun = softirq.entry_ns;
+        let request = tasklet_queue(vector).and_then(|queue| {
+            let raises = &mut cpu.tasklet_raises[queue];
+            raises
+                .front()
+                .is_some_and(|r| r.time_ns <= begun)
+                .then(|| raises.pop_front())
+                .flatten()
+        });
+        if request.is_none() {
+            self.counts.unmatched_tasklets += 1;
+        }
+        cpu.tasklet = Some(Running {
+            mechanism: Mechanism::Tasklet,
+            source: Source::Function(e.func),
+            request,
+            entry_ns: e.time_ns,
+            woke_watched: false,
+        });
+    }
+
+    fn work_start(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        cpu.work = Some((e.ptr, e.pid));
+        // BH workqueue items (6.9+) run inside TASKLET/HI and raised it when queued:
+        // that raise is theirs, not a tasklet's.
+        if let Some(softirq) = &cpu.softirq {
+            if let Source::Vector(vector) = softirq.source {
+                if let Some(queue) = tasklet_queue(vector) {
+                    let begun = softirq.entry_ns;
+                    let raises = &mut cpu.tasklet_raises[queue];
+                    if raises.front().is_some_and(|r| r.time_ns <= begun) {
+                        raises.pop_front();
+                    }
+                }
+            }
+        }
+        let request = self.works.remove(&e.ptr);
+        if request.is_none() {
+            self.counts.unmatched_works += 1;
+        }
+        self.running_works.insert(
+            e.ptr,
+            Running {
+                mechanism: Mechanism::Workqueue,
+                source: Source::Function(e.func),
+                request,
+                entry_ns: e.time_ns,
+                woke_watched: false,
+            },
+        );
+        self.counts.unended_works = self.running_works.evicted();
+    }
+
+    fn work_end(&mut self, e: &Event) {
+        self.cpu(e.cpu).work = None;
+        let Some(running) = self.running_works.remove(&e.ptr) else {
+            return;
+        };
+        let Source::Function(function) = running.source else {
+            return;
+        };
+        self.cpu(e.cpu).remember(Happening {
+            start_ns: running.entry_ns,
+            end_ns: e.time_ns,
+            what: Happened::Work(function),
+        });
+        self.finish(running, e, true);
+    }
+
+    fn switch(&mut self, e: &Event) {
+        let (prev, next) = (e.pid, e.aux);
+        self.comms.insert(next, e.comm);
+        self.cpu(e.cpu).remember(Happening {
+            start_ns: e.time_ns,
+            end_ns: e.time_ns,
+            what: Happened::Switch {
+                pid: next,
+                comm: e.comm,
+            },
+        });
+        if is_worker(&e.comm) || is_irq_thread(&e.comm) {
+            self.switched_in.insert(next, e.time_ns);
+        }
+        self.irq_thread_wakeups.remove(&prev);
+        if let Some((running, cpu)) = self.running_irq_threads.remove(&prev) {
+            if cpu == e.cpu {
+                let mut end = *e;
+                end.pid = prev;
+                self.finish(running, &end, true);
+            }
+        }
+        if let Some(request) = self.irq_thread_wakeups.remove(&next) {
+            let running = Running {
+                mechanism: Mechanism::IrqThread,
+                source: Source::Thread(e.comm),
+                request: Some(request),
+                entry_ns: e.time_ns,
+                woke_watched: false,
+            };
+            self.running_irq_threads.insert(next, (running, e.cpu));
+        }
+    }
+
+    fn wakeup(&mut self, e: &Event) {
+        let woken = e.aux;
+        self.comms.insert(woken, e.comm);
+        if is_worker(&e.comm) {
+            self.woken.insert(woken, e.time_ns);
+        }
+        if is_irq_thread(&e.comm) {
+            self.woken.insert(woken, e.time_ns);
+            // a wakeup before the thread got to sleep is superseded by this one
+            self.irq_thread_wakeups.insert(woken, Request::at(e));
+        }
+        if self.watched == Some(woken) {
+            self.mark_waker(e);
+        }
+    }
+
+    /// The bottom half running on the waker's CPU woke the watched thread. A hardirq
+    /// interrupting it is not the bottom half: its wakeups do not count.
+    fn mark_waker(&mut self, e: &Event) {
+        let cpu = self.cpus.entry(e.cpu).or_default();
+        if !cpu.irqs.is_empty() {
+            return;
+        }
+        if cpu.softirq.is_some() {
+            for running in [&mut cpu.softirq, &mut cpu.tasklet].into_iter().flatten() {
+                running.woke_watched = true;
+            }
+            return;
+        }
+        let work = cpu.work.filter(|&(_, worker)| worker == e.pid);
+        if let Some(running) = work.and_then(|(work, _)| self.running_works.get_mut(&work)) {
+            running.woke_watched = true;
+        } else if let Some((running, _)) = self.running_irq_threads.get_mut(&e.pid) {
+            running.woke_watched = true;
+        }
+    }
+
+    /// Completes a sample at its exit event; `thread` when it ran in a thread, which
+    /// softirqs may interrupt too.
+    fn finish(&mut self, running: Running, exit: &Event, thread: bool) {
+        let Some(request) = running.request else {
+            return;
+        };
+        let executor = exit.pid;
+        let mut delay = self.delay(
+            exit.cpu,
+            request.time_ns,
+            running.entry_ns,
+            executor,
+            &running,
+        );
+        if let Some(activated) = request.activated_ns {
+            delay.activated_after_ns = Some(activated.saturating_sub(request.time_ns));
+            delay.causes.retain(|c| *c != DelayCause::Undelayed);
+            delay.causes.push(DelayCause::HeldBack);
+            delay.causes.sort();
+        }
+        if !delay.complete {
+            self.counts.incomplete_windows += 1;
+        }
+        let cpu = self.cpu(exit.cpu);
+        let nested = cpu.nested_ns(running.entry_ns, exit.time_ns, thread);
+        self.samples.push(Sample {
+            mechanism: running.mechanism,
+            source: running.source,
+            request_cpu: request.cpu,
+            cpu: exit.cpu,
+            request_ns: request.time_ns,
+            latency_ns: running.entry_ns.saturating_sub(request.time_ns),
+            runtime_ns: exit
+                .time_ns
+                .saturating_sub(running.entry_ns)
+                .saturating_sub(nested),
+            requester: request.pid,
+            executor,
+            woke_watched: running.woke_watched,
+            delay,
+        });
+    }
+
+    /// What ran on `cpu` between the request and the invocation.
+    fn delay(&self, cpu: u32, from: u64, to: u64, executor: u32, running: &Running) -> Delay {
+        let mut delay = Delay::default();
+        let traced = self.traced.as_ref().is_none_or(|cpus| cpus.contains(cpu));
+        let Some(state) = self.cpus.get(&cpu).filter(|_| traced) else {
+            delay.causes.push(DelayCause::Untraced);
+            return delay;
+        };
+        delay.complete = state.dropped_until_ns.is_none_or(|dropped| dropped < from);
+        let mut causes = Vec::new();
+        for h in state.history.iter().rev().take_while(|h| h.end_ns >= from) {
+            if h.start_ns <= from || h.start_ns >= to {
+                continue;
+            }
+            match h.what {
+                Happened::Irq { source, id } => {
+                    delay.irqs += 1;
+                    delay.irq_ns += h.end_ns - h.start_ns;
+                    causes.push(DelayCause::Irq { source, id });
+                }
+                Happened::Nmi => {
+                    delay.irqs += 1;
+                    delay.irq_ns += h.end_ns - h.start_ns;
+                    causes.push(DelayCause::Nmi);
+                }
+                Happened::Softirq(vector) => {
+                    delay.softirqs += 1;
+                    delay.softirq_ns += h.end_ns - h.start_ns;
+                    causes.push(DelayCause::SoftirqFirst(vector));
+                }
+                Happened::Work(function) => {
+                    delay.works += 1;
+                    delay.work_ns += h.end_ns - h.start_ns;
+                    causes.push(DelayCause::WorkFirst(function));
+                }
+                Happened::Switch { pid, comm } => {
+                    delay.switches += 1;
+                    if pid != executor && pid != 0 {
+                        causes.push(DelayCause::Thread(comm));
+                    }
+                }
+            }
+        }
+        let in_thread = match running.mechanism {
+            Mechanism::Softirq | Mechanism::Tasklet => {
+                delay.ksoftirqd = self
+                    .comms
+                    .get(&executor)
+                    .is_some_and(|c| c.starts_with("ksoftirqd/"));
+                if delay.ksoftirqd {
+                    causes.push(DelayCause::Ksoftirqd);
+                }
+                delay.ksoftirqd
+            }
+            Mechanism::Workqueue | Mechanism::IrqThread => {
+                let after =
+                    |time: Option<&u64>| time.filter(|&&t| t > from && t <= to).map(|t| t - from);
+                delay.woken_after_ns = after(self.woken.get(&executor));
+                delay.switched_in_after_ns = after(self.switched_in.get(&executor));
+                if running.mechanism == Mechanism::Workqueue && delay.woken_after_ns.is_some() {
+                    causes.push(DelayCause::WorkerWakeup);
+                }
+                true
+            }
+        };
+        // a bottom half run by a thread waits for whatever held its CPU
+        if in_thread {
+            match state.running_at(from) {
+                Some(Happened::Switch { pid: 0, .. }) => causes.push(DelayCause::Idle),
+                Some(Happened::Switch { pid, comm }) if pid != executor => {
+                    causes.push(DelayCause::Busy(comm))
+                }
+                _ => {}
+            }
+        }
+        if !delay.complete {
+            causes.push(DelayCause::Untraced);
+        }
+        if causes.is_empty() {
+            causes.push(DelayCause::Undelayed);
+        }
+        causes.sort();
+        causes.dedup();
+        delay.causes = causes;
+        delay
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream builder: events on one CPU at given µs.
+    struct Stream(Vec<Event>);
+
+    impl Stream {
+        fn new() -> Self {
+            Stream(Vec::new())
+        }
+
+        fn at(mut self, us: u64, cpu: u32, kind: EventKind, id: u16) -> Self {
+            let mut e = Event::new(kind, cpu, us * 1_000);
+            e.id = id;
+            self.0.push(e);
+            self
+        }
+
+        fn with(mut self, f: impl FnOnce(&mut Event)) -> Self {
+            f(self.0.last_mut().expect("an event to change"));
+            self
+        }
+
+        fn run(self, watched: Option<u32>) -> (Vec<Sample>, MatchCounts) {
+            self.run_with(Matcher::new(watched))
+        }
+
+        fn run_with(self, mut m: Matcher) -> (Vec<Sample>, MatchCounts) {
+            for e in &self.0 {
+                m.add(e);
+            }
+            (m.take_samples(), m.counts)
+        }
+    }
+
+    use EventKind::*;
+    const TIMER: u16 = 1;
+    const NET_RX: u16 = 3;
+
+    #[test]
+    fn softirq_latency_from_raise_to_entry() {
+        let (samples, counts) = Stream::new()
+            .at(100, 0, IrqEntry, 30)
+            .at(101, 0, SoftirqRaise, TIMER)
+            .at(103, 0, IrqExit, 30)
+            .at(104, 0, SoftirqEntry, TIMER)
+            .at(110, 0, SoftirqExit, TIMER)
+            .run(None);
+        assert_eq!(samples.len(), 1);
+        let s = &samples[0];
+        assert_eq!(
+            (s.mechanism, s.source),
+            (Mechanism::Softirq, Source::Vector(TIMER))
+        );
+        assert_eq!(s.latency_ns, 3_000);
+        assert_eq!(s.runtime_ns, 6_000);
+        // the raising IRQ is the request, not an intervening one
+        assert!(!s.irq_in_window());
+        assert_eq!(s.delay.causes, vec![DelayCause::Undelayed]);
+        assert_eq!(counts.unmatched_softirqs, 0);
+    }
+
+    #[test]
+    fn reraise_keeps_the_first_raise_and_never_goes_negative() {
+        let (samples, counts) = Stream::new()
+            .at(10, 0, SoftirqRaise, TIMER)
+            .at(12, 0, SoftirqRaise, TIMER)
+            .at(15, 0, SoftirqRaise, TIMER)
+            .at(20, 0, SoftirqEntry, TIMER)
+            // raised again while it runs: a new request for the next run
+            .at(22, 0, SoftirqRaise, TIMER)
+            .at(25, 0, SoftirqExit, TIMER)
+            .at(26, 0, SoftirqEntry, TIMER)
+            .at(27, 0, SoftirqExit, TIMER)
+            // an entry nobody requested (the kernel ran a merged re-raise twice)
+            .at(40, 0, SoftirqEntry, TIMER)
+            .at(41, 0, SoftirqExit, TIMER)
+            .run(None);
+        let latencies: Vec<u64> = samples.iter().map(|s| s.latency_ns).collect();
+        assert_eq!(latencies, vec![10_000, 4_000]);
+        assert_eq!(counts.reraises, 2);
+        assert_eq!(counts.unmatched_softirqs, 1);
+    }
+
+    #[test]
+    fn a_raise_during_the_pass_that_still_serves_the_vector_is_a_new_request() {
+        let (samples, counts) = Stream::new()
+            .at(0, 0, SoftirqRaise, TIMER)
+            .at(1, 0, SoftirqRaise, NET_RX)
+            .at(2, 0, SoftirqEntry, TIMER)
+            // NET_RX was taken by this pass already: this raise makes it run again
+            .at(3, 0, SoftirqRaise, NET_RX)
+            .at(4, 0, SoftirqExit, TIMER)
+            .at(5, 0, SoftirqEntry, NET_RX)
+            .at(6, 0, SoftirqExit, NET_RX)
+            .at(7, 0, SoftirqEntry, NET_RX)
+            .at(8, 0, SoftirqExit, NET_RX)
+            .run(None);
+        let net: Vec<u64> = samples
+            .iter()
+            .filter(|s| s.source == Source::Vector(NET_RX))
+            .map(|s| s.latency_ns)
+            .collect();
+        assert_eq!(net, vec![4_000, 4_000]);
+        assert_eq!((counts.reraises, counts.unmatched_softirqs), (0, 0));
+    }
+
+    #[test]
+    fn a_raise_after_the_pass_began_is_merged() {
+        let (samples, counts) = Stream::new()
+            .at(0, 0, SoftirqRaise, TIMER)
+            .at(2, 0, SoftirqEntry, TIMER)
+            // NET_RX was not pending when the pass began: both raises, one run
+            .at(3, 0, SoftirqRaise, NET_RX)
+            .at(3, 0, SoftirqRaise, NET_RX)
+            .at(4, 0, SoftirqExit, TIMER)
+            .at(5, 0, SoftirqEntry, NET_RX)
+            .at(6, 0, SoftirqExit, NET_RX)
+            .run(None);
+        assert_eq!(samples.len(), 2);
+        assert_eq!((counts.reraises, counts.unmatched_softirqs), (1, 0));
+    }
+
+    #[test]
+    fn bh_work_run_by_the_tasklet_softirq_takes_its_own_raise() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, SoftirqRaise, TASKLET_SOFTIRQ)
+            .at(1, 0, SoftirqRaise, TASKLET_SOFTIRQ)
+            .at(5, 0, SoftirqEntry, TASKLET_SOFTIRQ)
+            .at(6, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0xb)
+            .at(7, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0xb)
+            .at(8, 0, TaskletEntry, 0)
+            .with(|e| e.func = 0xa)
+            .at(9, 0, TaskletExit, 0)
+            .at(10, 0, SoftirqExit, TASKLET_SOFTIRQ)
+            .run(None);
+        let tasklet = samples
+            .iter()
+            .find(|s| s.mechanism == Mechanism::Tasklet)
+            .unwrap();
+        assert_eq!(tasklet.latency_ns, 7_000);
+    }
+
+    #[test]
+    fn work_run_on_an_untraced_cpu_has_an_untraced_window() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(3, 1, WorkStart, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(4, 1, WorkEnd, 0)
+            .with(|e| e.ptr = 0x1)
+            .run_with(Matcher::new(None).tracing_only(CpuList::single(0)));
+        assert_eq!(samples[0].delay.causes, vec![DelayCause::Untraced]);
+        assert!(!samples[0].delay.complete);
+    }
+
+    #[test]
+    fn nested_irq_lands_in_the_irq_column_and_leaves_the_runtime() {
+        let (samples, _) = Stream::new()
+            .at(0, 1, SoftirqRaise, NET_RX)
+            .at(2, 1, IrqEntry, 41)
+            .with(|e| e.aux = 0)
+            .at(5, 1, IrqExit, 41)
+            .at(6, 1, SoftirqEntry, NET_RX)
+            // an IRQ interrupting the softirq counts against its run time only
+            .at(8, 1, IrqEntry, 236)
+            .with(|e| e.aux = 1)
+            .at(9, 1, IrqExit, 236)
+            .at(16, 1, SoftirqExit, NET_RX)
+            .run(None);
+        let s = &samples[0];
+        assert_eq!(s.latency_ns, 6_000);
+        assert!(s.irq_in_window());
+        assert_eq!((s.delay.irqs, s.delay.irq_ns), (1, 3_000));
+        assert_eq!(s.delay.causes, vec![DelayCause::Irq { source: 0, id: 41 }]);
+        assert_eq!(s.runtime_ns, 10_000 - 1_000);
+    }
+
+    #[test]
+    fn other_softirqs_first_and_ksoftirqd_are_causes() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, SoftirqRaise, TIMER)
+            .at(0, 0, SoftirqRaise, NET_RX)
+            .at(1, 0, SoftirqEntry, TIMER)
+            .at(4, 0, SoftirqExit, TIMER)
+            .at(5, 0, Switch, 0)
+            .with(|e| {
+                e.pid = 100;
+                e.aux = 15;
+                e.comm = Comm::new("ksoftirqd/0");
+            })
+            .at(7, 0, SoftirqEntry, NET_RX)
+            .with(|e| e.pid = 15)
+            .at(9, 0, SoftirqExit, NET_RX)
+            .with(|e| e.pid = 15)
+            .run(None);
+        let net = samples
+            .iter()
+            .find(|s| s.source == Source::Vector(NET_RX))
+            .unwrap();
+        assert_eq!(net.latency_ns, 7_000);
+        assert_eq!((net.delay.softirqs, net.delay.softirq_ns), (1, 3_000));
+        assert!(net.delay.ksoftirqd);
+        assert_eq!(net.delay.switches, 1);
+        assert_eq!(
+            net.delay.causes,
+            vec![DelayCause::SoftirqFirst(TIMER), DelayCause::Ksoftirqd]
+        );
+    }
+
+    #[test]
+    fn tasklets_match_their_raises_in_order() {
+        const TASKLET: u16 = TASKLET_SOFTIRQ;
+        let (samples, counts) = Stream::new()
+            .at(0, 0, SoftirqRaise, TASKLET)
+            .at(3, 0, SoftirqRaise, TASKLET)
+            .at(10, 0, SoftirqEntry, TASKLET)
+            .at(11, 0, TaskletEntry, 0)
+            .with(|e| e.func = 0xa)
+            .at(12, 0, TaskletExit, 0)
+            .at(13, 0, TaskletEntry, 0)
+            .with(|e| e.func = 0xb)
+            .at(14, 0, TaskletExit, 0)
+            // raised while running: belongs to the next run
+            .at(14, 0, SoftirqRaise, TASKLET)
+            .at(15, 0, SoftirqExit, TASKLET)
+            .at(20, 0, SoftirqEntry, TASKLET)
+            .at(22, 0, TaskletEntry, 0)
+            .with(|e| e.func = 0xa)
+            .at(23, 0, TaskletExit, 0)
+            .at(24, 0, SoftirqExit, TASKLET)
+            .run(None);
+        let tasklets: Vec<(Source, u64)> = samples
+            .iter()
+            .filter(|s| s.mechanism == Mechanism::Tasklet)
+            .map(|s| (s.source, s.latency_ns))
+            .collect();
+        assert_eq!(
+            tasklets,
+            vec![
+                (Source::Function(0xa), 11_000),
+                (Source::Function(0xb), 10_000),
+                (Source::Function(0xa), 8_000),
+            ]
+        );
+        assert_eq!(counts.unmatched_tasklets, 0);
+    }
+
+    #[test]
+    fn work_items_match_by_pointer_across_cpus() {
+        let (samples, counts) = Stream::new()
+            .at(0, 0, WorkQueue, 0)
+            .with(|e| {
+                e.ptr = 0x1000;
+                e.func = 0xf1;
+                e.pid = 500;
+            })
+            .at(1, 0, WorkQueue, 0)
+            .with(|e| {
+                e.ptr = 0x2000;
+                e.func = 0xf2;
+            })
+            .at(2, 1, Wakeup, 0)
+            .with(|e| {
+                e.aux = 77;
+                e.comm = Comm::new("kworker/u8:1");
+            })
+            .at(5, 1, Switch, 0)
+            .with(|e| {
+                e.aux = 77;
+                e.comm = Comm::new("kworker/u8:1");
+            })
+            // the second item starts first, on the other CPU
+            .at(6, 1, WorkStart, 0)
+            .with(|e| {
+                e.ptr = 0x2000;
+                e.func = 0xf2;
+                e.pid = 77;
+            })
+            .at(7, 1, WorkEnd, 0)
+            .with(|e| {
+                e.ptr = 0x2000;
+                e.pid = 77;
+            })
+            .at(8, 1, WorkStart, 0)
+            .with(|e| {
+                e.ptr = 0x1000;
+                e.func = 0xf1;
+                e.pid = 77;
+            })
+            .at(12, 1, WorkEnd, 0)
+            .with(|e| {
+                e.ptr = 0x1000;
+                e.pid = 77;
+            })
+            .run(None);
+        let works: Vec<(Source, u32, u32, u64)> = samples
+            .iter()
+            .map(|s| (s.source, s.request_cpu, s.cpu, s.latency_ns))
+            .collect();
+        assert_eq!(
+            works,
+            vec![
+                (Source::Function(0xf2), 0, 1, 5_000),
+                (Source::Function(0xf1), 0, 1, 8_000),
+            ]
+        );
+        let first = &samples[1];
+        assert_eq!(first.requester, 500);
+        assert_eq!(first.delay.woken_after_ns, Some(2_000));
+        assert_eq!(first.delay.switched_in_after_ns, Some(5_000));
+        assert!(first.delay.causes.contains(&DelayCause::WorkerWakeup));
+        assert_eq!(first.runtime_ns, 4_000);
+        assert_eq!(counts.unmatched_works, 0);
+    }
+
+    #[test]
+    fn work_run_first_by_the_same_worker_is_a_cause() {
+        let work = |ptr: u64, func: u64| {
+            move |e: &mut Event| {
+                e.ptr = ptr;
+                e.func = func;
+                e.pid = 32;
+            }
+        };
+        let (samples, _) = Stream::new()
+            .at(0, 1, WorkQueue, 0)
+            .with(work(0x1, 0xa1))
+            .at(1, 1, WorkQueue, 0)
+            .with(work(0x2, 0xa2))
+            .at(10, 1, WorkStart, 0)
+            .with(work(0x1, 0xa1))
+            .at(900, 1, WorkEnd, 0)
+            .with(work(0x1, 0xa1))
+            .at(901, 1, WorkStart, 0)
+            .with(work(0x2, 0xa2))
+            .at(905, 1, WorkEnd, 0)
+            .with(work(0x2, 0xa2))
+            .run(None);
+        let second = &samples[1];
+        assert_eq!(second.latency_ns, 900_000);
+        assert_eq!((second.delay.works, second.delay.work_ns), (1, 890_000));
+        assert_eq!(second.delay.causes, vec![DelayCause::WorkFirst(0xa1)]);
+    }
+
+    #[test]
+    fn work_activated_later_was_held_back() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, WorkQueue, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 9;
+            })
+            // activated in the same call: not held back
+            .at(0, 0, WorkActivate, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 9;
+            })
+            .at(1, 0, WorkQueue, 0)
+            .with(|e| {
+                e.ptr = 0x2;
+                e.pid = 9;
+            })
+            .at(2, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(3, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0x1)
+            // the finishing worker activates the second one
+            .at(3, 0, WorkActivate, 0)
+            .with(|e| {
+                e.ptr = 0x2;
+                e.pid = 40;
+            })
+            .at(4, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0x2)
+            .at(5, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0x2)
+            .run(None);
+        assert_eq!(samples[0].delay.activated_after_ns, None);
+        assert_eq!(samples[1].delay.activated_after_ns, Some(2_000));
+        assert!(samples[1].delay.causes.contains(&DelayCause::HeldBack));
+        assert!(!samples[0].delay.causes.contains(&DelayCause::HeldBack));
+    }
+
+    #[test]
+    fn a_thread_running_at_the_request_delays_a_worker() {
+        let (samples, _) = Stream::new()
+            .at(0, 1, Switch, 0)
+            .with(|e| {
+                e.aux = 500;
+                e.comm = Comm::new("il-load/3");
+            })
+            .at(10, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(14, 1, IrqEntry, 253)
+            .with(|e| e.aux = 2)
+            .at(15, 1, IrqExit, 253)
+            .at(16, 1, Switch, 0)
+            .with(|e| {
+                e.pid = 500;
+                e.aux = 77;
+                e.comm = Comm::new("kworker/u8:1");
+            })
+            .at(17, 1, WorkStart, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 77;
+            })
+            .at(18, 1, WorkEnd, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 77;
+            })
+            .run(None);
+        assert_eq!(
+            samples[0].delay.causes,
+            vec![
+                DelayCause::Irq { source: 2, id: 253 },
+                DelayCause::Busy(Comm::new("il-load/3"))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_worker_on_an_idle_cpu_waits_for_it_to_wake() {
+        let (samples, _) = Stream::new()
+            .at(0, 1, Switch, 0)
+            .with(|e| e.comm = Comm::new("swapper/1"))
+            .at(10, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(900, 1, Switch, 0)
+            .with(|e| {
+                e.aux = 77;
+                e.comm = Comm::new("kworker/1:1");
+            })
+            .at(901, 1, WorkStart, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 77;
+            })
+            .at(902, 1, WorkEnd, 0)
+            .with(|e| {
+                e.ptr = 0x1;
+                e.pid = 77;
+            })
+            .run(None);
+        assert_eq!(samples[0].delay.causes, vec![DelayCause::Idle]);
+    }
+
+    #[test]
+    fn requeued_and_unrequested_work_is_counted_not_matched() {
+        let (samples, counts) = Stream::new()
+            .at(0, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(1, 0, WorkQueue, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(2, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0x9)
+            .at(3, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0x9)
+            .at(4, 0, WorkStart, 0)
+            .with(|e| e.ptr = 0x1)
+            .at(5, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 0x1)
+            .run(None);
+        assert_eq!(samples.len(), 1);
+        assert_eq!(samples[0].latency_ns, 3_000);
+        assert_eq!((counts.cancelled_works, counts.unmatched_works), (1, 1));
+    }
+
+    #[test]
+    fn the_bottom_half_that_woke_the_watched_thread_is_marked() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, SoftirqRaise, TIMER)
+            .at(1, 0, SoftirqRaise, NET_RX)
+            .at(2, 0, SoftirqEntry, TIMER)
+            // a hardirq inside TIMER wakes the watched thread: not TIMER's doing
+            .at(3, 0, IrqEntry, 236)
+            .with(|e| e.aux = 1)
+            .at(3, 0, Wakeup, 0)
+            .with(|e| e.aux = 42)
+            .at(4, 0, IrqExit, 236)
+            .at(5, 0, SoftirqExit, TIMER)
+            .at(6, 0, SoftirqEntry, NET_RX)
+            .at(7, 0, Wakeup, 0)
+            .with(|e| e.aux = 42)
+            .at(8, 0, SoftirqExit, NET_RX)
+            .run(Some(42));
+        let woke: Vec<(Source, bool)> =
+            samples.iter().map(|s| (s.source, s.woke_watched)).collect();
+        assert_eq!(
+            woke,
+            vec![
+                (Source::Vector(TIMER), false),
+                (Source::Vector(NET_RX), true)
+            ]
+        );
+    }
+
+    #[test]
+    fn irq_thread_from_wakeup_to_switch_in() {
+        let (samples, _) = Stream::new()
+            .at(0, 0, IrqEntry, 40)
+            .at(1, 0, Wakeup, 0)
+            .with(|e| {
+                e.aux = 300;
+                e.comm = Comm::new("irq/40-eth0");
+            })
+            .at(2, 0, IrqExit, 40)
+            .at(9, 0, Switch, 0)
+            .with(|e| {
+                e.pid = 1;
+                e.aux = 300;
+                e.comm = Comm::new("irq/40-eth0");
+            })
+            .at(15, 0, Switch, 0)
+            .with(|e| {
+                e.pid = 300;
+                e.aux = 1;
+                e.comm = Comm::new("bash");
+            })
+            .run(None);
+        assert_eq!(samples.len(), 1);
+        let s = &samples[0];
+        assert_eq!(s.mechanism, Mechanism::IrqThread);
+        assert_eq!(s.source, Source::Thread(Comm::new("irq/40-eth0")));
+        assert_eq!((s.latency_ns, s.runtime_ns), (8_000, 6_000));
+        assert_eq!(s.executor, 300);
+    }
+
+    #[test]
+    fn work_never_started_is_forgotten_and_counted() {
+        let mut matcher = Matcher::new(None);
+        // a million work items queued and never started (cancelled, or a lost start)
+        for i in 0..1_000_000u64 {
+            let mut queued = Event::new(WorkQueue, 0, i);
+            queued.ptr = i + 1;
+            matcher.add(&queued);
+            assert!(matcher.works.len() <= QUEUED_WORKS);
+        }
+        let (_, pending) = matcher.pending();
+        assert_eq!(matcher.counts.stale_works + pending, 1_000_000);
+        // the latest ones still match
+        let (samples, _) = Stream::new()
+            .at(2_000, 0, WorkStart, 0)
+            .with(|e| e.ptr = 1_000_000)
+            .at(2_001, 0, WorkEnd, 0)
+            .with(|e| e.ptr = 1_000_000)
+            .run_with(matcher);
+        assert_eq!(samples.len(), 1);
+        assert_eq!(samples[0].latency_ns, 2_000_000 - 999_999);
+    }
+
+    #[test]
+    fn work_never_ended_and_irqs_never_left_are_forgotten() {
+        let mut matcher = Matcher::new(None);
+        for i in 0..1_000_000u64 {
+            let mut start = Event::new(WorkStart, 0, i);
+            start.ptr = i + 1;
+            matcher.add(&start);
+            let mut irq = Event::new(IrqEntry, 0, i);
+            irq.id = 11;
+            matcher.add(&irq);
+        }
+        assert!(matcher.running_works.len() <= RUNNING_WORKS);
+        assert_eq!(
+            matcher.counts.unended_works + matcher.running_works.len() as u64,
+            1_000_000
+        );
+        assert_eq!(matcher.cpus[&0].irqs.len(), OPEN_IRQS);
+    }
+
+    #[test]
+    fn worker_and_thread_state_stays_bounded() {
+        let mut matcher = Matcher::new(None);
+        for pid in 0..1_000_000u32 {
+            let mut wakeup = Event::new(Wakeup, 0, pid.into());
+            wakeup.aux = pid;
+            wakeup.comm = Comm::new(if pid % 2 == 0 {
+                "kworker/0:1"
+            } else {
+                "irq/9-acpi"
+            });
+            matcher.add(&wakeup);
+            // the thread before it switches out for it
+            let mut switch = wakeup;
+            (switch.kind, switch.pid) = (Switch, pid.saturating_sub(1));
+            matcher.add(&switch);
+            assert!(matcher.comms.len() <= THREADS);
+            assert!(matcher.woken.len() <= WORKERS && matcher.switched_in.len() <= WORKERS);
+        }
+        // IRQ threads leave their maps at their switch-out (here: the next one's switch)
+        assert!(matcher.irq_thread_wakeups.len() + matcher.running_irq_threads.len() <= 2);
+    }
+
+    #[test]
+    fn an_overrun_history_marks_the_window_incomplete() {
+        let mut stream = Stream::new().at(0, 0, SoftirqRaise, TIMER);
+        for i in 0..HISTORY as u64 + 10 {
+            stream =
+                stream
+                    .at(1 + i, 0, IrqEntry, 236)
+                    .with(|e| e.aux = 1)
+                    .at(1 + i, 0, IrqExit, 236);
+        }
+        let (samples, counts) = stream
+            .at(10_000, 0, SoftirqEntry, TIMER)
+            .at(10_001, 0, SoftirqExit, TIMER)
+            .run(None);
+        assert!(!samples[0].delay.complete);
+        assert!(samples[0].delay.causes.contains(&DelayCause::Untraced));
+        assert_eq!(counts.incomplete_windows, 1);
+    }
+}

@@ -1,0 +1,187 @@
+//! Bottom-half latency (seed 000): requests matched to invocations (`matcher`), and the
+//! thesis's statistics over the matched samples (`stats`).
+//!
+//! A sample is one bottom half: when it was requested (softirq raise, the TASKLET/HI
+//! raise that queued a tasklet, work queued, an IRQ thread woken), when it began to run,
+//! how long it ran, and what ran on its CPU in between (the delay causes).
+
+pub mod matcher;
+pub mod stats;
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use irqlens_model::kernel::{Comm, hardirq_label, softirq_name};
+
+pub use irqlens_model::event::{Event, EventKind};
+pub use matcher::Matcher;
+pub use stats::{BhStats, CauseStats, Series};
+
+/// The four ways Linux defers interrupt work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    Softirq,
+    Tasklet,
+    Workqueue,
+    IrqThread,
+}
+
+impl Mechanism {
+    pub const ALL: [Mechanism; 4] = [
+        Mechanism::Softirq,
+        Mechanism::Tasklet,
+        Mechanism::Workqueue,
+        Mechanism::IrqThread,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Softirq => "softirq",
+            Mechanism::Tasklet => "tasklet",
+            Mechanism::Workqueue => "workqueue",
+            Mechanism::IrqThread => "irq_thread",
+        }
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a sample belongs to within its mechanism: the softirq vector, the tasklet's or
+/// work item's function (a kernel address, named by the caller's symbol table), or the
+/// IRQ thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    Vector(u16),
+    Function(u64),
+    Thread(Comm),
+}
+
+impl Source {
+    pub fn label(&self, symbols: &dyn Fn(u64) -> String) -> String {
+        match *self {
+            Source::Vector(vector) => softirq_name(vector.into()),
+            Source::Function(address) => symbols(address),
+            Source::Thread(comm) => comm.to_string(),
+        }
+    }
+}
+
+/// Something that ran between a request and its invocation and so delayed it (§5.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DelayCause {
+    /// Nothing traced ran in between.
+    Undelayed,
+    Irq {
+        source: u16,
+        id: u32,
+    },
+    Nmi,
+    /// Another softirq vector was served first.
+    SoftirqFirst(u16),
+    /// The softirq was deferred to ksoftirqd instead of running at IRQ exit.
+    Ksoftirqd,
+    /// Another thread ran on the CPU before the bottom half did.
+    Thread(Comm),
+    /// The thread that ran it had to wait until this one, running when the request
+    /// came, was preempted.
+    Busy(Comm),
+    /// The CPU that ran it was idle when the request came: it had to wake up first
+    /// (on a VM, the hypervisor has to run the virtual CPU again).
+    Idle,
+    /// The kworker that ran the item had to be woken first (the scheduler's wakeup path).
+    WorkerWakeup,
+    /// Another work item (this function) ran on the CPU first.
+    WorkFirst(u64),
+    /// The workqueue's max_active held the item back until another one finished.
+    HeldBack,
+    /// Part of the window was not traced (an untraced CPU, or history overrun).
+    Untraced,
+    /// Causes seen in few samples, folded together to bound memory (`stats::CAUSES`).
+    Other,
+}
+
+impl DelayCause {
+    /// `symbols` names a kernel function address.
+    pub fn label(
+        &self,
+        irq_names: &HashMap<u32, String>,
+        symbols: &dyn Fn(u64) -> String,
+    ) -> String {
+        match *self {
+            DelayCause::Undelayed => "undelayed".into(),
+            DelayCause::Irq { source, id } => hardirq_label(source, id, irq_names),
+            DelayCause::Nmi => "nmi".into(),
+            DelayCause::SoftirqFirst(vector) => {
+                format!("softirq {} first", softirq_name(vector.into()))
+            }
+            DelayCause::Ksoftirqd => "deferred to ksoftirqd".into(),
+            DelayCause::Thread(comm) => format!("thread {comm} ran first"),
+            DelayCause::Busy(comm) => format!("thread {comm} was running"),
+            DelayCause::Idle => "CPU was idle (wakeup from idle)".into(),
+            DelayCause::WorkerWakeup => "worker wakeup".into(),
+            DelayCause::HeldBack => "held back by max_active".into(),
+            DelayCause::WorkFirst(function) => format!("work {} ran first", symbols(function)),
+            DelayCause::Untraced => "window not fully traced".into(),
+            DelayCause::Other => "other causes (rarer ones, folded)".into(),
+        }
+    }
+}
+
+/// What ran on the executing CPU between request and invocation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Delay {
+    /// Hardirqs (and NMIs) that began in the window, and their time.
+    pub irqs: u32,
+    pub irq_ns: u64,
+    /// Softirqs served in the window before this one.
+    pub softirqs: u32,
+    pub softirq_ns: u64,
+    /// Work items run on the CPU in the window before this one.
+    pub works: u32,
+    pub work_ns: u64,
+    pub switches: u32,
+    /// Run by ksoftirqd rather than at IRQ exit or bh enable.
+    pub ksoftirqd: bool,
+    /// For work items held back by max_active: when they were activated.
+    pub activated_after_ns: Option<u64>,
+    /// For work items and IRQ threads: the executing thread was woken / switched in this
+    /// long after the request (None: it was already awake / running).
+    pub woken_after_ns: Option<u64>,
+    pub switched_in_after_ns: Option<u64>,
+    /// Every window event was seen.
+    pub complete: bool,
+    pub causes: Vec<DelayCause>,
+}
+
+/// One bottom half, requested and run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub mechanism: Mechanism,
+    pub source: Source,
+    pub request_cpu: u32,
+    pub cpu: u32,
+    pub request_ns: u64,
+    pub latency_ns: u64,
+    /// Entry to exit, with nested hardirq (and for threads, softirq) time taken out.
+    pub runtime_ns: u64,
+    /// The thread current when it was requested, and the one that ran it.
+    pub requester: u32,
+    pub executor: u32,
+    /// It woke the watched thread (irqlens's stimulus) while running.
+    pub woke_watched: bool,
+    pub delay: Delay,
+}
+
+impl Sample {
+    /// An interrupt landed between request and invocation: the thesis's IRQ column.
+    pub fn irq_in_window(&self) -> bool {
+        self.delay.irqs > 0
+    }
+}

@@ -1,0 +1,24 @@
+//! Pure analysis: no kernel, no root. Everything here is unit-tested on synthetic data.
+
+pub mod account;
+pub mod bh;
+pub mod bounded;
+
+pub mod histogram;
+
+pub mod loss;
+pub mod noise;
+pub mod timeline;
+pub mod wakeup;
+
+/// Keeps `worst` (largest `key` first, at most `keep`) with `item` in its place: after
+/// the items of an equal key, and not at all if `worst` is full of items as large.
+pub(crate) fn keep_worst<T>(worst: &mut Vec<T>, item: T, keep: usize, key: impl Fn(&T) -> u64) {
+    let value = key(&item);
+    if keep == 0 || worst.len() == keep && worst.last().is_some_and(|w| key(w) >= value) {
+        return;
+    }
+    let at = worst.partition_point(|w| key(w) >= value);
+    worst.insert(at, item);
+    worst.truncate(keep);
+}

@@ -1,0 +1,324 @@
+//! What one CPU ran, and when: the innermost context at every instant, rebuilt from
+//! the checkpoints (a thread, with hardirqs, softirqs, hrtimer callbacks and NMIs
+//! nested on it), kept for the recent past.
+
+use std::collections::VecDeque;
+
+use irqlens_model::event::{Event, EventKind};
+
+/// Closed intervals (and switch times) kept per CPU; a window reaching further back is
+/// incomplete. About 1 MiB per CPU.
+const HISTORY: usize = 1 << 14;
+/// Contexts nested on a thread: hardirq, softirq, hrtimer callback, NMI, and a little
+/// room. Deeper means exits were lost (a switch clears the stack): the outermost entries,
+/// the stalest, are dropped.
+const DEPTH: usize = 8;
+
+/// The innermost thing a CPU was running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Context {
+    Thread(u32),
+    /// `since` (its entry) tells one hardirq from another of the same line.
+    Hardirq {
+        source: u16,
+        id: u32,
+        since: u64,
+    },
+    Softirq(u16),
+    /// An hrtimer callback.
+    Timer {
+        hrtimer: u64,
+        function: u64,
+        since: u64,
+    },
+    Nmi,
+}
+
+/// A stretch of time spent in one context, on top of `thread`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    pub start: u64,
+    pub end: u64,
+    pub context: Context,
+    pub thread: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    started: bool,
+    thread: u32,
+    stack: Vec<Context>,
+    since: u64,
+    last_ns: u64,
+    closed: VecDeque<Slice>,
+    /// Closed slices not yet handed out by `take_closed` (at most HISTORY).
+    untaken: usize,
+    switches: VecDeque<u64>,
+}
+
+impl Timeline {
+    /// Follows one checkpoint of this CPU (in time order). Returns the context an exit
+    /// event closed, if any.
+    pub fn add(&mut self, e: &Event) -> Option<Context> {
+        // a record can be stamped a little before the one ahead of it in the ring (an
+        // NMI or IRQ between a program's reserve and its clock read): never go back
+        let t = e.time_ns.max(self.last_ns);
+        if !self.started {
+            (self.started, self.since, self.thread) = (true, t, e.pid);
+        }
+        // Checkpoints carry the current thread: a switch the probe lost heals here.
+        if self.stack.is_empty() && e.kind != EventKind::Switch && e.pid != self.thread {
+            self.close(t);
+            self.thread = e.pid;
+        }
+        self.last_ns = t;
+        match e.kind {
+            EventKind::IrqEntry => self.enter(
+                t,
+                Context::Hardirq {
+                    source: e.aux as u16,
+                    id: e.id.into(),
+                    since: t,
+                },
+            ),
+            EventKind::IrqExit => {
+                return self.leave(t, |c| matches!(c, Context::Hardirq { .. }));
+            }
+            EventKind::SoftirqEntry => self.enter(t, Context::Softirq(e.id)),
+            EventKind::SoftirqExit => {
+                return self.leave(t, |c| matches!(c, Context::Softirq(_)));
+            }
+            EventKind::TimerExpire => self.enter(
+                t,
+                Context::Timer {
+                    hrtimer: e.ptr,
+                    function: e.func,
+                    since: t,
+                },
+            ),
+            EventKind::TimerExpireExit => {
+                return self.leave(
+                    t,
+                    |c| matches!(c, Context::Timer { hrtimer, .. } if hrtimer == e.ptr),
+                );
+            }
+            EventKind::Switch => {
+                self.close(t);
+                self.stack.clear();
+                self.thread = e.aux;
+                push_bounded(&mut self.switches, t);
+            }
+            EventKind::Nmi => self.nmi(t, e.ptr),
+            _ => {}
+        }
+        None
+    }
+
+    /// The innermost context now.
+    pub fn current(&self) -> Context {
+        self.stack
+            .last()
+            .copied()
+            .unwrap_or(Context::Thread(self.thread))
+    }
+
+    pub fn thread(&self) -> u32 {
+        self.thread
+    }
+
+    /// Interrupt contexts nested on the thread, outermost first.
+    pub fn stack(&self) -> &[Context] {
+        &self.stack
+    }
+
+    /// Time of the latest checkpoint followed.
+    pub fn last_ns(&self) -> u64 {
+        self.last_ns
+    }
+
+    /// The slices covering `from..to`, cut to it; the open one counts as lasting to
+    /// `to`. `false` if the history does not reach back to `from`.
+    pub fn slices(&self, from: u64, to: u64) -> (Vec<Slice>, bool) {
+        let complete = self.started && self.closed.front().map_or(self.since, |s| s.start) <= from;
+        let open = Slice {
+            start: self.since,
+            end: to.max(self.since),
+            context: self.current(),
+            thread: self.thread,
+        };
+        // closed slices are in time order: skip those ending before `from`
+        let first = self.closed.partition_point(|s| s.end <= from);
+        let slices = self
+            .closed
+            .range(first..)
+            .chain(std::iter::once(&open))
+            .filter(|s| s.end > from && s.start < to)
+            .map(|s| Slice {
+                start: s.start.max(from),
+                end: s.end.min(to),
+                ..*s
+            })
+            .collect();
+        (slices, complete)
+    }
+
+    /// The slices closed since the last call, in time order: for consumers that keep
+    /// totals rather than look back.
+    pub fn take_closed(&mut self) -> impl Iterator<Item = &Slice> {
+        let first = self.closed.len() - self.untaken;
+        self.untaken = 0;
+        self.closed.range(first..)
+    }
+
+    /// Context switches in `(from, to]`.
+    pub fn switches_between(&self, from: u64, to: u64) -> u32 {
+        let first = self.switches.partition_point(|&t| t <= from);
+        let end = self.switches.partition_point(|&t| t <= to);
+        end.saturating_sub(first) as u32
+    }
+
+    fn enter(&mut self, t: u64, context: Context) {
+        self.close(t);
+        if self.stack.len() == DEPTH {
+            self.stack.remove(0);
+        }
+        self.stack.push(context);
+    }
+
+    /// Pops up to the innermost context `matches` accepts; an exit whose entry came
+    /// before tracing began changes nothing.
+    fn leave(&mut self, t: u64, matches: impl Fn(Context) -> bool) -> Option<Context> {
+        let depth = self.stack.iter().rposition(|&c| matches(c))?;
+        self.close(t);
+        let left = self.stack[depth];
+        self.stack.truncate(depth);
+        Some(left)
+    }
+
+    /// The NMI checkpoint comes at its end, with its duration: the time is carved out
+    /// of whatever it interrupted.
+    fn nmi(&mut self, t: u64, duration_ns: u64) {
+        let start = t.saturating_sub(duration_ns).max(self.since);
+        self.close(start);
+        self.push_closed(Slice {
+            start,
+            end: t,
+            context: Context::Nmi,
+            thread: self.thread,
+        });
+        self.since = t;
+    }
+
+    fn close(&mut self, t: u64) {
+        if t > self.since {
+            let slice = Slice {
+                start: self.since,
+                end: t,
+                context: self.current(),
+                thread: self.thread,
+            };
+            self.push_closed(slice);
+            self.since = t;
+        }
+    }
+
+    fn push_closed(&mut self, slice: Slice) {
+        push_bounded(&mut self.closed, slice);
+        self.untaken = (self.untaken + 1).min(HISTORY);
+    }
+}
+
+/// Appends, forgetting the oldest entry past HISTORY.
+fn push_bounded<T>(history: &mut VecDeque<T>, item: T) {
+    if history.len() == HISTORY {
+        history.pop_front();
+    }
+    history.push_back(item);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irqlens_model::event::EventKind::*;
+
+    fn event(kind: EventKind, us: u64, pid: u32) -> Event {
+        Event {
+            pid,
+            ..Event::new(kind, 0, us * 1000)
+        }
+    }
+
+    #[test]
+    fn nested_contexts_become_slices() {
+        let mut timeline = Timeline::default();
+        let mut irq = event(IrqEntry, 10, 7);
+        irq.aux = 1;
+        irq.id = 236;
+        timeline.add(&event(SoftirqRaise, 0, 7));
+        timeline.add(&irq);
+        timeline.add(&event(SoftirqEntry, 12, 7));
+        timeline.add(&event(SoftirqExit, 15, 7));
+        timeline.add(&event(IrqExit, 20, 7));
+        let mut switch = event(Switch, 25, 7);
+        switch.aux = 9;
+        timeline.add(&switch);
+        let (slices, complete) = timeline.slices(5_000, 30_000);
+        assert!(complete);
+        let shape: Vec<(u64, u64, Context, u32)> = slices
+            .iter()
+            .map(|s| (s.start / 1000, s.end / 1000, s.context, s.thread))
+            .collect();
+        let hardirq = Context::Hardirq {
+            source: 1,
+            id: 236,
+            since: 10_000,
+        };
+        assert_eq!(
+            shape,
+            vec![
+                (5, 10, Context::Thread(7), 7),
+                (10, 12, hardirq, 7),
+                (12, 15, Context::Softirq(0), 7),
+                (15, 20, hardirq, 7),
+                (20, 25, Context::Thread(7), 7),
+                (25, 30, Context::Thread(9), 9),
+            ]
+        );
+        assert_eq!(timeline.switches_between(0, 25_000), 1);
+        assert_eq!(timeline.switches_between(25_000, 30_000), 0);
+    }
+
+    #[test]
+    fn lost_exits_and_long_runs_keep_the_timeline_bounded() {
+        let mut timeline = Timeline::default();
+        for us in 0..1_000_000 {
+            // every entry's exit is lost, and the thread never switches
+            timeline.add(&event(SoftirqEntry, us, 7));
+            assert!(timeline.stack().len() <= DEPTH);
+        }
+        assert!(timeline.closed.len() <= HISTORY && timeline.switches.len() <= HISTORY);
+        assert_eq!(timeline.take_closed().count(), HISTORY);
+        let mut switch = event(Switch, 1_000_000, 7);
+        switch.aux = 9;
+        timeline.add(&switch);
+        assert!(timeline.stack().is_empty());
+    }
+
+    #[test]
+    fn nmi_is_carved_out_and_history_start_is_reported() {
+        let mut timeline = Timeline::default();
+        timeline.add(&event(SoftirqRaise, 10, 3));
+        let mut nmi = event(Nmi, 20, 3);
+        nmi.ptr = 4_000;
+        timeline.add(&nmi);
+        let (slices, complete) = timeline.slices(10_000, 22_000);
+        assert!(complete);
+        let contexts: Vec<Context> = slices.iter().map(|s| s.context).collect();
+        assert_eq!(
+            contexts,
+            vec![Context::Thread(3), Context::Nmi, Context::Thread(3)]
+        );
+        assert_eq!(slices[1].end - slices[1].start, 4_000);
+        assert!(!timeline.slices(5_000, 22_000).1, "tracing began at 10 µs");
+    }
+}

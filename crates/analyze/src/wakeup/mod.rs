@@ -1,0 +1,251 @@
+//! Interrupt-to-task wakeup latency (seeds 001 and 003): for every wakeup of a watched
+//! task by an interrupt, when the interrupt came, when its handler ran, when the task
+//! was woken and switched in, and what its CPU ran in between.
+//!
+//! - `timeline` keeps, per CPU, what ran when (threads, hardirqs, softirqs, hrtimer
+//!   callbacks, NMIs).
+//! - `tracker` follows each wakeup back to the interrupt that started it (through
+//!   softirq raises and the threads that run bottom halves) and forward to the task's
+//!   switch-in, and cuts the wait into causes.
+//! - `stats` aggregates the samples per CPU and per cause.
+
+pub mod stats;
+pub mod tracker;
+
+use std::collections::HashMap;
+use std::fmt;
+
+use irqlens_model::wakeup::WakeupRunInfo;
+use serde::Serialize;
+
+use irqlens_model::kernel::{Comm, hardirq_label, softirq_name};
+
+pub use stats::{CauseStats, CpuStats, Stop, WakeupStats};
+pub use tracker::{Targets, Tracker};
+
+/// The interrupt a wakeup chain began with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Origin {
+    /// A hardirq (device line or local vector).
+    Irq { source: u16, id: u32 },
+    /// A softirq raised from thread context (loopback and veth receive, bh enable), with
+    /// no hardirq behind it.
+    Softirq(u16),
+}
+
+impl Origin {
+    pub fn label(&self, irq_names: &HashMap<u32, String>) -> String {
+        match *self {
+            Origin::Irq { source, id } => hardirq_label(source, id, irq_names),
+            Origin::Softirq(vector) => {
+                format!("softirq {} raised by a thread", softirq_name(vector.into()))
+            }
+        }
+    }
+}
+
+/// What a slice of a wakeup's latency was spent on. The slices of one sample add up
+/// to its total latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cause {
+    /// Timer mode, before the timer interrupt arrived, the CPU busy: interrupts disabled,
+    /// the hardware or the hypervisor.
+    IrqDelay,
+    /// As IrqDelay, the CPU idle: the exit from idle (on a VM, the vCPU being run again).
+    IdleExit,
+    /// The interrupt that started the chain, outside the handler that woke the task:
+    /// its entry, other work it did first, its exit.
+    Origin {
+        source: u16,
+        id: u32,
+    },
+    /// The hrtimer callback that woke the task (this function).
+    Handler(u64),
+    /// Another hrtimer callback (this function) ran first.
+    Timer(u64),
+    Irq {
+        source: u16,
+        id: u32,
+    },
+    Nmi,
+    Softirq(u16),
+    /// A thread of the chain: an IRQ thread, ksoftirqd or a kworker between the
+    /// interrupt and the task (the extra context switch of seed 001 §3).
+    Interposed(Comm),
+    /// A thread that ran before the task although it was not running when the task was
+    /// woken (higher priority, or first in line).
+    Thread(Comm),
+    /// The thread that was running when the task was woken kept the CPU (no preemption
+    /// point yet, or equal or higher priority).
+    Blocking(Comm),
+    /// The scheduler: from the wakeup of an idle CPU to the switch, the switch itself.
+    Scheduler,
+    /// Timer mode: from the switch-in back to user space (the rest of the syscall).
+    Return,
+    /// Part of the window was not traced (history overrun, an untraced CPU).
+    Untraced,
+    /// Causes with little time, folded together to bound memory (`stats::CAUSES`).
+    Other,
+}
+
+impl Cause {
+    /// `symbols` names a kernel function address.
+    pub fn label(
+        &self,
+        irq_names: &HashMap<u32, String>,
+        symbols: &dyn Fn(u64) -> String,
+    ) -> String {
+        match *self {
+            Cause::IrqDelay => "timer IRQ delay (IRQs off, hardware, hypervisor)".into(),
+            Cause::IdleExit => "timer IRQ delay, CPU idle (exit from idle)".into(),
+            Cause::Origin { source, id } => {
+                format!("the waking {}", hardirq_label(source, id, irq_names))
+            }
+            Cause::Handler(function) => format!("handler {}", symbols(function)),
+            Cause::Timer(function) => format!("hrtimer {} ran first", symbols(function)),
+            Cause::Irq { source, id } => hardirq_label(source, id, irq_names),
+            Cause::Nmi => "nmi".into(),
+            Cause::Softirq(vector) => format!("softirq {}", softirq_name(vector.into())),
+            Cause::Interposed(comm) => format!("interposed thread {comm}"),
+            Cause::Thread(comm) => format!("thread {comm} ran first"),
+            Cause::Blocking(comm) => format!("thread {comm} kept the CPU"),
+            Cause::Scheduler => "scheduler (wakeup to switch)".into(),
+            Cause::Return => "switch-in to user space".into(),
+            Cause::Untraced => "window not fully traced".into(),
+            Cause::Other => "other causes (smaller ones, folded)".into(),
+        }
+    }
+}
+
+/// The parts of a wakeup's latency, as rtla timerlat and cyclictest users know them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Component {
+    /// Timer mode: expected expiry to the hrtimer handler's start (timerlat's IRQ latency).
+    Irq,
+    /// Timer mode: the hrtimer handler, start to end.
+    Handler,
+    /// Task mode: the interrupt's entry to the task's wakeup.
+    Wakeup,
+    /// Wakeup to switch-in: the scheduling latency.
+    Sched,
+    /// Timer mode: switch-in to back in user space.
+    Return,
+    /// Timer mode: expected expiry to user space (cyclictest's latency); task mode:
+    /// interrupt entry to switch-in.
+    Total,
+}
+
+impl Component {
+    pub const ALL: [Component; 6] = [
+        Component::Irq,
+        Component::Handler,
+        Component::Wakeup,
+        Component::Sched,
+        Component::Return,
+        Component::Total,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Component::Irq => "irq",
+            Component::Handler => "handler",
+            Component::Wakeup => "wakeup",
+            Component::Sched => "sched",
+            Component::Return => "return",
+            Component::Total => "total",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Component::Irq => "timer expiry -> handler start",
+            Component::Handler => "handler start -> end",
+            Component::Wakeup => "interrupt -> wakeup",
+            Component::Sched => "wakeup -> switch-in",
+            Component::Return => "switch-in -> user space",
+            Component::Total => "total",
+        }
+    }
+}
+
+impl fmt::Display for Component {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Timer mode: the hrtimer the task slept on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerPart {
+    pub hrtimer: u64,
+    pub expected_ns: u64,
+    pub handler_ns: u64,
+    pub handler_end_ns: Option<u64>,
+}
+
+/// One wakeup of a watched task by an interrupt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub tid: u32,
+    pub comm: Comm,
+    /// Where the task ran, and where the wakeup happened.
+    pub cpu: u32,
+    pub waker_cpu: u32,
+    pub origin: Origin,
+    /// The origin's entry (or, for a softirq raised by a thread, its raise).
+    pub origin_ns: u64,
+    pub timer: Option<TimerPart>,
+    pub wakeup_ns: u64,
+    pub switch_in_ns: u64,
+    /// Timer mode: when the task read the clock back in user space.
+    pub user_ns: Option<u64>,
+    /// Threads between the interrupt and the task, in chain order.
+    pub interposed: Vec<Comm>,
+    /// Context switches on the task's CPU from the interrupt to the task (1: direct).
+    pub switches: u32,
+    /// Where the latency went, largest first; adds up to `total_ns`.
+    pub causes: Vec<(Cause, u64)>,
+}
+
+impl Sample {
+    pub fn start_ns(&self) -> u64 {
+        self.timer.map_or(self.origin_ns, |t| t.expected_ns)
+    }
+
+    pub fn end_ns(&self) -> u64 {
+        self.user_ns.unwrap_or(self.switch_in_ns)
+    }
+
+    pub fn total_ns(&self) -> u64 {
+        self.end_ns().saturating_sub(self.start_ns())
+    }
+
+    pub fn component(&self, component: Component) -> Option<u64> {
+        match component {
+            Component::Irq => self
+                .timer
+                .map(|t| t.handler_ns.saturating_sub(t.expected_ns)),
+            Component::Handler => self
+                .timer
+                .and_then(|t| Some(t.handler_end_ns?.saturating_sub(t.handler_ns))),
+            Component::Wakeup => self
+                .timer
+                .is_none()
+                .then(|| self.wakeup_ns.saturating_sub(self.origin_ns)),
+            Component::Sched => Some(self.switch_in_ns.saturating_sub(self.wakeup_ns)),
+            Component::Return => self.user_ns.map(|u| u.saturating_sub(self.switch_in_ns)),
+            Component::Total => Some(self.total_ns()),
+        }
+    }
+}
+
+/// Whether a component's figures come from the checkpoints, which losses can cut short:
+/// all but the total of timer mode (it has timer threads), which the threads report
+/// themselves.
+pub fn from_checkpoints(info: &WakeupRunInfo, component: Component) -> bool {
+    component != Component::Total || info.threads.is_empty()
+}
+
+#[cfg(test)]
+mod tests;

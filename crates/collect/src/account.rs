@@ -1,0 +1,255 @@
+//! Runs an accounting measurement: the probe on the selected CPUs, the kernel's own
+//! per-thread CPU time read at each period's ends, and the attribution fed as the
+//! checkpoints arrive.
+
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::{EventStream, RunPace};
+use crate::system;
+use crate::tap::Tap;
+use irqlens_analyze::account::compensate::Compensator;
+use irqlens_analyze::account::report::runtimes_between;
+use irqlens_analyze::account::{Attributor, Ledger, Period};
+use irqlens_model::account::{AccountOptions, AccountRunInfo, ThreadInfo};
+use irqlens_model::event::Event;
+use irqlens_model::wakeup::Watched;
+use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
+use irqlens_record::{Line, Reader, ThreadReading};
+
+/// Measures until `options.duration` passes or `stop` is set; `on_tick` sees the time
+/// and checkpoint count once a second, `on_period` each `--interval` report. Returns
+/// the whole run.
+pub fn run(
+    options: &AccountOptions,
+    stop: &AtomicBool,
+    tap: &mut Tap,
+    mut on_tick: impl FnMut(Duration, u64),
+    mut on_period: impl FnMut(&Period),
+) -> Result<(Period, AccountRunInfo)> {
+    system::check_can_trace()?;
+    super::keep_freed_memory();
+    // the tick only matters to the compensation, and measuring it takes 100 ms
+    let hz = options.compensate.then(system::kernel_hz).transpose()?;
+    let mut storage = MaybeUninit::uninit();
+    let probe = CheckpointProbe::load(
+        &mut storage,
+        Checkpoints::Accounting,
+        &options.cpus,
+        &Watched::Process(std::process::id()),
+    )?;
+    let mut events = EventStream::new(probe.events()?);
+    if let Some(hz) = hz {
+        tap.put(Line::KernelHz { hz });
+    }
+    let started = Instant::now();
+    let mark = |tap: &mut Tap, lost_events: u64| {
+        let mark = Mark {
+            at_ns: started.elapsed().as_nanos() as u64,
+            threads: ThreadReading::all(system::thread_runtimes()),
+            lost_events,
+        };
+        tap.put(mark.line());
+        mark
+    };
+    let irqlens = Some(std::process::id());
+    let mut pipeline = Pipeline::new(
+        hz,
+        options.interval.is_some(),
+        irqlens,
+        mark(tap, events.lost()),
+    );
+    probe.enable();
+    let mut pace = RunPace::new(started, options.duration);
+    let mut next_report = options.interval.map(|i| started + i);
+    let _reader = super::raise_reader();
+    while !stop.load(Ordering::Relaxed) {
+        pipeline.feed(events.wait_and_take(pace.wait()), tap);
+        let now = Instant::now();
+        if let Some(elapsed) = pace.tick(now) {
+            on_tick(elapsed, pipeline.events);
+        }
+        if pace.over(now) {
+            break;
+        }
+        if let Some(at) = next_report.filter(|&at| now >= at) {
+            next_report = options.interval.map(|i| at + i);
+            pipeline.cut(mark(tap, events.lost()), false, &mut on_period);
+        }
+    }
+    probe.disable();
+    pipeline.feed(events.take_all(), tap);
+    pipeline.cut(mark(tap, events.lost()), true, &mut on_period);
+    let info = AccountRunInfo {
+        elapsed_ns: pipeline.whole.elapsed_ns,
+        programs: probe.programs(),
+        skipped_tracepoints: probe.skipped.clone(),
+        events: pipeline.events,
+        lost_events: events.lost(),
+        lost_by_cpu: events.lost_by_cpu(),
+        hz,
+        interrupted: false,
+    };
+    Ok((pipeline.whole, info))
+}
+
+/// Re-analyzes a recorded run of `options` (the info is the recording's).
+pub fn replay(
+    options: &AccountOptions,
+    reader: &mut Reader,
+    mut on_period: impl FnMut(&Period),
+) -> Result<(Period, AccountRunInfo)> {
+    let mut next = reader.next_input()?;
+    let hz = match next {
+        Some(Line::KernelHz { hz }) if options.compensate => {
+            next = reader.next_input()?;
+            Some(hz)
+        }
+        _ if options.compensate => {
+            return Err(reader.error("a compensated run's first input is the tick rate"));
+        }
+        _ => None,
+    };
+    let Some(Line::Mark {
+        at_ns,
+        threads,
+        lost_events,
+    }) = next
+    else {
+        return Err(reader.error("an account run's inputs begin with a mark"));
+    };
+    let first = Mark {
+        at_ns,
+        threads,
+        lost_events,
+    };
+    let irqlens = reader.header().pid;
+    let mut pipeline = Pipeline::new(hz, options.interval.is_some(), irqlens, first);
+    // a mark ends a period; the last also ends the run, which only the end line tells
+    let mut pending = None;
+    while let Some(line) = reader.next_input()? {
+        if let Some(mark) = pending.take() {
+            pipeline.cut(mark, false, &mut on_period);
+        }
+        match line {
+            Line::Event(event) => pipeline.add(&event),
+            Line::Mark {
+                at_ns,
+                threads,
+                lost_events,
+            } => {
+                pending = Some(Mark {
+                    at_ns,
+                    threads,
+                    lost_events,
+                })
+            }
+            other => return Err(reader.unexpected(&other)),
+        }
+    }
+    let Some(last) = pending else {
+        return Err(reader.error("an account run's inputs end with a mark"));
+    };
+    pipeline.cut(last, true, &mut on_period);
+    Ok((pipeline.whole, reader.info()?))
+}
+
+/// A period boundary: when it was taken (ns since the start of the run), the kernel's
+/// per-thread CPU time then, and the checkpoints lost so far.
+struct Mark {
+    at_ns: u64,
+    threads: Vec<ThreadReading>,
+    lost_events: u64,
+}
+
+impl Mark {
+    fn line(&self) -> Line {
+        Line::Mark {
+            at_ns: self.at_ns,
+            threads: self.threads.clone(),
+            lost_events: self.lost_events,
+        }
+    }
+}
+
+/// The attribution a run feeds as checkpoints arrive and cuts into periods at marks,
+/// live or recorded.
+struct Pipeline {
+    attributor: Attributor,
+    /// Each period is reported, not only the whole run (--interval).
+    periodic: bool,
+    events: u64,
+    first: HashMap<u32, ThreadInfo>,
+    /// The mark the current period began at: ns since the start, readings, losses.
+    last: (u64, HashMap<u32, ThreadInfo>, u64),
+    /// The run so far, its periods added up.
+    whole: Period,
+}
+
+impl Pipeline {
+    /// A run whose tick rate is `hz` (if compensating), begun at `first`; `periodic`:
+    /// each period is reported; `irqlens`: irqlens's own process id.
+    fn new(hz: Option<u32>, periodic: bool, irqlens: Option<u32>, first: Mark) -> Self {
+        let tick_ns = hz.map(|hz| 1_000_000_000 / hz as u64);
+        let threads = ThreadReading::by_tid(first.threads);
+        Pipeline {
+            attributor: Attributor::new(tick_ns, irqlens),
+            periodic,
+            events: 0,
+            first: threads.clone(),
+            last: (first.at_ns, threads, first.lost_events),
+            whole: Period {
+                start_ns: 0,
+                elapsed_ns: 0,
+                ledger: Ledger::default(),
+                compensator: tick_ns.map(Compensator::new),
+                threads: HashMap::new(),
+                lost_events: 0,
+            },
+        }
+    }
+
+    /// Attributes `events` and puts them on `tap`.
+    fn feed(&mut self, events: Vec<Event>, tap: &mut Tap) {
+        for event in events {
+            self.add(&event);
+            tap.put(Line::Event(event));
+        }
+    }
+
+    fn add(&mut self, event: &Event) {
+        self.events += 1;
+        self.attributor.add(event);
+    }
+
+    /// Ends the current period at a mark, and the run if `last`: the ledger so far and
+    /// the kernel's bill since the previous mark, shown to `report` if periodic.
+    fn cut(&mut self, mark: Mark, last: bool, report: &mut dyn FnMut(&Period)) {
+        if last {
+            self.attributor.finish();
+        }
+        let (ledger, compensator) = self.attributor.take();
+        let threads = ThreadReading::by_tid(mark.threads);
+        let period = Period {
+            start_ns: self.last.0,
+            elapsed_ns: mark.at_ns - self.last.0,
+            ledger,
+            compensator,
+            threads: runtimes_between(&self.last.1, &threads),
+            lost_events: mark.lost_events.saturating_sub(self.last.2),
+        };
+        if last {
+            self.whole.elapsed_ns = mark.at_ns;
+            self.whole.threads = runtimes_between(&self.first, &threads);
+        }
+        self.last = (mark.at_ns, threads, mark.lost_events);
+        if self.periodic {
+            report(&period);
+        }
+        self.whole.absorb(period);
+    }
+}

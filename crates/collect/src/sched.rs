@@ -1,0 +1,120 @@
+//! Scheduling of the calling thread: CPU affinity and the policies rtla's -P accepts.
+
+use std::io;
+
+use anyhow::{Context, Result};
+
+use irqlens_model::sched::Priority;
+use irqlens_model::units::CpuList;
+
+fn check(ret: i64, what: &str) -> Result<()> {
+    if ret < 0 {
+        return Err(io::Error::last_os_error()).context(what.to_owned());
+    }
+    Ok(())
+}
+
+pub fn gettid() -> u32 {
+    unsafe { libc::gettid() as u32 }
+}
+
+/// Pins the calling thread to `cpus`.
+pub fn set_affinity(cpus: &CpuList) -> Result<()> {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in cpus.iter() {
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    }
+    let ret = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+    check(ret as i64, &format!("pinning a thread to CPUs {cpus}"))
+}
+
+/// struct sched_attr of sched_setattr(2), which libc does not wrap.
+#[repr(C)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// Gives the calling thread `priority`.
+pub fn set_priority(priority: Priority) -> Result<()> {
+    let what = format!("setting scheduling priority {priority}");
+    match priority {
+        Priority::Other { nice } => {
+            let ret = unsafe { libc::setpriority(libc::PRIO_PROCESS, gettid(), nice) };
+            check(ret as i64, &what)
+        }
+        Priority::Fifo(prio) | Priority::RoundRobin(prio) => {
+            let policy = if matches!(priority, Priority::Fifo(_)) {
+                libc::SCHED_FIFO
+            } else {
+                libc::SCHED_RR
+            };
+            let param = libc::sched_param {
+                sched_priority: prio as i32,
+            };
+            let ret = unsafe { libc::sched_setscheduler(0, policy, &param) };
+            check(ret as i64, &what)
+        }
+        Priority::Deadline { runtime, period } => {
+            let attr = SchedAttr {
+                size: size_of::<SchedAttr>() as u32,
+                policy: 6, // SCHED_DEADLINE
+                flags: 0,
+                nice: 0,
+                priority: 0,
+                runtime: runtime.as_nanos() as u64,
+                deadline: period.as_nanos() as u64,
+                period: period.as_nanos() as u64,
+            };
+            let ret = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr, 0) };
+            check(
+                ret,
+                &format!(
+                    "{what} (SCHED_DEADLINE needs the thread's CPUs to form an exclusive cpuset)"
+                ),
+            )
+        }
+    }
+}
+
+/// The calling thread's scheduling as it was before `raise`, put back when dropped.
+pub struct RaisedPriority {
+    policy: libc::c_int,
+    param: libc::sched_param,
+    nice: i32,
+}
+
+impl RaisedPriority {
+    /// Gives the calling thread `priority` until the guard is dropped.
+    pub fn raise(priority: Priority) -> Result<Self> {
+        let mut param = libc::sched_param { sched_priority: 0 };
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        check(policy as i64, "reading the scheduling policy")?;
+        check(
+            unsafe { libc::sched_getparam(0, &mut param) } as i64,
+            "reading the scheduling priority",
+        )?;
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, gettid()) };
+        set_priority(priority)?;
+        Ok(RaisedPriority {
+            policy,
+            param,
+            nice,
+        })
+    }
+}
+
+impl Drop for RaisedPriority {
+    fn drop(&mut self) {
+        unsafe {
+            libc::sched_setscheduler(0, self.policy, &self.param);
+            libc::setpriority(libc::PRIO_PROCESS, gettid(), self.nice);
+        }
+    }
+}

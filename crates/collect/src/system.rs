@@ -1,0 +1,306 @@
+//! Facts about the machine irqlens runs on, and the checks made before touching it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use std::io::Read;
+
+use irqlens_model::account::ThreadInfo;
+use irqlens_model::kernel::KernelSymbols;
+use irqlens_model::system::SystemSnapshot;
+use irqlens_model::units::CpuList;
+
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Capabilities that replace root: load BPF, read kernel tracepoints, set RT priorities.
+const NEEDED_CAPS: [(u32, &str); 3] = [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (23, "CAP_SYS_NICE")];
+
+pub fn online_cpus() -> Result<CpuList> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online")
+        .context("reading /sys/devices/system/cpu/online")?;
+    text.parse()
+        .map_err(|e: String| anyhow::anyhow!("/sys/devices/system/cpu/online: {e}"))
+}
+
+/// Checks that `cpus` are all online; `None` means every online CPU.
+pub fn select_cpus(cpus: Option<&CpuList>) -> Result<CpuList> {
+    let online = online_cpus()?;
+    let Some(cpus) = cpus else { return Ok(online) };
+    if let Some(bad) = cpus.iter().find(|&cpu| !online.contains(cpu)) {
+        bail!("CPU {bad} is offline or does not exist (online CPUs: {online})");
+    }
+    Ok(cpus.clone())
+}
+
+/// Fails with one line naming what is missing: privileges or the kernel's BTF.
+pub fn check_can_trace() -> Result<()> {
+    if !Path::new(VMLINUX_BTF).exists() {
+        bail!(
+            "this kernel exposes no BTF ({VMLINUX_BTF} is missing): irqlens needs CONFIG_DEBUG_INFO_BTF=y"
+        );
+    }
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    let effective = effective_capabilities()?;
+    let missing: Vec<&str> = NEEDED_CAPS
+        .iter()
+        .filter(|(bit, _)| effective & (1 << bit) == 0)
+        .map(|(_, name)| *name)
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "needs root, or the capabilities {}: missing {}",
+            cap_names(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn cap_names() -> String {
+    NEEDED_CAPS
+        .iter()
+        .map(|(_, name)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn effective_capabilities() -> Result<u64> {
+    let status = fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+    let hex = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .context("no CapEff line in /proc/self/status")?;
+    u64::from_str_radix(hex.trim(), 16).context("parsing CapEff")
+}
+
+/// IRQ line number -> the handler names /proc/interrupts lists for it (`virtio0-input.0`).
+pub fn irq_line_names() -> HashMap<u32, String> {
+    irqlens_model::kernel::parse_irq_line_names(&read_proc("interrupts"))
+}
+
+/// Softirq runs per vector so far on `cpus`, from /proc/softirqs.
+pub fn softirq_runs(cpus: &CpuList) -> BTreeMap<String, u64> {
+    parse_softirq_runs(&read_proc("softirqs"), cpus)
+}
+
+fn parse_softirq_runs(text: &str, cpus: &CpuList) -> BTreeMap<String, u64> {
+    let mut lines = text.lines();
+    let columns: Vec<u32> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    lines
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let name = fields.next()?.trim_end_matches(':').to_owned();
+            let runs = fields
+                .zip(&columns)
+                .filter(|(_, cpu)| cpus.contains(**cpu))
+                .filter_map(|(count, _)| count.parse::<u64>().ok())
+                .sum();
+            Some((name, runs))
+        })
+        .collect()
+}
+
+/// The kernel's function names, from /proc/kallsyms; empty (every address printed in hex)
+/// when it hides addresses.
+pub fn kernel_symbols() -> KernelSymbols {
+    parse_kallsyms(&read_proc("kallsyms"))
+}
+
+fn parse_kallsyms(text: &str) -> KernelSymbols {
+    KernelSymbols::from_names(text.lines().filter_map(|line| {
+        let mut fields = line.split_whitespace();
+        let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+        let kind = fields.next()?;
+        let name = fields.next()?;
+        (address != 0 && matches!(kind, "t" | "T")).then(|| (address, name.to_owned()))
+    }))
+}
+
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Every thread's CPU time so far, as the kernel accounts it (the first field of
+/// /proc/PID/task/TID/schedstat, sum_exec_runtime in ns), with its process and name.
+pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
+    let mut threads = HashMap::new();
+    let Ok(processes) = fs::read_dir("/proc") else {
+        return threads;
+    };
+    for process in processes.flatten() {
+        let Some(tgid) = numbered(&process) else {
+            continue;
+        };
+        let Ok(tasks) = fs::read_dir(process.path().join("task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Some(tid) = numbered(&task) else {
+                continue;
+            };
+            // a thread that ended between the listing and the reading is left out
+            let read = |file: &str| fs::read_to_string(task.path().join(file)).ok();
+            let (Some(schedstat), Some(comm)) = (read("schedstat"), read("comm")) else {
+                continue;
+            };
+            threads.insert(
+                tid,
+                ThreadInfo {
+                    tgid,
+                    comm: comm.trim_end().to_owned(),
+                    runtime_ns: parse_schedstat_runtime(&schedstat),
+                },
+            );
+        }
+    }
+    threads
+}
+
+/// The number a /proc entry is named by (a process or thread id), if it is one.
+fn numbered(entry: &fs::DirEntry) -> Option<u32> {
+    entry.file_name().to_str()?.parse().ok()
+}
+
+fn parse_schedstat_runtime(text: &str) -> Option<u64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The kernel's tick rate (CONFIG_HZ), measured: jiffies from /proc/timer_list read
+/// 100 ms apart, rounded to the nearest rate the kernel offers. Config files are not
+/// on every machine; jiffies are.
+pub fn kernel_hz() -> Result<u32> {
+    let read = || -> Result<(u64, std::time::Instant)> {
+        let text = fs::read_to_string("/proc/timer_list").context("reading /proc/timer_list")?;
+        let jiffies = parse_jiffies(&text).context("no jiffies line in /proc/timer_list")?;
+        Ok((jiffies, std::time::Instant::now()))
+    };
+    let (first, start) = read()?;
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (second, end) = read()?;
+    let rate = (second - first) as f64 / (end - start).as_secs_f64();
+    Ok(nearest_hz(rate))
+}
+
+fn parse_jiffies(timer_list: &str) -> Option<u64> {
+    timer_list
+        .lines()
+        .find_map(|line| line.strip_prefix("jiffies:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The CONFIG_HZ choice closest to a measured rate.
+fn nearest_hz(rate: f64) -> u32 {
+    [100, 250, 300, 1000]
+        .into_iter()
+        .min_by(|&a, &b| (a as f64 - rate).abs().total_cmp(&(b as f64 - rate).abs()))
+        .expect("the list is not empty")
+}
+
+/// A file of /proc as text, empty if unreadable (what a recording keeps of it).
+pub fn read_proc(name: &str) -> String {
+    fs::read_to_string(Path::new("/proc").join(name)).unwrap_or_default()
+}
+
+/// The wall-clock time, RFC 3339 in UTC to the second.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// What a recording keeps of the machine (seed 000 §3.1: enough to reproduce the run).
+pub fn snapshot() -> SystemSnapshot {
+    let first_line = |path: &str| {
+        fs::read_to_string(path)
+            .map(|text| text.lines().next().unwrap_or_default().trim().to_owned())
+            .unwrap_or_default()
+    };
+    SystemSnapshot {
+        hostname: first_line("/proc/sys/kernel/hostname"),
+        kernel_release: kernel_release(),
+        kernel_version: first_line("/proc/sys/kernel/version"),
+        kernel_config: kernel_config(),
+        boot_cmdline: first_line("/proc/cmdline"),
+        cpu_model: read_proc("cpuinfo")
+            .lines()
+            .find_map(|line| line.strip_prefix("model name")?.split_once(':'))
+            .map(|(_, model)| model.trim().to_owned())
+            .unwrap_or_default(),
+        online_cpus: online_cpus().unwrap_or_default(),
+        clocksource: first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        interrupts: read_proc("interrupts"),
+        softirqs: read_proc("softirqs"),
+    }
+}
+
+/// The running kernel's .config: /proc/config.gz (CONFIG_IKCONFIG_PROC) or /boot's copy.
+fn kernel_config() -> Option<String> {
+    let mut text = String::new();
+    let from_proc = fs::File::open("/proc/config.gz")
+        .and_then(|file| flate2::read::GzDecoder::new(file).read_to_string(&mut text));
+    match from_proc {
+        Ok(_) => Some(text),
+        Err(_) => fs::read_to_string(format!("/boot/config-{}", kernel_release())).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_and_jiffies_parse() {
+        assert_eq!(
+            parse_schedstat_runtime("165489021 7957946 681\n"),
+            Some(165489021)
+        );
+        assert_eq!(parse_schedstat_runtime(""), None);
+        let timer_list = "now at 123 nsecs\n  .last_jiffies   : 4299836831\njiffies: 4299836832\n";
+        assert_eq!(parse_jiffies(timer_list), Some(4299836832));
+        assert_eq!(nearest_hz(240.0), 250);
+        assert_eq!(nearest_hz(290.0), 300);
+        assert_eq!(nearest_hz(1010.0), 1000);
+        assert_eq!(nearest_hz(90.0), 100);
+    }
+
+    #[test]
+    fn this_process_has_a_runtime() {
+        let threads = thread_runtimes();
+        let me = &threads[&std::process::id()];
+        assert_eq!(me.tgid, std::process::id());
+        assert!(me.runtime_ns.unwrap() > 0);
+    }
+
+    #[test]
+    fn softirq_runs_of_selected_cpus() {
+        let text = "                    CPU0       CPU1       CPU2
+          HI:          1          2          3
+       TIMER:         10         20         30
+";
+        let runs = parse_softirq_runs(text, &"0,2".parse().unwrap());
+        assert_eq!(runs["HI"], 4);
+        assert_eq!(runs["TIMER"], 40);
+    }
+
+    #[test]
+    fn kernel_symbols_name_functions() {
+        let symbols = parse_kallsyms(
+            "ffffffff81000000 T _stext\nffffffff81200000 t flush_to_ldisc\nffffffff81200100 D some_data\n0000000000000000 T hidden\n",
+        );
+        assert_eq!(symbols.name(0xffffffff81200000), "flush_to_ldisc");
+        assert_eq!(symbols.name(0xffffffff81200010), "flush_to_ldisc+0x10");
+        assert_eq!(symbols.name(0x1234), "0x1234");
+    }
+}

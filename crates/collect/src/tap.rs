@@ -1,0 +1,101 @@
+//! The tap on a run's inputs: every line the analysis consumes is also handed to the
+//! sinks the user asked for (a recording, a Perfetto trace), in the same order.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Result, anyhow};
+use irqlens_model::stimulus::LoadScenario;
+use irqlens_model::system::Capability;
+use irqlens_model::units::CpuList;
+use irqlens_record::{End, Header, KernelFunction, Line, Sink};
+
+use crate::system;
+
+/// The sinks of one run; with none, `put` does nothing.
+#[derive(Default)]
+pub struct Tap {
+    sinks: Vec<Box<dyn Sink>>,
+    inputs: u64,
+    /// Kernel function addresses the events refer to, named at the end.
+    functions: BTreeSet<u64>,
+    /// The first write error: the run goes on, the error is reported at the end.
+    error: Option<anyhow::Error>,
+}
+
+impl Tap {
+    pub fn add(&mut self, sink: Box<dyn Sink>) {
+        self.sinks.push(sink);
+    }
+
+    pub fn is_on(&self) -> bool {
+        !self.sinks.is_empty()
+    }
+
+    pub fn put(&mut self, line: Line) {
+        if self.sinks.is_empty() || self.error.is_some() {
+            return;
+        }
+        self.inputs += 1;
+        if let Line::Event(event) = &line
+            && event.func != 0
+        {
+            self.functions.insert(event.func);
+        }
+        for sink in &mut self.sinks {
+            if let Err(err) = sink.put(&line) {
+                self.error = Some(anyhow!("{}: {err}", sink.name()));
+                return;
+            }
+        }
+    }
+
+    /// Ends every sink with the run's `info` (its `--json` run object).
+    pub fn finish(self, info: serde_json::Value) -> Result<()> {
+        if let Some(err) = self.error {
+            return Err(err);
+        }
+        if self.sinks.is_empty() {
+            return Ok(());
+        }
+        let symbols = system::kernel_symbols();
+        let end = End {
+            finished_at: system::now_rfc3339(),
+            inputs: self.inputs,
+            info,
+            interrupts: system::read_proc("interrupts"),
+            softirqs: system::read_proc("softirqs"),
+            kernel_functions: self
+                .functions
+                .iter()
+                .map(|&address| KernelFunction {
+                    address,
+                    name: symbols.name(address),
+                })
+                .collect(),
+        };
+        self.sinks
+            .into_iter()
+            .try_for_each(|sink| sink.finish(&end))
+    }
+}
+
+/// The header of a recording (or trace) of a run of `capability` on `cpus`, begun now on
+/// this machine.
+pub fn recording_header(
+    capability: Capability,
+    cpus: &CpuList,
+    load: Option<LoadScenario>,
+) -> Header {
+    Header {
+        format: irqlens_record::FORMAT.into(),
+        version: irqlens_record::VERSION,
+        capability,
+        argv: std::env::args().collect(),
+        irqlens_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: system::now_rfc3339(),
+        cpus: cpus.clone(),
+        load,
+        pid: Some(std::process::id()),
+        system: system::snapshot(),
+    }
+}

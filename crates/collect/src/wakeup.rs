@@ -1,0 +1,334 @@
+//! Runs a wakeup measurement: the timer threads (timer mode) or the watched process
+//! (task mode), the probe, and the reader that feeds checkpoints and the threads'
+//! reports to the tracker as they arrive.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow, bail};
+
+use super::clock::{monotonic_ns, skip_missed, sleep_until};
+use super::sched::{gettid, set_affinity, set_priority};
+use super::{EventStream, RunPace, StopOnDrop};
+use crate::system;
+use crate::tap::Tap;
+use irqlens_analyze::wakeup::{Targets, Tracker, WakeupStats};
+use irqlens_model::event::Event;
+use irqlens_model::sched::Priority;
+use irqlens_model::units::CpuList;
+use irqlens_model::wakeup::{
+    Report, TimerOptions, TimerThread, WakeupMode, WakeupOptions, WakeupRunInfo, Watched,
+};
+use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
+use irqlens_record::{Line, Reader};
+
+/// How often a timer thread sleeping through a long period checks for a stop.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
+pub struct WakeupOutcome {
+    pub stats: WakeupStats,
+    pub info: WakeupRunInfo,
+}
+
+/// Measures until `options.duration` passes, a stop threshold is hit or `stop` is set;
+/// `on_tick` sees the statistics once a second.
+pub fn run(
+    options: &WakeupOptions,
+    stop: &AtomicBool,
+    tap: &mut Tap,
+    mut on_tick: impl FnMut(&WakeupStats, Duration),
+) -> Result<WakeupOutcome> {
+    let traced = options.mode.traced();
+    if traced {
+        system::check_can_trace()?;
+    }
+    super::keep_freed_memory();
+    let watched = match &options.mode {
+        WakeupMode::Timer(_) => Watched::Process(std::process::id()),
+        WakeupMode::Task(watched) => watched.clone(),
+    };
+    let mut storage = MaybeUninit::uninit();
+    let probe = traced
+        .then(|| CheckpointProbe::load(&mut storage, Checkpoints::Timers, &options.cpus, &watched))
+        .transpose()?;
+    let mut events = probe
+        .as_ref()
+        .map(|p| p.events().map(EventStream::new))
+        .transpose()?;
+    let missed = AtomicU64::new(0);
+    let (report_tx, report_rx) = mpsc::channel::<Report>();
+    let started = Instant::now();
+    if let Some(probe) = &probe {
+        probe.enable();
+    }
+
+    let (threads, mut pipeline, elapsed_ns) = std::thread::scope(|scope| -> Result<_> {
+        let _stop_threads = StopOnDrop(stop);
+        let (threads, handles) = match &options.mode {
+            WakeupMode::Timer(timer) => {
+                start_timer_threads(scope, &options.cpus, timer, &report_tx, &missed, stop)?
+            }
+            WakeupMode::Task(_) => (Vec::new(), Vec::new()),
+        };
+        let timer_tids = options
+            .mode
+            .is_timer()
+            .then(|| threads.iter().map(|t| t.tid).collect::<Vec<_>>());
+        if let Some(tids) = &timer_tids {
+            tap.put(Line::TimerThreads { tids: tids.clone() });
+        }
+        let mut pipeline = Pipeline::new(options, timer_tids);
+        let mut pace = RunPace::new(started, options.duration);
+        let _reader = super::raise_reader();
+        while !stop.load(Ordering::Relaxed) {
+            let wait = pace.wait();
+            match &mut events {
+                Some(events) => {
+                    pipeline.feed(events.wait_and_take(wait), report_rx.try_iter(), tap);
+                }
+                None => {
+                    std::thread::sleep(wait);
+                    pipeline.feed_untraced(report_rx.try_iter(), tap);
+                }
+            }
+            let now = Instant::now();
+            if let Some(elapsed) = pace.tick(now) {
+                on_tick(&pipeline.stats, elapsed);
+            }
+            if pace.over(now) || pipeline.stats.stop.is_some() {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        for handle in handles {
+            handle
+                .join()
+                .map_err(|_| anyhow!("a timer thread panicked"))??;
+        }
+        Ok((threads, pipeline, started.elapsed().as_nanos() as u64))
+    })?;
+    drop(report_tx);
+    // the timer threads are gone, their last wakeups long recorded: stop tracing now
+    if let (Some(probe), Some(events)) = (&probe, &mut events) {
+        probe.disable();
+        pipeline.feed(events.take_all(), report_rx.try_iter(), tap);
+    } else {
+        pipeline.feed_untraced(report_rx.try_iter(), tap);
+    }
+    let Pipeline { tracker, stats } = pipeline.finish();
+
+    let info = WakeupRunInfo {
+        elapsed_ns,
+        traced,
+        programs: probe.as_ref().map_or(0, |p| p.programs()),
+        skipped_tracepoints: probe.as_ref().map_or(Vec::new(), |p| p.skipped.clone()),
+        lost_events: events.as_ref().map_or(0, |e| e.lost()),
+        lost_by_cpu: events.as_ref().map(|e| e.lost_by_cpu()).unwrap_or_default(),
+        tracking: tracker.counts.clone(),
+        threads,
+        missed_periods: missed.load(Ordering::Relaxed),
+        interrupted: false,
+    };
+    Ok(WakeupOutcome { stats, info })
+}
+
+/// Re-analyzes a recorded run of `options` (the info is the recording's).
+pub fn replay(options: &WakeupOptions, reader: &mut Reader) -> Result<WakeupOutcome> {
+    let traced = options.mode.traced();
+    let timer_tids = if options.mode.is_timer() {
+        match reader.next_input()? {
+            Some(Line::TimerThreads { tids }) => Some(tids),
+            _ => return Err(reader.error("a timer-mode run's first input is its threads")),
+        }
+    } else {
+        None
+    };
+    let mut pipeline = Pipeline::new(options, timer_tids);
+    let no_tap = &mut Tap::default();
+    // a live drain feeds its checkpoints, then the reports that came meanwhile; a long
+    // run of checkpoints (task mode has no reports) is fed in batches, which changes
+    // nothing but the memory it takes
+    const BATCH: usize = 4096;
+    let (mut events, mut reports) = (Vec::new(), Vec::new());
+    while let Some(line) = reader.next_input()? {
+        match line {
+            Line::Event(event) => {
+                if !reports.is_empty() || events.len() == BATCH {
+                    pipeline.feed(std::mem::take(&mut events), reports.drain(..), no_tap);
+                }
+                events.push(event);
+            }
+            Line::WakeupReport(report) if traced => reports.push(report),
+            Line::WakeupReport(report) => pipeline.feed_untraced(std::iter::once(report), no_tap),
+            other => return Err(reader.unexpected(&other)),
+        }
+    }
+    pipeline.feed(events, reports.into_iter(), no_tap);
+    Ok(WakeupOutcome {
+        stats: pipeline.finish().stats,
+        info: reader.info()?,
+    })
+}
+
+/// The analysis a run feeds as checkpoints and reports arrive, live or recorded.
+struct Pipeline {
+    tracker: Tracker,
+    stats: WakeupStats,
+}
+
+impl Pipeline {
+    /// `timer_tids`: timer mode's measurement threads; task mode has none.
+    fn new(options: &WakeupOptions, timer_tids: Option<Vec<u32>>) -> Self {
+        let targets = match timer_tids {
+            Some(tids) => Targets::Timers(tids.into_iter().collect()),
+            None => Targets::Watched,
+        };
+        Pipeline {
+            tracker: Tracker::new(targets).tracing_only(options.cpus.clone()),
+            stats: WakeupStats::new(options.stats),
+        }
+    }
+
+    fn feed(&mut self, events: Vec<Event>, reports: impl Iterator<Item = Report>, tap: &mut Tap) {
+        for event in events {
+            self.tracker.add(&event);
+            tap.put(Line::Event(event));
+        }
+        for report in reports {
+            self.tracker.add_report(report);
+            tap.put(Line::WakeupReport(report));
+        }
+        self.drain();
+    }
+
+    /// `--no-trace`: the threads' totals are all there is.
+    fn feed_untraced(&mut self, reports: impl Iterator<Item = Report>, tap: &mut Tap) {
+        for report in reports {
+            self.stats.add_total_only(&report);
+            tap.put(Line::WakeupReport(report));
+        }
+    }
+
+    fn finish(mut self) -> Self {
+        self.tracker.finish();
+        self.drain();
+        self
+    }
+
+    fn drain(&mut self) {
+        for sample in self.tracker.take_samples() {
+            self.stats.add(sample);
+        }
+        for report in self.tracker.take_undecomposed() {
+            self.stats.add_total_only(&report);
+        }
+    }
+}
+
+type TimerHandles<'scope> = Vec<std::thread::ScopedJoinHandle<'scope, Result<()>>>;
+
+/// One pinned thread per CPU; returns once each has its priority (or one failed).
+fn start_timer_threads<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    cpus: &CpuList,
+    timer: &'env TimerOptions,
+    reports: &Sender<Report>,
+    missed: &'env AtomicU64,
+    stop: &'env AtomicBool,
+) -> Result<(Vec<TimerThread>, TimerHandles<'scope>)> {
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<TimerThread>>();
+    let handles: TimerHandles<'scope> = cpus
+        .iter()
+        .map(|cpu| {
+            let (reports, ready) = (reports.clone(), ready_tx.clone());
+            std::thread::Builder::new()
+                .name(format!("il-wakeup/{cpu}"))
+                .spawn_scoped(scope, move || {
+                    let _stop_all = StopOnDrop(stop);
+                    let tid = match prepare(cpu, timer.priority) {
+                        Ok(tid) => tid,
+                        Err(err) => {
+                            let _ = ready.send(Err(err));
+                            return Ok(());
+                        }
+                    };
+                    let _ = ready.send(Ok(TimerThread { cpu, tid }));
+                    drop(ready);
+                    sleep_and_report(cpu, tid, timer.period, &reports, missed, stop);
+                    Ok(())
+                })
+                .map_err(|e| anyhow!("starting a timer thread: {e}"))
+        })
+        .collect::<Result<_>>()?;
+    drop(ready_tx);
+    let threads = ready_rx
+        .iter()
+        .take(handles.len())
+        .collect::<Result<Vec<_>>>();
+    if threads.is_err() {
+        stop.store(true, Ordering::Relaxed);
+    }
+    Ok((threads?, handles))
+}
+
+fn prepare(cpu: u32, priority: Priority) -> Result<u32> {
+    set_affinity(&CpuList::single(cpu))?;
+    set_priority(priority)?;
+    Ok(gettid())
+}
+
+/// The cyclictest loop: sleep until the next expiry, read the clock, report. Expiries
+/// sit on a grid of whole periods of CLOCK_MONOTONIC, so the threads of all CPUs (and
+/// anything else aligned to it) are woken at the same instants.
+fn sleep_and_report(
+    cpu: u32,
+    tid: u32,
+    period: Duration,
+    reports: &Sender<Report>,
+    missed: &AtomicU64,
+    stop: &AtomicBool,
+) {
+    let period = period.as_nanos() as u64;
+    let mut next = (monotonic_ns() / period + 2) * period;
+    while !stop.load(Ordering::Relaxed) {
+        // long periods sleep in slices, so a stop is seen within one
+        let slice = monotonic_ns() + STOP_CHECK.as_nanos() as u64;
+        if !sleep_until(next.min(slice)) || monotonic_ns() < next {
+            continue;
+        }
+        let now = monotonic_ns();
+        let report = Report {
+            tid,
+            cpu,
+            expected_ns: next,
+            user_ns: now,
+        };
+        if reports.send(report).is_err() {
+            return;
+        }
+        let (after, behind) = skip_missed(next + period, period, now);
+        next = after;
+        if behind > 0 {
+            missed.fetch_add(behind, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Task mode: the watched process must exist now (its threads are followed as they
+/// come and go).
+pub fn check_watched(watched: &Watched) -> Result<()> {
+    match watched {
+        Watched::Process(pid) => {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                bail!("--pid {pid}: no such process");
+            }
+        }
+        Watched::Name(name) => {
+            if name.is_empty() || name.len() > 15 {
+                bail!("--comm '{name}': a thread name has 1 to 15 bytes (the kernel's comm)");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! `irqlens report FILE...`: recordings re-analyzed offline, shown as the live run
+//! showed them.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use clap::Parser;
+
+use super::{Outcome, print_json, recorded_names};
+use crate::cli::{Cli, Command, ReportArgs};
+use irqlens_present::html::Page;
+use irqlens_present::perfetto;
+use irqlens_record::Reader;
+
+pub fn run(args: &ReportArgs) -> Result<()> {
+    if let Some(trace) = &args.perfetto {
+        let [recording] = args.files.as_slice() else {
+            bail!(
+                "--perfetto {} takes one recording, not {}",
+                trace.display(),
+                args.files.len()
+            );
+        };
+        // the functions' names are in the end line, the trace is written as it is read
+        let symbols = recorded_names(Reader::open(recording)?.skip_inputs()?).symbols;
+        perfetto::convert(recording, trace, symbols)?;
+    }
+    let replayed = args
+        .files
+        .iter()
+        .map(|path| replay(path))
+        .collect::<Result<Vec<_>>>()?;
+    // the file first: stdout may be a reader that stops early
+    if let Some(path) = &args.html {
+        // the kernels the recordings were made on, not this machine's
+        let mut kernels: Vec<&str> = replayed
+            .iter()
+            .map(|(reader, _)| reader.header().system.kernel_release.as_str())
+            .collect();
+        kernels.dedup();
+        let mut page = Page::new("irqlens report", &kernels.join(", "));
+        for (reader, outcome) in &replayed {
+            outcome.html(&mut page, &heading(reader));
+        }
+        super::write_html(&page, path)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let documents = replayed
+            .iter()
+            .map(|(reader, outcome)| {
+                serde_json::json!({
+                    "file": reader.name(),
+                    "recording": summary(reader),
+                    "result": outcome.json(),
+                })
+            })
+            .collect();
+        return print_json(&mut out, &serde_json::Value::Array(documents));
+    }
+    for (index, (reader, outcome)) in replayed.iter().enumerate() {
+        if index > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "# {}", heading(reader))?;
+        outcome.write_text(&mut out)?;
+    }
+    Ok(())
+}
+
+/// Reads a recording through and re-analyzes it with the options it was made with.
+pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
+    let mut reader = Reader::open(path)?;
+    let argv = &reader.header().argv;
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let first = e.to_string().lines().next().unwrap_or_default().to_owned();
+        anyhow!(
+            "{}: its command line does not parse: {first}",
+            reader.name()
+        )
+    })?;
+    let outcome: Box<dyn Outcome> = match cli.command {
+        Command::Noise(command) => Box::new(super::noise::replay(*command, &mut reader)?),
+        Command::Bh(command) => Box::new(super::bh::replay(*command, &mut reader)?),
+        Command::Wakeup(command) => Box::new(super::wakeup::replay(*command, &mut reader)?),
+        Command::Account(args) => Box::new(super::account::replay(*args, &mut reader)?),
+        Command::Report(_) | Command::Compare(_) => {
+            return Err(anyhow!("{}: not a measurement's recording", reader.name()));
+        }
+    };
+    Ok((reader, outcome))
+}
+
+/// One line telling which run this was: file, command line, when, where.
+pub fn heading(reader: &Reader) -> String {
+    let header = reader.header();
+    format!(
+        "{}: {} | {} on {} ({}, kernel {})",
+        reader.name(),
+        header.argv.join(" "),
+        header.started_at,
+        header.system.hostname,
+        header.system.cpu_model,
+        header.system.kernel_release,
+    )
+}
+
+/// What the JSON output tells of a recording besides the result.
+fn summary(reader: &Reader) -> serde_json::Value {
+    let header = reader.header();
+    serde_json::json!({
+        "capability": header.capability,
+        "argv": header.argv,
+        "started_at": header.started_at,
+        "irqlens_version": header.irqlens_version,
+        "hostname": header.system.hostname,
+        "kernel_release": header.system.kernel_release,
+        "cpu_model": header.system.cpu_model,
+        "clocksource": header.system.clocksource,
+    })
+}

@@ -1,0 +1,46 @@
+mod cli;
+mod command;
+mod parse;
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+use anyhow::Result;
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use command::{INTERRUPTED, STOP};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        // a reader that has seen enough (`| head`) is no error
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("irqlens: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain()
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    ctrlc::set_handler(|| {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+        STOP.store(true, Ordering::Relaxed);
+    })?;
+    match cli.command {
+        Command::Noise(command) => command::noise::measure(*command),
+        Command::Bh(command) => command::bh::measure(*command),
+        Command::Wakeup(command) => command::wakeup::measure(*command),
+        Command::Account(args) => command::account::measure(*args),
+        Command::Report(args) => command::report::run(&args),
+        Command::Compare(args) => command::compare::run(&args),
+    }
+}

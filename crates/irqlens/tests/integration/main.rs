@@ -1,0 +1,21 @@
+//! irqlens's integration tests, in one binary: the command line (`*_cli`, no root) and
+//! runs against injected ground truth (`*_root`, marked `#[ignore]` with the reason:
+//! `cargo test` skips them unless root runs them with `-- --ignored`, as scripts/test
+//! does).
+
+mod account_cli;
+mod account_root;
+mod bh_cli;
+mod bh_root;
+mod common;
+mod html_root;
+mod noise_cli;
+mod noise_root;
+mod perfetto_root;
+mod prometheus_cli;
+mod prometheus_root;
+mod record_cli;
+mod record_root;
+mod storm_root;
+mod wakeup_cli;
+mod wakeup_root;

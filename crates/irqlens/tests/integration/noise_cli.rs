@@ -1,0 +1,44 @@
+//! Bad input: one clear line on stderr, a non-zero exit, nothing loaded. No root needed
+//! (every check happens before irqlens touches the kernel).
+
+use crate::common::assert_fails_with;
+
+#[test]
+fn cpu_out_of_range() {
+    assert_fails_with(
+        &["noise", "-c", "4095", "-d", "1"],
+        "CPU 4095 is offline or does not exist",
+    );
+}
+
+#[test]
+fn malformed_cpu_list() {
+    assert_fails_with(&["noise", "-c", "0-", "-d", "1"], "is not a CPU list");
+    assert_fails_with(&["noise", "-c", "3-1", "-d", "1"], "runs backwards");
+}
+
+#[test]
+fn malformed_duration() {
+    assert_fails_with(&["noise", "-d", "10x"], "is not a duration");
+}
+
+#[test]
+fn malformed_times_and_priorities() {
+    assert_fails_with(
+        &["noise", "-T", "5 parsecs", "-d", "1"],
+        "unknown time unit",
+    );
+    assert_fails_with(
+        &["noise", "-P", "f:0", "-d", "1"],
+        "real-time priorities go from 1 to 99",
+    );
+    assert_fails_with(
+        &["noise", "-r", "2s", "-p", "1s", "-d", "1"],
+        "must not exceed period",
+    );
+}
+
+#[test]
+fn hist_takes_its_own_options() {
+    assert_fails_with(&["noise", "hist", "-E", "0", "-d", "1"], "histogram needs");
+}

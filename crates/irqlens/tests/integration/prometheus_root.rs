@@ -1,0 +1,177 @@
+//! `--prometheus` on real runs: the endpoint parses with the reference OpenMetrics parser
+//! (Python's prometheus_client, installed by scripts/setup), its counters grow while the
+//! run goes on, and the port closes when the run ends. Needs root (CI runs as root).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::common::*;
+
+/// A sample as the parser read it: (name, labels, value).
+type Parsed = Vec<(String, serde_json::Map<String, serde_json::Value>, f64)>;
+
+const PARSE: &str = r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+samples = [[s.name, s.labels, s.value]
+           for family in text_string_to_metric_families(sys.stdin.read())
+           for s in family.samples]
+print(json.dumps(samples))
+"#;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(args: &[&str], port: u16) -> Child {
+    let address = format!("127.0.0.1:{port}");
+    Command::new(IRQLENS)
+        .args(args)
+        .args(["-q", "--prometheus", &address])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting irqlens")
+}
+
+/// GET /metrics: the content type and the body.
+fn scrape(port: u16) -> (String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("the endpoint listens");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let content_type = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Type: "))
+        .unwrap_or_default();
+    (content_type.to_owned(), body.to_owned())
+}
+
+/// The exposition as the reference parser reads it (it rejects what is not OpenMetrics).
+fn parse(text: &str) -> Parsed {
+    let mut python = Command::new("python3")
+        .args(["-c", PARSE])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 (scripts/setup installs prometheus-client)");
+    python
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = python.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "the OpenMetrics parser rejects the endpoint: {}\n{text}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The sum of the samples named `name` whose labels include `labels`.
+fn total(samples: &Parsed, name: &str, labels: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| l.get(*k).and_then(|x| x.as_str()) == Some(*v))
+        })
+        .map(|(_, _, value)| value)
+        .sum()
+}
+
+fn scrape_parsed(port: u16) -> Parsed {
+    let (content_type, body) = scrape(port);
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    parse(&body)
+}
+
+/// Waits for the run to end well, then checks nothing listens on its port any more.
+fn finish(child: Child, port: u16) {
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "irqlens failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "port {port} still open after the run"
+    );
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn noise_counters_grow_while_the_run_goes_on() {
+    assert_root();
+    let port = free_port();
+    let child = start(&["noise", "-c", "1", "-d", "8"], port);
+    std::thread::sleep(Duration::from_secs(3));
+    let first = scrape_parsed(port);
+    std::thread::sleep(Duration::from_secs(2));
+    let second = scrape_parsed(port);
+
+    let cpu1 = [("cpu", "1")];
+    for name in [
+        "irqlens_noise_runtime_seconds_total",
+        "irqlens_noise_samples_total",
+    ] {
+        let (before, after) = (total(&first, name, &cpu1), total(&second, name, &cpu1));
+        assert!(before > 0.0, "{name} is {before} after 3 s");
+        assert!(
+            after > before,
+            "{name} went from {before} to {after} in 2 s"
+        );
+    }
+    let histogram_count = total(
+        &second,
+        "irqlens_noise_sample_duration_seconds_count",
+        &cpu1,
+    );
+    assert_eq!(
+        histogram_count,
+        total(&second, "irqlens_noise_samples_total", &cpu1)
+    );
+    assert!(total(&second, "irqlens_noise_cause_seconds_total", &[]) > 0.0);
+    finish(child, port);
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn bh_latency_is_served() {
+    assert_root();
+    let port = free_port();
+    let child = start(&["bh", "-c", "1", "-d", "6"], port);
+    std::thread::sleep(Duration::from_secs(3));
+    let samples = scrape_parsed(port);
+    // the timer softirq runs on every CPU all the time
+    let bottom_halves = total(&samples, "irqlens_bh_samples_total", &[]);
+    assert!(bottom_halves > 0.0, "no bottom half after 3 s");
+    let measured = total(&samples, "irqlens_bh_latency_seconds_count", &[])
+        + total(&samples, "irqlens_bh_irq_samples_total", &[]);
+    assert_eq!(measured, bottom_halves);
+    finish(child, port);
+}

@@ -1,0 +1,54 @@
+//! `irqlens wakeup` bad input: one clear line on stderr, a non-zero exit, nothing loaded.
+//! No root needed (every check happens before irqlens touches the kernel).
+
+use crate::common::assert_fails_with;
+
+#[test]
+fn period_out_of_range() {
+    assert_fails_with(
+        &["wakeup", "-p", "10", "-d", "1"],
+        "--period must be 100 us to 10 s",
+    );
+    assert_fails_with(&["wakeup", "-p", "abc", "-d", "1"], "-p");
+}
+
+#[test]
+fn bad_priority() {
+    assert_fails_with(
+        &["wakeup", "-P", "f:100", "-d", "1"],
+        "real-time priorities go from 1 to 99",
+    );
+}
+
+#[test]
+fn task_mode_needs_a_live_process_or_a_real_name() {
+    assert_fails_with(
+        &["wakeup", "--pid", "999999999", "-d", "1"],
+        "--pid 999999999: no such process",
+    );
+    assert_fails_with(
+        &["wakeup", "--comm", "a-name-longer-than-15", "-d", "1"],
+        "a thread name has 1 to 15 bytes",
+    );
+    assert_fails_with(
+        &["wakeup", "--pid", "1", "--comm", "init", "-d", "1"],
+        "cannot be used with",
+    );
+}
+
+#[test]
+fn untraced_is_for_timer_mode() {
+    assert_fails_with(
+        &["wakeup", "--pid", "1", "--no-trace", "-d", "1"],
+        "--no-trace is for timer mode",
+    );
+}
+
+#[test]
+fn offline_cpu_and_hist_options() {
+    assert_fails_with(
+        &["wakeup", "-c", "4095", "-d", "1"],
+        "CPU 4095 is offline or does not exist",
+    );
+    assert_fails_with(&["wakeup", "hist", "-E", "0", "-d", "1"], "histogram needs");
+}

@@ -1,0 +1,206 @@
+//! irqlens wakeup against ground truth: every timer activation is counted (duration /
+//! period), a known higher-priority thread shows up as the cause with its busy time, an
+//! existing process (cyclictest) is followed in task mode, and a signal leaves nothing
+//! behind. Needs root (CI runs as root).
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::common::*;
+use irqlens_model::sched::Priority;
+use serde_json::Value;
+
+fn count(value: &Value) -> u64 {
+    value
+        .as_u64()
+        .unwrap_or_else(|| panic!("{value} is not a count"))
+}
+
+/// The entry of `cpu` in a wakeup document.
+fn cpu_entry(doc: &Value, cpu: u64) -> &Value {
+    doc["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cpu"] == cpu)
+        .unwrap_or_else(|| panic!("no CPU {cpu} in {doc:#}"))
+}
+
+/// Median of a component on a CPU, in µs.
+fn median_us(doc: &Value, cpu: u64, component: &str) -> f64 {
+    let quantiles = cpu_entry(doc, cpu)["components"][component]["quantiles"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {component} on CPU {cpu}: {doc:#}"));
+    let median = quantiles.iter().find(|q| q["quantile"] == 0.5).unwrap();
+    count(&median["ns"]) as f64 / 1_000.0
+}
+
+/// The row of the origins table whose origin contains `needle`.
+fn origin<'a>(doc: &'a Value, needle: &str) -> Option<&'a Value> {
+    doc["origins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["origin"].as_str().unwrap().contains(needle))
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn every_timer_activation_is_counted_and_decomposed() {
+    assert_root();
+    let doc = irqlens_json(&["wakeup", "-c", "0-1", "-d", "4", "-p", "1000", "-q"]);
+    let missed = count(&doc["run"]["missed_periods"]);
+    for cpu in [0, 1] {
+        let entry = cpu_entry(&doc, cpu);
+        let activations = count(&entry["activations"]);
+        // 4 s of 1 ms periods, the first two spent arming, less the periods missed
+        let expected = 4_000.0 - 2.0 - missed as f64;
+        assert!(
+            (activations as f64 - expected).abs() <= expected * 0.01 + 3.0,
+            "CPU {cpu}: {activations} activations, expected about {expected}"
+        );
+        let samples = count(&entry["samples"]);
+        assert!(
+            samples as f64 >= activations as f64 * 0.98,
+            "CPU {cpu}: only {samples} of {activations} activations were decomposed"
+        );
+        for component in ["irq", "handler", "sched", "return", "total"] {
+            assert!(
+                entry["components"][component]["count"].as_u64().is_some(),
+                "CPU {cpu} has no {component} component"
+            );
+        }
+        let total = median_us(&doc, cpu, "total");
+        assert!(
+            (1.0..2_000.0).contains(&total),
+            "CPU {cpu}: median total {total} us is implausible"
+        );
+    }
+    let timer = origin(&doc, "local_timer").expect("woken from the local timer");
+    let samples: u64 = [0, 1]
+        .iter()
+        .map(|&c| count(&cpu_entry(&doc, c)["samples"]))
+        .sum();
+    assert_eq!(
+        count(&timer["samples"]),
+        samples,
+        "every timer thread is woken by the timer IRQ"
+    );
+    assert_eq!(count(&doc["run"]["lost_events"]), 0);
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+/// A SCHED_FIFO 96 thread woken on the same CPU at the same instants as irqlens's
+/// FIFO 95 timer thread runs first, for `busy` each time: the thread latency grows by
+/// about `busy`, and the cause names the thread.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_higher_priority_thread_delays_by_its_busy_time_and_is_named() {
+    assert_root();
+    let args = [
+        "wakeup", "-c", "1", "-d", "3", "-p", "1000", "-P", "f:95", "-q",
+    ];
+    let baseline = irqlens_json(&args);
+    let busy = Duration::from_micros(300);
+    let hog = Spinner::start_aligned(
+        "wakeup-hog",
+        1,
+        Duration::from_millis(1),
+        busy,
+        Priority::Fifo(96),
+    );
+    let (loaded, (activations, busy_ns)) = hog.during(|| irqlens_json(&args));
+    hog.stop();
+
+    let busy_us = busy_ns as f64 / activations.max(1) as f64 / 1_000.0;
+    let grown = median_us(&loaded, 1, "total") - median_us(&baseline, 1, "total");
+    assert!(
+        (busy_us * 0.75..busy_us * 1.3).contains(&grown),
+        "the median total latency grew by {grown:.1} us for a {busy_us:.1} us busy thread"
+    );
+    let sched = median_us(&loaded, 1, "sched");
+    assert!(
+        sched >= busy_us * 0.75,
+        "wakeup -> switch-in {sched:.1} us, busy {busy_us:.1} us"
+    );
+    let top = &loaded["causes"][0];
+    assert_eq!(top["cause"], "thread wakeup-hog ran first", "{loaded:#}");
+    let samples = count(&cpu_entry(&loaded, 1)["samples"]);
+    assert!(
+        count(&top["samples"]) as f64 >= samples as f64 * 0.9,
+        "the hog ran first in only {} of {samples} samples",
+        top["samples"]
+    );
+    let per_sample_us = count(&top["total_ns"]) as f64 / count(&top["samples"]) as f64 / 1_000.0;
+    assert!(
+        (per_sample_us - busy_us).abs() <= busy_us * 0.15,
+        "the hog took {per_sample_us:.1} us per sample, it was busy {busy_us:.1} us"
+    );
+    let switches = &loaded["context_switches"];
+    assert!(
+        count(&switches["2"]) as f64 >= samples as f64 * 0.9,
+        "prev -> hog -> timer thread is two switches: {switches}"
+    );
+}
+
+/// cyclictest, run on its own, is a process woken by its hrtimer every 1 ms.
+fn start_cyclictest(seconds: u32) -> Child {
+    Command::new("cyclictest")
+        .args(["-t1", "-a1", "-p80", "-i1000", "-q", "-m", "-D"])
+        .arg(seconds.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cyclictest (rt-tests, installed by scripts/setup)")
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn task_mode_follows_an_existing_process() {
+    assert_root();
+    let mut cyclictest = start_cyclictest(8);
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = cyclictest.id().to_string();
+    let doc = irqlens_json(&["wakeup", "--pid", &pid, "-c", "1", "-d", "3", "-q"]);
+    let _ = cyclictest.kill();
+    let _ = cyclictest.wait();
+
+    // its measurement thread is the busiest (the main thread wakes every 10 ms)
+    let busiest = doc["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|t| count(&t["samples"]))
+        .expect("woken threads");
+    assert_eq!(busiest["comm"], "cyclictest");
+    assert_ne!(busiest["tid"].to_string(), pid, "not the main thread");
+    let woken = count(&busiest["samples"]);
+    assert!(
+        (2_940..=3_010).contains(&woken),
+        "cyclictest's thread is woken 1000 times a second: {woken} samples in 3 s"
+    );
+    let samples = count(&cpu_entry(&doc, 1)["samples"]);
+    let by_timer = origin(&doc, "local_timer").map_or(0, |o| count(&o["samples"]));
+    assert!(by_timer as f64 >= samples as f64 * 0.95, "{doc:#}");
+    let irq = median_us(&doc, 1, "irq");
+    assert!(
+        (0.1..1_000.0).contains(&irq),
+        "the hrtimer it arms gives its IRQ latency: {irq}"
+    );
+    assert!(
+        cpu_entry(&doc, 1)["components"]["return"].is_null(),
+        "no return-to-user part without the task's own report"
+    );
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_signal_prints_the_results_and_leaves_nothing_loaded() {
+    assert_root();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let output = interrupted_run(&["wakeup", "-d", "60", "-q"], signal);
+        assert!(output.contains("COMPONENT"), "the summary table: {output}");
+        assert!(output.contains("Interrupted"), "{output}");
+    }
+}

@@ -1,0 +1,43 @@
+//! An accounting run's inputs, options and run information.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::CpuList;
+
+/// What /proc told of a thread.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ThreadInfo {
+    pub tgid: u32,
+    pub comm: String,
+    /// CPU time the kernel accounted to it during the run (schedstat's sum_exec_runtime
+    /// at the end minus at the start), if it lived through both readings.
+    pub runtime_ns: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct AccountOptions {
+    pub cpus: CpuList,
+    pub duration: Option<Duration>,
+    /// A report every this long, besides the one of the whole run.
+    pub interval: Option<Duration>,
+    /// Also run the compensation algorithm of seed 004 §3.1.
+    pub compensate: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AccountRunInfo {
+    pub elapsed_ns: u64,
+    pub programs: usize,
+    pub skipped_tracepoints: Vec<String>,
+    pub events: u64,
+    pub lost_events: u64,
+    /// Per CPU that lost some (the CPU whose area was full).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lost_by_cpu: BTreeMap<u32, u64>,
+    /// The tick rate the compensation settled on (measured).
+    pub hz: Option<u32>,
+    pub interrupted: bool,
+}

@@ -1,0 +1,19 @@
+//! irqlens's data model: what every layer hands to the next. Plain data and serde only,
+//! no I/O: the probe decodes into these types, collect fills them, analyze reads them,
+//! recordings keep them and present shows them.
+
+pub mod account;
+pub mod bh;
+pub mod event;
+pub mod hist;
+pub mod kernel;
+pub mod noise;
+pub mod sched;
+pub mod stimulus;
+#[cfg(feature = "streams")]
+pub mod stream;
+pub mod system;
+pub mod units;
+pub mod wakeup;
+
+pub use units::CpuList;

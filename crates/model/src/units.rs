@@ -1,0 +1,198 @@
+//! CPU lists like `0-3,8` and times in µs, as users type them and recordings keep them.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A time given in µs by default, or with a unit: `500`, `500us`, `2ms`, `1s`, `100ns`.
+pub fn parse_micros(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a time (examples: 500, 500us, 2ms, 1s)"))?;
+    let nanos_per_unit = match unit {
+        "" | "us" | "µs" => 1_000,
+        "ns" => 1,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => {
+            return Err(format!(
+                "'{text}' has an unknown time unit '{unit}' (ns, us, ms, s)"
+            ));
+        }
+    };
+    value
+        .checked_mul(nanos_per_unit)
+        .map(Duration::from_nanos)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// A set of CPU numbers, written and read as a list of ranges: `0-3,8`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuList(BTreeSet<u32>);
+
+impl CpuList {
+    pub fn single(cpu: u32) -> Self {
+        CpuList(BTreeSet::from([cpu]))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.0.contains(&cpu)
+    }
+
+    /// CPUs of `self` that are not in `other`.
+    pub fn without(&self, other: &CpuList) -> CpuList {
+        CpuList(self.0.difference(&other.0).copied().collect())
+    }
+}
+
+impl FromIterator<u32> for CpuList {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
+        CpuList(iter.into_iter().collect())
+    }
+}
+
+impl FromStr for CpuList {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let mut cpus = BTreeSet::new();
+        for part in text.split(',') {
+            let bad = || format!("'{text}' is not a CPU list (example: 0-3,8)");
+            let (first, last): (u32, u32) = match part.split_once('-') {
+                Some((a, b)) => (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                ),
+                None => {
+                    let cpu: u32 = part.trim().parse().map_err(|_| bad())?;
+                    (cpu, cpu)
+                }
+            };
+            if first > last {
+                return Err(format!("CPU range '{part}' in '{text}' runs backwards"));
+            }
+            cpus.extend(first..=last);
+        }
+        Ok(CpuList(cpus))
+    }
+}
+
+impl fmt::Display for CpuList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut cpus = self.0.iter().copied().peekable();
+        let mut first = true;
+        while let Some(start) = cpus.next() {
+            let mut end = start;
+            while cpus.peek() == Some(&(end + 1)) {
+                end = cpus.next().unwrap_or(end);
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if start == end {
+                write!(f, "{start}")?;
+            } else {
+                write!(f, "{start}-{end}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for CpuList {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CpuList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <Vec<u32> as serde::Deserialize>::deserialize(deserializer).map(CpuList::from_iter)
+    }
+}
+
+/// Reads a value written as text (its `Display`) back with its `FromStr`.
+pub fn deserialize_text<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    use serde::Deserialize;
+    String::deserialize(deserializer)?
+        .parse()
+        .map_err(serde::de::Error::custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_default_unit_and_suffixes() {
+        assert_eq!(parse_micros("500"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_micros("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_micros("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(parse_micros("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_micros("100ns"), Ok(Duration::from_nanos(100)));
+    }
+
+    #[test]
+    fn micros_rejects_garbage() {
+        assert!(parse_micros("").is_err());
+        assert!(parse_micros("ms").is_err());
+        assert!(
+            parse_micros("5 parsecs")
+                .unwrap_err()
+                .contains("unknown time unit")
+        );
+        assert!(parse_micros("-5").is_err());
+        assert!(parse_micros("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn cpu_list_round_trip() {
+        let cpus: CpuList = "0-3,8".parse().unwrap();
+        assert_eq!(cpus.iter().collect::<Vec<_>>(), vec![0, 1, 2, 3, 8]);
+        assert_eq!(cpus.to_string(), "0-3,8");
+        let cpus: CpuList = "5,1,2,3".parse().unwrap();
+        assert_eq!(cpus.to_string(), "1-3,5");
+        assert_eq!("7".parse::<CpuList>().unwrap().to_string(), "7");
+    }
+
+    #[test]
+    fn cpu_list_errors() {
+        assert!("".parse::<CpuList>().is_err());
+        assert!("a".parse::<CpuList>().is_err());
+        assert!("1-".parse::<CpuList>().is_err());
+        assert!("3-1".parse::<CpuList>().unwrap_err().contains("backwards"));
+        assert!("0,,1".parse::<CpuList>().is_err());
+    }
+
+    #[test]
+    fn cpu_list_difference() {
+        let all: CpuList = "0-3".parse().unwrap();
+        let some: CpuList = "1,2".parse().unwrap();
+        assert_eq!(all.without(&some).to_string(), "0,3");
+    }
+}

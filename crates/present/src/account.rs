@@ -1,0 +1,382 @@
+//! `irqlens account` output: the accounting table, the victims and causers, JSON.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::compare::Figure;
+use super::{clock_time, percent, us, write_legend};
+use irqlens_analyze::account::Period;
+use irqlens_analyze::account::report::{Row, Table, Totals, idle_by, table, top, totals};
+use irqlens_analyze::account::{BySource, Source};
+use irqlens_analyze::loss::{Losses, RunLosses};
+use irqlens_model::account::{AccountOptions, AccountRunInfo};
+use irqlens_model::kernel::{irq_label, softirq_name};
+
+/// The attribution rule, as users should read it next to the numbers.
+pub const RULE: &str = "charged = hardirq, softirq and NMI time that ran while the task was current; \
+served = each hardirq/softirq run split evenly among the socket deliveries (to the socket's last reader) \
+and wakeups it made, a hardirq with none handing its time to the softirq it raised; \
+irqlens's own work (runs whose units are all its threads, a wakeup IPI the CPU leaves for its thread) \
+is charged to [irqlens], not to the task it interrupted; \
+corrected = kernel - charged + served, with irqlens's own work also taken out of the kernel time of the task it interrupted; \
+error = (kernel - corrected) / corrected";
+
+/// How a period is shown.
+pub struct View<'a> {
+    pub by_thread: bool,
+    pub top: usize,
+    pub irq_names: &'a HashMap<u32, String>,
+}
+
+impl View<'_> {
+    /// The accounting table of `period`, a row per thread or process.
+    pub fn table(&self, period: &Period) -> Table {
+        table(
+            &period.ledger,
+            &period.threads,
+            period.compensator.as_ref(),
+            self.by_thread,
+        )
+    }
+
+    /// What a row is: "thread" or "process".
+    pub fn per(&self) -> &'static str {
+        if self.by_thread { "thread" } else { "process" }
+    }
+
+    /// The heading of a row's id: "TID" or "PID".
+    pub fn id_heading(&self) -> &'static str {
+        if self.by_thread { "TID" } else { "PID" }
+    }
+
+    fn label(&self, source: Source) -> String {
+        match source {
+            Source::Hardirq { source, id } => irq_label(source, id, self.irq_names),
+            Source::Softirq { vector } => softirq_name(vector.into()),
+            Source::Nmi => "NMI".into(),
+        }
+    }
+
+    /// `NET_RX 380123, call_function_single:251 2011` (µs), largest first.
+    fn sources(&self, by_source: &BySource, n: usize) -> String {
+        let mut ranked: Vec<(&Source, &u64)> = by_source.iter().collect();
+        ranked.sort_by_key(|(_, ns)| std::cmp::Reverse(**ns));
+        ranked
+            .iter()
+            .take(n)
+            .map(|(source, ns)| format!("{} {}", self.label(**source), us(**ns)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn sources_json(&self, by_source: &BySource) -> Value {
+        by_source
+            .iter()
+            .map(|(&source, &ns)| (self.label(source), json!(ns)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+}
+
+pub(super) fn signed_percent(error: Option<f64>) -> String {
+    error.map_or("-".into(), |e| format!("{:+.2}%", 100.0 * e))
+}
+
+/// At most 16 characters: kworkers' names in /proc carry their workqueue.
+fn short(comm: &str) -> String {
+    comm.chars().take(16).collect()
+}
+
+fn opt(value: Option<u64>) -> String {
+    value.map_or("-".into(), |ns| us(ns).to_string())
+}
+
+/// The accounting of one period (or the whole run): totals, table, rankings; the
+/// columns `losses` may have cut short are marked.
+pub fn write_period(
+    out: &mut dyn Write,
+    period: &Period,
+    options: &AccountOptions,
+    view: &View,
+    losses: &Losses,
+) -> io::Result<()> {
+    let table = view.table(period);
+    let totals = totals(&period.ledger);
+    writeln!(
+        out,
+        "irqlens account: {} to {} on CPUs {} (per {})",
+        clock_time(period.start_ns),
+        clock_time(period.start_ns + period.elapsed_ns),
+        options.cpus,
+        view.per()
+    )?;
+    write_totals(out, &totals)?;
+    writeln!(out)?;
+    write_table(out, &table, &totals, view, options.compensate, losses)?;
+    writeln!(out)?;
+    write_ranking(
+        out,
+        "Top victims (interrupt time charged to them)",
+        &table.rows,
+        |r| (r.charged_ns, &r.charged_by),
+        view,
+    )?;
+    write_ranking(
+        out,
+        "Top causers (interrupt time served to them)",
+        &table.rows,
+        |r| (r.served_ns, &r.served_by),
+        view,
+    )?;
+    if totals.orphan_ns > 0 {
+        writeln!(
+            out,
+            "Orphan (served no known process): {}",
+            view.sources(&period.ledger.orphan, 5)
+        )?;
+    }
+    if let Some(irqlens) = table.irqlens.as_ref().filter(|row| row.charged_ns > 0) {
+        writeln!(
+            out,
+            "[irqlens] (its own work, and what ran while it was current): {}",
+            view.sources(&irqlens.charged_by, 5)
+        )?;
+    }
+    if let Some(c) = &period.compensator {
+        writeln!(
+            out,
+            "Compensation (seed 004 §3.1): tick {} us (HZ {} measured), N(t) = {} interrupts per tick (EWMA, gamma 0.3)",
+            us(c.tick_ns()),
+            1_000_000_000 / c.tick_ns(),
+            c.interrupts_per_tick()
+                .map_or("not measured".into(), |n| n.to_string())
+        )?;
+    }
+    Ok(())
+}
+
+fn write_totals(out: &mut dyn Write, t: &Totals) -> io::Result<()> {
+    let all = t.interrupt_ns();
+    writeln!(
+        out,
+        "interrupt time {} us: hardirq {}, softirq {}, NMI {}; {} on idle CPUs",
+        us(all),
+        us(t.hardirq_ns),
+        us(t.softirq_ns),
+        us(t.nmi_ns),
+        us(t.idle_ns)
+    )?;
+    writeln!(
+        out,
+        "served a process {} us ({:.1} %), orphan {} us ({:.1} %); irqlens's own work {} us ({:.1} %)",
+        us(t.served_ns),
+        percent(t.served_ns, all),
+        us(t.orphan_ns),
+        percent(t.orphan_ns, all),
+        us(t.irqlens_ns),
+        percent(t.irqlens_ns, all)
+    )
+}
+
+/// The columns of the table: heading, width, and whether losses can cut it short (the
+/// kernel's own bill they cannot).
+const COLUMNS: [(&str, usize, bool); 6] = [
+    ("KERNEL(us)", 11, false),
+    ("CHARGED(us)", 12, true),
+    ("SERVED(us)", 11, true),
+    ("CORRECTED(us)", 14, true),
+    ("ERROR", 9, true),
+    ("UNITS", 8, true),
+];
+const COMPENSATION_COLUMNS: [(&str, usize, bool); 2] =
+    [("COMPENS(us)", 13, true), ("C-ERROR", 9, true)];
+
+/// A row's cells in the order of `COLUMNS`, then of `COMPENSATION_COLUMNS`.
+fn cells(row: &Row, compensate: bool) -> Vec<String> {
+    let mut cells = vec![
+        opt(row.kernel_ns),
+        us(row.charged_ns).to_string(),
+        us(row.served_ns).to_string(),
+        opt(row.corrected_ns),
+        signed_percent(row.error),
+        row.units.to_string(),
+    ];
+    if compensate {
+        cells.push(opt(row.compensated_ns));
+        cells.push(signed_percent(row.compensated_error));
+    }
+    cells
+}
+
+fn write_table(
+    out: &mut dyn Write,
+    table: &Table,
+    totals: &Totals,
+    view: &View,
+    compensate: bool,
+    losses: &Losses,
+) -> io::Result<()> {
+    let columns: Vec<(&str, usize, bool)> = COLUMNS
+        .into_iter()
+        .chain(COMPENSATION_COLUMNS.into_iter().filter(|_| compensate))
+        .collect();
+    let line = |out: &mut dyn Write, id: &str, comm: &str, cells: &[String]| {
+        write!(out, "{id:>8} {comm:<16}")?;
+        for (cell, (_, width, _)) in cells.iter().zip(&columns) {
+            write!(out, " {cell:>width$}")?;
+        }
+        writeln!(out)
+    };
+    let headings: Vec<String> = columns
+        .iter()
+        .map(|&(heading, _, lossy)| format!("{heading}{}", losses.mark_if(lossy)))
+        .collect();
+    line(out, view.id_heading(), "COMMAND", &headings)?;
+    for row in table.rows.iter().take(view.top) {
+        line(
+            out,
+            &row.id.to_string(),
+            &short(&row.comm),
+            &cells(row, compensate),
+        )?;
+    }
+    if table.rows.len() > view.top {
+        writeln!(
+            out,
+            "{:>8} ({} more; --top N shows more)",
+            "",
+            table.rows.len() - view.top
+        )?;
+    }
+    if let Some(row) = &table.irqlens {
+        line(out, &row.id.to_string(), &row.comm, &cells(row, compensate))?;
+    }
+    let dash = || "-".to_string();
+    line(
+        out,
+        "-",
+        "[orphan]",
+        &[dash(), dash(), us(totals.orphan_ns).to_string()],
+    )?;
+    line(
+        out,
+        "-",
+        "[idle]",
+        &[dash(), us(totals.idle_ns).to_string(), dash()],
+    )?;
+    write_legend(out, losses, "columns")
+}
+
+/// The top rows of `table` by the part of their interrupt time `part` picks, with its
+/// sources.
+fn write_ranking(
+    out: &mut dyn Write,
+    title: &str,
+    table: &[Row],
+    part: impl Fn(&Row) -> (u64, &BySource),
+    view: &View,
+) -> io::Result<()> {
+    let ranked = top(table, view.top, |r| part(r).0);
+    if ranked.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{title}:")?;
+    for row in ranked {
+        let (ns, by_source) = part(row);
+        writeln!(
+            out,
+            "  {:<16} {:>8} {:>10} us: {}",
+            short(&row.comm),
+            row.id,
+            us(ns),
+            view.sources(by_source, 4)
+        )?;
+    }
+    Ok(())
+}
+
+pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "Rule: {RULE}")?;
+    writeln!(
+        out,
+        "KERNEL is the task's sum_exec_runtime (schedstat) over the run, on all CPUs; CHARGED and SERVED count the traced CPUs only"
+    )?;
+    writeln!(
+        out,
+        "duration {} | {} programs, {} checkpoints, {} lost",
+        clock_time(info.elapsed_ns),
+        info.programs,
+        info.events,
+        info.lost_events,
+    )?;
+    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
+    if info.interrupted {
+        writeln!(out, "Interrupted: the results cover the run until then")?;
+    }
+    Ok(())
+}
+
+/// A row as JSON, with its sources by name.
+fn row_json(row: &Row, view: &View) -> Value {
+    let mut value = serde_json::to_value(row).expect("rows serialize");
+    value["charged_by"] = view.sources_json(&row.charged_by);
+    value["served_by"] = view.sources_json(&row.served_by);
+    value
+}
+
+/// One period as JSON (ns throughout), with what `losses` may have cut short.
+pub fn period_json(period: &Period, view: &View, losses: &Losses) -> Value {
+    let table = view.table(period);
+    json!({
+        "start_ns": period.start_ns,
+        "elapsed_ns": period.elapsed_ns,
+        "totals": totals(&period.ledger),
+        "orphan_by": view.sources_json(&period.ledger.orphan),
+        "idle_by": view.sources_json(&idle_by(&period.ledger)),
+        "rows": table.rows.iter().map(|row| row_json(row, view)).collect::<Vec<_>>(),
+        "irqlens": table.irqlens.as_ref().map(|row| row_json(row, view)),
+        "interrupts_per_tick": period.compensator.as_ref().and_then(|c| c.interrupts_per_tick()),
+        "lost": losses.json(&["totals", "orphan_by", "idle_by", "rows", "irqlens"]),
+    })
+}
+
+pub fn to_json(
+    whole: &Period,
+    periods: &[Value],
+    info: &AccountRunInfo,
+    options: &AccountOptions,
+    view: &View,
+) -> Value {
+    json!({
+        "cpus": options.cpus.to_string(),
+        "per": view.per(),
+        "rule": RULE,
+        "compensate": options.compensate,
+        "run": info,
+        "lost": info.losses().json(&["total", "periods"]),
+        "total": period_json(whole, view, &info.losses()),
+        "periods": periods,
+    })
+}
+
+/// The numbers `compare` sets side by side: per process (or thread) with interrupt
+/// time, the largest first.
+pub fn figures(whole: &Period, view: &View) -> Vec<Figure> {
+    let table = view.table(whole);
+    let mut figures = Vec::new();
+    let ranked = top(&table.rows, view.top, |row| row.charged_ns + row.served_ns);
+    for row in ranked.into_iter().chain(&table.irqlens) {
+        let group = format!("{} {}", row.comm, row.id);
+        figures.push(Figure::ns(&group, "charged", row.charged_ns));
+        figures.push(Figure::ns(&group, "served", row.served_ns));
+        if let Some(error) = row.error {
+            figures.push(Figure::percent(&group, "kernel error", 100.0 * error));
+        }
+    }
+    let totals = totals(&whole.ledger);
+    figures.push(Figure::ns("total", "interrupt time", totals.interrupt_ns()));
+    figures
+}

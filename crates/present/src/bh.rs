@@ -1,0 +1,472 @@
+//! `irqlens bh` output: the thesis's latency table, delay causes, slowest samples,
+//! histograms with IRQ and OOB columns, and JSON.
+
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::compare::{Figure, TOP_FIGURES, quantile_figures};
+use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
+use irqlens_analyze::bh::{BhStats, DelayCause, Mechanism, Sample, Series, Source};
+use irqlens_analyze::histogram::Histogram;
+use irqlens_analyze::loss::{Losses, RunLosses};
+use irqlens_model::bh::{BhOptions, BhRunInfo};
+use irqlens_model::hist::HistOptions;
+
+/// Sources shown per mechanism before the rest are summed up in one line.
+pub(super) const SOURCES_SHOWN: usize = 12;
+
+impl Names {
+    pub(crate) fn source(&self, source: &Source) -> String {
+        source.label(&|address| self.symbols.name(address))
+    }
+
+    pub(crate) fn cause(&self, cause: &DelayCause) -> String {
+        cause.label(&self.irqs, &|address| self.symbols.name(address))
+    }
+}
+
+fn series_row(out: &mut dyn Write, mechanism: &str, source: &str, s: &Series) -> io::Result<()> {
+    let [
+        count,
+        irq,
+        min,
+        q05,
+        q50,
+        q95,
+        max,
+        max_irq,
+        run_q50,
+        run_max,
+    ] = series_cells(s);
+    writeln!(
+        out,
+        "{mechanism:<10} {source:<26} {count:>7} {irq:>6} {min:>7} {q05:>7} {q50:>7} {q95:>7} {max:>8} {max_irq:>8} {run_q50:>7} {run_max:>8}",
+    )
+}
+
+/// A series' cells of the thesis's table, COUNT to RUN_MAX (the text and HTML tables).
+pub(crate) fn series_cells(s: &Series) -> [String; 10] {
+    [
+        s.count.to_string(),
+        s.irq.to_string(),
+        opt_us(s.min_ns()),
+        opt_us(s.quantile_ns(0.05)),
+        opt_us(s.quantile_ns(0.50)),
+        opt_us(s.quantile_ns(0.95)),
+        opt_us(s.max_ns()),
+        us2(s.max_irq_ns),
+        opt_us(s.runtime_quantile_ns(0.5)),
+        opt_us(s.runtime_max_ns()),
+    ]
+}
+
+/// Sources of one mechanism, most samples first.
+pub(crate) fn sources_of(stats: &BhStats, mechanism: Mechanism) -> Vec<(&Source, &Series)> {
+    let mut sources: Vec<_> = stats
+        .sources
+        .iter()
+        .filter(|((m, _), _)| *m == mechanism)
+        .map(|((_, source), series)| (source, series))
+        .collect();
+    sources.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+    sources
+}
+
+/// Tables 5.1-5.4: per mechanism, then per source; every row marked if checkpoints
+/// were lost.
+pub fn write_table(
+    out: &mut dyn Write,
+    stats: &BhStats,
+    names: &Names,
+    losses: &Losses,
+) -> io::Result<()> {
+    let mark = losses.mark();
+    writeln!(
+        out,
+        "# Latency from request to invocation, us. min..max over samples with no interrupt in between; IRQ: samples with one; max_IRQ: over all. run: entry to exit, nested IRQs excluded."
+    )?;
+    writeln!(
+        out,
+        "{:<10} {:<26} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>8}",
+        "MECHANISM",
+        "SOURCE",
+        "COUNT",
+        "IRQ",
+        "MIN",
+        "Q0.05",
+        "Q0.50",
+        "Q0.95",
+        "MAX",
+        "MAX_IRQ",
+        "RUN_Q50",
+        "RUN_MAX"
+    )?;
+    if stats.mechanisms.is_empty() {
+        writeln!(out, "(no samples)")?;
+    }
+    for (mechanism, m) in &stats.mechanisms {
+        series_row(out, &format!("{mechanism}{mark}"), "(all)", &m.series)?;
+        let sources = sources_of(stats, *mechanism);
+        for (source, series) in sources.iter().take(SOURCES_SHOWN) {
+            series_row(out, "", &format!("{}{mark}", names.source(source)), series)?;
+        }
+        if sources.len() > SOURCES_SHOWN {
+            let rest: u64 = sources[SOURCES_SHOWN..].iter().map(|(_, s)| s.count).sum();
+            writeln!(
+                out,
+                "{:<10} ({} more sources, {rest} samples)",
+                "",
+                sources.len() - SOURCES_SHOWN
+            )?;
+        }
+    }
+    write_legend(out, losses, "rows")
+}
+
+/// What ran between request and invocation (§5.4), per mechanism.
+pub fn write_causes(
+    out: &mut dyn Write,
+    stats: &BhStats,
+    names: &Names,
+    rows: usize,
+    losses: &Losses,
+) -> io::Result<()> {
+    for (mechanism, m) in &stats.mechanisms {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Delay causes: {mechanism}{} ({} samples; a sample can have several)",
+            losses.mark(),
+            m.series.count
+        )?;
+        writeln!(
+            out,
+            "  {:<44} {:>8} {:>7} {:>8} {:>8}",
+            "CAUSE", "SAMPLES", "SHARE", "Q0.50", "MAX"
+        )?;
+        for (cause, c) in m.ranked_causes().into_iter().take(rows) {
+            writeln!(
+                out,
+                "  {:<44} {:>8} {:>6.1}% {:>8} {:>8}",
+                names.cause(cause),
+                c.samples,
+                percent(c.samples, m.series.count),
+                us2(c.median_ns()),
+                us2(c.max_ns()),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn describe(sample: &Sample, names: &Names) -> String {
+    let d = &sample.delay;
+    let mut parts = vec![format!(
+        "{} us, ran {} us",
+        us2(sample.latency_ns),
+        us2(sample.runtime_ns)
+    )];
+    if d.irqs > 0 {
+        parts.push(format!("{} hardirqs {} us", d.irqs, us2(d.irq_ns)));
+    }
+    if d.softirqs > 0 {
+        parts.push(format!(
+            "{} softirqs first {} us",
+            d.softirqs,
+            us2(d.softirq_ns)
+        ));
+    }
+    if d.works > 0 {
+        parts.push(format!(
+            "{} work items first {} us",
+            d.works,
+            us2(d.work_ns)
+        ));
+    }
+    if d.switches > 0 {
+        parts.push(format!("{} context switches", d.switches));
+    }
+    if let Some(activated) = d.activated_after_ns {
+        parts.push(format!("activated at +{} us", us2(activated)));
+    }
+    if let Some(woken) = d.woken_after_ns {
+        parts.push(format!("thread woken at +{} us", us2(woken)));
+    }
+    if let Some(switched) = d.switched_in_after_ns {
+        parts.push(format!("switched in at +{} us", us2(switched)));
+    }
+    let causes: Vec<String> = d.causes.iter().map(|c| names.cause(c)).collect();
+    format!(
+        "{} on CPU {} (requested on CPU {} by pid {}, run by pid {}): {}; causes: {}",
+        names.source(&sample.source),
+        sample.cpu,
+        sample.request_cpu,
+        sample.requester,
+        sample.executor,
+        parts.join(", "),
+        causes.join(", ")
+    )
+}
+
+/// The slowest samples of each mechanism, decomposed.
+pub fn write_worst(out: &mut dyn Write, stats: &BhStats, names: &Names) -> io::Result<()> {
+    for (mechanism, m) in stats.mechanisms.iter().filter(|(_, m)| !m.worst.is_empty()) {
+        writeln!(out)?;
+        writeln!(out, "Slowest {mechanism} samples:")?;
+        for sample in &m.worst {
+            writeln!(out, "  {}", describe(sample, names))?;
+        }
+    }
+    Ok(())
+}
+
+/// Figures 5.3-5.11 as text: a column per mechanism, the IRQ and OOB rows.
+pub fn write_histogram(
+    out: &mut dyn Write,
+    stats: &BhStats,
+    options: &HistOptions,
+    losses: &Losses,
+) -> io::Result<()> {
+    let columns: Vec<(String, &Histogram)> = stats
+        .mechanisms
+        .iter()
+        .map(|(mechanism, m)| {
+            (
+                format!("{mechanism}{}", losses.mark()),
+                &m.series.latency.histogram,
+            )
+        })
+        .collect();
+    let irq: Vec<u64> = stats.mechanisms.values().map(|m| m.series.irq).collect();
+    write_hist_table(
+        out,
+        "irqlens bh histogram: request to invocation latency (IRQ: an interrupt landed in between; OOB: beyond the last bucket)",
+        &columns,
+        &[("IRQ:", irq)],
+        "OOB:",
+        options,
+    )?;
+    write_legend(out, losses, "columns")
+}
+
+pub fn write_run_info(
+    out: &mut dyn Write,
+    stats: &BhStats,
+    info: &BhRunInfo,
+    options: &BhOptions,
+    not_observable: &[String],
+) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "duration {} | CPUs {} | load {} ({} spinning tasks) | {} programs, {} events, {} lost{}",
+        clock_time(info.elapsed_ns),
+        options.cpus,
+        info.load,
+        info.load_tasks,
+        info.programs,
+        info.events,
+        info.lost_events,
+        if info.interrupted {
+            " | interrupted"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(t) = &info.trigger {
+        writeln!(
+            out,
+            "trigger {} at {} Hz from CPU {} (tid {}): {} requests, {} samples measured, {} other bottom halves left out",
+            t.kind,
+            t.rate_hz,
+            t.cpu,
+            t.tid,
+            t.requests,
+            stats.samples(),
+            stats.others
+        )?;
+        writeln!(out, "  path: {}", t.kernel_path)?;
+    }
+    let m = &info.matching;
+    writeln!(
+        out,
+        "matching: {} re-raises merged into the pending raise; invocations with no request seen: {} softirq, {} tasklet, {} work (requested before tracing, or served twice); {} work items cancelled, {} never started and {} never ended (forgotten to bound memory); {} windows not fully traced; pending at the end: {} softirqs, {} work items",
+        m.reraises,
+        m.unmatched_softirqs,
+        m.unmatched_tasklets,
+        m.unmatched_works,
+        m.cancelled_works,
+        m.stale_works,
+        m.unended_works,
+        m.incomplete_windows,
+        info.pending_softirqs,
+        info.pending_works
+    )?;
+    let kernel: Vec<String> = info
+        .kernel_softirq_runs
+        .iter()
+        .filter(|(_, runs)| **runs > 0)
+        .map(|(vector, runs)| format!("{vector} {runs}"))
+        .collect();
+    writeln!(
+        out,
+        "softirq runs /proc/softirqs counted on these CPUs while tracing: {}",
+        if kernel.is_empty() {
+            "none".into()
+        } else {
+            kernel.join(", ")
+        }
+    )?;
+    if info.lost_events > 0 {
+        writeln!(
+            out,
+            "warning: {} events were lost (record area full): some samples are missing or unmatched",
+            info.lost_events
+        )?;
+    }
+    for line in not_observable {
+        writeln!(out, "not observable here: {line}")?;
+    }
+    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
+    Ok(())
+}
+
+fn series_json(s: &Series) -> Value {
+    json!({
+        "count": s.count,
+        "irq": s.irq,
+        "min_ns": s.min_ns(),
+        "q05_ns": s.quantile_ns(0.05),
+        "q50_ns": s.quantile_ns(0.50),
+        "q95_ns": s.quantile_ns(0.95),
+        "max_ns": s.max_ns(),
+        "max_irq_ns": s.max_irq_ns,
+        "runtime_q50_ns": s.runtime_quantile_ns(0.5),
+        "runtime_max_ns": s.runtime_max_ns(),
+    })
+}
+
+fn sample_json(sample: &Sample, names: &Names) -> Value {
+    let d = &sample.delay;
+    json!({
+        "source": names.source(&sample.source),
+        "cpu": sample.cpu,
+        "request_cpu": sample.request_cpu,
+        "request_ns": sample.request_ns,
+        "latency_ns": sample.latency_ns,
+        "runtime_ns": sample.runtime_ns,
+        "requester": sample.requester,
+        "executor": sample.executor,
+        "irqs": d.irqs,
+        "irq_ns": d.irq_ns,
+        "softirqs_first": d.softirqs,
+        "softirqs_first_ns": d.softirq_ns,
+        "works_first": d.works,
+        "works_first_ns": d.work_ns,
+        "switches": d.switches,
+        "ksoftirqd": d.ksoftirqd,
+        "activated_after_ns": d.activated_after_ns,
+        "woken_after_ns": d.woken_after_ns,
+        "switched_in_after_ns": d.switched_in_after_ns,
+        "complete": d.complete,
+        "causes": d.causes.iter().map(|c| names.cause(c)).collect::<Vec<_>>(),
+    })
+}
+
+/// The whole result as one JSON document; times are in ns (`*_ns`).
+pub fn to_json(
+    stats: &BhStats,
+    info: &BhRunInfo,
+    options: &BhOptions,
+    names: &Names,
+    not_observable: &[String],
+    kernel: &str,
+) -> Value {
+    let mechanisms: Vec<Value> = stats
+        .mechanisms
+        .iter()
+        .map(|(mechanism, m)| {
+            let mut value = series_json(&m.series);
+            value["mechanism"] = json!(mechanism);
+            value["causes"] = m
+                .ranked_causes()
+                .into_iter()
+                .map(|(cause, c)| {
+                    json!({
+                        "cause": names.cause(cause),
+                        "samples": c.samples,
+                        "share_percent": percent(c.samples, m.series.count),
+                        "q50_ns": c.median_ns(),
+                        "max_ns": c.max_ns(),
+                    })
+                })
+                .collect();
+            value["worst"] = m.worst.iter().map(|s| sample_json(s, names)).collect();
+            value["histogram"] = json!({
+                "bucket_ns": m.series.latency.histogram.bucket_ns,
+                "buckets": m.series.latency.histogram.buckets,
+                "irq": m.series.irq,
+                "oob": m.series.latency.histogram.overflow,
+            });
+            value
+        })
+        .collect();
+    let series: Vec<Value> = stats
+        .sources
+        .iter()
+        .map(|((mechanism, source), s)| {
+            let mut value = series_json(s);
+            value["mechanism"] = json!(mechanism);
+            value["source"] = json!(names.source(source));
+            value
+        })
+        .collect();
+    json!({
+        "tool": "irqlens",
+        "version": env!("CARGO_PKG_VERSION"),
+        "command": "bh",
+        "kernel": kernel,
+        "options": {
+            "cpus": options.cpus,
+            "duration_ns": options.duration.map(|d| d.as_nanos() as u64),
+            "trigger": options.trigger,
+            "load": options.load,
+            "bucket_ns": options.stats.bucket_ns,
+            "entries": options.stats.entries,
+        },
+        "run": info,
+        "lost": info.losses().json(&["mechanisms", "series", "samples", "others"]),
+        "samples": stats.samples(),
+        "others": stats.others,
+        "mechanisms": mechanisms,
+        "series": series,
+        "not_observable": not_observable,
+    })
+}
+
+/// The numbers `compare` sets side by side: per mechanism, its busiest sources, and
+/// its delay causes.
+pub fn figures(stats: &BhStats, names: &Names) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    for (mechanism, mechanism_stats) in &stats.mechanisms {
+        figures.extend(series_figures(mechanism.name(), &mechanism_stats.series));
+        for (source, series) in sources_of(stats, *mechanism).into_iter().take(TOP_FIGURES) {
+            let group = format!("{} {}", mechanism.name(), names.source(source));
+            figures.extend(series_figures(&group, series));
+        }
+        for (cause, cause_stats) in mechanism_stats.ranked_causes() {
+            let group = format!("{} delayed by {}", mechanism.name(), names.cause(cause));
+            figures.push(Figure::count(&group, "samples", cause_stats.samples));
+            figures.push(Figure::ns(&group, "q50", cause_stats.median_ns()));
+        }
+    }
+    figures
+}
+
+fn series_figures(group: &str, series: &Series) -> Vec<Figure> {
+    let mut figures = vec![Figure::count(group, "count", series.count)];
+    figures.extend(quantile_figures(group, |q| series.quantile_ns(q)));
+    figures.extend(series.max_ns().map(|max| Figure::ns(group, "max", max)));
+    figures
+}

@@ -1,0 +1,378 @@
+//! The sections built from synthetic analyses: the plots each one must have, unique ids
+//! across sections, escaping, and the data behind the lines.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::*;
+use irqlens_analyze::account::{Ledger, Source as AccountSource, ThreadAccount};
+use irqlens_analyze::bh::{Delay, DelayCause, Mechanism, Sample as BhSample, Source as BhSource};
+use irqlens_model::account::ThreadInfo;
+use irqlens_model::bh::{MatchCounts, Selection, StatsConfig as BhConfig};
+use irqlens_model::kernel::{Comm, KernelSymbols};
+use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
+use irqlens_model::stimulus::LoadScenario;
+use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig, TrackCounts};
+
+/// An IRQ line name that would break the page if it went in unescaped.
+const EVIL: &str = "<script>alert('x')</script>";
+
+fn irq_names() -> HashMap<u32, String> {
+    HashMap::from([(11, EVIL.to_string())])
+}
+
+pub(crate) fn names() -> Names {
+    Names {
+        symbols: KernelSymbols::default(),
+        irqs: irq_names(),
+    }
+}
+
+/// Two CPUs over three periods; CPU 1's samples each hold one IRQ 11 record.
+fn noise_analysis() -> NoiseAnalysis {
+    let config = AnalysisConfig {
+        bucket_ns: 1_000,
+        entries: 100,
+        keep_recent: 0,
+    };
+    let mut analysis = NoiseAnalysis::new(config, [0, 1]);
+    for period in 0..3u64 {
+        for cpu in [0, 1] {
+            let seq = period + 1;
+            let duration_ns = 6_000 + 10_000 * period + 1_000 * cpu as u64;
+            if cpu == 1 {
+                analysis.add_records([Record {
+                    cpu,
+                    class: NoiseClass::Irq,
+                    source: 0,
+                    id: 11,
+                    comm: Comm::default(),
+                    start_ns: seq * 1_000,
+                    duration_ns: duration_ns - 500,
+                    seq,
+                }]);
+            }
+            let seq_after = if cpu == 1 { seq } else { 0 };
+            analysis.add_period(&PeriodReport {
+                cpu,
+                runtime_ns: 1_000_000,
+                noise_ns: duration_ns,
+                max_single_ns: duration_ns,
+                samples: vec![Sample {
+                    cpu,
+                    start_ns: seq * 1_000,
+                    duration_ns,
+                    seq_before: seq_after.saturating_sub(1),
+                    seq_after,
+                }],
+                last_seq: seq_after,
+                ..Default::default()
+            });
+        }
+    }
+    analysis
+}
+
+fn noise_info() -> NoiseRunInfo {
+    NoiseRunInfo {
+        elapsed_ns: 3_000_000_000,
+        clock: "tsc".into(),
+        collector_cpus: None,
+        programs: 24,
+        skipped_tracepoints: vec![],
+        records: 3,
+        lost_records: 0,
+        lost_by_cpu: Default::default(),
+        interrupted: false,
+    }
+}
+
+pub(crate) fn bh_stats() -> BhStats {
+    let mut stats = BhStats::new(BhConfig {
+        bucket_ns: 1_000,
+        entries: 64,
+        selection: Selection::All,
+        worst: 2,
+    });
+    for (index, latency_us) in [2u64, 3, 3, 40].into_iter().enumerate() {
+        stats.add(BhSample {
+            mechanism: Mechanism::Softirq,
+            source: BhSource::Vector(1),
+            request_cpu: 0,
+            cpu: 0,
+            request_ns: index as u64 * 100_000,
+            latency_ns: latency_us * 1_000,
+            runtime_ns: 1_000,
+            requester: 0,
+            executor: 0,
+            woke_watched: false,
+            delay: Delay {
+                causes: vec![DelayCause::Thread(Comm::new("<hog>"))],
+                ..Default::default()
+            },
+        });
+    }
+    stats
+}
+
+pub(crate) fn bh_info() -> BhRunInfo {
+    BhRunInfo {
+        elapsed_ns: 1_000_000_000,
+        programs: 30,
+        skipped_tracepoints: vec!["irq:tasklet_entry".into()],
+        events: 10,
+        lost_events: 0,
+        lost_by_cpu: Default::default(),
+        matching: MatchCounts::default(),
+        pending_softirqs: 0,
+        pending_works: 0,
+        kernel_softirq_runs: BTreeMap::new(),
+        load: LoadScenario::Zero,
+        load_tasks: 0,
+        trigger: None,
+        interrupted: true,
+    }
+}
+
+/// The `<svg class="plot" data-plot=KIND ...>` elements of a page.
+fn plots<'a>(html: &'a str, kind: &str) -> Vec<&'a str> {
+    let opening = format!("<svg class=\"plot\" data-plot=\"{kind}\"");
+    html.match_indices(&opening)
+        .map(|(at, _)| {
+            let end = html[at..].find("</svg>").expect("a closed svg") + at;
+            &html[at..end]
+        })
+        .collect()
+}
+
+pub(crate) fn render(page: &Page) -> String {
+    let mut out = Vec::new();
+    page.write(&mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+fn ids(html: &str) -> Vec<&str> {
+    html.match_indices(" id=\"")
+        .map(|(at, found)| {
+            let rest = &html[at + found.len()..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect()
+}
+
+#[test]
+fn histogram_steps_follow_the_buckets_up_to_the_last_used() {
+    let mut h = Histogram::new(1_000, 10);
+    for ns in [500, 2_100, 2_900] {
+        h.add(ns);
+    }
+    let line = histogram_steps("CPU 0".into(), &h);
+    assert_eq!(
+        line.points,
+        vec![
+            (0.0, 1.0),
+            (1.0, 1.0),
+            (1.0, 0.0),
+            (2.0, 0.0),
+            (2.0, 2.0),
+            (3.0, 2.0)
+        ]
+    );
+}
+
+#[test]
+fn count_axis_ends_at_the_decade_above() {
+    assert_eq!(decade_above(1.0), 10.0);
+    assert_eq!(decade_above(10.0), 100.0);
+    assert_eq!(decade_above(4_500.0), 10_000.0);
+}
+
+#[test]
+fn cdf_reaches_one_at_the_maximum_even_past_the_buckets() {
+    let mut h = Histogram::new(1_000, 4);
+    for ns in [1_500, 1_600, 3_200, 9_000] {
+        h.add(ns);
+    }
+    let line = cdf_line("CPU 0".into(), &h);
+    assert_eq!(
+        line.points,
+        vec![(1.0, 0.0), (2.0, 0.5), (4.0, 0.75), (9.0, 1.0)]
+    );
+}
+
+#[test]
+fn noise_section_has_every_plot_and_the_causes() {
+    let mut page = Page::new("run <1>", "6.18.0-test");
+    page.noise("noise", &noise_analysis(), &noise_info(), &irq_names());
+    let html = render(&page);
+
+    let histograms = plots(&html, "histogram");
+    assert_eq!(histograms.len(), 1);
+    assert!(histograms[0].contains("CPU 0") && histograms[0].contains("CPU 1"));
+    assert!(histograms[0].contains("<polyline"));
+    assert_eq!(plots(&html, "cdf").len(), 1);
+    let causes = plots(&html, "causes");
+    assert_eq!(causes.len(), 1);
+    // IRQ 11 and the 500 ns around it on CPU 1, hardware noise on CPU 0: all bars
+    assert!(causes[0].contains("irq 11 &lt;script&gt;"), "{}", causes[0]);
+    assert!(causes[0].contains("irq entry/exit"));
+    assert!(causes[0].contains("hw noise"));
+    assert_eq!(
+        causes[0].matches("<rect").count(),
+        4,
+        "background and three bars"
+    );
+    let timelines = plots(&html, "timeline");
+    assert_eq!(timelines.len(), 2);
+    assert!(timelines.iter().all(|svg| svg.contains("<polyline")));
+    // the per-CPU table: CPU 1's noise over its 3 periods is 7+17+27 µs
+    assert!(html.contains("<td class=\"n\">51.0</td>"), "{html}");
+    // where it went, to the ns: 49.5 µs of IRQ 11 and 3 x 500 ns of entry/exit
+    let breakdown = [
+        "1", "51.000", "49.500", "1.500", "0.000", "0.000", "0.000", "0.000",
+    ]
+    .map(|cell| format!("<td class=\"n\">{cell}</td>"))
+    .concat();
+    assert!(html.contains(&format!("<tr>{breakdown}</tr>")), "{html}");
+    assert!(html.contains("<title>run &lt;1&gt;</title>"));
+    assert!(!html.contains(EVIL), "unescaped text in the page");
+}
+
+#[test]
+fn sections_share_a_page_with_unique_ids() {
+    let mut page = Page::new("two recordings", "6.18.0-test");
+    page.noise("A.rec", &noise_analysis(), &noise_info(), &irq_names());
+    page.noise("B.rec", &noise_analysis(), &noise_info(), &irq_names());
+    page.bh("C.rec", &bh_stats(), &bh_info(), &names());
+    let html = render(&page);
+    let ids = ids(&html);
+    let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), unique.len(), "{ids:?}");
+    assert!(ids.contains(&"s1-histogram-1") && ids.contains(&"s2-histogram-1"));
+    assert!(ids.iter().any(|id| id.starts_with("s3-causes")));
+    assert!(html.contains("<a href=\"#s3\">C.rec</a>"));
+    for reference in ["src=\"http", "href=\"http", "url("] {
+        assert!(
+            !html.contains(reference),
+            "nothing may be fetched: {reference}"
+        );
+    }
+    assert!(!html.contains("<script"));
+}
+
+#[test]
+fn bh_section_plots_each_mechanism_and_its_delay_causes() {
+    let mut page = Page::new("bh", "6.18.0-test");
+    page.bh("bh", &bh_stats(), &bh_info(), &names());
+    let html = render(&page);
+    let histogram = plots(&html, "histogram");
+    assert_eq!(histogram.len(), 1);
+    assert!(histogram[0].contains("softirq"));
+    assert_eq!(plots(&html, "cdf").len(), 1);
+    let causes = plots(&html, "causes");
+    assert_eq!(causes.len(), 1);
+    assert!(causes[0].contains("thread &lt;hog&gt; ran first"));
+    assert!(html.contains("irq:tasklet_entry"));
+    assert!(html.contains("interrupted"));
+    assert!(html.contains("<td>TIMER</td>"), "{html}");
+}
+
+#[test]
+fn wakeup_section_plots_total_latency_per_cpu() {
+    let mut stats = WakeupStats::new(WakeupConfig {
+        bucket_ns: 1_000,
+        entries: 2_000,
+        ..Default::default()
+    });
+    for (cpu, total_us) in [(0, 5), (0, 7), (1, 9), (1, 1_500)] {
+        stats.add_total_only(&Report {
+            tid: 100 + cpu,
+            cpu,
+            expected_ns: 1_000_000,
+            user_ns: 1_000_000 + total_us * 1_000,
+        });
+    }
+    let info = WakeupRunInfo {
+        elapsed_ns: 1_000_000_000,
+        traced: false,
+        programs: 0,
+        skipped_tracepoints: vec![],
+        lost_events: 0,
+        lost_by_cpu: Default::default(),
+        tracking: TrackCounts::default(),
+        threads: vec![],
+        missed_periods: 0,
+        interrupted: false,
+    };
+    let mut page = Page::new("wakeup", "6.18.0-test");
+    page.wakeup("wakeup", &stats, &info, &names());
+    let html = render(&page);
+    assert_eq!(plots(&html, "histogram").len(), 1);
+    let cdf = plots(&html, "cdf");
+    assert_eq!(cdf.len(), 1);
+    assert!(cdf[0].contains("CPU 1"));
+    // 5 µs to 1500 µs: a log axis with decade ticks
+    assert!(cdf[0].contains(">\n1000\n</text>"), "{}", cdf[0]);
+    // untraced: nothing to say where the latency went, and no empty chart
+    assert!(plots(&html, "causes").is_empty());
+    assert!(html.contains("none"));
+}
+
+#[test]
+fn account_section_ranks_victims_and_causers() {
+    let timer = AccountSource::Hardirq { source: 1, id: 236 };
+    let net = AccountSource::Softirq { vector: 3 };
+    let mut ledger = Ledger::default();
+    ledger.threads.insert(
+        10,
+        ThreadAccount {
+            charged: BTreeMap::from([(timer, 300_000), (net, 500_000)]),
+            ..Default::default()
+        },
+    );
+    ledger.threads.insert(
+        20,
+        ThreadAccount {
+            served: BTreeMap::from([(net, 500_000)]),
+            units: 5,
+            ..Default::default()
+        },
+    );
+    let thread = |tgid: u32, comm: &str| ThreadInfo {
+        tgid,
+        comm: comm.into(),
+        runtime_ns: Some(10_000_000),
+    };
+    let whole = Period {
+        start_ns: 0,
+        elapsed_ns: 1_000_000_000,
+        ledger,
+        compensator: None,
+        threads: HashMap::from([(10, thread(10, "spinner")), (20, thread(20, "<recv>"))]),
+        lost_events: 0,
+    };
+    let info = AccountRunInfo {
+        elapsed_ns: 1_000_000_000,
+        programs: 12,
+        skipped_tracepoints: vec![],
+        events: 100,
+        lost_events: 0,
+        lost_by_cpu: Default::default(),
+        hz: None,
+        interrupted: false,
+    };
+    let names = irq_names();
+    let view = View {
+        by_thread: false,
+        top: 10,
+        irq_names: &names,
+    };
+    let mut page = Page::new("account", "6.18.0-test");
+    page.account("account", &whole, &info, &view);
+    let html = render(&page);
+    let bars = plots(&html, "causes");
+    assert_eq!(bars.len(), 2);
+    assert!(bars[0].contains("Top victims") && bars[0].contains("spinner:10"));
+    assert!(bars[1].contains("Top causers") && bars[1].contains("&lt;recv&gt;:20"));
+    assert!(!html.contains("<recv>"));
+    assert!(html.contains("<td class=\"n\">800.0</td>"), "{html}");
+}

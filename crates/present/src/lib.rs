@@ -1,0 +1,189 @@
+//! Present: terminal tables, JSON, and the HTML report.
+
+pub mod account;
+pub mod bh;
+pub mod compare;
+pub mod html;
+pub mod noise;
+pub mod perfetto;
+pub mod plot;
+pub mod prometheus;
+pub mod wakeup;
+
+use std::collections::HashMap;
+use std::io::{self, IsTerminal, Write};
+use std::time::Duration;
+
+use irqlens_analyze::histogram::Histogram;
+use irqlens_analyze::loss::Losses;
+use irqlens_model::hist::HistOptions;
+use irqlens_model::kernel::KernelSymbols;
+
+/// How kernel numbers and addresses are named.
+#[derive(Default)]
+pub struct Names {
+    pub symbols: KernelSymbols,
+    pub irqs: HashMap<u32, String>,
+}
+
+/// ns as whole µs, as rtla prints them.
+pub fn us(ns: u64) -> u64 {
+    ns / 1_000
+}
+
+/// `part` of `whole` in percent; 0 of nothing.
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// ns as fractional µs, keeping the ns digits: plots and traces.
+pub fn micros(ns: u64) -> f64 {
+    ns as f64 / 1_000.0
+}
+
+/// ns as µs with two decimals, as the thesis's tables.
+pub fn us2(ns: u64) -> String {
+    format!("{:.2}", micros(ns))
+}
+
+/// As `us2`, or "-" for no value.
+pub fn opt_us(ns: Option<u64>) -> String {
+    ns.map_or("-".into(), us2)
+}
+
+/// ns as µs with one decimal.
+pub fn us1(ns: u64) -> String {
+    format!("{:.1}", micros(ns))
+}
+
+/// `h:mm:ss` of a run's length, as rtla's duration line.
+pub fn clock_time(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    format!("{}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// Whether a live view may redraw the terminal.
+pub fn live_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+/// Whether progress may be shown on stderr.
+pub fn progress_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// One self-overwriting progress line on stderr.
+pub fn write_progress(elapsed: Duration, total: Option<Duration>, samples: u64, what: &str) {
+    let total = total.map_or(String::new(), |t| {
+        format!(" of {}", clock_time(t.as_nanos() as u64))
+    });
+    eprint!(
+        "\r\x1b[Kirqlens: {}{total}, {samples} {what}",
+        clock_time(elapsed.as_nanos() as u64)
+    );
+}
+
+pub fn clear_progress() {
+    eprint!("\r\x1b[K");
+}
+
+/// The tracepoints this kernel lacks, whose programs were not loaded.
+pub fn write_skipped_tracepoints(out: &mut dyn Write, skipped: &[String]) -> io::Result<()> {
+    if skipped.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "tracepoints this kernel lacks (not traced): {}",
+        skipped.join(", ")
+    )
+}
+
+/// The legend under a table whose `marked` ("rows", "columns") losses may have cut
+/// short; nothing when nothing was lost.
+pub fn write_legend(out: &mut dyn Write, losses: &Losses, marked: &str) -> io::Result<()> {
+    match losses.legend(marked) {
+        Some(legend) => writeln!(out, "{legend}"),
+        None => Ok(()),
+    }
+}
+
+/// rtla's hist layout: a row per bucket (µs), a column per histogram, then rows
+/// `extra` (such as the IRQ column of `bh`), the overflow row and the summary.
+pub fn write_hist_table(
+    out: &mut dyn Write,
+    title: &str,
+    columns: &[(String, &Histogram)],
+    extra: &[(&str, Vec<u64>)],
+    overflow: &str,
+    options: &HistOptions,
+) -> io::Result<()> {
+    writeln!(out, "# {title}")?;
+    writeln!(out, "# Time unit is microseconds (us)")?;
+    write!(out, "Index")?;
+    for (name, _) in columns {
+        write!(out, " {name:>11}")?;
+    }
+    writeln!(out)?;
+    let entries = columns.first().map_or(0, |(_, h)| h.buckets.len());
+    for index in 0..entries {
+        let counts: Vec<u64> = columns.iter().map(|(_, h)| h.buckets[index]).collect();
+        if !options.with_zeros && counts.iter().all(|&c| c == 0) {
+            continue;
+        }
+        write!(out, "{:<5}", us(columns[0].1.bucket_start_ns(index)))?;
+        for count in counts {
+            write!(out, " {count:>11}")?;
+        }
+        writeln!(out)?;
+    }
+    let row = |out: &mut dyn Write, name: &str, values: Vec<String>| {
+        write!(out, "{name:<5}")?;
+        for value in values {
+            write!(out, " {value:>11}")?;
+        }
+        writeln!(out)
+    };
+    for (name, values) in extra {
+        row(out, name, values.iter().map(u64::to_string).collect())?;
+    }
+    let each = |value: &dyn Fn(&Histogram) -> String| -> Vec<String> {
+        columns.iter().map(|(_, h)| value(h)).collect()
+    };
+    row(out, overflow, each(&|h| h.overflow.to_string()))?;
+    if !options.no_summary {
+        row(out, "count:", each(&|h| h.count.to_string()))?;
+        row(
+            out,
+            "min:",
+            each(&|h| h.min_ns.map_or("-".into(), |v| us(v).to_string())),
+        )?;
+        row(
+            out,
+            "avg:",
+            each(&|h| h.avg_ns().map_or("-".into(), |v| us(v).to_string())),
+        )?;
+        row(out, "max:", each(&|h| us(h.max_ns).to_string()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod loss_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(us(1_999), 1);
+        assert_eq!(us1(1_950), "1.9");
+        assert_eq!(us1(1_960), "2.0");
+        assert_eq!(clock_time(3_725_000_000_000), "1:02:05");
+    }
+}

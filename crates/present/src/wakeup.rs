@@ -1,0 +1,541 @@
+//! `irqlens wakeup` output: the per-CPU summary of each latency component, where the
+//! latency went (causes), the wakeup chains, the CDF, the worst samples whole, the
+//! histogram, and JSON.
+
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::compare::{Figure, TOP_FIGURES, quantile_figures};
+use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
+use irqlens_analyze::histogram::Histogram;
+use irqlens_analyze::loss::{Losses, RunLosses};
+use irqlens_analyze::wakeup::{
+    Cause, Component, CpuStats, Sample, Stop, WakeupStats, from_checkpoints,
+};
+use irqlens_model::hist::HistOptions;
+use irqlens_model::wakeup::{WakeupMode, WakeupOptions, WakeupRunInfo};
+
+/// Quantiles of the CDF table.
+const CDF_QUANTILES: [f64; 6] = [0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
+/// Woken threads and interposed threads named in the chains, the most frequent first.
+const CHAIN_THREADS: usize = 10;
+
+impl Names {
+    pub(crate) fn wakeup_cause(&self, cause: &Cause) -> String {
+        cause.label(&self.irqs, &|address| self.symbols.name(address))
+    }
+}
+
+/// What was measured, in one line.
+pub fn describe_mode(options: &WakeupOptions) -> String {
+    match &options.mode {
+        WakeupMode::Timer(timer) => format!(
+            "timer threads on CPUs {}, period {} us, priority {}{}",
+            options.cpus,
+            timer.period.as_micros(),
+            timer.priority,
+            if timer.trace {
+                ""
+            } else {
+                ", untraced (total only)"
+            }
+        ),
+        WakeupMode::Task(watched) => format!("task {watched}, traced on CPUs {}", options.cpus),
+    }
+}
+
+/// Per CPU, a row per latency component: count, min, avg, max and Q0.99 (µs); the
+/// components checkpoints were lost from are marked.
+pub fn write_summary(
+    out: &mut dyn Write,
+    stats: &WakeupStats,
+    options: &WakeupOptions,
+    info: &WakeupRunInfo,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "irqlens wakeup: {} ({})",
+        describe_mode(options),
+        clock_time(info.elapsed_ns)
+    )?;
+    writeln!(
+        out,
+        "{:>3} {:>9} {:>9}  {:<34} {:>9} {:>9} {:>9} {:>9}",
+        "CPU", "COUNT", "TRACED", "COMPONENT (us)", "MIN", "AVG", "MAX", "Q0.99"
+    )?;
+    for (cpu, stats) in &stats.cpus {
+        write_cpu_rows(out, *cpu, stats, info)?;
+    }
+    write_legend(out, &info.losses(), "rows")
+}
+
+/// The mark of a component's figures on `cpu`, if losses may have cut them short.
+pub(super) fn component_mark(info: &WakeupRunInfo, cpu: u32, component: Component) -> &'static str {
+    if from_checkpoints(info, component) {
+        info.losses().mark_cpu(cpu)
+    } else {
+        ""
+    }
+}
+
+fn write_cpu_rows(
+    out: &mut dyn Write,
+    cpu: u32,
+    stats: &CpuStats,
+    info: &WakeupRunInfo,
+) -> io::Result<()> {
+    let mut first = true;
+    for component in Component::ALL {
+        let Some(series) = stats.series(component) else {
+            continue;
+        };
+        let mark = component_mark(info, cpu, component);
+        let (cpu, count, traced) = if first {
+            (
+                cpu.to_string(),
+                stats.activations.to_string(),
+                stats.samples.to_string(),
+            )
+        } else {
+            Default::default()
+        };
+        first = false;
+        writeln!(
+            out,
+            "{cpu:>3} {count:>9} {traced:>9}  {:<34} {:>9} {:>9} {:>9} {:>9}",
+            format!(
+                "{:<8} {}",
+                format!("{component}{mark}"),
+                component.describe()
+            ),
+            opt_us(series.min_ns()),
+            opt_us(series.avg_ns()),
+            opt_us(series.max_ns()),
+            opt_us(series.quantile_ns(0.99)),
+        )?;
+    }
+    Ok(())
+}
+
+/// Where the latency went, over all decomposed samples, by time.
+pub fn write_causes(
+    out: &mut dyn Write,
+    stats: &WakeupStats,
+    names: &Names,
+    rows: usize,
+    losses: &Losses,
+) -> io::Result<()> {
+    let ranked = stats.ranked_causes();
+    if ranked.is_empty() || rows == 0 {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Where the latency went{} ({} samples, {} us in all):",
+        losses.mark(),
+        stats.samples(),
+        us2(stats.latency_ns)
+    )?;
+    writeln!(
+        out,
+        "  {:<52} {:>9} {:>7} {:>9} {:>9}",
+        "CAUSE", "SAMPLES", "SHARE", "AVG", "MAX"
+    )?;
+    for (cause, cause_stats) in ranked.iter().take(rows) {
+        writeln!(
+            out,
+            "  {:<52} {:>9} {:>6.1}% {:>9} {:>9}",
+            names.wakeup_cause(cause),
+            cause_stats.samples,
+            percent(cause_stats.total_ns, stats.latency_ns),
+            us2(cause_stats.total_ns / cause_stats.samples.max(1)),
+            us2(cause_stats.max_ns),
+        )?;
+    }
+    if ranked.len() > rows {
+        writeln!(out, "  ... {} more (--causes N)", ranked.len() - rows)?;
+    }
+    Ok(())
+}
+
+/// The interrupts that woke the tasks, the context switches it took, the threads between.
+pub fn write_chains(
+    out: &mut dyn Write,
+    stats: &WakeupStats,
+    names: &Names,
+    losses: &Losses,
+) -> io::Result<()> {
+    let samples = stats.samples();
+    if samples == 0 {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "Wakeup chains{}:", losses.mark())?;
+    for (origin, count) in &stats.origins {
+        writeln!(
+            out,
+            "  woken from {:<44} {count:>9} {:>6.1}%",
+            origin.label(&names.irqs),
+            percent(*count, samples)
+        )?;
+    }
+    let switches: Vec<String> = stats
+        .switches
+        .iter()
+        .map(|(n, count)| format!("{n}: {count} ({:.1}%)", percent(*count, samples)))
+        .collect();
+    writeln!(
+        out,
+        "  context switches from the interrupt to the task: {}",
+        switches.join(", ")
+    )?;
+    if stats.threads.len() + stats.threads.folded() as usize > 1 {
+        let mut threads: Vec<_> = stats.threads.iter().collect();
+        threads.sort_by_key(|(tid, t)| (std::cmp::Reverse(t.samples), **tid));
+        let mut named: Vec<String> = threads
+            .iter()
+            .take(CHAIN_THREADS)
+            .map(|(tid, t)| format!("{} {tid} ({}, max {} us)", t.comm, t.samples, us2(t.max_ns)))
+            .collect();
+        let rest = threads.len().saturating_sub(CHAIN_THREADS) as u64 + stats.threads.folded();
+        if rest > 0 {
+            let samples: u64 = threads
+                .iter()
+                .skip(CHAIN_THREADS)
+                .map(|(_, t)| t.samples)
+                .sum();
+            let samples = samples + stats.threads.other().map_or(0, |t| t.samples);
+            named.push(format!("{rest} more ({samples})"));
+        }
+        writeln!(out, "  woken threads: {}", named.join(", "))?;
+    }
+    if !stats.interposed.is_empty() {
+        let mut threads: Vec<_> = stats.interposed.iter().collect();
+        threads.sort_by_key(|(comm, count)| (std::cmp::Reverse(**count), **comm));
+        let mut named: Vec<String> = threads
+            .iter()
+            .take(CHAIN_THREADS)
+            .map(|(comm, count)| format!("{comm} ({count})"))
+            .collect();
+        let rest: u64 = threads
+            .iter()
+            .skip(CHAIN_THREADS)
+            .map(|(_, count)| **count)
+            .sum();
+        let rest = rest + stats.interposed.other().copied().unwrap_or(0);
+        if rest > 0 {
+            named.push(format!("others ({rest})"));
+        }
+        writeln!(out, "  interposed threads: {}", named.join(", "))?;
+    }
+    Ok(())
+}
+
+/// Total latency quantiles per CPU: the CDF in numbers.
+pub fn write_cdf(out: &mut dyn Write, stats: &WakeupStats) -> io::Result<()> {
+    let totals: Vec<(u32, _)> = stats
+        .cpus
+        .iter()
+        .filter_map(|(cpu, s)| Some((*cpu, s.series(Component::Total)?)))
+        .collect();
+    if totals.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    write!(out, "Total latency CDF (us):\n  {:<9}", "QUANTILE")?;
+    for (cpu, _) in &totals {
+        write!(out, " {:>9}", format!("CPU {cpu}"))?;
+    }
+    writeln!(out)?;
+    for q in CDF_QUANTILES {
+        let label = if q == 1.0 {
+            "max".to_string()
+        } else {
+            q.to_string()
+        };
+        write!(out, "  {label:<9}")?;
+        for (_, series) in &totals {
+            write!(out, " {:>9}", opt_us(series.quantile_ns(q)))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The worst samples, each cut into its components and causes.
+pub fn write_worst(out: &mut dyn Write, stats: &WakeupStats, names: &Names) -> io::Result<()> {
+    if stats.worst.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "Worst samples:")?;
+    for (rank, sample) in stats.worst.iter().enumerate() {
+        write_sample(out, &format!("{}.", rank + 1), sample, names)?;
+    }
+    Ok(())
+}
+
+/// The sample that hit -s/--stop or -i/--irq-stop.
+pub fn write_stop(out: &mut dyn Write, stop: &Stop, names: &Names) -> io::Result<()> {
+    writeln!(out)?;
+    match stop {
+        Stop::Sample(sample) => write_sample(out, "Stopped by", sample, names),
+        Stop::Untraced(report) => writeln!(
+            out,
+            "Stopped by: CPU {} tid {}, total {} us (untraced: no decomposition)",
+            report.cpu,
+            report.tid,
+            us2(report.total_ns())
+        ),
+    }
+}
+
+fn write_sample(out: &mut dyn Write, lead: &str, sample: &Sample, names: &Names) -> io::Result<()> {
+    let total = sample.total_ns();
+    writeln!(
+        out,
+        "{lead} CPU {} {} (tid {}): total {} us, woken from {} on CPU {}, {} context switch(es){}",
+        sample.cpu,
+        sample.comm,
+        sample.tid,
+        us2(total),
+        sample.origin.label(&names.irqs),
+        sample.waker_cpu,
+        sample.switches,
+        interposed(sample),
+    )?;
+    let parts: Vec<String> = Component::ALL
+        .iter()
+        .filter(|c| **c != Component::Total)
+        .filter_map(|c| Some(format!("{} {}", c.name(), us2(sample.component(*c)?))))
+        .collect();
+    writeln!(out, "    {}", parts.join(", "))?;
+    for (cause, ns) in &sample.causes {
+        writeln!(
+            out,
+            "      {:<52} {:>9} us {:>6.1}%",
+            names.wakeup_cause(cause),
+            us2(*ns),
+            percent(*ns, total)
+        )?;
+    }
+    Ok(())
+}
+
+fn interposed(sample: &Sample) -> String {
+    if sample.interposed.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = sample.interposed.iter().map(|c| c.to_string()).collect();
+    format!(", through {}", names.join(" -> "))
+}
+
+/// rtla timerlat hist's layout: per CPU, the IRQ (or interrupt-to-wakeup) column and
+/// the total column.
+pub fn write_histogram(
+    out: &mut dyn Write,
+    stats: &WakeupStats,
+    options: &HistOptions,
+    info: &WakeupRunInfo,
+) -> io::Result<()> {
+    let mut columns: Vec<(String, &Histogram)> = Vec::new();
+    for (&cpu, cpu_stats) in &stats.cpus {
+        for (component, label) in [
+            (Component::Irq, "IRQ"),
+            (Component::Wakeup, "WAK"),
+            (Component::Total, "TOT"),
+        ] {
+            if let Some(series) = cpu_stats.series(component) {
+                let mark = component_mark(info, cpu, component);
+                columns.push((format!("{label}-{cpu:03}{mark}"), &series.histogram));
+            }
+        }
+    }
+    write_hist_table(
+        out,
+        "irqlens wakeup histogram (IRQ: timer expiry to handler; WAK: interrupt to wakeup; TOT: total)",
+        &columns,
+        &[],
+        "over:",
+        options,
+    )?;
+    write_legend(out, &info.losses(), "columns")
+}
+
+pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<()> {
+    writeln!(out)?;
+    if info.traced {
+        writeln!(
+            out,
+            "Traced with {} BPF programs: {} checkpoints, {} lost",
+            info.programs, info.tracking.events, info.lost_events
+        )?;
+    }
+    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
+    if !info.threads.is_empty() {
+        let threads: Vec<String> = info
+            .threads
+            .iter()
+            .map(|t| format!("CPU {} tid {}", t.cpu, t.tid))
+            .collect();
+        writeln!(
+            out,
+            "Timer threads: {}; periods missed (woken a period late or more): {}",
+            threads.join(", "),
+            info.missed_periods
+        )?;
+    }
+    let t = &info.tracking;
+    if info.traced {
+        writeln!(
+            out,
+            "Not decomposed: {} activations (no traced wakeup matched), {} traced wakeups never reported, {} windows not fully traced",
+            t.undecomposed, t.unreported, t.incomplete
+        )?;
+        writeln!(
+            out,
+            "Wakeups by a thread (not an interrupt): {}; of a task still running: {}; superseded: {}; done on an untraced CPU: {}; never switched in (forgotten to bound memory): {}",
+            t.thread_wakeups, t.woken_running, t.rewoken, t.untraced_wakeups, t.forgotten_wakeups
+        )?;
+    }
+    if info.interrupted {
+        writeln!(out, "Interrupted: the results cover the run until then")?;
+    }
+    Ok(())
+}
+
+/// The whole result as one JSON document; times are in ns (`*_ns`).
+pub fn to_json(
+    stats: &WakeupStats,
+    info: &WakeupRunInfo,
+    options: &WakeupOptions,
+    names: &Names,
+) -> Value {
+    let cpus: Vec<Value> = stats
+        .cpus
+        .iter()
+        .map(|(cpu, s)| {
+            let components: serde_json::Map<String, Value> = s
+                .components
+                .iter()
+                .map(|(component, series)| {
+                    let quantiles: Vec<Value> = CDF_QUANTILES
+                        .iter()
+                        .map(|&q| json!({"quantile": q, "ns": series.quantile_ns(q)}))
+                        .collect();
+                    (
+                        component.name().to_owned(),
+                        json!({
+                            "count": series.count(),
+                            "min_ns": series.min_ns(),
+                            "avg_ns": series.avg_ns(),
+                            "max_ns": series.max_ns(),
+                            "quantiles": quantiles,
+                            "cdf": series.histogram.cumulative().collect::<Vec<_>>(),
+                            "histogram": series.histogram,
+                        }),
+                    )
+                })
+                .collect();
+            json!({
+                "cpu": cpu,
+                "activations": s.activations,
+                "samples": s.samples,
+                "components": components,
+            })
+        })
+        .collect();
+    let causes: Vec<Value> = stats
+        .ranked_causes()
+        .iter()
+        .map(|(cause, s)| {
+            json!({
+                "cause": names.wakeup_cause(cause),
+                "samples": s.samples,
+                "total_ns": s.total_ns,
+                "max_ns": s.max_ns,
+                "share_percent": percent(s.total_ns, stats.latency_ns),
+            })
+        })
+        .collect();
+    let origins: Vec<Value> = stats
+        .origins
+        .iter()
+        .map(|(origin, count)| json!({"origin": origin.label(&names.irqs), "samples": count}))
+        .collect();
+    let stop = stats.stop.as_ref().map(|stop| match stop {
+        Stop::Sample(sample) => sample_json(sample, names),
+        Stop::Untraced(report) => json!({
+            "cpu": report.cpu, "tid": report.tid, "total_ns": report.total_ns(),
+        }),
+    });
+    json!({
+        "mode": describe_mode(options),
+        "cpus": cpus,
+        "causes": causes,
+        "origins": origins,
+        "context_switches": stats.switches,
+        "interposed": stats.interposed.iter().map(|(c, n)| (c.to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+        // samples of the interposed threads and woken threads folded to bound memory
+        "interposed_folded": stats.interposed.other().copied().unwrap_or(0),
+        "threads": stats.threads.iter().map(|(tid, t)| json!({"tid": tid, "comm": t.comm, "samples": t.samples, "max_ns": t.max_ns})).collect::<Vec<_>>(),
+        "threads_folded": stats.threads.other().map(|t| json!({"threads": stats.threads.folded(), "samples": t.samples, "max_ns": t.max_ns})),
+        "worst": stats.worst.iter().map(|s| sample_json(s, names)).collect::<Vec<_>>(),
+        "stop": stop,
+        "run": info,
+        "lost": info.losses().json(&[
+            "cpus",
+            "causes",
+            "origins",
+            "context_switches",
+            "interposed",
+            "threads",
+            "worst",
+        ]),
+    })
+}
+
+fn sample_json(sample: &Sample, names: &Names) -> Value {
+    let components: serde_json::Map<String, Value> = Component::ALL
+        .iter()
+        .filter_map(|c| Some((format!("{}_ns", c.name()), json!(sample.component(*c)?))))
+        .collect();
+    let causes: Vec<Value> = sample
+        .causes
+        .iter()
+        .map(|(cause, ns)| json!({"cause": names.wakeup_cause(cause), "ns": ns}))
+        .collect();
+    json!({
+        "cpu": sample.cpu,
+        "waker_cpu": sample.waker_cpu,
+        "tid": sample.tid,
+        "comm": sample.comm,
+        "origin": sample.origin.label(&names.irqs),
+        "interposed": sample.interposed,
+        "context_switches": sample.switches,
+        "components": components,
+        "causes": causes,
+    })
+}
+
+/// The numbers `compare` sets side by side: per CPU, the total latency; then the
+/// causes.
+pub fn figures(stats: &WakeupStats, names: &Names) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    for (cpu, cpu_stats) in &stats.cpus {
+        let group = format!("cpu {cpu}");
+        figures.push(Figure::count(&group, "activations", cpu_stats.activations));
+        if let Some(total) = cpu_stats.series(Component::Total) {
+            figures.extend(quantile_figures(&group, |q| total.quantile_ns(q)));
+            figures.extend(total.max_ns().map(|max| Figure::ns(&group, "max", max)));
+        }
+    }
+    for (cause, cause_stats) in stats.ranked_causes().iter().take(TOP_FIGURES) {
+        let group = format!("cause {}", names.wakeup_cause(cause));
+        figures.push(Figure::ns(&group, "total", cause_stats.total_ns));
+        figures.push(Figure::count(&group, "samples", cause_stats.samples));
+    }
+    figures
+}

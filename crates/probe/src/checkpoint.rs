@@ -1,0 +1,206 @@
+//! The checkpoint probe: loads checkpoint.bpf.c with the programs a capability needs,
+//! selects the traced CPUs and the watched process, and decodes the checkpoints.
+
+use std::mem::MaybeUninit;
+use std::ptr::{self, addr_of_mut};
+
+use anyhow::Result;
+use libbpf_rs::skel::Skel;
+use libbpf_rs::{MapCore, OpenObject};
+
+use super::area::{AreaLayout, Cursor, RecordAreas};
+use super::{Attached, Gate, load_and_attach, loaded_programs};
+use irqlens_model::event::{Event, EventKind};
+use irqlens_model::kernel::Comm;
+use irqlens_model::units::CpuList;
+use irqlens_model::wakeup::Watched;
+
+mod skel {
+    #![allow(clippy::all, clippy::undocumented_unsafe_blocks, non_camel_case_types, non_snake_case, dead_code)]
+    include!(concat!(env!("OUT_DIR"), "/checkpoint.skel.rs"));
+}
+
+use skel::types::{area_cursor, bss, checkpoint, checkpoint_slot};
+use skel::{CheckpointSkel, CheckpointSkelBuilder};
+
+/// Largest CPU number + 1 the BPF side has room for (MAX_CPUS in checkpoint.h).
+pub const MAX_CPUS: u32 = 1024;
+
+/// Memory for every CPU's checkpoints: a storm brings a few hundred thousand per second
+/// per CPU, and an area should hold a good part of a second of it.
+const AREA_BUDGET: usize = 32 << 20;
+const MAX_SLOTS_PER_CPU: u64 = 1 << 17;
+
+const _: () = assert!(size_of::<area_cursor>() == size_of::<Cursor>());
+
+/// Which checkpoints a capability needs beyond the common ones (hardirqs, NMIs,
+/// softirqs, context switches, wakeups).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checkpoints {
+    /// Tasklets and work items.
+    BottomHalves,
+    /// hrtimers armed by watched threads, and hrtimer callbacks.
+    Timers,
+    /// Every wakeup on the traced CPUs, hrtimer callbacks, and data queued to sockets
+    /// with their readers.
+    Accounting,
+}
+
+impl Checkpoints {
+    fn wants(self, tracepoint: &str) -> bool {
+        let bottom_half =
+            tracepoint.starts_with("tasklet_") || tracepoint.starts_with("workqueue_");
+        let timer = tracepoint.starts_with("hrtimer_");
+        let socket = tracepoint.starts_with("sock_") || tracepoint.starts_with("sk_");
+        match self {
+            Checkpoints::BottomHalves => !timer && !socket,
+            Checkpoints::Timers => !bottom_half && !socket,
+            Checkpoints::Accounting => !bottom_half,
+        }
+    }
+}
+
+pub struct CheckpointProbe<'obj> {
+    /// First, so it closes before the skeleton's links are detached.
+    gate: Gate,
+    skel: CheckpointSkel<'obj>,
+    /// The mmapped .bss, written by BPF on every CPU: volatile accesses only.
+    bss: *mut bss,
+    /// Tracepoints this kernel does not have.
+    pub skipped: Vec<String>,
+    layout: AreaLayout,
+}
+
+impl<'obj> CheckpointProbe<'obj> {
+    /// Loads and attaches the programs, disabled; `enable` starts tracing `cpus`.
+    pub fn load(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        checkpoints: Checkpoints,
+        cpus: &CpuList,
+        watched: &Watched,
+    ) -> Result<Self> {
+        let layout = AreaLayout::new(
+            cpus,
+            MAX_CPUS,
+            AREA_BUDGET,
+            size_of::<checkpoint_slot>(),
+            MAX_SLOTS_PER_CPU,
+        )?;
+        let size_areas = |open: &mut skel::OpenCheckpointSkel<'obj>| {
+            open.maps
+                .events
+                .set_max_entries(layout.entries())
+                .map_err(Into::into)
+        };
+        let Attached { mut skel, skipped } = load_and_attach(
+            CheckpointSkelBuilder::default(),
+            storage,
+            size_areas,
+            |tracepoint| checkpoints.wants(tracepoint),
+        )?;
+        let bss: *mut bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .expect("the program has a .bss");
+        unsafe {
+            match watched {
+                Watched::Process(tgid) => {
+                    ptr::write_volatile(addr_of_mut!((*bss).watched_tgid), *tgid)
+                }
+                // a name set is what makes the BPF side match names (never empty: see
+                // collect::wakeup::check_watched)
+                Watched::Name(name) => ptr::write_volatile(
+                    addr_of_mut!((*bss).watched_comm),
+                    Comm::new(name).0.map(|byte| byte as _),
+                ),
+            }
+            for cpu in cpus.iter() {
+                ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);
+            }
+            ptr::write_volatile(addr_of_mut!((*bss).slots_per_cpu), layout.slots_per_cpu());
+            if checkpoints == Checkpoints::Accounting {
+                ptr::write_volatile(addr_of_mut!((*bss).all_wakeups), 1);
+            }
+        }
+        Ok(CheckpointProbe {
+            gate: unsafe { Gate::new(addr_of_mut!((*bss).enabled)) },
+            skel,
+            bss,
+            skipped,
+            layout,
+        })
+    }
+
+    pub fn enable(&self) {
+        self.gate.set(true);
+    }
+
+    /// Stops all programs at once (dropping the probe does too, before detaching).
+    pub fn disable(&self) {
+        self.gate.set(false);
+    }
+
+    /// The reader of every CPU's checkpoints (one per probe: it owns the read positions).
+    pub fn events(&self) -> Result<RecordAreas<'_, Event>> {
+        let map: &dyn MapCore = &self.skel.maps.events;
+        unsafe {
+            RecordAreas::map(
+                map,
+                addr_of_mut!((*self.bss).cursors).cast(),
+                self.layout,
+                decode_event,
+            )
+        }
+    }
+
+    pub fn programs(&self) -> usize {
+        loaded_programs(self.skel.object())
+    }
+}
+
+/// Decodes one record of an area; `None` if it is not one of ours.
+fn decode_event(bytes: &[u8]) -> Option<Event> {
+    if bytes.len() < size_of::<checkpoint>() {
+        return None;
+    }
+    let raw: checkpoint = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
+    Some(Event {
+        time_ns: raw.time,
+        cpu: raw.cpu,
+        pid: raw.pid,
+        kind: EventKind::from_raw(raw.kind)?,
+        id: raw.id,
+        aux: raw.aux,
+        ptr: raw.ptr,
+        func: raw.func,
+        comm: Comm(raw.comm.map(|c| c as u8)),
+    })
+}
+
+mod fentry_check {
+    #![allow(clippy::all, clippy::undocumented_unsafe_blocks, non_camel_case_types, non_snake_case, dead_code)]
+    include!(concat!(env!("OUT_DIR"), "/fentry_check.skel.rs"));
+}
+
+/// Delay causes of §5.4 that need a probe on a kernel function, and why this kernel
+/// does not give irqlens one (the check loads a program and unloads it at once).
+pub fn not_observable() -> Vec<String> {
+    use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+    let mut storage = MaybeUninit::uninit();
+    // The refusal is the expected answer here, not an error for libbpf to print.
+    let print = libbpf_rs::set_print(None);
+    let loaded = fentry_check::FentryCheckSkelBuilder::default()
+        .open(&mut storage)
+        .and_then(|open| open.load());
+    libbpf_rs::set_print(print);
+    let what = "entropy mixing (add_interrupt_randomness) and scheduler runtime accounting (update_curr) have no tracepoint";
+    match loaded {
+        Err(err) => vec![format!(
+            "{what}, and this kernel refuses fentry probes ({err}): their delays count as undelayed time"
+        )],
+        Ok(_) => vec![format!(
+            "{what}; this kernel allows fentry, but irqlens does not attribute them yet: their delays count as undelayed time"
+        )],
+    }
+}

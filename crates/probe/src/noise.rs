@@ -1,0 +1,181 @@
+//! The noise probe: loads noise.bpf.c, marks the measured CPUs and hands out the
+//! per-CPU interference counters the measurement threads read from mmapped memory.
+
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ptr::{self, addr_of, addr_of_mut};
+
+use anyhow::Result;
+use libbpf_rs::skel::Skel;
+use libbpf_rs::{MapCore, OpenObject};
+
+use super::area::{AreaLayout, Cursor, RecordAreas};
+use super::{Attached, Gate, load_and_attach, loaded_programs};
+use irqlens_model::kernel::Comm;
+use irqlens_model::noise::{NoiseClass, Record};
+use irqlens_model::units::CpuList;
+
+mod skel {
+    #![allow(clippy::all, clippy::undocumented_unsafe_blocks, non_camel_case_types, non_snake_case, dead_code)]
+    include!(concat!(env!("OUT_DIR"), "/noise.skel.rs"));
+}
+
+pub use skel::types::nest_state as NestState;
+use skel::types::{area_cursor, bss, noise_slot};
+use skel::{NoiseSkel, NoiseSkelBuilder};
+
+/// Largest CPU number + 1 the BPF side has room for (MAX_CPUS in noise.h).
+pub const MAX_CPUS: u32 = 1024;
+
+/// Memory for every CPU's records: records come at interference rates (thousands per
+/// second per CPU), so even the smallest areas hold many drains' worth.
+const AREA_BUDGET: usize = 8 << 20;
+const MAX_SLOTS_PER_CPU: u64 = 1 << 16;
+
+const _: () = assert!(size_of::<area_cursor>() == size_of::<Cursor>());
+
+pub struct NoiseProbe<'obj> {
+    /// First, so it closes before the skeleton's links are detached.
+    gate: Gate,
+    skel: NoiseSkel<'obj>,
+    /// The mmapped .bss: BPF writes it on every CPU, so it is only touched through
+    /// volatile accesses, never through references.
+    bss: *mut bss,
+    /// Tracepoints this kernel does not have.
+    pub skipped: Vec<String>,
+    layout: AreaLayout,
+}
+
+impl<'obj> NoiseProbe<'obj> {
+    /// Loads and attaches the programs, disabled; `enable` starts tracing `cpus`.
+    pub fn load(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &CpuList) -> Result<Self> {
+        let layout = AreaLayout::new(
+            cpus,
+            MAX_CPUS,
+            AREA_BUDGET,
+            size_of::<noise_slot>(),
+            MAX_SLOTS_PER_CPU,
+        )?;
+        let size_areas = |open: &mut skel::OpenNoiseSkel<'obj>| {
+            open.maps
+                .records
+                .set_max_entries(layout.entries())
+                .map_err(Into::into)
+        };
+        let Attached { mut skel, skipped } =
+            load_and_attach(NoiseSkelBuilder::default(), storage, size_areas, |_| true)?;
+        let bss: *mut bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .expect("the program has a .bss");
+        let probe = NoiseProbe {
+            gate: unsafe { Gate::new(addr_of_mut!((*bss).enabled)) },
+            skel,
+            bss,
+            skipped,
+            layout,
+        };
+        unsafe {
+            ptr::write_volatile(
+                addr_of_mut!((*probe.bss).slots_per_cpu),
+                layout.slots_per_cpu(),
+            )
+        };
+        for cpu in cpus.iter() {
+            unsafe {
+                ptr::write_volatile(addr_of_mut!((*probe.bss).cpus[cpu as usize].measured), 1)
+            };
+        }
+        Ok(probe)
+    }
+
+    pub fn enable(&self) {
+        self.gate.set(true);
+    }
+
+    /// Stops all programs at once (dropping the probe does too, before detaching).
+    pub fn disable(&self) {
+        self.gate.set(false);
+    }
+
+    pub fn cpu(&self, cpu: u32) -> CpuCounters<'_> {
+        assert!(cpu < MAX_CPUS);
+        let state = unsafe { addr_of_mut!((*self.bss).cpus[cpu as usize]) };
+        CpuCounters {
+            interference: unsafe { addr_of!((*state).interference) },
+            sampling: unsafe { addr_of_mut!((*state).sampling) },
+            workload_pid: unsafe { addr_of_mut!((*state).workload_pid) },
+            _probe: PhantomData,
+        }
+    }
+
+    /// Interferences that began while sampling, indexed by `NoiseClass`.
+    pub fn entries(&self, cpu: u32) -> [u64; 4] {
+        unsafe { ptr::read_volatile(addr_of!((*self.bss).cpus[cpu as usize].entries)) }
+    }
+
+    /// The reader of every CPU's records (one per probe: it owns the read positions).
+    pub fn records(&self) -> Result<RecordAreas<'_, Record>> {
+        let map: &dyn MapCore = &self.skel.maps.records;
+        unsafe {
+            RecordAreas::map(
+                map,
+                addr_of_mut!((*self.bss).cursors).cast(),
+                self.layout,
+                decode_record,
+            )
+        }
+    }
+
+    /// Number of programs loaded (for the overhead line).
+    pub fn programs(&self) -> usize {
+        loaded_programs(self.skel.object())
+    }
+}
+
+/// A measurement thread's view of its CPU's state in the probe. Valid as long as the
+/// probe it came from, which the lifetime enforces.
+#[derive(Clone, Copy)]
+pub struct CpuCounters<'p> {
+    interference: *const u64,
+    sampling: *mut u32,
+    workload_pid: *mut u32,
+    _probe: PhantomData<&'p ()>,
+}
+
+// The pointers target the probe's mmapped .bss, which outlives 'p; every access is volatile.
+unsafe impl Send for CpuCounters<'_> {}
+
+impl CpuCounters<'_> {
+    #[inline(always)]
+    pub fn interference(&self) -> u64 {
+        unsafe { ptr::read_volatile(self.interference) }
+    }
+
+    pub fn set_sampling(&self, on: bool) {
+        unsafe { ptr::write_volatile(self.sampling, on as u32) }
+    }
+
+    pub fn set_workload_pid(&self, tid: u32) {
+        unsafe { ptr::write_volatile(self.workload_pid, tid) }
+    }
+}
+
+/// Decodes one record of an area; `None` if it is not one of ours.
+fn decode_record(bytes: &[u8]) -> Option<Record> {
+    if bytes.len() < size_of::<skel::types::noise_record>() {
+        return None;
+    }
+    let raw: skel::types::noise_record = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
+    Some(Record {
+        cpu: raw.cpu,
+        class: NoiseClass::from_raw(raw.class)?,
+        source: raw.source,
+        id: raw.id,
+        comm: Comm(raw.comm.map(|c| c as u8)),
+        start_ns: raw.start,
+        duration_ns: raw.duration,
+        seq: raw.seq,
+    })
+}

@@ -1,0 +1,177 @@
+//! Recordings: a run's raw inputs with a description of the system it ran on, in one
+//! file that `irqlens report` re-analyzes (the same code as the live run consumes the
+//! same inputs in the same order, so the tables come out the same) and that anyone can
+//! read without irqlens.
+//!
+//! # Format, version 1
+//! gzip'd JSON Lines (`.jsonl.gz`): one JSON object per line, each with a `"type"`.
+//! - The first line is the `header`: `format` ("irqlens-recording"), `version`,
+//!   `capability`, `argv`, `irqlens_version`, `started_at` (RFC 3339, UTC), `cpus`,
+//!   `load`, `pid` (irqlens's own process), and `system` (kernel release, version and
+//!   config, boot command line, CPU model and count, clock source, /proc/interrupts and
+//!   /proc/softirqs before).
+//! - Then the inputs, in the order the analysis took them: `event` (a checkpoint: bh,
+//!   wakeup, account), `noise_record` (an interference the noise probe saw),
+//!   `noise_period` (a measurement thread's runtime window with its noise samples),
+//!   `noise_entries`, `stimulus` and `timer_threads` (whose samples are measured),
+//!   `wakeup_report` (a timer thread's activation, as it saw it from user space),
+//!   `kernel_hz` (account with `--compensate`: the kernel's tick rate, measured), `mark`
+//!   (account: each thread's CPU time as /proc told it at a period's end, and the
+//!   checkpoints lost so far).
+//! - The last line is the `end`: the run info (as in `--json`), /proc/interrupts and
+//!   /proc/softirqs after, and the names of the kernel functions the events refer to.
+//!   A file without it is truncated (the run was killed).
+//!
+//! Times are ns on CLOCK_MONOTONIC. With pandas: `pd.read_json(path, lines=True,
+//! compression="gzip")`, then select rows by `type`; DuckDB:
+//! `read_json(path, format='newline_delimited', compression='gzip')`.
+//! A reader must refuse a `version` it does not know; new fields may appear within a
+//! version, so readers should ignore fields they do not know.
+
+mod reader;
+mod sink;
+mod writer;
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use irqlens_model::account::ThreadInfo;
+use irqlens_model::event::Event;
+use irqlens_model::noise::{PeriodReport, Record};
+use irqlens_model::stimulus::LoadScenario;
+use irqlens_model::system::{Capability, SystemSnapshot};
+use irqlens_model::units::CpuList;
+use irqlens_model::wakeup::Report;
+
+pub use reader::Reader;
+pub use sink::{Sink, pump};
+pub use writer::Recorder;
+
+/// The `format` of the header line: what tells an irqlens recording from other JSON.
+pub const FORMAT: &str = "irqlens-recording";
+/// The format version this irqlens writes and the newest it reads.
+pub const VERSION: u32 = 1;
+
+/// One line of a recording.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    Header(Box<Header>),
+    Event(Event),
+    NoiseRecord(Record),
+    NoisePeriod(PeriodReport),
+    /// Interference counts per class (thread, softirq, irq, nmi) of a CPU so far.
+    NoiseEntries {
+        cpu: u32,
+        entries: [u64; 4],
+    },
+    /// bh: the thread whose requests are the stimulus's samples.
+    Stimulus {
+        tid: u32,
+    },
+    /// wakeup, timer mode: the measurement threads.
+    TimerThreads {
+        tids: Vec<u32>,
+    },
+    /// A timer thread's activation, as it saw it from user space.
+    WakeupReport(Report),
+    /// account with `--compensate`: the kernel's tick rate, measured.
+    KernelHz {
+        hz: u32,
+    },
+    /// account: a period boundary, `at_ns` after the start, with the kernel's CPU time per
+    /// thread then and the checkpoints lost so far.
+    Mark {
+        at_ns: u64,
+        threads: Vec<ThreadReading>,
+        #[serde(default)]
+        lost_events: u64,
+    },
+    End(Box<End>),
+}
+
+impl Line {
+    /// Its `type`, as written.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Line::Header(_) => "header",
+            Line::Event(_) => "event",
+            Line::NoiseRecord(_) => "noise_record",
+            Line::NoisePeriod(_) => "noise_period",
+            Line::NoiseEntries { .. } => "noise_entries",
+            Line::Stimulus { .. } => "stimulus",
+            Line::TimerThreads { .. } => "timer_threads",
+            Line::WakeupReport(_) => "wakeup_report",
+            Line::KernelHz { .. } => "kernel_hz",
+            Line::Mark { .. } => "mark",
+            Line::End(_) => "end",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    pub capability: Capability,
+    /// The command line of the run, irqlens's options included.
+    pub argv: Vec<String>,
+    pub irqlens_version: String,
+    pub started_at: String,
+    /// The CPUs measured.
+    pub cpus: CpuList,
+    /// The load the run put on the machine (bh's `--load`), if any.
+    pub load: Option<LoadScenario>,
+    /// The process id of the irqlens that made it: whose threads' work is irqlens's own.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    pub system: SystemSnapshot,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct End {
+    pub finished_at: String,
+    /// Input lines between the header and this one.
+    pub inputs: u64,
+    /// The run's information, as its `--json` prints it under `run`.
+    pub info: serde_json::Value,
+    pub interrupts: String,
+    pub softirqs: String,
+    /// The kernel functions the events name (tasklets, work items, timers), resolved
+    /// on the machine that ran.
+    pub kernel_functions: Vec<KernelFunction>,
+}
+
+// (lists, not maps keyed by numbers: JSON keys are strings, which the tagged lines'
+// reader does not turn back into numbers)
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KernelFunction {
+    pub address: u64,
+    pub name: String,
+}
+
+/// What /proc told of a thread at a mark.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ThreadReading {
+    pub tid: u32,
+    #[serde(flatten)]
+    pub info: ThreadInfo,
+}
+
+impl ThreadReading {
+    pub fn all(threads: HashMap<u32, ThreadInfo>) -> Vec<Self> {
+        threads
+            .into_iter()
+            .map(|(tid, info)| ThreadReading { tid, info })
+            .collect()
+    }
+
+    pub fn by_tid(readings: Vec<Self>) -> HashMap<u32, ThreadInfo> {
+        readings.into_iter().map(|r| (r.tid, r.info)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

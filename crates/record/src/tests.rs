@@ -1,0 +1,257 @@
+use std::io::Write;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use proptest::prelude::*;
+
+use super::*;
+use irqlens_model::event::EventKind;
+use irqlens_model::kernel::Comm;
+
+fn header() -> Header {
+    Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        capability: Capability::Bh,
+        argv: vec!["irqlens".into(), "bh".into(), "-c".into(), "1".into()],
+        irqlens_version: "0.1.0".into(),
+        started_at: "2026-11-23T12:00:00Z".into(),
+        cpus: CpuList::single(1),
+        load: Some(LoadScenario::Zero),
+        pid: Some(4242),
+        system: SystemSnapshot {
+            interrupts: "           CPU0\n 11:  5  IO-APIC 11-fasteoi virtio0\n".into(),
+            ..Default::default()
+        },
+    }
+}
+
+fn events() -> Vec<Line> {
+    (0..50)
+        .map(|i| {
+            let mut event = Event::new(EventKind::IrqEntry, 1, 1_000 * i);
+            (event.aux, event.id, event.comm) = (0, 11, Comm::new("spinner"));
+            event.func = if i % 2 == 0 {
+                0
+            } else {
+                0xffff_ffff_8100_0000 + i
+            };
+            Line::Event(event)
+        })
+        .collect()
+}
+
+fn end(inputs: u64) -> Line {
+    Line::End(Box::new(End {
+        finished_at: "2026-11-23T12:00:03Z".into(),
+        inputs,
+        info: serde_json::json!({"elapsed_ns": 3}),
+        interrupts: String::new(),
+        softirqs: String::new(),
+        kernel_functions: vec![KernelFunction {
+            address: 0xffff_ffff_8100_0001,
+            name: "flush_to_ldisc".into(),
+        }],
+    }))
+}
+
+/// The test recording's lines: the header, the events, and an end line counting
+/// `end_inputs` if given.
+fn lines(end_inputs: Option<u64>) -> Vec<Line> {
+    let mut lines = vec![Line::Header(Box::new(header()))];
+    lines.extend(events());
+    lines.extend(end_inputs.map(end));
+    lines
+}
+
+/// The text of a recording of `lines`, as the recorder writes it (before gzip).
+fn jsonl(lines: &[Line]) -> String {
+    let text: Vec<String> = lines
+        .iter()
+        .map(|line| serde_json::to_string(line).unwrap())
+        .collect();
+    text.join("\n")
+}
+
+/// The bytes of a recording of `lines`, as the recorder writes them.
+fn gzip_lines(lines: &[Line]) -> Vec<u8> {
+    gzip(jsonl(lines).as_bytes())
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = GzEncoder::new(Vec::new(), Compression::fast());
+    out.write_all(bytes).unwrap();
+    out.finish().unwrap()
+}
+
+fn recording() -> Vec<u8> {
+    gzip_lines(&lines(Some(events().len() as u64)))
+}
+
+/// Reads a whole recording: its inputs, or the first error.
+fn read(bytes: Vec<u8>) -> Result<Vec<Line>, String> {
+    let read = || -> anyhow::Result<Vec<Line>> {
+        let mut reader = Reader::from_reader("rec", std::io::Cursor::new(bytes))?;
+        let mut inputs = Vec::new();
+        while let Some(line) = reader.next_input()? {
+            inputs.push(line);
+        }
+        reader.end()?;
+        Ok(inputs)
+    };
+    read().map_err(|e| format!("{e:#}"))
+}
+
+fn event_times(lines: &[Line]) -> Vec<u64> {
+    lines
+        .iter()
+        .filter_map(|line| match line {
+            Line::Event(event) => Some(event.time_ns),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn what_is_written_is_read_back() {
+    let inputs = read(recording()).unwrap();
+    assert_eq!(event_times(&inputs), event_times(&events()));
+    let Line::Event(event) = &inputs[1] else {
+        panic!("an event")
+    };
+    assert_eq!(event.comm, Comm::new("spinner"));
+    assert_eq!((event.id, event.func), (11, 0xffff_ffff_8100_0001));
+}
+
+#[test]
+fn the_recorder_writes_what_the_reader_reads() {
+    let path = std::env::temp_dir().join(format!("irqlens-test-{}.jsonl.gz", std::process::id()));
+    let mut recorder: Box<dyn Sink> = Box::new(Recorder::create(&path, header()).unwrap());
+    for line in events() {
+        recorder.put(&line).unwrap();
+    }
+    let functions = [0xffff_ffff_8100_0001].map(|address| KernelFunction {
+        address,
+        name: "flush_to_ldisc".into(),
+    });
+    recorder
+        .finish(&End {
+            finished_at: "2026-11-23T12:00:05Z".into(),
+            inputs: 50,
+            info: serde_json::json!({"elapsed_ns": 7}),
+            interrupts: String::new(),
+            softirqs: String::new(),
+            kernel_functions: functions.to_vec(),
+        })
+        .unwrap();
+    let mut reader = Reader::open(&path).unwrap();
+    assert_eq!(reader.header().capability, Capability::Bh);
+    let mut count = 0;
+    while reader.next_input().unwrap().is_some() {
+        count += 1;
+    }
+    let end = reader.end().unwrap();
+    assert_eq!((count, end.inputs), (50, 50));
+    assert_eq!(end.kernel_functions[0].name, "flush_to_ldisc");
+    assert_eq!(end.info["elapsed_ns"], 7);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_recording_cut_short_is_truncated() {
+    let bytes = recording();
+    let error = read(bytes[..bytes.len() / 2].to_vec()).unwrap_err();
+    assert!(error.contains("truncated"), "{error}");
+}
+
+#[test]
+fn a_recording_without_its_end_line_is_truncated() {
+    let error = read(gzip_lines(&lines(None))).unwrap_err();
+    assert!(
+        error.contains("truncated after line 51: no end line"),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_end_line_that_miscounts_the_inputs_is_refused() {
+    let error = read(gzip_lines(&lines(Some(49)))).unwrap_err();
+    assert!(error.contains("counts 49 inputs but 50"), "{error}");
+}
+
+#[test]
+fn a_newer_version_is_refused_by_name() {
+    let mut newer = serde_json::to_value(Line::Header(Box::new(header()))).unwrap();
+    newer["version"] = serde_json::json!(VERSION + 1);
+    newer["a_field_of_the_future"] = serde_json::json!([1, 2]);
+    let error = read(gzip(newer.to_string().as_bytes())).unwrap_err();
+    assert!(error.contains("format version 2 is newer"), "{error}");
+}
+
+#[test]
+fn other_files_are_not_recordings() {
+    for bytes in [
+        b"plain text\n".to_vec(),
+        gzip(b"{\"type\":\"header\",\"format\":\"something-else\"}\n"),
+        gzip(b"[1,2,3]\n"),
+        Vec::new(),
+    ] {
+        let error = read(bytes).unwrap_err();
+        assert!(error.contains("not an irqlens recording"), "{error}");
+    }
+}
+
+#[test]
+fn a_flipped_byte_is_an_error_naming_the_damage() {
+    let mut bytes = recording();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    let error = read(bytes).unwrap_err();
+    assert!(
+        ["corrupt", "truncated", "line"]
+            .iter()
+            .any(|what| error.contains(what)),
+        "{error}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Whatever the bytes, reading ends in lines or an error, never a panic.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        let _ = read(bytes.clone());
+        let _ = read(gzip(&bytes));
+    }
+
+    /// Damage to a real recording (bytes changed, then cut) is read or refused, never a
+    /// panic, and a recording read whole is exactly what was written.
+    #[test]
+    fn damaged_recordings_never_panic(
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..8),
+        keep in 0.0f64..=1.0,
+    ) {
+        let mut bytes = recording();
+        for (at, value) in flips {
+            let at = at.index(bytes.len());
+            bytes[at] ^= value;
+        }
+        bytes.truncate(((bytes.len() as f64) * keep) as usize);
+        if let Ok(inputs) = read(bytes) {
+            prop_assert_eq!(event_times(&inputs), event_times(&events()));
+        }
+    }
+
+    /// Damage inside the JSON text (the gzip layer intact) is refused, never a panic.
+    #[test]
+    fn damaged_text_never_panics(
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        let mut text = jsonl(&lines(Some(50))).into_bytes();
+        let at = at.index(text.len());
+        text[at] = byte;
+        let _ = read(gzip(&text));
+    }
+}

@@ -1,0 +1,8 @@
+//! Ground truth for irqlens's tests and benches: known noise (a pinned spinning thread),
+//! a UDP flow through a private network namespace, a Perfetto trace checker, and runners
+//! of the irqlens binary.
+
+pub mod perfetto_check;
+pub mod spinner;
+pub mod storm;
+pub mod udp_flow;

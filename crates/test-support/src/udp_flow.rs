@@ -1,0 +1,135 @@
+//! Seed 004's experiment in small: a steady UDP flow to a receiving process, whose
+//! receive processing (NET_RX) is steered to another CPU by RPS. Used by the account
+//! root test and bench (which includes this file by `#[path]`).
+#![allow(dead_code)]
+
+use std::net::UdpSocket;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use irqlens_collect::sched::set_affinity;
+use irqlens_model::units::CpuList;
+
+const PORT: u16 = 9;
+const HOST: &str = "169.254.250.1";
+const PEER: &str = "169.254.250.2";
+
+/// A receiver in a private netns (python3, blocking recv, pinned), fed over a veth pair
+/// whose namespace end has rps_cpus pointing at `rps_cpu`. Everything is removed on drop.
+pub struct UdpFlow {
+    namespace: String,
+    receiver: Child,
+    sender: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    sent: Arc<AtomicU64>,
+    sender_cpu: u32,
+}
+
+fn run(program: &str, args: &[&str]) {
+    let status = Command::new(program)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"));
+    assert!(status.success(), "{program} {args:?} failed");
+}
+
+impl UdpFlow {
+    pub fn start(rps_cpu: u32, receiver_cpu: u32) -> UdpFlow {
+        let pid = std::process::id();
+        let namespace = format!("ilacct-{pid}");
+        let (host, peer) = (format!("ila{pid}a"), format!("ila{pid}b"));
+        run("ip", &["netns", "add", &namespace]);
+        run(
+            "ip",
+            &[
+                "link", "add", &host, "type", "veth", "peer", "name", &peer, "netns", &namespace,
+            ],
+        );
+        run("ip", &["addr", "add", &format!("{HOST}/30"), "dev", &host]);
+        run("ip", &["link", "set", &host, "up"]);
+        let in_ns = |args: &[&str]| {
+            let mut all = vec!["netns", "exec", &namespace];
+            all.extend(args);
+            run("ip", &all);
+        };
+        in_ns(&["ip", "addr", "add", &format!("{PEER}/30"), "dev", &peer]);
+        in_ns(&["ip", "link", "set", &peer, "up"]);
+        let mask = format!("{:x}", 1u64 << rps_cpu);
+        in_ns(&[
+            "sh",
+            "-c",
+            &format!("echo {mask} > /sys/class/net/{peer}/queues/rx-0/rps_cpus"),
+        ]);
+        let script = format!(
+            "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+             s.bind(('{PEER}', {PORT}))\nwhile True:\n    s.recv(2048)\n"
+        );
+        let receiver = Command::new("ip")
+            .args(["netns", "exec", &namespace, "taskset", "-c"])
+            .arg(receiver_cpu.to_string())
+            .args(["python3", "-c", &script])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("starting the python3 receiver");
+        // until it is bound: a datagram before that would be an orphan
+        std::thread::sleep(Duration::from_millis(500));
+        UdpFlow {
+            namespace,
+            receiver,
+            sender: None,
+            sent: Arc::new(AtomicU64::new(0)),
+            sender_cpu: receiver_cpu,
+        }
+    }
+
+    /// The receiving process (ip netns exec and taskset exec it in place).
+    pub fn receiver_pid(&self) -> u32 {
+        self.receiver.id()
+    }
+
+    /// Sends `rate` datagrams a second from a thread on the receiver's CPU, in a burst
+    /// each millisecond, until `stop_sending`.
+    pub fn send(&mut self, rate: u32) {
+        self.stop_sending();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, sent, cpu) = (stop.clone(), self.sent.clone(), self.sender_cpu);
+        let handle = std::thread::spawn(move || {
+            set_affinity(&CpuList::single(cpu)).expect("pinning the sender");
+            let socket = UdpSocket::bind((HOST, 0)).expect("binding the sender");
+            let payload = [0u8; 512];
+            let start = Instant::now();
+            let mut done = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
+                while done < due {
+                    // a full queue drops the datagram, as a NIC would
+                    let _ = socket.send_to(&payload, (PEER, PORT));
+                    done += 1;
+                }
+                sent.store(done, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        self.sender = Some((stop, handle));
+    }
+
+    pub fn stop_sending(&mut self) {
+        if let Some((stop, handle)) = self.sender.take() {
+            stop.store(true, Ordering::Relaxed);
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for UdpFlow {
+    fn drop(&mut self) {
+        self.stop_sending();
+        let _ = self.receiver.kill();
+        let _ = self.receiver.wait();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.namespace])
+            .status();
+    }
+}
