@@ -4,9 +4,7 @@
 use std::collections::BTreeSet;
 
 use anyhow::{Result, anyhow};
-use irqlens_model::stimulus::LoadScenario;
-use irqlens_model::system::Capability;
-use irqlens_model::units::CpuList;
+use irqlens_model::options::RunOptions;
 use irqlens_record::{End, Header, KernelFunction, Line, Sink};
 
 use crate::system;
@@ -79,21 +77,22 @@ impl Tap {
     }
 }
 
-/// The header of a recording (or trace) of a run of `capability` on `cpus`, begun now on
-/// this machine.
-pub fn recording_header(
-    capability: Capability,
-    cpus: &CpuList,
-    load: Option<LoadScenario>,
-) -> Header {
+/// The header of a recording (or trace) of a run with `options`, begun now on this
+/// machine.
+pub fn recording_header(options: &RunOptions) -> Header {
+    let load = match options {
+        RunOptions::Bh(bh) => Some(bh.load),
+        _ => None,
+    };
     Header {
         format: irqlens_record::FORMAT.into(),
         version: irqlens_record::VERSION,
-        capability,
+        capability: options.capability(),
         argv: std::env::args().collect(),
+        options: Some(options.clone()),
         irqlens_version: env!("CARGO_PKG_VERSION").into(),
         started_at: system::now_rfc3339(),
-        cpus: cpus.clone(),
+        cpus: options.cpus().clone(),
         load,
         pid: Some(std::process::id()),
         system: system::snapshot(),

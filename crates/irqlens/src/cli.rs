@@ -12,6 +12,7 @@ use irqlens_model::account::AccountOptions;
 use irqlens_model::bh::{BhOptions, Selection, StatsConfig, TriggerOptions};
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::{AnalysisConfig, NoiseOptions, WorkloadConfig};
+use irqlens_model::options::RunOptions;
 use irqlens_model::sched::Priority;
 use irqlens_model::stimulus::{LoadScenario, TriggerKind};
 use irqlens_model::units::CpuList;
@@ -284,12 +285,14 @@ pub struct BhHistArgs {
 }
 
 impl BhArgs {
-    pub fn options(&self, hist: &HistOptions) -> Result<BhOptions> {
+    /// Checks the options against each other and the machine.
+    pub fn options(&self, hist: Option<HistOptions>) -> Result<BhOptions> {
         self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)
     }
 
     /// The options of a run on `cpus` (checked against the machine, or recorded).
-    pub fn options_on(&self, hist: &HistOptions, cpus: CpuList) -> Result<BhOptions> {
+    pub fn options_on(&self, hist: Option<HistOptions>, cpus: CpuList) -> Result<BhOptions> {
+        let layout = hist.unwrap_or_default();
         if !(1..=10_000).contains(&self.rate) {
             bail!("--rate must be 1 to 10000 requests per second");
         }
@@ -302,11 +305,13 @@ impl BhArgs {
             }),
             load: self.load,
             stats: StatsConfig {
-                bucket_ns: hist.bucket_ns(),
-                entries: hist.entries,
+                bucket_ns: layout.bucket_ns(),
+                entries: layout.entries,
                 selection: Selection::All,
                 worst: self.worst,
             },
+            hist,
+            causes: self.causes,
         })
     }
 }
@@ -377,7 +382,7 @@ pub struct WakeupHistArgs {
 
 impl WakeupArgs {
     /// Checks the options against each other and the machine.
-    pub fn options(&self, hist: &HistOptions) -> Result<WakeupOptions> {
+    pub fn options(&self, hist: Option<HistOptions>) -> Result<WakeupOptions> {
         let options = self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)?;
         if let WakeupMode::Task(watched) = &options.mode {
             wakeup::check_watched(watched)?;
@@ -386,7 +391,8 @@ impl WakeupArgs {
     }
 
     /// The options of a run on `cpus` (checked against the machine, or recorded).
-    pub fn options_on(&self, hist: &HistOptions, cpus: CpuList) -> Result<WakeupOptions> {
+    pub fn options_on(&self, hist: Option<HistOptions>, cpus: CpuList) -> Result<WakeupOptions> {
+        let layout = hist.unwrap_or_default();
         let watched = match (self.pid, &self.comm) {
             (Some(pid), _) => Some(Watched::Process(pid)),
             (None, Some(name)) => Some(Watched::Name(name.clone())),
@@ -417,12 +423,14 @@ impl WakeupArgs {
             duration: self.duration,
             mode,
             stats: WakeupStatsConfig {
-                bucket_ns: hist.bucket_ns(),
-                entries: hist.entries,
+                bucket_ns: layout.bucket_ns(),
+                entries: layout.entries,
                 worst: self.worst,
                 stop_total_ns: nanos(self.stop),
                 stop_irq_ns: nanos(self.irq_stop),
             },
+            hist,
+            causes: self.causes,
         })
     }
 }
@@ -433,12 +441,13 @@ const STOP_CONTEXT_RECORDS: usize = 10;
 
 impl NoiseArgs {
     /// Checks the options against each other and the machine.
-    pub fn options(&self, hist: &HistOptions) -> Result<NoiseOptions> {
+    pub fn options(&self, hist: Option<HistOptions>) -> Result<NoiseOptions> {
         self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)
     }
 
     /// The options of a run on `cpus` (checked against the machine, or recorded).
-    pub fn options_on(&self, hist: &HistOptions, cpus: CpuList) -> Result<NoiseOptions> {
+    pub fn options_on(&self, hist: Option<HistOptions>, cpus: CpuList) -> Result<NoiseOptions> {
+        let layout = hist.unwrap_or_default();
         if self.runtime > self.period {
             bail!(
                 "runtime ({} us) must not exceed period ({} us)",
@@ -466,10 +475,12 @@ impl NoiseArgs {
             },
             housekeeping: self.housekeeping.clone(),
             analysis: AnalysisConfig {
-                bucket_ns: hist.bucket_ns(),
-                entries: hist.entries,
+                bucket_ns: layout.bucket_ns(),
+                entries: layout.entries,
                 keep_recent: STOP_CONTEXT_RECORDS,
             },
+            hist,
+            causes: self.causes,
         })
     }
 }
@@ -525,8 +536,69 @@ impl AccountArgs {
             duration: self.duration,
             interval: self.interval,
             compensate: self.compensate,
+            threads: self.threads,
+            top: self.top,
         })
     }
+}
+
+impl NoiseCommand {
+    /// The arguments and, in `hist` mode, the checked histogram layout.
+    pub fn split(self) -> Result<(NoiseArgs, Option<HistOptions>)> {
+        Ok(match self.mode {
+            None => (self.args, None),
+            Some(NoiseMode::Top(args)) => (args, None),
+            Some(NoiseMode::Hist(hist)) => (hist.noise, Some(hist.hist.options()?)),
+        })
+    }
+}
+
+impl BhCommand {
+    /// The arguments and, in `hist` mode, the checked histogram layout.
+    pub fn split(self) -> Result<(BhArgs, Option<HistOptions>)> {
+        Ok(match self.mode {
+            None => (self.args, None),
+            Some(BhMode::Top(args)) => (args, None),
+            Some(BhMode::Hist(hist)) => (hist.bh, Some(hist.hist.options()?)),
+        })
+    }
+}
+
+impl WakeupCommand {
+    /// The arguments and, in `hist` mode, the checked histogram layout.
+    pub fn split(self) -> Result<(WakeupArgs, Option<HistOptions>)> {
+        Ok(match self.mode {
+            None => (self.args, None),
+            Some(WakeupModeCommand::Top(args)) => (args, None),
+            Some(WakeupModeCommand::Hist(hist)) => (hist.wakeup, Some(hist.hist.options()?)),
+        })
+    }
+}
+
+/// The options of a version 1 recording, which kept only its command line: resolved as
+/// the run resolved them, on the CPUs it recorded. (Version 2 recordings keep the
+/// options themselves, so renaming an option never breaks them.)
+pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let first = e.to_string().lines().next().unwrap_or_default().to_owned();
+        anyhow!("its command line does not parse: {first}")
+    })?;
+    Ok(match cli.command {
+        Command::Noise(command) => {
+            let (args, hist) = command.split()?;
+            RunOptions::Noise(args.options_on(hist, cpus)?)
+        }
+        Command::Bh(command) => {
+            let (args, hist) = command.split()?;
+            RunOptions::Bh(args.options_on(hist, cpus)?)
+        }
+        Command::Wakeup(command) => {
+            let (args, hist) = command.split()?;
+            RunOptions::Wakeup(args.options_on(hist, cpus)?)
+        }
+        Command::Account(args) => RunOptions::Account(args.options_on(cpus)?),
+        Command::Report(_) | Command::Compare(_) => bail!("not a measurement's recording"),
+    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,10 @@ use anyhow::Result;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
+use command::account::AccountTool;
+use command::bh::BhTool;
+use command::noise::NoiseTool;
+use command::wakeup::WakeupTool;
 use command::{INTERRUPTED, STOP};
 
 fn main() -> ExitCode {
@@ -36,10 +40,19 @@ fn run(cli: Cli) -> Result<()> {
         STOP.store(true, Ordering::Relaxed);
     })?;
     match cli.command {
-        Command::Noise(command) => command::noise::measure(*command),
-        Command::Bh(command) => command::bh::measure(*command),
-        Command::Wakeup(command) => command::wakeup::measure(*command),
-        Command::Account(args) => command::account::measure(*args),
+        Command::Noise(command) => {
+            let (args, hist) = command.split()?;
+            command::measure::<NoiseTool>(args.options(hist)?, &args.output)
+        }
+        Command::Bh(command) => {
+            let (args, hist) = command.split()?;
+            command::measure::<BhTool>(args.options(hist)?, &args.output)
+        }
+        Command::Wakeup(command) => {
+            let (args, hist) = command.split()?;
+            command::measure::<WakeupTool>(args.options(hist)?, &args.output)
+        }
+        Command::Account(args) => command::measure::<AccountTool>(args.options()?, &args.output),
         Command::Report(args) => command::report::run(&args),
         Command::Compare(args) => command::compare::run(&args),
     }

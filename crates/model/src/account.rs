@@ -17,7 +17,7 @@ pub struct ThreadInfo {
     pub runtime_ns: Option<u64>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AccountOptions {
     pub cpus: CpuList,
     pub duration: Option<Duration>,
@@ -25,6 +25,10 @@ pub struct AccountOptions {
     pub interval: Option<Duration>,
     /// Also run the compensation algorithm of seed 004 §3.1.
     pub compensate: bool,
+    /// One row per thread instead of per process.
+    pub threads: bool,
+    /// Rows in the table and in the victim and causer rankings.
+    pub top: usize,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

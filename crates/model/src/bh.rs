@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hist::HistOptions;
 use crate::stimulus::{LoadScenario, TriggerKind};
 use crate::units::CpuList;
 
 /// Which samples a run is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Selection {
     /// Every bottom half (passive mode).
     All,
@@ -19,7 +20,7 @@ pub enum Selection {
     Woke(u32),
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct StatsConfig {
     pub bucket_ns: u64,
     pub entries: usize,
@@ -28,7 +29,7 @@ pub struct StatsConfig {
     pub worst: usize,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BhOptions {
     pub cpus: CpuList,
     pub duration: Option<Duration>,
@@ -36,9 +37,13 @@ pub struct BhOptions {
     pub load: LoadScenario,
     /// Its selection is set by the run: all samples, or the stimulus's.
     pub stats: StatsConfig,
+    /// `bh hist`: the histogram layout; `None` for `bh top`.
+    pub hist: Option<HistOptions>,
+    /// Rows per mechanism in the delay causes table.
+    pub causes: usize,
 }
 
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct TriggerOptions {
     pub kind: TriggerKind,
     pub rate_hz: u32,

@@ -8,6 +8,7 @@ pub mod event;
 pub mod hist;
 pub mod kernel;
 pub mod noise;
+pub mod options;
 pub mod sched;
 pub mod stimulus;
 #[cfg(feature = "streams")]

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hist::HistOptions;
 use crate::kernel::Comm;
 use crate::sched::Priority;
 use crate::units::CpuList;
@@ -96,7 +97,7 @@ pub struct PeriodReport {
     pub stop: Option<StopHit>,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct AnalysisConfig {
     pub bucket_ns: u64,
     pub entries: usize,
@@ -104,13 +105,17 @@ pub struct AnalysisConfig {
     pub keep_recent: usize,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NoiseOptions {
     pub cpus: CpuList,
     pub duration: Option<Duration>,
     pub workload: WorkloadConfig,
     pub housekeeping: Option<CpuList>,
     pub analysis: AnalysisConfig,
+    /// `noise hist`: the histogram layout; `None` for `noise top`.
+    pub hist: Option<HistOptions>,
+    /// Rows of the top causes table.
+    pub causes: usize,
 }
 
 /// What a run leaves besides the analysis: how it went and what irqlens itself cost.
@@ -131,7 +136,7 @@ pub struct NoiseRunInfo {
     pub interrupted: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkloadConfig {
     pub period: Duration,
     pub runtime: Duration,

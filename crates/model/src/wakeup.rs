@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hist::HistOptions;
 use crate::sched::Priority;
 use crate::units::CpuList;
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct StatsConfig {
     pub bucket_ns: u64,
     pub entries: usize,
@@ -20,7 +21,7 @@ pub struct StatsConfig {
 }
 
 /// What is woken.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum WakeupMode {
     /// One irqlens thread per CPU, sleeping on an absolute timer (cyclictest, timerlat).
     Timer(TimerOptions),
@@ -42,7 +43,7 @@ impl WakeupMode {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct TimerOptions {
     pub period: Duration,
     pub priority: Priority,
@@ -51,12 +52,16 @@ pub struct TimerOptions {
     pub trace: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WakeupOptions {
     pub cpus: CpuList,
     pub duration: Option<Duration>,
     pub mode: WakeupMode,
     pub stats: StatsConfig,
+    /// `wakeup hist`: the histogram layout; `None` for `wakeup top`.
+    pub hist: Option<HistOptions>,
+    /// Rows in the causes table.
+    pub causes: usize,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -127,7 +132,7 @@ impl Report {
 }
 
 /// Whose wakeups (and armed hrtimers) are always checkpoints.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Watched {
     /// Every thread of this process.
     Process(u32),

@@ -506,6 +506,7 @@ mod tests {
             version: irqlens_record::VERSION,
             capability: Capability::Bh,
             argv: Vec::new(),
+            options: None,
             irqlens_version: String::new(),
             started_at: String::new(),
             cpus: CpuList::single(1),

@@ -3,10 +3,12 @@
 //! same inputs in the same order, so the tables come out the same) and that anyone can
 //! read without irqlens.
 //!
-//! # Format, version 1
+//! # Format, version 2 (CHANGELOG.md has what changed since version 1)
 //! gzip'd JSON Lines (`.jsonl.gz`): one JSON object per line, each with a `"type"`.
 //! - The first line is the `header`: `format` ("irqlens-recording"), `version`,
-//!   `capability`, `argv`, `irqlens_version`, `started_at` (RFC 3339, UTC), `cpus`,
+//!   `capability`, `argv` (provenance), `options` (the run's resolved options, tagged
+//!   with the capability; version 1 has none: its options come from `argv`),
+//!   `irqlens_version`, `started_at` (RFC 3339, UTC), `cpus`,
 //!   `load`, `pid` (irqlens's own process), and `system` (kernel release, version and
 //!   config, boot command line, CPU model and count, clock source, /proc/interrupts and
 //!   /proc/softirqs before).
@@ -39,6 +41,7 @@ use serde::{Deserialize, Serialize};
 use irqlens_model::account::ThreadInfo;
 use irqlens_model::event::Event;
 use irqlens_model::noise::{PeriodReport, Record};
+use irqlens_model::options::RunOptions;
 use irqlens_model::stimulus::LoadScenario;
 use irqlens_model::system::{Capability, SystemSnapshot};
 use irqlens_model::units::CpuList;
@@ -50,8 +53,8 @@ pub use writer::Recorder;
 
 /// The `format` of the header line: what tells an irqlens recording from other JSON.
 pub const FORMAT: &str = "irqlens-recording";
-/// The format version this irqlens writes and the newest it reads.
-pub const VERSION: u32 = 1;
+/// The format version this irqlens writes and the newest it reads (see CHANGELOG.md).
+pub const VERSION: u32 = 2;
 
 /// One line of a recording.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -115,8 +118,12 @@ pub struct Header {
     pub format: String,
     pub version: u32,
     pub capability: Capability,
-    /// The command line of the run, irqlens's options included.
+    /// The command line of the run: provenance only (version 1 recordings have nothing
+    /// else to tell their options by).
     pub argv: Vec<String>,
+    /// The run's resolved options (version 2 on): what `report` replays it with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<RunOptions>,
     pub irqlens_version: String,
     pub started_at: String,
     /// The CPUs measured.

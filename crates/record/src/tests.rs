@@ -14,6 +14,7 @@ fn header() -> Header {
         version: VERSION,
         capability: Capability::Bh,
         argv: vec!["irqlens".into(), "bh".into(), "-c".into(), "1".into()],
+        options: None,
         irqlens_version: "0.1.0".into(),
         started_at: "2026-11-23T12:00:00Z".into(),
         cpus: CpuList::single(1),

@@ -1,26 +1,28 @@
-//! `irqlens account`: live, or replayed from a recording.
+//! `irqlens account`: interrupt time per process (Zhang & West), live or replayed.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::time::Duration;
 
 use anyhow::Result;
-use irqlens_analyze::loss::RunLosses;
-
-use super::{Outcome, STOP, close_tap, open_tap, with_progress};
-use crate::cli::AccountArgs;
 use irqlens_analyze::account::Period;
+use irqlens_analyze::loss::RunLosses;
 use irqlens_collect::account as account_run;
 use irqlens_collect::system;
 use irqlens_model::account::{AccountOptions, AccountRunInfo};
-use irqlens_model::system::Capability;
+use irqlens_model::kernel::parse_irq_line_names;
+use irqlens_model::options::RunOptions;
 use irqlens_present::account::{self as show, View};
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
 use irqlens_record::Reader;
 
-/// An account run's result and how it was asked to be shown.
+use super::{Live, Outcome, STOP, Tool};
+
+pub struct AccountTool;
+
+/// An account run's result and how it is shown.
 pub struct AccountResult {
-    args: AccountArgs,
     options: AccountOptions,
     whole: Period,
     info: AccountRunInfo,
@@ -32,14 +34,14 @@ pub struct AccountResult {
 
 impl AccountResult {
     fn view(&self) -> View<'_> {
-        view(&self.args, &self.irq_names)
+        view(&self.options, &self.irq_names)
     }
 }
 
-fn view<'a>(args: &AccountArgs, irq_names: &'a HashMap<u32, String>) -> View<'a> {
+fn view<'a>(options: &AccountOptions, irq_names: &'a HashMap<u32, String>) -> View<'a> {
     View {
-        by_thread: args.threads,
-        top: args.top,
+        by_thread: options.threads,
+        top: options.top,
         irq_names,
     }
 }
@@ -53,7 +55,16 @@ struct Periods<'a> {
     text: Vec<u8>,
 }
 
-impl Periods<'_> {
+impl<'a> Periods<'a> {
+    fn new(options: &'a AccountOptions, irq_names: &'a HashMap<u32, String>) -> Self {
+        Periods {
+            options,
+            view: view(options, irq_names),
+            json: Vec::new(),
+            text: Vec::new(),
+        }
+    }
+
     fn add(&mut self, period: &Period, out: Option<&mut dyn Write>) {
         let losses = period.losses();
         self.json
@@ -64,63 +75,57 @@ impl Periods<'_> {
     }
 }
 
-pub fn measure(args: AccountArgs) -> Result<()> {
-    let options = args.options()?;
-    let mut tap = open_tap(&args.output, Capability::Account, &options.cpus, None)?;
-    let irq_names = system::irq_line_names();
-    let mut periods = Periods {
-        options: &options,
-        view: view(&args, &irq_names),
-        json: Vec::new(),
-        text: Vec::new(),
-    };
-    let (whole, mut info) = with_progress(
-        args.output.progress(),
-        options.duration,
-        "checkpoints",
-        |show| {
-            account_run::run(&options, &STOP, &mut tap, show, |period| {
+impl Tool for AccountTool {
+    type Options = AccountOptions;
+    type Result = AccountResult;
+    const TITLE: &'static str = "irqlens account";
+    const COUNTING: &'static str = "checkpoints";
+
+    fn recorded(options: &AccountOptions) -> RunOptions {
+        RunOptions::Account(options.clone())
+    }
+
+    fn duration(options: &AccountOptions) -> Option<Duration> {
+        options.duration
+    }
+
+    fn run(options: AccountOptions, live: &mut Live<'_>) -> Result<AccountResult> {
+        let irq_names = system::irq_line_names();
+        let mut periods = Periods::new(&options, &irq_names);
+        let json = live.output.json;
+        let (whole, info) =
+            account_run::run(&options, &STOP, live.tap, &mut *live.progress, |period| {
                 // a report per interval, as it comes
                 let mut stdout = io::stdout().lock();
-                periods.add(period, (!args.output.json).then_some(&mut stdout as _));
-            })
-        },
-    )?;
-    info.interrupted = super::interrupted();
-    let recorded = close_tap(tap, &info);
-    let result = AccountResult {
-        periods_json: periods.json,
-        options,
-        whole,
-        info,
-        periods_text: Vec::new(),
-        irq_names,
-        args,
-    };
-    super::print(&result, &result.args.output, "irqlens account")?;
-    recorded
-}
+                periods.add(period, (!json).then_some(&mut stdout as _));
+            })?;
+        let periods_json = periods.json;
+        Ok(AccountResult {
+            periods_json,
+            periods_text: Vec::new(),
+            options,
+            whole,
+            info,
+            irq_names,
+        })
+    }
 
-pub fn replay(args: AccountArgs, reader: &mut Reader) -> Result<AccountResult> {
-    let options = args.options_on(reader.header().cpus.clone())?;
-    // the live run names IRQ lines before it starts
-    let irq_names = irqlens_model::kernel::parse_irq_line_names(&reader.header().system.interrupts);
-    let mut periods = Periods {
-        options: &options,
-        view: view(&args, &irq_names),
-        json: Vec::new(),
-        text: Vec::new(),
-    };
-    let (whole, info) = account_run::replay(&options, reader, |period| periods.add(period, None))?;
-    Ok(AccountResult {
-        periods_json: periods.json,
-        periods_text: periods.text,
-        options,
-        whole,
-        info,
-        irq_names,
-        args,
-    })
+    fn replay(options: AccountOptions, reader: &mut Reader) -> Result<AccountResult> {
+        // the live run names IRQ lines before it starts
+        let irq_names = parse_irq_line_names(&reader.header().system.interrupts);
+        let mut periods = Periods::new(&options, &irq_names);
+        let (whole, info) =
+            account_run::replay(&options, reader, |period| periods.add(period, None))?;
+        let (periods_json, periods_text) = (periods.json, periods.text);
+        Ok(AccountResult {
+            periods_json,
+            periods_text,
+            options,
+            whole,
+            info,
+            irq_names,
+        })
+    }
 }
 
 impl Outcome for AccountResult {
@@ -148,5 +153,13 @@ impl Outcome for AccountResult {
 
     fn figures(&self) -> Vec<Figure> {
         show::figures(&self.whole, &self.view())
+    }
+
+    fn info(&self) -> serde_json::Value {
+        serde_json::to_value(&self.info).unwrap_or_default()
+    }
+
+    fn set_interrupted(&mut self, interrupted: bool) {
+        self.info.interrupted = interrupted;
     }
 }

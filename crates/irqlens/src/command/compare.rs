@@ -2,8 +2,8 @@
 
 use anyhow::{Result, bail};
 
-use super::print_json;
-use super::report::{heading, replay};
+use super::report::heading;
+use super::{print_json, replay};
 use crate::cli::CompareArgs;
 use irqlens_present::compare;
 

@@ -1,5 +1,6 @@
-//! The subcommands: each measuring one runs live (or replays a recording) and shows its
-//! result with the same code either way.
+//! The one driver every capability runs through (as rtla's `tool_ops`): a capability
+//! implements [`Tool`] once, and [`measure`] runs it live while [`report`] replays its
+//! recordings, both ending in the same [`Outcome`] shown the same way.
 
 pub mod account;
 pub mod bh;
@@ -9,25 +10,21 @@ pub mod report;
 pub mod wakeup;
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use std::path::Path;
-
 use anyhow::{Context, Result};
-use serde::Serialize;
 
 use crate::cli::OutputArgs;
 use irqlens_collect::system;
 use irqlens_collect::tap::{Tap, recording_header};
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
-use irqlens_model::stimulus::LoadScenario;
-use irqlens_model::system::Capability;
-use irqlens_model::units::CpuList;
+use irqlens_model::options::RunOptions;
 use irqlens_present::html::Page;
 use irqlens_present::perfetto::TraceWriter;
 use irqlens_present::{self, Names};
-use irqlens_record::{End, Recorder};
+use irqlens_record::{End, Reader, Recorder};
 
 /// Set by Ctrl-C/SIGTERM (and by the run itself when it ends): every loop checks it.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -37,14 +34,102 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
+/// What a capability implements once: how it runs live, how it replays a recording, and
+/// the result both give.
+pub trait Tool {
+    /// The capability's resolved options.
+    type Options;
+    /// Its result, shown the same way live and replayed.
+    type Result: Outcome;
+    /// The title of its live run's HTML report.
+    const TITLE: &'static str;
+    /// What its progress line counts.
+    const COUNTING: &'static str;
+
+    /// The options as a recording keeps them.
+    fn recorded(options: &Self::Options) -> RunOptions;
+    /// How long the run lasts, if it has an end.
+    fn duration(options: &Self::Options) -> Option<Duration>;
+    /// Whether the live run shows a progress line on stderr.
+    fn shows_progress(_options: &Self::Options, output: &OutputArgs) -> bool {
+        output.progress()
+    }
+    /// Measures until the duration ends, a stop condition hits or [`STOP`] is set.
+    fn run(options: Self::Options, live: &mut Live<'_>) -> Result<Self::Result>;
+    /// Re-analyzes a recording made with `options`.
+    fn replay(options: Self::Options, reader: &mut Reader) -> Result<Self::Result>;
+}
+
+/// What a live run hands its tool: where its inputs go, its progress line, the output
+/// options it shows with.
+pub struct Live<'a> {
+    pub tap: &'a mut Tap,
+    pub progress: &'a mut dyn FnMut(Duration, u64),
+    pub output: &'a OutputArgs,
+}
+
+/// A measurement's result, live or replayed: what every output is made from.
+pub trait Outcome {
+    /// The `--json` document.
+    fn json(&self) -> serde_json::Value;
+    /// The tables, as the live run prints them.
+    fn write_text(&self, out: &mut dyn Write) -> Result<()>;
+    /// The numbers `compare` sets side by side.
+    fn figures(&self) -> Vec<irqlens_present::compare::Figure>;
+    /// Its section of an HTML report.
+    fn html(&self, page: &mut Page, heading: &str);
+    /// The run information, as the recording's end keeps it.
+    fn info(&self) -> serde_json::Value;
+    /// Marks the run as ended by Ctrl-C or SIGTERM.
+    fn set_interrupted(&mut self, interrupted: bool);
+}
+
+/// Runs `T` live with `options`, recording and showing it as `output` asks.
+pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<()> {
+    let recorded = T::recorded(&options);
+    let mut tap = open_tap(output, &recorded)?;
+    let show = T::shows_progress(&options, output);
+    let mut result = with_progress(
+        show,
+        T::duration(&options),
+        T::COUNTING,
+        |progress| {
+            let mut live = Live {
+                tap: &mut tap,
+                progress,
+                output,
+            };
+            T::run(options, &mut live)
+        },
+    )?;
+    result.set_interrupted(interrupted());
+    // the result is shown before the recording's error is
+    let closed = tap.finish(result.info());
+    print(&result, output, T::TITLE)?;
+    closed
+}
+
+/// Re-analyzes a recording made by any capability with the options it was made with.
+pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
+    let mut reader = Reader::open(path)?;
+    let header = reader.header();
+    let options = match &header.options {
+        Some(options) => options.clone(),
+        None => crate::cli::recorded_options(&header.argv, header.cpus.clone())
+            .with_context(|| reader.name().to_owned())?,
+    };
+    let outcome: Box<dyn Outcome> = match options {
+        RunOptions::Noise(o) => Box::new(noise::NoiseTool::replay(o, &mut reader)?),
+        RunOptions::Bh(o) => Box::new(bh::BhTool::replay(o, &mut reader)?),
+        RunOptions::Wakeup(o) => Box::new(wakeup::WakeupTool::replay(o, &mut reader)?),
+        RunOptions::Account(o) => Box::new(account::AccountTool::replay(o, &mut reader)?),
+    };
+    Ok((reader, outcome))
+}
+
 /// The sinks the user asked for on the command line; none is a tap that does nothing.
 /// Made before the run, so a file that cannot be written fails before anything loads.
-pub fn open_tap(
-    output: &OutputArgs,
-    capability: Capability,
-    cpus: &CpuList,
-    load: Option<LoadScenario>,
-) -> Result<Tap> {
+fn open_tap(output: &OutputArgs, options: &RunOptions) -> Result<Tap> {
     if let Some(path) = &output.html {
         // the page is written at the end: a path that cannot be is refused before the run
         std::fs::File::create(path).with_context(|| format!("--html {}", path.display()))?;
@@ -53,7 +138,7 @@ pub fn open_tap(
     if output.record.is_none() && output.perfetto.is_none() {
         return Ok(tap);
     }
-    let header = recording_header(capability, cpus, load);
+    let header = recording_header(options);
     if let Some(path) = &output.perfetto {
         let symbols = system::kernel_symbols();
         tap.add(Box::new(TraceWriter::create(path, &header, symbols)?));
@@ -62,11 +147,6 @@ pub fn open_tap(
         tap.add(Box::new(Recorder::create(path, header)?));
     }
     Ok(tap)
-}
-
-/// Ends the tap with the run's `info`; the result is shown before its error is.
-pub fn close_tap(tap: Tap, info: &impl Serialize) -> Result<()> {
-    tap.finish(serde_json::to_value(info)?)
 }
 
 /// How this machine names IRQ lines and kernel functions (for a live run).
@@ -107,7 +187,7 @@ pub fn print_json(out: &mut impl Write, document: &serde_json::Value) -> Result<
 
 /// Runs `measure`, which reports (elapsed, count) as it goes, with a progress line on
 /// stderr when `show`, cleared at the end.
-pub fn with_progress<T>(
+fn with_progress<T>(
     show: bool,
     duration: Option<Duration>,
     what: &str,
@@ -125,29 +205,16 @@ pub fn with_progress<T>(
     result
 }
 
-/// A measurement's result, live or replayed: what every output is made from.
-pub trait Outcome {
-    /// The `--json` document.
-    fn json(&self) -> serde_json::Value;
-    /// The tables, as the live run prints them.
-    fn write_text(&self, out: &mut dyn Write) -> Result<()>;
-    /// The numbers `compare` sets side by side.
-    fn figures(&self) -> Vec<irqlens_present::compare::Figure>;
-    /// Its section of an HTML report.
-    fn html(&self, page: &mut Page, heading: &str);
-}
-
 /// Shows a live run's result: on stdout, as JSON or as tables, and as an HTML report if
 /// the user asked for one.
-pub fn print(outcome: &dyn Outcome, output: &OutputArgs, heading: &str) -> Result<()> {
+fn print(outcome: &dyn Outcome, output: &OutputArgs, title: &str) -> Result<()> {
     if let Some(path) = &output.html {
-        let mut page = Page::new(heading, &system::kernel_release());
-        outcome.html(&mut page, heading);
+        let mut page = Page::new(title, &system::kernel_release());
+        outcome.html(&mut page, title);
         write_html(&page, path)?;
     }
     let mut out = std::io::stdout().lock();
-    let json = output.json;
-    if json {
+    if output.json {
         print_json(&mut out, &outcome.json())
     } else {
         outcome.write_text(&mut out)

@@ -1,63 +1,67 @@
-//! `irqlens noise`: live, or replayed from a recording.
+//! `irqlens noise`: the osnoise method's run, live or replayed.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::time::Duration;
 
 use anyhow::Result;
-use irqlens_analyze::loss::RunLosses;
-
-use super::{Outcome, STOP, close_tap, open_tap, with_progress};
-use crate::cli::{NoiseArgs, NoiseCommand, NoiseMode};
-use irqlens_analyze::loss::Losses;
+use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_collect::noise::{self as noise_run, NoiseOutcome};
 use irqlens_collect::system;
-use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::NoiseOptions;
-use irqlens_model::system::Capability;
+use irqlens_model::options::RunOptions;
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
 use irqlens_present::prometheus::Exporter;
 use irqlens_present::{self, noise as show};
 use irqlens_record::Reader;
 
-/// A noise run's result and how it was asked to be shown.
+use super::{Live, Outcome, STOP, Tool};
+use crate::cli::OutputArgs;
+
+pub struct NoiseTool;
+
+/// A noise run's result and how it is shown.
 pub struct NoiseResult {
-    /// The kernel release the run was measured on.
-    kernel: String,
-    args: NoiseArgs,
-    hist: Option<HistOptions>,
     options: NoiseOptions,
     outcome: NoiseOutcome,
     irq_names: HashMap<u32, String>,
+    /// The kernel release the run was measured on.
+    kernel: String,
 }
 
-/// The arguments and, in `hist` mode, the checked histogram layout.
-fn split(command: NoiseCommand) -> Result<(NoiseArgs, Option<HistOptions>)> {
-    Ok(match command.mode {
-        None => (command.args, None),
-        Some(NoiseMode::Top(args)) => (args, None),
-        Some(NoiseMode::Hist(hist)) => (hist.noise, Some(hist.hist.options()?)),
-    })
+/// Whether the run redraws its summary in place each second, as rtla's top does.
+fn live_table(options: &NoiseOptions, output: &OutputArgs) -> bool {
+    !output.quiet && !output.json && options.hist.is_none() && irqlens_present::live_terminal()
 }
 
-pub fn measure(command: NoiseCommand) -> Result<()> {
-    let (args, hist) = split(command)?;
-    let options = args.options(&hist.unwrap_or_default())?;
-    let mut tap = open_tap(&args.output, Capability::Noise, &options.cpus, None)?;
-    let live = !args.output.quiet
-        && !args.output.json
-        && hist.is_none()
-        && irqlens_present::live_terminal();
-    // without a live table, a long run still shows it is alive (on a terminal only)
-    let progress = !live && !args.output.quiet && irqlens_present::progress_terminal();
-    let mut exporter = Exporter::start(args.output.prometheus_address()?, super::names())?;
+impl Tool for NoiseTool {
+    type Options = NoiseOptions;
+    type Result = NoiseResult;
+    const TITLE: &'static str = "irqlens noise";
+    const COUNTING: &'static str = "noise samples";
 
-    let mut outcome = with_progress(progress, options.duration, "noise samples", |report| {
-        noise_run::run(&options, &STOP, &mut tap, |analysis, elapsed| {
+    fn recorded(options: &NoiseOptions) -> RunOptions {
+        RunOptions::Noise(options.clone())
+    }
+
+    fn duration(options: &NoiseOptions) -> Option<Duration> {
+        options.duration
+    }
+
+    /// Without a live table, a long run still shows it is alive (on a terminal only).
+    fn shows_progress(options: &NoiseOptions, output: &OutputArgs) -> bool {
+        !live_table(options, output) && !output.quiet && irqlens_present::progress_terminal()
+    }
+
+    fn run(options: NoiseOptions, live: &mut Live<'_>) -> Result<NoiseResult> {
+        let redraw = live_table(&options, live.output);
+        let mut exporter = Exporter::start(live.output.prometheus_address()?, super::names())?;
+        let progress = &mut *live.progress;
+        let outcome = noise_run::run(&options, &STOP, live.tap, |analysis, elapsed| {
             exporter.noise(analysis);
-            if live {
+            if redraw {
                 let mut out = io::stdout().lock();
-                // redraw in place, as rtla's top does
                 let _ = write!(out, "\x1b[H\x1b[2J");
                 let _ = show::write_summary(
                     &mut out,
@@ -66,41 +70,30 @@ pub fn measure(command: NoiseCommand) -> Result<()> {
                     &Losses::records(0),
                 );
                 let _ = out.flush();
-            } else if progress {
-                report(elapsed, analysis.summaries().map(|s| s.samples).sum());
+            } else {
+                progress(elapsed, analysis.summaries().map(|s| s.samples).sum());
             }
+        })?;
+        if redraw {
+            write!(io::stdout(), "\x1b[H\x1b[2J")?;
+        }
+        Ok(NoiseResult {
+            options,
+            outcome,
+            irq_names: system::irq_line_names(),
+            kernel: system::kernel_release(),
         })
-    })?;
-    drop(exporter);
-    outcome.info.interrupted = super::interrupted();
-    let recorded = close_tap(tap, &outcome.info);
-    if live {
-        write!(io::stdout(), "\x1b[H\x1b[2J")?;
     }
-    let result = NoiseResult {
-        kernel: system::kernel_release(),
-        args,
-        hist,
-        options,
-        outcome,
-        irq_names: system::irq_line_names(),
-    };
-    super::print(&result, &result.args.output, "irqlens noise")?;
-    recorded
-}
 
-pub fn replay(command: NoiseCommand, reader: &mut Reader) -> Result<NoiseResult> {
-    let (args, hist) = split(command)?;
-    let options = args.options_on(&hist.unwrap_or_default(), reader.header().cpus.clone())?;
-    let outcome = noise_run::replay(&options, reader)?;
-    Ok(NoiseResult {
-        kernel: reader.header().system.kernel_release.clone(),
-        args,
-        hist,
-        options,
-        outcome,
-        irq_names: super::recorded_names(reader.end()?).irqs,
-    })
+    fn replay(options: NoiseOptions, reader: &mut Reader) -> Result<NoiseResult> {
+        let outcome = noise_run::replay(&options, reader)?;
+        Ok(NoiseResult {
+            options,
+            outcome,
+            irq_names: super::recorded_names(reader.end()?).irqs,
+            kernel: reader.header().system.kernel_release.clone(),
+        })
+    }
 }
 
 impl Outcome for NoiseResult {
@@ -111,12 +104,12 @@ impl Outcome for NoiseResult {
 
     fn write_text(&self, out: &mut dyn Write) -> Result<()> {
         let NoiseOutcome { analysis, info } = &self.outcome;
-        match &self.hist {
+        match &self.options.hist {
             Some(hist) => show::write_histogram(out, analysis, hist)?,
             None => {
                 show::write_summary(out, analysis, info.elapsed_ns, &info.losses())?;
                 show::write_breakdown(out, analysis)?;
-                show::write_causes(out, analysis, &self.irq_names, self.args.causes)?;
+                show::write_causes(out, analysis, &self.irq_names, self.options.causes)?;
             }
         }
         if let Some(stop) = analysis.stop_report() {
@@ -133,5 +126,13 @@ impl Outcome for NoiseResult {
 
     fn figures(&self) -> Vec<Figure> {
         show::figures(&self.outcome.analysis, &self.irq_names)
+    }
+
+    fn info(&self) -> serde_json::Value {
+        serde_json::to_value(&self.outcome.info).unwrap_or_default()
+    }
+
+    fn set_interrupted(&mut self, interrupted: bool) {
+        self.outcome.info.interrupted = interrupted;
     }
 }

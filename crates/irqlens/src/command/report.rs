@@ -2,13 +2,11 @@
 //! showed them.
 
 use std::io::Write;
-use std::path::Path;
 
-use anyhow::{Result, anyhow, bail};
-use clap::Parser;
+use anyhow::{Result, bail};
 
-use super::{Outcome, print_json, recorded_names};
-use crate::cli::{Cli, Command, ReportArgs};
+use super::{print_json, recorded_names, replay};
+use crate::cli::ReportArgs;
 use irqlens_present::html::Page;
 use irqlens_present::perfetto;
 use irqlens_record::Reader;
@@ -67,29 +65,6 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         outcome.write_text(&mut out)?;
     }
     Ok(())
-}
-
-/// Reads a recording through and re-analyzes it with the options it was made with.
-pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
-    let mut reader = Reader::open(path)?;
-    let argv = &reader.header().argv;
-    let cli = Cli::try_parse_from(argv).map_err(|e| {
-        let first = e.to_string().lines().next().unwrap_or_default().to_owned();
-        anyhow!(
-            "{}: its command line does not parse: {first}",
-            reader.name()
-        )
-    })?;
-    let outcome: Box<dyn Outcome> = match cli.command {
-        Command::Noise(command) => Box::new(super::noise::replay(*command, &mut reader)?),
-        Command::Bh(command) => Box::new(super::bh::replay(*command, &mut reader)?),
-        Command::Wakeup(command) => Box::new(super::wakeup::replay(*command, &mut reader)?),
-        Command::Account(args) => Box::new(super::account::replay(*args, &mut reader)?),
-        Command::Report(_) | Command::Compare(_) => {
-            return Err(anyhow!("{}: not a measurement's recording", reader.name()));
-        }
-    };
-    Ok((reader, outcome))
 }
 
 /// One line telling which run this was: file, command line, when, where.
