@@ -16,7 +16,13 @@ use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
 
 mod skel {
-    #![allow(clippy::all, clippy::undocumented_unsafe_blocks, non_camel_case_types, non_snake_case, dead_code)]
+    #![allow(
+        clippy::all,
+        clippy::undocumented_unsafe_blocks,
+        non_camel_case_types,
+        non_snake_case,
+        dead_code
+    )]
     include!(concat!(env!("OUT_DIR"), "/checkpoint.skel.rs"));
 }
 
@@ -179,7 +185,13 @@ fn decode_event(bytes: &[u8]) -> Option<Event> {
 }
 
 mod fentry_check {
-    #![allow(clippy::all, clippy::undocumented_unsafe_blocks, non_camel_case_types, non_snake_case, dead_code)]
+    #![allow(
+        clippy::all,
+        clippy::undocumented_unsafe_blocks,
+        non_camel_case_types,
+        non_snake_case,
+        dead_code
+    )]
     include!(concat!(env!("OUT_DIR"), "/fentry_check.skel.rs"));
 }
 

@@ -16,7 +16,13 @@ use irqlens_model::noise::{NoiseClass, Record};
 use irqlens_model::units::CpuList;
 
 mod skel {
-    #![allow(clippy::all, clippy::undocumented_unsafe_blocks, non_camel_case_types, non_snake_case, dead_code)]
+    #![allow(
+        clippy::all,
+        clippy::undocumented_unsafe_blocks,
+        non_camel_case_types,
+        non_snake_case,
+        dead_code
+    )]
     include!(concat!(env!("OUT_DIR"), "/noise.skel.rs"));
 }
 

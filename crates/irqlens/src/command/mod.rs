@@ -89,19 +89,14 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<()> 
     let recorded = T::recorded(&options);
     let mut tap = open_tap(output, &recorded)?;
     let show = T::shows_progress(&options, output);
-    let mut result = with_progress(
-        show,
-        T::duration(&options),
-        T::COUNTING,
-        |progress| {
-            let mut live = Live {
-                tap: &mut tap,
-                progress,
-                output,
-            };
-            T::run(options, &mut live)
-        },
-    )?;
+    let mut result = with_progress(show, T::duration(&options), T::COUNTING, |progress| {
+        let mut live = Live {
+            tap: &mut tap,
+            progress,
+            output,
+        };
+        T::run(options, &mut live)
+    })?;
     result.set_interrupted(interrupted());
     // the result is shown before the recording's error is
     let closed = tap.finish(result.info());

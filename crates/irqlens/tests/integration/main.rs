@@ -8,6 +8,7 @@ mod account_root;
 mod bh_cli;
 mod bh_root;
 mod common;
+mod fixtures;
 mod html_root;
 mod noise_cli;
 mod noise_root;
