@@ -108,36 +108,23 @@ impl Plan {
     }
 }
 
-/// An irqlens capability as the bench runs it (all CPUs, default options), and where its
-/// `--json` puts the events it saw and lost (JSON pointers).
+/// An irqlens capability as the bench runs it (all CPUs, default options).
 struct Capability {
     name: &'static str,
-    seen: &'static str,
-    lost: &'static str,
 }
 
 const CAPABILITIES: [Capability; 4] = [
-    Capability {
-        name: "noise",
-        seen: "/run/records",
-        lost: "/run/lost_records",
-    },
-    Capability {
-        name: "bh",
-        seen: "/run/events",
-        lost: "/run/lost_events",
-    },
-    Capability {
-        name: "wakeup",
-        seen: "/run/tracking/events",
-        lost: "/run/lost_events",
-    },
-    Capability {
-        name: "account",
-        seen: "/run/events",
-        lost: "/run/lost_events",
-    },
+    Capability { name: "noise" },
+    Capability { name: "bh" },
+    Capability { name: "wakeup" },
+    Capability { name: "account" },
 ];
+
+/// Where `--json` puts the events seen and lost: every capability's `run` has `events`
+/// and `lost_events`; an irqlens from before the common run part (IRQLENS_BEFORE) had
+/// noise's `records`/`lost_records` and wakeup's `tracking/events` instead.
+const SEEN: [&str; 3] = ["/run/events", "/run/records", "/run/tracking/events"];
+const LOST: [&str; 2] = ["/run/lost_events", "/run/lost_records"];
 
 /// What runs in the background during a measurement: a capability of one irqlens binary,
 /// or bpftrace.
@@ -177,19 +164,20 @@ impl Tracer {
 
     /// Events seen and lost, from the capability's `--json` (None for bpftrace).
     fn events(&self, stdout: &str) -> Result<Option<EventCounts>> {
-        let Some(capability) = self.capability else {
+        if self.capability.is_none() {
             return Ok(None);
-        };
+        }
         let doc: Value = serde_json::from_str(stdout)
             .with_context(|| format!("parsing the JSON of {}", self.tool))?;
-        let count = |pointer: &str| {
-            doc.pointer(pointer)
-                .and_then(Value::as_u64)
-                .with_context(|| format!("{} printed no {pointer}", self.tool))
+        let count = |pointers: &[&str]| {
+            pointers
+                .iter()
+                .find_map(|pointer| doc.pointer(pointer).and_then(Value::as_u64))
+                .with_context(|| format!("{} printed none of {pointers:?}", self.tool))
         };
         Ok(Some(EventCounts {
-            seen: count(capability.seen)?,
-            lost: count(capability.lost)?,
+            seen: count(&SEEN)?,
+            lost: count(&LOST)?,
         }))
     }
 }

@@ -316,7 +316,7 @@ fn compare_with_oslat(irqlens: &Path, cpu: u32) -> Result<()> {
         .filter(|(us, _)| us.parse::<u64>().is_ok_and(|us| us > 5))
         .filter_map(|(_, count)| count.as_u64())
         .sum();
-    let summary = &doc["cpus"][0];
+    let summary = &doc["per_cpu"][0];
     let num = |value: &serde_json::Value| value.as_f64().unwrap_or(f64::NAN);
     let ms = |ns: &serde_json::Value| num(ns) / 1e6;
     let runtime_s = ms(&summary["runtime_ns"]) / 1000.0;

@@ -34,7 +34,7 @@ const CASES: [Case; 3] = [
         name: "noise -c 1",
         args: &["noise", "-c", "1"],
         figure: |doc| {
-            doc["cpus"][0]["cpu_available_percent"]
+            doc["per_cpu"][0]["cpu_available_percent"]
                 .as_f64()
                 .unwrap_or(0.0)
         },

@@ -118,7 +118,7 @@ fn main() -> Result<()> {
     );
     println!();
     println!("decomposition of the traced run (avg us per CPU):");
-    for cpu in traced_doc["cpus"].as_array().context("cpus")? {
+    for cpu in traced_doc["per_cpu"].as_array().context("cpus")? {
         let parts: Vec<String> = ["irq", "handler", "sched", "return", "total"]
             .iter()
             .map(|c| {
@@ -193,7 +193,7 @@ fn parse_cyclictest_line(line: &str) -> Option<Latency> {
 
 /// Per CPU, the total latency of an irqlens wakeup document.
 fn totals(doc: &Value) -> Result<Vec<Latency>> {
-    doc["cpus"]
+    doc["per_cpu"]
         .as_array()
         .context("irqlens printed no CPUs")?
         .iter()

@@ -120,27 +120,27 @@ pub trait RunLosses {
 impl RunLosses for NoiseRunInfo {
     /// A CPU's records are its own: a loss touches that CPU's figures only.
     fn losses(&self) -> Losses {
-        Losses::records(self.lost_records).per_cpu(self.lost_by_cpu.clone())
+        Losses::records(self.common.lost_events).per_cpu(self.common.lost_by_cpu.clone())
     }
 }
 
 impl RunLosses for BhRunInfo {
     /// Every sample and cause comes from the checkpoints: a loss can touch any of them.
     fn losses(&self) -> Losses {
-        Losses::checkpoints(self.lost_events)
+        Losses::checkpoints(self.common.lost_events)
     }
 }
 
 impl RunLosses for WakeupRunInfo {
     fn losses(&self) -> Losses {
-        Losses::checkpoints(self.lost_events)
+        Losses::checkpoints(self.common.lost_events)
     }
 }
 
 impl RunLosses for AccountRunInfo {
     /// The ledger comes from the checkpoints: a loss can touch any process's figures.
     fn losses(&self) -> Losses {
-        Losses::checkpoints(self.lost_events)
+        Losses::checkpoints(self.common.lost_events)
     }
 }
 

@@ -17,6 +17,7 @@ use irqlens_analyze::account::report::runtimes_between;
 use irqlens_analyze::account::{Attributor, Ledger, Period};
 use irqlens_model::account::{AccountOptions, AccountRunInfo, ThreadInfo};
 use irqlens_model::event::Event;
+use irqlens_model::run::RunCommon;
 use irqlens_model::wakeup::Watched;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use irqlens_record::{Line, Reader, ThreadReading};
@@ -85,14 +86,16 @@ pub fn run(
     pipeline.feed(events.take_all(), tap);
     pipeline.cut(mark(tap, events.lost()), true, &mut on_period);
     let info = AccountRunInfo {
-        elapsed_ns: pipeline.whole.elapsed_ns,
-        programs: probe.programs(),
-        skipped_tracepoints: probe.skipped.clone(),
-        events: pipeline.events,
-        lost_events: events.lost(),
-        lost_by_cpu: events.lost_by_cpu(),
+        common: RunCommon {
+            elapsed_ns: pipeline.whole.elapsed_ns,
+            events: pipeline.events,
+            lost_events: events.lost(),
+            lost_by_cpu: events.lost_by_cpu(),
+            programs: probe.programs(),
+            skipped_tracepoints: probe.skipped.clone(),
+            interrupted: false,
+        },
         hz,
-        interrupted: false,
     };
     Ok((pipeline.whole, info))
 }

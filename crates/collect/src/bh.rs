@@ -14,6 +14,7 @@ use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::bh::{BhStats, Event, Matcher};
 use irqlens_model::bh::{BhOptions, BhRunInfo, Selection, TriggerReport};
+use irqlens_model::run::RunCommon;
 use irqlens_model::wakeup::Watched;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use irqlens_record::{Line, Reader};
@@ -113,12 +114,15 @@ pub fn run(
     let Pipeline { matcher, stats } = pipeline;
     let (pending_softirqs, pending_works) = matcher.pending();
     let info = BhRunInfo {
-        elapsed_ns,
-        programs: probe.programs(),
-        skipped_tracepoints: probe.skipped.clone(),
-        events: matcher.counts.events,
-        lost_events: events.lost(),
-        lost_by_cpu: events.lost_by_cpu(),
+        common: RunCommon {
+            elapsed_ns,
+            events: matcher.counts.events,
+            lost_events: events.lost(),
+            lost_by_cpu: events.lost_by_cpu(),
+            programs: probe.programs(),
+            skipped_tracepoints: probe.skipped.clone(),
+            interrupted: false,
+        },
         matching: matcher.counts.clone(),
         pending_softirqs,
         pending_works,
@@ -126,7 +130,6 @@ pub fn run(
         load: options.load,
         load_tasks: options.load.tasks(),
         trigger,
-        interrupted: false,
     };
     Ok(BhOutcome { stats, info })
 }

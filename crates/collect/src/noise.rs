@@ -17,6 +17,7 @@ use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::noise::NoiseAnalysis;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo, PeriodReport, Record, WorkloadConfig};
+use irqlens_model::run::RunCommon;
 use irqlens_model::units::CpuList;
 use irqlens_probe::noise::{CpuCounters, NoiseProbe};
 use irqlens_record::{Line, Reader};
@@ -118,15 +119,17 @@ pub fn run(
     worker_results?;
 
     let info = NoiseRunInfo {
-        elapsed_ns: started.elapsed().as_nanos() as u64,
+        common: RunCommon {
+            elapsed_ns: started.elapsed().as_nanos() as u64,
+            events: record_count,
+            lost_events: records.lost(),
+            lost_by_cpu: records.lost_by_cpu(),
+            programs: probe.programs(),
+            skipped_tracepoints: probe.skipped.clone(),
+            interrupted: false,
+        },
         clock: clock.name().into(),
         collector_cpus,
-        programs: probe.programs(),
-        skipped_tracepoints: probe.skipped.clone(),
-        records: record_count,
-        lost_records: records.lost(),
-        lost_by_cpu: records.lost_by_cpu(),
-        interrupted: false,
     };
     Ok(NoiseOutcome { analysis, info })
 }

@@ -16,6 +16,7 @@ use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::wakeup::{Targets, Tracker, WakeupStats};
 use irqlens_model::event::Event;
+use irqlens_model::run::RunCommon;
 use irqlens_model::sched::Priority;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{
@@ -119,16 +120,19 @@ pub fn run(
     let Pipeline { tracker, stats } = pipeline.finish();
 
     let info = WakeupRunInfo {
-        elapsed_ns,
+        common: RunCommon {
+            elapsed_ns,
+            events: tracker.counts.events,
+            lost_events: events.as_ref().map_or(0, |e| e.lost()),
+            lost_by_cpu: events.as_ref().map(|e| e.lost_by_cpu()).unwrap_or_default(),
+            programs: probe.as_ref().map_or(0, |p| p.programs()),
+            skipped_tracepoints: probe.as_ref().map_or(Vec::new(), |p| p.skipped.clone()),
+            interrupted: false,
+        },
         traced,
-        programs: probe.as_ref().map_or(0, |p| p.programs()),
-        skipped_tracepoints: probe.as_ref().map_or(Vec::new(), |p| p.skipped.clone()),
-        lost_events: events.as_ref().map_or(0, |e| e.lost()),
-        lost_by_cpu: events.as_ref().map(|e| e.lost_by_cpu()).unwrap_or_default(),
         tracking: tracker.counts.clone(),
         threads,
         missed_periods: missed.load(Ordering::Relaxed),
-        interrupted: false,
     };
     Ok(WakeupOutcome { stats, info })
 }

@@ -1,9 +1,11 @@
 //! An accounting run's inputs, options and run information.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::run::RunCommon;
 
 use crate::units::CpuList;
 
@@ -31,17 +33,11 @@ pub struct AccountOptions {
     pub top: usize,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct AccountRunInfo {
-    pub elapsed_ns: u64,
-    pub programs: usize,
-    pub skipped_tracepoints: Vec<String>,
-    pub events: u64,
-    pub lost_events: u64,
-    /// Per CPU that lost some (the CPU whose area was full).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub lost_by_cpu: BTreeMap<u32, u64>,
+    /// What every run reports.
+    #[serde(flatten)]
+    pub common: RunCommon,
     /// The tick rate the compensation settled on (measured).
     pub hz: Option<u32>,
-    pub interrupted: bool,
 }

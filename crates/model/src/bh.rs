@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::run::RunCommon;
 
 use crate::hist::HistOptions;
 use crate::stimulus::{LoadScenario, TriggerKind};
@@ -49,7 +52,7 @@ pub struct TriggerOptions {
     pub rate_hz: u32,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TriggerReport {
     pub kind: TriggerKind,
     pub rate_hz: u32,
@@ -60,16 +63,11 @@ pub struct TriggerReport {
     pub kernel_path: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct BhRunInfo {
-    pub elapsed_ns: u64,
-    pub programs: usize,
-    pub skipped_tracepoints: Vec<String>,
-    pub events: u64,
-    pub lost_events: u64,
-    /// Per CPU that lost some (the CPU whose area was full).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub lost_by_cpu: BTreeMap<u32, u64>,
+    /// What every run reports.
+    #[serde(flatten)]
+    pub common: RunCommon,
     pub matching: MatchCounts,
     /// Requests not yet served when the run ended.
     pub pending_softirqs: u64,
@@ -80,11 +78,12 @@ pub struct BhRunInfo {
     pub load: LoadScenario,
     pub load_tasks: u32,
     pub trigger: Option<TriggerReport>,
-    pub interrupted: bool,
 }
 
 /// What the matcher could not match, so the user knows what the tables leave out.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, JsonSchema,
+)]
 pub struct MatchCounts {
     pub events: u64,
     /// Raises of an already pending softirq (merged into the first).

@@ -9,6 +9,7 @@ pub mod hist;
 pub mod kernel;
 pub mod noise;
 pub mod options;
+pub mod run;
 pub mod sched;
 pub mod stimulus;
 #[cfg(feature = "streams")]

@@ -1,9 +1,11 @@
 //! A noise run's inputs, options and run information.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::run::RunCommon;
 
 use crate::hist::HistOptions;
 use crate::kernel::Comm;
@@ -119,21 +121,14 @@ pub struct NoiseOptions {
 }
 
 /// What a run leaves besides the analysis: how it went and what irqlens itself cost.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, JsonSchema)]
 pub struct NoiseRunInfo {
-    pub elapsed_ns: u64,
+    /// What every run reports.
+    #[serde(flatten)]
+    pub common: RunCommon,
     pub clock: String,
     /// CPUs the collector thread ran on; `None` if it had to share the measured ones.
     pub collector_cpus: Option<CpuList>,
-    pub programs: usize,
-    pub skipped_tracepoints: Vec<String>,
-    pub records: u64,
-    pub lost_records: u64,
-    /// Per CPU that lost some (the CPU whose area was full).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub lost_by_cpu: BTreeMap<u32, u64>,
-    /// Ended by Ctrl-C or SIGTERM.
-    pub interrupted: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -7,7 +7,9 @@ use serde::Serialize;
 
 use crate::bh::Selection;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TriggerKind {
     Timer,
@@ -157,6 +159,17 @@ impl fmt::Display for LoadScenario {
 impl Serialize for LoadScenario {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
+    }
+}
+
+/// In JSON, the scenario as typed: `zero`, `one`, `many`, `many:N`.
+impl schemars::JsonSchema for LoadScenario {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LoadScenario".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "pattern": "^(zero|one|many(:[0-9]+)?)$"})
     }
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::units::CpuList;
 
 /// What was measured: the subcommand that made the recording.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Capability {
     Noise,

@@ -125,6 +125,17 @@ impl serde::Serialize for CpuList {
     }
 }
 
+/// In JSON, the list of CPU numbers: `[0, 1, 2, 3, 8]`.
+impl schemars::JsonSchema for CpuList {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CpuList".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Vec<u32>>::json_schema(generator)
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for CpuList {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         <Vec<u32> as serde::Deserialize>::deserialize(deserializer).map(CpuList::from_iter)

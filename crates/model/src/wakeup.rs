@@ -1,9 +1,11 @@
 //! A wakeup run's inputs, options and run information.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::run::RunCommon;
 
 use crate::hist::HistOptions;
 use crate::sched::Priority;
@@ -64,32 +66,27 @@ pub struct WakeupOptions {
     pub causes: usize,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct WakeupRunInfo {
-    pub elapsed_ns: u64,
+    /// What every run reports.
+    #[serde(flatten)]
+    pub common: RunCommon,
     pub traced: bool,
-    pub programs: usize,
-    pub skipped_tracepoints: Vec<String>,
-    pub lost_events: u64,
-    /// Per CPU that lost some (the CPU whose area was full).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub lost_by_cpu: BTreeMap<u32, u64>,
     pub tracking: TrackCounts,
     /// Timer mode: the measurement threads, and the periods they missed (woken a whole
     /// period late or more).
     pub threads: Vec<TimerThread>,
     pub missed_periods: u64,
-    pub interrupted: bool,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TimerThread {
     pub cpu: u32,
     pub tid: u32,
 }
 
 /// What could not be made a sample, so the user knows what the tables leave out.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, JsonSchema)]
 pub struct TrackCounts {
     pub events: u64,
     /// Wakeups of a target by a thread rather than an interrupt (a futex, a pipe).

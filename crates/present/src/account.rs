@@ -307,13 +307,13 @@ pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<
     writeln!(
         out,
         "duration {} | {} programs, {} checkpoints, {} lost",
-        clock_time(info.elapsed_ns),
-        info.programs,
-        info.events,
-        info.lost_events,
+        clock_time(info.common.elapsed_ns),
+        info.common.programs,
+        info.common.events,
+        info.common.lost_events,
     )?;
-    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
-    if info.interrupted {
+    super::write_skipped_tracepoints(out, &info.common.skipped_tracepoints)?;
+    if info.common.interrupted {
         writeln!(out, "Interrupted: the results cover the run until then")?;
     }
     Ok(())
@@ -351,11 +351,9 @@ pub fn to_json(
     view: &View,
 ) -> Value {
     json!({
-        "cpus": options.cpus.to_string(),
         "per": view.per(),
         "rule": RULE,
         "compensate": options.compensate,
-        "run": info,
         "lost": info.losses().json(&["total", "periods"]),
         "total": period_json(whole, view, &info.losses()),
         "periods": periods,

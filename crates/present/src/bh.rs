@@ -261,14 +261,14 @@ pub fn write_run_info(
     writeln!(
         out,
         "duration {} | CPUs {} | load {} ({} spinning tasks) | {} programs, {} events, {} lost{}",
-        clock_time(info.elapsed_ns),
+        clock_time(info.common.elapsed_ns),
         options.cpus,
         info.load,
         info.load_tasks,
-        info.programs,
-        info.events,
-        info.lost_events,
-        if info.interrupted {
+        info.common.programs,
+        info.common.events,
+        info.common.lost_events,
+        if info.common.interrupted {
             " | interrupted"
         } else {
             ""
@@ -318,17 +318,17 @@ pub fn write_run_info(
             kernel.join(", ")
         }
     )?;
-    if info.lost_events > 0 {
+    if info.common.lost_events > 0 {
         writeln!(
             out,
             "warning: {} events were lost (record area full): some samples are missing or unmatched",
-            info.lost_events
+            info.common.lost_events
         )?;
     }
     for line in not_observable {
         writeln!(out, "not observable here: {line}")?;
     }
-    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
+    super::write_skipped_tracepoints(out, &info.common.skipped_tracepoints)?;
     Ok(())
 }
 
@@ -374,14 +374,13 @@ fn sample_json(sample: &Sample, names: &Names) -> Value {
     })
 }
 
-/// The whole result as one JSON document; times are in ns (`*_ns`).
+/// The tables as JSON, for the document's envelope; times are in ns (`*_ns`).
 pub fn to_json(
     stats: &BhStats,
     info: &BhRunInfo,
     options: &BhOptions,
     names: &Names,
     not_observable: &[String],
-    kernel: &str,
 ) -> Value {
     let mechanisms: Vec<Value> = stats
         .mechanisms
@@ -423,10 +422,6 @@ pub fn to_json(
         })
         .collect();
     json!({
-        "tool": "irqlens",
-        "version": env!("CARGO_PKG_VERSION"),
-        "command": "bh",
-        "kernel": kernel,
         "options": {
             "cpus": options.cpus,
             "duration_ns": options.duration.map(|d| d.as_nanos() as u64),
@@ -435,7 +430,6 @@ pub fn to_json(
             "bucket_ns": options.stats.bucket_ns,
             "entries": options.stats.entries,
         },
-        "run": info,
         "lost": info.losses().json(&["mechanisms", "series", "samples", "others"]),
         "samples": stats.samples(),
         "others": stats.others,

@@ -3,6 +3,7 @@
 
 use std::io::{self, Write};
 
+use irqlens_model::run::{Comparison, TOOL};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -178,7 +179,15 @@ pub fn to_json(rows: &[Row], a: Value, b: Value) -> Value {
             })
         })
         .collect();
-    json!({"a": a, "b": b, "figures": rows})
+    let document = Comparison {
+        tool: TOOL.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: "compare".into(),
+        baseline: a,
+        other: b,
+        figures: rows,
+    };
+    serde_json::to_value(document).unwrap_or_default()
 }
 
 #[cfg(test)]

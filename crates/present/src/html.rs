@@ -397,7 +397,7 @@ impl Page {
     pub fn bh(&mut self, heading: &str, stats: &BhStats, info: &BhRunInfo, names: &Names) {
         let section = self.section(heading);
         let mut facts = vec![
-            ("duration", clock_time(info.elapsed_ns)),
+            ("duration", clock_time(info.common.elapsed_ns)),
             (
                 "load",
                 format!("{} ({} spinning tasks)", info.load, info.load_tasks),
@@ -406,7 +406,7 @@ impl Page {
                 "BPF",
                 format!(
                     "{} programs, {} events, {} lost",
-                    info.programs, info.events, info.lost_events
+                    info.common.programs, info.common.events, info.common.lost_events
                 ),
             ),
             ("samples", stats.samples().to_string()),
@@ -420,7 +420,10 @@ impl Page {
                 ),
             ));
         }
-        facts.extend(common_facts(&info.skipped_tracepoints, info.interrupted));
+        facts.extend(common_facts(
+            &info.common.skipped_tracepoints,
+            info.common.interrupted,
+        ));
         section.facts(&facts);
 
         section.h3("Latency from request to invocation (us)");
@@ -502,7 +505,7 @@ impl Page {
     ) {
         let section = self.section(heading);
         let mut facts = vec![
-            ("duration", clock_time(info.elapsed_ns)),
+            ("duration", clock_time(info.common.elapsed_ns)),
             (
                 "activations",
                 format!(
@@ -517,14 +520,17 @@ impl Page {
                 "BPF",
                 format!(
                     "{} programs, {} checkpoints, {} lost",
-                    info.programs, info.tracking.events, info.lost_events
+                    info.common.programs, info.tracking.events, info.common.lost_events
                 ),
             ));
         }
         if !info.threads.is_empty() {
             facts.push(("periods missed", info.missed_periods.to_string()));
         }
-        facts.extend(common_facts(&info.skipped_tracepoints, info.interrupted));
+        facts.extend(common_facts(
+            &info.common.skipped_tracepoints,
+            info.common.interrupted,
+        ));
         section.facts(&facts);
 
         section.h3("Latency components per CPU (us)");
@@ -590,7 +596,7 @@ impl Page {
         let t = totals(&whole.ledger);
         let all = t.interrupt_ns();
         let mut facts = vec![
-            ("duration", clock_time(info.elapsed_ns)),
+            ("duration", clock_time(info.common.elapsed_ns)),
             (
                 "interrupt time",
                 format!(
@@ -618,12 +624,15 @@ impl Page {
                 "BPF",
                 format!(
                     "{} programs, {} checkpoints, {} lost",
-                    info.programs, info.events, info.lost_events
+                    info.common.programs, info.common.events, info.common.lost_events
                 ),
             ),
             ("rule", super::account::RULE.to_owned()),
         ];
-        facts.extend(common_facts(&info.skipped_tracepoints, info.interrupted));
+        facts.extend(common_facts(
+            &info.common.skipped_tracepoints,
+            info.common.interrupted,
+        ));
         section.facts(&facts);
 
         section.h3(&format!("Interrupt time per {} (us)", view.per()));
@@ -743,13 +752,13 @@ fn noise_run_info(section: &mut Section, analysis: &NoiseAnalysis, info: &NoiseR
     let unexplained: u64 = analysis.summaries().map(|s| s.unexplained).sum();
     let dropped: u64 = analysis.summaries().map(|s| s.dropped_samples).sum();
     let mut facts = vec![
-        ("duration", clock_time(info.elapsed_ns)),
+        ("duration", clock_time(info.common.elapsed_ns)),
         ("clock", info.clock.to_owned()),
         (
             "BPF",
             format!(
                 "{} programs, {} records, {} lost",
-                info.programs, info.records, info.lost_records
+                info.common.programs, info.common.events, info.common.lost_events
             ),
         ),
         (
@@ -773,7 +782,10 @@ fn noise_run_info(section: &mut Section, analysis: &NoiseAnalysis, info: &NoiseR
             ),
         ));
     }
-    facts.extend(common_facts(&info.skipped_tracepoints, info.interrupted));
+    facts.extend(common_facts(
+        &info.common.skipped_tracepoints,
+        info.common.interrupted,
+    ));
     section.facts(&facts);
 }
 

@@ -19,6 +19,7 @@ use irqlens_model::bh::Selection;
 use irqlens_model::bh::{BhOptions, BhRunInfo};
 use irqlens_model::hist::HistOptions;
 use irqlens_model::kernel::Comm;
+use irqlens_model::run::RunCommon;
 use irqlens_model::sched::Priority;
 use irqlens_model::stimulus::LoadScenario;
 use irqlens_model::units::CpuList;
@@ -36,7 +37,10 @@ fn text(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
 
 fn bh_lost(lost_events: u64) -> BhRunInfo {
     BhRunInfo {
-        lost_events,
+        common: RunCommon {
+            lost_events: lost_events,
+            ..bh_info().common
+        },
         ..bh_info()
     }
 }
@@ -67,8 +71,10 @@ fn bh_marks_every_row_of_its_tables_when_checkpoints_were_lost() {
             selection: Selection::All,
             worst: 2,
         },
+        hist: None,
+        causes: 8,
     };
-    let doc = bh::to_json(&stats, &info, &options, &names, &[], "6.18.0-test");
+    let doc = bh::to_json(&stats, &info, &options, &names, &[]);
     assert_eq!(doc["lost"]["events"], 7);
     assert_eq!(doc["lost"]["affected"], true);
     assert_eq!(doc["lost"]["marked"][0], "mechanisms");
@@ -111,16 +117,19 @@ fn total_only_stats() -> WakeupStats {
 
 fn wakeup_run(timer_threads: Vec<TimerThread>) -> WakeupRunInfo {
     WakeupRunInfo {
-        elapsed_ns: 1_000_000_000,
+        common: RunCommon {
+            elapsed_ns: 1_000_000_000,
+            programs: 20,
+            skipped_tracepoints: vec![],
+            lost_events: 7,
+            lost_by_cpu: Default::default(),
+            interrupted: false,
+            ..Default::default()
+        },
         traced: true,
-        programs: 20,
-        skipped_tracepoints: vec![],
-        lost_events: 7,
-        lost_by_cpu: Default::default(),
         tracking: TrackCounts::default(),
         threads: timer_threads,
         missed_periods: 0,
-        interrupted: false,
     }
 }
 
@@ -130,6 +139,8 @@ fn wakeup_options(mode: WakeupMode) -> WakeupOptions {
         duration: None,
         mode,
         stats: StatsConfig::default(),
+        hist: None,
+        causes: 10,
     }
 }
 
@@ -156,7 +167,7 @@ fn wakeup_marks_the_components_that_come_from_the_checkpoints() {
 
     let doc = wakeup::to_json(&stats, &info, &task, &names());
     assert_eq!(doc["lost"]["events"], 7);
-    assert_eq!(doc["lost"]["marked"][0], "cpus");
+    assert_eq!(doc["lost"]["marked"][0], "per_cpu");
 }
 
 /// Hackbench (pid 40) charged 5 µs of NET_RX and 3 µs of irqlens's (pid 50) own
@@ -197,14 +208,17 @@ fn account_period(lost_events: u64) -> Period {
 
 fn account_info(lost_events: u64) -> AccountRunInfo {
     AccountRunInfo {
-        elapsed_ns: 1_000_000_000,
-        programs: 12,
-        skipped_tracepoints: vec![],
-        events: 100,
-        lost_events,
-        lost_by_cpu: Default::default(),
+        common: RunCommon {
+            elapsed_ns: 1_000_000_000,
+            programs: 12,
+            skipped_tracepoints: vec![],
+            events: 100,
+            lost_events: lost_events,
+            lost_by_cpu: Default::default(),
+            interrupted: false,
+            ..Default::default()
+        },
         hz: None,
-        interrupted: false,
     }
 }
 
@@ -221,6 +235,8 @@ fn account_marks_the_columns_that_come_from_the_checkpoints() {
         duration: None,
         interval: None,
         compensate: false,
+        threads: false,
+        top: 10,
     };
     let period = account_period(7);
     let table = text(|out| account::write_period(out, &period, &options, &view, &period.losses()));

@@ -184,7 +184,7 @@ pub fn write_run_info(
     writeln!(
         out,
         "irqlens: clock {}, {} BPF programs, {} records, {} lost; {collector}",
-        info.clock, info.programs, info.records, info.lost_records
+        info.clock, info.common.programs, info.common.events, info.common.lost_events
     )?;
     let unexplained: u64 = analysis.summaries().map(|s| s.unexplained).sum();
     let dropped: u64 = analysis.summaries().map(|s| s.dropped_samples).sum();
@@ -200,7 +200,7 @@ pub fn write_run_info(
             "irqlens: {dropped} samples did not fit the sample buffer (their time is the Dropped row)"
         )?;
     }
-    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
+    super::write_skipped_tracepoints(out, &info.common.skipped_tracepoints)?;
     Ok(())
 }
 
@@ -278,13 +278,12 @@ pub fn write_histogram(
     )
 }
 
-/// The whole result as one JSON document; times are in ns (`*_ns`).
+/// The tables as JSON, for the document's envelope; times are in ns (`*_ns`).
 pub fn to_json(
     analysis: &NoiseAnalysis,
     info: &NoiseRunInfo,
     options: &NoiseOptions,
     irq_names: &HashMap<u32, String>,
-    kernel: &str,
 ) -> Value {
     let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
     let cpus: Vec<Value> = analysis
@@ -304,10 +303,6 @@ pub fn to_json(
         .collect();
     let w = &options.workload;
     json!({
-        "tool": "irqlens",
-        "version": env!("CARGO_PKG_VERSION"),
-        "command": "noise",
-        "kernel": kernel,
         "options": {
             "cpus": options.cpus,
             "period_ns": w.period.as_nanos() as u64,
@@ -318,9 +313,8 @@ pub fn to_json(
             "stop_total_ns": w.stop_total.map(|d| d.as_nanos() as u64),
             "house_keeping": options.housekeeping,
         },
-        "run": info,
-        "lost": info.losses().json(&["cpus", "causes"]),
-        "cpus": cpus,
+        "lost": info.losses().json(&["per_cpu", "causes"]),
+        "per_cpu": cpus,
         "causes": causes,
         "histograms": histograms,
         "stop": analysis.stop_report(),

@@ -57,7 +57,7 @@ pub fn write_summary(
         out,
         "irqlens wakeup: {} ({})",
         describe_mode(options),
-        clock_time(info.elapsed_ns)
+        clock_time(info.common.elapsed_ns)
     )?;
     writeln!(
         out,
@@ -370,10 +370,10 @@ pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<(
         writeln!(
             out,
             "Traced with {} BPF programs: {} checkpoints, {} lost",
-            info.programs, info.tracking.events, info.lost_events
+            info.common.programs, info.tracking.events, info.common.lost_events
         )?;
     }
-    super::write_skipped_tracepoints(out, &info.skipped_tracepoints)?;
+    super::write_skipped_tracepoints(out, &info.common.skipped_tracepoints)?;
     if !info.threads.is_empty() {
         let threads: Vec<String> = info
             .threads
@@ -400,13 +400,13 @@ pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<(
             t.thread_wakeups, t.woken_running, t.rewoken, t.untraced_wakeups, t.forgotten_wakeups
         )?;
     }
-    if info.interrupted {
+    if info.common.interrupted {
         writeln!(out, "Interrupted: the results cover the run until then")?;
     }
     Ok(())
 }
 
-/// The whole result as one JSON document; times are in ns (`*_ns`).
+/// The tables as JSON, for the document's envelope; times are in ns (`*_ns`).
 pub fn to_json(
     stats: &WakeupStats,
     info: &WakeupRunInfo,
@@ -473,7 +473,7 @@ pub fn to_json(
     });
     json!({
         "mode": describe_mode(options),
-        "cpus": cpus,
+        "per_cpu": cpus,
         "causes": causes,
         "origins": origins,
         "context_switches": stats.switches,
@@ -484,9 +484,8 @@ pub fn to_json(
         "threads_folded": stats.threads.other().map(|t| json!({"threads": stats.threads.folded(), "samples": t.samples, "max_ns": t.max_ns})),
         "worst": stats.worst.iter().map(|s| sample_json(s, names)).collect::<Vec<_>>(),
         "stop": stop,
-        "run": info,
         "lost": info.losses().json(&[
-            "cpus",
+            "per_cpu",
             "causes",
             "origins",
             "context_switches",

@@ -23,6 +23,8 @@ pub struct AccountTool;
 
 /// An account run's result and how it is shown.
 pub struct AccountResult {
+    /// The kernel release the run was measured on.
+    kernel: String,
     options: AccountOptions,
     whole: Period,
     info: AccountRunInfo,
@@ -101,6 +103,7 @@ impl Tool for AccountTool {
             })?;
         let periods_json = periods.json;
         Ok(AccountResult {
+            kernel: system::kernel_release(),
             periods_json,
             periods_text: Vec::new(),
             options,
@@ -118,6 +121,7 @@ impl Tool for AccountTool {
             account_run::replay(&options, reader, |period| periods.add(period, None))?;
         let (periods_json, periods_text) = (periods.json, periods.text);
         Ok(AccountResult {
+            kernel: reader.header().system.kernel_release.clone(),
             periods_json,
             periods_text,
             options,
@@ -130,13 +134,15 @@ impl Tool for AccountTool {
 
 impl Outcome for AccountResult {
     fn json(&self) -> serde_json::Value {
-        show::to_json(
+        let tables = show::to_json(
             &self.whole,
             &self.periods_json,
             &self.info,
             &self.options,
             &self.view(),
-        )
+        );
+        let recorded = AccountTool::recorded(&self.options);
+        super::measurement_json(&recorded, &self.kernel, &self.info, tables)
     }
 
     fn write_text(&self, out: &mut dyn Write) -> Result<()> {
@@ -160,6 +166,6 @@ impl Outcome for AccountResult {
     }
 
     fn set_interrupted(&mut self, interrupted: bool) {
-        self.info.interrupted = interrupted;
+        self.info.common.interrupted = interrupted;
     }
 }

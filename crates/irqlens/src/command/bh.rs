@@ -76,14 +76,14 @@ impl Tool for BhTool {
 impl Outcome for BhResult {
     fn json(&self) -> serde_json::Value {
         let BhOutcome { stats, info } = &self.outcome;
-        show::to_json(
+        let tables = show::to_json(
             stats,
             info,
             &self.options,
             &self.names,
             &self.not_observable,
-            &self.kernel,
-        )
+        );
+        super::measurement_json(&BhTool::recorded(&self.options), &self.kernel, info, tables)
     }
 
     fn write_text(&self, out: &mut dyn Write) -> Result<()> {
@@ -115,6 +115,6 @@ impl Outcome for BhResult {
     }
 
     fn set_interrupted(&mut self, interrupted: bool) {
-        self.outcome.info.interrupted = interrupted;
+        self.outcome.info.common.interrupted = interrupted;
     }
 }

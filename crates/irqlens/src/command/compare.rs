@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use super::report::heading;
+use super::report::{document, heading};
 use super::{print_json, replay};
 use crate::cli::CompareArgs;
 use irqlens_present::compare;
@@ -24,7 +24,11 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     let rows = compare::rows(&figures_a, &figures_b);
     let mut out = std::io::stdout().lock();
     if args.json {
-        let document = compare::to_json(&rows, a.json(), b.json());
+        let document = compare::to_json(
+            &rows,
+            document(&reader_a, a.as_ref()),
+            document(&reader_b, b.as_ref()),
+        );
         return print_json(&mut out, &document);
     }
     compare::write_table(&mut out, &rows, &heading(&reader_a), &heading(&reader_b))?;

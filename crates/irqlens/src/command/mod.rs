@@ -15,12 +15,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 
 use crate::cli::OutputArgs;
 use irqlens_collect::system;
 use irqlens_collect::tap::{Tap, recording_header};
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
 use irqlens_model::options::RunOptions;
+use irqlens_model::run::{Measurement, TOOL};
 use irqlens_present::html::Page;
 use irqlens_present::perfetto::TraceWriter;
 use irqlens_present::{self, Names};
@@ -171,6 +173,30 @@ pub fn write_html(page: &Page, path: &Path) -> Result<()> {
         out.flush()
     };
     write().with_context(|| format!("cannot write the HTML report {}", path.display()))
+}
+
+/// The `--json` document of a measurement: the envelope every command shares (tool,
+/// version, command, kernel, CPUs, run), then the capability's `tables`.
+pub fn measurement_json(
+    options: &RunOptions,
+    kernel: &str,
+    run: &impl Serialize,
+    tables: serde_json::Value,
+) -> serde_json::Value {
+    let serde_json::Value::Object(result) = tables else {
+        unreachable!("a capability's tables are a JSON object")
+    };
+    let document = Measurement {
+        tool: TOOL.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: options.capability(),
+        kernel: kernel.into(),
+        cpus: options.cpus().clone(),
+        run,
+        recording: None,
+        result,
+    };
+    serde_json::to_value(document).expect("a document of plain data")
 }
 
 /// Writes `document` as the whole of stdout.

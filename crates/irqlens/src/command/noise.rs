@@ -99,7 +99,13 @@ impl Tool for NoiseTool {
 impl Outcome for NoiseResult {
     fn json(&self) -> serde_json::Value {
         let NoiseOutcome { analysis, info } = &self.outcome;
-        show::to_json(analysis, info, &self.options, &self.irq_names, &self.kernel)
+        let tables = show::to_json(analysis, info, &self.options, &self.irq_names);
+        super::measurement_json(
+            &NoiseTool::recorded(&self.options),
+            &self.kernel,
+            info,
+            tables,
+        )
     }
 
     fn write_text(&self, out: &mut dyn Write) -> Result<()> {
@@ -107,7 +113,7 @@ impl Outcome for NoiseResult {
         match &self.options.hist {
             Some(hist) => show::write_histogram(out, analysis, hist)?,
             None => {
-                show::write_summary(out, analysis, info.elapsed_ns, &info.losses())?;
+                show::write_summary(out, analysis, info.common.elapsed_ns, &info.losses())?;
                 show::write_breakdown(out, analysis)?;
                 show::write_causes(out, analysis, &self.irq_names, self.options.causes)?;
             }
@@ -133,6 +139,6 @@ impl Outcome for NoiseResult {
     }
 
     fn set_interrupted(&mut self, interrupted: bool) {
-        self.outcome.info.interrupted = interrupted;
+        self.outcome.info.common.interrupted = interrupted;
     }
 }

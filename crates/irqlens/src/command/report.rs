@@ -5,8 +5,9 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 
-use super::{print_json, recorded_names, replay};
+use super::{Outcome, print_json, recorded_names, replay};
 use crate::cli::ReportArgs;
+use irqlens_model::run::RecordingSummary;
 use irqlens_present::html::Page;
 use irqlens_present::perfetto;
 use irqlens_record::Reader;
@@ -47,13 +48,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     if args.json {
         let documents = replayed
             .iter()
-            .map(|(reader, outcome)| {
-                serde_json::json!({
-                    "file": reader.name(),
-                    "recording": summary(reader),
-                    "result": outcome.json(),
-                })
-            })
+            .map(|(reader, outcome)| document(reader, outcome.as_ref()))
             .collect();
         return print_json(&mut out, &serde_json::Value::Array(documents));
     }
@@ -81,17 +76,20 @@ pub fn heading(reader: &Reader) -> String {
     )
 }
 
-/// What the JSON output tells of a recording besides the result.
-fn summary(reader: &Reader) -> serde_json::Value {
+/// A recording's `--json` document: the live run's, with where it comes from.
+pub fn document(reader: &Reader, outcome: &dyn Outcome) -> serde_json::Value {
     let header = reader.header();
-    serde_json::json!({
-        "capability": header.capability,
-        "argv": header.argv,
-        "started_at": header.started_at,
-        "irqlens_version": header.irqlens_version,
-        "hostname": header.system.hostname,
-        "kernel_release": header.system.kernel_release,
-        "cpu_model": header.system.cpu_model,
-        "clocksource": header.system.clocksource,
-    })
+    let recording = RecordingSummary {
+        file: reader.name().to_owned(),
+        format_version: header.version,
+        argv: header.argv.clone(),
+        started_at: header.started_at.clone(),
+        irqlens_version: header.irqlens_version.clone(),
+        hostname: header.system.hostname.clone(),
+        cpu_model: header.system.cpu_model.clone(),
+        clocksource: header.system.clocksource.clone(),
+    };
+    let mut document = outcome.json();
+    document["recording"] = serde_json::to_value(recording).expect("plain data");
+    document
 }

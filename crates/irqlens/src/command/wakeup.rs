@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use irqlens_analyze::loss::RunLosses;
+use irqlens_collect::system;
 use irqlens_collect::wakeup::{self as wakeup_run, WakeupOutcome};
 use irqlens_model::options::RunOptions;
 use irqlens_model::wakeup::WakeupOptions;
@@ -20,6 +21,8 @@ pub struct WakeupTool;
 
 /// A wakeup run's result and how it is shown.
 pub struct WakeupResult {
+    /// The kernel release the run was measured on.
+    kernel: String,
     options: WakeupOptions,
     outcome: WakeupOutcome,
     names: Names,
@@ -47,6 +50,7 @@ impl Tool for WakeupTool {
             progress(elapsed, stats.activations())
         })?;
         Ok(WakeupResult {
+            kernel: system::kernel_release(),
             options,
             outcome,
             names: super::names(),
@@ -56,6 +60,7 @@ impl Tool for WakeupTool {
     fn replay(options: WakeupOptions, reader: &mut Reader) -> Result<WakeupResult> {
         let outcome = wakeup_run::replay(&options, reader)?;
         Ok(WakeupResult {
+            kernel: reader.header().system.kernel_release.clone(),
             options,
             outcome,
             names: super::recorded_names(reader.end()?),
@@ -66,7 +71,13 @@ impl Tool for WakeupTool {
 impl Outcome for WakeupResult {
     fn json(&self) -> serde_json::Value {
         let WakeupOutcome { stats, info } = &self.outcome;
-        show::to_json(stats, info, &self.options, &self.names)
+        let tables = show::to_json(stats, info, &self.options, &self.names);
+        super::measurement_json(
+            &WakeupTool::recorded(&self.options),
+            &self.kernel,
+            info,
+            tables,
+        )
     }
 
     fn write_text(&self, out: &mut dyn Write) -> Result<()> {
@@ -104,6 +115,6 @@ impl Outcome for WakeupResult {
     }
 
     fn set_interrupted(&mut self, interrupted: bool) {
-        self.outcome.info.interrupted = interrupted;
+        self.outcome.info.common.interrupted = interrupted;
     }
 }

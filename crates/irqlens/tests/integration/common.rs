@@ -57,7 +57,9 @@ pub fn assert_fails_with(args: &[&str], expected: &str) {
 pub fn irqlens_json(args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
     all.push("--json");
-    serde_json::from_slice(&irqlens_ok(&all).stdout).expect("irqlens --json prints JSON")
+    let output = irqlens_ok(&all);
+    assert_valid_document(&output.stdout);
+    serde_json::from_slice(&output.stdout).expect("irqlens --json prints JSON")
 }
 
 pub fn assert_root() {
@@ -128,4 +130,36 @@ pub fn cause<'a>(doc: &'a serde_json::Value, prefix: &str) -> Option<&'a serde_j
         .as_array()?
         .iter()
         .find(|c| c["cause"].as_str().is_some_and(|s| s.starts_with(prefix)))
+}
+
+/// The published JSON Schema of every document irqlens prints.
+pub const SCHEMA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../docs/irqlens.schema.json"
+);
+
+/// Checks `document` against the published schema, with the reference validator
+/// (Python's jsonschema, installed by scripts/setup).
+pub fn assert_valid_document(document: &[u8]) {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, jsonschema\n\
+             schema = json.load(open(sys.argv[1]))\n\
+             jsonschema.Draft202012Validator(schema).validate(json.load(sys.stdin))",
+            SCHEMA,
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 (scripts/setup installs it with jsonschema)");
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), document).unwrap();
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the document does not follow {SCHEMA}: {}",
+        stderr.lines().rev().take(12).collect::<Vec<_>>().join("\n")
+    );
 }

@@ -177,3 +177,45 @@ fn report_shows_the_recorded_kernel_not_this_one() {
     std::fs::remove_file(&changed).unwrap();
     std::fs::remove_file(&html).unwrap();
 }
+
+#[test]
+fn report_and_compare_json_follow_the_published_schema() {
+    for version in ["v1", "v2"] {
+        let dir = fixtures(version);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".jsonl.gz") {
+                let output = irqlens_in(&dir, &["report", &name, "--json"]);
+                crate::common::assert_valid_document(&output.stdout);
+                let documents: Value = serde_json::from_slice(&output.stdout).unwrap();
+                let document = &documents[0];
+                assert_eq!(document["tool"], "irqlens");
+                assert_eq!(document["recording"]["file"], name.as_str());
+                for key in ["events", "lost_events", "elapsed_ns", "interrupted"] {
+                    assert!(!document["run"][key].is_null(), "{name}: no run.{key}");
+                }
+                assert!(document["cpus"].is_array(), "{name}: cpus is a list");
+            }
+        }
+    }
+    let dir = fixtures("v1");
+    let output = irqlens_in(
+        &dir,
+        &["compare", "bh-top.jsonl.gz", "bh-top-b.jsonl.gz", "--json"],
+    );
+    crate::common::assert_valid_document(&output.stdout);
+}
+
+#[test]
+fn a_document_that_breaks_the_envelope_is_refused_by_the_schema() {
+    let dir = fixtures("v2");
+    let output = irqlens_in(&dir, &["report", "noise-hist.jsonl.gz", "--json"]);
+    let mut documents: Value = serde_json::from_slice(&output.stdout).unwrap();
+    documents[0]["cpus"] = "0-1".into();
+    let broken = serde_json::to_vec(&documents).unwrap();
+    let result = std::panic::catch_unwind(|| crate::common::assert_valid_document(&broken));
+    assert!(
+        result.is_err(),
+        "a CPU list written as text passed the schema"
+    );
+}

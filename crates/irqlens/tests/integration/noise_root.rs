@@ -42,7 +42,7 @@ fn injected_thread_noise_is_attributed_to_its_thread() {
     let doc = irqlens_json(&["noise", "-c", &cpu.to_string(), "-d", "5", "-q"]);
     let tid = spinner.stop();
 
-    let runtime_ns = ns(&doc["cpus"][0]["runtime_ns"]);
+    let runtime_ns = ns(&doc["per_cpu"][0]["runtime_ns"]);
     let expected_count = runtime_ns / period.as_nanos() as f64;
     let row = cause(&doc, &format!("il-spinner:{tid}"))
         .unwrap_or_else(|| panic!("no il-spinner cause in {doc:#}"));
@@ -72,8 +72,8 @@ fn injected_thread_noise_is_attributed_to_its_thread() {
         .find(|c| c["class"] == "thread")
         .unwrap();
     assert_eq!(first_thread["cause"], row["cause"]);
-    assert!(ns(&doc["cpus"][0]["noise_ns"]) >= total);
-    assert!(ns(&doc["cpus"][0]["thread"]) >= count);
+    assert!(ns(&doc["per_cpu"][0]["noise_ns"]) >= total);
+    assert!(ns(&doc["per_cpu"][0]["thread"]) >= count);
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
 
@@ -94,7 +94,7 @@ fn rows_add_up_to_each_cpus_noise() {
     // every CPU, the collector's included
     let doc = irqlens_json(&["noise", "-d", "3", "-q"]);
     let tid = spinner.stop();
-    let cpus = doc["cpus"].as_array().unwrap();
+    let cpus = doc["per_cpu"].as_array().unwrap();
     assert_eq!(cpus.len() as u32, cpu + 1, "{doc:#}");
     let any = |_: &str| true;
     for summary in cpus {
@@ -133,7 +133,7 @@ fn samples_without_interference_are_hardware_noise() {
     assert_root();
     let cpu = measured_cpu().to_string();
     let doc = irqlens_json(&["noise", "-c", &cpu, "-d", "3", "-q"]);
-    let summary = &doc["cpus"][0];
+    let summary = &doc["per_cpu"][0];
     let hw = ns(&summary["hw"]);
     // this VM's hypervisor steals time invisibly, hundreds of times a second
     assert!(hw > 0.0, "no hardware noise in {summary}");
@@ -144,7 +144,7 @@ fn samples_without_interference_are_hardware_noise() {
     // the local timer ticks all the time: IRQ interferences are counted too
     assert!(ns(&summary["irq"]) > 0.0);
     assert_eq!(summary["unexplained"], 0, "{summary}");
-    assert_eq!(doc["run"]["lost_records"], 0);
+    assert_eq!(doc["run"]["lost_events"], 0);
 }
 
 #[test]

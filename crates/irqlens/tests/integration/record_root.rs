@@ -26,7 +26,7 @@ fn live_and_replayed(args: &[&str]) -> (Value, Value) {
     let report = irqlens_json(&["report", path_text]);
     std::fs::remove_file(&path).unwrap();
     assert_eq!(report.as_array().map(Vec::len), Some(1), "{report:#}");
-    (live, report[0]["result"].clone())
+    (live, report[0].clone())
 }
 
 #[test]
@@ -115,7 +115,7 @@ fn compare_shows_what_an_injected_spinner_changed() {
     // for the difference to tell)
     let noise = figure("cpu 1", "noise");
     assert!(noise["b"].as_f64().unwrap() >= stolen, "{noise}");
-    assert_eq!(doc["a"]["cpus"][0]["cpu"], 1);
+    assert_eq!(doc["baseline"]["per_cpu"][0]["cpu"], 1);
 
     let text = irqlens(&["compare", quiet.to_str().unwrap(), noisy.to_str().unwrap()]);
     let text = String::from_utf8(text.stdout).unwrap();
@@ -161,14 +161,14 @@ records = df[df.type == "noise_record"]
 periods = df[df.type == "noise_period"]
 end = df[df.type == "end"].iloc[0]
 samples = sum(len(s) for s in periods.samples)
-print(header.format, int(header.version), header.capability, len(records), end["info"]["records"], samples,
+print(header.format, int(header.version), header.capability, len(records), end["info"]["events"], samples,
       int(records[records.cpu == 1].duration_ns.sum() > 0), len(header.system["kernel_release"]) > 0)
 "#;
     let (live, fields) = noise_recording_read_by("pandas.jsonl.gz", script);
     assert_eq!(&fields[..3], ["irqlens-recording", "1", "noise"]);
     assert_eq!(fields[3], fields[4], "every record the run took is a row");
-    assert_eq!(fields[3], live["run"]["records"].to_string());
-    let samples: u64 = live["cpus"][0]["samples"].as_u64().unwrap();
+    assert_eq!(fields[3], live["run"]["events"].to_string());
+    let samples: u64 = live["per_cpu"][0]["samples"].as_u64().unwrap();
     assert_eq!(fields[5], samples.to_string());
     assert_eq!(&fields[6..], ["1", "True"]);
 }
@@ -190,10 +190,10 @@ print(*version, count("noise_record"), samples, count("end"))
     assert_eq!(&fields[..2], ["irqlens-recording", "1"]);
     assert_eq!(
         fields[2],
-        live["run"]["records"].to_string(),
+        live["run"]["events"].to_string(),
         "a row per record"
     );
-    assert_eq!(fields[3], live["cpus"][0]["samples"].to_string());
+    assert_eq!(fields[3], live["per_cpu"][0]["samples"].to_string());
     assert_eq!(fields[4], "1");
 }
 
@@ -226,8 +226,8 @@ fn an_interrupted_run_records_to_the_end() {
         libc::SIGINT,
     );
     let report = irqlens_json(&["report", path_text]);
-    assert_eq!(report[0]["result"]["run"]["interrupted"], true);
-    assert!(report[0]["result"]["run"]["events"].as_u64().unwrap() > 0);
+    assert_eq!(report[0]["run"]["interrupted"], true);
+    assert!(report[0]["run"]["events"].as_u64().unwrap() > 0);
     std::fs::remove_file(&path).unwrap();
 }
 

@@ -18,7 +18,7 @@ fn count(value: &Value) -> u64 {
 
 /// The entry of `cpu` in a wakeup document.
 fn cpu_entry(doc: &Value, cpu: u64) -> &Value {
-    doc["cpus"]
+    doc["per_cpu"]
         .as_array()
         .unwrap()
         .iter()

@@ -10,6 +10,7 @@ use irqlens_model::account::ThreadInfo;
 use irqlens_model::bh::{MatchCounts, Selection, StatsConfig as BhConfig};
 use irqlens_model::kernel::{Comm, KernelSymbols};
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
+use irqlens_model::run::RunCommon;
 use irqlens_model::stimulus::LoadScenario;
 use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig, TrackCounts};
 
@@ -74,15 +75,18 @@ fn noise_analysis() -> NoiseAnalysis {
 
 fn noise_info() -> NoiseRunInfo {
     NoiseRunInfo {
-        elapsed_ns: 3_000_000_000,
+        common: RunCommon {
+            elapsed_ns: 3_000_000_000,
+            programs: 24,
+            skipped_tracepoints: vec![],
+            events: 3,
+            lost_events: 0,
+            lost_by_cpu: Default::default(),
+            interrupted: false,
+            ..Default::default()
+        },
         clock: "tsc".into(),
         collector_cpus: None,
-        programs: 24,
-        skipped_tracepoints: vec![],
-        records: 3,
-        lost_records: 0,
-        lost_by_cpu: Default::default(),
-        interrupted: false,
     }
 }
 
@@ -116,12 +120,16 @@ pub(crate) fn bh_stats() -> BhStats {
 
 pub(crate) fn bh_info() -> BhRunInfo {
     BhRunInfo {
-        elapsed_ns: 1_000_000_000,
-        programs: 30,
-        skipped_tracepoints: vec!["irq:tasklet_entry".into()],
-        events: 10,
-        lost_events: 0,
-        lost_by_cpu: Default::default(),
+        common: RunCommon {
+            elapsed_ns: 1_000_000_000,
+            programs: 30,
+            skipped_tracepoints: vec!["irq:tasklet_entry".into()],
+            events: 10,
+            lost_events: 0,
+            lost_by_cpu: Default::default(),
+            interrupted: true,
+            ..Default::default()
+        },
         matching: MatchCounts::default(),
         pending_softirqs: 0,
         pending_works: 0,
@@ -129,7 +137,6 @@ pub(crate) fn bh_info() -> BhRunInfo {
         load: LoadScenario::Zero,
         load_tasks: 0,
         trigger: None,
-        interrupted: true,
     }
 }
 
@@ -292,16 +299,14 @@ fn wakeup_section_plots_total_latency_per_cpu() {
         });
     }
     let info = WakeupRunInfo {
-        elapsed_ns: 1_000_000_000,
+        common: RunCommon {
+            elapsed_ns: 1_000_000_000,
+            ..Default::default()
+        },
         traced: false,
-        programs: 0,
-        skipped_tracepoints: vec![],
-        lost_events: 0,
-        lost_by_cpu: Default::default(),
         tracking: TrackCounts::default(),
         threads: vec![],
         missed_periods: 0,
-        interrupted: false,
     };
     let mut page = Page::new("wakeup", "6.18.0-test");
     page.wakeup("wakeup", &stats, &info, &names());
@@ -351,14 +356,13 @@ fn account_section_ranks_victims_and_causers() {
         lost_events: 0,
     };
     let info = AccountRunInfo {
-        elapsed_ns: 1_000_000_000,
-        programs: 12,
-        skipped_tracepoints: vec![],
-        events: 100,
-        lost_events: 0,
-        lost_by_cpu: Default::default(),
+        common: RunCommon {
+            elapsed_ns: 1_000_000_000,
+            events: 100,
+            programs: 12,
+            ..Default::default()
+        },
         hz: None,
-        interrupted: false,
     };
     let names = irq_names();
     let view = View {
