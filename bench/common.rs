@@ -60,6 +60,7 @@ pub fn run_json(program: &Path, args: &[&str]) -> Result<serde_json::Value> {
 
 /// Fails with `why` (what the bench does that needs root) unless run as root.
 pub fn require_root(why: &str) -> Result<()> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         bail!("{why}: run it as root");
     }
@@ -171,7 +172,9 @@ struct PinnedThread {
 
 impl PinnedThread {
     fn to(cpu: u32) -> Result<Self> {
+        // SAFETY: cpu_set_t is a bit array: all zeroes is the empty set.
         let mut before: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `before` is a live cpu_set_t of the size passed, for the kernel to fill.
         let ret = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut before) };
         ensure!(
             ret == 0,
@@ -185,6 +188,7 @@ impl PinnedThread {
 
 impl Drop for PinnedThread {
     fn drop(&mut self) {
+        // SAFETY: `before` is a live cpu_set_t of the size passed; the kernel only reads it.
         unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.before) };
     }
 }
@@ -193,21 +197,25 @@ impl Drop for PinnedThread {
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     ensure!(
+        // SAFETY: `fds` has room for the two fds pipe writes.
         unsafe { libc::pipe(fds.as_mut_ptr()) } == 0,
         "pipe: {}",
         std::io::Error::last_os_error()
     );
+    // SAFETY: pipe succeeded, so both are open fds that nothing else owns.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// `false` at end of file.
 fn read_byte(fd: &OwnedFd, byte: &mut [u8; 1]) -> Result<bool> {
+    // SAFETY: reads at most 1 byte into the 1-byte buffer; the fd is open (borrowed).
     let n = unsafe { libc::read(fd.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
     ensure!(n >= 0, "read: {}", std::io::Error::last_os_error());
     Ok(n == 1)
 }
 
 fn write_byte(fd: &OwnedFd, byte: [u8; 1]) -> Result<()> {
+    // SAFETY: writes the 1 byte of the buffer; the fd is open (borrowed).
     let n = unsafe { libc::write(fd.as_raw_fd(), byte.as_ptr().cast(), 1) };
     ensure!(n == 1, "write: {}", std::io::Error::last_os_error());
     Ok(())
@@ -315,6 +323,8 @@ impl Background {
         if let Some(status) = self.child.try_wait()? {
             return Ok(status);
         }
+        // SAFETY: kill takes integers; the pid is our child's, not reaped yet (try_wait
+        // above saw it running), so it cannot name another process.
         unsafe { libc::kill(self.pid() as i32, libc::SIGINT) };
         let deadline = Instant::now() + STOP_GRACE;
         while Instant::now() < deadline {

@@ -130,6 +130,7 @@ fn loop_cost(cpu: u32) -> Result<()> {
 #[inline(never)]
 fn bare_rdtsc(iterations: u64) {
     for _ in 0..iterations {
+        // SAFETY: both need only SSE2 and the TSC, which every x86_64 CPU has.
         black_box(unsafe {
             core::arch::x86_64::_mm_lfence();
             core::arch::x86_64::_rdtsc()

@@ -59,7 +59,9 @@ fn run(binary: &Path, args: &[&str]) -> Result<(Value, f64)> {
 }
 
 fn children_cpu_seconds() -> f64 {
+    // SAFETY: rusage is plain integers: all zeroes is valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a live rusage for the kernel to fill.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)

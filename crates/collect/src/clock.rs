@@ -21,6 +21,7 @@ pub fn monotonic_ns() -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // SAFETY: `ts` is a live timespec for the call to fill.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -92,6 +93,7 @@ impl TscClock {
     #[inline(always)]
     fn read() -> u64 {
         // lfence keeps rdtsc from running ahead of the counter read before it
+        // SAFETY: both need only SSE2 and the TSC, which every x86_64 CPU has.
         unsafe {
             std::arch::x86_64::_mm_lfence();
             std::arch::x86_64::_rdtsc()
@@ -130,6 +132,7 @@ pub fn sleep_until(ns: u64) -> bool {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
+    // SAFETY: `until` is a live timespec; no remaining time is asked for (null).
     let ret = unsafe {
         libc::clock_nanosleep(
             libc::CLOCK_MONOTONIC,

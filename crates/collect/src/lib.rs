@@ -45,6 +45,8 @@ pub(crate) fn raise_reader() -> Option<RaisedPriority> {
 /// then rises to the largest batch and stays flat.
 pub(crate) fn keep_freed_memory() {
     #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only changes glibc malloc's tunables (under its own lock); memory
+    // already allocated is unaffected.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
         libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);

@@ -190,6 +190,7 @@ struct MemoryLock(bool);
 impl MemoryLock {
     fn new() -> Self {
         super::keep_freed_memory();
+        // SAFETY: mlockall only changes how the process's pages are kept in memory.
         MemoryLock(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0)
     }
 }
@@ -197,6 +198,7 @@ impl MemoryLock {
 impl Drop for MemoryLock {
     fn drop(&mut self) {
         if self.0 {
+            // SAFETY: munlockall only lets the pages be paged out again.
             unsafe { libc::munlockall() };
         }
     }

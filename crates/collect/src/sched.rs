@@ -15,15 +15,19 @@ fn check(ret: i64, what: &str) -> Result<()> {
 }
 
 pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
     unsafe { libc::gettid() as u32 }
 }
 
 /// Pins the calling thread to `cpus`.
 pub fn set_affinity(cpus: &CpuList) -> Result<()> {
+    // SAFETY: cpu_set_t is a bit array: all zeroes is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for cpu in cpus.iter() {
+        // SAFETY: CPU_SET indexes the set's array with bounds checks (it panics beyond it).
         unsafe { libc::CPU_SET(cpu as usize, &mut set) };
     }
+    // SAFETY: `set` is a live cpu_set_t of the size passed; the kernel only reads it.
     let ret = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
     check(ret as i64, &format!("pinning a thread to CPUs {cpus}"))
 }
@@ -46,6 +50,7 @@ pub fn set_priority(priority: Priority) -> Result<()> {
     let what = format!("setting scheduling priority {priority}");
     match priority {
         Priority::Other { nice } => {
+            // SAFETY: plain integer arguments; errors are returned.
             let ret = unsafe { libc::setpriority(libc::PRIO_PROCESS, gettid(), nice) };
             check(ret as i64, &what)
         }
@@ -58,6 +63,7 @@ pub fn set_priority(priority: Priority) -> Result<()> {
             let param = libc::sched_param {
                 sched_priority: prio as i32,
             };
+            // SAFETY: `param` is a live sched_param the kernel only reads.
             let ret = unsafe { libc::sched_setscheduler(0, policy, &param) };
             check(ret as i64, &what)
         }
@@ -72,6 +78,8 @@ pub fn set_priority(priority: Priority) -> Result<()> {
                 deadline: period.as_nanos() as u64,
                 period: period.as_nanos() as u64,
             };
+            // SAFETY: `attr` is a live struct sched_attr (repr(C), its size in `size`) the
+            // kernel only reads; the other arguments are integers.
             let ret = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr, 0) };
             check(
                 ret,
@@ -94,12 +102,15 @@ impl RaisedPriority {
     /// Gives the calling thread `priority` until the guard is dropped.
     pub fn raise(priority: Priority) -> Result<Self> {
         let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: an integer argument; errors are returned.
         let policy = unsafe { libc::sched_getscheduler(0) };
         check(policy as i64, "reading the scheduling policy")?;
         check(
+            // SAFETY: `param` is a live sched_param for the kernel to fill.
             unsafe { libc::sched_getparam(0, &mut param) } as i64,
             "reading the scheduling priority",
         )?;
+        // SAFETY: integer arguments; errors are returned.
         let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, gettid()) };
         set_priority(priority)?;
         Ok(RaisedPriority {
@@ -112,6 +123,8 @@ impl RaisedPriority {
 
 impl Drop for RaisedPriority {
     fn drop(&mut self) {
+        // SAFETY: `self.param` is a live sched_param the kernel only reads; the rest are
+        // integers. Best effort: a failure leaves the raised priority.
         unsafe {
             libc::sched_setscheduler(0, self.policy, &self.param);
             libc::setpriority(libc::PRIO_PROCESS, gettid(), self.nice);

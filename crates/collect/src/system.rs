@@ -42,6 +42,7 @@ pub fn check_can_trace() -> Result<()> {
             "this kernel exposes no BTF ({VMLINUX_BTF} is missing): irqlens needs CONFIG_DEBUG_INFO_BTF=y"
         );
     }
+    // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         return Ok(());
     }

@@ -223,6 +223,8 @@ impl NetNamespace {
             scope
                 .spawn(|| -> Result<UdpSocket> {
                     let ns = File::open(&path).with_context(|| format!("opening {path}"))?;
+                    // SAFETY: `ns` is an open namespace file for the call; setns moves only
+                    // this scoped thread, which ends after binding the socket.
                     if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
                         return Err(io::Error::last_os_error()).context("entering the namespace");
                     }
@@ -282,6 +284,8 @@ struct PtyStimulus {
 impl PtyStimulus {
     fn new() -> Result<Self> {
         let (mut master, mut slave) = (-1, -1);
+        // SAFETY: `master` and `slave` are live ints to fill; no name, termios or window
+        // size is passed (null).
         let rc = unsafe {
             libc::openpty(
                 &mut master,
@@ -294,10 +298,13 @@ impl PtyStimulus {
         if rc != 0 {
             return Err(io::Error::last_os_error()).context("openpty");
         }
+        // SAFETY: openpty succeeded, so both are open fds that nothing else owns.
         let (master, slave) = unsafe {
             use std::os::fd::FromRawFd;
             (File::from_raw_fd(master), File::from_raw_fd(slave))
         };
+        // SAFETY: termios is plain integers (all zeroes valid) that tcgetattr fills before
+        // it is used; the fds are the open `slave`'s.
         unsafe {
             let mut termios: libc::termios = std::mem::zeroed();
             if libc::tcgetattr(slave.as_raw_fd(), &mut termios) != 0 {
@@ -348,6 +355,7 @@ impl TaskletStimulus {
 
 impl Fire for TaskletStimulus {
     fn fire(&mut self) -> Result<()> {
+        // SAFETY: KDSETLED takes its argument by value (no pointer); the fd is open.
         if unsafe { libc::ioctl(self.tty.as_raw_fd(), KDSETLED, LEDS_FOLLOW_FLAGS) } != 0 {
             return Err(io::Error::last_os_error().into());
         }
@@ -369,7 +377,8 @@ struct BlockStimulus {
 
 struct AlignedBlock(*mut u8);
 
-// The buffer is owned by one BlockStimulus and only used by the thread that owns it.
+// SAFETY: the block is a heap allocation owned by this value alone (like a Box<[u8]>), and
+// only reached through `&mut self`: moving it to another thread shares nothing.
 unsafe impl Send for AlignedBlock {}
 
 impl AlignedBlock {
@@ -378,6 +387,7 @@ impl AlignedBlock {
     }
 
     fn new() -> Self {
+        // SAFETY: the layout is not zero-sized; a null result is handled below.
         let ptr = unsafe { std::alloc::alloc_zeroed(Self::layout()) };
         if ptr.is_null() {
             std::alloc::handle_alloc_error(Self::layout());
@@ -386,12 +396,14 @@ impl AlignedBlock {
     }
 
     fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the BLOCK bytes allocated (zeroed) in `new`, borrowed uniquely via `&mut self`.
         unsafe { std::slice::from_raw_parts_mut(self.0, BLOCK) }
     }
 }
 
 impl Drop for AlignedBlock {
     fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this same layout, freed only here.
         unsafe { std::alloc::dealloc(self.0, Self::layout()) };
     }
 }
@@ -445,6 +457,17 @@ impl Drop for BlockStimulus {
     }
 }
 
+/// The stimulus of `kind`, ready to fire.
+fn prepare(kind: TriggerKind) -> Result<Box<dyn Fire>> {
+    Ok(match kind {
+        TriggerKind::Timer => Box::new(TimerStimulus::new()?),
+        TriggerKind::Net => Box::new(NetStimulus::new()?),
+        TriggerKind::Workqueue => Box::new(PtyStimulus::new()?),
+        TriggerKind::Tasklet => Box::new(TaskletStimulus::new()?),
+        TriggerKind::Block => Box::new(BlockStimulus::new()?),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,15 +485,4 @@ mod tests {
             );
         }
     }
-}
-
-/// The stimulus of `kind`, ready to fire.
-fn prepare(kind: TriggerKind) -> Result<Box<dyn Fire>> {
-    Ok(match kind {
-        TriggerKind::Timer => Box::new(TimerStimulus::new()?),
-        TriggerKind::Net => Box::new(NetStimulus::new()?),
-        TriggerKind::Workqueue => Box::new(PtyStimulus::new()?),
-        TriggerKind::Tasklet => Box::new(TaskletStimulus::new()?),
-        TriggerKind::Block => Box::new(BlockStimulus::new()?),
-    })
 }

@@ -1,3 +1,6 @@
+// cli's doc comments are clap's --help text, not rustdoc: `[::]:9464` there is an
+// address, not a link.
+#[allow(rustdoc::broken_intra_doc_links)]
 mod cli;
 mod command;
 mod parse;

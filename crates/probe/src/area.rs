@@ -38,6 +38,8 @@ struct Slots {
 impl Drop for Slots {
     fn drop(&mut self) {
         if self.mapped {
+            // SAFETY: `base` and `len` are the mapping `RecordAreas::map` made, unmapped
+            // nowhere else; no slice into it outlives the `&self` of a `take`.
             unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
         }
     }
@@ -128,8 +130,11 @@ impl<T> RecordAreas<'_, T> {
         {
             bail!("the record area map is not the size irqlens set");
         }
+        // SAFETY: sysconf takes any name and only returns a value.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let len = (slot_size * cpus * slots_per_cpu as usize).div_ceil(page) * page;
+        // SAFETY: a new read-only mapping (no address given, so nothing existing is
+        // replaced) of the map's fd, borrowed from `map` for the call; checked below.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -182,11 +187,16 @@ impl<T> RecordAreas<'_, T> {
     }
 
     fn cursor(&self, cpu: usize) -> &Cursor {
+        // SAFETY: `cursors` points at one `Cursor` per CPU (at least `cpus`; `map`'s
+        // contract), alive for 'p; callers pass `cpu < self.cpus`. A shared reference is
+        // fine while BPF writes: it only changes the atomics (the pads are never written).
         unsafe { &*self.cursors.as_ptr().add(cpu) }
     }
 
     fn slot(&self, cpu: usize, pos: u64) -> *const u8 {
         let index = cpu as u64 * self.slots_per_cpu + (pos & (self.slots_per_cpu - 1));
+        // SAFETY: `cpu < self.cpus` and the masked position is below `slots_per_cpu` (a
+        // power of two), so the slot starts inside the `cpus * slots_per_cpu` slots mapped.
         unsafe {
             self.slots
                 .base
@@ -208,10 +218,15 @@ impl<T> RecordAreas<'_, T> {
             while tail - start < self.slots_per_cpu {
                 let slot = self.slot(cpu, tail);
                 // the commit is written after the record: acquire orders the reads after it
+                // SAFETY: the slot's first 8 bytes are its commit word, 8-aligned (page-aligned
+                // base, slot sizes multiples of 8) and written by the BPF side only atomically.
                 let commit = unsafe { &*slot.cast::<AtomicU64>() }.load(Ordering::Acquire);
                 if commit != tail + 1 {
                     break;
                 }
+                // SAFETY: the record after the commit word, inside the slot; committed and
+                // not handed back to the writer (`tail` not advanced yet), so nothing writes
+                // it while the slice lives (only during `decode`).
                 let bytes = unsafe { std::slice::from_raw_parts(slot.add(8), self.slot_size - 8) };
                 records.extend((self.decode)(bytes));
                 tail += 1;
@@ -338,6 +353,7 @@ mod tests {
         fn new(cpus: usize, slots: u64) -> Self {
             Areas {
                 memory: vec![0; cpus * slots as usize * SLOT / 8],
+                // SAFETY: a Cursor is atomics and integers, for which all zeroes is valid.
                 cursors: (0..cpus).map(|_| unsafe { std::mem::zeroed() }).collect(),
                 slots,
             }
@@ -363,9 +379,12 @@ mod tests {
         fn write(&mut self, cpu: u32, value: u64, commit: bool) -> Option<u64> {
             let mut pos = 0;
             let cursor: *mut Cursor = &mut self.cursors[cpu as usize];
+            // SAFETY: `cursor` and `pos` point at live values of the C types (Cursor is
+            // `struct area_cursor`); area_claim only reads and writes those.
             if unsafe { irqlens_area_claim(cursor, self.slots, &mut pos) } != 0 {
                 return None;
             }
+            // SAFETY: area_index is arithmetic on its arguments.
             let index = unsafe { irqlens_area_index(cpu, self.slots, pos) } as usize;
             let slot = &mut self.memory[index * SLOT / 8..][..2];
             slot[1] = value;
@@ -376,7 +395,9 @@ mod tests {
         }
 
         fn commit(&mut self, cpu: u32, pos: u64) {
+            // SAFETY: area_index is arithmetic on its arguments.
             let index = unsafe { irqlens_area_index(cpu, self.slots, pos) } as usize;
+            // SAFETY: a pointer to a live u64 of `memory` (bounds-checked), only stored to.
             unsafe { irqlens_area_commit(&mut self.memory[index * SLOT / 8], pos) };
         }
     }

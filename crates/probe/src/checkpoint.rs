@@ -109,6 +109,9 @@ impl<'obj> CheckpointProbe<'obj> {
             .bss_data
             .as_deref_mut()
             .expect("the program has a .bss");
+        // SAFETY: `bss` is the skeleton's mmapped .bss, mapped while the skeleton lives;
+        // written through raw pointers (no reference: BPF may run on any CPU), indices
+        // bounds-checked; the programs are still disabled.
         unsafe {
             match watched {
                 Watched::Process(tgid) => {
@@ -130,6 +133,8 @@ impl<'obj> CheckpointProbe<'obj> {
             }
         }
         Ok(CheckpointProbe {
+            // SAFETY: the flag is in the mapped .bss; the probe drops its gate before the
+            // skeleton that keeps it mapped.
             gate: unsafe { Gate::new(addr_of_mut!((*bss).enabled)) },
             skel,
             bss,
@@ -150,6 +155,8 @@ impl<'obj> CheckpointProbe<'obj> {
     /// The reader of every CPU's checkpoints (one per probe: it owns the read positions).
     pub fn events(&self) -> Result<RecordAreas<'_, Event>> {
         let map: &dyn MapCore = &self.skel.maps.events;
+        // SAFETY: `cursors` is MAX_CPUS `struct area_cursor`s (the layout has fewer CPUs)
+        // in the mapped .bss, which outlives the reader: its lifetime is `&self`'s.
         unsafe {
             RecordAreas::map(
                 map,
@@ -170,6 +177,8 @@ fn decode_event(bytes: &[u8]) -> Option<Event> {
     if bytes.len() < size_of::<checkpoint>() {
         return None;
     }
+    // SAFETY: `bytes` holds at least one checkpoint (checked above), read unaligned; it
+    // is plain integers and bytes, valid for any bit pattern.
     let raw: checkpoint = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
     Some(Event {
         time_ns: raw.time,

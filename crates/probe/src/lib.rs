@@ -82,6 +82,9 @@ impl Gate {
     }
 
     pub(crate) fn set(&self, enabled: bool) {
+        // SAFETY: `new`'s contract: the flag is in the mmapped .bss, which the probe's
+        // skeleton keeps mapped and the probe drops after its gate; an aligned u32 that
+        // BPF only reads, so a volatile store.
         unsafe { std::ptr::write_volatile(self.0, enabled as u32) };
     }
 }
@@ -114,6 +117,7 @@ fn missing_tracepoints<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<V
 fn explain(err: libbpf_rs::Error, what: &str) -> anyhow::Error {
     let hint = match err.kind() {
         // as root, EACCES/EPERM on load is the verifier or lockdown, not privileges
+        // SAFETY: geteuid has no preconditions and cannot fail.
         libbpf_rs::ErrorKind::PermissionDenied if unsafe { libc::geteuid() } == 0 => {
             " (refused even as root: the verifier rejected a program (its log is above) or kernel lockdown forbids BPF)"
         }

@@ -1,5 +1,5 @@
 //! Tests of the nesting rules R1-R7 as the BPF program applies them: the same C header
-//! (src/probe/bpf/nest.h), compiled for the host by build.rs, fed synthetic event streams.
+//! (crates/probe/src/bpf/nest.h), compiled for the host by build.rs, fed synthetic event streams.
 
 use crate::noise::NestState;
 
@@ -18,11 +18,14 @@ struct Cpu(NestState);
 
 impl Cpu {
     fn enter(&mut self, cls: u32, now: u64) {
+        // SAFETY: `NestState` is the skeleton's `struct nest_state`, and nest_enter only
+        // touches that state (the class is masked into its array).
         unsafe { irqlens_nest_enter(&mut self.0, cls, now, 0, 0, 0) }
     }
 
     fn exit(&mut self, cls: u32, now: u64) -> Option<u64> {
         let mut duration = 0;
+        // SAFETY: as in `enter`; `duration` is a live u64 it may write.
         (unsafe { irqlens_nest_exit(&mut self.0, cls, now, &mut duration) } == 1)
             .then_some(duration)
     }

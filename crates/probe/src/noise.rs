@@ -76,12 +76,16 @@ impl<'obj> NoiseProbe<'obj> {
             .as_deref_mut()
             .expect("the program has a .bss");
         let probe = NoiseProbe {
+            // SAFETY: `bss` is the skeleton's mmapped .bss, which stays mapped while the
+            // skeleton lives; the probe drops its gate first.
             gate: unsafe { Gate::new(addr_of_mut!((*bss).enabled)) },
             skel,
             bss,
             skipped,
             layout,
         };
+        // SAFETY: the mapped .bss (see `gate`), written through a raw pointer, never a
+        // reference, as BPF may run on other CPUs; the programs are still disabled.
         unsafe {
             ptr::write_volatile(
                 addr_of_mut!((*probe.bss).slots_per_cpu),
@@ -89,6 +93,7 @@ impl<'obj> NoiseProbe<'obj> {
             )
         };
         for cpu in cpus.iter() {
+            // SAFETY: as above; the index is bounds-checked (and below MAX_CPUS: the layout).
             unsafe {
                 ptr::write_volatile(addr_of_mut!((*probe.bss).cpus[cpu as usize].measured), 1)
             };
@@ -107,23 +112,36 @@ impl<'obj> NoiseProbe<'obj> {
 
     pub fn cpu(&self, cpu: u32) -> CpuCounters<'_> {
         assert!(cpu < MAX_CPUS);
-        let state = unsafe { addr_of_mut!((*self.bss).cpus[cpu as usize]) };
+        // SAFETY: only field addresses inside the mapped .bss (the probe keeps it mapped),
+        // computed without a reference; the array index is bounds-checked.
+        let (interference, sampling, workload_pid) = unsafe {
+            let state = addr_of_mut!((*self.bss).cpus[cpu as usize]);
+            (
+                addr_of!((*state).interference),
+                addr_of_mut!((*state).sampling),
+                addr_of_mut!((*state).workload_pid),
+            )
+        };
         CpuCounters {
-            interference: unsafe { addr_of!((*state).interference) },
-            sampling: unsafe { addr_of_mut!((*state).sampling) },
-            workload_pid: unsafe { addr_of_mut!((*state).workload_pid) },
+            interference,
+            sampling,
+            workload_pid,
             _probe: PhantomData,
         }
     }
 
     /// Interferences that began while sampling, indexed by `NoiseClass`.
     pub fn entries(&self, cpu: u32) -> [u64; 4] {
+        // SAFETY: a volatile read from the mapped .bss (the probe keeps it mapped) of plain
+        // integers BPF updates; the index is bounds-checked.
         unsafe { ptr::read_volatile(addr_of!((*self.bss).cpus[cpu as usize].entries)) }
     }
 
     /// The reader of every CPU's records (one per probe: it owns the read positions).
     pub fn records(&self) -> Result<RecordAreas<'_, Record>> {
         let map: &dyn MapCore = &self.skel.maps.records;
+        // SAFETY: `cursors` is MAX_CPUS `struct area_cursor`s (the layout has fewer CPUs)
+        // in the mapped .bss, which outlives the reader: its lifetime is `&self`'s.
         unsafe {
             RecordAreas::map(
                 map,
@@ -150,20 +168,24 @@ pub struct CpuCounters<'p> {
     _probe: PhantomData<&'p ()>,
 }
 
-// The pointers target the probe's mmapped .bss, which outlives 'p; every access is volatile.
+// SAFETY: the pointers target the probe's mmapped .bss, which outlives 'p and belongs to
+// no thread; every access through them is volatile, as BPF writes it from every CPU.
 unsafe impl Send for CpuCounters<'_> {}
 
 impl CpuCounters<'_> {
     #[inline(always)]
     pub fn interference(&self) -> u64 {
+        // SAFETY: an aligned u64 in the mapped .bss, alive for 'p (see `NoiseProbe::cpu`).
         unsafe { ptr::read_volatile(self.interference) }
     }
 
     pub fn set_sampling(&self, on: bool) {
+        // SAFETY: an aligned u32 in the mapped .bss, alive for 'p; BPF only reads it.
         unsafe { ptr::write_volatile(self.sampling, on as u32) }
     }
 
     pub fn set_workload_pid(&self, tid: u32) {
+        // SAFETY: an aligned u32 in the mapped .bss, alive for 'p; BPF only reads it.
         unsafe { ptr::write_volatile(self.workload_pid, tid) }
     }
 }
@@ -173,6 +195,8 @@ fn decode_record(bytes: &[u8]) -> Option<Record> {
     if bytes.len() < size_of::<skel::types::noise_record>() {
         return None;
     }
+    // SAFETY: `bytes` holds at least one record (checked above), read unaligned; the
+    // record is plain integers and bytes, valid for any bit pattern.
     let raw: skel::types::noise_record = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
     Some(Record {
         cpu: raw.cpu,

@@ -63,6 +63,8 @@ impl Spinner {
         );
         let comm = std::ffi::CString::new(name).expect("a name without NUL");
         let handle = std::thread::spawn(move || {
+            // SAFETY: `comm` is a NUL-terminated string alive for the call; the kernel
+            // copies at most 16 bytes of it.
             unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
             set_affinity(&CpuList::single(cpu)).expect("pinning the spinner");
             set_priority(priority).expect("giving the spinner its priority");

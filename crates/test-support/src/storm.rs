@@ -17,7 +17,8 @@ const DATAGRAM_BYTES: usize = 512;
 /// shell's background job ignores it, and so do the programs the job starts.)
 pub fn terminated_with_parent(command: &mut Command) -> &mut Command {
     use std::os::unix::process::CommandExt;
-    // prctl is async-signal-safe: allowed between fork and exec
+    // SAFETY: the closure runs between fork and exec, where only async-signal-safe calls
+    // are allowed: it makes one prctl with integer arguments, no allocation, no lock.
     unsafe {
         command.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);

@@ -64,6 +64,7 @@ pub fn irqlens_json(args: &[&str]) -> serde_json::Value {
 
 pub fn assert_root() {
     assert_eq!(
+        // SAFETY: geteuid has no preconditions and cannot fail.
         unsafe { libc::geteuid() },
         0,
         "this test loads BPF programs: run the suite as root"
@@ -85,6 +86,8 @@ pub fn interrupted_run(args: &[&str], signal: i32) -> String {
         !loaded_irqlens_programs().is_empty(),
         "irqlens {args:?} should be tracing now"
     );
+    // SAFETY: kill takes integers; the child is not waited for yet, so its pid cannot
+    // name another process.
     unsafe { libc::kill(child.id() as i32, signal) };
     let output = child.wait_with_output().unwrap();
     assert!(

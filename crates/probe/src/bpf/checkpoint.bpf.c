@@ -4,8 +4,8 @@
  * and when (hardirqs, NMIs, softirqs, context switches, hrtimer callbacks), what was
  * requested (softirq raises, tasklets, work items, hrtimers armed by watched threads),
  * and who was woken (watched threads and the threads that run bottom halves).
- * Matching and arithmetic happen in user space (src/analyze), where they are
- * unit-tested. Each capability loads the programs it needs (src/probe/checkpoint.rs).
+ * Matching and arithmetic happen in user space (crates/analyze), where they are
+ * unit-tested. Each capability loads the programs it needs (crates/probe/src/checkpoint.rs).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -71,8 +71,8 @@ static __always_inline bool on_traced_cpu(__u32 *cpu)
  * this one between the clock read and the claim then comes after it in time as in
  * position.
  */
-static __always_inline int record(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __u64 ptr,
-				  __u64 func, const char *comm)
+static __always_inline int record(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __u64 ptr, __u64 func,
+				  const char *comm)
 {
 	__u64 time = bpf_ktime_get_ns(), slots = slots_per_cpu, pos;
 	struct checkpoint_slot *slot;
@@ -177,8 +177,7 @@ int BPF_PROG(irqlens_tasklet_exit, struct tasklet_struct *t, void *func)
  * them on any CPU): a work event is emitted from every CPU, the others only from the
  * traced ones. `ptr`/`func` name the item; user space decides what it belongs to.
  */
-static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64 func,
-				     __u32 aux)
+static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64 func, __u32 aux)
 {
 	if (!enabled)
 		return 0;
@@ -186,8 +185,7 @@ static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64
 }
 
 SEC("tp_btf/workqueue_queue_work")
-int BPF_PROG(irqlens_work_queue, int req_cpu, struct pool_workqueue *pwq,
-	     struct work_struct *work)
+int BPF_PROG(irqlens_work_queue, int req_cpu, struct pool_workqueue *pwq, struct work_struct *work)
 {
 	return emit_work(EV_WORK_QUEUE, work, (__u64)work->func, req_cpu);
 }
@@ -213,8 +211,8 @@ int BPF_PROG(irqlens_work_end, struct work_struct *work, work_func_t function)
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next, unsigned int prev_state)
+int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
 {
 	__u32 cpu;
 

@@ -11,29 +11,29 @@
 /*
  * One checkpoint, in the thesis's sense (seed 000, §4.1.3): what happened, where, when.
  * User space matches them (bh: requests to invocations; wakeup: interrupts to the tasks
- * they woke); the order is mirrored by EventKind in src/analyze/checkpoint.rs.
+ * they woke); the order is mirrored by EventKind in crates/model/src/event.rs.
  */
 enum checkpoint_kind {
-	EV_IRQ_ENTRY = 0,  /* id = irq line or vector, aux = enum irq_source */
+	EV_IRQ_ENTRY = 0, /* id = irq line or vector, aux = enum irq_source */
 	EV_IRQ_EXIT,
-	EV_SOFTIRQ_RAISE,  /* id = vector */
+	EV_SOFTIRQ_RAISE, /* id = vector */
 	EV_SOFTIRQ_ENTRY,
 	EV_SOFTIRQ_EXIT,
-	EV_TASKLET_ENTRY,  /* ptr = tasklet, func */
+	EV_TASKLET_ENTRY, /* ptr = tasklet, func */
 	EV_TASKLET_EXIT,
-	EV_WORK_QUEUE,     /* ptr = work item, func, aux = requested CPU */
+	EV_WORK_QUEUE, /* ptr = work item, func, aux = requested CPU */
 	EV_WORK_ACTIVATE,
 	EV_WORK_START,
 	EV_WORK_END,
-	EV_SWITCH,         /* pid = prev, aux = next, ptr = next's tgid, comm = next's */
-	EV_WAKEUP,         /* sched_waking: aux = woken pid, ptr = its tgid, comm = its comm,
-			      func = 1 if watched */
-	EV_NMI,            /* ptr = duration in ns (the tracepoint fires at the end) */
-	EV_TIMER_START,    /* a watched thread armed an hrtimer: ptr = it, func = soft expiry (ns) */
-	EV_TIMER_EXPIRE,   /* an hrtimer callback begins: ptr = hrtimer, func = the callback */
+	EV_SWITCH, /* pid = prev, aux = next, ptr = next's tgid, comm = next's */
+	/* sched_waking: aux = woken pid, ptr = its tgid, comm = its comm, func = 1 if watched */
+	EV_WAKEUP,
+	EV_NMI,		 /* ptr = duration in ns (the tracepoint fires at the end) */
+	EV_TIMER_START,	 /* a watched thread armed an hrtimer: ptr = it, func = soft expiry (ns) */
+	EV_TIMER_EXPIRE, /* an hrtimer callback begins: ptr = hrtimer, func = the callback */
 	EV_TIMER_EXPIRE_EXIT, /* ptr = hrtimer */
-	EV_SOCK_DATA,      /* data queued to a socket: ptr = sock, aux = the thread that
-			      last read from it (0 if none yet) */
+	/* data queued to a socket: ptr = sock, aux = the thread that last read from it (0 if none) */
+	EV_SOCK_DATA,
 };
 
 struct checkpoint {
@@ -41,7 +41,7 @@ struct checkpoint {
 	__u64 ptr;
 	__u64 func;
 	__u32 cpu;
-	__u32 pid;  /* current thread */
+	__u32 pid; /* current thread */
 	__u32 aux;
 	__u16 kind;
 	__u16 id;

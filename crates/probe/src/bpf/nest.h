@@ -23,11 +23,11 @@ enum noise_class {
 };
 
 struct nest_ctx {
-	__u64 start;       /* when the context began */
+	__u64 start;	   /* when the context began */
 	__u64 delta_start; /* start pushed forward by the time of nested contexts */
-	__u64 seq;         /* interference number the entry was given */
-	__u32 id;          /* irq line, vector, softirq number or pid */
-	__u16 source;      /* enum irq_source for CLASS_IRQ */
+	__u64 seq;	   /* interference number the entry was given */
+	__u32 id;	   /* irq line, vector, softirq number or pid */
+	__u16 source;	   /* enum irq_source for CLASS_IRQ */
 	__u16 active;
 };
 
@@ -35,8 +35,8 @@ struct nest_state {
 	struct nest_ctx ctx[NOISE_CLASSES];
 };
 
-static __always_inline void nest_enter(struct nest_state *n, unsigned int cls, __u64 now,
-				       __u64 seq, __u32 id, __u16 source)
+static __always_inline void nest_enter(struct nest_state *n, unsigned int cls, __u64 now, __u64 seq,
+				       __u32 id, __u16 source)
 {
 	struct nest_ctx *c = &n->ctx[cls & (NOISE_CLASSES - 1)];
 

@@ -11,8 +11,8 @@ typedef uint16_t __u16;
 
 #include "nest.h"
 
-void irqlens_nest_enter(struct nest_state *n, unsigned int cls, __u64 now, __u64 seq,
-			__u32 id, __u16 source)
+void irqlens_nest_enter(struct nest_state *n, unsigned int cls, __u64 now, __u64 seq, __u32 id,
+			__u16 source)
 {
 	nest_enter(n, cls, now, seq, id, source);
 }

@@ -51,8 +51,8 @@ static __always_inline struct cpu_state *measured_cpu(__u32 *cpu)
 	return s->measured ? s : NULL;
 }
 
-static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 now,
-				  __u32 id, __u16 source)
+static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 now, __u32 id,
+				  __u16 source)
 {
 	__u64 seq = __sync_fetch_and_add(&s->interference, 1) + 1;
 
@@ -61,8 +61,7 @@ static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 n
 	nest_enter(&s->nest, cls, now, seq, id, source);
 }
 
-static __always_inline void emit(struct cpu_state *s, __u32 cpu, unsigned int cls,
-				 __u64 duration)
+static __always_inline void emit(struct cpu_state *s, __u32 cpu, unsigned int cls, __u64 duration)
 {
 	struct nest_ctx *c = &s->nest.ctx[cls & (NOISE_CLASSES - 1)];
 	struct area_cursor *cursor = &cursors[cpu & (MAX_CPUS - 1)];
@@ -195,8 +194,8 @@ int BPF_PROG(irqlens_softirq_exit, unsigned int vec_nr)
 
 /* Any thread but the measurement thread is thread noise for as long as it runs. */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next, unsigned int prev_state)
+int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
 {
 	struct cpu_state *s;
 	__u64 now;

@@ -12,13 +12,13 @@
 
 /* One interference on a measured CPU, emitted when it ends. */
 struct noise_record {
-	__u64 start;    /* CLOCK_MONOTONIC ns at entry */
+	__u64 start;	/* CLOCK_MONOTONIC ns at entry */
 	__u64 duration; /* interference-free ns (nested contexts subtracted) */
-	__u64 seq;      /* value of the CPU's interference counter this entry produced */
+	__u64 seq;	/* value of the CPU's interference counter this entry produced */
 	__u32 cpu;
-	__u16 class;    /* enum noise_class */
-	__u16 source;   /* enum irq_source, for CLASS_IRQ */
-	__u32 id;       /* irq line or vector, softirq number, pid */
+	__u16 class;		  /* enum noise_class */
+	__u16 source;		  /* enum irq_source, for CLASS_IRQ */
+	__u32 id;		  /* irq line or vector, softirq number, pid */
 	char comm[TASK_COMM_LEN]; /* CLASS_THREAD only */
 };
 
@@ -34,7 +34,7 @@ struct cpu_state {
 	__u64 interference;
 	/* Written by user space. */
 	__u32 measured;
-	__u32 sampling;     /* inside a runtime window: count and emit */
+	__u32 sampling;	    /* inside a runtime window: count and emit */
 	__u32 workload_pid; /* the measurement thread: its own switches are no noise */
 	__u32 reserved;
 	/* Entries per class while sampling (the summary's NMI/IRQ/Softirq/Thread). */
