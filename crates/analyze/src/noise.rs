@@ -4,7 +4,7 @@
 //! The join is exact, not by time: every interference takes the next value of its CPU's
 //! counter when it begins, and a sample carries the counter values read before and after
 //! its gap, so the records inside a sample are those with `seq_before < seq <= seq_after`.
-//! A sample with no interference is hardware noise (seed 002, §5.3).
+//! A sample with no interference is hardware noise (osnoise paper §5.3).
 //!
 //! Every ns of a CPU's noise is charged to exactly one row, so the rows add up to the
 //! Noise column: each record counts its interference-free time (at most what is left of

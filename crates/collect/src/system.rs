@@ -220,7 +220,8 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-/// What a recording keeps of the machine (seed 000 §3.1: enough to reproduce the run).
+/// What a recording keeps of the machine (INTSPECT thesis §3.1: enough to reproduce the
+/// run).
 pub fn snapshot() -> SystemSnapshot {
     let first_line = |path: &str| {
         fs::read_to_string(path)

@@ -1,6 +1,6 @@
-//! Active mode: irqlens causes a bottom half itself at a fixed rate (seed 000, §4.1.1:
-//! trigger, wait, repeat) from one thread pinned to a measured CPU, and the analysis
-//! keeps only the bottom halves that thread caused.
+//! Active mode: irqlens causes a bottom half itself at a fixed rate (INTSPECT thesis
+//! §4.1.1: trigger, wait, repeat) from one thread pinned to a measured CPU, and the
+//! analysis keeps only the bottom halves that thread caused.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};

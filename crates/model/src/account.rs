@@ -23,7 +23,7 @@ pub struct AccountOptions {
     pub duration: Option<Duration>,
     /// A report every this long, besides the one of the whole run.
     pub interval: Option<Duration>,
-    /// Also run the compensation algorithm of seed 004 §3.1.
+    /// Also run the compensation algorithm of Zhang & West §3.1.
     pub compensate: bool,
 }
 

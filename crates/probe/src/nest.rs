@@ -1,5 +1,5 @@
 //! Tests of the nesting rules R1-R7 as the BPF program applies them: the same C header
-//! (src/probe/bpf/nest.h), compiled for the host by build.rs, fed synthetic event streams.
+//! (src/bpf/nest.h), compiled for the host by build.rs, fed synthetic event streams.
 
 use crate::noise::NestState;
 

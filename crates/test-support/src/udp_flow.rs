@@ -1,5 +1,5 @@
-//! Seed 004's experiment in small: a steady UDP flow to a receiving process, whose
-//! receive processing (NET_RX) is steered to another CPU by RPS. Used by the account
+//! Zhang & West's experiment (§5) in small: a steady UDP flow to a receiving process,
+//! whose receive processing (NET_RX) is steered to another CPU by RPS. Used by the account
 //! root test and bench (which includes this file by `#[path]`).
 #![allow(dead_code)]
 

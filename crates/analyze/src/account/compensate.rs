@@ -1,4 +1,4 @@
-//! The compensation algorithm of seed 004 §3.1, run over the recorded stream: the
+//! The compensation algorithm of Zhang & West §3.1, run over the recorded stream: the
 //! kernel-side fix Zhang & West proposed, to compare with exact per-event attribution.
 //!
 //! At each clock tick on a CPU, the current process P_i was charged the whole tick,
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use super::{ACCOUNTS, THREADS};
 use crate::bounded::{AgedMap, TopMap};
 
-/// The EWMA weight of the newest N(t), as in the seed's implementation (§4).
+/// The EWMA weight of the newest N(t), as in Zhang & West's implementation (§4).
 pub const GAMMA: f64 = 0.3;
 
 #[derive(Clone, Debug, Default)]
@@ -108,7 +108,7 @@ impl Compensator {
         self.unaccounted.evicted()
     }
 
-    /// N(t) now, rounded as the seed does.
+    /// N(t) now, rounded to the nearest integer as Zhang & West do (§3.1, footnote 2).
     pub fn interrupts_per_tick(&self) -> Option<u64> {
         self.per_tick.map(|n| (n.round() as u64).max(1))
     }

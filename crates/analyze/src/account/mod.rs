@@ -1,4 +1,4 @@
-//! Process-aware interrupt accounting (seed 004, Zhang & West): whose time interrupts
+//! Process-aware interrupt accounting (Zhang & West): whose time interrupts
 //! took ("charged": the thread that was current), and whom they worked for ("served").
 //!
 //! The rule for "served", applied to every hardirq and softirq run on a traced CPU:
@@ -11,7 +11,7 @@
 //!   the softirq vectors it raised on that CPU (a NIC's or an RPS IPI's NET_RX); the
 //!   tick's raises are housekeeping and hand nothing on;
 //! - what is left (a run with no unit, the tick's housekeeping, NMIs, deliveries to
-//!   sockets nobody reads) is **orphan** time, as the seed keeps orphan packets.
+//!   sockets nobody reads) is **orphan** time, as Zhang & West keep orphan packets (§4).
 //!
 //! irqlens's own work is its own: a run whose units are all irqlens's threads (the
 //! timers that wake its threads), and an IPI with no unit after which the CPU switches

@@ -1,5 +1,5 @@
-//! Bottom-half latency (seed 000): requests matched to invocations (`matcher`), and the
-//! thesis's statistics over the matched samples (`stats`).
+//! Bottom-half latency (INTSPECT thesis): requests matched to invocations (`matcher`), and
+//! the thesis's statistics over the matched samples (`stats`).
 //!
 //! A sample is one bottom half: when it was requested (softirq raise, the TASKLET/HI
 //! raise that queued a tasklet, work queued, an IRQ thread woken), when it began to run,

@@ -1,4 +1,4 @@
-//! The thesis's statistics (seed 000, §5.3): per series, min, Q0.05, Q0.50, Q0.95 and max
+//! The INTSPECT thesis's statistics (§5.3): per series, min, Q0.05, Q0.50, Q0.95 and max
 //! over the samples no interrupt landed in, max_IRQ over all of them, and a histogram
 //! whose IRQ column holds the others and whose OOB column holds what lies beyond it.
 //!

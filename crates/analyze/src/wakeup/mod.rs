@@ -1,6 +1,6 @@
-//! Interrupt-to-task wakeup latency (seeds 001 and 003): for every wakeup of a watched
-//! task by an interrupt, when the interrupt came, when its handler ran, when the task
-//! was woken and switched in, and what its CPU ran in between.
+//! Interrupt-to-task wakeup latency (Lee & Park; Chubb & Song): for every wakeup of a
+//! watched task by an interrupt, when the interrupt came, when its handler ran, when the
+//! task was woken and switched in, and what its CPU ran in between.
 //!
 //! - `timeline` keeps, per CPU, what ran when (threads, hardirqs, softirqs, hrtimer
 //!   callbacks, NMIs).
@@ -70,7 +70,7 @@ pub enum Cause {
     Nmi,
     Softirq(u16),
     /// A thread of the chain: an IRQ thread, ksoftirqd or a kworker between the
-    /// interrupt and the task (the extra context switch of seed 001 §3).
+    /// interrupt and the task (the extra context switch of Lee & Park §3).
     Interposed(Comm),
     /// A thread that ran before the task although it was not running when the task was
     /// woken (higher priority, or first in line).

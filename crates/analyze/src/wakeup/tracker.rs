@@ -7,7 +7,7 @@
 //! - A wakeup from a softirq starts where the softirq was raised: in a hardirq, at that
 //!   hardirq's entry; in a thread, at the raise.
 //! - A wakeup from an IRQ thread, ksoftirqd or a kworker carries on the chain that woke
-//!   that thread, which becomes an interposed thread (seed 001 §3).
+//!   that thread, which becomes an interposed thread (Lee & Park §3).
 //! - Until the wakeup the waker's CPU is followed, from then on the task's CPU.
 //!
 //! Events of one CPU arrive in order; events of different CPUs only roughly so: a sample

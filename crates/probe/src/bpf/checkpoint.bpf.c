@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * irqlens's checkpoints (seed 000's INTSIGHT, on stock tracepoints): what ran on a CPU
- * and when (hardirqs, NMIs, softirqs, context switches, hrtimer callbacks), what was
- * requested (softirq raises, tasklets, work items, hrtimers armed by watched threads),
+ * irqlens's checkpoints (the INTSPECT thesis's INTSIGHT, on stock tracepoints): what ran
+ * on a CPU and when (hardirqs, NMIs, softirqs, context switches, hrtimer callbacks), what
+ * was requested (softirq raises, tasklets, work items, hrtimers armed by watched threads),
  * and who was woken (watched threads and the threads that run bottom halves).
- * Matching and arithmetic happen in user space (src/analyze), where they are
- * unit-tested. Each capability loads the programs it needs (src/probe/checkpoint.rs).
+ * Matching and arithmetic happen in user space (crates/analyze), where they are
+ * unit-tested. Each capability loads the programs it needs (src/checkpoint.rs).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -9,9 +9,9 @@
 #define TASK_COMM_LEN 16
 
 /*
- * One checkpoint, in the thesis's sense (seed 000, §4.1.3): what happened, where, when.
+ * One checkpoint, in the INTSPECT thesis's sense (§4.1.3): what happened, where, when.
  * User space matches them (bh: requests to invocations; wakeup: interrupts to the tasks
- * they woke); the order is mirrored by EventKind in src/analyze/checkpoint.rs.
+ * they woke); the order is mirrored by EventKind in crates/model/src/event.rs.
  */
 enum checkpoint_kind {
 	EV_IRQ_ENTRY = 0,  /* id = irq line or vector, aux = enum irq_source */

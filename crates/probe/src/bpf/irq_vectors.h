@@ -9,7 +9,7 @@
 
 /*
  * What raised an IRQ-class interference. The order is mirrored by IRQ_SOURCE_NAMES in
- * src/analyze/irq.rs.
+ * crates/model/src/kernel.rs.
  */
 enum irq_source {
 	SRC_DEVICE = 0, /* irq_handler_entry: a device IRQ line, id = irq number */
