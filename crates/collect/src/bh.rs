@@ -38,7 +38,8 @@ pub fn run(
         .iter()
         .next()
         .expect("at least one CPU is selected");
-    // Load first, so the measurement sees the system already loaded (§5.6).
+    // Load first, so the measurement sees the system already loaded (INTSPECT thesis
+    // §5.6).
     let load = Load::start(options.load, &options.cpus)?;
     let stimulus = options
         .trigger

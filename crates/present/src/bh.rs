@@ -124,7 +124,7 @@ pub fn write_table(
     write_legend(out, losses, "rows")
 }
 
-/// What ran between request and invocation (§5.4), per mechanism.
+/// What ran between request and invocation (INTSPECT thesis §5.4), per mechanism.
 pub fn write_causes(
     out: &mut dyn Write,
     stats: &BhStats,

@@ -183,8 +183,9 @@ mod fentry_check {
     include!(concat!(env!("OUT_DIR"), "/fentry_check.skel.rs"));
 }
 
-/// Delay causes of §5.4 that need a probe on a kernel function, and why this kernel
-/// does not give irqlens one (the check loads a program and unloads it at once).
+/// Delay causes of INTSPECT thesis §5.4 that need a probe on a kernel function, and why
+/// this kernel does not give irqlens one (the check loads a program and unloads it at
+/// once).
 pub fn not_observable() -> Vec<String> {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
     let mut storage = MaybeUninit::uninit();

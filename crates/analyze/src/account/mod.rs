@@ -324,8 +324,8 @@ pub struct Attributor {
 }
 
 impl Attributor {
-    /// With `tick_ns`, also runs the compensation algorithm of §3.1 over the stream;
-    /// `irqlens` is irqlens's own process id (its work is charged to `[irqlens]`).
+    /// With `tick_ns`, also runs the compensation algorithm of Zhang & West §3.1 over the
+    /// stream; `irqlens` is irqlens's own process id (its work is charged to `[irqlens]`).
     pub fn new(tick_ns: Option<u64>, irqlens: Option<u32>) -> Self {
         Attributor {
             compensator: tick_ns.map(Compensator::new),

@@ -56,7 +56,7 @@ pub struct Row {
     pub corrected_ns: Option<u64>,
     /// The kernel's accounting error (t - t_o) / t_o.
     pub error: Option<f64>,
-    /// t after the compensation algorithm of §3.1 (with --compensate).
+    /// t after the compensation algorithm of Zhang & West §3.1 (with --compensate).
     pub compensated_ns: Option<u64>,
     /// Its error against t_o.
     pub compensated_error: Option<f64>,

@@ -73,7 +73,8 @@ impl Source {
     }
 }
 
-/// Something that ran between a request and its invocation and so delayed it (§5.4).
+/// Something that ran between a request and its invocation and so delayed it (INTSPECT
+/// thesis §5.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DelayCause {
     /// Nothing traced ran in between.
