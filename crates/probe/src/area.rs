@@ -256,6 +256,7 @@ impl<T> RecordAreas<'_, T> {
             .collect()
     }
 
+    /// Records dropped because a CPU's area was full, all CPUs together.
     pub fn lost(&self) -> u64 {
         self.lost_by_cpu().values().sum()
     }

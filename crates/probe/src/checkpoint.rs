@@ -60,6 +60,8 @@ impl Checkpoints {
     }
 }
 
+/// The loaded checkpoint programs, and the traced CPUs' record areas. Dropping it stops
+/// and detaches the programs.
 pub struct CheckpointProbe<'obj> {
     /// First, so it closes before the skeleton's links are detached.
     gate: Gate,
@@ -132,6 +134,7 @@ impl<'obj> CheckpointProbe<'obj> {
         })
     }
 
+    /// Starts all programs at once.
     pub fn enable(&self) {
         self.gate.set(true);
     }
@@ -154,6 +157,7 @@ impl<'obj> CheckpointProbe<'obj> {
         }
     }
 
+    /// Number of programs loaded (for the overhead line).
     pub fn programs(&self) -> usize {
         loaded_programs(self.skel.object())
     }
