@@ -18,8 +18,11 @@ use irqlens_model::wakeup::Watched;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use irqlens_record::{Line, Reader};
 
+/// What a bottom-half run gives.
 pub struct BhOutcome {
+    /// The statistics.
     pub stats: BhStats,
+    /// How the run went.
     pub info: BhRunInfo,
 }
 

@@ -14,6 +14,7 @@ fn check(ret: i64, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The calling thread's id.
 pub fn gettid() -> u32 {
     unsafe { libc::gettid() as u32 }
 }

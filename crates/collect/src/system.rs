@@ -18,6 +18,7 @@ const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// Capabilities that replace root: load BPF, read kernel tracepoints, set RT priorities.
 const NEEDED_CAPS: [(u32, &str); 3] = [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (23, "CAP_SYS_NICE")];
 
+/// The online CPUs (/sys/devices/system/cpu/online).
 pub fn online_cpus() -> Result<CpuList> {
     let text = fs::read_to_string("/sys/devices/system/cpu/online")
         .context("reading /sys/devices/system/cpu/online")?;
@@ -126,6 +127,7 @@ fn parse_kallsyms(text: &str) -> KernelSymbols {
     }))
 }
 
+/// The running kernel's release (`uname -r`); empty if unreadable.
 pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())

@@ -34,7 +34,9 @@ pub struct Resources(#[allow(dead_code)] Box<dyn Fire>);
 
 /// The stimulus thread, started paused; `begin` lets it fire.
 pub struct Stimulus {
+    /// What it causes.
     pub kind: TriggerKind,
+    /// Its thread id (the samples are selected by it).
     pub tid: u32,
     go: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
@@ -84,6 +86,7 @@ impl Stimulus {
         })
     }
 
+    /// Lets the thread fire.
     pub fn begin(&self) {
         self.go.store(true, Ordering::Relaxed);
     }
