@@ -250,6 +250,8 @@ pub fn write_histogram(
     write_legend(out, losses, "columns")
 }
 
+/// The lines after the tables: what the run traced, what it could not match or observe,
+/// what it lost.
 pub fn write_run_info(
     out: &mut dyn Write,
     stats: &BhStats,
