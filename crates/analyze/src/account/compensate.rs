@@ -30,6 +30,8 @@ struct TickCounts {
     ns: u64,
 }
 
+/// The compensation algorithm's state: N(t), each thread's x_k, and the system time it
+/// moved.
 #[derive(Clone, Debug)]
 pub struct Compensator {
     tick_ns: u64,
@@ -43,6 +45,7 @@ pub struct Compensator {
 }
 
 impl Compensator {
+    /// A start with clock ticks `tick_ns` long (1/HZ).
     pub fn new(tick_ns: u64) -> Self {
         Compensator {
             tick_ns: tick_ns.max(1),
@@ -53,6 +56,7 @@ impl Compensator {
         }
     }
 
+    /// The length of a clock tick, ns.
     pub fn tick_ns(&self) -> u64 {
         self.tick_ns
     }

@@ -58,12 +58,17 @@ pub enum Source {
     /// `source` is irq_vectors.h's enum irq_source (0: a device line), `id` the line or
     /// vector.
     Hardirq {
+        /// What raised it (0: a device line).
         source: u16,
+        /// The IRQ line or vector.
         id: u32,
     },
+    /// A softirq.
     Softirq {
+        /// Its vector.
         vector: u16,
     },
+    /// An NMI.
     Nmi,
 }
 
@@ -93,7 +98,10 @@ pub struct ThreadAccount {
 /// What the attribution found, by thread id.
 #[derive(Clone, Debug, Default)]
 pub struct Ledger {
+    /// Each thread's account, by thread id.
     pub threads: HashMap<u32, ThreadAccount>,
+    /// Interrupt time done for no thread: a run with no unit, the tick's housekeeping,
+    /// NMIs, deliveries to sockets nobody reads.
     pub orphan: BySource,
     /// Thread group and name of the threads the checkpoints named.
     pub seen: HashMap<u32, (u32, Comm)>,
@@ -337,6 +345,7 @@ impl Attributor {
         }
     }
 
+    /// Takes the next checkpoint.
     pub fn add(&mut self, e: &Event) {
         self.learn_name(e);
         self.settle_ipi(e);
@@ -405,10 +414,12 @@ impl Attributor {
     }
 
     /// The ledger so far; runs still open are left out.
+    /// What was attributed so far.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
     }
 
+    /// The compensation algorithm's state, if it runs.
     pub fn compensator(&self) -> Option<&Compensator> {
         self.compensator.as_ref()
     }

@@ -96,6 +96,8 @@ struct CpuState {
     serving: Option<(u16, Raise)>,
 }
 
+/// Follows the checkpoints (and, in timer mode, the threads' reports) and makes a
+/// sample of every wakeup of a target by an interrupt.
 pub struct Tracker {
     targets: Targets,
     /// None: every CPU is traced.
@@ -119,10 +121,12 @@ pub struct Tracker {
     ready: Vec<(Woken, u64)>,
     samples: Vec<Sample>,
     undecomposed: Vec<Report>,
+    /// What it could and could not make samples of so far.
     pub counts: TrackCounts,
 }
 
 impl Tracker {
+    /// Nothing followed yet; every CPU traced.
     pub fn new(targets: Targets) -> Self {
         Tracker {
             targets,
@@ -157,6 +161,7 @@ impl Tracker {
         matches!(self.targets, Targets::Timers(_))
     }
 
+    /// Takes the next checkpoint.
     pub fn add(&mut self, e: &Event) {
         self.counts.events += 1;
         self.release_reports(e.time_ns);
@@ -250,6 +255,7 @@ impl Tracker {
         self.pair(report.tid);
     }
 
+    /// Samples completed so far; the caller takes them.
     pub fn take_samples(&mut self) -> Vec<Sample> {
         std::mem::take(&mut self.samples)
     }
