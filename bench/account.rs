@@ -1,6 +1,6 @@
-//! Seed 004's Figure 6 (b) on this machine: the accounting error (t - t_o) / t_o of a
-//! CPU-bound SCHED_FIFO process while another process receives UDP at three rates, its
-//! receive processing steered (RPS) onto the CPU-bound process's CPU. t is what the
+//! Zhang & West's Figure 6 (b) (§5) on this machine: the accounting error (t - t_o) / t_o
+//! of a CPU-bound SCHED_FIFO process while another process receives UDP at three rates,
+//! its receive processing steered (RPS) onto the CPU-bound process's CPU. t is what the
 //! kernel bills (schedstat), irqlens's corrected t, and the compensation algorithm's.
 //! t_o, the truth, comes from the CPU-bound thread itself: the wall time it spun minus
 //! the gaps between its clock reads (interrupts, the hypervisor), as in osnoise.

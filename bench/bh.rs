@@ -1,4 +1,4 @@
-//! The INTSPECT thesis's bottom-half experiment (seed 000, Table 5.4 and §5.6) on this
+//! The INTSPECT thesis's bottom-half experiment (Table 5.4 and §5.6) on this
 //! machine: latency from request to invocation of a softirq, a tasklet and a work item,
 //! under no load, one spinning task and 256 of them. Run as root after
 //! `cargo build --release`: `cargo bench --bench bh` (IRQLENS_BENCH_SECONDS=N shortens

@@ -27,6 +27,7 @@ pub struct AgedMap<K, V> {
 }
 
 impl<K: Hash + Eq, V> AgedMap<K, V> {
+    /// An empty map of at most `capacity` entries.
     pub fn new(capacity: usize) -> Self {
         AgedMap {
             young: HashMap::new(),
@@ -49,6 +50,7 @@ impl<K: Hash + Eq, V> AgedMap<K, V> {
         before
     }
 
+    /// The value of `key`, not touched.
     pub fn get(&self, key: &K) -> Option<&V> {
         self.young.get(key).or_else(|| self.old.get(key))
     }
@@ -80,22 +82,27 @@ impl<K: Hash + Eq, V> AgedMap<K, V> {
         self.get_mut(&key).expect("inserted if it was not there")
     }
 
+    /// Takes `key` out; returns the value it had.
     pub fn remove(&mut self, key: &K) -> Option<V> {
         self.young.remove(key).or_else(|| self.old.remove(key))
     }
 
+    /// Whether `key` is in it (not forgotten).
     pub fn contains_key(&self, key: &K) -> bool {
         self.young.contains_key(key) || self.old.contains_key(key)
     }
 
+    /// Entries in it, both generations.
     pub fn len(&self) -> usize {
         self.young.len() + self.old.len()
     }
 
+    /// Whether it has no entry.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Every value, in no particular order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.young.values().chain(self.old.values())
     }
@@ -114,7 +121,9 @@ impl<K: Hash + Eq, V> AgedMap<K, V> {
 /// A value that can stand for several keys' worth: its weight decides which keys a
 /// `TopMap` keeps, and folding adds one value into another.
 pub trait Foldable: Default {
+    /// How much it weighs: the lighter keys are folded first.
     fn weight(&self) -> u64;
+    /// Adds `other` into this value.
     fn fold(&mut self, other: Self);
 }
 
@@ -154,6 +163,7 @@ pub struct TopMap<K, V> {
 }
 
 impl<K: Ord + Clone, V: Foldable> TopMap<K, V> {
+    /// An empty map of at most `capacity` keys (2 at least).
     pub fn new(capacity: usize) -> Self {
         TopMap {
             kept: BTreeMap::new(),

@@ -25,18 +25,28 @@ pub fn record(quantiles: &mut Quantiles<u64>, value: u64) {
     }
 }
 
+/// Buckets of `bucket_ns` from 0, an overflow count, and count/min/max/sum of every
+/// value.
 #[derive(Clone, Debug, Serialize)]
 pub struct Histogram {
+    /// Bucket size, ns.
     pub bucket_ns: u64,
+    /// Count per bucket; bucket `i` holds `i * bucket_ns` up to `(i + 1) * bucket_ns`.
     pub buckets: Vec<u64>,
+    /// Values beyond the last bucket.
     pub overflow: u64,
+    /// All values, overflow included.
     pub count: u64,
+    /// The smallest value, ns; `None` without values.
     pub min_ns: Option<u64>,
+    /// The largest value, ns (0 without values).
     pub max_ns: u64,
+    /// The sum of the values, ns.
     pub sum_ns: u64,
 }
 
 impl Histogram {
+    /// `entries` empty buckets of `bucket_ns`; panics if either is 0.
     pub fn new(bucket_ns: u64, entries: usize) -> Self {
         assert!(
             bucket_ns > 0 && entries > 0,
@@ -53,6 +63,7 @@ impl Histogram {
         }
     }
 
+    /// Counts a value.
     pub fn add(&mut self, value_ns: u64) {
         match self.buckets.get_mut((value_ns / self.bucket_ns) as usize) {
             Some(bucket) => *bucket += 1,
@@ -64,6 +75,7 @@ impl Histogram {
         self.sum_ns += value_ns;
     }
 
+    /// The mean, ns; `None` without values.
     pub fn avg_ns(&self) -> Option<u64> {
         (self.count > 0).then(|| self.sum_ns / self.count)
     }
@@ -108,6 +120,7 @@ impl Histogram {
 /// same values.
 #[derive(Clone, Debug)]
 pub struct Distribution {
+    /// The linear histogram.
     pub histogram: Histogram,
     quantiles: Quantiles<u64>,
 }
@@ -130,28 +143,34 @@ impl Distribution {
         }
     }
 
+    /// Counts a value.
     pub fn add(&mut self, value_ns: u64) {
         self.histogram.add(value_ns);
         record(&mut self.quantiles, value_ns);
     }
 
+    /// Values counted.
     pub fn count(&self) -> u64 {
         self.histogram.count
     }
 
+    /// The smallest value, ns (exact).
     pub fn min_ns(&self) -> Option<u64> {
         self.histogram.min_ns
     }
 
+    /// The mean, ns.
     pub fn avg_ns(&self) -> Option<u64> {
         self.histogram.avg_ns()
     }
 
+    /// The largest value, ns (exact).
     pub fn max_ns(&self) -> Option<u64> {
         (self.count() > 0).then_some(self.histogram.max_ns)
     }
 
-    /// Within 0.1% (`new`) or 1% (`coarse`), and never outside the exact min..max.
+    /// Quantile `q` (0..=1), ns: within 0.1% (`new`) or 1% (`coarse`), and never outside
+    /// the exact min..max.
     pub fn quantile_ns(&self, q: f64) -> Option<u64> {
         let (min, max) = (self.min_ns()?, self.max_ns()?);
         Some(self.quantiles.value_at_quantile(q).clamp(min, max))

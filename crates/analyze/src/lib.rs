@@ -1,5 +1,7 @@
 //! Pure analysis: no kernel, no root. Everything here is unit-tested on synthetic data.
 
+#![warn(missing_docs)]
+
 pub mod account;
 pub mod bh;
 pub mod bounded;

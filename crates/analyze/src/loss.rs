@@ -18,12 +18,14 @@ pub const MARK: &str = "*";
 pub struct Losses {
     /// What the probe emits: "checkpoints" (bh, wakeup, account) or "records" (noise).
     pub what: &'static str,
+    /// How many were lost.
     pub events: u64,
     /// Per CPU, when the probe counts them so; without it, any CPU may have lost them.
     pub by_cpu: Option<BTreeMap<u32, u64>>,
 }
 
 impl Losses {
+    /// `events` checkpoints lost, on any CPU.
     pub fn checkpoints(events: u64) -> Self {
         Losses {
             what: "checkpoints",
@@ -32,6 +34,7 @@ impl Losses {
         }
     }
 
+    /// `events` noise records lost, on any CPU.
     pub fn records(events: u64) -> Self {
         Losses {
             what: "records",
@@ -47,6 +50,7 @@ impl Losses {
         }
     }
 
+    /// Whether anything was lost.
     pub fn any(&self) -> bool {
         self.events > 0
     }

@@ -4,7 +4,7 @@
 //! The join is exact, not by time: every interference takes the next value of its CPU's
 //! counter when it begins, and a sample carries the counter values read before and after
 //! its gap, so the records inside a sample are those with `seq_before < seq <= seq_after`.
-//! A sample with no interference is hardware noise (seed 002, §5.3).
+//! A sample with no interference is hardware noise (osnoise paper §5.3).
 //!
 //! Every ns of a CPU's noise is charged to exactly one row, so the rows add up to the
 //! Noise column: each record counts its interference-free time (at most what is left of
@@ -24,15 +24,24 @@ use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sam
 /// Who a piece of noise is charged to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Cause {
+    /// A sample with no interference: hardware noise (hypervisor, SMI).
     Hardware,
+    /// NMIs.
     Nmi,
+    /// A hardirq.
     Irq {
+        /// What raised it (`enum irq_source`; 0: a device line).
         source: u16,
+        /// The IRQ line or vector.
         id: u32,
     },
+    /// A softirq vector.
     Softirq(u32),
+    /// Another thread.
     Thread {
+        /// Its thread id.
         pid: u32,
+        /// Its name.
         comm: Comm,
     },
     /// The time of a sample around its traced interferences: entry and exit paths (on a
@@ -51,10 +60,13 @@ pub enum Cause {
 pub struct Breakdown {
     /// Interference-free time of the traced interferences (the causes).
     pub causes_ns: u64,
+    /// Sample time around the traced interferences (`Cause::EntryExit`).
     pub entry_exit_ns: u64,
     /// Samples without interference.
     pub hw_ns: u64,
+    /// Untraced time of samples with a record missing (`Cause::NoRecord`).
     pub no_record_ns: u64,
+    /// Samples that did not fit the sample buffer.
     pub dropped_ns: u64,
 }
 
@@ -76,6 +88,7 @@ impl Breakdown {
         parts
     }
 
+    /// The CPU's noise: the sum of the parts.
     pub fn total_ns(&self) -> u64 {
         self.causes_ns + self.entry_exit_ns + self.hw_ns + self.no_record_ns + self.dropped_ns
     }
@@ -98,6 +111,8 @@ impl Cause {
         }
     }
 
+    /// Its class in JSON: `hw`, `nmi`, `irq`, `softirq`, `thread`, `entry_exit`,
+    /// `no_record`, `dropped`.
     pub fn class_name(&self) -> &'static str {
         match self {
             Cause::Hardware => "hw",
@@ -128,23 +143,34 @@ impl Cause {
     }
 }
 
+/// A CPU's summary line: rtla osnoise's columns and a few more.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CpuSummary {
+    /// The measured CPU.
     pub cpu: u32,
+    /// Runtime windows measured.
     pub periods: u64,
+    /// Their total length, ns.
     pub runtime_ns: u64,
+    /// Total noise, ns.
     pub noise_ns: u64,
     /// Largest total noise of one period.
     pub max_noise_ns: u64,
+    /// Longest single sample, ns.
     pub max_single_ns: u64,
+    /// Noise samples kept.
     pub samples: u64,
+    /// Noise samples that did not fit the sample buffer.
     pub dropped_samples: u64,
     /// Samples in which no interference happened.
     pub hw: u64,
     /// Interferences that began while sampling, per class (from the probe's counters).
     pub nmi: u64,
+    /// Hardirqs, likewise.
     pub irq: u64,
+    /// Softirqs, likewise.
     pub softirq: u64,
+    /// Threads, likewise.
     pub thread: u64,
     /// Interferences inside samples whose record never arrived (lost, or begun before
     /// sampling started).
@@ -155,6 +181,7 @@ pub struct CpuSummary {
 }
 
 impl CpuSummary {
+    /// rtla's % CPU Aval: the share of the runtime that was not noise.
     pub fn cpu_available_percent(&self) -> f64 {
         if self.runtime_ns == 0 {
             return 100.0;
@@ -163,10 +190,14 @@ impl CpuSummary {
     }
 }
 
+/// The noise charged to one cause.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct CauseStats {
+    /// Occurrences (records, or samples).
     pub count: u64,
+    /// Their time, ns.
     pub total_ns: u64,
+    /// The longest, ns.
     pub max_ns: u64,
 }
 
@@ -187,9 +218,13 @@ impl CauseStats {
 /// The sample that hit a stop condition, what was inside it and what came just before.
 #[derive(Clone, Debug, Serialize)]
 pub struct StopReport {
+    /// Which limit it passed.
     pub reason: String,
+    /// The sample.
     pub sample: Sample,
+    /// The records inside it.
     pub causes: Vec<Record>,
+    /// The records just before it, oldest first.
     pub before: Vec<Record>,
 }
 
@@ -198,10 +233,13 @@ pub struct StopReport {
 pub struct TimelinePoint {
     /// 0 for the CPU's first period.
     pub first_period: u64,
+    /// Periods it covers.
     pub periods: u64,
+    /// Their total noise, ns.
     pub noise_ns: u64,
     /// Largest noise of one of its periods.
     pub max_noise_ns: u64,
+    /// Longest single sample in them, ns.
     pub max_single_ns: u64,
 }
 
@@ -296,6 +334,8 @@ impl CpuNoise {
     }
 }
 
+/// A noise run's analysis: per CPU its summary, histogram, timeline and causes, and the
+/// sample that stopped the run.
 #[derive(Clone, Debug)]
 pub struct NoiseAnalysis {
     config: AnalysisConfig,
@@ -304,6 +344,7 @@ pub struct NoiseAnalysis {
 }
 
 impl NoiseAnalysis {
+    /// Nothing measured yet on `cpus`.
     pub fn new(config: AnalysisConfig, cpus: impl IntoIterator<Item = u32>) -> Self {
         let cpus = cpus
             .into_iter()
@@ -417,10 +458,12 @@ impl NoiseAnalysis {
         retire(cpu, report.last_seq, self.config.keep_recent);
     }
 
+    /// Per CPU, its summary, in CPU order.
     pub fn summaries(&self) -> impl Iterator<Item = &CpuSummary> {
         self.cpus.values().map(|cpu| &cpu.summary)
     }
 
+    /// Per CPU, the histogram of its sample durations.
     pub fn histograms(&self) -> impl Iterator<Item = (u32, &Histogram)> {
         self.cpus
             .iter()
@@ -457,6 +500,7 @@ impl NoiseAnalysis {
             .map(|cpu| (&cpu.summary, Breakdown::of(&cpu.causes)))
     }
 
+    /// The sample that stopped the run, if one did.
     pub fn stop_report(&self) -> Option<&StopReport> {
         self.stop.as_ref()
     }

@@ -17,32 +17,46 @@ const DEPTH: usize = 8;
 /// The innermost thing a CPU was running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Context {
+    /// A thread, by id (0: idle).
     Thread(u32),
     /// `since` (its entry) tells one hardirq from another of the same line.
     Hardirq {
+        /// What raised it (`enum irq_source`; 0: a device line).
         source: u16,
+        /// The IRQ line or vector.
         id: u32,
+        /// Its entry, CLOCK_MONOTONIC ns.
         since: u64,
     },
+    /// A softirq vector.
     Softirq(u16),
     /// An hrtimer callback.
     Timer {
+        /// The hrtimer's address.
         hrtimer: u64,
+        /// The callback's address.
         function: u64,
+        /// Its entry, CLOCK_MONOTONIC ns.
         since: u64,
     },
+    /// An NMI.
     Nmi,
 }
 
 /// A stretch of time spent in one context, on top of `thread`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
+    /// CLOCK_MONOTONIC ns.
     pub start: u64,
+    /// CLOCK_MONOTONIC ns.
     pub end: u64,
+    /// The innermost context in it.
     pub context: Context,
+    /// The thread current under it.
     pub thread: u32,
 }
 
+/// One CPU's contexts over the recent past, rebuilt from its checkpoints.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     started: bool,
@@ -122,6 +136,7 @@ impl Timeline {
             .unwrap_or(Context::Thread(self.thread))
     }
 
+    /// The thread current now.
     pub fn thread(&self) -> u32 {
         self.thread
     }

@@ -19,8 +19,11 @@ use irqlens_model::wakeup::Watched;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use irqlens_record::{Line, Reader};
 
+/// What a bottom-half run gives.
 pub struct BhOutcome {
+    /// The statistics.
     pub stats: BhStats,
+    /// How the run went.
     pub info: BhRunInfo,
 }
 
@@ -39,7 +42,8 @@ pub fn run(
         .iter()
         .next()
         .expect("at least one CPU is selected");
-    // Load first, so the measurement sees the system already loaded (§5.6).
+    // Load first, so the measurement sees the system already loaded (INTSPECT thesis
+    // §5.6).
     let load = Load::start(options.load, &options.cpus)?;
     let stimulus = options
         .trigger

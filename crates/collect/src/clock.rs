@@ -6,6 +6,7 @@
 use std::fs;
 use std::time::Duration;
 
+/// A clock a measurement thread reads in its loop.
 pub trait Clock: Sync {
     /// A raw reading in ticks; cheap and monotonic on one CPU.
     fn now(&self) -> u64;
@@ -13,9 +14,11 @@ pub trait Clock: Sync {
     fn to_ns(&self, ticks: u64) -> u64;
     /// Ticks in a duration.
     fn ticks(&self, duration: Duration) -> u64;
+    /// What it reads, for the run information.
     fn name(&self) -> &'static str;
 }
 
+/// CLOCK_MONOTONIC now, ns.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -48,6 +51,7 @@ impl Clock for MonotonicClock {
     }
 }
 
+/// The TSC (`lfence; rdtsc`), calibrated against CLOCK_MONOTONIC.
 #[cfg(target_arch = "x86_64")]
 pub struct TscClock {
     ns_per_tick: f64,
@@ -100,6 +104,7 @@ impl TscClock {
         }
     }
 
+    /// The TSC's rate as calibrated, MHz.
     pub fn mhz(&self) -> f64 {
         1_000.0 / self.ns_per_tick
     }

@@ -2,6 +2,8 @@
 //! stimulate, the tap that hands their inputs to recordings, and what irqlens reads of
 //! the machine (/proc, /sys).
 
+#![warn(missing_docs)]
+
 pub mod account;
 pub mod bh;
 pub mod clock;

@@ -1,5 +1,5 @@
-//! Defined system load (seed 000, §5.6): zero, one or many spinning tasks, started before
-//! the measurement and stopped after it.
+//! Defined system load (INTSPECT thesis §5.6): zero, one or many spinning tasks, started
+//! before the measurement and stopped after it.
 //!
 //! The spinners are threads of irqlens: to the scheduler each is a task like a process
 //! (and all share irqlens's autogroup, as processes it started would), and they end with

@@ -22,8 +22,11 @@ use irqlens_model::units::CpuList;
 use irqlens_probe::noise::{CpuCounters, NoiseProbe};
 use irqlens_record::{Line, Reader};
 
+/// What a noise run gives.
 pub struct NoiseOutcome {
+    /// The analysis.
     pub analysis: NoiseAnalysis,
+    /// How the run went.
     pub info: NoiseRunInfo,
 }
 

@@ -14,6 +14,7 @@ fn check(ret: i64, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The calling thread's id.
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions and cannot fail.
     unsafe { libc::gettid() as u32 }

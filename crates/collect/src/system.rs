@@ -18,6 +18,7 @@ const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// Capabilities that replace root: load BPF, read kernel tracepoints, set RT priorities.
 const NEEDED_CAPS: [(u32, &str); 3] = [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (23, "CAP_SYS_NICE")];
 
+/// The online CPUs (/sys/devices/system/cpu/online).
 pub fn online_cpus() -> Result<CpuList> {
     let text = fs::read_to_string("/sys/devices/system/cpu/online")
         .context("reading /sys/devices/system/cpu/online")?;
@@ -127,6 +128,7 @@ fn parse_kallsyms(text: &str) -> KernelSymbols {
     }))
 }
 
+/// The running kernel's release (`uname -r`); empty if unreadable.
 pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
@@ -221,7 +223,8 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-/// What a recording keeps of the machine (seed 000 §3.1: enough to reproduce the run).
+/// What a recording keeps of the machine (INTSPECT thesis §3.1: enough to reproduce the
+/// run).
 pub fn snapshot() -> SystemSnapshot {
     let first_line = |path: &str| {
         fs::read_to_string(path)

@@ -21,14 +21,17 @@ pub struct Tap {
 }
 
 impl Tap {
+    /// Adds a sink; it gets every line from now on.
     pub fn add(&mut self, sink: Box<dyn Sink>) {
         self.sinks.push(sink);
     }
 
+    /// Whether any sink listens.
     pub fn is_on(&self) -> bool {
         !self.sinks.is_empty()
     }
 
+    /// Hands `line` to every sink; after a write error, to none.
     pub fn put(&mut self, line: Line) {
         if self.sinks.is_empty() || self.error.is_some() {
             return;

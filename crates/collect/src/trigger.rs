@@ -1,6 +1,6 @@
-//! Active mode: irqlens causes a bottom half itself at a fixed rate (seed 000, §4.1.1:
-//! trigger, wait, repeat) from one thread pinned to a measured CPU, and the analysis
-//! keeps only the bottom halves that thread caused.
+//! Active mode: irqlens causes a bottom half itself at a fixed rate (INTSPECT thesis
+//! §4.1.1: trigger, wait, repeat) from one thread pinned to a measured CPU, and the
+//! analysis keeps only the bottom halves that thread caused.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -34,7 +34,9 @@ pub struct Resources(#[allow(dead_code)] Box<dyn Fire>);
 
 /// The stimulus thread, started paused; `begin` lets it fire.
 pub struct Stimulus {
+    /// What it causes.
     pub kind: TriggerKind,
+    /// Its thread id (the samples are selected by it).
     pub tid: u32,
     go: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
@@ -84,6 +86,7 @@ impl Stimulus {
         })
     }
 
+    /// Lets the thread fire.
     pub fn begin(&self) {
         self.go.store(true, Ordering::Relaxed);
     }

@@ -28,8 +28,11 @@ use irqlens_record::{Line, Reader};
 /// How often a timer thread sleeping through a long period checks for a stop.
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
+/// What a wakeup run gives.
 pub struct WakeupOutcome {
+    /// The statistics.
     pub stats: WakeupStats,
+    /// How the run went.
     pub info: WakeupRunInfo,
 }
 

@@ -1,4 +1,4 @@
-//! The measurement thread (osnoise's workload, seed 002 §5.1): pinned to one CPU, it
+//! The measurement thread (osnoise's workload, osnoise paper §5.1): pinned to one CPU, it
 //! reads the clock in a loop for `runtime` of every `period`, and every gap between two
 //! reads above `threshold` is a noise sample. Each clock read sits between two reads of
 //! the CPU's interference counter and is retried until both agree (§5.5.2), so a sample

@@ -23,20 +23,29 @@ pub enum Selection {
     Woke(u32),
 }
 
+/// How the bottom-half statistics are gathered.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct StatsConfig {
+    /// Histogram bucket size, ns.
     pub bucket_ns: u64,
+    /// Number of histogram buckets; later samples go to the OOB column.
     pub entries: usize,
+    /// Which samples count.
     pub selection: Selection,
     /// Worst samples kept per mechanism, with their delay causes.
     pub worst: usize,
 }
 
+/// What `irqlens bh` measures, and how.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BhOptions {
+    /// CPUs whose bottom halves are traced.
     pub cpus: CpuList,
+    /// How long to run; `None`: until Ctrl-C.
     pub duration: Option<Duration>,
+    /// The stimulus of active mode; `None`: passive mode.
     pub trigger: Option<TriggerOptions>,
+    /// Spinning tasks run during the measurement.
     pub load: LoadScenario,
     /// Its selection is set by the run: all samples, or the stimulus's.
     pub stats: StatsConfig,
@@ -46,37 +55,52 @@ pub struct BhOptions {
     pub causes: usize,
 }
 
+/// Active mode: the bottom half irqlens causes, and how often.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct TriggerOptions {
+    /// The stimulus.
     pub kind: TriggerKind,
+    /// Requests per second.
     pub rate_hz: u32,
 }
 
+/// What the stimulus of an active run did.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TriggerReport {
+    /// The stimulus.
     pub kind: TriggerKind,
+    /// Requests per second asked for.
     pub rate_hz: u32,
+    /// The CPU its thread was pinned to.
     pub cpu: u32,
+    /// Its thread id.
     pub tid: u32,
     /// Requests the stimulus made.
     pub requests: u64,
+    /// The kernel path a request takes, and which samples are the stimulus's.
     pub kernel_path: String,
 }
 
+/// How a bottom-half run went, besides its statistics.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct BhRunInfo {
     /// What every run reports.
     #[serde(flatten)]
     pub common: RunCommon,
+    /// What the matcher could and could not match.
     pub matching: MatchCounts,
-    /// Requests not yet served when the run ended.
+    /// Softirq raises not yet served when the run ended.
     pub pending_softirqs: u64,
+    /// Work items queued and not yet started when the run ended.
     pub pending_works: u64,
     /// Softirq runs the kernel counted (/proc/softirqs) on the traced CPUs while tracing
     /// was on, per vector: what the softirq samples can be checked against.
     pub kernel_softirq_runs: BTreeMap<String, u64>,
+    /// The load scenario.
     pub load: LoadScenario,
+    /// Spinning tasks it ran.
     pub load_tasks: u32,
+    /// Active mode: what the stimulus did.
     pub trigger: Option<TriggerReport>,
 }
 
@@ -85,13 +109,16 @@ pub struct BhRunInfo {
     Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, JsonSchema,
 )]
 pub struct MatchCounts {
+    /// Checkpoints the matcher read.
     pub events: u64,
     /// Raises of an already pending softirq (merged into the first).
     pub reraises: u64,
     /// Invocations with no request seen (requested before tracing began, or a re-raise
     /// the kernel served twice).
     pub unmatched_softirqs: u64,
+    /// Tasklet runs with no TASKLET/HI raise seen before their softirq began.
     pub unmatched_tasklets: u64,
+    /// Work items begun with no queueing seen.
     pub unmatched_works: u64,
     /// Work queued again before it ran: the earlier request was cancelled.
     pub cancelled_works: u64,

@@ -29,6 +29,7 @@ pub const SOFTIRQ_NAMES: [&str; 10] = [
 pub struct Comm(pub [u8; 16]);
 
 impl Comm {
+    /// `name`, cut to 15 bytes as the kernel does.
     pub fn new(name: &str) -> Self {
         let mut bytes = [0; 16];
         let len = name.len().min(15);

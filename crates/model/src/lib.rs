@@ -2,6 +2,8 @@
 //! no I/O: the probe decodes into these types, collect fills them, analyze reads them,
 //! recordings keep them and present shows them.
 
+#![warn(missing_docs)]
+
 pub mod account;
 pub mod bh;
 pub mod event;

@@ -16,13 +16,18 @@ use crate::units::CpuList;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NoiseClass {
+    /// Another thread ran.
     Thread,
+    /// A softirq ran.
     Softirq,
+    /// A hardirq ran (device line or local vector).
     Irq,
+    /// An NMI ran.
     Nmi,
 }
 
 impl NoiseClass {
+    /// Every class, in the BPF side's order.
     pub const ALL: [NoiseClass; 4] = [
         NoiseClass::Thread,
         NoiseClass::Softirq,
@@ -30,10 +35,12 @@ impl NoiseClass {
         NoiseClass::Nmi,
     ];
 
+    /// The class of a raw `enum noise_class`; `None` if this build does not know it.
     pub fn from_raw(raw: u16) -> Option<Self> {
         Self::ALL.get(raw as usize).copied()
     }
 
+    /// `thread`, `softirq`, `irq`, `nmi`.
     pub fn name(self) -> &'static str {
         match self {
             NoiseClass::Thread => "thread",
@@ -47,28 +54,42 @@ impl NoiseClass {
 /// One interference seen by the probe, with its interference-free duration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
+    /// The measured CPU it ran on.
     pub cpu: u32,
+    /// Its execution context.
     pub class: NoiseClass,
+    /// Irq class: what raised it (`enum irq_source`, see
+    /// [`IRQ_SOURCE_NAMES`](crate::kernel::IRQ_SOURCE_NAMES)); 0 otherwise.
     pub source: u16,
+    /// IRQ line or vector, softirq vector, or thread id, by class.
     pub id: u32,
+    /// Thread class: the thread's name; empty otherwise.
     pub comm: Comm,
+    /// CLOCK_MONOTONIC ns at its entry.
     pub start_ns: u64,
+    /// Interference-free duration (nested contexts subtracted), ns.
     pub duration_ns: u64,
+    /// The value of the CPU's interference counter its entry produced.
     pub seq: u64,
 }
 
 /// A gap above the threshold between two clock reads of a measurement thread.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sample {
+    /// The measured CPU.
     pub cpu: u32,
+    /// The clock read before the gap, as CLOCK_MONOTONIC ns.
     pub start_ns: u64,
+    /// The gap, ns.
     pub duration_ns: u64,
-    /// Interference counter read with the clock before and after the gap.
+    /// Interference counter read with the clock before the gap.
     pub seq_before: u64,
+    /// Interference counter read with the clock after the gap.
     pub seq_after: u64,
 }
 
 impl Sample {
+    /// Interferences that began inside the gap; 0 is hardware noise.
     pub fn interferences(&self) -> u64 {
         self.seq_after.wrapping_sub(self.seq_before)
     }
@@ -87,32 +108,47 @@ pub enum StopHit {
 /// What a measurement thread hands over after each runtime window.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PeriodReport {
+    /// The measured CPU.
     pub cpu: u32,
+    /// Length of the window (noise included), ns.
     pub runtime_ns: u64,
+    /// Sum of its samples (dropped ones included), ns.
     pub noise_ns: u64,
+    /// Its longest sample, ns.
     pub max_single_ns: u64,
+    /// Its samples, in order.
     pub samples: Vec<Sample>,
     /// Samples that did not fit in the preallocated buffer (still counted in noise_ns).
     pub dropped_samples: u64,
     /// Counter value at the last clock read: every record up to it has been emitted.
     pub last_seq: u64,
+    /// Set if this window hit a stop limit.
     pub stop: Option<StopHit>,
 }
 
+/// How the noise analysis summarizes.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct AnalysisConfig {
+    /// Histogram bucket size, ns.
     pub bucket_ns: u64,
+    /// Number of histogram buckets.
     pub entries: usize,
     /// Records kept per CPU to show what came before a stop sample.
     pub keep_recent: usize,
 }
 
+/// What `irqlens noise` measures, and how.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NoiseOptions {
+    /// CPUs measured, one measurement thread each.
     pub cpus: CpuList,
+    /// How long to run; `None`: until Ctrl-C or a stop limit.
     pub duration: Option<Duration>,
+    /// The measurement threads' settings.
     pub workload: WorkloadConfig,
+    /// CPUs for irqlens's collector thread (-H); `None`: the CPUs not measured.
     pub housekeeping: Option<CpuList>,
+    /// How the results are summarized.
     pub analysis: AnalysisConfig,
     /// `noise hist`: the histogram layout; `None` for `noise top`.
     pub hist: Option<HistOptions>,
@@ -126,18 +162,26 @@ pub struct NoiseRunInfo {
     /// What every run reports.
     #[serde(flatten)]
     pub common: RunCommon,
+    /// The clock the measurement threads read.
     pub clock: String,
     /// CPUs the collector thread ran on; `None` if it had to share the measured ones.
     pub collector_cpus: Option<CpuList>,
 }
 
+/// A measurement thread's settings (osnoise's parameters).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkloadConfig {
+    /// A runtime window starts every this long.
     pub period: Duration,
+    /// How long the thread reads the clock in each period.
     pub runtime: Duration,
+    /// The smallest gap between two clock reads that is a noise sample.
     pub threshold: Duration,
+    /// Stop the run at a single sample longer than this (-s).
     pub stop_single: Option<Duration>,
+    /// Stop the run when a window's total noise passes this (-S).
     pub stop_total: Option<Duration>,
+    /// The thread's scheduling policy and priority.
     pub priority: Priority,
     /// Room for samples in one runtime window, allocated before it starts.
     pub max_samples: usize,

@@ -9,10 +9,22 @@ use crate::units::{deserialize_text, parse_micros};
 /// `o:NICE`, `f:PRIO`, `r:PRIO` or `d:RUNTIME:PERIOD` (times in µs or with units).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Priority {
-    Other { nice: i32 },
+    /// SCHED_OTHER at a nice value (-20 to 19).
+    Other {
+        /// The nice value.
+        nice: i32,
+    },
+    /// SCHED_FIFO at a real-time priority (1 to 99).
     Fifo(u32),
+    /// SCHED_RR at a real-time priority (1 to 99).
     RoundRobin(u32),
-    Deadline { runtime: Duration, period: Duration },
+    /// SCHED_DEADLINE.
+    Deadline {
+        /// Runtime per period.
+        runtime: Duration,
+        /// Period (and deadline).
+        period: Duration,
+    },
 }
 
 impl Default for Priority {

@@ -7,19 +7,26 @@ use serde::Serialize;
 
 use crate::bh::Selection;
 
+/// The bottom half an active `bh` run causes (see [`TriggerKind::kernel_path`]).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum TriggerKind {
+    /// A wheel timer: the TIMER softirq.
     Timer,
+    /// UDP over a veth pair: the NET_RX softirq.
     Net,
+    /// A pty write: a work item on the system workqueue.
     Workqueue,
+    /// The VT keyboard tasklet.
     Tasklet,
+    /// A direct disk read: the BLOCK softirq.
     Block,
 }
 
 impl TriggerKind {
+    /// Every kind, in the order `--trigger` lists them.
     pub const ALL: [TriggerKind; 5] = [
         TriggerKind::Timer,
         TriggerKind::Net,
@@ -28,6 +35,7 @@ impl TriggerKind {
         TriggerKind::Block,
     ];
 
+    /// The name `--trigger` takes.
     pub fn name(self) -> &'static str {
         match self {
             TriggerKind::Timer => "timer",
@@ -105,14 +113,19 @@ impl fmt::Display for TriggerKind {
 /// The thesis's "many".
 pub const MANY: u32 = 256;
 
+/// Spinning tasks run during a measurement (`--load`): `zero`, `one`, `many`, `many:N`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoadScenario {
+    /// None.
     Zero,
+    /// One: the CPU never idles.
     One,
+    /// This many (`many` is [`MANY`]).
     Many(u32),
 }
 
 impl LoadScenario {
+    /// How many spinning tasks it runs.
     pub fn tasks(self) -> u32 {
         match self {
             LoadScenario::Zero => 0,

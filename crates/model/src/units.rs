@@ -37,22 +37,27 @@ pub fn parse_micros(text: &str) -> Result<Duration, String> {
 pub struct CpuList(BTreeSet<u32>);
 
 impl CpuList {
+    /// Just `cpu`.
     pub fn single(cpu: u32) -> Self {
         CpuList(BTreeSet::from([cpu]))
     }
 
+    /// The CPUs, in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.iter().copied()
     }
 
+    /// How many CPUs.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether it has no CPU.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Whether `cpu` is in it.
     pub fn contains(&self, cpu: u32) -> bool {
         self.0.contains(&cpu)
     }

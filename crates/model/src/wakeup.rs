@@ -11,14 +11,18 @@ use crate::hist::HistOptions;
 use crate::sched::Priority;
 use crate::units::CpuList;
 
+/// How the wakeup statistics are gathered.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct StatsConfig {
+    /// Histogram bucket size, ns.
     pub bucket_ns: u64,
+    /// Number of histogram buckets.
     pub entries: usize,
     /// Worst samples kept whole.
     pub worst: usize,
-    /// Stop at the first sample whose total (or timer IRQ latency) reaches this.
+    /// Stop at the first sample whose total latency reaches this, ns.
     pub stop_total_ns: Option<u64>,
+    /// Stop at the first sample whose timer IRQ latency reaches this, ns.
     pub stop_irq_ns: Option<u64>,
 }
 
@@ -32,6 +36,7 @@ pub enum WakeupMode {
 }
 
 impl WakeupMode {
+    /// Whether it is timer mode.
     pub fn is_timer(&self) -> bool {
         matches!(self, WakeupMode::Timer(_))
     }
@@ -45,20 +50,28 @@ impl WakeupMode {
     }
 }
 
+/// Timer mode's measurement threads.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct TimerOptions {
+    /// The timer's period.
     pub period: Duration,
+    /// The threads' scheduling policy and priority.
     pub priority: Priority,
     /// Trace nothing: measure the total only, as cyclictest does (and the probes' cost
     /// can be told by comparing).
     pub trace: bool,
 }
 
+/// What `irqlens wakeup` measures, and how.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WakeupOptions {
+    /// CPUs traced (timer mode: one thread on each).
     pub cpus: CpuList,
+    /// How long to run; `None`: until Ctrl-C or a stop limit.
     pub duration: Option<Duration>,
+    /// What is woken.
     pub mode: WakeupMode,
+    /// How the results are summarized.
     pub stats: StatsConfig,
     /// `wakeup hist`: the histogram layout; `None` for `wakeup top`.
     pub hist: Option<HistOptions>,
@@ -66,28 +79,35 @@ pub struct WakeupOptions {
     pub causes: usize,
 }
 
+/// How a wakeup run went, besides its statistics.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct WakeupRunInfo {
     /// What every run reports.
     #[serde(flatten)]
     pub common: RunCommon,
+    /// Whether the probe ran (not with --no-trace).
     pub traced: bool,
+    /// What the tracker could and could not make samples of.
     pub tracking: TrackCounts,
-    /// Timer mode: the measurement threads, and the periods they missed (woken a whole
-    /// period late or more).
+    /// Timer mode: the measurement threads.
     pub threads: Vec<TimerThread>,
+    /// Timer mode: the periods they missed (woken a whole period late or more).
     pub missed_periods: u64,
 }
 
+/// A timer-mode measurement thread.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TimerThread {
+    /// The CPU it is pinned to.
     pub cpu: u32,
+    /// Its thread id.
     pub tid: u32,
 }
 
 /// What could not be made a sample, so the user knows what the tables leave out.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, JsonSchema)]
 pub struct TrackCounts {
+    /// Checkpoints the tracker read.
     pub events: u64,
     /// Wakeups of a target by a thread rather than an interrupt (a futex, a pipe).
     pub thread_wakeups: u64,
@@ -116,13 +136,18 @@ pub struct TrackCounts {
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
 pub struct Report {
+    /// The thread.
     pub tid: u32,
+    /// Its CPU.
     pub cpu: u32,
+    /// The timer's expiry, CLOCK_MONOTONIC ns.
     pub expected_ns: u64,
+    /// When the thread read the clock after waking, CLOCK_MONOTONIC ns.
     pub user_ns: u64,
 }
 
 impl Report {
+    /// The latency the thread saw (expiry to its clock read), ns.
     pub fn total_ns(&self) -> u64 {
         self.user_ns.saturating_sub(self.expected_ns)
     }

@@ -25,8 +25,11 @@ error = (kernel - corrected) / corrected";
 
 /// How a period is shown.
 pub struct View<'a> {
+    /// A row per thread; otherwise per process.
     pub by_thread: bool,
+    /// Rows shown (and compared), the largest first.
     pub top: usize,
+    /// IRQ line names, from /proc/interrupts.
     pub irq_names: &'a HashMap<u32, String>,
 }
 
@@ -147,7 +150,7 @@ pub fn write_period(
     if let Some(c) = &period.compensator {
         writeln!(
             out,
-            "Compensation (seed 004 §3.1): tick {} us (HZ {} measured), N(t) = {} interrupts per tick (EWMA, gamma 0.3)",
+            "Compensation (Zhang & West §3.1): tick {} us (HZ {} measured), N(t) = {} interrupts per tick (EWMA, gamma 0.3)",
             us(c.tick_ns()),
             1_000_000_000 / c.tick_ns(),
             c.interrupts_per_tick()
@@ -297,6 +300,7 @@ fn write_ranking(
     Ok(())
 }
 
+/// The lines after the tables: the rule, what the columns count, how the run went.
 pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "Rule: {RULE}")?;
@@ -343,6 +347,7 @@ pub fn period_json(period: &Period, view: &View, losses: &Losses) -> Value {
     })
 }
 
+/// The `--json` document: the whole run, its periods (already as JSON) and the run info.
 pub fn to_json(
     whole: &Period,
     periods: &[Value],

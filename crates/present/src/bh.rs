@@ -124,7 +124,7 @@ pub fn write_table(
     write_legend(out, losses, "rows")
 }
 
-/// What ran between request and invocation (§5.4), per mechanism.
+/// What ran between request and invocation (INTSPECT thesis §5.4), per mechanism.
 pub fn write_causes(
     out: &mut dyn Write,
     stats: &BhStats,
@@ -250,6 +250,8 @@ pub fn write_histogram(
     write_legend(out, losses, "columns")
 }
 
+/// The lines after the tables: what the run traced, what it could not match or observe,
+/// what it lost.
 pub fn write_run_info(
     out: &mut dyn Write,
     stats: &BhStats,

@@ -12,28 +12,38 @@ use serde_json::{Value, json};
 pub struct Figure {
     /// What it belongs to: `cpu 1`, `cause irq 11 virtio0`, `softirq NET_RX`.
     pub group: String,
+    /// Which number of the group: `q99`, `charged`, `max`.
     pub name: String,
+    /// The number, in `unit`.
     pub value: f64,
+    /// Its unit.
     pub unit: Unit,
 }
 
+/// The unit of a figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
+    /// A time in ns (shown in µs).
     Ns,
+    /// A count.
     Count,
+    /// A percentage.
     Percent,
 }
 
 impl Figure {
+    /// A time, ns.
     pub fn ns(group: &str, name: &str, ns: u64) -> Self {
         Figure::new(group, name, ns as f64, Unit::Ns)
     }
 
+    /// A count.
     pub fn count(group: &str, name: &str, count: u64) -> Self {
         Figure::new(group, name, count as f64, Unit::Count)
     }
 
+    /// A percentage.
     pub fn percent(group: &str, name: &str, percent: f64) -> Self {
         Figure::new(group, name, percent, Unit::Percent)
     }
@@ -61,14 +71,20 @@ pub fn quantile_figures(group: &str, quantile_ns: impl Fn(f64) -> Option<u64>) -
 
 /// A figure of either run, or both: matched by group and name.
 pub struct Row<'a> {
+    /// The figure's group.
     pub group: &'a str,
+    /// The figure's name.
     pub name: &'a str,
+    /// Its unit.
     pub unit: Unit,
+    /// Run A's value; `None` if A lacks the figure.
     pub a: Option<f64>,
+    /// Run B's value; `None` if B lacks the figure.
     pub b: Option<f64>,
 }
 
 impl Row<'_> {
+    /// B - A, if both have it.
     pub fn delta(&self) -> Option<f64> {
         Some(self.b? - self.a?)
     }
@@ -126,6 +142,7 @@ fn unit_name(unit: Unit) -> &'static str {
     }
 }
 
+/// The side-by-side table; `a` and `b` name the runs.
 pub fn write_table(out: &mut dyn Write, rows: &[Row], a: &str, b: &str) -> io::Result<()> {
     writeln!(out, "A: {a}")?;
     writeln!(out, "B: {b}")?;
@@ -164,6 +181,7 @@ pub fn write_table(out: &mut dyn Write, rows: &[Row], a: &str, b: &str) -> io::R
     Ok(())
 }
 
+/// The `--json` document: the two runs' descriptions and every row.
 pub fn to_json(rows: &[Row], a: Value, b: Value) -> Value {
     let rows: Vec<Value> = rows
         .iter()

@@ -277,6 +277,7 @@ fn distribution_plots(section: &mut Section, what: &str, histograms: Vec<(String
 }
 
 impl Page {
+    /// An empty page with `title`, about a run on `kernel`.
     pub fn new(title: &str, kernel: &str) -> Self {
         Page {
             title: title.to_owned(),
@@ -693,6 +694,7 @@ impl Page {
         ));
     }
 
+    /// The whole document.
     pub fn write(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "<!DOCTYPE html>")?;
         writeln!(out, "<html lang=\"en\"><head><meta charset=\"utf-8\">")?;

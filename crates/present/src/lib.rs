@@ -1,5 +1,7 @@
 //! Present: terminal tables, JSON, and the HTML report.
 
+#![warn(missing_docs)]
+
 pub mod account;
 pub mod bh;
 pub mod compare;
@@ -22,7 +24,9 @@ use irqlens_model::kernel::KernelSymbols;
 /// How kernel numbers and addresses are named.
 #[derive(Default)]
 pub struct Names {
+    /// Kernel function names (tasklets, work items, timers).
     pub symbols: KernelSymbols,
+    /// IRQ line names, from /proc/interrupts.
     pub irqs: HashMap<u32, String>,
 }
 
@@ -87,6 +91,7 @@ pub fn write_progress(elapsed: Duration, total: Option<Duration>, samples: u64, 
     );
 }
 
+/// Clears the progress line on stderr.
 pub fn clear_progress() {
     eprint!("\r\x1b[K");
 }

@@ -87,6 +87,7 @@ impl Lane {
     }
 }
 
+/// A sink that writes a run's timeline as a Chrome JSON trace (`--perfetto FILE`).
 pub struct TraceWriter {
     path: PathBuf,
     out: Lanes,

@@ -23,13 +23,18 @@ const LABEL_CHARS: usize = 44;
 /// What a plot shows: its `data-plot` attribute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A histogram, as steps.
     Histogram,
+    /// A cumulative distribution.
     Cdf,
+    /// Bars of the top causes (victims, causers).
     Causes,
+    /// Noise over time.
     Timeline,
 }
 
 impl Kind {
+    /// Its `data-plot` attribute.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Histogram => "histogram",
@@ -40,9 +45,12 @@ impl Kind {
     }
 }
 
+/// How an axis maps values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
+    /// Linear, from 0.
     Linear,
+    /// Logarithmic, whole decades.
     Log,
 }
 
@@ -57,15 +65,19 @@ impl Scale {
     }
 }
 
+/// One axis of an `XyChart`.
 #[derive(Clone, Debug)]
 pub struct Axis {
+    /// Its label, unit included.
     pub label: String,
+    /// Its scale.
     pub scale: Scale,
     /// Fixed bounds (a CDF's 0..1); otherwise from the data.
     pub bounds: Option<Range<f64>>,
 }
 
 impl Axis {
+    /// An axis with bounds from the data.
     pub fn new(label: impl Into<String>, scale: Scale) -> Self {
         Axis {
             label: label.into(),
@@ -74,6 +86,7 @@ impl Axis {
         }
     }
 
+    /// The same axis with fixed bounds.
     pub fn with_bounds(mut self, bounds: Range<f64>) -> Self {
         self.bounds = Some(bounds);
         self
@@ -108,25 +121,35 @@ fn from_zero(max: f64) -> Range<f64> {
 /// One named polyline (a CPU, a mechanism).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Line {
+    /// Its legend entry.
     pub name: String,
+    /// Its (x, y) points.
     pub points: Vec<(f64, f64)>,
 }
 
 /// Lines over two numeric axes: histograms (as steps), CDFs, timelines.
 #[derive(Clone, Debug)]
 pub struct XyChart {
+    /// What it shows.
     pub kind: Kind,
+    /// Its title (also the SVG's `<title>`).
     pub title: String,
+    /// The horizontal axis.
     pub x: Axis,
+    /// The vertical axis.
     pub y: Axis,
+    /// The lines drawn.
     pub lines: Vec<Line>,
 }
 
 /// Horizontal bars, largest first at the top: the top causes, victims, causers.
 #[derive(Clone, Debug)]
 pub struct BarChart {
+    /// Its title (also the SVG's `<title>`).
     pub title: String,
+    /// The value axis's label, unit included.
     pub value_label: String,
+    /// (label, value) per bar, largest first.
     pub bars: Vec<(String, f64)>,
 }
 
@@ -290,6 +313,7 @@ fn shorten(label: &str) -> String {
 }
 
 impl BarChart {
+    /// The chart as an `<svg class="plot">` element with id `id`.
     pub fn to_svg(&self, id: &str) -> Result<String> {
         let labels: Vec<String> = self.bars.iter().map(|(label, _)| shorten(label)).collect();
         let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);

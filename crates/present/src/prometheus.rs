@@ -26,6 +26,7 @@ use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::noise::NoiseAnalysis;
 use irqlens_analyze::wakeup::WakeupStats;
 
+/// The Content-Type of a scrape's answer (OpenMetrics text).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Causes (and bottom-half sources) exported per family, largest first: a busy machine
@@ -38,25 +39,30 @@ const BUCKET_BOUNDS_NS: [u64; 13] = [
     5_000_000, 10_000_000,
 ];
 
+/// A series' labels: (name, value) pairs.
 pub type Labels = Vec<(&'static str, String)>;
 
 /// One metric family of a snapshot: its name without the `irqlens_` prefix and the unit
 /// and `_total` suffixes (the encoder adds them), and a value per label set.
 #[derive(Clone, Debug)]
 pub struct Family {
+    /// The name, without prefix and suffixes.
     pub name: &'static str,
     help: &'static str,
     unit: Option<Unit>,
     kind: MetricType,
+    /// The value of each series, by its labels.
     pub metrics: BTreeMap<Labels, Value>,
 }
 
+/// The value of one series.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A counter or gauge in seconds (or another float).
     Float(f64),
     /// A counter of events.
     Count(u64),
+    /// A histogram.
     Histogram(Buckets),
 }
 
@@ -64,8 +70,11 @@ pub enum Value {
 /// the last bound +Inf.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Buckets {
+    /// The sum of the values, s.
     pub sum_seconds: f64,
+    /// The number of values.
     pub count: u64,
+    /// (upper bound in s, count in that bucket only), ascending.
     pub buckets: Vec<(f64, u64)>,
 }
 
@@ -104,6 +113,7 @@ impl Family {
         Family::new(name, help, Some(Unit::Seconds), kind, values)
     }
 
+    /// Counters of events (the encoder adds `_total`).
     pub fn count_total(
         name: &'static str,
         help: &'static str,
@@ -113,6 +123,7 @@ impl Family {
         Family::new(name, help, None, MetricType::Counter, values)
     }
 
+    /// Histograms in seconds, from histograms of ns (see [`Buckets`]).
     pub fn seconds_histogram<'a>(
         name: &'static str,
         help: &'static str,
@@ -512,14 +523,17 @@ impl Exporter {
         self.endpoint.as_ref().map(|e| e.address)
     }
 
+    /// Publishes a noise run's analysis so far.
     pub fn noise(&mut self, analysis: &NoiseAnalysis) {
         self.publish(|names| noise_families(analysis, &names.irqs));
     }
 
+    /// Publishes a bottom-half run's statistics so far.
     pub fn bh(&mut self, stats: &BhStats) {
         self.publish(|names| bh_families(stats, names));
     }
 
+    /// Publishes a wakeup run's statistics so far.
     pub fn wakeup(&mut self, stats: &WakeupStats) {
         self.publish(|names| wakeup_families(stats, names));
     }

@@ -364,6 +364,8 @@ pub fn write_histogram(
     write_legend(out, &info.losses(), "columns")
 }
 
+/// The lines after the tables: what the run traced, what it could not make samples of,
+/// what it lost.
 pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<()> {
     writeln!(out)?;
     if info.traced {

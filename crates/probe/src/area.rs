@@ -1,4 +1,4 @@
-//! The reading side of the probes' per-CPU record areas (src/probe/bpf/record_area.h):
+//! The reading side of the probes' per-CPU record areas (src/bpf/record_area.h):
 //! every CPU's records are read straight from the mmapped array, in each CPU's order,
 //! with no system call and no wakeup; how full each area is costs a memory read, so the
 //! reader paces its drains by the rate it sees.
@@ -271,6 +271,7 @@ impl<T> RecordAreas<'_, T> {
             .collect()
     }
 
+    /// Records dropped because a CPU's area was full, all CPUs together.
     pub fn lost(&self) -> u64 {
         self.lost_by_cpu().values().sum()
     }

@@ -66,6 +66,8 @@ impl Checkpoints {
     }
 }
 
+/// The loaded checkpoint programs, and the traced CPUs' record areas. Dropping it stops
+/// and detaches the programs.
 pub struct CheckpointProbe<'obj> {
     /// First, so it closes before the skeleton's links are detached.
     gate: Gate,
@@ -143,6 +145,7 @@ impl<'obj> CheckpointProbe<'obj> {
         })
     }
 
+    /// Starts all programs at once.
     pub fn enable(&self) {
         self.gate.set(true);
     }
@@ -167,6 +170,7 @@ impl<'obj> CheckpointProbe<'obj> {
         }
     }
 
+    /// Number of programs loaded (for the overhead line).
     pub fn programs(&self) -> usize {
         loaded_programs(self.skel.object())
     }
@@ -204,8 +208,9 @@ mod fentry_check {
     include!(concat!(env!("OUT_DIR"), "/fentry_check.skel.rs"));
 }
 
-/// Delay causes of §5.4 that need a probe on a kernel function, and why this kernel
-/// does not give irqlens one (the check loads a program and unloads it at once).
+/// Delay causes of INTSPECT thesis §5.4 that need a probe on a kernel function, and why
+/// this kernel does not give irqlens one (the check loads a program and unloads it at
+/// once).
 pub fn not_observable() -> Vec<String> {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
     let mut storage = MaybeUninit::uninit();

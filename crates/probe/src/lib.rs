@@ -1,5 +1,7 @@
 //! Probe: the BPF programs in the kernel and the handles user space keeps on them.
 
+#![warn(missing_docs)]
+
 pub mod area;
 pub mod checkpoint;
 pub mod noise;

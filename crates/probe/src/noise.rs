@@ -40,6 +40,8 @@ const MAX_SLOTS_PER_CPU: u64 = 1 << 16;
 
 const _: () = assert!(size_of::<area_cursor>() == size_of::<Cursor>());
 
+/// The loaded noise programs, the measured CPUs' interference counters and record
+/// areas. Dropping it stops and detaches the programs.
 pub struct NoiseProbe<'obj> {
     /// First, so it closes before the skeleton's links are detached.
     gate: Gate,
@@ -101,6 +103,7 @@ impl<'obj> NoiseProbe<'obj> {
         Ok(probe)
     }
 
+    /// Starts all programs at once.
     pub fn enable(&self) {
         self.gate.set(true);
     }
@@ -110,6 +113,8 @@ impl<'obj> NoiseProbe<'obj> {
         self.gate.set(false);
     }
 
+    /// The measurement thread's handle on `cpu`'s state. Panics if `cpu` is not below
+    /// [`MAX_CPUS`].
     pub fn cpu(&self, cpu: u32) -> CpuCounters<'_> {
         assert!(cpu < MAX_CPUS);
         // SAFETY: only field addresses inside the mapped .bss (the probe keeps it mapped),
@@ -173,17 +178,21 @@ pub struct CpuCounters<'p> {
 unsafe impl Send for CpuCounters<'_> {}
 
 impl CpuCounters<'_> {
+    /// The CPU's interference counter: interferences begun so far.
     #[inline(always)]
     pub fn interference(&self) -> u64 {
         // SAFETY: an aligned u64 in the mapped .bss, alive for 'p (see `NoiseProbe::cpu`).
         unsafe { ptr::read_volatile(self.interference) }
     }
 
+    /// Marks a runtime window open or closed: only inside one are interferences counted
+    /// per class and their records emitted.
     pub fn set_sampling(&self, on: bool) {
         // SAFETY: an aligned u32 in the mapped .bss, alive for 'p; BPF only reads it.
         unsafe { ptr::write_volatile(self.sampling, on as u32) }
     }
 
+    /// Names the CPU's measurement thread, whose own context switches are no noise.
     pub fn set_workload_pid(&self, tid: u32) {
         // SAFETY: an aligned u32 in the mapped .bss, alive for 'p; BPF only reads it.
         unsafe { ptr::write_volatile(self.workload_pid, tid) }

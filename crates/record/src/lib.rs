@@ -30,6 +30,8 @@
 //! A reader must refuse a `version` it does not know; new fields may appear within a
 //! version, so readers should ignore fields they do not know.
 
+#![warn(missing_docs)]
+
 mod reader;
 mod sink;
 mod writer;
@@ -60,37 +62,50 @@ pub const VERSION: u32 = 2;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Line {
+    /// The first line: what made the recording, and the machine.
     Header(Box<Header>),
+    /// A checkpoint (bh, wakeup, account).
     Event(Event),
+    /// An interference the noise probe saw.
     NoiseRecord(Record),
+    /// A measurement thread's runtime window, with its noise samples.
     NoisePeriod(PeriodReport),
     /// Interference counts per class (thread, softirq, irq, nmi) of a CPU so far.
     NoiseEntries {
+        /// The measured CPU.
         cpu: u32,
+        /// Counts, indexed by `NoiseClass`.
         entries: [u64; 4],
     },
     /// bh: the thread whose requests are the stimulus's samples.
     Stimulus {
+        /// The stimulus thread's id.
         tid: u32,
     },
     /// wakeup, timer mode: the measurement threads.
     TimerThreads {
+        /// Their thread ids.
         tids: Vec<u32>,
     },
     /// A timer thread's activation, as it saw it from user space.
     WakeupReport(Report),
     /// account with `--compensate`: the kernel's tick rate, measured.
     KernelHz {
+        /// Ticks per second.
         hz: u32,
     },
     /// account: a period boundary, `at_ns` after the start, with the kernel's CPU time per
     /// thread then and the checkpoints lost so far.
     Mark {
+        /// Time since the run's start, ns.
         at_ns: u64,
+        /// Every thread's reading.
         threads: Vec<ThreadReading>,
+        /// Checkpoints lost so far.
         #[serde(default)]
         lost_events: u64,
     },
+    /// The last line: the run info and the machine after; a file without it is truncated.
     End(Box<End>),
 }
 
@@ -113,10 +128,14 @@ impl Line {
     }
 }
 
+/// The first line of a recording.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Header {
+    /// Always [`FORMAT`].
     pub format: String,
+    /// The format version ([`VERSION`] when written by this irqlens).
     pub version: u32,
+    /// The subcommand that made it.
     pub capability: Capability,
     /// The command line of the run: provenance only (version 1 recordings have nothing
     /// else to tell their options by).
@@ -124,7 +143,9 @@ pub struct Header {
     /// The run's resolved options (version 2 on): what `report` replays it with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<RunOptions>,
+    /// The version of the irqlens that made it.
     pub irqlens_version: String,
+    /// When the run started, RFC 3339 in UTC.
     pub started_at: String,
     /// The CPUs measured.
     pub cpus: CpuList,
@@ -133,17 +154,22 @@ pub struct Header {
     /// The process id of the irqlens that made it: whose threads' work is irqlens's own.
     #[serde(default)]
     pub pid: Option<u32>,
+    /// The machine when the run started.
     pub system: SystemSnapshot,
 }
 
+/// The last line of a recording.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct End {
+    /// When the run ended, RFC 3339 in UTC.
     pub finished_at: String,
     /// Input lines between the header and this one.
     pub inputs: u64,
     /// The run's information, as its `--json` prints it under `run`.
     pub info: serde_json::Value,
+    /// The text of /proc/interrupts after the run.
     pub interrupts: String,
+    /// The text of /proc/softirqs after the run.
     pub softirqs: String,
     /// The kernel functions the events name (tasklets, work items, timers), resolved
     /// on the machine that ran.
@@ -153,21 +179,27 @@ pub struct End {
 // (lists, not maps keyed by numbers: JSON keys are strings, which the tagged lines'
 // reader does not turn back into numbers)
 
+/// A kernel function the events refer to, named.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct KernelFunction {
+    /// Its address, as the events give it.
     pub address: u64,
+    /// `name` or `name+0x10`, or the address in hex if /proc/kallsyms had none.
     pub name: String,
 }
 
 /// What /proc told of a thread at a mark.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ThreadReading {
+    /// The thread id.
     pub tid: u32,
+    /// What /proc told of it.
     #[serde(flatten)]
     pub info: ThreadInfo,
 }
 
 impl ThreadReading {
+    /// Readings of `threads`, keyed by thread id, as a mark's list.
     pub fn all(threads: HashMap<u32, ThreadInfo>) -> Vec<Self> {
         threads
             .into_iter()
@@ -175,6 +207,7 @@ impl ThreadReading {
             .collect()
     }
 
+    /// A mark's list back as readings keyed by thread id.
     pub fn by_tid(readings: Vec<Self>) -> HashMap<u32, ThreadInfo> {
         readings.into_iter().map(|r| (r.tid, r.info)).collect()
     }

@@ -13,6 +13,7 @@ use super::{End, FORMAT, Header, Line, VERSION};
 /// A longer line is not irqlens's (the longest are the header's /proc snapshots).
 const MAX_LINE: u64 = 64 << 20;
 
+/// A recording being read: its header at once, then its inputs in order, then its end.
 pub struct Reader {
     lines: Lines,
     header: Header,
@@ -20,6 +21,7 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// Opens the recording at `path` and reads its header.
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
         Self::from_reader(&path.display().to_string(), file)
@@ -43,10 +45,12 @@ impl Reader {
         })
     }
 
+    /// What errors call it (its path).
     pub fn name(&self) -> &str {
         &self.lines.name
     }
 
+    /// Its header.
     pub fn header(&self) -> &Header {
         &self.header
     }

@@ -8,6 +8,7 @@ use super::{End, Line, Reader};
 pub trait Sink {
     /// What to call it in an error (`--record run.jsonl.gz`).
     fn name(&self) -> String;
+    /// Takes one line, in the order the analysis took them.
     fn put(&mut self, line: &Line) -> std::io::Result<()>;
     /// After the last input: the run's end, then flush and close.
     fn finish(self: Box<Self>, end: &End) -> Result<()>;

@@ -11,6 +11,7 @@ use flate2::write::GzEncoder;
 use super::sink::Sink;
 use super::{End, Header, Line};
 
+/// A sink that writes a recording file.
 pub struct Recorder {
     path: PathBuf,
     out: GzEncoder<BufWriter<File>>,

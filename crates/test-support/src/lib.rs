@@ -1,6 +1,8 @@
 //! Ground truth for irqlens's tests and benches: known noise (a pinned spinning thread),
-//! a UDP flow through a private network namespace, a Perfetto trace checker, and runners
-//! of the irqlens binary.
+//! a UDP flow through a private network namespace, a Perfetto trace checker, and a busy
+//! machine (hackbench and a UDP flood).
+
+#![warn(missing_docs)]
 
 pub mod perfetto_check;
 pub mod spinner;

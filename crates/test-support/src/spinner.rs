@@ -18,6 +18,7 @@ use irqlens_model::units::CpuList;
 /// away (an interrupt, the hypervisor): the spinner's ground truth of stolen time.
 const STOLEN_GAP: Duration = Duration::from_micros(1);
 
+/// A running spinner thread.
 pub struct Spinner {
     stop: Arc<AtomicBool>,
     activations: Arc<AtomicU64>,

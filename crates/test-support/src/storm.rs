@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 
+/// hackbench's `-g`: groups of senders and receivers.
 pub const HACKBENCH_GROUPS: &str = "4";
 /// Datagrams of the UDP flood.
 const DATAGRAM_BYTES: usize = 512;

@@ -1,5 +1,5 @@
-//! Seed 004's experiment in small: a steady UDP flow to a receiving process, whose
-//! receive processing (NET_RX) is steered to another CPU by RPS. Used by the account
+//! Zhang & West's experiment (§5) in small: a steady UDP flow to a receiving process,
+//! whose receive processing (NET_RX) is steered to another CPU by RPS. Used by the account
 //! root test and bench (which includes this file by `#[path]`).
 #![allow(dead_code)]
 
@@ -36,6 +36,8 @@ fn run(program: &str, args: &[&str]) {
 }
 
 impl UdpFlow {
+    /// Sets up the namespace and veth pair, steers receive processing to `rps_cpu`, and
+    /// starts the receiver on `receiver_cpu`; nothing is sent until `send`.
     pub fn start(rps_cpu: u32, receiver_cpu: u32) -> UdpFlow {
         let pid = std::process::id();
         let namespace = format!("ilacct-{pid}");
@@ -115,6 +117,7 @@ impl UdpFlow {
         self.sender = Some((stop, handle));
     }
 
+    /// Stops the sender thread, if one runs.
     pub fn stop_sending(&mut self) {
         if let Some((stop, handle)) = self.sender.take() {
             stop.store(true, Ordering::Relaxed);

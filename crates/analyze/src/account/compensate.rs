@@ -1,4 +1,4 @@
-//! The compensation algorithm of seed 004 §3.1, run over the recorded stream: the
+//! The compensation algorithm of Zhang & West §3.1, run over the recorded stream: the
 //! kernel-side fix Zhang & West proposed, to compare with exact per-event attribution.
 //!
 //! At each clock tick on a CPU, the current process P_i was charged the whole tick,
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use super::{ACCOUNTS, THREADS};
 use crate::bounded::{AgedMap, TopMap};
 
-/// The EWMA weight of the newest N(t), as in the seed's implementation (§4).
+/// The EWMA weight of the newest N(t), as in Zhang & West's implementation (§4).
 pub const GAMMA: f64 = 0.3;
 
 #[derive(Clone, Debug, Default)]
@@ -30,6 +30,8 @@ struct TickCounts {
     ns: u64,
 }
 
+/// The compensation algorithm's state: N(t), each thread's x_k, and the system time it
+/// moved.
 #[derive(Clone, Debug)]
 pub struct Compensator {
     tick_ns: u64,
@@ -43,6 +45,7 @@ pub struct Compensator {
 }
 
 impl Compensator {
+    /// A start with clock ticks `tick_ns` long (1/HZ).
     pub fn new(tick_ns: u64) -> Self {
         Compensator {
             tick_ns: tick_ns.max(1),
@@ -53,6 +56,7 @@ impl Compensator {
         }
     }
 
+    /// The length of a clock tick, ns.
     pub fn tick_ns(&self) -> u64 {
         self.tick_ns
     }
@@ -108,7 +112,7 @@ impl Compensator {
         self.unaccounted.evicted()
     }
 
-    /// N(t) now, rounded as the seed does.
+    /// N(t) now, rounded to the nearest integer as Zhang & West do (§3.1, footnote 2).
     pub fn interrupts_per_tick(&self) -> Option<u64> {
         self.per_tick.map(|n| (n.round() as u64).max(1))
     }

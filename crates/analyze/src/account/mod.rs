@@ -1,4 +1,4 @@
-//! Process-aware interrupt accounting (seed 004, Zhang & West): whose time interrupts
+//! Process-aware interrupt accounting (Zhang & West): whose time interrupts
 //! took ("charged": the thread that was current), and whom they worked for ("served").
 //!
 //! The rule for "served", applied to every hardirq and softirq run on a traced CPU:
@@ -11,7 +11,7 @@
 //!   the softirq vectors it raised on that CPU (a NIC's or an RPS IPI's NET_RX); the
 //!   tick's raises are housekeeping and hand nothing on;
 //! - what is left (a run with no unit, the tick's housekeeping, NMIs, deliveries to
-//!   sockets nobody reads) is **orphan** time, as the seed keeps orphan packets.
+//!   sockets nobody reads) is **orphan** time, as Zhang & West keep orphan packets (§4).
 //!
 //! irqlens's own work is its own: a run whose units are all irqlens's threads (the
 //! timers that wake its threads), and an IPI with no unit after which the CPU switches
@@ -58,12 +58,17 @@ pub enum Source {
     /// `source` is irq_vectors.h's enum irq_source (0: a device line), `id` the line or
     /// vector.
     Hardirq {
+        /// What raised it (0: a device line).
         source: u16,
+        /// The IRQ line or vector.
         id: u32,
     },
+    /// A softirq.
     Softirq {
+        /// Its vector.
         vector: u16,
     },
+    /// An NMI.
     Nmi,
 }
 
@@ -93,7 +98,10 @@ pub struct ThreadAccount {
 /// What the attribution found, by thread id.
 #[derive(Clone, Debug, Default)]
 pub struct Ledger {
+    /// Each thread's account, by thread id.
     pub threads: HashMap<u32, ThreadAccount>,
+    /// Interrupt time done for no thread: a run with no unit, the tick's housekeeping,
+    /// NMIs, deliveries to sockets nobody reads.
     pub orphan: BySource,
     /// Thread group and name of the threads the checkpoints named.
     pub seen: HashMap<u32, (u32, Comm)>,
@@ -324,8 +332,8 @@ pub struct Attributor {
 }
 
 impl Attributor {
-    /// With `tick_ns`, also runs the compensation algorithm of §3.1 over the stream;
-    /// `irqlens` is irqlens's own process id (its work is charged to `[irqlens]`).
+    /// With `tick_ns`, also runs the compensation algorithm of Zhang & West §3.1 over the
+    /// stream; `irqlens` is irqlens's own process id (its work is charged to `[irqlens]`).
     pub fn new(tick_ns: Option<u64>, irqlens: Option<u32>) -> Self {
         Attributor {
             compensator: tick_ns.map(Compensator::new),
@@ -337,6 +345,7 @@ impl Attributor {
         }
     }
 
+    /// Takes the next checkpoint.
     pub fn add(&mut self, e: &Event) {
         self.learn_name(e);
         self.settle_ipi(e);
@@ -405,10 +414,12 @@ impl Attributor {
     }
 
     /// The ledger so far; runs still open are left out.
+    /// What was attributed so far.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
     }
 
+    /// The compensation algorithm's state, if it runs.
     pub fn compensator(&self) -> Option<&Compensator> {
         self.compensator.as_ref()
     }

@@ -12,8 +12,11 @@ use crate::loss::Losses;
 pub struct Period {
     /// Since the start of the run.
     pub start_ns: u64,
+    /// Its length, ns.
     pub elapsed_ns: u64,
+    /// What was attributed in it.
     pub ledger: Ledger,
+    /// The compensation algorithm's adjustments in it, and N(t) at its end.
     pub compensator: Option<Compensator>,
     /// What the kernel accounted to each thread in the period.
     pub threads: HashMap<u32, ThreadInfo>,

@@ -40,12 +40,14 @@ pub fn runtimes_between(
 pub struct Row {
     /// Pid, or tid with --threads.
     pub id: u32,
+    /// Its name.
     pub comm: String,
     /// t: what the kernel accounted (interrupts included: no IRQ_TIME_ACCOUNTING).
     pub kernel_ns: Option<u64>,
     /// Interrupt time charged to it: what ran while it was current, less irqlens's own
     /// work (`[irqlens]`: plus its own work wherever it ran).
     pub charged_ns: u64,
+    /// Interrupt time done on its behalf, wherever it ran.
     pub served_ns: u64,
     /// Interrupt time irqlens's own work took from it, charged to `[irqlens]` instead
     /// (`[irqlens]`: what its own work took from the others).
@@ -56,12 +58,14 @@ pub struct Row {
     pub corrected_ns: Option<u64>,
     /// The kernel's accounting error (t - t_o) / t_o.
     pub error: Option<f64>,
-    /// t after the compensation algorithm of §3.1 (with --compensate).
+    /// t after the compensation algorithm of Zhang & West §3.1 (with --compensate).
     pub compensated_ns: Option<u64>,
     /// Its error against t_o.
     pub compensated_error: Option<f64>,
+    /// `charged_ns` per interrupt source.
     #[serde(skip)]
     pub charged_by: BySource,
+    /// `served_ns` per interrupt source.
     #[serde(skip)]
     pub served_by: BySource,
     /// The interrupt time the kernel billed it: what ran while it was current.
@@ -104,23 +108,30 @@ pub fn relative_error(t: u64, t_o: u64) -> Option<f64> {
 /// Totals of the run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Totals {
+    /// Hardirq time charged to threads (the idle task included).
     pub hardirq_ns: u64,
+    /// Softirq time charged likewise.
     pub softirq_ns: u64,
+    /// NMI time charged likewise.
     pub nmi_ns: u64,
     /// Interrupt time on idle CPUs (charged to no process), irqlens's own work left out.
     pub idle_ns: u64,
     /// Interrupt time of irqlens's own work, wherever it ran (charged to `[irqlens]`).
     pub irqlens_ns: u64,
+    /// Interrupt time done on some thread's behalf.
     pub served_ns: u64,
+    /// Interrupt time done for no thread.
     pub orphan_ns: u64,
 }
 
 impl Totals {
+    /// All interrupt time: hardirqs, softirqs and NMIs.
     pub fn interrupt_ns(&self) -> u64 {
         self.hardirq_ns + self.softirq_ns + self.nmi_ns
     }
 }
 
+/// The totals of `ledger`.
 pub fn totals(ledger: &Ledger) -> Totals {
     let mut totals = Totals {
         orphan_ns: total(&ledger.orphan),

@@ -307,9 +307,10 @@ fn periodic_takes_start_a_new_ledger_and_keep_open_runs() {
     );
 }
 
-/// Figure 3 of seed 004: at t = 1, P1 is charged a tick in which 3 interrupts ran, 2 of
-/// them for P1 (over-charged by one); while others run, 4 interrupts for P1 occur; at
-/// t = 7, P1 is charged a tick with 2 interrupts for others: x_1(7) = -2 + 4 - 1 = 1.
+/// Figure 3 of Zhang & West (§3.1): at t = 1, P1 is charged a tick in which 3 interrupts
+/// ran, 2 of them for P1 (over-charged by one); while others run, 4 interrupts for P1
+/// occur; at t = 7, P1 is charged a tick with 2 interrupts for others:
+/// x_1(7) = -2 + 4 - 1 = 1.
 #[test]
 fn compensation_follows_figure_3() {
     const P1: u32 = 1;

@@ -165,6 +165,8 @@ fn is_irq_thread(comm: &Comm) -> bool {
     comm.starts_with("irq/")
 }
 
+/// Matches bottom-half requests to their invocations, checkpoint by checkpoint, and
+/// makes samples of them.
 pub struct Matcher {
     cpus: HashMap<u32, CpuState>,
     works: AgedMap<u64, Request>,
@@ -179,6 +181,7 @@ pub struct Matcher {
     watched: Option<u32>,
     /// CPUs whose hardirqs, softirqs and switches are traced (None: all).
     traced: Option<CpuList>,
+    /// What it matched and could not match so far.
     pub counts: MatchCounts,
     samples: Vec<Sample>,
 }
@@ -224,6 +227,7 @@ impl Matcher {
         (softirqs, self.works.len() as u64)
     }
 
+    /// Takes the next checkpoint.
     pub fn add(&mut self, e: &Event) {
         self.counts.events += 1;
         match e.kind {

@@ -1,5 +1,5 @@
-//! Bottom-half latency (seed 000): requests matched to invocations (`matcher`), and the
-//! thesis's statistics over the matched samples (`stats`).
+//! Bottom-half latency (INTSPECT thesis): requests matched to invocations (`matcher`), and
+//! the thesis's statistics over the matched samples (`stats`).
 //!
 //! A sample is one bottom half: when it was requested (softirq raise, the TASKLET/HI
 //! raise that queued a tasklet, work queued, an IRQ thread woken), when it began to run,
@@ -23,13 +23,18 @@ pub use stats::{BhStats, CauseStats, Series};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mechanism {
+    /// A softirq: raise to handler entry.
     Softirq,
+    /// A tasklet: the TASKLET/HI raise that queued it to its entry.
     Tasklet,
+    /// A work item: queued to execution start.
     Workqueue,
+    /// A threaded IRQ handler: the thread's wakeup to its switch-in.
     IrqThread,
 }
 
 impl Mechanism {
+    /// Every mechanism, in the tables' order.
     pub const ALL: [Mechanism; 4] = [
         Mechanism::Softirq,
         Mechanism::Tasklet,
@@ -37,6 +42,7 @@ impl Mechanism {
         Mechanism::IrqThread,
     ];
 
+    /// `softirq`, `tasklet`, `workqueue`, `irq_thread`.
     pub fn name(self) -> &'static str {
         match self {
             Mechanism::Softirq => "softirq",
@@ -58,12 +64,16 @@ impl fmt::Display for Mechanism {
 /// IRQ thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Source {
+    /// A softirq vector.
     Vector(u16),
+    /// A tasklet's or work item's function.
     Function(u64),
+    /// An IRQ thread's name.
     Thread(Comm),
 }
 
 impl Source {
+    /// `NET_RX`, the function's name (`symbols` names an address), the thread's name.
     pub fn label(&self, symbols: &dyn Fn(u64) -> String) -> String {
         match *self {
             Source::Vector(vector) => softirq_name(vector.into()),
@@ -73,15 +83,20 @@ impl Source {
     }
 }
 
-/// Something that ran between a request and its invocation and so delayed it (§5.4).
+/// Something that ran between a request and its invocation and so delayed it (INTSPECT
+/// thesis §5.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DelayCause {
     /// Nothing traced ran in between.
     Undelayed,
+    /// A hardirq ran.
     Irq {
+        /// What raised it (`enum irq_source`; 0: a device line).
         source: u16,
+        /// The IRQ line or vector.
         id: u32,
     },
+    /// An NMI ran.
     Nmi,
     /// Another softirq vector was served first.
     SoftirqFirst(u16),
@@ -139,43 +154,58 @@ impl DelayCause {
 pub struct Delay {
     /// Hardirqs (and NMIs) that began in the window, and their time.
     pub irqs: u32,
+    /// Their time, ns.
     pub irq_ns: u64,
     /// Softirqs served in the window before this one.
     pub softirqs: u32,
+    /// Their time, ns.
     pub softirq_ns: u64,
     /// Work items run on the CPU in the window before this one.
     pub works: u32,
+    /// Their time, ns.
     pub work_ns: u64,
+    /// Context switches on the CPU in the window.
     pub switches: u32,
     /// Run by ksoftirqd rather than at IRQ exit or bh enable.
     pub ksoftirqd: bool,
-    /// For work items held back by max_active: when they were activated.
+    /// For work items held back by max_active: when they were activated, ns after the
+    /// request.
     pub activated_after_ns: Option<u64>,
-    /// For work items and IRQ threads: the executing thread was woken / switched in this
-    /// long after the request (None: it was already awake / running).
+    /// For work items and IRQ threads: the executing thread was woken this long after
+    /// the request (None: it was already awake).
     pub woken_after_ns: Option<u64>,
+    /// Likewise, switched in this long after the request (None: it was already running).
     pub switched_in_after_ns: Option<u64>,
     /// Every window event was seen.
     pub complete: bool,
+    /// What delayed it, in the order it happened.
     pub causes: Vec<DelayCause>,
 }
 
 /// One bottom half, requested and run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sample {
+    /// How it was deferred.
     pub mechanism: Mechanism,
+    /// What it belongs to within the mechanism.
     pub source: Source,
+    /// The CPU it was requested on.
     pub request_cpu: u32,
+    /// The CPU it ran on.
     pub cpu: u32,
+    /// When it was requested, CLOCK_MONOTONIC ns.
     pub request_ns: u64,
+    /// Request to invocation (handler entry), ns.
     pub latency_ns: u64,
     /// Entry to exit, with nested hardirq (and for threads, softirq) time taken out.
     pub runtime_ns: u64,
-    /// The thread current when it was requested, and the one that ran it.
+    /// The thread current when it was requested.
     pub requester: u32,
+    /// The thread that ran it.
     pub executor: u32,
     /// It woke the watched thread (irqlens's stimulus) while running.
     pub woke_watched: bool,
+    /// What ran between request and invocation.
     pub delay: Delay,
 }
 

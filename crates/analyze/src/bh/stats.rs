@@ -1,4 +1,4 @@
-//! The thesis's statistics (seed 000, §5.3): per series, min, Q0.05, Q0.50, Q0.95 and max
+//! The INTSPECT thesis's statistics (§5.3): per series, min, Q0.05, Q0.50, Q0.95 and max
 //! over the samples no interrupt landed in, max_IRQ over all of them, and a histogram
 //! whose IRQ column holds the others and whose OOB column holds what lies beyond it.
 //!
@@ -21,7 +21,6 @@ use irqlens_model::bh::{Selection, StatsConfig};
 /// this many the rarer half is folded into `DelayCause::Other`.
 pub const CAUSES: usize = 64;
 
-/// One latency series.
 /// Whether `selection` takes `sample` into the statistics.
 fn takes(selection: Selection, sample: &Sample) -> bool {
     match selection {
@@ -31,13 +30,16 @@ fn takes(selection: Selection, sample: &Sample) -> bool {
     }
 }
 
+/// One latency series.
 #[derive(Clone, Debug)]
 pub struct Series {
     /// All samples, with and without an interrupt in their window.
     pub count: u64,
+    /// Samples with an interrupt in their window: the IRQ column.
     pub irq: u64,
     /// Latency of the samples with no interrupt in their window.
     pub latency: Distribution,
+    /// max_IRQ: the largest latency of all samples, ns.
     pub max_irq_ns: u64,
     runtime: Quantiles<u64>,
     runtime_max_ns: u64,
@@ -83,20 +85,24 @@ impl Series {
         self.latency.quantile_ns(q)
     }
 
-    /// Exact, as the linear histogram keeps them.
+    /// The smallest latency of the samples no interrupt landed in; exact, as the linear
+    /// histogram keeps it.
     pub fn min_ns(&self) -> Option<u64> {
         self.latency.min_ns()
     }
 
+    /// The largest, likewise.
     pub fn max_ns(&self) -> Option<u64> {
         self.latency.max_ns()
     }
 
+    /// Runtime quantile `q` (0..=1) of all samples, to 1%.
     pub fn runtime_quantile_ns(&self, q: f64) -> Option<u64> {
         (!self.runtime.is_empty())
             .then(|| self.runtime.value_at_quantile(q).min(self.runtime_max_ns))
     }
 
+    /// The longest runtime of all samples, ns.
     pub fn runtime_max_ns(&self) -> Option<u64> {
         (self.count > 0).then_some(self.runtime_max_ns)
     }
@@ -105,6 +111,7 @@ impl Series {
 /// Samples a delay cause was seen in, and their latency (to 1%).
 #[derive(Clone, Debug)]
 pub struct CauseStats {
+    /// Samples it was seen in.
     pub samples: u64,
     latency: Quantiles<u64>,
     max_ns: u64,
@@ -134,17 +141,21 @@ impl Foldable for CauseStats {
 }
 
 impl CauseStats {
+    /// The median latency of those samples, ns.
     pub fn median_ns(&self) -> u64 {
         self.latency.value_at_quantile(0.5).min(self.max_ns)
     }
 
+    /// The largest latency of those samples, ns.
     pub fn max_ns(&self) -> u64 {
         self.max_ns
     }
 }
 
+/// The statistics of one mechanism.
 #[derive(Clone, Debug)]
 pub struct MechanismStats {
+    /// Its latency series.
     pub series: Series,
     /// At most `CAUSES`; the folded ones are `DelayCause::Other`.
     pub causes: TopMap<DelayCause, CauseStats>,
@@ -163,16 +174,21 @@ impl MechanismStats {
     }
 }
 
+/// The statistics of a bottom-half run, per mechanism and per source.
 #[derive(Clone, Debug)]
 pub struct BhStats {
+    /// How they are gathered.
     pub config: StatsConfig,
+    /// Per mechanism.
     pub mechanisms: BTreeMap<Mechanism, MechanismStats>,
+    /// Per source within a mechanism (quantiles to 1%).
     pub sources: BTreeMap<(Mechanism, Source), Series>,
     /// Samples the selection left out (other requesters in active mode).
     pub others: u64,
 }
 
 impl BhStats {
+    /// No samples yet.
     pub fn new(config: StatsConfig) -> Self {
         BhStats {
             config,
@@ -182,6 +198,7 @@ impl BhStats {
         }
     }
 
+    /// Takes a sample, if the selection does.
     pub fn add(&mut self, sample: Sample) {
         if !takes(self.config.selection, &sample) {
             self.others += 1;
@@ -210,6 +227,7 @@ impl BhStats {
         crate::keep_worst(&mut mechanism.worst, sample, config.worst, |s| s.latency_ns);
     }
 
+    /// Samples taken, all mechanisms together.
     pub fn samples(&self) -> u64 {
         self.mechanisms.values().map(|m| m.series.count).sum()
     }

@@ -1,6 +1,6 @@
-//! Interrupt-to-task wakeup latency (seeds 001 and 003): for every wakeup of a watched
-//! task by an interrupt, when the interrupt came, when its handler ran, when the task
-//! was woken and switched in, and what its CPU ran in between.
+//! Interrupt-to-task wakeup latency (Lee & Park; Chubb & Song): for every wakeup of a
+//! watched task by an interrupt, when the interrupt came, when its handler ran, when the
+//! task was woken and switched in, and what its CPU ran in between.
 //!
 //! - `timeline` keeps, per CPU, what ran when (threads, hardirqs, softirqs, hrtimer
 //!   callbacks, NMIs).
@@ -27,13 +27,19 @@ pub use tracker::{Targets, Tracker};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Origin {
     /// A hardirq (device line or local vector).
-    Irq { source: u16, id: u32 },
+    Irq {
+        /// What raised it (`enum irq_source`; 0: a device line).
+        source: u16,
+        /// The IRQ line or vector.
+        id: u32,
+    },
     /// A softirq raised from thread context (loopback and veth receive, bh enable), with
     /// no hardirq behind it.
     Softirq(u16),
 }
 
 impl Origin {
+    /// `hardirq irq 11 virtio0`, `softirq NET_RX raised by a thread`.
     pub fn label(&self, irq_names: &HashMap<u32, String>) -> String {
         match *self {
             Origin::Irq { source, id } => hardirq_label(source, id, irq_names),
@@ -56,21 +62,28 @@ pub enum Cause {
     /// The interrupt that started the chain, outside the handler that woke the task:
     /// its entry, other work it did first, its exit.
     Origin {
+        /// What raised it (`enum irq_source`; 0: a device line).
         source: u16,
+        /// The IRQ line or vector.
         id: u32,
     },
     /// The hrtimer callback that woke the task (this function).
     Handler(u64),
     /// Another hrtimer callback (this function) ran first.
     Timer(u64),
+    /// Another hardirq.
     Irq {
+        /// What raised it (`enum irq_source`; 0: a device line).
         source: u16,
+        /// The IRQ line or vector.
         id: u32,
     },
+    /// An NMI.
     Nmi,
+    /// A softirq (this vector).
     Softirq(u16),
     /// A thread of the chain: an IRQ thread, ksoftirqd or a kworker between the
-    /// interrupt and the task (the extra context switch of seed 001 §3).
+    /// interrupt and the task (the extra context switch of Lee & Park §3).
     Interposed(Comm),
     /// A thread that ran before the task although it was not running when the task was
     /// woken (higher priority, or first in line).
@@ -137,6 +150,7 @@ pub enum Component {
 }
 
 impl Component {
+    /// Every component, in the tables' order.
     pub const ALL: [Component; 6] = [
         Component::Irq,
         Component::Handler,
@@ -146,6 +160,7 @@ impl Component {
         Component::Total,
     ];
 
+    /// Its column and JSON name.
     pub fn name(self) -> &'static str {
         match self {
             Component::Irq => "irq",
@@ -157,6 +172,7 @@ impl Component {
         }
     }
 
+    /// What it spans, for legends.
     pub fn describe(self) -> &'static str {
         match self {
             Component::Irq => "timer expiry -> handler start",
@@ -178,25 +194,36 @@ impl fmt::Display for Component {
 /// Timer mode: the hrtimer the task slept on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimerPart {
+    /// The hrtimer's address.
     pub hrtimer: u64,
+    /// Its expiry as armed, CLOCK_MONOTONIC ns.
     pub expected_ns: u64,
+    /// When its callback began, CLOCK_MONOTONIC ns.
     pub handler_ns: u64,
+    /// When its callback ended, if seen.
     pub handler_end_ns: Option<u64>,
 }
 
 /// One wakeup of a watched task by an interrupt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sample {
+    /// The task's thread id.
     pub tid: u32,
+    /// Its name.
     pub comm: Comm,
-    /// Where the task ran, and where the wakeup happened.
+    /// Where the task ran.
     pub cpu: u32,
+    /// Where the wakeup happened.
     pub waker_cpu: u32,
+    /// The interrupt the chain began with.
     pub origin: Origin,
     /// The origin's entry (or, for a softirq raised by a thread, its raise).
     pub origin_ns: u64,
+    /// Timer mode: the hrtimer the task slept on.
     pub timer: Option<TimerPart>,
+    /// When the task was woken, CLOCK_MONOTONIC ns.
     pub wakeup_ns: u64,
+    /// When the task was switched in, CLOCK_MONOTONIC ns.
     pub switch_in_ns: u64,
     /// Timer mode: when the task read the clock back in user space.
     pub user_ns: Option<u64>,
@@ -209,18 +236,23 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// Where the latency starts: the timer's expiry, or the origin's entry.
     pub fn start_ns(&self) -> u64 {
         self.timer.map_or(self.origin_ns, |t| t.expected_ns)
     }
 
+    /// Where it ends: back in user space (timer mode), or the switch-in.
     pub fn end_ns(&self) -> u64 {
         self.user_ns.unwrap_or(self.switch_in_ns)
     }
 
+    /// The latency, ns.
     pub fn total_ns(&self) -> u64 {
         self.end_ns().saturating_sub(self.start_ns())
     }
 
+    /// One part of the latency, ns; `None` if the mode has no such part (or its end was
+    /// not seen).
     pub fn component(&self, component: Component) -> Option<u64> {
         match component {
             Component::Irq => self

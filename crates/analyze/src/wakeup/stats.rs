@@ -17,16 +17,19 @@ use crate::keep_worst;
 use irqlens_model::kernel::Comm;
 use irqlens_model::wakeup::{Report, StatsConfig};
 
+/// The latency of one CPU's tasks.
 #[derive(Clone, Debug, Default)]
 pub struct CpuStats {
     /// Every activation (timer mode: as the threads reported them) or wakeup.
     pub activations: u64,
     /// Those decomposed from the trace.
     pub samples: u64,
+    /// A distribution per component.
     pub components: BTreeMap<Component, Distribution>,
 }
 
 impl CpuStats {
+    /// The distribution of `component`, if any sample had it.
     pub fn series(&self, component: Component) -> Option<&Distribution> {
         self.components.get(&component)
     }
@@ -51,8 +54,11 @@ pub const THREADS: usize = 256;
 /// One cause over all samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CauseStats {
+    /// Samples it took time in.
     pub samples: u64,
+    /// Its time over all of them, ns.
     pub total_ns: u64,
+    /// Its largest time in one sample, ns.
     pub max_ns: u64,
 }
 
@@ -71,8 +77,11 @@ impl Foldable for CauseStats {
 /// The samples of one woken thread.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ThreadStats {
+    /// Its name.
     pub comm: Comm,
+    /// Its samples.
     pub samples: u64,
+    /// Its largest latency, ns.
     pub max_ns: u64,
 }
 
@@ -90,18 +99,26 @@ impl Foldable for ThreadStats {
 /// The sample (or, untraced, the report) a stop threshold caught.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
+    /// A decomposed sample.
     Sample(Box<Sample>),
+    /// Timer mode: an activation no traced wakeup explained.
     Untraced(Report),
 }
 
+/// The statistics of a wakeup run.
 #[derive(Clone, Debug)]
 pub struct WakeupStats {
+    /// How they are gathered.
     pub config: StatsConfig,
+    /// Per CPU the task ran on.
     pub cpus: BTreeMap<u32, CpuStats>,
+    /// Time per cause, over all samples (at most `CAUSES`, the rest folded).
     pub causes: TopMap<Cause, CauseStats>,
+    /// Samples per origin.
     pub origins: BTreeMap<Origin, u64>,
     /// Samples by the number of context switches from the interrupt to the task.
     pub switches: BTreeMap<u32, u64>,
+    /// Samples per interposed thread name (at most `INTERPOSED`, the rest folded).
     pub interposed: TopMap<Comm, u64>,
     /// Samples per woken thread (task mode watches several).
     pub threads: TopMap<u32, ThreadStats>,
@@ -109,10 +126,12 @@ pub struct WakeupStats {
     pub latency_ns: u64,
     /// Worst first.
     pub worst: Vec<Sample>,
+    /// What hit a stop threshold, if anything did.
     pub stop: Option<Stop>,
 }
 
 impl WakeupStats {
+    /// No samples yet.
     pub fn new(config: StatsConfig) -> Self {
         WakeupStats {
             config,
@@ -128,6 +147,7 @@ impl WakeupStats {
         }
     }
 
+    /// Takes a decomposed sample.
     pub fn add(&mut self, sample: Sample) {
         let config = self.config;
         let cpu = self.cpus.entry(sample.cpu).or_default();
@@ -176,10 +196,12 @@ impl WakeupStats {
         }
     }
 
+    /// Activations (or wakeups), all CPUs together.
     pub fn activations(&self) -> u64 {
         self.cpus.values().map(|c| c.activations).sum()
     }
 
+    /// Decomposed samples, all CPUs together.
     pub fn samples(&self) -> u64 {
         self.cpus.values().map(|c| c.samples).sum()
     }

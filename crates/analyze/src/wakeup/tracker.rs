@@ -7,7 +7,7 @@
 //! - A wakeup from a softirq starts where the softirq was raised: in a hardirq, at that
 //!   hardirq's entry; in a thread, at the raise.
 //! - A wakeup from an IRQ thread, ksoftirqd or a kworker carries on the chain that woke
-//!   that thread, which becomes an interposed thread (seed 001 §3).
+//!   that thread, which becomes an interposed thread (Lee & Park §3).
 //! - Until the wakeup the waker's CPU is followed, from then on the task's CPU.
 //!
 //! Events of one CPU arrive in order; events of different CPUs only roughly so: a sample
@@ -96,6 +96,8 @@ struct CpuState {
     serving: Option<(u16, Raise)>,
 }
 
+/// Follows the checkpoints (and, in timer mode, the threads' reports) and makes a
+/// sample of every wakeup of a target by an interrupt.
 pub struct Tracker {
     targets: Targets,
     /// None: every CPU is traced.
@@ -119,10 +121,12 @@ pub struct Tracker {
     ready: Vec<(Woken, u64)>,
     samples: Vec<Sample>,
     undecomposed: Vec<Report>,
+    /// What it could and could not make samples of so far.
     pub counts: TrackCounts,
 }
 
 impl Tracker {
+    /// Nothing followed yet; every CPU traced.
     pub fn new(targets: Targets) -> Self {
         Tracker {
             targets,
@@ -157,6 +161,7 @@ impl Tracker {
         matches!(self.targets, Targets::Timers(_))
     }
 
+    /// Takes the next checkpoint.
     pub fn add(&mut self, e: &Event) {
         self.counts.events += 1;
         self.release_reports(e.time_ns);
@@ -250,6 +255,7 @@ impl Tracker {
         self.pair(report.tid);
     }
 
+    /// Samples completed so far; the caller takes them.
     pub fn take_samples(&mut self) -> Vec<Sample> {
         std::mem::take(&mut self.samples)
     }

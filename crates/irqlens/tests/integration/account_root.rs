@@ -1,6 +1,7 @@
-//! `irqlens account` against known interrupt load (root, BPF): seed 004's experiment in
-//! small. A SCHED_FIFO spinner owns CPU 1; a receiver on CPU 0 gets a steady UDP flow
-//! whose receive processing RPS steers to CPU 1, where the kernel bills it to the spinner.
+//! `irqlens account` against known interrupt load (root, BPF): Zhang & West's experiment
+//! (§5) in small. A SCHED_FIFO spinner owns CPU 1; a receiver on CPU 0 gets a steady UDP
+//! flow whose receive processing RPS steers to CPU 1, where the kernel bills it to the
+//! spinner.
 
 use std::time::Duration;
 

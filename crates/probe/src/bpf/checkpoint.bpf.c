@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * irqlens's checkpoints (seed 000's INTSIGHT, on stock tracepoints): what ran on a CPU
- * and when (hardirqs, NMIs, softirqs, context switches, hrtimer callbacks), what was
- * requested (softirq raises, tasklets, work items, hrtimers armed by watched threads),
+ * irqlens's checkpoints (the INTSPECT thesis's INTSIGHT, on stock tracepoints): what ran
+ * on a CPU and when (hardirqs, NMIs, softirqs, context switches, hrtimer callbacks), what
+ * was requested (softirq raises, tasklets, work items, hrtimers armed by watched threads),
  * and who was woken (watched threads and the threads that run bottom halves).
  * Matching and arithmetic happen in user space (crates/analyze), where they are
  * unit-tested. Each capability loads the programs it needs (crates/probe/src/checkpoint.rs).

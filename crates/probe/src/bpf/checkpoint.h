@@ -9,7 +9,7 @@
 #define TASK_COMM_LEN 16
 
 /*
- * One checkpoint, in the thesis's sense (seed 000, §4.1.3): what happened, where, when.
+ * One checkpoint, in the INTSPECT thesis's sense (§4.1.3): what happened, where, when.
  * User space matches them (bh: requests to invocations; wakeup: interrupts to the tasks
  * they woke); the order is mirrored by EventKind in crates/model/src/event.rs.
  */

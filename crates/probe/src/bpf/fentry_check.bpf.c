@@ -2,7 +2,7 @@
 /*
  * Never attached: loading it tells whether this kernel lets irqlens put a probe on a
  * kernel function (fentry). Entropy mixing and the scheduler's runtime accounting, two
- * delay causes of seed 000 §5.4, have no tracepoint and need one.
+ * delay causes of INTSPECT thesis §5.4, have no tracepoint and need one.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Interference-free durations of nested execution contexts (seed 002, rules R1-R7).
+ * Interference-free durations of nested execution contexts (osnoise paper §2.1, rules
+ * R1-R7).
  *
  * A CPU runs at most one context of each class at a time, and a context of a higher
  * class only preempts lower ones: NMI > IRQ > softirq > thread. When a context ends, its

@@ -100,8 +100,8 @@ static __always_inline void end(struct cpu_state *s, __u32 cpu, unsigned int cls
 /*
  * The clock, read with no interference beginning around it: softirq programs run with
  * IRQs enabled, and an IRQ landing on the clock read would be charged to both contexts.
- * Retried as osnoise does (§5.5.2), a bounded number of times. A window of a few
- * instructions between this read and the nesting update remains.
+ * Retried as osnoise does (osnoise paper §5.5.2), a bounded number of times. A window of
+ * a few instructions between this read and the nesting update remains.
  */
 static __always_inline __u64 stable_now(struct cpu_state *s)
 {
