@@ -101,6 +101,8 @@ pub struct Comparison<A, B> {
 }
 
 /// Any capability's measurement document.
+// only its schema is used: never built, so its size does not matter
+#[allow(clippy::large_enum_variant)]
 #[derive(JsonSchema)]
 #[serde(untagged)]
 pub enum AnyMeasurement {
@@ -116,6 +118,7 @@ pub enum AnyMeasurement {
 
 /// Every JSON document irqlens prints: what its published JSON Schema describes
 /// (docs/irqlens.schema.json).
+#[allow(clippy::large_enum_variant)]
 #[derive(JsonSchema)]
 #[serde(untagged)]
 pub enum Document {

@@ -38,7 +38,7 @@ fn text(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
 fn bh_lost(lost_events: u64) -> BhRunInfo {
     BhRunInfo {
         common: RunCommon {
-            lost_events: lost_events,
+            lost_events,
             ..bh_info().common
         },
         ..bh_info()
@@ -213,10 +213,9 @@ fn account_info(lost_events: u64) -> AccountRunInfo {
             programs: 12,
             skipped_tracepoints: vec![],
             events: 100,
-            lost_events: lost_events,
+            lost_events,
             lost_by_cpu: Default::default(),
             interrupted: false,
-            ..Default::default()
         },
         hz: None,
     }

@@ -83,7 +83,6 @@ fn noise_info() -> NoiseRunInfo {
             lost_events: 0,
             lost_by_cpu: Default::default(),
             interrupted: false,
-            ..Default::default()
         },
         clock: "tsc".into(),
         collector_cpus: None,
@@ -128,7 +127,6 @@ pub(crate) fn bh_info() -> BhRunInfo {
             lost_events: 0,
             lost_by_cpu: Default::default(),
             interrupted: true,
-            ..Default::default()
         },
         matching: MatchCounts::default(),
         pending_softirqs: 0,
