@@ -70,7 +70,8 @@ pub fn require_root(why: &str) -> Result<()> {
 /// target/release/irqlens, which the bench does not build: a bench profile build would
 /// not be the binary users run, and cargo does not hand benches a binary path.
 pub fn irqlens_binary() -> Result<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // the workspace's root: the benches belong to crates/irqlens
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or(root.join("target"), PathBuf::from);
     let binary = target.join("release/irqlens");
     let built = fs::metadata(&binary)
@@ -81,9 +82,9 @@ pub fn irqlens_binary() -> Result<PathBuf> {
                 binary.display()
             )
         })?;
-    if newest_source(&root.join("src")).is_some_and(|source| source > built) {
+    if newest_source(&root.join("crates")).is_some_and(|source| source > built) {
         println!(
-            "warning: {} is older than src/: run `cargo build --release` first\n",
+            "warning: {} is older than crates/: run `cargo build --release` first\n",
             binary.display()
         );
     }

@@ -35,6 +35,16 @@ impl RunOptions {
         }
     }
 
+    /// How long the run lasts, if it has an end.
+    pub fn duration(&self) -> Option<std::time::Duration> {
+        match self {
+            RunOptions::Noise(o) => o.duration,
+            RunOptions::Bh(o) => o.duration,
+            RunOptions::Wakeup(o) => o.duration,
+            RunOptions::Account(o) => o.duration,
+        }
+    }
+
     /// The CPUs the run measured.
     pub fn cpus(&self) -> &CpuList {
         match self {

@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::time::Duration;
 
 use anyhow::Result;
 use irqlens_analyze::account::Period;
@@ -85,10 +84,6 @@ impl Tool for AccountTool {
 
     fn recorded(options: &AccountOptions) -> RunOptions {
         RunOptions::Account(options.clone())
-    }
-
-    fn duration(options: &AccountOptions) -> Option<Duration> {
-        options.duration
     }
 
     fn run(options: AccountOptions, live: &mut Live<'_>) -> Result<AccountResult> {

@@ -1,7 +1,6 @@
 //! `irqlens bh`: the INTSPECT method's run, live or replayed.
 
 use std::io::Write;
-use std::time::Duration;
 
 use anyhow::Result;
 use irqlens_analyze::loss::RunLosses;
@@ -39,10 +38,6 @@ impl Tool for BhTool {
 
     fn recorded(options: &BhOptions) -> RunOptions {
         RunOptions::Bh(options.clone())
-    }
-
-    fn duration(options: &BhOptions) -> Option<Duration> {
-        options.duration
     }
 
     fn run(options: BhOptions, live: &mut Live<'_>) -> Result<BhResult> {

@@ -50,8 +50,6 @@ pub trait Tool {
 
     /// The options as a recording keeps them.
     fn recorded(options: &Self::Options) -> RunOptions;
-    /// How long the run lasts, if it has an end.
-    fn duration(options: &Self::Options) -> Option<Duration>;
     /// Whether the live run shows a progress line on stderr.
     fn shows_progress(_options: &Self::Options, output: &OutputArgs) -> bool {
         output.progress()
@@ -91,7 +89,7 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<()> 
     let recorded = T::recorded(&options);
     let mut tap = open_tap(output, &recorded)?;
     let show = T::shows_progress(&options, output);
-    let mut result = with_progress(show, T::duration(&options), T::COUNTING, |progress| {
+    let mut result = with_progress(show, recorded.duration(), T::COUNTING, |progress| {
         let mut live = Live {
             tap: &mut tap,
             progress,

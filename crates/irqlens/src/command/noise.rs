@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::time::Duration;
 
 use anyhow::Result;
 use irqlens_analyze::loss::{Losses, RunLosses};
@@ -43,10 +42,6 @@ impl Tool for NoiseTool {
 
     fn recorded(options: &NoiseOptions) -> RunOptions {
         RunOptions::Noise(options.clone())
-    }
-
-    fn duration(options: &NoiseOptions) -> Option<Duration> {
-        options.duration
     }
 
     /// Without a live table, a long run still shows it is alive (on a terminal only).

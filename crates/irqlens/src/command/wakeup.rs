@@ -1,7 +1,6 @@
 //! `irqlens wakeup`: interrupt-to-task wakeup latency, live or replayed.
 
 use std::io::Write;
-use std::time::Duration;
 
 use anyhow::Result;
 use irqlens_analyze::loss::RunLosses;
@@ -36,10 +35,6 @@ impl Tool for WakeupTool {
 
     fn recorded(options: &WakeupOptions) -> RunOptions {
         RunOptions::Wakeup(options.clone())
-    }
-
-    fn duration(options: &WakeupOptions) -> Option<Duration> {
-        options.duration
     }
 
     fn run(options: WakeupOptions, live: &mut Live<'_>) -> Result<WakeupResult> {
