@@ -67,6 +67,8 @@ fn bh_marks_every_row_of_its_tables_when_checkpoints_were_lost() {
             selection: Selection::All,
             worst: 2,
         },
+        hist: None,
+        causes: 5,
     };
     let doc = bh::to_json(&stats, &info, &options, &names, &[], "6.18.0-test");
     assert_eq!(doc["lost"]["events"], 7);
@@ -130,6 +132,8 @@ fn wakeup_options(mode: WakeupMode) -> WakeupOptions {
         duration: None,
         mode,
         stats: StatsConfig::default(),
+        hist: None,
+        causes: 10,
     }
 }
 
@@ -221,6 +225,8 @@ fn account_marks_the_columns_that_come_from_the_checkpoints() {
         duration: None,
         interval: None,
         compensate: false,
+        threads: false,
+        top: 10,
     };
     let period = account_period(7);
     let table = text(|out| account::write_period(out, &period, &options, &view, &period.losses()));
