@@ -1,6 +1,6 @@
 //! Synthetic checkpoint streams for unit tests (times in µs).
 
-use crate::event::{Event, EventKind, EventKind::*};
+use crate::event::{Event, EventData, EventKind};
 use crate::kernel::Comm;
 
 pub const US: u64 = 1_000;
@@ -16,35 +16,75 @@ impl Stream {
         Self::default()
     }
 
-    pub fn at(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind) -> &mut Event {
+    pub fn at(&mut self, us: u64, cpu: u32, pid: u32, what: EventData) -> &mut Event {
         self.events.push(Event {
             pid,
-            ..Event::new(kind, cpu, us * US)
+            ..Event::new(what, cpu, us * US)
         });
         self.events.last_mut().expect("just pushed")
     }
 
     pub fn irq(&mut self, us: u64, cpu: u32, pid: u32, entry: bool, source: u16, id: u16) {
-        let e = self.at(us, cpu, pid, if entry { IrqEntry } else { IrqExit });
-        (e.aux, e.id) = (source.into(), id);
+        let what = if entry {
+            EventData::IrqEntry {
+                source,
+                line_or_vector: id,
+            }
+        } else {
+            EventData::IrqExit { line_or_vector: id }
+        };
+        self.at(us, cpu, pid, what);
     }
 
     pub fn switch(&mut self, us: u64, cpu: u32, prev: u32, next: u32, comm: &str) {
-        let e = self.at(us, cpu, prev, Switch);
-        (e.aux, e.comm) = (next, Comm::new(comm));
+        let what = EventData::Switch {
+            next_pid: next,
+            next_tgid: 0,
+            next_comm: Comm::new(comm),
+        };
+        self.at(us, cpu, prev, what);
     }
 
     pub fn wake(&mut self, us: u64, cpu: u32, waker: u32, woken: u32, comm: &str, watched: bool) {
-        let e = self.at(us, cpu, waker, Wakeup);
-        (e.aux, e.comm, e.func) = (woken, Comm::new(comm), watched as u64);
+        let what = EventData::Wakeup {
+            woken_pid: woken,
+            woken_tgid: 0,
+            woken_comm: Comm::new(comm),
+            watched,
+        };
+        self.at(us, cpu, waker, what);
     }
 
-    pub fn timer(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, hrtimer: u64, func: u64) {
-        let e = self.at(us, cpu, pid, kind);
-        (e.ptr, e.func) = (hrtimer, func);
+    /// A watched thread arms `hrtimer` to expire at `expires_ns`.
+    pub fn timer_start(&mut self, us: u64, cpu: u32, pid: u32, hrtimer: u64, expires_ns: u64) {
+        self.at(
+            us,
+            cpu,
+            pid,
+            EventData::TimerStart {
+                hrtimer,
+                expires_ns,
+            },
+        );
     }
 
+    /// `hrtimer`'s callback `function` begins.
+    pub fn timer_expire(&mut self, us: u64, cpu: u32, pid: u32, hrtimer: u64, function: u64) {
+        self.at(us, cpu, pid, EventData::TimerExpire { hrtimer, function });
+    }
+
+    pub fn timer_exit(&mut self, us: u64, cpu: u32, pid: u32, hrtimer: u64) {
+        self.at(us, cpu, pid, EventData::TimerExpireExit { hrtimer });
+    }
+
+    /// `kind` is SoftirqRaise, SoftirqEntry or SoftirqExit.
     pub fn softirq(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, vector: u16) {
-        self.at(us, cpu, pid, kind).id = vector;
+        let what = match kind {
+            EventKind::SoftirqRaise => EventData::SoftirqRaise { vector },
+            EventKind::SoftirqEntry => EventData::SoftirqEntry { vector },
+            EventKind::SoftirqExit => EventData::SoftirqExit { vector },
+            other => panic!("{other:?} is not a softirq checkpoint"),
+        };
+        self.at(us, cpu, pid, what);
     }
 }

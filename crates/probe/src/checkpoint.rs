@@ -10,7 +10,7 @@ use libbpf_rs::{MapCore, OpenObject};
 
 use super::area::{AreaLayout, Cursor, RecordAreas};
 use super::{Attached, Gate, load_and_attach, loaded_programs};
-use irqlens_model::event::{Event, EventKind};
+use irqlens_model::event::{Event, EventData, EventKind};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
@@ -159,22 +159,84 @@ impl<'obj> CheckpointProbe<'obj> {
     }
 }
 
-/// Decodes one record of an area; `None` if it is not one of ours.
+/// Decodes one record of an area; `None` if it is not one of ours. The only place that
+/// reads `struct checkpoint`'s per-kind fields (checkpoint.h says what each kind puts in
+/// them).
 fn decode_event(bytes: &[u8]) -> Option<Event> {
     if bytes.len() < size_of::<checkpoint>() {
         return None;
     }
     let raw: checkpoint = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
+    let comm = || Comm(raw.comm.map(|c| c as u8));
+    let what = match EventKind::from_raw(raw.kind)? {
+        EventKind::IrqEntry => EventData::IrqEntry {
+            // enum irq_source, which fits
+            source: raw.aux as u16,
+            line_or_vector: raw.id,
+        },
+        EventKind::IrqExit => EventData::IrqExit {
+            line_or_vector: raw.id,
+        },
+        EventKind::SoftirqRaise => EventData::SoftirqRaise { vector: raw.id },
+        EventKind::SoftirqEntry => EventData::SoftirqEntry { vector: raw.id },
+        EventKind::SoftirqExit => EventData::SoftirqExit { vector: raw.id },
+        EventKind::TaskletEntry => EventData::TaskletEntry {
+            tasklet: raw.ptr,
+            func: raw.func,
+        },
+        EventKind::TaskletExit => EventData::TaskletExit {
+            tasklet: raw.ptr,
+            func: raw.func,
+        },
+        EventKind::WorkQueue => EventData::WorkQueue {
+            work: raw.ptr,
+            func: raw.func,
+            // the kernel's int req_cpu
+            requested_cpu: raw.aux as i32,
+        },
+        EventKind::WorkActivate => EventData::WorkActivate {
+            work: raw.ptr,
+            func: raw.func,
+        },
+        EventKind::WorkStart => EventData::WorkStart {
+            work: raw.ptr,
+            func: raw.func,
+        },
+        EventKind::WorkEnd => EventData::WorkEnd { work: raw.ptr },
+        EventKind::Switch => EventData::Switch {
+            next_pid: raw.aux,
+            // a tgid, which fits
+            next_tgid: raw.ptr as u32,
+            next_comm: comm(),
+        },
+        EventKind::Wakeup => EventData::Wakeup {
+            woken_pid: raw.aux,
+            woken_tgid: raw.ptr as u32,
+            woken_comm: comm(),
+            watched: raw.func != 0,
+        },
+        EventKind::Nmi => EventData::Nmi {
+            duration_ns: raw.ptr,
+        },
+        EventKind::TimerStart => EventData::TimerStart {
+            hrtimer: raw.ptr,
+            expires_ns: raw.func,
+        },
+        EventKind::TimerExpire => EventData::TimerExpire {
+            hrtimer: raw.ptr,
+            function: raw.func,
+        },
+        EventKind::TimerExpireExit => EventData::TimerExpireExit { hrtimer: raw.ptr },
+        EventKind::SockData => EventData::SockData {
+            sock: raw.ptr,
+            reader: raw.aux,
+        },
+    };
     Some(Event {
         time_ns: raw.time,
         cpu: raw.cpu,
         pid: raw.pid,
-        kind: EventKind::from_raw(raw.kind)?,
-        id: raw.id,
-        aux: raw.aux,
-        ptr: raw.ptr,
-        func: raw.func,
-        comm: Comm(raw.comm.map(|c| c as u8)),
+        what,
     })
 }
 
@@ -204,3 +266,4 @@ pub fn not_observable() -> Vec<String> {
         )],
     }
 }
+
