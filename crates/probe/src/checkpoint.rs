@@ -267,3 +267,61 @@ pub fn not_observable() -> Vec<String> {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of `kind` with every field set, each to its own value.
+    fn record(kind: u16) -> checkpoint {
+        let mut comm = [0; 16];
+        comm[..3].copy_from_slice(&[b'c' as _, b'p' as _, b'u' as _]);
+        checkpoint {
+            time: 1_000,
+            ptr: 33,
+            func: 1,
+            cpu: 2,
+            pid: 7,
+            aux: 22,
+            kind,
+            id: 11,
+            comm,
+        }
+    }
+
+    fn bytes(record: &checkpoint) -> &[u8] {
+        // SAFETY: a plain-data struct, read as the bytes it is made of while borrowed
+        unsafe { std::slice::from_raw_parts(ptr::from_ref(record).cast(), size_of::<checkpoint>()) }
+    }
+
+    /// What the probe decodes is what a recording keeps: the `event` line has the
+    /// record's own fields (those the kind uses), and reads back as the same event.
+    #[test]
+    fn every_kind_is_recorded_as_its_record_and_replayed_as_decoded() {
+        for kind in 0..18 {
+            let raw = record(kind);
+            let event = decode_event(bytes(&raw)).expect("a known kind");
+            assert_eq!(event.what.kind(), EventKind::from_raw(kind).unwrap());
+            let line = serde_json::to_value(event).unwrap();
+            let fields = [
+                ("id", serde_json::json!(raw.id)),
+                ("aux", serde_json::json!(raw.aux)),
+                ("ptr", serde_json::json!(raw.ptr)),
+                ("func", serde_json::json!(raw.func)),
+                ("comm", serde_json::json!("cpu")),
+            ];
+            for (name, value) in fields {
+                if let Some(recorded) = line.get(name) {
+                    assert_eq!(recorded, &value, "{name} of {line}");
+                }
+            }
+            let replayed: Event = serde_json::from_value(line).unwrap();
+            assert_eq!(replayed, event);
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_and_short_records_are_not_events() {
+        assert_eq!(decode_event(bytes(&record(18))), None);
+        assert_eq!(decode_event(&bytes(&record(0))[..40]), None);
+    }
+}
