@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use irqlens_model::event::{Event, EventKind};
+use irqlens_model::event::{Event, EventData};
 
 /// Closed intervals (and switch times) kept per CPU; a window reaching further back is
 /// incomplete. About 1 MiB per CPU.
@@ -81,48 +81,52 @@ impl Timeline {
             (self.started, self.since, self.thread) = (true, t, e.pid);
         }
         // Checkpoints carry the current thread: a switch the probe lost heals here.
-        if self.stack.is_empty() && e.kind != EventKind::Switch && e.pid != self.thread {
+        let switch = matches!(e.what, EventData::Switch { .. });
+        if self.stack.is_empty() && !switch && e.pid != self.thread {
             self.close(t);
             self.thread = e.pid;
         }
         self.last_ns = t;
-        match e.kind {
-            EventKind::IrqEntry => self.enter(
+        match e.what {
+            EventData::IrqEntry {
+                source,
+                line_or_vector,
+            } => self.enter(
                 t,
                 Context::Hardirq {
-                    source: e.aux as u16,
-                    id: e.id.into(),
+                    source,
+                    id: line_or_vector.into(),
                     since: t,
                 },
             ),
-            EventKind::IrqExit => {
+            EventData::IrqExit { .. } => {
                 return self.leave(t, |c| matches!(c, Context::Hardirq { .. }));
             }
-            EventKind::SoftirqEntry => self.enter(t, Context::Softirq(e.id)),
-            EventKind::SoftirqExit => {
+            EventData::SoftirqEntry { vector } => self.enter(t, Context::Softirq(vector)),
+            EventData::SoftirqExit { .. } => {
                 return self.leave(t, |c| matches!(c, Context::Softirq(_)));
             }
-            EventKind::TimerExpire => self.enter(
+            EventData::TimerExpire { hrtimer, function } => self.enter(
                 t,
                 Context::Timer {
-                    hrtimer: e.ptr,
-                    function: e.func,
+                    hrtimer,
+                    function,
                     since: t,
                 },
             ),
-            EventKind::TimerExpireExit => {
+            EventData::TimerExpireExit { hrtimer: left } => {
                 return self.leave(
                     t,
-                    |c| matches!(c, Context::Timer { hrtimer, .. } if hrtimer == e.ptr),
+                    |c| matches!(c, Context::Timer { hrtimer, .. } if hrtimer == left),
                 );
             }
-            EventKind::Switch => {
+            EventData::Switch { next_pid, .. } => {
                 self.close(t);
                 self.stack.clear();
-                self.thread = e.aux;
+                self.thread = next_pid;
                 push_bounded(&mut self.switches, t);
             }
-            EventKind::Nmi => self.nmi(t, e.ptr),
+            EventData::Nmi { duration_ns } => self.nmi(t, duration_ns),
             _ => {}
         }
         None
@@ -254,29 +258,44 @@ fn push_bounded<T>(history: &mut VecDeque<T>, item: T) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use irqlens_model::event::EventKind::*;
+    use irqlens_model::event::EventData::*;
+    use irqlens_model::kernel::Comm;
 
-    fn event(kind: EventKind, us: u64, pid: u32) -> Event {
+    fn event(what: EventData, us: u64, pid: u32) -> Event {
         Event {
             pid,
-            ..Event::new(kind, 0, us * 1000)
+            ..Event::new(what, 0, us * 1000)
         }
+    }
+
+    fn switch_to(next_pid: u32, us: u64, pid: u32) -> Event {
+        let what = Switch {
+            next_pid,
+            next_tgid: 0,
+            next_comm: Comm::default(),
+        };
+        event(what, us, pid)
     }
 
     #[test]
     fn nested_contexts_become_slices() {
         let mut timeline = Timeline::default();
-        let mut irq = event(IrqEntry, 10, 7);
-        irq.aux = 1;
-        irq.id = 236;
-        timeline.add(&event(SoftirqRaise, 0, 7));
-        timeline.add(&irq);
-        timeline.add(&event(SoftirqEntry, 12, 7));
-        timeline.add(&event(SoftirqExit, 15, 7));
-        timeline.add(&event(IrqExit, 20, 7));
-        let mut switch = event(Switch, 25, 7);
-        switch.aux = 9;
-        timeline.add(&switch);
+        let irq = IrqEntry {
+            source: 1,
+            line_or_vector: 236,
+        };
+        timeline.add(&event(SoftirqRaise { vector: 0 }, 0, 7));
+        timeline.add(&event(irq, 10, 7));
+        timeline.add(&event(SoftirqEntry { vector: 0 }, 12, 7));
+        timeline.add(&event(SoftirqExit { vector: 0 }, 15, 7));
+        timeline.add(&event(
+            IrqExit {
+                line_or_vector: 236,
+            },
+            20,
+            7,
+        ));
+        timeline.add(&switch_to(9, 25, 7));
         let (slices, complete) = timeline.slices(5_000, 30_000);
         assert!(complete);
         let shape: Vec<(u64, u64, Context, u32)> = slices
@@ -308,24 +327,20 @@ mod tests {
         let mut timeline = Timeline::default();
         for us in 0..1_000_000 {
             // every entry's exit is lost, and the thread never switches
-            timeline.add(&event(SoftirqEntry, us, 7));
+            timeline.add(&event(SoftirqEntry { vector: 0 }, us, 7));
             assert!(timeline.stack().len() <= DEPTH);
         }
         assert!(timeline.closed.len() <= HISTORY && timeline.switches.len() <= HISTORY);
         assert_eq!(timeline.take_closed().count(), HISTORY);
-        let mut switch = event(Switch, 1_000_000, 7);
-        switch.aux = 9;
-        timeline.add(&switch);
+        timeline.add(&switch_to(9, 1_000_000, 7));
         assert!(timeline.stack().is_empty());
     }
 
     #[test]
     fn nmi_is_carved_out_and_history_start_is_reported() {
         let mut timeline = Timeline::default();
-        timeline.add(&event(SoftirqRaise, 10, 3));
-        let mut nmi = event(Nmi, 20, 3);
-        nmi.ptr = 4_000;
-        timeline.add(&nmi);
+        timeline.add(&event(SoftirqRaise { vector: 0 }, 10, 3));
+        timeline.add(&event(Nmi { duration_ns: 4_000 }, 20, 3));
         let (slices, complete) = timeline.slices(10_000, 22_000);
         assert!(complete);
         let contexts: Vec<Context> = slices.iter().map(|s| s.context).collect();

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use anyhow::{Result, anyhow};
+use irqlens_model::event::EventData;
 use irqlens_model::options::RunOptions;
 use irqlens_record::{End, Header, KernelFunction, Line, Sink};
 
@@ -38,9 +39,9 @@ impl Tap {
         }
         self.inputs += 1;
         if let Line::Event(event) = &line
-            && event.func != 0
+            && let Some(function) = function_of(&event.what)
         {
-            self.functions.insert(event.func);
+            self.functions.insert(function);
         }
         for sink in &mut self.sinks {
             if let Err(err) = sink.put(&line) {
@@ -78,6 +79,21 @@ impl Tap {
             .into_iter()
             .try_for_each(|sink| sink.finish(&end))
     }
+}
+
+/// The kernel function a checkpoint names: a tasklet's, a work item's, an hrtimer
+/// callback.
+fn function_of(what: &EventData) -> Option<u64> {
+    let function = match *what {
+        EventData::TaskletEntry { func, .. }
+        | EventData::TaskletExit { func, .. }
+        | EventData::WorkQueue { func, .. }
+        | EventData::WorkActivate { func, .. }
+        | EventData::WorkStart { func, .. } => func,
+        EventData::TimerExpire { function, .. } => function,
+        _ => return None,
+    };
+    (function != 0).then_some(function)
 }
 
 /// The header of a recording (or trace) of a run with `options`, begun now on this

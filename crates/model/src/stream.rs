@@ -1,6 +1,6 @@
 //! Synthetic checkpoint streams for unit tests (times in µs).
 
-use crate::event::{Event, EventKind, EventKind::*};
+use crate::event::{Event, EventData, EventKind};
 use crate::kernel::Comm;
 
 /// One µs in ns.
@@ -19,41 +19,80 @@ impl Stream {
         Self::default()
     }
 
-    /// A checkpoint of `kind` at `us` µs, for the caller to fill in.
-    pub fn at(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind) -> &mut Event {
+    /// A checkpoint saying `what` at `us` µs, for the caller to adjust.
+    pub fn at(&mut self, us: u64, cpu: u32, pid: u32, what: EventData) -> &mut Event {
         self.events.push(Event {
             pid,
-            ..Event::new(kind, cpu, us * US)
+            ..Event::new(what, cpu, us * US)
         });
         self.events.last_mut().expect("just pushed")
     }
 
     /// A hardirq entry or exit of `source` (`enum irq_source`) and line or vector `id`.
     pub fn irq(&mut self, us: u64, cpu: u32, pid: u32, entry: bool, source: u16, id: u16) {
-        let e = self.at(us, cpu, pid, if entry { IrqEntry } else { IrqExit });
-        (e.aux, e.id) = (source.into(), id);
+        let what = if entry {
+            EventData::IrqEntry {
+                source,
+                line_or_vector: id,
+            }
+        } else {
+            EventData::IrqExit { line_or_vector: id }
+        };
+        self.at(us, cpu, pid, what);
     }
 
     /// A switch from `prev` to `next`, named `comm`.
     pub fn switch(&mut self, us: u64, cpu: u32, prev: u32, next: u32, comm: &str) {
-        let e = self.at(us, cpu, prev, Switch);
-        (e.aux, e.comm) = (next, Comm::new(comm));
+        let what = EventData::Switch {
+            next_pid: next,
+            next_tgid: 0,
+            next_comm: Comm::new(comm),
+        };
+        self.at(us, cpu, prev, what);
     }
 
     /// `waker` wakes `woken`, named `comm`, watched or not.
     pub fn wake(&mut self, us: u64, cpu: u32, waker: u32, woken: u32, comm: &str, watched: bool) {
-        let e = self.at(us, cpu, waker, Wakeup);
-        (e.aux, e.comm, e.func) = (woken, Comm::new(comm), watched as u64);
+        let what = EventData::Wakeup {
+            woken_pid: woken,
+            woken_tgid: 0,
+            woken_comm: Comm::new(comm),
+            watched,
+        };
+        self.at(us, cpu, waker, what);
     }
 
-    /// An hrtimer checkpoint of `kind`: the timer and its callback (or soft expiry).
-    pub fn timer(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, hrtimer: u64, func: u64) {
-        let e = self.at(us, cpu, pid, kind);
-        (e.ptr, e.func) = (hrtimer, func);
+    /// A watched thread arms `hrtimer` to expire at `expires_ns`.
+    pub fn timer_start(&mut self, us: u64, cpu: u32, pid: u32, hrtimer: u64, expires_ns: u64) {
+        self.at(
+            us,
+            cpu,
+            pid,
+            EventData::TimerStart {
+                hrtimer,
+                expires_ns,
+            },
+        );
     }
 
-    /// A softirq raise, entry or exit of `vector`.
+    /// `hrtimer`'s callback `function` begins.
+    pub fn timer_expire(&mut self, us: u64, cpu: u32, pid: u32, hrtimer: u64, function: u64) {
+        self.at(us, cpu, pid, EventData::TimerExpire { hrtimer, function });
+    }
+
+    /// `hrtimer`'s callback ends.
+    pub fn timer_exit(&mut self, us: u64, cpu: u32, pid: u32, hrtimer: u64) {
+        self.at(us, cpu, pid, EventData::TimerExpireExit { hrtimer });
+    }
+
+    /// `kind` is SoftirqRaise, SoftirqEntry or SoftirqExit.
     pub fn softirq(&mut self, us: u64, cpu: u32, pid: u32, kind: EventKind, vector: u16) {
-        self.at(us, cpu, pid, kind).id = vector;
+        let what = match kind {
+            EventKind::SoftirqRaise => EventData::SoftirqRaise { vector },
+            EventKind::SoftirqEntry => EventData::SoftirqEntry { vector },
+            EventKind::SoftirqExit => EventData::SoftirqExit { vector },
+            other => panic!("{other:?} is not a softirq checkpoint"),
+        };
+        self.at(us, cpu, pid, what);
     }
 }

@@ -21,7 +21,7 @@ use crate::Names;
 use irqlens_analyze::bounded::AgedMap;
 use irqlens_analyze::noise::Cause;
 use irqlens_analyze::timeline::{Context, Timeline};
-use irqlens_model::event::{Event, EventKind};
+use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::{Comm, irq_label, softirq_name};
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
 use irqlens_model::noise::{NoiseClass, PeriodReport, Record};
@@ -155,8 +155,8 @@ impl TraceWriter {
         self.remember_comm(e);
         self.request(e)?;
         self.callback(e)?;
-        if e.kind == EventKind::Nmi {
-            let start = e.time_ns.saturating_sub(e.ptr);
+        if let EventData::Nmi { duration_ns } = e.what {
+            let start = e.time_ns.saturating_sub(duration_ns);
             self.out
                 .slice(e.cpu, Lane::Nmi, "nmi", start, e.time_ns, Value::Null)?;
         }
@@ -164,22 +164,43 @@ impl TraceWriter {
     }
 
     fn remember_comm(&mut self, e: &Event) {
-        if matches!(e.kind, EventKind::Switch | EventKind::Wakeup) {
-            self.comms.insert(e.aux, e.comm);
-        }
+        match e.what {
+            EventData::Switch {
+                next_pid,
+                next_comm,
+                ..
+            } => self.comms.insert(next_pid, next_comm),
+            EventData::Wakeup {
+                woken_pid,
+                woken_comm,
+                ..
+            } => self.comms.insert(woken_pid, woken_comm),
+            _ => None,
+        };
     }
 
     /// Raises, queueings and wakeups: moments, on the CPU that made them.
     fn request(&mut self, e: &Event) -> io::Result<()> {
-        let (name, args) = match e.kind {
-            EventKind::SoftirqRaise => (format!("raise {}", softirq_name(e.id.into())), json!({})),
-            EventKind::WorkQueue => (
-                format!("queue {}", self.names.symbols.name(e.func)),
-                json!({"work": format!("{:#x}", e.ptr), "requested_cpu": e.aux as i32}),
+        let (name, args) = match e.what {
+            EventData::SoftirqRaise { vector } => {
+                (format!("raise {}", softirq_name(vector.into())), json!({}))
+            }
+            EventData::WorkQueue {
+                work,
+                func,
+                requested_cpu,
+            } => (
+                format!("queue {}", self.names.symbols.name(func)),
+                json!({"work": format!("{work:#x}"), "requested_cpu": requested_cpu}),
             ),
-            EventKind::Wakeup => (
-                format!("wakeup {}", thread_label(e.aux, Some(&e.comm))),
-                json!({"watched": e.func != 0}),
+            EventData::Wakeup {
+                woken_pid,
+                woken_comm,
+                watched,
+                ..
+            } => (
+                format!("wakeup {}", thread_label(woken_pid, Some(&woken_comm))),
+                json!({"watched": watched}),
             ),
             _ => return Ok(()),
         };
@@ -194,22 +215,24 @@ impl TraceWriter {
     /// Tasklets and work items, matched by address (a work item may sleep, or end on
     /// another CPU: it is drawn where it began).
     fn callback(&mut self, e: &Event) -> io::Result<()> {
-        let what = match e.kind {
-            EventKind::TaskletEntry | EventKind::TaskletExit => "tasklet",
-            EventKind::WorkStart | EventKind::WorkEnd => "work",
+        let (what, address, begun) = match e.what {
+            EventData::TaskletEntry { tasklet, func } => ("tasklet", tasklet, Some(func)),
+            EventData::TaskletExit { tasklet, .. } => ("tasklet", tasklet, None),
+            EventData::WorkStart { work, func } => ("work", work, Some(func)),
+            EventData::WorkEnd { work } => ("work", work, None),
             _ => return Ok(()),
         };
-        if matches!(e.kind, EventKind::TaskletEntry | EventKind::WorkStart) {
+        if let Some(function) = begun {
             let open = OpenCallback {
                 cpu: e.cpu,
                 start_ns: e.time_ns,
                 what,
-                function: e.func,
+                function,
             };
-            self.open_callbacks.insert(e.ptr, open);
+            self.open_callbacks.insert(address, open);
             return Ok(());
         }
-        match self.open_callbacks.remove(&e.ptr) {
+        match self.open_callbacks.remove(&address) {
             Some(open) => self.end_callback(&open, e.time_ns),
             None => Ok(()),
         }
@@ -484,6 +507,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+    use irqlens_model::event::EventData;
     use irqlens_model::event::EventKind::*;
     use irqlens_model::noise::Sample;
     use irqlens_model::stream::Stream;
@@ -558,8 +582,11 @@ mod tests {
         let mut stream = Stream::new();
         for n in 0..100_000u32 {
             // a work item whose end was lost, on a thread never seen again
-            let e = stream.at(u64::from(n), 1, n, WorkStart);
-            (e.ptr, e.func) = (u64::from(n) + 1, WORK_FN);
+            let work = EventData::WorkStart {
+                work: u64::from(n) + 1,
+                func: WORK_FN,
+            };
+            stream.at(u64::from(n), 1, n, work);
             stream.switch(u64::from(n), 1, n, n + 1, "short-lived");
         }
         let inputs = stream.events.len() as u64;
@@ -666,15 +693,40 @@ mod tests {
     #[test]
     fn tasklets_and_work_are_named_and_overlapping_work_is_cut_to_nest() {
         let mut s = Stream::new();
-        for (us, kind, ptr, func) in [
-            (10, WorkStart, 0xa, WORK_FN),
-            (12, WorkStart, 0xb, WORK_FN),
-            (13, TaskletEntry, 0xc, TASKLET_FN),
-            (14, TaskletExit, 0xc, 0),
-            (15, WorkEnd, 0xa, 0),
-            (20, WorkEnd, 0xb, 0),
+        let tasklet = 0xc;
+        for (us, what) in [
+            (
+                10,
+                EventData::WorkStart {
+                    work: 0xa,
+                    func: WORK_FN,
+                },
+            ),
+            (
+                12,
+                EventData::WorkStart {
+                    work: 0xb,
+                    func: WORK_FN,
+                },
+            ),
+            (
+                13,
+                EventData::TaskletEntry {
+                    tasklet,
+                    func: TASKLET_FN,
+                },
+            ),
+            (
+                14,
+                EventData::TaskletExit {
+                    tasklet,
+                    func: TASKLET_FN,
+                },
+            ),
+            (15, EventData::WorkEnd { work: 0xa }),
+            (20, EventData::WorkEnd { work: 0xb }),
         ] {
-            s.timer(us, 0, 5, kind, ptr, func);
+            s.at(us, 0, 5, what);
         }
         let all = slices(&trace_of("callbacks", &events(s)));
         let lane = "tasklet/work/hrtimer".to_owned();

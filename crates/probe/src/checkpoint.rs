@@ -10,7 +10,7 @@ use libbpf_rs::{MapCore, OpenObject};
 
 use super::area::{AreaLayout, Cursor, RecordAreas};
 use super::{Attached, Gate, load_and_attach, loaded_programs};
-use irqlens_model::event::{Event, EventKind};
+use irqlens_model::event::{Event, EventData, EventKind};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
@@ -176,7 +176,9 @@ impl<'obj> CheckpointProbe<'obj> {
     }
 }
 
-/// Decodes one record of an area; `None` if it is not one of ours.
+/// Decodes one record of an area; `None` if it is not one of ours. The only place that
+/// reads `struct checkpoint`'s per-kind fields (checkpoint.h says what each kind puts in
+/// them).
 fn decode_event(bytes: &[u8]) -> Option<Event> {
     if bytes.len() < size_of::<checkpoint>() {
         return None;
@@ -184,16 +186,76 @@ fn decode_event(bytes: &[u8]) -> Option<Event> {
     // SAFETY: `bytes` holds at least one checkpoint (checked above), read unaligned; it
     // is plain integers and bytes, valid for any bit pattern.
     let raw: checkpoint = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
+    let comm = || Comm(raw.comm.map(|c| c as u8));
+    let what = match EventKind::from_raw(raw.kind)? {
+        EventKind::IrqEntry => EventData::IrqEntry {
+            // enum irq_source, which fits
+            source: raw.aux as u16,
+            line_or_vector: raw.id,
+        },
+        EventKind::IrqExit => EventData::IrqExit {
+            line_or_vector: raw.id,
+        },
+        EventKind::SoftirqRaise => EventData::SoftirqRaise { vector: raw.id },
+        EventKind::SoftirqEntry => EventData::SoftirqEntry { vector: raw.id },
+        EventKind::SoftirqExit => EventData::SoftirqExit { vector: raw.id },
+        EventKind::TaskletEntry => EventData::TaskletEntry {
+            tasklet: raw.ptr,
+            func: raw.func,
+        },
+        EventKind::TaskletExit => EventData::TaskletExit {
+            tasklet: raw.ptr,
+            func: raw.func,
+        },
+        EventKind::WorkQueue => EventData::WorkQueue {
+            work: raw.ptr,
+            func: raw.func,
+            // the kernel's int req_cpu
+            requested_cpu: raw.aux as i32,
+        },
+        EventKind::WorkActivate => EventData::WorkActivate {
+            work: raw.ptr,
+            func: raw.func,
+        },
+        EventKind::WorkStart => EventData::WorkStart {
+            work: raw.ptr,
+            func: raw.func,
+        },
+        EventKind::WorkEnd => EventData::WorkEnd { work: raw.ptr },
+        EventKind::Switch => EventData::Switch {
+            next_pid: raw.aux,
+            // a tgid, which fits
+            next_tgid: raw.ptr as u32,
+            next_comm: comm(),
+        },
+        EventKind::Wakeup => EventData::Wakeup {
+            woken_pid: raw.aux,
+            woken_tgid: raw.ptr as u32,
+            woken_comm: comm(),
+            watched: raw.func != 0,
+        },
+        EventKind::Nmi => EventData::Nmi {
+            duration_ns: raw.ptr,
+        },
+        EventKind::TimerStart => EventData::TimerStart {
+            hrtimer: raw.ptr,
+            expires_ns: raw.func,
+        },
+        EventKind::TimerExpire => EventData::TimerExpire {
+            hrtimer: raw.ptr,
+            function: raw.func,
+        },
+        EventKind::TimerExpireExit => EventData::TimerExpireExit { hrtimer: raw.ptr },
+        EventKind::SockData => EventData::SockData {
+            sock: raw.ptr,
+            reader: raw.aux,
+        },
+    };
     Some(Event {
         time_ns: raw.time,
         cpu: raw.cpu,
         pid: raw.pid,
-        kind: EventKind::from_raw(raw.kind)?,
-        id: raw.id,
-        aux: raw.aux,
-        ptr: raw.ptr,
-        func: raw.func,
-        comm: Comm(raw.comm.map(|c| c as u8)),
+        what,
     })
 }
 
@@ -228,5 +290,64 @@ pub fn not_observable() -> Vec<String> {
         Ok(_) => vec![format!(
             "{what}; this kernel allows fentry, but irqlens does not attribute them yet: their delays count as undelayed time"
         )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of `kind` with every field set, each to its own value.
+    fn record(kind: u16) -> checkpoint {
+        let mut comm = [0; 16];
+        comm[..3].copy_from_slice(&[b'c' as _, b'p' as _, b'u' as _]);
+        checkpoint {
+            time: 1_000,
+            ptr: 33,
+            func: 1,
+            cpu: 2,
+            pid: 7,
+            aux: 22,
+            kind,
+            id: 11,
+            comm,
+        }
+    }
+
+    fn bytes(record: &checkpoint) -> &[u8] {
+        // SAFETY: a plain-data struct, read as the bytes it is made of while borrowed
+        unsafe { std::slice::from_raw_parts(ptr::from_ref(record).cast(), size_of::<checkpoint>()) }
+    }
+
+    /// What the probe decodes is what a recording keeps: the `event` line has the
+    /// record's own fields (those the kind uses), and reads back as the same event.
+    #[test]
+    fn every_kind_is_recorded_as_its_record_and_replayed_as_decoded() {
+        for kind in 0..18 {
+            let raw = record(kind);
+            let event = decode_event(bytes(&raw)).expect("a known kind");
+            assert_eq!(event.what.kind(), EventKind::from_raw(kind).unwrap());
+            let line = serde_json::to_value(event).unwrap();
+            let fields = [
+                ("id", serde_json::json!(raw.id)),
+                ("aux", serde_json::json!(raw.aux)),
+                ("ptr", serde_json::json!(raw.ptr)),
+                ("func", serde_json::json!(raw.func)),
+                ("comm", serde_json::json!("cpu")),
+            ];
+            for (name, value) in fields {
+                if let Some(recorded) = line.get(name) {
+                    assert_eq!(recorded, &value, "{name} of {line}");
+                }
+            }
+            let replayed: Event = serde_json::from_value(line).unwrap();
+            assert_eq!(replayed, event);
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_and_short_records_are_not_events() {
+        assert_eq!(decode_event(bytes(&record(18))), None);
+        assert_eq!(decode_event(&bytes(&record(0))[..40]), None);
     }
 }

@@ -5,7 +5,7 @@ use flate2::write::GzEncoder;
 use proptest::prelude::*;
 
 use super::*;
-use irqlens_model::event::EventKind;
+use irqlens_model::event::EventData;
 use irqlens_model::kernel::Comm;
 
 fn header() -> Header {
@@ -30,16 +30,26 @@ fn header() -> Header {
 fn events() -> Vec<Line> {
     (0..50)
         .map(|i| {
-            let mut event = Event::new(EventKind::IrqEntry, 1, 1_000 * i);
-            (event.aux, event.id, event.comm) = (0, 11, Comm::new("spinner"));
-            event.func = if i % 2 == 0 {
-                0
+            let what = if i % 2 == 0 {
+                spinner_in()
             } else {
-                0xffff_ffff_8100_0000 + i
+                EventData::TaskletEntry {
+                    tasklet: 0,
+                    func: 0xffff_ffff_8100_0000 + i,
+                }
             };
-            Line::Event(event)
+            Line::Event(Event::new(what, 1, 1_000 * i))
         })
         .collect()
+}
+
+/// A switch to the spinner (its tgid left zero).
+fn spinner_in() -> EventData {
+    EventData::Switch {
+        next_pid: 11,
+        next_tgid: 0,
+        next_comm: Comm::new("spinner"),
+    }
 }
 
 fn end(inputs: u64) -> Line {
@@ -117,11 +127,17 @@ fn event_times(lines: &[Line]) -> Vec<u64> {
 fn what_is_written_is_read_back() {
     let inputs = read(recording()).unwrap();
     assert_eq!(event_times(&inputs), event_times(&events()));
-    let Line::Event(event) = &inputs[1] else {
-        panic!("an event")
+    let [Line::Event(switch), Line::Event(tasklet), ..] = &inputs[..] else {
+        panic!("events")
     };
-    assert_eq!(event.comm, Comm::new("spinner"));
-    assert_eq!((event.id, event.func), (11, 0xffff_ffff_8100_0001));
+    assert_eq!(switch.what, spinner_in());
+    assert_eq!(
+        tasklet.what,
+        EventData::TaskletEntry {
+            tasklet: 0,
+            func: 0xffff_ffff_8100_0001
+        }
+    );
 }
 
 #[test]

@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use super::timeline::{Context, Slice, Timeline};
 use compensate::Compensator;
-use irqlens_model::event::{Event, EventKind};
+use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::Comm;
 pub use period::Period;
 
@@ -357,56 +357,61 @@ impl Attributor {
         for slice in cpu.timeline.take_closed() {
             route(&mut self.ledger, &mut cpu.runs, slice);
         }
-        match e.kind {
-            EventKind::IrqEntry if cpu.runs.hardirq.is_none() => {
+        match e.what {
+            EventData::IrqEntry {
+                source,
+                line_or_vector,
+            } if cpu.runs.hardirq.is_none() => {
                 cpu.runs.hardirq = Some(Run::new(Source::Hardirq {
-                    source: e.aux as u16,
-                    id: e.id.into(),
+                    source,
+                    id: line_or_vector.into(),
                 }));
             }
-            EventKind::IrqExit => match cpu.runs.hardirq.take().and_then(|run| cpu.hand_on(run)) {
-                Some(run) if run.may_wake_remotely() && self.ledger.irqlens.is_some() => {
-                    cpu.ipi = Some(run);
+            EventData::IrqExit { .. } => {
+                match cpu.runs.hardirq.take().and_then(|run| cpu.hand_on(run)) {
+                    Some(run) if run.may_wake_remotely() && self.ledger.irqlens.is_some() => {
+                        cpu.ipi = Some(run);
+                    }
+                    Some(run) => self.settle(e.cpu, &run, &[run.part()]),
+                    None => {}
                 }
-                Some(run) => self.settle(e.cpu, &run, &[run.part()]),
-                None => {}
-            },
-            EventKind::SoftirqEntry => {
-                cpu.runs.softirq = Some(Run::new(Source::Softirq { vector: e.id }));
             }
-            EventKind::SoftirqExit => {
+            EventData::SoftirqEntry { vector } => {
+                cpu.runs.softirq = Some(Run::new(Source::Softirq { vector }));
+            }
+            EventData::SoftirqExit { .. } => {
                 if let Some(run) = cpu.runs.softirq.take() {
                     let parts = cpu.with_handed_on(&run);
                     self.settle(e.cpu, &run, &parts);
                 }
             }
-            EventKind::TimerExpire => {
+            EventData::TimerExpire { .. } => {
                 let source = cpu.runs.enclosing().map(|run| run.source);
                 cpu.runs.callback = source.map(Run::new);
             }
-            EventKind::TimerExpireExit => {
+            EventData::TimerExpireExit { .. } => {
                 if let Some(run) = cpu.runs.callback.take().and_then(|run| cpu.fold_in(run)) {
                     self.settle(e.cpu, &run, &[run.part()]);
                 }
             }
-            EventKind::SoftirqRaise => {
+            EventData::SoftirqRaise { vector } => {
                 if let Some(run) = cpu
                     .runs
                     .hardirq
                     .as_mut()
-                    .filter(|r| !r.raised.contains(&e.id))
+                    .filter(|r| !r.raised.contains(&vector))
                 {
-                    run.raised.push(e.id);
+                    run.raised.push(vector);
                 }
             }
-            EventKind::Wakeup => {
+            EventData::Wakeup { woken_pid, .. } => {
                 if let Some(run) = cpu.runs.innermost() {
-                    run.wake(e.aux);
+                    run.wake(woken_pid);
                 }
             }
-            EventKind::SockData => {
+            EventData::SockData { reader, .. } => {
                 if let Some(run) = cpu.runs.innermost() {
-                    run.deliver(e.aux);
+                    run.deliver(reader);
                 }
             }
             _ => {}
@@ -456,19 +461,37 @@ impl Attributor {
     /// Settles the wakeup IPI waiting on the event's CPU once the CPU switches (to
     /// irqlens's thread: irqlens's own work) or takes another hardirq.
     fn settle_ipi(&mut self, e: &Event) {
-        if !matches!(e.kind, EventKind::Switch | EventKind::IrqEntry) {
+        let for_irqlens = match e.what {
+            EventData::Switch { next_pid, .. } => Some(self.ledger.is_irqlens(next_pid)),
+            EventData::IrqEntry { .. } => Some(false),
+            _ => None,
+        };
+        let Some(for_irqlens) = for_irqlens else {
             return;
-        }
+        };
         let Some(run) = self.cpus.get_mut(&e.cpu).and_then(|cpu| cpu.ipi.take()) else {
             return;
         };
-        let for_irqlens = e.kind == EventKind::Switch && self.ledger.is_irqlens(e.aux);
         self.settle_as(e.cpu, &run.units, &[run.part()], for_irqlens);
     }
 
     fn learn_name(&mut self, e: &Event) {
-        if matches!(e.kind, EventKind::Switch | EventKind::Wakeup) && e.aux != IDLE {
-            self.ledger.seen.insert(e.aux, (e.ptr as u32, e.comm));
+        let (pid, tgid, comm) = match e.what {
+            EventData::Switch {
+                next_pid,
+                next_tgid,
+                next_comm,
+            } => (next_pid, next_tgid, next_comm),
+            EventData::Wakeup {
+                woken_pid,
+                woken_tgid,
+                woken_comm,
+                ..
+            } => (woken_pid, woken_tgid, woken_comm),
+            _ => return,
+        };
+        if pid != IDLE {
+            self.ledger.seen.insert(pid, (tgid, comm));
         }
     }
 

@@ -6,7 +6,7 @@ use super::compensate::Compensator;
 use super::report::{relative_error, table, totals};
 use super::*;
 use irqlens_model::account::ThreadInfo;
-use irqlens_model::event::EventKind::*;
+use irqlens_model::event::{EventData, EventKind::*};
 use irqlens_model::stream::{Stream, US};
 
 const SPINNER: u32 = 10;
@@ -37,7 +37,7 @@ fn net_rx() -> Source {
 }
 
 fn deliver(s: &mut Stream, us: u64, pid: u32, reader: u32) {
-    s.at(us, CPU, pid, SockData).aux = reader;
+    s.at(us, CPU, pid, EventData::SockData { sock: 0, reader });
 }
 
 fn feed(attributor: &mut Attributor, events: &[Event]) {
@@ -177,13 +177,13 @@ fn a_wakeup_in_an_hrtimer_callback_is_served_the_callback_only() {
     const WAKEUP_FN: u64 = 0xb;
     let mut s = Stream::new();
     s.irq(0, CPU, SPINNER, true, TIMER, 236);
-    s.timer(1, CPU, SPINNER, TimerExpire, 0x100, TICK_FN);
+    s.timer_expire(1, CPU, SPINNER, 0x100, TICK_FN);
     // the tick raises TIMER: housekeeping, handed to nobody
     s.softirq(2, CPU, SPINNER, SoftirqRaise, 1);
-    s.timer(4, CPU, SPINNER, TimerExpireExit, 0x100, 0);
-    s.timer(5, CPU, SPINNER, TimerExpire, 0x200, WAKEUP_FN);
+    s.timer_exit(4, CPU, SPINNER, 0x100);
+    s.timer_expire(5, CPU, SPINNER, 0x200, WAKEUP_FN);
     s.wake(6, CPU, SPINNER, SLEEPER, "sleeper", false);
-    s.timer(7, CPU, SPINNER, TimerExpireExit, 0x200, 0);
+    s.timer_exit(7, CPU, SPINNER, 0x200);
     s.irq(10, CPU, SPINNER, false, TIMER, 236);
     s.softirq(10, CPU, SPINNER, SoftirqEntry, 1);
     s.softirq(11, CPU, SPINNER, SoftirqExit, 1);
@@ -208,7 +208,14 @@ fn idle_nmi_and_softirqs_that_never_ran_are_accounted() {
     s.irq(4, CPU, IDLE, false, IPI, 251);
     // an NMI of 3 µs, stamped at its end, on the spinner
     s.switch(10, CPU, IDLE, SPINNER, "spinner");
-    s.at(20, CPU, SPINNER, Nmi).ptr = 3 * US;
+    s.at(
+        20,
+        CPU,
+        SPINNER,
+        EventData::Nmi {
+            duration_ns: 3 * US,
+        },
+    );
     let attributor = attribute(&s);
     let ledger = attributor.ledger();
     assert_eq!(in_us(&ledger.threads[&IDLE].charged), vec![(ipi(), 4)]);
@@ -388,8 +395,8 @@ fn attribution_runs_the_compensation_per_tick() {
         }
     }
     // the receiver is current on CPU 0 at a later tick
-    s.at(12 * TICK_US + 5, 0, RECEIVER, SoftirqRaise);
-    s.at(14 * TICK_US + 5, 0, RECEIVER, SoftirqRaise);
+    s.softirq(12 * TICK_US + 5, 0, RECEIVER, SoftirqRaise, 0);
+    s.softirq(14 * TICK_US + 5, 0, RECEIVER, SoftirqRaise, 0);
     let mut attributor = Attributor::new(Some(TICK_US * US), None);
     feed(&mut attributor, &s.events);
     let c = attributor.compensator().unwrap();
@@ -418,8 +425,13 @@ fn irq_work() -> Source {
 
 /// A wakeup of `tid`, a thread of process `tgid`, on the CPU of the test.
 fn wake_thread(s: &mut Stream, us: u64, waker: u32, tid: u32, tgid: u32) {
-    s.wake(us, CPU, waker, tid, "thread", false);
-    s.events.last_mut().expect("just woken").ptr = tgid.into();
+    let wakeup = EventData::Wakeup {
+        woken_pid: tid,
+        woken_tgid: tgid,
+        woken_comm: Comm::new("thread"),
+        watched: false,
+    };
+    s.at(us, CPU, waker, wakeup);
 }
 
 fn attribute_with_irqlens(s: &Stream) -> Ledger {
@@ -540,8 +552,12 @@ fn a_wakeup_ipi_the_cpu_leaves_for_irqlens_is_irqlens_own() {
     s.irq(102, CPU, HACKBENCH, false, RESCHEDULE, 253);
     s.softirq(103, CPU, HACKBENCH, SoftirqEntry, RCU);
     s.softirq(104, CPU, HACKBENCH, SoftirqExit, RCU);
-    s.switch(105, CPU, HACKBENCH, COLLECTOR, "irqlens");
-    s.events.last_mut().unwrap().ptr = IRQLENS.into();
+    let to_collector = EventData::Switch {
+        next_pid: COLLECTOR,
+        next_tgid: IRQLENS,
+        next_comm: Comm::new("irqlens"),
+    };
+    s.at(105, CPU, HACKBENCH, to_collector);
     // one for another task: the CPU switches to the spinner
     s.switch(200, CPU, COLLECTOR, HACKBENCH, "hackbench");
     s.irq(300, CPU, HACKBENCH, true, RESCHEDULE, 253);

@@ -15,7 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use super::{Delay, DelayCause, Mechanism, Sample, Source};
 use crate::bounded::AgedMap;
 use irqlens_model::bh::MatchCounts;
-use irqlens_model::event::{Event, EventKind};
+use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 
@@ -230,15 +230,18 @@ impl Matcher {
     /// Takes the next checkpoint.
     pub fn add(&mut self, e: &Event) {
         self.counts.events += 1;
-        match e.kind {
-            EventKind::IrqEntry => {
+        match e.what {
+            EventData::IrqEntry {
+                source,
+                line_or_vector,
+            } => {
                 let irqs = &mut self.cpu(e.cpu).irqs;
                 if irqs.len() == OPEN_IRQS {
                     irqs.remove(0);
                 }
-                irqs.push((e.time_ns, e.aux as u16, e.id.into()));
+                irqs.push((e.time_ns, source, line_or_vector.into()));
             }
-            EventKind::IrqExit => {
+            EventData::IrqExit { .. } => {
                 let cpu = self.cpu(e.cpu);
                 if let Some((start_ns, source, id)) = cpu.irqs.pop() {
                     cpu.remember(Happening {
@@ -248,22 +251,22 @@ impl Matcher {
                     });
                 }
             }
-            EventKind::Nmi => self.cpu(e.cpu).remember(Happening {
-                start_ns: e.time_ns.saturating_sub(e.ptr),
+            EventData::Nmi { duration_ns } => self.cpu(e.cpu).remember(Happening {
+                start_ns: e.time_ns.saturating_sub(duration_ns),
                 end_ns: e.time_ns,
                 what: Happened::Nmi,
             }),
-            EventKind::SoftirqRaise => self.softirq_raise(e),
-            EventKind::SoftirqEntry => self.softirq_entry(e),
-            EventKind::SoftirqExit => self.softirq_exit(e),
-            EventKind::TaskletEntry => self.tasklet_entry(e),
-            EventKind::TaskletExit => {
+            EventData::SoftirqRaise { vector } => self.softirq_raise(e, vector),
+            EventData::SoftirqEntry { vector } => self.softirq_entry(e, vector),
+            EventData::SoftirqExit { vector } => self.softirq_exit(e, vector),
+            EventData::TaskletEntry { func, .. } => self.tasklet_entry(e, func),
+            EventData::TaskletExit { .. } => {
                 if let Some(running) = self.cpu(e.cpu).tasklet.take() {
                     self.finish(running, e, false);
                 }
             }
-            EventKind::WorkQueue => {
-                if self.works.insert(e.ptr, Request::at(e)).is_some() {
+            EventData::WorkQueue { work, .. } => {
+                if self.works.insert(work, Request::at(e)).is_some() {
                     self.counts.cancelled_works += 1;
                 }
                 self.counts.stale_works = self.works.evicted();
@@ -271,22 +274,30 @@ impl Matcher {
             // Activation is part of queueing (same thread, same CPU) unless max_active
             // held the item back; then a finishing item activates it later. The latency
             // counts from the queueing either way.
-            EventKind::WorkActivate => {
-                if let Some(request) = self.works.get_mut(&e.ptr) {
+            EventData::WorkActivate { work, .. } => {
+                if let Some(request) = self.works.get_mut(&work) {
                     if request.pid != e.pid || request.cpu != e.cpu {
                         request.activated_ns = Some(e.time_ns);
                     }
                 }
             }
-            EventKind::WorkStart => self.work_start(e),
-            EventKind::WorkEnd => self.work_end(e),
-            EventKind::Switch => self.switch(e),
-            EventKind::Wakeup => self.wakeup(e),
+            EventData::WorkStart { work, func } => self.work_start(e, work, func),
+            EventData::WorkEnd { work } => self.work_end(e, work),
+            EventData::Switch {
+                next_pid,
+                next_comm,
+                ..
+            } => self.switch(e, next_pid, next_comm),
+            EventData::Wakeup {
+                woken_pid,
+                woken_comm,
+                ..
+            } => self.wakeup(e, woken_pid, woken_comm),
             // hrtimers are wakeup's checkpoints; the bh probe does not load them
-            EventKind::TimerStart
-            | EventKind::TimerExpire
-            | EventKind::TimerExpireExit
-            | EventKind::SockData => {}
+            EventData::TimerStart { .. }
+            | EventData::TimerExpire { .. }
+            | EventData::TimerExpireExit { .. }
+            | EventData::SockData { .. } => {}
         }
     }
 
@@ -294,17 +305,17 @@ impl Matcher {
         self.cpus.entry(cpu).or_default()
     }
 
-    fn softirq_raise(&mut self, e: &Event) {
+    fn softirq_raise(&mut self, e: &Event, vector: u16) {
         let request = Request::at(e);
         let cpu = self.cpus.entry(e.cpu).or_default();
-        if let Some(queue) = tasklet_queue(e.id) {
+        if let Some(queue) = tasklet_queue(vector) {
             let raises = &mut cpu.tasklet_raises[queue];
             if raises.len() == TASKLET_QUEUE {
                 raises.pop_front();
             }
             raises.push_back(request);
         }
-        let vector = e.id as usize;
+        let vector = vector as usize;
         let Some(slot) = cpu.raised.get_mut(vector) else {
             return;
         };
@@ -322,37 +333,37 @@ impl Matcher {
         }
     }
 
-    fn softirq_entry(&mut self, e: &Event) {
+    fn softirq_entry(&mut self, e: &Event, vector: u16) {
         let cpu = self.cpus.entry(e.cpu).or_default();
         // A vector at or below the last one run starts a new pass; a restart whose
         // vectors keep rising goes unnoticed, which only merges more raises.
         cpu.pass = match cpu.pass {
-            Some((start, last)) if e.id > last => Some((start, e.id)),
-            _ => Some((e.time_ns, e.id)),
+            Some((start, last)) if vector > last => Some((start, vector)),
+            _ => Some((e.time_ns, vector)),
         };
-        let vector = e.id as usize;
-        let request = cpu.raised.get_mut(vector).and_then(Option::take);
-        if let Some(again) = cpu.raised_again.get_mut(vector).and_then(Option::take) {
-            cpu.raised[vector] = Some(again);
+        let index = vector as usize;
+        let request = cpu.raised.get_mut(index).and_then(Option::take);
+        if let Some(again) = cpu.raised_again.get_mut(index).and_then(Option::take) {
+            cpu.raised[index] = Some(again);
         }
         if request.is_none() {
             self.counts.unmatched_softirqs += 1;
         }
         cpu.softirq = Some(Running {
             mechanism: Mechanism::Softirq,
-            source: Source::Vector(e.id),
+            source: Source::Vector(vector),
             request,
             entry_ns: e.time_ns,
             woke_watched: false,
         });
     }
 
-    fn softirq_exit(&mut self, e: &Event) {
+    fn softirq_exit(&mut self, e: &Event, vector: u16) {
         let cpu = self.cpus.entry(e.cpu).or_default();
         let Some(running) = cpu.softirq.take() else {
             return;
         };
-        if let Some(queue) = tasklet_queue(e.id) {
+        if let Some(queue) = tasklet_queue(vector) {
             // Raises before this run began were served by it, or re-raised by it for
             // tasklets it could not run yet (disabled or running elsewhere).
             cpu.tasklet_raises[queue].retain(|r| r.time_ns > running.entry_ns);
@@ -360,12 +371,12 @@ impl Matcher {
         cpu.remember(Happening {
             start_ns: running.entry_ns,
             end_ns: e.time_ns,
-            what: Happened::Softirq(e.id),
+            what: Happened::Softirq(vector),
         });
         self.finish(running, e, false);
     }
 
-    fn tasklet_entry(&mut self, e: &Event) {
+    fn tasklet_entry(&mut self, e: &Event, func: u64) {
         let cpu = self.cpus.entry(e.cpu).or_default();
         let Some(softirq) = &cpu.softirq else {
             return;
@@ -387,16 +398,16 @@ impl Matcher {
         }
         cpu.tasklet = Some(Running {
             mechanism: Mechanism::Tasklet,
-            source: Source::Function(e.func),
+            source: Source::Function(func),
             request,
             entry_ns: e.time_ns,
             woke_watched: false,
         });
     }
 
-    fn work_start(&mut self, e: &Event) {
+    fn work_start(&mut self, e: &Event, work: u64, func: u64) {
         let cpu = self.cpus.entry(e.cpu).or_default();
-        cpu.work = Some((e.ptr, e.pid));
+        cpu.work = Some((work, e.pid));
         // BH workqueue items (6.9+) run inside TASKLET/HI and raised it when queued:
         // that raise is theirs, not a tasklet's.
         if let Some(softirq) = &cpu.softirq {
@@ -410,15 +421,15 @@ impl Matcher {
                 }
             }
         }
-        let request = self.works.remove(&e.ptr);
+        let request = self.works.remove(&work);
         if request.is_none() {
             self.counts.unmatched_works += 1;
         }
         self.running_works.insert(
-            e.ptr,
+            work,
             Running {
                 mechanism: Mechanism::Workqueue,
-                source: Source::Function(e.func),
+                source: Source::Function(func),
                 request,
                 entry_ns: e.time_ns,
                 woke_watched: false,
@@ -427,9 +438,9 @@ impl Matcher {
         self.counts.unended_works = self.running_works.evicted();
     }
 
-    fn work_end(&mut self, e: &Event) {
+    fn work_end(&mut self, e: &Event, work: u64) {
         self.cpu(e.cpu).work = None;
-        let Some(running) = self.running_works.remove(&e.ptr) else {
+        let Some(running) = self.running_works.remove(&work) else {
             return;
         };
         let Source::Function(function) = running.source else {
@@ -443,18 +454,16 @@ impl Matcher {
         self.finish(running, e, true);
     }
 
-    fn switch(&mut self, e: &Event) {
-        let (prev, next) = (e.pid, e.aux);
-        self.comms.insert(next, e.comm);
+    /// `e`'s thread switches out for `next`.
+    fn switch(&mut self, e: &Event, next: u32, comm: Comm) {
+        let prev = e.pid;
+        self.comms.insert(next, comm);
         self.cpu(e.cpu).remember(Happening {
             start_ns: e.time_ns,
             end_ns: e.time_ns,
-            what: Happened::Switch {
-                pid: next,
-                comm: e.comm,
-            },
+            what: Happened::Switch { pid: next, comm },
         });
-        if is_worker(&e.comm) || is_irq_thread(&e.comm) {
+        if is_worker(&comm) || is_irq_thread(&comm) {
             self.switched_in.insert(next, e.time_ns);
         }
         self.irq_thread_wakeups.remove(&prev);
@@ -468,7 +477,7 @@ impl Matcher {
         if let Some(request) = self.irq_thread_wakeups.remove(&next) {
             let running = Running {
                 mechanism: Mechanism::IrqThread,
-                source: Source::Thread(e.comm),
+                source: Source::Thread(comm),
                 request: Some(request),
                 entry_ns: e.time_ns,
                 woke_watched: false,
@@ -477,13 +486,13 @@ impl Matcher {
         }
     }
 
-    fn wakeup(&mut self, e: &Event) {
-        let woken = e.aux;
-        self.comms.insert(woken, e.comm);
-        if is_worker(&e.comm) {
+    /// `e` (its waker's context) woke `woken`.
+    fn wakeup(&mut self, e: &Event, woken: u32, comm: Comm) {
+        self.comms.insert(woken, comm);
+        if is_worker(&comm) {
             self.woken.insert(woken, e.time_ns);
         }
-        if is_irq_thread(&e.comm) {
+        if is_irq_thread(&comm) {
             self.woken.insert(woken, e.time_ns);
             // a wakeup before the thread got to sleep is superseded by this one
             self.irq_thread_wakeups.insert(woken, Request::at(e));
@@ -657,10 +666,8 @@ mod tests {
             Stream(Vec::new())
         }
 
-        fn at(mut self, us: u64, cpu: u32, kind: EventKind, id: u16) -> Self {
-            let mut e = Event::new(kind, cpu, us * 1_000);
-            e.id = id;
-            self.0.push(e);
+        fn at(mut self, us: u64, cpu: u32, what: EventData) -> Self {
+            self.0.push(Event::new(what, cpu, us * 1_000));
             self
         }
 
@@ -681,18 +688,99 @@ mod tests {
         }
     }
 
-    use EventKind::*;
+    use EventData::*;
     const TIMER: u16 = 1;
     const NET_RX: u16 = 3;
+
+    // The checkpoints of the tests, with the fields the matcher reads.
+
+    fn raise(vector: u16) -> EventData {
+        SoftirqRaise { vector }
+    }
+
+    fn entry(vector: u16) -> EventData {
+        SoftirqEntry { vector }
+    }
+
+    fn exit(vector: u16) -> EventData {
+        SoftirqExit { vector }
+    }
+
+    fn irq_entry(source: u16, line_or_vector: u16) -> EventData {
+        IrqEntry {
+            source,
+            line_or_vector,
+        }
+    }
+
+    fn irq_exit(line_or_vector: u16) -> EventData {
+        IrqExit { line_or_vector }
+    }
+
+    fn tasklet_entry(func: u64) -> EventData {
+        TaskletEntry { tasklet: 0, func }
+    }
+
+    fn tasklet_exit() -> EventData {
+        TaskletExit {
+            tasklet: 0,
+            func: 0,
+        }
+    }
+
+    fn queue(work: u64) -> EventData {
+        queue_fn(work, 0)
+    }
+
+    fn queue_fn(work: u64, func: u64) -> EventData {
+        WorkQueue {
+            work,
+            func,
+            requested_cpu: 0,
+        }
+    }
+
+    fn activate(work: u64) -> EventData {
+        WorkActivate { work, func: 0 }
+    }
+
+    fn start(work: u64) -> EventData {
+        start_fn(work, 0)
+    }
+
+    fn start_fn(work: u64, func: u64) -> EventData {
+        WorkStart { work, func }
+    }
+
+    fn end(work: u64) -> EventData {
+        WorkEnd { work }
+    }
+
+    fn switch(next_pid: u32, comm: &str) -> EventData {
+        Switch {
+            next_pid,
+            next_tgid: 0,
+            next_comm: Comm::new(comm),
+        }
+    }
+
+    fn wakeup(woken_pid: u32, comm: &str) -> EventData {
+        Wakeup {
+            woken_pid,
+            woken_tgid: 0,
+            woken_comm: Comm::new(comm),
+            watched: false,
+        }
+    }
 
     #[test]
     fn softirq_latency_from_raise_to_entry() {
         let (samples, counts) = Stream::new()
-            .at(100, 0, IrqEntry, 30)
-            .at(101, 0, SoftirqRaise, TIMER)
-            .at(103, 0, IrqExit, 30)
-            .at(104, 0, SoftirqEntry, TIMER)
-            .at(110, 0, SoftirqExit, TIMER)
+            .at(100, 0, irq_entry(0, 30))
+            .at(101, 0, raise(TIMER))
+            .at(103, 0, irq_exit(30))
+            .at(104, 0, entry(TIMER))
+            .at(110, 0, exit(TIMER))
             .run(None);
         assert_eq!(samples.len(), 1);
         let s = &samples[0];
@@ -711,18 +799,18 @@ mod tests {
     #[test]
     fn reraise_keeps_the_first_raise_and_never_goes_negative() {
         let (samples, counts) = Stream::new()
-            .at(10, 0, SoftirqRaise, TIMER)
-            .at(12, 0, SoftirqRaise, TIMER)
-            .at(15, 0, SoftirqRaise, TIMER)
-            .at(20, 0, SoftirqEntry, TIMER)
+            .at(10, 0, raise(TIMER))
+            .at(12, 0, raise(TIMER))
+            .at(15, 0, raise(TIMER))
+            .at(20, 0, entry(TIMER))
             // raised again while it runs: a new request for the next run
-            .at(22, 0, SoftirqRaise, TIMER)
-            .at(25, 0, SoftirqExit, TIMER)
-            .at(26, 0, SoftirqEntry, TIMER)
-            .at(27, 0, SoftirqExit, TIMER)
+            .at(22, 0, raise(TIMER))
+            .at(25, 0, exit(TIMER))
+            .at(26, 0, entry(TIMER))
+            .at(27, 0, exit(TIMER))
             // an entry nobody requested (the kernel ran a merged re-raise twice)
-            .at(40, 0, SoftirqEntry, TIMER)
-            .at(41, 0, SoftirqExit, TIMER)
+            .at(40, 0, entry(TIMER))
+            .at(41, 0, exit(TIMER))
             .run(None);
         let latencies: Vec<u64> = samples.iter().map(|s| s.latency_ns).collect();
         assert_eq!(latencies, vec![10_000, 4_000]);
@@ -733,16 +821,16 @@ mod tests {
     #[test]
     fn a_raise_during_the_pass_that_still_serves_the_vector_is_a_new_request() {
         let (samples, counts) = Stream::new()
-            .at(0, 0, SoftirqRaise, TIMER)
-            .at(1, 0, SoftirqRaise, NET_RX)
-            .at(2, 0, SoftirqEntry, TIMER)
+            .at(0, 0, raise(TIMER))
+            .at(1, 0, raise(NET_RX))
+            .at(2, 0, entry(TIMER))
             // NET_RX was taken by this pass already: this raise makes it run again
-            .at(3, 0, SoftirqRaise, NET_RX)
-            .at(4, 0, SoftirqExit, TIMER)
-            .at(5, 0, SoftirqEntry, NET_RX)
-            .at(6, 0, SoftirqExit, NET_RX)
-            .at(7, 0, SoftirqEntry, NET_RX)
-            .at(8, 0, SoftirqExit, NET_RX)
+            .at(3, 0, raise(NET_RX))
+            .at(4, 0, exit(TIMER))
+            .at(5, 0, entry(NET_RX))
+            .at(6, 0, exit(NET_RX))
+            .at(7, 0, entry(NET_RX))
+            .at(8, 0, exit(NET_RX))
             .run(None);
         let net: Vec<u64> = samples
             .iter()
@@ -756,14 +844,14 @@ mod tests {
     #[test]
     fn a_raise_after_the_pass_began_is_merged() {
         let (samples, counts) = Stream::new()
-            .at(0, 0, SoftirqRaise, TIMER)
-            .at(2, 0, SoftirqEntry, TIMER)
+            .at(0, 0, raise(TIMER))
+            .at(2, 0, entry(TIMER))
             // NET_RX was not pending when the pass began: both raises, one run
-            .at(3, 0, SoftirqRaise, NET_RX)
-            .at(3, 0, SoftirqRaise, NET_RX)
-            .at(4, 0, SoftirqExit, TIMER)
-            .at(5, 0, SoftirqEntry, NET_RX)
-            .at(6, 0, SoftirqExit, NET_RX)
+            .at(3, 0, raise(NET_RX))
+            .at(3, 0, raise(NET_RX))
+            .at(4, 0, exit(TIMER))
+            .at(5, 0, entry(NET_RX))
+            .at(6, 0, exit(NET_RX))
             .run(None);
         assert_eq!(samples.len(), 2);
         assert_eq!((counts.reraises, counts.unmatched_softirqs), (1, 0));
@@ -772,17 +860,14 @@ mod tests {
     #[test]
     fn bh_work_run_by_the_tasklet_softirq_takes_its_own_raise() {
         let (samples, _) = Stream::new()
-            .at(0, 0, SoftirqRaise, TASKLET_SOFTIRQ)
-            .at(1, 0, SoftirqRaise, TASKLET_SOFTIRQ)
-            .at(5, 0, SoftirqEntry, TASKLET_SOFTIRQ)
-            .at(6, 0, WorkStart, 0)
-            .with(|e| e.ptr = 0xb)
-            .at(7, 0, WorkEnd, 0)
-            .with(|e| e.ptr = 0xb)
-            .at(8, 0, TaskletEntry, 0)
-            .with(|e| e.func = 0xa)
-            .at(9, 0, TaskletExit, 0)
-            .at(10, 0, SoftirqExit, TASKLET_SOFTIRQ)
+            .at(0, 0, raise(TASKLET_SOFTIRQ))
+            .at(1, 0, raise(TASKLET_SOFTIRQ))
+            .at(5, 0, entry(TASKLET_SOFTIRQ))
+            .at(6, 0, start(0xb))
+            .at(7, 0, end(0xb))
+            .at(8, 0, tasklet_entry(0xa))
+            .at(9, 0, tasklet_exit())
+            .at(10, 0, exit(TASKLET_SOFTIRQ))
             .run(None);
         let tasklet = samples
             .iter()
@@ -794,12 +879,9 @@ mod tests {
     #[test]
     fn work_run_on_an_untraced_cpu_has_an_untraced_window() {
         let (samples, _) = Stream::new()
-            .at(0, 0, WorkQueue, 0)
-            .with(|e| e.ptr = 0x1)
-            .at(3, 1, WorkStart, 0)
-            .with(|e| e.ptr = 0x1)
-            .at(4, 1, WorkEnd, 0)
-            .with(|e| e.ptr = 0x1)
+            .at(0, 0, queue(0x1))
+            .at(3, 1, start(0x1))
+            .at(4, 1, end(0x1))
             .run_with(Matcher::new(None).tracing_only(CpuList::single(0)));
         assert_eq!(samples[0].delay.causes, vec![DelayCause::Untraced]);
         assert!(!samples[0].delay.complete);
@@ -808,16 +890,14 @@ mod tests {
     #[test]
     fn nested_irq_lands_in_the_irq_column_and_leaves_the_runtime() {
         let (samples, _) = Stream::new()
-            .at(0, 1, SoftirqRaise, NET_RX)
-            .at(2, 1, IrqEntry, 41)
-            .with(|e| e.aux = 0)
-            .at(5, 1, IrqExit, 41)
-            .at(6, 1, SoftirqEntry, NET_RX)
+            .at(0, 1, raise(NET_RX))
+            .at(2, 1, irq_entry(0, 41))
+            .at(5, 1, irq_exit(41))
+            .at(6, 1, entry(NET_RX))
             // an IRQ interrupting the softirq counts against its run time only
-            .at(8, 1, IrqEntry, 236)
-            .with(|e| e.aux = 1)
-            .at(9, 1, IrqExit, 236)
-            .at(16, 1, SoftirqExit, NET_RX)
+            .at(8, 1, irq_entry(1, 236))
+            .at(9, 1, irq_exit(236))
+            .at(16, 1, exit(NET_RX))
             .run(None);
         let s = &samples[0];
         assert_eq!(s.latency_ns, 6_000);
@@ -830,19 +910,15 @@ mod tests {
     #[test]
     fn other_softirqs_first_and_ksoftirqd_are_causes() {
         let (samples, _) = Stream::new()
-            .at(0, 0, SoftirqRaise, TIMER)
-            .at(0, 0, SoftirqRaise, NET_RX)
-            .at(1, 0, SoftirqEntry, TIMER)
-            .at(4, 0, SoftirqExit, TIMER)
-            .at(5, 0, Switch, 0)
-            .with(|e| {
-                e.pid = 100;
-                e.aux = 15;
-                e.comm = Comm::new("ksoftirqd/0");
-            })
-            .at(7, 0, SoftirqEntry, NET_RX)
+            .at(0, 0, raise(TIMER))
+            .at(0, 0, raise(NET_RX))
+            .at(1, 0, entry(TIMER))
+            .at(4, 0, exit(TIMER))
+            .at(5, 0, switch(15, "ksoftirqd/0"))
+            .with(|e| e.pid = 100)
+            .at(7, 0, entry(NET_RX))
             .with(|e| e.pid = 15)
-            .at(9, 0, SoftirqExit, NET_RX)
+            .at(9, 0, exit(NET_RX))
             .with(|e| e.pid = 15)
             .run(None);
         let net = samples
@@ -863,23 +939,20 @@ mod tests {
     fn tasklets_match_their_raises_in_order() {
         const TASKLET: u16 = TASKLET_SOFTIRQ;
         let (samples, counts) = Stream::new()
-            .at(0, 0, SoftirqRaise, TASKLET)
-            .at(3, 0, SoftirqRaise, TASKLET)
-            .at(10, 0, SoftirqEntry, TASKLET)
-            .at(11, 0, TaskletEntry, 0)
-            .with(|e| e.func = 0xa)
-            .at(12, 0, TaskletExit, 0)
-            .at(13, 0, TaskletEntry, 0)
-            .with(|e| e.func = 0xb)
-            .at(14, 0, TaskletExit, 0)
+            .at(0, 0, raise(TASKLET))
+            .at(3, 0, raise(TASKLET))
+            .at(10, 0, entry(TASKLET))
+            .at(11, 0, tasklet_entry(0xa))
+            .at(12, 0, tasklet_exit())
+            .at(13, 0, tasklet_entry(0xb))
+            .at(14, 0, tasklet_exit())
             // raised while running: belongs to the next run
-            .at(14, 0, SoftirqRaise, TASKLET)
-            .at(15, 0, SoftirqExit, TASKLET)
-            .at(20, 0, SoftirqEntry, TASKLET)
-            .at(22, 0, TaskletEntry, 0)
-            .with(|e| e.func = 0xa)
-            .at(23, 0, TaskletExit, 0)
-            .at(24, 0, SoftirqExit, TASKLET)
+            .at(14, 0, raise(TASKLET))
+            .at(15, 0, exit(TASKLET))
+            .at(20, 0, entry(TASKLET))
+            .at(22, 0, tasklet_entry(0xa))
+            .at(23, 0, tasklet_exit())
+            .at(24, 0, exit(TASKLET))
             .run(None);
         let tasklets: Vec<(Source, u64)> = samples
             .iter()
@@ -900,50 +973,20 @@ mod tests {
     #[test]
     fn work_items_match_by_pointer_across_cpus() {
         let (samples, counts) = Stream::new()
-            .at(0, 0, WorkQueue, 0)
-            .with(|e| {
-                e.ptr = 0x1000;
-                e.func = 0xf1;
-                e.pid = 500;
-            })
-            .at(1, 0, WorkQueue, 0)
-            .with(|e| {
-                e.ptr = 0x2000;
-                e.func = 0xf2;
-            })
-            .at(2, 1, Wakeup, 0)
-            .with(|e| {
-                e.aux = 77;
-                e.comm = Comm::new("kworker/u8:1");
-            })
-            .at(5, 1, Switch, 0)
-            .with(|e| {
-                e.aux = 77;
-                e.comm = Comm::new("kworker/u8:1");
-            })
+            .at(0, 0, queue_fn(0x1000, 0xf1))
+            .with(|e| e.pid = 500)
+            .at(1, 0, queue_fn(0x2000, 0xf2))
+            .at(2, 1, wakeup(77, "kworker/u8:1"))
+            .at(5, 1, switch(77, "kworker/u8:1"))
             // the second item starts first, on the other CPU
-            .at(6, 1, WorkStart, 0)
-            .with(|e| {
-                e.ptr = 0x2000;
-                e.func = 0xf2;
-                e.pid = 77;
-            })
-            .at(7, 1, WorkEnd, 0)
-            .with(|e| {
-                e.ptr = 0x2000;
-                e.pid = 77;
-            })
-            .at(8, 1, WorkStart, 0)
-            .with(|e| {
-                e.ptr = 0x1000;
-                e.func = 0xf1;
-                e.pid = 77;
-            })
-            .at(12, 1, WorkEnd, 0)
-            .with(|e| {
-                e.ptr = 0x1000;
-                e.pid = 77;
-            })
+            .at(6, 1, start_fn(0x2000, 0xf2))
+            .with(|e| e.pid = 77)
+            .at(7, 1, end(0x2000))
+            .with(|e| e.pid = 77)
+            .at(8, 1, start_fn(0x1000, 0xf1))
+            .with(|e| e.pid = 77)
+            .at(12, 1, end(0x1000))
+            .with(|e| e.pid = 77)
             .run(None);
         let works: Vec<(Source, u32, u32, u64)> = samples
             .iter()
@@ -967,26 +1010,20 @@ mod tests {
 
     #[test]
     fn work_run_first_by_the_same_worker_is_a_cause() {
-        let work = |ptr: u64, func: u64| {
-            move |e: &mut Event| {
-                e.ptr = ptr;
-                e.func = func;
-                e.pid = 32;
-            }
-        };
+        let by_worker = |e: &mut Event| e.pid = 32;
         let (samples, _) = Stream::new()
-            .at(0, 1, WorkQueue, 0)
-            .with(work(0x1, 0xa1))
-            .at(1, 1, WorkQueue, 0)
-            .with(work(0x2, 0xa2))
-            .at(10, 1, WorkStart, 0)
-            .with(work(0x1, 0xa1))
-            .at(900, 1, WorkEnd, 0)
-            .with(work(0x1, 0xa1))
-            .at(901, 1, WorkStart, 0)
-            .with(work(0x2, 0xa2))
-            .at(905, 1, WorkEnd, 0)
-            .with(work(0x2, 0xa2))
+            .at(0, 1, queue_fn(0x1, 0xa1))
+            .with(by_worker)
+            .at(1, 1, queue_fn(0x2, 0xa2))
+            .with(by_worker)
+            .at(10, 1, start_fn(0x1, 0xa1))
+            .with(by_worker)
+            .at(900, 1, end(0x1))
+            .with(by_worker)
+            .at(901, 1, start_fn(0x2, 0xa2))
+            .with(by_worker)
+            .at(905, 1, end(0x2))
+            .with(by_worker)
             .run(None);
         let second = &samples[1];
         assert_eq!(second.latency_ns, 900_000);
@@ -997,36 +1034,20 @@ mod tests {
     #[test]
     fn work_activated_later_was_held_back() {
         let (samples, _) = Stream::new()
-            .at(0, 0, WorkQueue, 0)
-            .with(|e| {
-                e.ptr = 0x1;
-                e.pid = 9;
-            })
+            .at(0, 0, queue(0x1))
+            .with(|e| e.pid = 9)
             // activated in the same call: not held back
-            .at(0, 0, WorkActivate, 0)
-            .with(|e| {
-                e.ptr = 0x1;
-                e.pid = 9;
-            })
-            .at(1, 0, WorkQueue, 0)
-            .with(|e| {
-                e.ptr = 0x2;
-                e.pid = 9;
-            })
-            .at(2, 0, WorkStart, 0)
-            .with(|e| e.ptr = 0x1)
-            .at(3, 0, WorkEnd, 0)
-            .with(|e| e.ptr = 0x1)
+            .at(0, 0, activate(0x1))
+            .with(|e| e.pid = 9)
+            .at(1, 0, queue(0x2))
+            .with(|e| e.pid = 9)
+            .at(2, 0, start(0x1))
+            .at(3, 0, end(0x1))
             // the finishing worker activates the second one
-            .at(3, 0, WorkActivate, 0)
-            .with(|e| {
-                e.ptr = 0x2;
-                e.pid = 40;
-            })
-            .at(4, 0, WorkStart, 0)
-            .with(|e| e.ptr = 0x2)
-            .at(5, 0, WorkEnd, 0)
-            .with(|e| e.ptr = 0x2)
+            .at(3, 0, activate(0x2))
+            .with(|e| e.pid = 40)
+            .at(4, 0, start(0x2))
+            .at(5, 0, end(0x2))
             .run(None);
         assert_eq!(samples[0].delay.activated_after_ns, None);
         assert_eq!(samples[1].delay.activated_after_ns, Some(2_000));
@@ -1037,32 +1058,16 @@ mod tests {
     #[test]
     fn a_thread_running_at_the_request_delays_a_worker() {
         let (samples, _) = Stream::new()
-            .at(0, 1, Switch, 0)
-            .with(|e| {
-                e.aux = 500;
-                e.comm = Comm::new("il-load/3");
-            })
-            .at(10, 0, WorkQueue, 0)
-            .with(|e| e.ptr = 0x1)
-            .at(14, 1, IrqEntry, 253)
-            .with(|e| e.aux = 2)
-            .at(15, 1, IrqExit, 253)
-            .at(16, 1, Switch, 0)
-            .with(|e| {
-                e.pid = 500;
-                e.aux = 77;
-                e.comm = Comm::new("kworker/u8:1");
-            })
-            .at(17, 1, WorkStart, 0)
-            .with(|e| {
-                e.ptr = 0x1;
-                e.pid = 77;
-            })
-            .at(18, 1, WorkEnd, 0)
-            .with(|e| {
-                e.ptr = 0x1;
-                e.pid = 77;
-            })
+            .at(0, 1, switch(500, "il-load/3"))
+            .at(10, 0, queue(0x1))
+            .at(14, 1, irq_entry(2, 253))
+            .at(15, 1, irq_exit(253))
+            .at(16, 1, switch(77, "kworker/u8:1"))
+            .with(|e| e.pid = 500)
+            .at(17, 1, start(0x1))
+            .with(|e| e.pid = 77)
+            .at(18, 1, end(0x1))
+            .with(|e| e.pid = 77)
             .run(None);
         assert_eq!(
             samples[0].delay.causes,
@@ -1076,25 +1081,13 @@ mod tests {
     #[test]
     fn a_worker_on_an_idle_cpu_waits_for_it_to_wake() {
         let (samples, _) = Stream::new()
-            .at(0, 1, Switch, 0)
-            .with(|e| e.comm = Comm::new("swapper/1"))
-            .at(10, 0, WorkQueue, 0)
-            .with(|e| e.ptr = 0x1)
-            .at(900, 1, Switch, 0)
-            .with(|e| {
-                e.aux = 77;
-                e.comm = Comm::new("kworker/1:1");
-            })
-            .at(901, 1, WorkStart, 0)
-            .with(|e| {
-                e.ptr = 0x1;
-                e.pid = 77;
-            })
-            .at(902, 1, WorkEnd, 0)
-            .with(|e| {
-                e.ptr = 0x1;
-                e.pid = 77;
-            })
+            .at(0, 1, switch(0, "swapper/1"))
+            .at(10, 0, queue(0x1))
+            .at(900, 1, switch(77, "kworker/1:1"))
+            .at(901, 1, start(0x1))
+            .with(|e| e.pid = 77)
+            .at(902, 1, end(0x1))
+            .with(|e| e.pid = 77)
             .run(None);
         assert_eq!(samples[0].delay.causes, vec![DelayCause::Idle]);
     }
@@ -1102,18 +1095,12 @@ mod tests {
     #[test]
     fn requeued_and_unrequested_work_is_counted_not_matched() {
         let (samples, counts) = Stream::new()
-            .at(0, 0, WorkQueue, 0)
-            .with(|e| e.ptr = 0x1)
-            .at(1, 0, WorkQueue, 0)
-            .with(|e| e.ptr = 0x1)
-            .at(2, 0, WorkStart, 0)
-            .with(|e| e.ptr = 0x9)
-            .at(3, 0, WorkEnd, 0)
-            .with(|e| e.ptr = 0x9)
-            .at(4, 0, WorkStart, 0)
-            .with(|e| e.ptr = 0x1)
-            .at(5, 0, WorkEnd, 0)
-            .with(|e| e.ptr = 0x1)
+            .at(0, 0, queue(0x1))
+            .at(1, 0, queue(0x1))
+            .at(2, 0, start(0x9))
+            .at(3, 0, end(0x9))
+            .at(4, 0, start(0x1))
+            .at(5, 0, end(0x1))
             .run(None);
         assert_eq!(samples.len(), 1);
         assert_eq!(samples[0].latency_ns, 3_000);
@@ -1123,20 +1110,17 @@ mod tests {
     #[test]
     fn the_bottom_half_that_woke_the_watched_thread_is_marked() {
         let (samples, _) = Stream::new()
-            .at(0, 0, SoftirqRaise, TIMER)
-            .at(1, 0, SoftirqRaise, NET_RX)
-            .at(2, 0, SoftirqEntry, TIMER)
+            .at(0, 0, raise(TIMER))
+            .at(1, 0, raise(NET_RX))
+            .at(2, 0, entry(TIMER))
             // a hardirq inside TIMER wakes the watched thread: not TIMER's doing
-            .at(3, 0, IrqEntry, 236)
-            .with(|e| e.aux = 1)
-            .at(3, 0, Wakeup, 0)
-            .with(|e| e.aux = 42)
-            .at(4, 0, IrqExit, 236)
-            .at(5, 0, SoftirqExit, TIMER)
-            .at(6, 0, SoftirqEntry, NET_RX)
-            .at(7, 0, Wakeup, 0)
-            .with(|e| e.aux = 42)
-            .at(8, 0, SoftirqExit, NET_RX)
+            .at(3, 0, irq_entry(1, 236))
+            .at(3, 0, wakeup(42, ""))
+            .at(4, 0, irq_exit(236))
+            .at(5, 0, exit(TIMER))
+            .at(6, 0, entry(NET_RX))
+            .at(7, 0, wakeup(42, ""))
+            .at(8, 0, exit(NET_RX))
             .run(Some(42));
         let woke: Vec<(Source, bool)> =
             samples.iter().map(|s| (s.source, s.woke_watched)).collect();
@@ -1152,25 +1136,13 @@ mod tests {
     #[test]
     fn irq_thread_from_wakeup_to_switch_in() {
         let (samples, _) = Stream::new()
-            .at(0, 0, IrqEntry, 40)
-            .at(1, 0, Wakeup, 0)
-            .with(|e| {
-                e.aux = 300;
-                e.comm = Comm::new("irq/40-eth0");
-            })
-            .at(2, 0, IrqExit, 40)
-            .at(9, 0, Switch, 0)
-            .with(|e| {
-                e.pid = 1;
-                e.aux = 300;
-                e.comm = Comm::new("irq/40-eth0");
-            })
-            .at(15, 0, Switch, 0)
-            .with(|e| {
-                e.pid = 300;
-                e.aux = 1;
-                e.comm = Comm::new("bash");
-            })
+            .at(0, 0, irq_entry(0, 40))
+            .at(1, 0, wakeup(300, "irq/40-eth0"))
+            .at(2, 0, irq_exit(40))
+            .at(9, 0, switch(300, "irq/40-eth0"))
+            .with(|e| e.pid = 1)
+            .at(15, 0, switch(1, "bash"))
+            .with(|e| e.pid = 300)
             .run(None);
         assert_eq!(samples.len(), 1);
         let s = &samples[0];
@@ -1185,19 +1157,15 @@ mod tests {
         let mut matcher = Matcher::new(None);
         // a million work items queued and never started (cancelled, or a lost start)
         for i in 0..1_000_000u64 {
-            let mut queued = Event::new(WorkQueue, 0, i);
-            queued.ptr = i + 1;
-            matcher.add(&queued);
+            matcher.add(&Event::new(queue(i + 1), 0, i));
             assert!(matcher.works.len() <= QUEUED_WORKS);
         }
         let (_, pending) = matcher.pending();
         assert_eq!(matcher.counts.stale_works + pending, 1_000_000);
         // the latest ones still match
         let (samples, _) = Stream::new()
-            .at(2_000, 0, WorkStart, 0)
-            .with(|e| e.ptr = 1_000_000)
-            .at(2_001, 0, WorkEnd, 0)
-            .with(|e| e.ptr = 1_000_000)
+            .at(2_000, 0, start(1_000_000))
+            .at(2_001, 0, end(1_000_000))
             .run_with(matcher);
         assert_eq!(samples.len(), 1);
         assert_eq!(samples[0].latency_ns, 2_000_000 - 999_999);
@@ -1207,12 +1175,8 @@ mod tests {
     fn work_never_ended_and_irqs_never_left_are_forgotten() {
         let mut matcher = Matcher::new(None);
         for i in 0..1_000_000u64 {
-            let mut start = Event::new(WorkStart, 0, i);
-            start.ptr = i + 1;
-            matcher.add(&start);
-            let mut irq = Event::new(IrqEntry, 0, i);
-            irq.id = 11;
-            matcher.add(&irq);
+            matcher.add(&Event::new(start(i + 1), 0, i));
+            matcher.add(&Event::new(irq_entry(0, 11), 0, i));
         }
         assert!(matcher.running_works.len() <= RUNNING_WORKS);
         assert_eq!(
@@ -1226,18 +1190,18 @@ mod tests {
     fn worker_and_thread_state_stays_bounded() {
         let mut matcher = Matcher::new(None);
         for pid in 0..1_000_000u32 {
-            let mut wakeup = Event::new(Wakeup, 0, pid.into());
-            wakeup.aux = pid;
-            wakeup.comm = Comm::new(if pid % 2 == 0 {
+            let comm = if pid % 2 == 0 {
                 "kworker/0:1"
             } else {
                 "irq/9-acpi"
-            });
-            matcher.add(&wakeup);
+            };
+            let woken = Event::new(wakeup(pid, comm), 0, pid.into());
+            matcher.add(&woken);
             // the thread before it switches out for it
-            let mut switch = wakeup;
-            (switch.kind, switch.pid) = (Switch, pid.saturating_sub(1));
-            matcher.add(&switch);
+            matcher.add(&Event {
+                pid: pid.saturating_sub(1),
+                ..Event::new(switch(pid, comm), 0, pid.into())
+            });
             assert!(matcher.comms.len() <= THREADS);
             assert!(matcher.woken.len() <= WORKERS && matcher.switched_in.len() <= WORKERS);
         }
@@ -1247,17 +1211,15 @@ mod tests {
 
     #[test]
     fn an_overrun_history_marks_the_window_incomplete() {
-        let mut stream = Stream::new().at(0, 0, SoftirqRaise, TIMER);
+        let mut stream = Stream::new().at(0, 0, raise(TIMER));
         for i in 0..HISTORY as u64 + 10 {
-            stream =
-                stream
-                    .at(1 + i, 0, IrqEntry, 236)
-                    .with(|e| e.aux = 1)
-                    .at(1 + i, 0, IrqExit, 236);
+            stream = stream
+                .at(1 + i, 0, irq_entry(1, 236))
+                .at(1 + i, 0, irq_exit(236));
         }
         let (samples, counts) = stream
-            .at(10_000, 0, SoftirqEntry, TIMER)
-            .at(10_001, 0, SoftirqExit, TIMER)
+            .at(10_000, 0, entry(TIMER))
+            .at(10_001, 0, exit(TIMER))
             .run(None);
         assert!(!samples[0].delay.complete);
         assert!(samples[0].delay.causes.contains(&DelayCause::Untraced));

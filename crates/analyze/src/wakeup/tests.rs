@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::*;
 use crate::histogram::Distribution;
-use irqlens_model::event::{Event, EventKind::*};
+use irqlens_model::event::{Event, EventData, EventKind::*};
 use irqlens_model::stream::{Stream, US};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{Report, StatsConfig};
@@ -59,7 +59,7 @@ fn component_us(sample: &Sample, component: Component) -> Option<u64> {
 
 /// The task arms its timer for 1000 µs and sleeps; the CPU goes idle.
 fn armed_and_asleep(stream: &mut Stream) {
-    stream.timer(0, 0, TASK, TimerStart, HRTIMER, 1_000 * US);
+    stream.timer_start(0, 0, TASK, HRTIMER, 1_000 * US);
     stream.switch(1, 0, TASK, 0, "swapper/0");
 }
 
@@ -70,12 +70,12 @@ fn direct_timer_wakeup() -> Stream {
     let mut s = Stream::new();
     armed_and_asleep(&mut s);
     s.irq(1_003, 0, 0, true, TIMER, VECTOR);
-    s.timer(1_004, 0, 0, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.timer_expire(1_004, 0, 0, HRTIMER, WAKEUP_FN);
     s.wake(1_005, 0, 0, TASK, "il-wakeup/0", true);
-    s.timer(1_006, 0, 0, TimerExpireExit, HRTIMER, 0);
+    s.timer_exit(1_006, 0, 0, HRTIMER);
     s.irq(1_008, 0, 0, false, TIMER, VECTOR);
     s.switch(1_010, 0, 0, TASK, "il-wakeup/0");
-    s.timer(1_015, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    s.timer_start(1_015, 0, TASK, HRTIMER, 2_000 * US);
     s
 }
 
@@ -127,7 +127,7 @@ fn direct_wakeup_from_the_timer_irq_of_an_idle_cpu() {
 #[test]
 fn wakeup_through_ksoftirqd_counts_it_as_interposed() {
     let mut s = Stream::new();
-    s.timer(0, 0, TASK, TimerStart, HRTIMER, 1_000 * US);
+    s.timer_start(0, 0, TASK, HRTIMER, 1_000 * US);
     s.switch(1, 0, TASK, 50, "work");
     s.irq(1_002, 0, 50, true, TIMER, VECTOR);
     s.softirq(1_003, 0, 50, SoftirqRaise, HRTIMER_SOFTIRQ);
@@ -135,12 +135,12 @@ fn wakeup_through_ksoftirqd_counts_it_as_interposed() {
     s.irq(1_005, 0, 50, false, TIMER, VECTOR);
     s.switch(1_007, 0, 50, 15, "ksoftirqd/0");
     s.softirq(1_008, 0, 15, SoftirqEntry, HRTIMER_SOFTIRQ);
-    s.timer(1_009, 0, 15, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.timer_expire(1_009, 0, 15, HRTIMER, WAKEUP_FN);
     s.wake(1_010, 0, 15, TASK, "il-wakeup/0", true);
-    s.timer(1_011, 0, 15, TimerExpireExit, HRTIMER, 0);
+    s.timer_exit(1_011, 0, 15, HRTIMER);
     s.softirq(1_012, 0, 15, SoftirqExit, HRTIMER_SOFTIRQ);
     s.switch(1_014, 0, 15, TASK, "il-wakeup/0");
-    s.timer(1_020, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    s.timer_start(1_020, 0, TASK, HRTIMER, 2_000 * US);
     let samples = s.run(&mut timer_tracker(), &[report(1_000, 1_016)]);
 
     let sample = &samples[0];
@@ -184,16 +184,16 @@ fn a_higher_priority_thread_woken_by_the_same_interrupt_runs_first() {
     let mut s = Stream::new();
     armed_and_asleep(&mut s);
     s.irq(1_002, 0, 0, true, TIMER, VECTOR);
-    s.timer(1_003, 0, 0, TimerExpire, HOG_HRTIMER, OTHER_FN);
+    s.timer_expire(1_003, 0, 0, HOG_HRTIMER, OTHER_FN);
     s.wake(1_003, 0, 0, 60, "hog", false);
-    s.timer(1_004, 0, 0, TimerExpireExit, HOG_HRTIMER, 0);
-    s.timer(1_004, 0, 0, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.timer_exit(1_004, 0, 0, HOG_HRTIMER);
+    s.timer_expire(1_004, 0, 0, HRTIMER, WAKEUP_FN);
     s.wake(1_005, 0, 0, TASK, "il-wakeup/0", true);
-    s.timer(1_005, 0, 0, TimerExpireExit, HRTIMER, 0);
+    s.timer_exit(1_005, 0, 0, HRTIMER);
     s.irq(1_006, 0, 0, false, TIMER, VECTOR);
     s.switch(1_007, 0, 0, 60, "hog");
     s.switch(1_307, 0, 60, TASK, "il-wakeup/0");
-    s.timer(1_400, 0, TASK, TimerStart, HRTIMER, 2_000 * US);
+    s.timer_start(1_400, 0, TASK, HRTIMER, 2_000 * US);
     let samples = s.run(&mut timer_tracker(), &[report(1_000, 1_309)]);
 
     let sample = &samples[0];
@@ -283,13 +283,13 @@ fn thread_wakeups_and_unmatched_activations_are_counted() {
     s.wake(5, 0, 40, TASK, "il-wakeup/0", true);
     // an activation the trace saw (woken while still running: no switch) ...
     s.switch(9, 0, 0, TASK, "il-wakeup/0");
-    s.timer(10, 0, TASK, TimerStart, HRTIMER, 20 * US);
+    s.timer_start(10, 0, TASK, HRTIMER, 20 * US);
     s.irq(20, 0, TASK, true, TIMER, VECTOR);
-    s.timer(21, 0, TASK, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.timer_expire(21, 0, TASK, HRTIMER, WAKEUP_FN);
     s.wake(22, 0, TASK, TASK, "il-wakeup/0", true);
-    s.timer(23, 0, TASK, TimerExpireExit, HRTIMER, 0);
+    s.timer_exit(23, 0, TASK, HRTIMER);
     s.irq(24, 0, TASK, false, TIMER, VECTOR);
-    s.timer(30, 0, TASK, TimerStart, HRTIMER, 40 * US);
+    s.timer_start(30, 0, TASK, HRTIMER, 40 * US);
     let mut tracker = timer_tracker();
     // ... reported, and one reported with no trace at all
     let samples = s.run(&mut tracker, &[report(20, 26), report(40, 45)]);
@@ -307,12 +307,12 @@ fn thread_wakeups_and_unmatched_activations_are_counted() {
 #[test]
 fn a_window_older_than_the_trace_is_incomplete_and_untraced() {
     let mut s = Stream::new();
-    s.timer(990, 0, TASK, TimerStart, HRTIMER, 1_000 * US);
+    s.timer_start(990, 0, TASK, HRTIMER, 1_000 * US);
     // tracing of CPU 1 began after the expiry the task waits on there
     s.irq(1_010, 1, 0, true, TIMER, VECTOR);
-    s.timer(1_011, 1, 0, TimerExpire, HRTIMER, WAKEUP_FN);
+    s.timer_expire(1_011, 1, 0, HRTIMER, WAKEUP_FN);
     s.wake(1_012, 1, 0, TASK, "il-wakeup/1", true);
-    s.timer(1_013, 1, 0, TimerExpireExit, HRTIMER, 0);
+    s.timer_exit(1_013, 1, 0, HRTIMER);
     s.irq(1_014, 1, 0, false, TIMER, VECTOR);
     s.switch(1_015, 1, 0, TASK, "il-wakeup/1");
     let mut tracker = timer_tracker();
@@ -371,10 +371,7 @@ fn a_bottom_half_thread_woken_by_a_thread_drops_its_old_chain() {
 fn a_record_stamped_before_the_one_ahead_of_it_cuts_no_negative_slice() {
     let mut s = direct_timer_wakeup();
     // after the handler's start at 1004, an NMI record stamped 1003
-    let nmi = Event {
-        ptr: 500,
-        ..Event::new(Nmi, 0, 1_003 * US)
-    };
+    let nmi = Event::new(EventData::Nmi { duration_ns: 500 }, 0, 1_003 * US);
     s.events.insert(4, nmi);
     let samples = s.run(&mut timer_tracker(), &[report(1_000, 1_012)]);
     let sample = &samples[0];

@@ -19,7 +19,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use super::{Cause, Origin, Sample, TimerPart};
 use crate::bounded::AgedMap;
 use crate::timeline::{Context, Slice, Timeline};
-use irqlens_model::event::{Event, EventKind};
+use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{Report, TrackCounts};
@@ -167,54 +167,70 @@ impl Tracker {
         self.release_reports(e.time_ns);
         if !self.traces(e.cpu) {
             // only wakeups and armed timers come from untraced CPUs
-            if e.kind == EventKind::Wakeup && self.is_target(e.aux, e.func == 1) {
+            if let EventData::Wakeup {
+                woken_pid, watched, ..
+            } = e.what
+                && self.is_target(woken_pid, watched)
+            {
                 self.counts.untraced_wakeups += 1;
-                self.pending.remove(&e.aux);
+                self.pending.remove(&woken_pid);
             }
             return;
         }
         let state = self.cpus.entry(e.cpu).or_default();
         let closed = state.timeline.add(e);
-        match e.kind {
-            EventKind::SoftirqRaise => {
+        match e.what {
+            EventData::SoftirqRaise { vector } => {
                 let hardirq = state.timeline.stack().iter().rev().find_map(|c| match *c {
                     Context::Hardirq { source, id, since } => {
                         Some((Origin::Irq { source, id }, since))
                     }
                     _ => None,
                 });
-                if let Some(slot) = state.raised.get_mut(e.id as usize) {
+                if let Some(slot) = state.raised.get_mut(vector as usize) {
                     slot.get_or_insert(Raise {
                         time_ns: e.time_ns,
                         hardirq,
                     });
                 }
             }
-            EventKind::SoftirqEntry => {
-                let raise = state.raised.get_mut(e.id as usize).and_then(Option::take);
+            EventData::SoftirqEntry { vector } => {
+                let raise = state.raised.get_mut(vector as usize).and_then(Option::take);
                 let raise = raise.unwrap_or(Raise {
                     time_ns: e.time_ns,
                     hardirq: None,
                 });
-                state.serving = Some((e.id, raise));
+                state.serving = Some((vector, raise));
             }
-            EventKind::SoftirqExit => state.serving = None,
-            EventKind::TimerStart => {
+            EventData::SoftirqExit { .. } => state.serving = None,
+            EventData::TimerStart {
+                hrtimer,
+                expires_ns,
+            } => {
                 let armed = Armed {
                     tid: e.pid,
-                    expires_ns: e.func,
+                    expires_ns,
                 };
-                self.armed.insert(e.ptr, armed);
+                self.armed.insert(hrtimer, armed);
             }
-            EventKind::TimerExpireExit => {
+            EventData::TimerExpireExit { .. } => {
                 if let Some(Context::Timer { hrtimer, since, .. }) = closed {
                     self.handler_ended(hrtimer, since, e.time_ns);
                 }
             }
-            EventKind::Wakeup => self.wakeup(e),
-            EventKind::Switch => {
-                self.comms.insert(e.aux, e.comm);
-                self.switch_in(e.aux, e.cpu, e.time_ns);
+            EventData::Wakeup {
+                woken_pid,
+                woken_comm,
+                watched,
+                ..
+            } => self.wakeup(e, woken_pid, woken_comm, watched),
+            EventData::Switch {
+                next_pid,
+                next_comm,
+                ..
+            } => {
+                self.comms.insert(next_pid, next_comm);
+                self.switch_in(next_pid, e.cpu, e.time_ns);
             }
             _ => {}
         }
@@ -297,10 +313,10 @@ impl Tracker {
         }
     }
 
-    fn wakeup(&mut self, e: &Event) {
-        let woken = e.aux;
-        self.comms.insert(woken, e.comm);
-        let target = self.is_target(woken, e.func == 1);
+    /// `e` (its waker's context) woke `woken`.
+    fn wakeup(&mut self, e: &Event, woken: u32, comm: Comm, watched: bool) {
+        self.comms.insert(woken, comm);
+        let target = self.is_target(woken, watched);
         if !target && !self.runs_bottom_halves(woken) {
             return;
         }
