@@ -10,8 +10,12 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::account::{View, signed_percent};
-use super::noise::{BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, breakdown_cells};
+use super::noise::{
+    BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, CAUSE_COLUMNS, SUMMARY_COLUMNS,
+    breakdown_cells, cause_cells, summary_cells,
+};
 use super::plot::{Axis, BarChart, Kind, Line, Scale, XyChart, escape};
+use super::table::{Form, headings};
 use super::{Names, clock_time, micros, opt_us, percent, us1, us2};
 use irqlens_analyze::account::Period;
 use irqlens_analyze::account::report::{Row, top, totals};
@@ -312,40 +316,9 @@ impl Page {
         let losses = info.losses();
         let rows: Vec<Vec<String>> = analysis
             .summaries()
-            .map(|s| {
-                vec![
-                    format!("{}{}", s.cpu, losses.mark_cpu(s.cpu)),
-                    s.periods.to_string(),
-                    us1(s.runtime_ns),
-                    us1(s.noise_ns),
-                    format!("{:.5}", s.cpu_available_percent()),
-                    us1(s.max_noise_ns),
-                    us1(s.max_single_ns),
-                    s.hw.to_string(),
-                    s.nmi.to_string(),
-                    s.irq.to_string(),
-                    s.softirq.to_string(),
-                    s.thread.to_string(),
-                ]
-            })
+            .map(|s| summary_cells(s, &losses, Form::Html).to_vec())
             .collect();
-        section.table(
-            &[
-                "CPU",
-                "Periods",
-                "Runtime",
-                "Noise",
-                "% CPU Aval",
-                "Max Noise",
-                "Max Single",
-                "HW",
-                "NMI",
-                "IRQ",
-                "Softirq",
-                "Thread",
-            ],
-            &rows,
-        );
+        section.table(&headings(&SUMMARY_COLUMNS), &rows);
         section.legend(&losses, "rows");
         section.h3(BREAKDOWN_HEADING);
         section.note(&BREAKDOWN_NOTE.join(" "));
@@ -353,7 +326,7 @@ impl Page {
             .breakdowns()
             .map(|(summary, parts)| breakdown_cells(summary, &parts).to_vec())
             .collect();
-        section.table(&BREAKDOWN_COLUMNS, &rows);
+        section.table(&headings(&BREAKDOWN_COLUMNS), &rows);
         section.h3("Noise samples");
         let histograms = analysis
             .histograms()
@@ -367,23 +340,9 @@ impl Page {
         section.ranked(
             "Top causes of noise (interference-free time)".into(),
             "total (us)",
-            &[
-                "Cause",
-                "Class",
-                "Count",
-                "Total (us)",
-                "Max (us)",
-                "% Noise",
-            ],
+            &headings(&CAUSE_COLUMNS),
             causes.iter().map(|(cause, s)| {
-                let cells = vec![
-                    cause.label(irq_names),
-                    cause.class_name().into(),
-                    s.count.to_string(),
-                    us1(s.total_ns),
-                    us1(s.max_ns),
-                    format!("{:.2}%", percent(s.total_ns, noise_ns)),
-                ];
+                let cells = cause_cells(cause, s, noise_ns, irq_names).to_vec();
                 (micros(s.total_ns), cells)
             }),
         );
