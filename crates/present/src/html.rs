@@ -10,6 +10,10 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::account::{View, signed_percent};
+use super::bh::{
+    CAUSE_COLUMNS as BH_CAUSE_COLUMNS, LATENCY_COLUMNS, cause_cells as bh_cause_cells,
+    latency_cells,
+};
 use super::noise::{
     BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, CAUSE_COLUMNS, SUMMARY_COLUMNS,
     breakdown_cells, cause_cells, summary_cells,
@@ -392,39 +396,17 @@ impl Page {
         let mark = losses.mark();
         let mut rows = Vec::new();
         for (mechanism, m) in &stats.mechanisms {
-            rows.push(bh_row(
-                format!("{mechanism}{mark}"),
-                "(all)".into(),
-                &m.series,
-            ));
+            let all = latency_cells(format!("{mechanism}{mark}"), "(all)".into(), &m.series);
+            rows.push(all.to_vec());
             for (source, series) in super::bh::sources_of(stats, *mechanism)
                 .iter()
                 .take(super::bh::SOURCES_SHOWN)
             {
-                rows.push(bh_row(
-                    String::new(),
-                    format!("{}{mark}", names.source(source)),
-                    series,
-                ));
+                let source = format!("{}{mark}", names.source(source));
+                rows.push(latency_cells(String::new(), source, series).to_vec());
             }
         }
-        section.table(
-            &[
-                "Mechanism",
-                "Source",
-                "Count",
-                "IRQ",
-                "Min",
-                "Q0.05",
-                "Q0.50",
-                "Q0.95",
-                "Max",
-                "Max_IRQ",
-                "Run_Q50",
-                "Run_Max",
-            ],
-            &rows,
-        );
+        section.table(&headings(&LATENCY_COLUMNS), &rows);
         section.legend(&losses, "rows");
         section.h3("Latency per mechanism (samples with no interrupt in between)");
         let histograms = stats
@@ -439,15 +421,9 @@ impl Page {
             section.ranked(
                 format!("What delayed {mechanism} ({} samples)", m.series.count),
                 "samples it delayed",
-                &["Cause", "Samples", "Share", "Q0.50 (us)", "Max (us)"],
+                &headings(&BH_CAUSE_COLUMNS),
                 m.ranked_causes().into_iter().map(|(cause, c)| {
-                    let cells = vec![
-                        names.cause(cause),
-                        c.samples.to_string(),
-                        format!("{:.1}%", percent(c.samples, m.series.count)),
-                        us2(c.median_ns()),
-                        us2(c.max_ns()),
-                    ];
+                    let cells = bh_cause_cells(cause, c, m.series.count, names).to_vec();
                     (c.samples as f64, cells)
                 }),
             );
@@ -800,12 +776,6 @@ fn noise_timeline(section: &mut Section, analysis: &NoiseAnalysis) {
             lines,
         });
     }
-}
-
-fn bh_row(mechanism: String, source: String, s: &irqlens_analyze::bh::Series) -> Vec<String> {
-    let mut row = vec![mechanism, source];
-    row.extend(super::bh::series_cells(s));
-    row
 }
 
 #[cfg(test)]
