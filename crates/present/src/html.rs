@@ -20,7 +20,8 @@ use super::noise::{
 };
 use super::plot::{Axis, BarChart, Kind, Line, Scale, XyChart, escape};
 use super::table::{Form, headings};
-use super::{Names, clock_time, micros, opt_us, percent, us1, us2};
+use super::wakeup;
+use super::{Names, clock_time, micros, percent, us1};
 use irqlens_analyze::account::Period;
 use irqlens_analyze::account::report::{Row, top, totals};
 use irqlens_analyze::bh::BhStats;
@@ -471,27 +472,13 @@ impl Page {
 
         section.h3("Latency components per CPU (us)");
         let losses = info.losses();
-        let mut rows = Vec::new();
-        for (&cpu, cpu_stats) in &stats.cpus {
-            for component in Component::ALL {
-                if let Some(series) = cpu_stats.series(component) {
-                    let mark = super::wakeup::component_mark(info, cpu, component);
-                    rows.push(vec![
-                        cpu.to_string(),
-                        format!("{component}{mark} ({})", component.describe()),
-                        series.count().to_string(),
-                        opt_us(series.min_ns()),
-                        opt_us(series.avg_ns()),
-                        opt_us(series.max_ns()),
-                        opt_us(series.quantile_ns(0.99)),
-                    ]);
-                }
-            }
-        }
-        section.table(
-            &["CPU", "Component", "Count", "Min", "Avg", "Max", "Q0.99"],
-            &rows,
-        );
+        let rows: Vec<Vec<String>> = stats
+            .cpus
+            .iter()
+            .flat_map(|(&cpu, cpu_stats)| wakeup::cpu_rows(cpu, cpu_stats, info, Form::Html))
+            .map(|cells| cells.to_vec())
+            .collect();
+        section.table(&headings(&wakeup::SUMMARY_COLUMNS), &rows);
         section.legend(&losses, "rows");
         section.h3("Total latency per CPU");
         let histograms = stats
@@ -511,15 +498,9 @@ impl Page {
                 stats.samples()
             ),
             "total (us)",
-            &["Cause", "Samples", "Share", "Avg (us)", "Max (us)"],
+            &headings(&wakeup::CAUSE_COLUMNS),
             stats.ranked_causes().into_iter().map(|(cause, s)| {
-                let cells = vec![
-                    names.wakeup_cause(&cause),
-                    s.samples.to_string(),
-                    format!("{:.1}%", percent(s.total_ns, stats.latency_ns)),
-                    us2(s.total_ns / s.samples.max(1)),
-                    us2(s.max_ns),
-                ];
+                let cells = wakeup::cause_cells(&cause, &s, stats.latency_ns, names).to_vec();
                 (micros(s.total_ns), cells)
             }),
         );

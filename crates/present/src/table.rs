@@ -56,6 +56,11 @@ impl Column {
             ..Column::left(heading, width)
         }
     }
+
+    /// `gap` spaces before it in the text, instead of one.
+    pub(crate) const fn gap(self, gap: usize) -> Self {
+        Column { gap, ..self }
+    }
 }
 
 /// The headings of `columns` as the HTML report shows them: plain.
