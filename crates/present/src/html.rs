@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::account::{View, signed_percent};
+use super::account::{self, View};
 use super::bh::{
     CAUSE_COLUMNS as BH_CAUSE_COLUMNS, LATENCY_COLUMNS, cause_cells as bh_cause_cells,
     latency_cells,
@@ -553,40 +553,20 @@ impl Page {
         section.facts(&facts);
 
         section.h3(&format!("Interrupt time per {} (us)", view.per()));
+        let compensate = whole.compensator.is_some();
         let rows: Vec<Vec<String>> = table
             .rows
             .iter()
             .take(view.top)
             .chain(&table.irqlens)
-            .map(|row| {
-                vec![
-                    row.id.to_string(),
-                    row.comm.clone(),
-                    row.kernel_ns.map_or("-".into(), us1),
-                    us1(row.charged_ns),
-                    us1(row.served_ns),
-                    row.corrected_ns.map_or("-".into(), us1),
-                    signed_percent(row.error),
-                    row.units.to_string(),
-                ]
-            })
+            .map(|row| account::cells(row, compensate, Form::Html))
             .collect();
         // the kernel's bill comes from /proc, the rest from the checkpoints
         let losses = info.losses();
-        let lossy = |heading: &str| format!("{heading}{}", losses.mark());
-        section.table(
-            &[
-                view.id_heading(),
-                "Command",
-                "Kernel",
-                &lossy("Charged"),
-                &lossy("Served"),
-                &lossy("Corrected"),
-                &lossy("Error"),
-                &lossy("Units"),
-            ],
-            &rows,
-        );
+        let columns = account::columns(view, compensate);
+        let marked: Vec<String> = columns.iter().map(|c| c.marked_heading(&losses)).collect();
+        let marked: Vec<&str> = marked.iter().map(String::as_str).collect();
+        section.table(&marked, &rows);
         section.legend(&losses, "columns");
         if table.rows.len() > view.top {
             section.note(&format!("{} more", table.rows.len() - view.top));

@@ -4,6 +4,8 @@
 
 use std::io::{self, Write};
 
+use irqlens_analyze::loss::Losses;
+
 /// Where a cell is shown. Most cells read the same in both; a few are cut to fit the
 /// terminal (rtla's whole µs, short names) and keep their detail in the HTML report.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -20,6 +22,11 @@ impl Form {
             Form::Html => super::us1(ns),
         }
     }
+
+    /// As `us`, or "-" for no value.
+    pub(crate) fn opt_us(self, ns: Option<u64>) -> String {
+        ns.map_or("-".into(), |ns| self.us(ns))
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -28,8 +35,8 @@ pub(crate) enum Align {
     Right,
 }
 
-/// One column: its heading (the same in the text and the HTML report) and its place in
-/// the text table.
+/// One column: its heading (the same in the text and the HTML report), its place in
+/// the text table, and whether losses can cut its figures short.
 #[derive(Clone, Copy)]
 pub(crate) struct Column {
     pub heading: &'static str,
@@ -38,6 +45,8 @@ pub(crate) struct Column {
     pub width: usize,
     pub align: Align,
     pub gap: usize,
+    /// Its heading carries the loss mark (tables whose columns are marked, not rows).
+    pub lossy: bool,
 }
 
 impl Column {
@@ -47,6 +56,7 @@ impl Column {
             width,
             align: Align::Left,
             gap: 1,
+            lossy: false,
         }
     }
 
@@ -60,6 +70,18 @@ impl Column {
     /// `gap` spaces before it in the text, instead of one.
     pub(crate) const fn gap(self, gap: usize) -> Self {
         Column { gap, ..self }
+    }
+
+    pub(crate) const fn lossy(self) -> Self {
+        Column {
+            lossy: true,
+            ..self
+        }
+    }
+
+    /// The heading, with the loss mark if losses can cut the column short.
+    pub(crate) fn marked_heading(&self, losses: &Losses) -> String {
+        format!("{}{}", self.heading, losses.mark_if(self.lossy))
     }
 }
 
