@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::Figure;
+use super::table::{Column, Form, write_line};
 use super::{clock_time, percent, us, write_legend};
 use irqlens_analyze::account::Period;
 use irqlens_analyze::account::report::{Row, Table, Totals, idle_by, table, top, totals};
@@ -92,10 +93,6 @@ fn short(comm: &str) -> String {
     comm.chars().take(16).collect()
 }
 
-fn opt(value: Option<u64>) -> String {
-    value.map_or("-".into(), |ns| us(ns).to_string())
-}
-
 /// The accounting of one period (or the whole run): totals, table, rankings; the
 /// columns `losses` may have cut short are marked.
 pub fn write_period(
@@ -117,7 +114,8 @@ pub fn write_period(
     )?;
     write_totals(out, &totals)?;
     writeln!(out)?;
-    write_table(out, &table, &totals, view, options.compensate, losses)?;
+    let compensate = period.compensator.is_some();
+    write_table(out, &table, &totals, view, compensate, losses)?;
     writeln!(out)?;
     write_ranking(
         out,
@@ -183,31 +181,45 @@ fn write_totals(out: &mut dyn Write, t: &Totals) -> io::Result<()> {
     )
 }
 
-/// The columns of the table: heading, width, and whether losses can cut it short (the
-/// kernel's own bill they cannot).
-const COLUMNS: [(&str, usize, bool); 6] = [
-    ("KERNEL(us)", 11, false),
-    ("CHARGED(us)", 12, true),
-    ("SERVED(us)", 11, true),
-    ("CORRECTED(us)", 14, true),
-    ("ERROR", 9, true),
-    ("UNITS", 8, true),
-];
-const COMPENSATION_COLUMNS: [(&str, usize, bool); 2] =
-    [("COMPENS(us)", 13, true), ("C-ERROR", 9, true)];
+/// The columns of the table, in the text and the HTML report alike: the row's id
+/// ("PID" or "TID") and command, then its figures; losses can cut short all but the
+/// kernel's own bill. The compensation columns only with --compensate.
+pub(crate) fn columns(view: &View, compensate: bool) -> Vec<Column> {
+    let columns = [
+        Column::right(view.id_heading(), 8),
+        Column::left("COMMAND", 16),
+        Column::right("KERNEL(us)", 11),
+        Column::right("CHARGED(us)", 12).lossy(),
+        Column::right("SERVED(us)", 11).lossy(),
+        Column::right("CORRECTED(us)", 14).lossy(),
+        Column::right("ERROR", 9).lossy(),
+        Column::right("UNITS", 8).lossy(),
+    ];
+    let compensation = [
+        Column::right("COMPENS(us)", 13).lossy(),
+        Column::right("C-ERROR", 9).lossy(),
+    ];
+    let compensation = compensation.into_iter().filter(|_| compensate);
+    columns.into_iter().chain(compensation).collect()
+}
 
-/// A row's cells in the order of `COLUMNS`, then of `COMPENSATION_COLUMNS`.
-fn cells(row: &Row, compensate: bool) -> Vec<String> {
+/// A row's cells in the order of `columns`; the command cut to fit in the text.
+pub(crate) fn cells(row: &Row, compensate: bool, form: Form) -> Vec<String> {
     let mut cells = vec![
-        opt(row.kernel_ns),
-        us(row.charged_ns).to_string(),
-        us(row.served_ns).to_string(),
-        opt(row.corrected_ns),
+        row.id.to_string(),
+        match form {
+            Form::Text => short(&row.comm),
+            Form::Html => row.comm.clone(),
+        },
+        form.opt_us(row.kernel_ns),
+        form.us(row.charged_ns),
+        form.us(row.served_ns),
+        form.opt_us(row.corrected_ns),
         signed_percent(row.error),
         row.units.to_string(),
     ];
     if compensate {
-        cells.push(opt(row.compensated_ns));
+        cells.push(form.opt_us(row.compensated_ns));
         cells.push(signed_percent(row.compensated_error));
     }
     cells
@@ -221,29 +233,11 @@ fn write_table(
     compensate: bool,
     losses: &Losses,
 ) -> io::Result<()> {
-    let columns: Vec<(&str, usize, bool)> = COLUMNS
-        .into_iter()
-        .chain(COMPENSATION_COLUMNS.into_iter().filter(|_| compensate))
-        .collect();
-    let line = |out: &mut dyn Write, id: &str, comm: &str, cells: &[String]| {
-        write!(out, "{id:>8} {comm:<16}")?;
-        for (cell, (_, width, _)) in cells.iter().zip(&columns) {
-            write!(out, " {cell:>width$}")?;
-        }
-        writeln!(out)
-    };
-    let headings: Vec<String> = columns
-        .iter()
-        .map(|&(heading, _, lossy)| format!("{heading}{}", losses.mark_if(lossy)))
-        .collect();
-    line(out, view.id_heading(), "COMMAND", &headings)?;
+    let columns = columns(view, compensate);
+    let headings: Vec<String> = columns.iter().map(|c| c.marked_heading(losses)).collect();
+    write_line(out, "", &columns, &headings)?;
     for row in table.rows.iter().take(view.top) {
-        line(
-            out,
-            &row.id.to_string(),
-            &short(&row.comm),
-            &cells(row, compensate),
-        )?;
+        write_line(out, "", &columns, &cells(row, compensate, Form::Text))?;
     }
     if table.rows.len() > view.top {
         writeln!(
@@ -254,21 +248,17 @@ fn write_table(
         )?;
     }
     if let Some(row) = &table.irqlens {
-        line(out, &row.id.to_string(), &row.comm, &cells(row, compensate))?;
+        write_line(out, "", &columns, &cells(row, compensate, Form::Text))?;
     }
-    let dash = || "-".to_string();
-    line(
-        out,
-        "-",
-        "[orphan]",
-        &[dash(), dash(), us(totals.orphan_ns).to_string()],
-    )?;
-    line(
-        out,
-        "-",
-        "[idle]",
-        &[dash(), us(totals.idle_ns).to_string(), dash()],
-    )?;
+    // interrupt time served to no process, and charged to none
+    let orphan = us(totals.orphan_ns).to_string();
+    let idle = us(totals.idle_ns).to_string();
+    for cells in [
+        ["-", "[orphan]", "-", "-", orphan.as_str()],
+        ["-", "[idle]", "-", idle.as_str(), "-"],
+    ] {
+        write_line(out, "", &columns, &cells)?;
+    }
     write_legend(out, losses, "columns")
 }
 

@@ -6,8 +6,9 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::{Figure, TOP_FIGURES, quantile_figures};
+use super::table::{Column, write_headings, write_line};
 use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
-use irqlens_analyze::bh::{BhStats, DelayCause, Mechanism, Sample, Series, Source};
+use irqlens_analyze::bh::{BhStats, CauseStats, DelayCause, Mechanism, Sample, Series, Source};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_model::bh::{BhOptions, BhRunInfo};
@@ -26,28 +27,27 @@ impl Names {
     }
 }
 
-fn series_row(out: &mut dyn Write, mechanism: &str, source: &str, s: &Series) -> io::Result<()> {
-    let [
-        count,
-        irq,
-        min,
-        q05,
-        q50,
-        q95,
-        max,
-        max_irq,
-        run_q50,
-        run_max,
-    ] = series_cells(s);
-    writeln!(
-        out,
-        "{mechanism:<10} {source:<26} {count:>7} {irq:>6} {min:>7} {q05:>7} {q50:>7} {q95:>7} {max:>8} {max_irq:>8} {run_q50:>7} {run_max:>8}",
-    )
-}
+/// Columns of the thesis's latency table, in the text and the HTML report alike.
+pub(crate) const LATENCY_COLUMNS: [Column; 12] = [
+    Column::left("MECHANISM", 10),
+    Column::left("SOURCE", 26),
+    Column::right("COUNT", 7),
+    Column::right("IRQ", 6),
+    Column::right("MIN", 7),
+    Column::right("Q0.05", 7),
+    Column::right("Q0.50", 7),
+    Column::right("Q0.95", 7),
+    Column::right("MAX", 8),
+    Column::right("MAX_IRQ", 8),
+    Column::right("RUN_Q50", 7),
+    Column::right("RUN_MAX", 8),
+];
 
-/// A series' cells of the thesis's table, COUNT to RUN_MAX (the text and HTML tables).
-pub(crate) fn series_cells(s: &Series) -> [String; 10] {
+/// A series' row in the order of `LATENCY_COLUMNS`.
+pub(crate) fn latency_cells(mechanism: String, source: String, s: &Series) -> [String; 12] {
     [
+        mechanism,
+        source,
         s.count.to_string(),
         s.irq.to_string(),
         opt_us(s.min_ns()),
@@ -58,6 +58,31 @@ pub(crate) fn series_cells(s: &Series) -> [String; 10] {
         us2(s.max_irq_ns),
         opt_us(s.runtime_quantile_ns(0.5)),
         opt_us(s.runtime_max_ns()),
+    ]
+}
+
+/// Columns of a mechanism's delay causes, in the text and the HTML report alike.
+pub(crate) const CAUSE_COLUMNS: [Column; 5] = [
+    Column::left("CAUSE", 44),
+    Column::right("SAMPLES", 8),
+    Column::right("SHARE", 7),
+    Column::right("Q0.50", 8),
+    Column::right("MAX", 8),
+];
+
+/// A delay cause's row in the order of `CAUSE_COLUMNS`; its share is of `samples`.
+pub(crate) fn cause_cells(
+    cause: &DelayCause,
+    stats: &CauseStats,
+    samples: u64,
+    names: &Names,
+) -> [String; 5] {
+    [
+        names.cause(cause),
+        stats.samples.to_string(),
+        format!("{:.1}%", percent(stats.samples, samples)),
+        us2(stats.median_ns()),
+        us2(stats.max_ns()),
     ]
 }
 
@@ -86,30 +111,18 @@ pub fn write_table(
         out,
         "# Latency from request to invocation, us. min..max over samples with no interrupt in between; IRQ: samples with one; max_IRQ: over all. run: entry to exit, nested IRQs excluded."
     )?;
-    writeln!(
-        out,
-        "{:<10} {:<26} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>8}",
-        "MECHANISM",
-        "SOURCE",
-        "COUNT",
-        "IRQ",
-        "MIN",
-        "Q0.05",
-        "Q0.50",
-        "Q0.95",
-        "MAX",
-        "MAX_IRQ",
-        "RUN_Q50",
-        "RUN_MAX"
-    )?;
+    write_headings(out, "", &LATENCY_COLUMNS)?;
     if stats.mechanisms.is_empty() {
         writeln!(out, "(no samples)")?;
     }
     for (mechanism, m) in &stats.mechanisms {
-        series_row(out, &format!("{mechanism}{mark}"), "(all)", &m.series)?;
+        let all = latency_cells(format!("{mechanism}{mark}"), "(all)".into(), &m.series);
+        write_line(out, "", &LATENCY_COLUMNS, &all)?;
         let sources = sources_of(stats, *mechanism);
         for (source, series) in sources.iter().take(SOURCES_SHOWN) {
-            series_row(out, "", &format!("{}{mark}", names.source(source)), series)?;
+            let source = format!("{}{mark}", names.source(source));
+            let cells = latency_cells(String::new(), source, series);
+            write_line(out, "", &LATENCY_COLUMNS, &cells)?;
         }
         if sources.len() > SOURCES_SHOWN {
             let rest: u64 = sources[SOURCES_SHOWN..].iter().map(|(_, s)| s.count).sum();
@@ -140,21 +153,10 @@ pub fn write_causes(
             losses.mark(),
             m.series.count
         )?;
-        writeln!(
-            out,
-            "  {:<44} {:>8} {:>7} {:>8} {:>8}",
-            "CAUSE", "SAMPLES", "SHARE", "Q0.50", "MAX"
-        )?;
+        write_headings(out, "  ", &CAUSE_COLUMNS)?;
         for (cause, c) in m.ranked_causes().into_iter().take(rows) {
-            writeln!(
-                out,
-                "  {:<44} {:>8} {:>6.1}% {:>8} {:>8}",
-                names.cause(cause),
-                c.samples,
-                percent(c.samples, m.series.count),
-                us2(c.median_ns()),
-                us2(c.max_ns()),
-            )?;
+            let cells = cause_cells(cause, c, m.series.count, names);
+            write_line(out, "  ", &CAUSE_COLUMNS, &cells)?;
         }
     }
     Ok(())

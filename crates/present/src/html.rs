@@ -9,10 +9,19 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::account::{View, signed_percent};
-use super::noise::{BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, breakdown_cells};
+use super::account::{self, View};
+use super::bh::{
+    CAUSE_COLUMNS as BH_CAUSE_COLUMNS, LATENCY_COLUMNS, cause_cells as bh_cause_cells,
+    latency_cells,
+};
+use super::noise::{
+    BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, CAUSE_COLUMNS, SUMMARY_COLUMNS,
+    breakdown_cells, cause_cells, summary_cells,
+};
 use super::plot::{Axis, BarChart, Kind, Line, Scale, XyChart, escape};
-use super::{Names, clock_time, micros, opt_us, percent, us1, us2};
+use super::table::{Form, headings};
+use super::wakeup;
+use super::{Names, clock_time, micros, percent, us1};
 use irqlens_analyze::account::Period;
 use irqlens_analyze::account::report::{Row, top, totals};
 use irqlens_analyze::bh::BhStats;
@@ -312,40 +321,9 @@ impl Page {
         let losses = info.losses();
         let rows: Vec<Vec<String>> = analysis
             .summaries()
-            .map(|s| {
-                vec![
-                    format!("{}{}", s.cpu, losses.mark_cpu(s.cpu)),
-                    s.periods.to_string(),
-                    us1(s.runtime_ns),
-                    us1(s.noise_ns),
-                    format!("{:.5}", s.cpu_available_percent()),
-                    us1(s.max_noise_ns),
-                    us1(s.max_single_ns),
-                    s.hw.to_string(),
-                    s.nmi.to_string(),
-                    s.irq.to_string(),
-                    s.softirq.to_string(),
-                    s.thread.to_string(),
-                ]
-            })
+            .map(|s| summary_cells(s, &losses, Form::Html).to_vec())
             .collect();
-        section.table(
-            &[
-                "CPU",
-                "Periods",
-                "Runtime",
-                "Noise",
-                "% CPU Aval",
-                "Max Noise",
-                "Max Single",
-                "HW",
-                "NMI",
-                "IRQ",
-                "Softirq",
-                "Thread",
-            ],
-            &rows,
-        );
+        section.table(&headings(&SUMMARY_COLUMNS), &rows);
         section.legend(&losses, "rows");
         section.h3(BREAKDOWN_HEADING);
         section.note(&BREAKDOWN_NOTE.join(" "));
@@ -353,7 +331,7 @@ impl Page {
             .breakdowns()
             .map(|(summary, parts)| breakdown_cells(summary, &parts).to_vec())
             .collect();
-        section.table(&BREAKDOWN_COLUMNS, &rows);
+        section.table(&headings(&BREAKDOWN_COLUMNS), &rows);
         section.h3("Noise samples");
         let histograms = analysis
             .histograms()
@@ -367,23 +345,9 @@ impl Page {
         section.ranked(
             "Top causes of noise (interference-free time)".into(),
             "total (us)",
-            &[
-                "Cause",
-                "Class",
-                "Count",
-                "Total (us)",
-                "Max (us)",
-                "% Noise",
-            ],
+            &headings(&CAUSE_COLUMNS),
             causes.iter().map(|(cause, s)| {
-                let cells = vec![
-                    cause.label(irq_names),
-                    cause.class_name().into(),
-                    s.count.to_string(),
-                    us1(s.total_ns),
-                    us1(s.max_ns),
-                    format!("{:.2}%", percent(s.total_ns, noise_ns)),
-                ];
+                let cells = cause_cells(cause, s, noise_ns, irq_names).to_vec();
                 (micros(s.total_ns), cells)
             }),
         );
@@ -433,39 +397,17 @@ impl Page {
         let mark = losses.mark();
         let mut rows = Vec::new();
         for (mechanism, m) in &stats.mechanisms {
-            rows.push(bh_row(
-                format!("{mechanism}{mark}"),
-                "(all)".into(),
-                &m.series,
-            ));
+            let all = latency_cells(format!("{mechanism}{mark}"), "(all)".into(), &m.series);
+            rows.push(all.to_vec());
             for (source, series) in super::bh::sources_of(stats, *mechanism)
                 .iter()
                 .take(super::bh::SOURCES_SHOWN)
             {
-                rows.push(bh_row(
-                    String::new(),
-                    format!("{}{mark}", names.source(source)),
-                    series,
-                ));
+                let source = format!("{}{mark}", names.source(source));
+                rows.push(latency_cells(String::new(), source, series).to_vec());
             }
         }
-        section.table(
-            &[
-                "Mechanism",
-                "Source",
-                "Count",
-                "IRQ",
-                "Min",
-                "Q0.05",
-                "Q0.50",
-                "Q0.95",
-                "Max",
-                "Max_IRQ",
-                "Run_Q50",
-                "Run_Max",
-            ],
-            &rows,
-        );
+        section.table(&headings(&LATENCY_COLUMNS), &rows);
         section.legend(&losses, "rows");
         section.h3("Latency per mechanism (samples with no interrupt in between)");
         let histograms = stats
@@ -480,15 +422,9 @@ impl Page {
             section.ranked(
                 format!("What delayed {mechanism} ({} samples)", m.series.count),
                 "samples it delayed",
-                &["Cause", "Samples", "Share", "Q0.50 (us)", "Max (us)"],
+                &headings(&BH_CAUSE_COLUMNS),
                 m.ranked_causes().into_iter().map(|(cause, c)| {
-                    let cells = vec![
-                        names.cause(cause),
-                        c.samples.to_string(),
-                        format!("{:.1}%", percent(c.samples, m.series.count)),
-                        us2(c.median_ns()),
-                        us2(c.max_ns()),
-                    ];
+                    let cells = bh_cause_cells(cause, c, m.series.count, names).to_vec();
                     (c.samples as f64, cells)
                 }),
             );
@@ -536,27 +472,13 @@ impl Page {
 
         section.h3("Latency components per CPU (us)");
         let losses = info.losses();
-        let mut rows = Vec::new();
-        for (&cpu, cpu_stats) in &stats.cpus {
-            for component in Component::ALL {
-                if let Some(series) = cpu_stats.series(component) {
-                    let mark = super::wakeup::component_mark(info, cpu, component);
-                    rows.push(vec![
-                        cpu.to_string(),
-                        format!("{component}{mark} ({})", component.describe()),
-                        series.count().to_string(),
-                        opt_us(series.min_ns()),
-                        opt_us(series.avg_ns()),
-                        opt_us(series.max_ns()),
-                        opt_us(series.quantile_ns(0.99)),
-                    ]);
-                }
-            }
-        }
-        section.table(
-            &["CPU", "Component", "Count", "Min", "Avg", "Max", "Q0.99"],
-            &rows,
-        );
+        let rows: Vec<Vec<String>> = stats
+            .cpus
+            .iter()
+            .flat_map(|(&cpu, cpu_stats)| wakeup::cpu_rows(cpu, cpu_stats, info, Form::Html))
+            .map(|cells| cells.to_vec())
+            .collect();
+        section.table(&headings(&wakeup::SUMMARY_COLUMNS), &rows);
         section.legend(&losses, "rows");
         section.h3("Total latency per CPU");
         let histograms = stats
@@ -576,15 +498,9 @@ impl Page {
                 stats.samples()
             ),
             "total (us)",
-            &["Cause", "Samples", "Share", "Avg (us)", "Max (us)"],
+            &headings(&wakeup::CAUSE_COLUMNS),
             stats.ranked_causes().into_iter().map(|(cause, s)| {
-                let cells = vec![
-                    names.wakeup_cause(&cause),
-                    s.samples.to_string(),
-                    format!("{:.1}%", percent(s.total_ns, stats.latency_ns)),
-                    us2(s.total_ns / s.samples.max(1)),
-                    us2(s.max_ns),
-                ];
+                let cells = wakeup::cause_cells(&cause, &s, stats.latency_ns, names).to_vec();
                 (micros(s.total_ns), cells)
             }),
         );
@@ -637,40 +553,20 @@ impl Page {
         section.facts(&facts);
 
         section.h3(&format!("Interrupt time per {} (us)", view.per()));
+        let compensate = whole.compensator.is_some();
         let rows: Vec<Vec<String>> = table
             .rows
             .iter()
             .take(view.top)
             .chain(&table.irqlens)
-            .map(|row| {
-                vec![
-                    row.id.to_string(),
-                    row.comm.clone(),
-                    row.kernel_ns.map_or("-".into(), us1),
-                    us1(row.charged_ns),
-                    us1(row.served_ns),
-                    row.corrected_ns.map_or("-".into(), us1),
-                    signed_percent(row.error),
-                    row.units.to_string(),
-                ]
-            })
+            .map(|row| account::cells(row, compensate, Form::Html))
             .collect();
         // the kernel's bill comes from /proc, the rest from the checkpoints
         let losses = info.losses();
-        let lossy = |heading: &str| format!("{heading}{}", losses.mark());
-        section.table(
-            &[
-                view.id_heading(),
-                "Command",
-                "Kernel",
-                &lossy("Charged"),
-                &lossy("Served"),
-                &lossy("Corrected"),
-                &lossy("Error"),
-                &lossy("Units"),
-            ],
-            &rows,
-        );
+        let columns = account::columns(view, compensate);
+        let marked: Vec<String> = columns.iter().map(|c| c.marked_heading(&losses)).collect();
+        let marked: Vec<&str> = marked.iter().map(String::as_str).collect();
+        section.table(&marked, &rows);
         section.legend(&losses, "columns");
         if table.rows.len() > view.top {
             section.note(&format!("{} more", table.rows.len() - view.top));
@@ -841,12 +737,6 @@ fn noise_timeline(section: &mut Section, analysis: &NoiseAnalysis) {
             lines,
         });
     }
-}
-
-fn bh_row(mechanism: String, source: String, s: &irqlens_analyze::bh::Series) -> Vec<String> {
-    let mut row = vec![mechanism, source];
-    row.extend(super::bh::series_cells(s));
-    row
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod noise;
 pub mod perfetto;
 pub mod plot;
 pub mod prometheus;
+mod table;
 pub mod wakeup;
 
 use std::collections::HashMap;

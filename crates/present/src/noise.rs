@@ -7,13 +7,53 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::{Figure, TOP_FIGURES, quantile_figures};
-use super::{clock_time, percent, us, us1};
+use super::table::{Column, Form, write_headings, write_line};
+use super::{clock_time, percent, us1};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::noise::{Breakdown, Cause, CauseStats, CpuSummary, NoiseAnalysis, StopReport};
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::Record;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo};
+
+/// Columns of the per-CPU summary, rtla osnoise top's (time in µs), in the text and the
+/// HTML report alike.
+pub(crate) const SUMMARY_COLUMNS: [Column; 12] = [
+    Column::right("CPU", 3),
+    Column::left("Period", 7),
+    Column::right("Runtime", 12),
+    Column::right("Noise", 12),
+    Column::right("% CPU Aval", 11),
+    Column::right("Max Noise", 11),
+    Column::right("Max Single", 11),
+    Column::right("HW", 9),
+    Column::right("NMI", 9),
+    Column::right("IRQ", 9),
+    Column::right("Softirq", 9),
+    Column::right("Thread", 9),
+];
+
+/// One CPU's summary row in the order of `SUMMARY_COLUMNS`, the CPU marked if `losses`
+/// touched its records.
+pub(crate) fn summary_cells(s: &CpuSummary, losses: &Losses, form: Form) -> [String; 12] {
+    [
+        format!("{}{}", s.cpu, losses.mark_cpu(s.cpu)),
+        match form {
+            Form::Text => format!("#{}", s.periods),
+            Form::Html => s.periods.to_string(),
+        },
+        form.us(s.runtime_ns),
+        form.us(s.noise_ns),
+        format!("{:.5}", s.cpu_available_percent()),
+        form.us(s.max_noise_ns),
+        form.us(s.max_single_ns),
+        s.hw.to_string(),
+        s.nmi.to_string(),
+        s.irq.to_string(),
+        s.softirq.to_string(),
+        s.thread.to_string(),
+    ]
+}
 
 /// Per-CPU summary with rtla osnoise top's columns (time in µs).
 /// CPUs whose records `losses` touched are marked.
@@ -25,53 +65,28 @@ pub fn write_summary(
 ) -> io::Result<()> {
     writeln!(out, "{:^118}", "Operating System Noise")?;
     writeln!(out, "duration: {} | time is in us", clock_time(elapsed_ns))?;
-    writeln!(
-        out,
-        "{:>3} {:<7} {:>12} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "CPU",
-        "Period",
-        "Runtime",
-        "Noise",
-        "% CPU Aval",
-        "Max Noise",
-        "Max Single",
-        "HW",
-        "NMI",
-        "IRQ",
-        "Softirq",
-        "Thread"
-    )?;
+    write_headings(out, "", &SUMMARY_COLUMNS)?;
     for s in analysis.summaries() {
-        writeln!(
+        write_line(
             out,
-            "{:>3} #{:<6} {:>12} {:>12} {:>11.5} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            format!("{}{}", s.cpu, losses.mark_cpu(s.cpu)),
-            s.periods,
-            us(s.runtime_ns),
-            us(s.noise_ns),
-            s.cpu_available_percent(),
-            us(s.max_noise_ns),
-            us(s.max_single_ns),
-            s.hw,
-            s.nmi,
-            s.irq,
-            s.softirq,
-            s.thread
+            "",
+            &SUMMARY_COLUMNS,
+            &summary_cells(s, losses, Form::Text),
         )?;
     }
     super::write_legend(out, losses, "rows")
 }
 
 /// Columns of the per-CPU breakdown, in the text and the HTML report alike.
-pub(crate) const BREAKDOWN_COLUMNS: [&str; 8] = [
-    "CPU",
-    "Noise",
-    "Causes",
-    "Entry/exit",
-    "HW",
-    "No record",
-    "Dropped",
-    "Clipped",
+pub(crate) const BREAKDOWN_COLUMNS: [Column; 8] = [
+    Column::right("CPU", 3),
+    Column::right("Noise", 14),
+    Column::right("Causes", 14),
+    Column::right("Entry/exit", 14),
+    Column::right("HW", 14),
+    Column::right("No record", 14),
+    Column::right("Dropped", 14),
+    Column::right("Clipped", 14),
 ];
 
 pub(crate) const BREAKDOWN_HEADING: &str = "Where the noise went (us)";
@@ -82,7 +97,8 @@ pub(crate) const BREAKDOWN_NOTE: [&str; 3] = [
     "Clipped: record time beyond what was left of its sample (records and samples use two clocks), not counted.",
 ];
 
-/// One CPU's breakdown row, in µs to the ns so the sum can be checked by hand.
+/// One CPU's breakdown row in the order of `BREAKDOWN_COLUMNS`, in µs to the ns so the
+/// sum can be checked by hand.
 pub(crate) fn breakdown_cells(summary: &CpuSummary, parts: &Breakdown) -> [String; 8] {
     [
         summary.cpu.to_string(),
@@ -108,19 +124,43 @@ pub fn write_breakdown(out: &mut dyn Write, analysis: &NoiseAnalysis) -> io::Res
     BREAKDOWN_NOTE
         .iter()
         .try_for_each(|line| writeln!(out, "{line}"))?;
-    let [cpu, rest @ ..] = BREAKDOWN_COLUMNS;
-    write!(out, "{cpu:>3}")?;
-    rest.iter()
-        .try_for_each(|column| write!(out, " {column:>14}"))?;
-    writeln!(out)?;
+    write_headings(out, "", &BREAKDOWN_COLUMNS)?;
     for (summary, parts) in analysis.breakdowns() {
-        let [cpu, rest @ ..] = breakdown_cells(summary, &parts);
-        write!(out, "{cpu:>3}")?;
-        rest.iter()
-            .try_for_each(|cell| write!(out, " {cell:>14}"))?;
-        writeln!(out)?;
+        write_line(
+            out,
+            "",
+            &BREAKDOWN_COLUMNS,
+            &breakdown_cells(summary, &parts),
+        )?;
     }
     Ok(())
+}
+
+/// Columns of the top causes, in the text and the HTML report alike.
+pub(crate) const CAUSE_COLUMNS: [Column; 6] = [
+    Column::left("Cause", 40),
+    Column::left("Class", 10),
+    Column::right("Count", 9),
+    Column::right("Total", 12),
+    Column::right("Max", 10),
+    Column::right("% Noise", 8),
+];
+
+/// One cause's row in the order of `CAUSE_COLUMNS`; its share is of `noise_ns`.
+pub(crate) fn cause_cells(
+    cause: &Cause,
+    stats: &CauseStats,
+    noise_ns: u64,
+    irq_names: &HashMap<u32, String>,
+) -> [String; 6] {
+    [
+        cause.label(irq_names),
+        cause.class_name().into(),
+        stats.count.to_string(),
+        us1(stats.total_ns),
+        us1(stats.max_ns),
+        format!("{:.2}%", percent(stats.total_ns, noise_ns)),
+    ]
 }
 
 /// The causes of noise over the whole run, by total interference-free time.
@@ -137,22 +177,10 @@ pub fn write_causes(
         out,
         "Top causes of noise (interference-free time in us; samples above the threshold only)"
     )?;
-    writeln!(
-        out,
-        "{:<40} {:<10} {:>9} {:>12} {:>10} {:>8}",
-        "Cause", "Class", "Count", "Total", "Max", "% Noise"
-    )?;
+    write_headings(out, "", &CAUSE_COLUMNS)?;
     for (cause, stats) in causes.iter().take(limit) {
-        writeln!(
-            out,
-            "{:<40} {:<10} {:>9} {:>12} {:>10} {:>7.2}%",
-            cause.label(irq_names),
-            cause.class_name(),
-            stats.count,
-            us1(stats.total_ns),
-            us1(stats.max_ns),
-            percent(stats.total_ns, noise_ns)
-        )?;
+        let cells = cause_cells(cause, stats, noise_ns, irq_names);
+        write_line(out, "", &CAUSE_COLUMNS, &cells)?;
     }
     if causes.len() > limit {
         writeln!(

@@ -7,11 +7,12 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::{Figure, TOP_FIGURES, quantile_figures};
+use super::table::{Column, Form, write_headings, write_line};
 use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::wakeup::{
-    Cause, Component, CpuStats, Sample, Stop, WakeupStats, from_checkpoints,
+    Cause, CauseStats, Component, CpuStats, Sample, Stop, WakeupStats, from_checkpoints,
 };
 use irqlens_model::hist::HistOptions;
 use irqlens_model::wakeup::{WakeupMode, WakeupOptions, WakeupRunInfo};
@@ -45,6 +46,18 @@ pub fn describe_mode(options: &WakeupOptions) -> String {
     }
 }
 
+/// Columns of the per-CPU summary, in the text and the HTML report alike.
+pub(crate) const SUMMARY_COLUMNS: [Column; 8] = [
+    Column::right("CPU", 3),
+    Column::right("COUNT", 9),
+    Column::right("TRACED", 9),
+    Column::left("COMPONENT (us)", 34).gap(2),
+    Column::right("MIN", 9),
+    Column::right("AVG", 9),
+    Column::right("MAX", 9),
+    Column::right("Q0.99", 9),
+];
+
 /// Per CPU, a row per latency component: count, min, avg, max and Q0.99 (µs); the
 /// components checkpoints were lost from are marked.
 pub fn write_summary(
@@ -59,13 +72,11 @@ pub fn write_summary(
         describe_mode(options),
         clock_time(info.common.elapsed_ns)
     )?;
-    writeln!(
-        out,
-        "{:>3} {:>9} {:>9}  {:<34} {:>9} {:>9} {:>9} {:>9}",
-        "CPU", "COUNT", "TRACED", "COMPONENT (us)", "MIN", "AVG", "MAX", "Q0.99"
-    )?;
+    write_headings(out, "", &SUMMARY_COLUMNS)?;
     for (cpu, stats) in &stats.cpus {
-        write_cpu_rows(out, *cpu, stats, info)?;
+        for cells in cpu_rows(*cpu, stats, info, Form::Text) {
+            write_line(out, "", &SUMMARY_COLUMNS, &cells)?;
+        }
     }
     write_legend(out, &info.losses(), "rows")
 }
@@ -79,19 +90,21 @@ pub(super) fn component_mark(info: &WakeupRunInfo, cpu: u32, component: Componen
     }
 }
 
-fn write_cpu_rows(
-    out: &mut dyn Write,
+/// One CPU's rows in the order of `SUMMARY_COLUMNS`, a row per component it has; the
+/// CPU and its counts on the first.
+pub(crate) fn cpu_rows(
     cpu: u32,
     stats: &CpuStats,
     info: &WakeupRunInfo,
-) -> io::Result<()> {
-    let mut first = true;
+    form: Form,
+) -> Vec<[String; 8]> {
+    let mut rows = Vec::new();
     for component in Component::ALL {
         let Some(series) = stats.series(component) else {
             continue;
         };
         let mark = component_mark(info, cpu, component);
-        let (cpu, count, traced) = if first {
+        let (cpu, count, traced) = if rows.is_empty() {
             (
                 cpu.to_string(),
                 stats.activations.to_string(),
@@ -100,22 +113,48 @@ fn write_cpu_rows(
         } else {
             Default::default()
         };
-        first = false;
-        writeln!(
-            out,
-            "{cpu:>3} {count:>9} {traced:>9}  {:<34} {:>9} {:>9} {:>9} {:>9}",
-            format!(
-                "{:<8} {}",
-                format!("{component}{mark}"),
-                component.describe()
-            ),
+        let name = format!("{component}{mark}");
+        let component = match form {
+            Form::Text => format!("{name:<8} {}", component.describe()),
+            Form::Html => format!("{name} ({})", component.describe()),
+        };
+        rows.push([
+            cpu,
+            count,
+            traced,
+            component,
             opt_us(series.min_ns()),
             opt_us(series.avg_ns()),
             opt_us(series.max_ns()),
             opt_us(series.quantile_ns(0.99)),
-        )?;
+        ]);
     }
-    Ok(())
+    rows
+}
+
+/// Columns of where the latency went, in the text and the HTML report alike.
+pub(crate) const CAUSE_COLUMNS: [Column; 5] = [
+    Column::left("CAUSE", 52),
+    Column::right("SAMPLES", 9),
+    Column::right("SHARE", 7),
+    Column::right("AVG", 9),
+    Column::right("MAX", 9),
+];
+
+/// A cause's row in the order of `CAUSE_COLUMNS`; its share is of `latency_ns`.
+pub(crate) fn cause_cells(
+    cause: &Cause,
+    stats: &CauseStats,
+    latency_ns: u64,
+    names: &Names,
+) -> [String; 5] {
+    [
+        names.wakeup_cause(cause),
+        stats.samples.to_string(),
+        format!("{:.1}%", percent(stats.total_ns, latency_ns)),
+        us2(stats.total_ns / stats.samples.max(1)),
+        us2(stats.max_ns),
+    ]
 }
 
 /// Where the latency went, over all decomposed samples, by time.
@@ -138,21 +177,10 @@ pub fn write_causes(
         stats.samples(),
         us2(stats.latency_ns)
     )?;
-    writeln!(
-        out,
-        "  {:<52} {:>9} {:>7} {:>9} {:>9}",
-        "CAUSE", "SAMPLES", "SHARE", "AVG", "MAX"
-    )?;
+    write_headings(out, "  ", &CAUSE_COLUMNS)?;
     for (cause, cause_stats) in ranked.iter().take(rows) {
-        writeln!(
-            out,
-            "  {:<52} {:>9} {:>6.1}% {:>9} {:>9}",
-            names.wakeup_cause(cause),
-            cause_stats.samples,
-            percent(cause_stats.total_ns, stats.latency_ns),
-            us2(cause_stats.total_ns / cause_stats.samples.max(1)),
-            us2(cause_stats.max_ns),
-        )?;
+        let cells = cause_cells(cause, cause_stats, stats.latency_ns, names);
+        write_line(out, "  ", &CAUSE_COLUMNS, &cells)?;
     }
     if ranked.len() > rows {
         writeln!(out, "  ... {} more (--causes N)", ranked.len() - rows)?;
