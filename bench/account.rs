@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use common::{irqlens_binary, require_root, run_json, run_seconds};
+use common::run_seconds;
+use irqlens_test_support::runner::{require_root, run_json};
 use irqlens_test_support::spinner::Spinner;
 use irqlens_test_support::udp_flow::UdpFlow;
 
@@ -43,7 +44,6 @@ fn main() -> Result<()> {
         "the account bench loads BPF programs, makes a network namespace and runs SCHED_FIFO threads",
     )?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
-    let irqlens = irqlens_binary()?;
     println!(
         "accounting error of a SCHED_FIFO spinner on CPU {SPINNER_CPU} while a receiver on CPU {RECEIVER_CPU} gets UDP (RPS to CPU {SPINNER_CPU}), {seconds} s per rate\n"
     );
@@ -59,20 +59,16 @@ fn main() -> Result<()> {
         std::thread::sleep(Duration::from_millis(300));
         let stolen_before = spinner.stolen_ns();
         let started = Instant::now();
-        let doc = run_json(
-            &irqlens,
-            &[
-                "account",
-                "-c",
-                &SPINNER_CPU.to_string(),
-                "-d",
-                &seconds.to_string(),
-                "--threads",
-                "--compensate",
-                "-q",
-                "--json",
-            ],
-        )?;
+        let doc = run_json(&[
+            "account",
+            "-c",
+            &SPINNER_CPU.to_string(),
+            "-d",
+            &seconds.to_string(),
+            "--threads",
+            "--compensate",
+            "-q",
+        ])?;
         let wall = started.elapsed().as_nanos() as u64;
         let stolen = spinner.stolen_ns() - stolen_before;
         flow.stop_sending();

@@ -21,7 +21,6 @@
 //! runs wherever it is started, often a VM), so the ratios of medians are what compare.
 
 use std::fs;
-use std::path::Path;
 
 #[path = "common.rs"]
 mod common;
@@ -29,7 +28,8 @@ mod common;
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
-use common::{irqlens_binary, require_root, run_json, run_seconds};
+use common::run_seconds;
+use irqlens_test_support::runner::{require_root, run_json};
 
 const DEFAULT_SECONDS: u64 = 10;
 const RATE_HZ: u32 = 50;
@@ -120,7 +120,6 @@ type Results = Vec<Vec<Result<Run, String>>>;
 
 fn main() -> Result<()> {
     require_root("the bh bench runs irqlens, which loads BPF programs")?;
-    let irqlens = irqlens_binary()?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     println!(
@@ -137,7 +136,7 @@ fn main() -> Result<()> {
     for (i, load) in LOADS.iter().enumerate() {
         let runs: Vec<_> = MECHANISMS
             .iter()
-            .map(|m| measure(&irqlens, m, load, seconds).map_err(|e| format!("{e:#}")))
+            .map(|m| measure(m, load, seconds).map_err(|e| format!("{e:#}")))
             .collect();
         results.push(runs);
         print_load_table(i + 1, load, &results[i]);
@@ -156,7 +155,7 @@ fn main() -> Result<()> {
 }
 
 /// Runs irqlens with `mechanism`'s trigger under `load` and picks the mechanism's row.
-fn measure(irqlens: &Path, mechanism: &Mechanism, load: &str, seconds: u64) -> Result<Run> {
+fn measure(mechanism: &Mechanism, load: &str, seconds: u64) -> Result<Run> {
     let (seconds, rate) = (seconds.to_string(), RATE_HZ.to_string());
     let args = [
         "bh",
@@ -168,10 +167,9 @@ fn measure(irqlens: &Path, mechanism: &Mechanism, load: &str, seconds: u64) -> R
         &rate,
         "-l",
         load,
-        "--json",
         "-q",
     ];
-    let doc = run_json(irqlens, &args)?;
+    let doc = run_json(&args)?;
     let row = doc["mechanisms"]
         .as_array()
         .context("irqlens's JSON has no mechanisms array")?

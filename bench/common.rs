@@ -1,17 +1,17 @@
-//! What every bench needs: the release binary they measure, running it for JSON or in
-//! the background, interleaved timing, a pipe ping-pong to time traced events with, and
-//! a process's memory. Included by each bench with `#[path]` (a bench cannot import
-//! tests/common or the other).
+//! What the benches share besides running irqlens (irqlens_test_support::runner, shared
+//! with the integration tests): their settings, interleaved timing, a pipe ping-pong to
+//! time traced events with, programs in the background, and a process's memory. Included
+//! by each bench with `#[path]` (a bench cannot import another).
 // not every bench uses every helper
 #![allow(dead_code)]
 
 use std::fs;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use irqlens_collect::sched::set_affinity;
@@ -39,71 +39,6 @@ pub fn run_seconds(default: u64) -> Result<u64> {
             _ => bail!("{SECONDS_VAR}={text}: expected a whole number of seconds above 0"),
         },
     }
-}
-
-/// Runs `program` and parses its stdout as JSON, failing with its stderr on a non-zero exit.
-pub fn run_json(program: &Path, args: &[&str]) -> Result<serde_json::Value> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {}", program.display()))?;
-    if !output.status.success() {
-        bail!(
-            "{} {} failed: {}",
-            program.display(),
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    serde_json::from_slice(&output.stdout).context("parsing irqlens's JSON")
-}
-
-/// Fails with `why` (what the bench does that needs root) unless run as root.
-pub fn require_root(why: &str) -> Result<()> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("{why}: run it as root");
-    }
-    Ok(())
-}
-
-/// target/release/irqlens, which the bench does not build: a bench profile build would
-/// not be the binary users run, and cargo does not hand benches a binary path.
-pub fn irqlens_binary() -> Result<PathBuf> {
-    // the workspace's root: the benches belong to crates/irqlens
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(root.join("target"), PathBuf::from);
-    let binary = target.join("release/irqlens");
-    let built = fs::metadata(&binary)
-        .and_then(|m| m.modified())
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "{} is missing: run `cargo build --release` first",
-                binary.display()
-            )
-        })?;
-    if newest_source(&root.join("crates")).is_some_and(|source| source > built) {
-        println!(
-            "warning: {} is older than crates/: run `cargo build --release` first\n",
-            binary.display()
-        );
-    }
-    Ok(binary)
-}
-
-fn newest_source(dir: &Path) -> Option<SystemTime> {
-    fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|entry| {
-            let meta = entry.metadata().ok()?;
-            if meta.is_dir() {
-                newest_source(&entry.path())
-            } else {
-                meta.modified().ok()
-            }
-        })
-        .max()
 }
 
 /// Runs every variant once per round, in turn, and keeps each one's minimum.

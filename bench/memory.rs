@@ -19,7 +19,8 @@ mod common;
 
 use anyhow::{Context, Result, bail};
 
-use common::{irqlens_binary, require_root, run_seconds};
+use common::run_seconds;
+use irqlens_test_support::runner::{self, require_root};
 
 const DEFAULT_SECONDS: u64 = 60;
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
@@ -126,7 +127,6 @@ fn mib(kib: u64) -> f64 {
 
 fn main() -> Result<()> {
     require_root("the memory bench traces the kernel")?;
-    let binary = irqlens_binary()?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
     println!("VmRSS (MiB) every 5 s of {seconds} s runs under hackbench and a UDP flood");
     println!(
@@ -137,7 +137,7 @@ fn main() -> Result<()> {
     // let the storm reach its pace
     std::thread::sleep(Duration::from_secs(2));
     for args in CASES {
-        let samples = resident_over_run(&binary, args, seconds)?;
+        let samples = resident_over_run(runner::binary(), args, seconds)?;
         let (Some(&end), warm) = (samples.last(), samples.get(samples.len() / 4)) else {
             bail!("irqlens {} ended before its first sample", args.join(" "));
         };

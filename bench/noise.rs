@@ -26,7 +26,8 @@ use irqlens_model::units::CpuList;
 use irqlens_probe::noise::{CpuCounters, NoiseProbe};
 use irqlens_test_support::spinner::Spinner;
 
-use common::{interleaved_min, irqlens_binary, ping_pong, require_root, run_json, vm_rss_kib};
+use common::{interleaved_min, ping_pong, vm_rss_kib};
+use irqlens_test_support::runner::{self, require_root, run_json};
 
 /// Rounds of the loop cost and of the ping-pong; the ping-pong's figure is a small
 /// difference of two large times, so it takes more rounds to settle.
@@ -52,7 +53,6 @@ const MEMORY_EVERY: Duration = Duration::from_secs(5);
 
 fn main() -> Result<()> {
     require_root("the noise bench loads BPF programs")?;
-    let irqlens = irqlens_binary()?;
     let online = irqlens_collect::system::online_cpus()?;
     let cpu = online.iter().last().context("no online CPU")?;
     let housekeeping = online.without(&CpuList::single(cpu));
@@ -67,8 +67,8 @@ fn main() -> Result<()> {
 
     loop_cost(cpu)?;
     event_cost(cpu)?;
-    compare_with_oslat(&irqlens, cpu)?;
-    memory_over_time(&irqlens, cpu)?;
+    compare_with_oslat(cpu)?;
+    memory_over_time(runner::binary(), cpu)?;
     Ok(())
 }
 
@@ -286,7 +286,7 @@ fn probed_ping_pong(cpu: u32, probing: Probing) -> Result<ProbedRound> {
 // ---------------------------------------------------------------------------------------
 // 3. irqlens vs oslat under the same injected noise
 
-fn compare_with_oslat(irqlens: &Path, cpu: u32) -> Result<()> {
+fn compare_with_oslat(cpu: u32) -> Result<()> {
     println!(
         "3. irqlens vs oslat on CPU {cpu}, {COMPARE_SECONDS} s each, injected: SCHED_FIFO thread \
          '{SPINNER_NAME}' busy {} ms every {} ms",
@@ -298,10 +298,7 @@ fn compare_with_oslat(irqlens: &Path, cpu: u32) -> Result<()> {
     let (doc, irqlens_spin) = spinner.during(|| {
         let cpu = cpu.to_string();
         let duration = COMPARE_SECONDS.to_string();
-        run_json(
-            irqlens,
-            &["noise", "-c", &cpu, "-d", &duration, "-q", "--json"],
-        )
+        run_json(&["noise", "-c", &cpu, "-d", &duration, "-q"])
     });
     drop(spinner);
     let (oslat, doc) = (oslat?, doc?);

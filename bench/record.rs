@@ -17,7 +17,8 @@ mod common;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use common::{irqlens_binary, run_json, run_seconds};
+use common::run_seconds;
+use irqlens_test_support::runner::run_json;
 
 const DEFAULT_SECONDS: u64 = 10;
 const ROUNDS: usize = 2;
@@ -52,9 +53,9 @@ const CASES: [Case; 3] = [
 ];
 
 /// One run: its JSON result and the CPU time (user + system) the irqlens process took.
-fn run(binary: &Path, args: &[&str]) -> Result<(Value, f64)> {
+fn run(args: &[&str]) -> Result<(Value, f64)> {
     let before = children_cpu_seconds();
-    let doc = run_json(binary, args)?;
+    let doc = run_json(args)?;
     Ok((doc, children_cpu_seconds() - before))
 }
 
@@ -80,7 +81,6 @@ fn inputs(path: &Path) -> Result<u64> {
 }
 
 fn main() -> Result<()> {
-    let binary = irqlens_binary()?;
     let seconds = run_seconds(DEFAULT_SECONDS)?.to_string();
     let path = std::env::temp_dir().join("irqlens-bench-record.jsonl.gz");
     let path_text = path.to_str().unwrap();
@@ -99,24 +99,24 @@ fn main() -> Result<()> {
     );
     for case in &CASES {
         let mut plain: Vec<&str> = case.args.to_vec();
-        plain.extend(["-d", &seconds, "-q", "--json"]);
+        plain.extend(["-d", &seconds, "-q"]);
         let mut recorded = plain.clone();
         recorded.extend(["--record", path_text]);
         let (mut cpu_plain, mut cpu_recorded) = (0.0, 0.0);
         let (mut figure_plain, mut figure_recorded) = (0.0, 0.0);
         let (mut bytes, mut lines, mut replay_seconds, mut elapsed_s) = (0u64, 0u64, 0.0, 0.0);
         for _ in 0..ROUNDS {
-            let (doc, cpu) = run(&binary, &plain)?;
+            let (doc, cpu) = run(&plain)?;
             cpu_plain += cpu;
             figure_plain += (case.figure)(&doc) / ROUNDS as f64;
-            let (doc, cpu) = run(&binary, &recorded)?;
+            let (doc, cpu) = run(&recorded)?;
             cpu_recorded += cpu;
             figure_recorded += (case.figure)(&doc) / ROUNDS as f64;
             elapsed_s += doc["run"]["elapsed_ns"].as_f64().unwrap_or(0.0) / 1e9;
             bytes += std::fs::metadata(&path)?.len();
             lines += inputs(&path)?;
             let started = Instant::now();
-            run(&binary, &["report", "--json", path_text])?;
+            run(&["report", path_text])?;
             replay_seconds += started.elapsed().as_secs_f64();
         }
         let per_second = bytes as f64 / elapsed_s;

@@ -14,7 +14,8 @@ mod common;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use common::{irqlens_binary, median, require_root, run_json, run_seconds};
+use common::{median, run_seconds};
+use irqlens_test_support::runner::{require_root, run_json};
 
 const DEFAULT_SECONDS: u64 = 10;
 const CPUS: &str = "0-1";
@@ -37,7 +38,6 @@ struct Latency {
 fn main() -> Result<()> {
     require_root("the wakeup bench loads BPF programs and runs SCHED_FIFO threads")?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
-    let irqlens = irqlens_binary()?;
     println!(
         "wakeup latency: CPUs {CPUS}, period {PERIOD_US} us, SCHED_FIFO {PRIORITY}, {seconds} s per run, one run after the other (us)\n"
     );
@@ -46,7 +46,7 @@ fn main() -> Result<()> {
     let (period, priority) = (PERIOD_US.to_string(), format!("f:{PRIORITY}"));
     let irqlens_args = |traced: bool| {
         let mut args = vec![
-            "wakeup", "-c", CPUS, "-d", &duration, "-p", &period, "-P", &priority, "-q", "--json",
+            "wakeup", "-c", CPUS, "-d", &duration, "-p", &period, "-P", &priority, "-q",
         ];
         if !traced {
             args.push("--no-trace");
@@ -60,8 +60,8 @@ fn main() -> Result<()> {
     let mut added_min = Vec::new();
     let mut last_round = None;
     for _ in 0..ROUNDS {
-        let untraced = totals(&run_json(&irqlens, &irqlens_args(false))?)?;
-        let traced_doc = run_json(&irqlens, &irqlens_args(true))?;
+        let untraced = totals(&run_json(&irqlens_args(false))?)?;
+        let traced_doc = run_json(&irqlens_args(true))?;
         let traced = totals(&traced_doc)?;
         added_avg.push(mean(&traced, |l| l.avg) - mean(&untraced, |l| l.avg));
         added_min.push(mean(&traced, |l| l.min) - mean(&untraced, |l| l.min));

@@ -12,7 +12,7 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde_json::Value;
 
-use crate::common::{IRQLENS, temp_path};
+use crate::common::{binary, temp_path};
 
 fn fixtures(version: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -22,7 +22,7 @@ fn fixtures(version: &str) -> PathBuf {
 
 /// irqlens run in `dir`, so that file names print as the fixtures' outputs have them.
 fn irqlens_in(dir: &Path, args: &[&str]) -> Output {
-    let output = Command::new(IRQLENS)
+    let output = Command::new(binary())
         .args(args)
         .current_dir(dir)
         .output()
@@ -129,7 +129,7 @@ fn a_version_1_recording_whose_command_line_does_not_parse_is_refused() {
     let changed = rewritten(&original, "v1-renamed.jsonl.gz", |header| {
         header["argv"] = serde_json::json!(["irqlens", "noise-was-renamed"]);
     });
-    let output = Command::new(IRQLENS)
+    let output = Command::new(binary())
         .arg("report")
         .arg(&changed)
         .output()
@@ -151,7 +151,7 @@ fn report_shows_the_recorded_kernel_not_this_one() {
         header["system"]["kernel_release"] = "9.9.9-elsewhere".into();
     });
     let html = temp_path("other-kernel.html");
-    let output = Command::new(IRQLENS)
+    let output = Command::new(binary())
         .arg("report")
         .arg(&changed)
         .arg("--html")

@@ -233,7 +233,7 @@ fn without_privileges_it_says_what_is_missing() {
     assert_root();
     // user nobody may not reach the checkout: run a copy from the temp dir
     let copy = std::env::temp_dir().join(format!("irqlens-unprivileged-{}", std::process::id()));
-    std::fs::copy(IRQLENS, &copy).unwrap();
+    std::fs::copy(binary(), &copy).unwrap();
     let output = Command::new("setpriv")
         .args([
             "--reuid=65534",

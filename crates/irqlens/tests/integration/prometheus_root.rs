@@ -31,7 +31,7 @@ fn free_port() -> u16 {
 
 fn start(args: &[&str], port: u16) -> Child {
     let address = format!("127.0.0.1:{port}");
-    Command::new(IRQLENS)
+    Command::new(binary())
         .args(args)
         .args(["-q", "--prometheus", &address])
         .stdout(Stdio::null())

@@ -214,7 +214,7 @@ fn a_killed_run_leaves_a_recording_report_calls_truncated() {
     assert_root();
     let path = temp_path("killed.jsonl.gz");
     let path_text = path.to_str().unwrap();
-    let mut child = Command::new(IRQLENS)
+    let mut child = Command::new(binary())
         .args(["noise", "-c", "1", "-d", "30", "-q", "--record", path_text])
         .stdout(Stdio::null())
         .spawn()
