@@ -5,7 +5,11 @@
 #![warn(missing_docs)]
 
 pub mod perfetto_check;
+#[cfg(feature = "live")]
 pub mod runner;
+#[cfg(feature = "live")]
 pub mod spinner;
+#[cfg(feature = "live")]
 pub mod storm;
+#[cfg(feature = "live")]
 pub mod udp_flow;
