@@ -32,6 +32,36 @@ pub struct RunCommon {
     pub interrupted: bool,
 }
 
+/// What the driver does with any capability's run information: mark how the run ended,
+/// and hand it to the recording's end.
+pub trait RunInfo {
+    /// Its common part.
+    fn common_mut(&mut self) -> &mut RunCommon;
+    /// The whole, as the `run` object of `--json`.
+    fn to_json(&self) -> serde_json::Value;
+}
+
+macro_rules! run_info {
+    ($($info:ty),*) => {$(
+        impl RunInfo for $info {
+            fn common_mut(&mut self) -> &mut RunCommon {
+                &mut self.common
+            }
+
+            fn to_json(&self) -> serde_json::Value {
+                serde_json::to_value(self).expect("run information is plain data")
+            }
+        }
+    )*};
+}
+
+run_info!(
+    crate::noise::NoiseRunInfo,
+    crate::bh::BhRunInfo,
+    crate::wakeup::WakeupRunInfo,
+    crate::account::AccountRunInfo
+);
+
 /// The name of the tool in every JSON document.
 pub const TOOL: &str = "irqlens";
 

@@ -11,6 +11,7 @@ use irqlens_collect::system;
 use irqlens_model::account::{AccountOptions, AccountRunInfo};
 use irqlens_model::kernel::parse_irq_line_names;
 use irqlens_model::options::RunOptions;
+use irqlens_model::run::RunInfo;
 use irqlens_present::account::{self as show, View};
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
@@ -156,11 +157,7 @@ impl Outcome for AccountResult {
         show::figures(&self.whole, &self.view())
     }
 
-    fn info(&self) -> serde_json::Value {
-        serde_json::to_value(&self.info).unwrap_or_default()
-    }
-
-    fn set_interrupted(&mut self, interrupted: bool) {
-        self.info.common.interrupted = interrupted;
+    fn run_info(&mut self) -> &mut dyn RunInfo {
+        &mut self.info
     }
 }

@@ -8,9 +8,9 @@ use irqlens_collect::bh::{self as bh_run, BhOutcome};
 use irqlens_collect::system;
 use irqlens_model::bh::BhOptions;
 use irqlens_model::options::RunOptions;
+use irqlens_model::run::RunInfo;
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
-use irqlens_present::prometheus::Exporter;
 use irqlens_present::{Names, bh as show};
 use irqlens_probe::checkpoint::not_observable;
 use irqlens_record::Reader;
@@ -41,7 +41,7 @@ impl Tool for BhTool {
     }
 
     fn run(options: BhOptions, live: &mut Live<'_>) -> Result<BhResult> {
-        let mut exporter = Exporter::start(live.output.prometheus_address()?, super::names())?;
+        let mut exporter = live.exporter()?;
         let progress = &mut *live.progress;
         let outcome = bh_run::run(&options, &STOP, live.tap, |stats, elapsed| {
             exporter.bh(stats);
@@ -105,11 +105,7 @@ impl Outcome for BhResult {
         show::figures(&self.outcome.stats, &self.names)
     }
 
-    fn info(&self) -> serde_json::Value {
-        serde_json::to_value(&self.outcome.info).unwrap_or_default()
-    }
-
-    fn set_interrupted(&mut self, interrupted: bool) {
-        self.outcome.info.common.interrupted = interrupted;
+    fn run_info(&mut self) -> &mut dyn RunInfo {
+        &mut self.outcome.info
     }
 }

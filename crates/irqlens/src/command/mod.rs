@@ -22,9 +22,10 @@ use irqlens_collect::system;
 use irqlens_collect::tap::{Tap, recording_header};
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
 use irqlens_model::options::RunOptions;
-use irqlens_model::run::{Measurement, TOOL};
+use irqlens_model::run::{Measurement, RunInfo, TOOL};
 use irqlens_present::html::Page;
 use irqlens_present::perfetto::TraceWriter;
+use irqlens_present::prometheus::Exporter;
 use irqlens_present::{self, Names};
 use irqlens_record::{End, Reader, Recorder};
 
@@ -68,6 +69,13 @@ pub struct Live<'a> {
     pub output: &'a OutputArgs,
 }
 
+impl Live<'_> {
+    /// The `--prometheus` endpoint the user asked for (none: an exporter that does nothing).
+    pub fn exporter(&self) -> Result<Exporter> {
+        Exporter::start(self.output.prometheus_address()?, names())
+    }
+}
+
 /// A measurement's result, live or replayed: what every output is made from.
 pub trait Outcome {
     /// The `--json` document.
@@ -78,10 +86,8 @@ pub trait Outcome {
     fn figures(&self) -> Vec<irqlens_present::compare::Figure>;
     /// Its section of an HTML report.
     fn html(&self, page: &mut Page, heading: &str);
-    /// The run information, as the recording's end keeps it.
-    fn info(&self) -> serde_json::Value;
-    /// Marks the run as ended by Ctrl-C or SIGTERM.
-    fn set_interrupted(&mut self, interrupted: bool);
+    /// How the run went.
+    fn run_info(&mut self) -> &mut dyn RunInfo;
 }
 
 /// Runs `T` live with `options`, recording and showing it as `output` asks.
@@ -97,9 +103,10 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<()> 
         };
         T::run(options, &mut live)
     })?;
-    result.set_interrupted(interrupted());
+    let info = result.run_info();
+    info.common_mut().interrupted = interrupted();
     // the result is shown before the recording's error is
-    let closed = tap.finish(result.info());
+    let closed = tap.finish(info.to_json());
     print(&result, output, T::TITLE)?;
     closed
 }

@@ -9,9 +9,9 @@ use irqlens_collect::noise::{self as noise_run, NoiseOutcome};
 use irqlens_collect::system;
 use irqlens_model::noise::NoiseOptions;
 use irqlens_model::options::RunOptions;
+use irqlens_model::run::RunInfo;
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
-use irqlens_present::prometheus::Exporter;
 use irqlens_present::{self, noise as show};
 use irqlens_record::Reader;
 
@@ -51,7 +51,7 @@ impl Tool for NoiseTool {
 
     fn run(options: NoiseOptions, live: &mut Live<'_>) -> Result<NoiseResult> {
         let redraw = live_table(&options, live.output);
-        let mut exporter = Exporter::start(live.output.prometheus_address()?, super::names())?;
+        let mut exporter = live.exporter()?;
         let progress = &mut *live.progress;
         let outcome = noise_run::run(&options, &STOP, live.tap, |analysis, elapsed| {
             exporter.noise(analysis);
@@ -129,11 +129,7 @@ impl Outcome for NoiseResult {
         show::figures(&self.outcome.analysis, &self.irq_names)
     }
 
-    fn info(&self) -> serde_json::Value {
-        serde_json::to_value(&self.outcome.info).unwrap_or_default()
-    }
-
-    fn set_interrupted(&mut self, interrupted: bool) {
-        self.outcome.info.common.interrupted = interrupted;
+    fn run_info(&mut self) -> &mut dyn RunInfo {
+        &mut self.outcome.info
     }
 }

@@ -7,10 +7,10 @@ use irqlens_analyze::loss::RunLosses;
 use irqlens_collect::system;
 use irqlens_collect::wakeup::{self as wakeup_run, WakeupOutcome};
 use irqlens_model::options::RunOptions;
+use irqlens_model::run::RunInfo;
 use irqlens_model::wakeup::WakeupOptions;
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
-use irqlens_present::prometheus::Exporter;
 use irqlens_present::{Names, wakeup as show};
 use irqlens_record::Reader;
 
@@ -38,7 +38,7 @@ impl Tool for WakeupTool {
     }
 
     fn run(options: WakeupOptions, live: &mut Live<'_>) -> Result<WakeupResult> {
-        let mut exporter = Exporter::start(live.output.prometheus_address()?, super::names())?;
+        let mut exporter = live.exporter()?;
         let progress = &mut *live.progress;
         let outcome = wakeup_run::run(&options, &STOP, live.tap, |stats, elapsed| {
             exporter.wakeup(stats);
@@ -105,11 +105,7 @@ impl Outcome for WakeupResult {
         show::figures(&self.outcome.stats, &self.names)
     }
 
-    fn info(&self) -> serde_json::Value {
-        serde_json::to_value(&self.outcome.info).unwrap_or_default()
-    }
-
-    fn set_interrupted(&mut self, interrupted: bool) {
-        self.outcome.info.common.interrupted = interrupted;
+    fn run_info(&mut self) -> &mut dyn RunInfo {
+        &mut self.outcome.info
     }
 }
