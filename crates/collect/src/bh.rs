@@ -134,6 +134,7 @@ pub fn run(
         load: options.load,
         load_tasks: options.load.tasks(),
         trigger,
+        not_observable: irqlens_probe::checkpoint::not_observable(),
     };
     Ok(BhOutcome { stats, info })
 }
@@ -149,9 +150,14 @@ pub fn replay(options: &BhOptions, reader: &mut Reader) -> Result<BhOutcome> {
     };
     let mut pipeline = Pipeline::new(options, stimulus_tid);
     replay_events(reader, |events| pipeline.feed(events, &mut Tap::default()))?;
+    let mut info: BhRunInfo = reader.info()?;
+    if info.not_observable.is_empty() {
+        // format 1 did not keep it: say so rather than probe this machine
+        info.not_observable = irqlens_probe::checkpoint::not_recorded();
+    }
     Ok(BhOutcome {
         stats: pipeline.stats,
-        info: reader.info()?,
+        info,
     })
 }
 

@@ -172,9 +172,12 @@ pub fn replay(options: &WakeupOptions, reader: &mut Reader) -> Result<WakeupOutc
         }
     }
     pipeline.feed(events, reports.into_iter(), no_tap);
+    let mut info: WakeupRunInfo = reader.info()?;
+    // the checkpoints it tracked, which format 1 kept under `tracking` only
+    info.common.events = info.tracking.events;
     Ok(WakeupOutcome {
         stats: pipeline.finish().stats,
-        info: reader.info()?,
+        info,
     })
 }
 

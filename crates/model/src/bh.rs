@@ -102,6 +102,10 @@ pub struct BhRunInfo {
     pub load_tasks: u32,
     /// Active mode: what the stimulus did.
     pub trigger: Option<TriggerReport>,
+    /// What the kernel the run measured keeps irqlens from observing, a line each (none
+    /// in format 1 recordings, which did not keep it).
+    #[serde(default)]
+    pub not_observable: Vec<String>,
 }
 
 /// What the matcher could not match, so the user knows what the tables leave out.

@@ -265,26 +265,35 @@ impl Event {
     }
 }
 
-/// An event as recordings write it: `struct checkpoint`'s fields, whose meaning depends
-/// on the kind. The one place that maps them to and from `EventData`.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct RawEvent {
-    time_ns: u64,
-    cpu: u32,
-    pid: u32,
-    kind: EventKind,
+/// An event as the probe's C record and recordings carry it: `struct checkpoint`'s
+/// fields, whose meaning depends on the kind. The one place that maps them to and from
+/// [`EventData`] is here (the probe fills one of these and converts it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RawEvent {
+    /// CLOCK_MONOTONIC, ns.
+    pub time_ns: u64,
+    /// The CPU it happened on.
+    pub cpu: u32,
+    /// The current thread.
+    pub pid: u32,
+    /// What happened.
+    pub kind: EventKind,
     // zeros are left out of recordings (most fields are unused by most kinds)
     /// An IRQ line or vector, a softirq vector.
     #[serde(default, skip_serializing_if = "is_default")]
-    id: u16,
+    pub id: u16,
+    /// A second number (IRQ source, thread id, requested CPU, reader).
     #[serde(default, skip_serializing_if = "is_default")]
-    aux: u32,
+    pub aux: u32,
+    /// An address or a number (tasklet, work item, hrtimer, socket, tgid, NMI duration).
     #[serde(default, skip_serializing_if = "is_default")]
-    ptr: u64,
+    pub ptr: u64,
+    /// A function's address, an expiry time, or the watched flag.
     #[serde(default, skip_serializing_if = "is_default")]
-    func: u64,
+    pub func: u64,
+    /// A thread's name.
     #[serde(default, skip_serializing_if = "is_default")]
-    comm: Comm,
+    pub comm: Comm,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {

@@ -22,7 +22,11 @@ pub struct RunCommon {
     #[serde(alias = "lost_records")]
     pub lost_events: u64,
     /// Losses per CPU that lost some (the CPU whose buffer was full).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "cpu_keyed"
+    )]
     pub lost_by_cpu: BTreeMap<u32, u64>,
     /// BPF programs attached.
     pub programs: usize,
@@ -61,6 +65,21 @@ run_info!(
     crate::wakeup::WakeupRunInfo,
     crate::account::AccountRunInfo
 );
+
+/// A map keyed by CPU number, read back from JSON's text keys: flattened into each
+/// capability's run information, serde hands the keys over as the text they were.
+fn cpu_keyed<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<u32, u64>, D::Error> {
+    BTreeMap::<String, u64>::deserialize(deserializer)?
+        .into_iter()
+        .map(|(cpu, count)| {
+            cpu.parse()
+                .map(|cpu| (cpu, count))
+                .map_err(|_| serde::de::Error::custom(format!("CPU '{cpu}' is not a number")))
+        })
+        .collect()
+}
 
 /// The name of the tool in every JSON document.
 pub const TOOL: &str = "irqlens";
@@ -163,6 +182,36 @@ pub enum Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every capability's run information reads back what it wrote, the per-CPU losses
+    /// and the version 1 names of noise's counts included.
+    #[test]
+    fn run_information_reads_back_with_its_per_cpu_losses() {
+        let common = RunCommon {
+            elapsed_ns: 7,
+            events: 5,
+            lost_events: 3,
+            lost_by_cpu: BTreeMap::from([(1, 3)]),
+            programs: 2,
+            skipped_tracepoints: vec!["irq_work_entry".into()],
+            interrupted: true,
+        };
+        let info = crate::noise::NoiseRunInfo {
+            common: common.clone(),
+            clock: "tsc".into(),
+            collector_cpus: None,
+        };
+        let text = serde_json::to_string(&info).unwrap();
+        assert!(text.contains(r#""lost_by_cpu":{"1":3}"#), "{text}");
+        let back: crate::noise::NoiseRunInfo = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.common, common);
+        let version_1 = r#"{"elapsed_ns":7,"clock":"tsc","collector_cpus":null,"programs":2,
+            "skipped_tracepoints":[],"records":5,"lost_records":3,"lost_by_cpu":{"1":3},
+            "interrupted":false}"#;
+        let old: crate::noise::NoiseRunInfo = serde_json::from_str(version_1).unwrap();
+        assert_eq!((old.common.events, old.common.lost_events), (5, 3));
+        assert_eq!(old.common.lost_by_cpu, BTreeMap::from([(1, 3)]));
+    }
 
     /// The published schema is the model's: regenerate it with
     /// `IRQLENS_UPDATE_SCHEMA=1 cargo test -p irqlens-model`.

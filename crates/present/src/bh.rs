@@ -259,7 +259,6 @@ pub fn write_run_info(
     stats: &BhStats,
     info: &BhRunInfo,
     options: &BhOptions,
-    not_observable: &[String],
 ) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
@@ -329,7 +328,7 @@ pub fn write_run_info(
             info.common.lost_events
         )?;
     }
-    for line in not_observable {
+    for line in &info.not_observable {
         writeln!(out, "not observable here: {line}")?;
     }
     super::write_skipped_tracepoints(out, &info.common.skipped_tracepoints)?;
@@ -379,13 +378,7 @@ fn sample_json(sample: &Sample, names: &Names) -> Value {
 }
 
 /// The tables as JSON, for the document's envelope; times are in ns (`*_ns`).
-pub fn to_json(
-    stats: &BhStats,
-    info: &BhRunInfo,
-    options: &BhOptions,
-    names: &Names,
-    not_observable: &[String],
-) -> Value {
+pub fn to_json(stats: &BhStats, info: &BhRunInfo, options: &BhOptions, names: &Names) -> Value {
     let mechanisms: Vec<Value> = stats
         .mechanisms
         .iter()
@@ -439,7 +432,7 @@ pub fn to_json(
         "others": stats.others,
         "mechanisms": mechanisms,
         "series": series,
-        "not_observable": not_observable,
+        "not_observable": info.not_observable,
     })
 }
 

@@ -74,7 +74,7 @@ fn bh_marks_every_row_of_its_tables_when_checkpoints_were_lost() {
         hist: None,
         causes: 8,
     };
-    let doc = bh::to_json(&stats, &info, &options, &names, &[]);
+    let doc = bh::to_json(&stats, &info, &options, &names);
     assert_eq!(doc["lost"]["events"], 7);
     assert_eq!(doc["lost"]["affected"], true);
     assert_eq!(doc["lost"]["marked"][0], "mechanisms");

@@ -499,8 +499,9 @@ struct Endpoint {
 }
 
 impl Exporter {
-    /// Listens on `address`; serving begins with the first snapshot.
-    pub fn start(address: Option<SocketAddr>, names: Names) -> Result<Self> {
+    /// Listens on `address`; serving begins with the first snapshot. `names` (asked
+    /// only when there is an address) name IRQ lines and kernel functions in the labels.
+    pub fn start(address: Option<SocketAddr>, names: impl FnOnce() -> Names) -> Result<Self> {
         let Some(address) = address else {
             return Ok(Exporter { endpoint: None });
         };
@@ -510,7 +511,7 @@ impl Exporter {
         Ok(Exporter {
             endpoint: Some(Endpoint {
                 snapshot: Arc::default(),
-                names,
+                names: names(),
                 address,
                 listener: Some(listener),
                 serving: None,
@@ -915,7 +916,7 @@ mod tests {
     #[test]
     fn serves_the_latest_snapshot_until_dropped() {
         let mut exporter =
-            Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default()).unwrap();
+            Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
         let address = exporter.address().unwrap();
         assert_ne!(address.port(), 0);
         exporter.noise(&noise_analysis());
@@ -947,7 +948,7 @@ mod tests {
 
     #[test]
     fn without_an_address_nothing_listens() {
-        let mut exporter = Exporter::start(None, Names::default()).unwrap();
+        let mut exporter = Exporter::start(None, Names::default).unwrap();
         exporter.noise(&noise_analysis());
         assert_eq!(exporter.address(), None);
     }

@@ -10,7 +10,7 @@ use libbpf_rs::{MapCore, OpenObject};
 
 use super::area::{AreaLayout, Cursor, RecordAreas};
 use super::{Attached, Gate, load_and_attach, loaded_programs};
-use irqlens_model::event::{Event, EventData, EventKind};
+use irqlens_model::event::{Event, EventKind, RawEvent};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
@@ -176,9 +176,8 @@ impl<'obj> CheckpointProbe<'obj> {
     }
 }
 
-/// Decodes one record of an area; `None` if it is not one of ours. The only place that
-/// reads `struct checkpoint`'s per-kind fields (checkpoint.h says what each kind puts in
-/// them).
+/// Decodes one record of an area; `None` if it is not one of ours. Its per-kind fields
+/// mean what model's `RawEvent` says (checkpoint.h fills them so).
 fn decode_event(bytes: &[u8]) -> Option<Event> {
     if bytes.len() < size_of::<checkpoint>() {
         return None;
@@ -186,77 +185,18 @@ fn decode_event(bytes: &[u8]) -> Option<Event> {
     // SAFETY: `bytes` holds at least one checkpoint (checked above), read unaligned; it
     // is plain integers and bytes, valid for any bit pattern.
     let raw: checkpoint = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
-    let comm = || Comm(raw.comm.map(|c| c as u8));
-    let what = match EventKind::from_raw(raw.kind)? {
-        EventKind::IrqEntry => EventData::IrqEntry {
-            // enum irq_source, which fits
-            source: raw.aux as u16,
-            line_or_vector: raw.id,
-        },
-        EventKind::IrqExit => EventData::IrqExit {
-            line_or_vector: raw.id,
-        },
-        EventKind::SoftirqRaise => EventData::SoftirqRaise { vector: raw.id },
-        EventKind::SoftirqEntry => EventData::SoftirqEntry { vector: raw.id },
-        EventKind::SoftirqExit => EventData::SoftirqExit { vector: raw.id },
-        EventKind::TaskletEntry => EventData::TaskletEntry {
-            tasklet: raw.ptr,
-            func: raw.func,
-        },
-        EventKind::TaskletExit => EventData::TaskletExit {
-            tasklet: raw.ptr,
-            func: raw.func,
-        },
-        EventKind::WorkQueue => EventData::WorkQueue {
-            work: raw.ptr,
-            func: raw.func,
-            // the kernel's int req_cpu
-            requested_cpu: raw.aux as i32,
-        },
-        EventKind::WorkActivate => EventData::WorkActivate {
-            work: raw.ptr,
-            func: raw.func,
-        },
-        EventKind::WorkStart => EventData::WorkStart {
-            work: raw.ptr,
-            func: raw.func,
-        },
-        EventKind::WorkEnd => EventData::WorkEnd { work: raw.ptr },
-        EventKind::Switch => EventData::Switch {
-            next_pid: raw.aux,
-            // a tgid, which fits
-            next_tgid: raw.ptr as u32,
-            next_comm: comm(),
-        },
-        EventKind::Wakeup => EventData::Wakeup {
-            woken_pid: raw.aux,
-            woken_tgid: raw.ptr as u32,
-            woken_comm: comm(),
-            watched: raw.func != 0,
-        },
-        EventKind::Nmi => EventData::Nmi {
-            duration_ns: raw.ptr,
-        },
-        EventKind::TimerStart => EventData::TimerStart {
-            hrtimer: raw.ptr,
-            expires_ns: raw.func,
-        },
-        EventKind::TimerExpire => EventData::TimerExpire {
-            hrtimer: raw.ptr,
-            function: raw.func,
-        },
-        EventKind::TimerExpireExit => EventData::TimerExpireExit { hrtimer: raw.ptr },
-        EventKind::SockData => EventData::SockData {
-            sock: raw.ptr,
-            reader: raw.aux,
-        },
-    };
-    Some(Event {
+    let event = RawEvent {
         time_ns: raw.time,
         cpu: raw.cpu,
         pid: raw.pid,
-        what,
-    })
+        kind: EventKind::from_raw(raw.kind)?,
+        id: raw.id,
+        aux: raw.aux,
+        ptr: raw.ptr,
+        func: raw.func,
+        comm: Comm(raw.comm.map(|c| c as u8)),
+    };
+    Some(event.into())
 }
 
 mod fentry_check {
@@ -268,6 +208,16 @@ mod fentry_check {
         dead_code
     )]
     include!(concat!(env!("OUT_DIR"), "/fentry_check.skel.rs"));
+}
+
+/// What bh cannot observe on any kernel: these have no tracepoint.
+const NO_TRACEPOINT: &str = "entropy mixing (add_interrupt_randomness) and scheduler runtime accounting (update_curr) have no tracepoint";
+
+/// What a recording that did not keep [`not_observable`] (format 1) can say of it.
+pub fn not_recorded() -> Vec<String> {
+    vec![format!(
+        "{NO_TRACEPOINT}, and whether the recorded kernel allowed fentry probes was not recorded: their delays count as undelayed time"
+    )]
 }
 
 /// Delay causes of INTSPECT thesis §5.4 that need a probe on a kernel function, and why
@@ -282,7 +232,7 @@ pub fn not_observable() -> Vec<String> {
         .open(&mut storage)
         .and_then(|open| open.load());
     libbpf_rs::set_print(print);
-    let what = "entropy mixing (add_interrupt_randomness) and scheduler runtime accounting (update_curr) have no tracepoint";
+    let what = NO_TRACEPOINT;
     match loaded {
         Err(err) => vec![format!(
             "{what}, and this kernel refuses fentry probes ({err}): their delays count as undelayed time"

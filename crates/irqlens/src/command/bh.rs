@@ -12,7 +12,6 @@ use irqlens_model::run::RunInfo;
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
 use irqlens_present::{Names, bh as show};
-use irqlens_probe::checkpoint::not_observable;
 use irqlens_record::Reader;
 
 use super::{Live, Outcome, STOP, Tool};
@@ -24,8 +23,6 @@ pub struct BhResult {
     options: BhOptions,
     outcome: BhOutcome,
     names: Names,
-    /// What this irqlens cannot observe on any kernel.
-    not_observable: Vec<String>,
     /// The kernel release the run was measured on.
     kernel: String,
 }
@@ -41,7 +38,7 @@ impl Tool for BhTool {
     }
 
     fn run(options: BhOptions, live: &mut Live<'_>) -> Result<BhResult> {
-        let mut exporter = live.exporter()?;
+        let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
         let outcome = bh_run::run(&options, &STOP, live.tap, |stats, elapsed| {
             exporter.bh(stats);
@@ -51,7 +48,6 @@ impl Tool for BhTool {
             options,
             outcome,
             names: super::names(),
-            not_observable: not_observable(),
             kernel: system::kernel_release(),
         })
     }
@@ -62,7 +58,6 @@ impl Tool for BhTool {
             options,
             outcome,
             names: super::recorded_names(reader.end()?),
-            not_observable: not_observable(),
             kernel: reader.header().system.kernel_release.clone(),
         })
     }
@@ -71,13 +66,7 @@ impl Tool for BhTool {
 impl Outcome for BhResult {
     fn json(&self) -> serde_json::Value {
         let BhOutcome { stats, info } = &self.outcome;
-        let tables = show::to_json(
-            stats,
-            info,
-            &self.options,
-            &self.names,
-            &self.not_observable,
-        );
+        let tables = show::to_json(stats, info, &self.options, &self.names);
         super::measurement_json(&BhTool::recorded(&self.options), &self.kernel, info, tables)
     }
 
@@ -92,7 +81,7 @@ impl Outcome for BhResult {
                 show::write_worst(out, stats, &self.names)?;
             }
         }
-        show::write_run_info(out, stats, info, &self.options, &self.not_observable)?;
+        show::write_run_info(out, stats, info, &self.options)?;
         Ok(())
     }
 

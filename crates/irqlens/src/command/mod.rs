@@ -1,5 +1,5 @@
 //! The one driver every capability runs through (as rtla's `tool_ops`): a capability
-//! implements [`Tool`] once, and [`measure`] runs it live while [`report`] replays its
+//! implements [`Tool`] once, and [`measure`] runs it live while [`replay`] replays its
 //! recordings, both ending in the same [`Outcome`] shown the same way.
 
 pub mod account;
@@ -65,15 +65,10 @@ pub trait Tool {
 /// options it shows with.
 pub struct Live<'a> {
     pub tap: &'a mut Tap,
+    /// The `--prometheus` endpoint (with none asked for, one that does nothing).
+    pub exporter: &'a mut Exporter,
     pub progress: &'a mut dyn FnMut(Duration, u64),
     pub output: &'a OutputArgs,
-}
-
-impl Live<'_> {
-    /// The `--prometheus` endpoint the user asked for (none: an exporter that does nothing).
-    pub fn exporter(&self) -> Result<Exporter> {
-        Exporter::start(self.output.prometheus_address()?, names())
-    }
 }
 
 /// A measurement's result, live or replayed: what every output is made from.
@@ -93,16 +88,20 @@ pub trait Outcome {
 /// Runs `T` live with `options`, recording and showing it as `output` asks.
 pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<()> {
     let recorded = T::recorded(&options);
+    // bound before any file is written: a port in use fails with nothing truncated
+    let mut exporter = Exporter::start(output.prometheus_address()?, names)?;
     let mut tap = open_tap(output, &recorded)?;
     let show = T::shows_progress(&options, output);
     let mut result = with_progress(show, recorded.duration(), T::COUNTING, |progress| {
         let mut live = Live {
             tap: &mut tap,
+            exporter: &mut exporter,
             progress,
             output,
         };
         T::run(options, &mut live)
     })?;
+    drop(exporter);
     let info = result.run_info();
     info.common_mut().interrupted = interrupted();
     // the result is shown before the recording's error is

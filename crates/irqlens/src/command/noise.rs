@@ -51,7 +51,7 @@ impl Tool for NoiseTool {
 
     fn run(options: NoiseOptions, live: &mut Live<'_>) -> Result<NoiseResult> {
         let redraw = live_table(&options, live.output);
-        let mut exporter = live.exporter()?;
+        let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
         let outcome = noise_run::run(&options, &STOP, live.tap, |analysis, elapsed| {
             exporter.noise(analysis);

@@ -37,6 +37,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             .iter()
             .map(|(reader, _)| reader.header().system.kernel_release.as_str())
             .collect();
+        kernels.sort_unstable();
         kernels.dedup();
         let mut page = Page::new("irqlens report", &kernels.join(", "));
         for (reader, outcome) in &replayed {

@@ -38,7 +38,7 @@ impl Tool for WakeupTool {
     }
 
     fn run(options: WakeupOptions, live: &mut Live<'_>) -> Result<WakeupResult> {
-        let mut exporter = live.exporter()?;
+        let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
         let outcome = wakeup_run::run(&options, &STOP, live.tap, |stats, elapsed| {
             exporter.wakeup(stats);

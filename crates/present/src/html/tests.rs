@@ -135,6 +135,7 @@ pub(crate) fn bh_info() -> BhRunInfo {
         load: LoadScenario::Zero,
         load_tasks: 0,
         trigger: None,
+        not_observable: Vec::new(),
     }
 }
 
