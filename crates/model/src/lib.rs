@@ -14,8 +14,6 @@ pub mod options;
 pub mod run;
 pub mod sched;
 pub mod stimulus;
-#[cfg(feature = "streams")]
-pub mod stream;
 pub mod system;
 pub mod units;
 pub mod wakeup;

@@ -510,10 +510,10 @@ mod tests {
     use irqlens_model::event::EventData;
     use irqlens_model::event::EventKind::*;
     use irqlens_model::noise::Sample;
-    use irqlens_model::stream::Stream;
     use irqlens_model::system::{Capability, SystemSnapshot};
     use irqlens_model::units::CpuList;
     use irqlens_test_support::perfetto_check::check_trace;
+    use irqlens_test_support::stream::Stream;
 
     const INTERRUPTS: &str =
         "           CPU0       CPU1\n 11:         5          7   IO-APIC   11-fasteoi   virtio0\n";

@@ -1,6 +1,8 @@
 //! Ground truth for irqlens's tests and benches: known noise (a pinned spinning thread),
 //! a UDP flow through a private network namespace, a Perfetto trace checker, and a busy
-//! machine (hackbench and a UDP flood); and the runner of the irqlens binary they share.
+//! machine (hackbench and a UDP flood), synthetic checkpoint streams for the analysis's
+//! unit tests; and the runner of the irqlens binary they share. Without the `live`
+//! feature only the stream builder and the trace checker are left: no BPF tooling needed.
 
 #![warn(missing_docs)]
 
@@ -11,5 +13,6 @@ pub mod runner;
 pub mod spinner;
 #[cfg(feature = "live")]
 pub mod storm;
+pub mod stream;
 #[cfg(feature = "live")]
 pub mod udp_flow;

@@ -7,7 +7,7 @@ use super::report::{relative_error, table, totals};
 use super::*;
 use irqlens_model::account::ThreadInfo;
 use irqlens_model::event::{EventData, EventKind::*};
-use irqlens_model::stream::{Stream, US};
+use irqlens_test_support::stream::{Stream, US};
 
 const SPINNER: u32 = 10;
 const RECEIVER: u32 = 20;

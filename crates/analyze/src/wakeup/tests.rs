@@ -5,9 +5,9 @@ use std::collections::{HashMap, HashSet};
 use super::*;
 use crate::histogram::Distribution;
 use irqlens_model::event::{Event, EventData, EventKind::*};
-use irqlens_model::stream::{Stream, US};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{Report, StatsConfig};
+use irqlens_test_support::stream::{Stream, US};
 
 const TIMER: u16 = 1; // SRC_LOCAL_TIMER
 const VECTOR: u16 = 236;

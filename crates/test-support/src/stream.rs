@@ -1,7 +1,7 @@
 //! Synthetic checkpoint streams for unit tests (times in µs).
 
-use crate::event::{Event, EventData, EventKind};
-use crate::kernel::Comm;
+use irqlens_model::event::{Event, EventData, EventKind};
+use irqlens_model::kernel::Comm;
 
 /// One µs in ns.
 pub const US: u64 = 1_000;
