@@ -179,6 +179,33 @@ pub enum Document {
     Compare(Comparison<AnyMeasurement, AnyMeasurement>),
 }
 
+/// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the
+/// model's types, plus what their derive cannot say: which run information goes with
+/// which `command`, and that every run counts its `events`.
+pub fn json_schema() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(Document)).expect("a schema");
+    schema["$id"] = "https://irqlens.dev/irqlens.schema.json".into();
+    let definitions = schema["$defs"].as_object_mut().expect("definitions");
+    for (run, command) in [
+        ("NoiseRunInfo", Capability::Noise),
+        ("BhRunInfo", Capability::Bh),
+        ("WakeupRunInfo", Capability::Wakeup),
+        ("AccountRunInfo", Capability::Account),
+    ] {
+        let measurement = &mut definitions[&format!("Measurement_{run}")];
+        measurement["properties"]["command"] = serde_json::json!({
+            "description": "What was measured.",
+            "const": command.name(),
+        });
+        // read with a default from format 1 recordings, always written
+        let required = definitions[run]["required"]
+            .as_array_mut()
+            .expect("required");
+        required.insert(1, "events".into());
+    }
+    schema
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,12 +244,7 @@ mod tests {
     /// `IRQLENS_UPDATE_SCHEMA=1 cargo test -p irqlens-model`.
     #[test]
     fn the_published_schema_is_the_models() {
-        let mut schema = schemars::schema_for!(Document);
-        schema.insert(
-            "$id".into(),
-            "https://irqlens.dev/irqlens.schema.json".into(),
-        );
-        let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        let text = serde_json::to_string_pretty(&json_schema()).unwrap() + "\n";
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../docs/irqlens.schema.json"

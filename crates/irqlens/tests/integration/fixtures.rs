@@ -206,16 +206,26 @@ fn report_and_compare_json_follow_the_published_schema() {
     crate::common::assert_valid_document(&output.stdout);
 }
 
+/// A change to a document that the schema must refuse.
+type Breakage = fn(&mut Value);
+
 #[test]
 fn a_document_that_breaks_the_envelope_is_refused_by_the_schema() {
     let dir = fixtures("v2");
     let output = irqlens_in(&dir, &["report", "noise-hist.jsonl.gz", "--json"]);
-    let mut documents: Value = serde_json::from_slice(&output.stdout).unwrap();
-    documents[0]["cpus"] = "0-1".into();
-    let broken = serde_json::to_vec(&documents).unwrap();
-    let result = std::panic::catch_unwind(|| crate::common::assert_valid_document(&broken));
-    assert!(
-        result.is_err(),
-        "a CPU list written as text passed the schema"
-    );
+    let documents: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let breakages: [(&str, Breakage); 3] = [
+        ("a CPU list written as text", |d| d["cpus"] = "0-1".into()),
+        ("a noise run called bh", |d| d["command"] = "bh".into()),
+        ("a run without its events", |d| {
+            d["run"].as_object_mut().unwrap().remove("events");
+        }),
+    ];
+    for (what, breakage) in breakages {
+        let mut broken = documents.clone();
+        breakage(&mut broken[0]);
+        let broken = serde_json::to_vec(&broken).unwrap();
+        let result = std::panic::catch_unwind(|| crate::common::assert_valid_document(&broken));
+        assert!(result.is_err(), "{what} passed the schema");
+    }
 }
