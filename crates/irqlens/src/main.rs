@@ -4,6 +4,7 @@
 mod cli;
 mod command;
 mod parse;
+mod resolve;
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;

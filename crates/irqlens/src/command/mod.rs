@@ -116,7 +116,7 @@ pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
     let header = reader.header();
     let options = match &header.options {
         Some(options) => options.clone(),
-        None => crate::cli::recorded_options(&header.argv, header.cpus.clone())
+        None => crate::resolve::recorded_options(&header.argv, header.cpus.clone())
             .with_context(|| reader.name().to_owned())?,
     };
     let outcome: Box<dyn Outcome> = match options {
