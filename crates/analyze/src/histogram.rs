@@ -80,21 +80,6 @@ impl Histogram {
         (self.count > 0).then(|| self.sum_ns / self.count)
     }
 
-    /// The value below which a fraction `q` of the samples fall, to a bucket (its
-    /// upper bound, clamped to the exact min and max); `None` without samples.
-    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
-        let min = self.min_ns?;
-        let rank = ((q * self.count as f64).ceil() as u64).max(1);
-        let mut seen = 0;
-        for (index, &count) in self.buckets.iter().enumerate() {
-            seen += count;
-            if seen >= rank {
-                return Some((self.bucket_start_ns(index + 1) - 1).clamp(min, self.max_ns));
-            }
-        }
-        Some(self.max_ns)
-    }
-
     /// Lower bound of bucket `index`, in ns.
     pub fn bucket_start_ns(&self, index: usize) -> u64 {
         index as u64 * self.bucket_ns
@@ -180,23 +165,6 @@ impl Distribution {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantiles_to_a_bucket_clamped_to_min_and_max() {
-        let mut h = Histogram::new(1_000, 10);
-        assert_eq!(h.quantile_ns(0.5), None);
-        for value in [1_500, 2_500, 2_600, 3_100, 50_000] {
-            h.add(value);
-        }
-        assert_eq!(h.quantile_ns(0.0), Some(1_999));
-        assert_eq!(h.quantile_ns(0.5), Some(2_999));
-        assert_eq!(h.quantile_ns(0.8), Some(3_999));
-        // the last sample is past the buckets: the exact max
-        assert_eq!(h.quantile_ns(0.99), Some(50_000));
-        let mut one = Histogram::new(1_000, 10);
-        one.add(1_500);
-        assert_eq!(one.quantile_ns(0.5), Some(1_500));
-    }
 
     #[test]
     fn buckets_overflow_and_stats() {

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::Serialize;
 
-use super::histogram::Histogram;
+use super::histogram::{Distribution, Histogram};
 pub use irqlens_model::kernel::{Comm, IRQ_SOURCE_NAMES, SOFTIRQ_NAMES, irq_label, softirq_name};
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample, StopHit};
 
@@ -295,7 +295,7 @@ impl Timeline {
 #[derive(Clone, Debug)]
 struct CpuNoise {
     summary: CpuSummary,
-    histogram: Histogram,
+    histogram: Distribution,
     timeline: Timeline,
     /// Records not yet joined, by counter value.
     pending: BTreeMap<u64, Record>,
@@ -354,7 +354,7 @@ impl NoiseAnalysis {
                         cpu,
                         ..Default::default()
                     },
-                    histogram: Histogram::new(config.bucket_ns, config.entries),
+                    histogram: Distribution::new(config.bucket_ns, config.entries),
                     timeline: Timeline::new(),
                     pending: BTreeMap::new(),
                     recent: VecDeque::with_capacity(config.keep_recent),
@@ -465,6 +465,14 @@ impl NoiseAnalysis {
 
     /// Per CPU, the histogram of its sample durations.
     pub fn histograms(&self) -> impl Iterator<Item = (u32, &Histogram)> {
+        self.cpus
+            .iter()
+            .map(|(&cpu, state)| (cpu, &state.histogram.histogram))
+    }
+
+    /// Per CPU, the distribution of its sample durations: the histogram and quantiles
+    /// to 0.1% whatever the histogram's range, with the exact min and max.
+    pub fn distributions(&self) -> impl Iterator<Item = (u32, &Distribution)> {
         self.cpus
             .iter()
             .map(|(&cpu, state)| (cpu, &state.histogram))

@@ -380,10 +380,12 @@ fn cause_id(cause: &Cause) -> Option<u32> {
     }
 }
 
-/// The numbers `compare` sets side by side: per CPU, then per cause.
+/// The numbers `compare` sets side by side: per CPU, then per cause. Quantiles come from
+/// the hdrhistogram kept with each CPU's histogram (to 0.1%, whatever the histogram's
+/// range); causes are keyed by what stays the same from run to run (`compare_key`).
 pub fn figures(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) -> Vec<Figure> {
     let mut figures = Vec::new();
-    for (summary, (cpu, histogram)) in analysis.summaries().zip(analysis.histograms()) {
+    for (summary, (cpu, distribution)) in analysis.summaries().zip(analysis.distributions()) {
         let group = format!("cpu {cpu}");
         figures.extend([
             Figure::ns(&group, "noise", summary.noise_ns),
@@ -391,11 +393,14 @@ pub fn figures(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) -> Ve
             Figure::count(&group, "samples", summary.samples),
             Figure::count(&group, "hw samples", summary.hw),
         ]);
-        figures.extend(quantile_figures(&group, |q| histogram.quantile_ns(q)));
+        figures.extend(quantile_figures(&group, |q| distribution.quantile_ns(q)));
         figures.push(Figure::ns(&group, "max single", summary.max_single_ns));
     }
-    for (cause, stats) in analysis.top_causes().iter().take(TOP_FIGURES) {
-        let group = format!("cause {}", cause.label(irq_names));
+    for (key, stats) in stable_causes(&analysis.top_causes(), irq_names)
+        .iter()
+        .take(TOP_FIGURES)
+    {
+        let group = format!("cause {key}");
         figures.extend([
             Figure::ns(&group, "total", stats.total_ns),
             Figure::count(&group, "count", stats.count),
@@ -403,4 +408,160 @@ pub fn figures(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) -> Ve
         ]);
     }
     figures
+}
+
+/// What names a cause from one run to the next: a thread by its comm (not its pid, which
+/// changes), an IRQ line by its name when it has one (its number may change across
+/// boots), a softirq by its vector, the rest by their label.
+pub fn compare_key(cause: &Cause, irq_names: &HashMap<u32, String>) -> String {
+    match cause {
+        Cause::Thread { comm, .. } => format!("thread {comm}"),
+        Cause::Irq { source: 0, id } => match irq_names.get(id).filter(|name| !name.is_empty()) {
+            Some(name) => format!("irq {name}"),
+            None => format!("irq {id}"),
+        },
+        _ => cause.label(irq_names),
+    }
+}
+
+/// Ranked causes merged by `compare_key` (threads of one comm add up), the largest first.
+fn stable_causes(
+    ranked: &[(Cause, CauseStats)],
+    irq_names: &HashMap<u32, String>,
+) -> Vec<(String, CauseStats)> {
+    let mut merged: Vec<(String, CauseStats)> = Vec::new();
+    for (cause, stats) in ranked {
+        let key = compare_key(cause, irq_names);
+        match merged.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, sum)) => {
+                sum.count += stats.count;
+                sum.total_ns += stats.total_ns;
+                sum.max_ns = sum.max_ns.max(stats.max_ns);
+            }
+            None => merged.push((key, *stats)),
+        }
+    }
+    // stable: without merges, the order of `ranked`
+    merged.sort_by_key(|(_, stats)| std::cmp::Reverse(stats.total_ns));
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{Row, rows};
+    use irqlens_model::kernel::Comm;
+    use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
+
+    /// rtla's default linear range: 256 buckets of 1 µs.
+    const CONFIG: AnalysisConfig = AnalysisConfig {
+        bucket_ns: 1_000,
+        entries: 256,
+        keep_recent: 0,
+    };
+
+    /// A run on CPU 0 whose samples are 1..=count µs times `scale`, each one a thread
+    /// `comm` of `pid` (a new pid per 100 samples, as forks would give) or IRQ line 11.
+    fn run(count: u64, scale: u64, comm: &str, first_pid: u32) -> NoiseAnalysis {
+        let mut analysis = NoiseAnalysis::new(CONFIG, [0]);
+        let mut samples = Vec::new();
+        let mut records = Vec::new();
+        for i in 1..=count {
+            let duration_ns = i * scale * 1_000;
+            let (class, id, comm) = match i % 2 {
+                0 => (
+                    NoiseClass::Thread,
+                    first_pid + (i / 100) as u32,
+                    Comm::new(comm),
+                ),
+                _ => (NoiseClass::Irq, 11, Comm::default()),
+            };
+            records.push(Record {
+                cpu: 0,
+                class,
+                source: 0,
+                id,
+                comm,
+                start_ns: i * 100_000_000,
+                duration_ns,
+                seq: i,
+            });
+            samples.push(Sample {
+                cpu: 0,
+                start_ns: i * 100_000_000,
+                duration_ns,
+                seq_before: i - 1,
+                seq_after: i,
+            });
+        }
+        analysis.add_records(records);
+        analysis.add_period(&PeriodReport {
+            cpu: 0,
+            runtime_ns: 1_000_000_000,
+            noise_ns: samples.iter().map(|s| s.duration_ns).sum(),
+            max_single_ns: count * scale * 1_000,
+            samples,
+            last_seq: count,
+            ..Default::default()
+        });
+        analysis
+    }
+
+    fn row<'a>(rows: &'a [Row<'a>], group: &str, name: &str) -> &'a Row<'a> {
+        rows.iter()
+            .find(|r| r.group == group && r.name == name)
+            .unwrap_or_else(|| panic!("no {group} / {name}"))
+    }
+
+    fn near(value: Option<f64>, expected_ns: f64) {
+        let value = value.expect("a value");
+        // hdrhistogram's 3 significant digits: within 0.1%
+        assert!(
+            (value - expected_ns).abs() <= expected_ns / 1_000.0,
+            "{value} is not {expected_ns} to 0.1%"
+        );
+    }
+
+    #[test]
+    fn compare_quantiles_beyond_the_linear_range_are_the_true_ones() {
+        let names = HashMap::new();
+        // A: 1..=10000 µs; B: 2..=20000 µs; the linear range ends at 256 µs
+        let a = figures(&run(10_000, 1, "spinner", 100), &names);
+        let b = figures(&run(10_000, 2, "spinner", 500), &names);
+        let rows = rows(&a, &b);
+        let q = |name| row(&rows, "cpu 0", name);
+        near(q("q50").a, 5_000_000.0);
+        near(q("q90").a, 9_000_000.0);
+        near(q("q99").a, 9_900_000.0);
+        near(q("q99.9").a, 9_990_000.0);
+        near(q("q99").b, 19_800_000.0);
+        near(q("q99.9").b, 19_980_000.0);
+        // not the max, as the linear histogram's quantiles gave
+        assert!(q("q99.9").a < Some(10_000_000.0));
+        assert_eq!(row(&rows, "cpu 0", "max single").a, Some(10_000_000.0));
+    }
+
+    #[test]
+    fn compare_causes_match_across_pids() {
+        let names = HashMap::from([(11, "virtio0-input.0".to_string())]);
+        let a = figures(&run(1_000, 1, "spinner", 100), &names);
+        let b = figures(&run(1_000, 1, "spinner", 9_000), &names);
+        let rows = rows(&a, &b);
+        // the threads of one comm add up: 500 samples over 11 pids, one row in each run
+        let thread = row(&rows, "cause thread spinner", "count");
+        assert_eq!((thread.a, thread.b), (Some(500.0), Some(500.0)));
+        let total = row(&rows, "cause thread spinner", "total");
+        assert_eq!(total.a, Some(total_ns(500, 2) as f64));
+        assert_eq!(total.delta(), Some(0.0));
+        // the IRQ line by its name
+        let irq = row(&rows, "cause irq virtio0-input.0", "count");
+        assert_eq!((irq.a, irq.b), (Some(500.0), Some(500.0)));
+        // nothing only one run has
+        assert!(rows.iter().all(|r| r.a.is_some() && r.b.is_some()), "{a:?}");
+    }
+
+    /// 1..=count times step µs, in ns.
+    fn total_ns(count: u64, step: u64) -> u64 {
+        (1..=count).map(|i| i * step * 1_000).sum()
+    }
 }
