@@ -9,7 +9,9 @@ use super::compare::Figure;
 use super::table::{Column, Form, write_line};
 use super::{clock_time, percent, us, write_legend};
 use irqlens_analyze::account::Period;
-use irqlens_analyze::account::report::{Row, Table, Totals, idle_by, table, top, totals};
+use irqlens_analyze::account::report::{
+    Row, Table, Totals, idle_by, relative_error, table, top, totals,
+};
 use irqlens_analyze::account::{BySource, Source};
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_model::account::{AccountOptions, AccountRunInfo};
@@ -355,21 +357,127 @@ pub fn to_json(
     })
 }
 
-/// The numbers `compare` sets side by side: per process (or thread) with interrupt
-/// time, the largest first.
+/// The numbers `compare` sets side by side: per process (or thread) name with interrupt
+/// time, the largest first. Rows are keyed by their comm, not their pid or tid (which
+/// change from run to run): the rows of one comm add up, and their kernel error is that
+/// of their summed times.
 pub fn figures(whole: &Period, view: &View) -> Vec<Figure> {
     let table = view.table(whole);
+    let mut merged = merge_by_comm(&table.rows);
+    merged.retain(|m| m.charged_ns + m.served_ns > 0);
+    // stable: rows of equal time keep the table's order
+    merged.sort_by_key(|m| std::cmp::Reverse(m.charged_ns + m.served_ns));
+    merged.truncate(view.top);
+    merged.extend(merge_by_comm(table.irqlens.as_slice()));
     let mut figures = Vec::new();
-    let ranked = top(&table.rows, view.top, |row| row.charged_ns + row.served_ns);
-    for row in ranked.into_iter().chain(&table.irqlens) {
-        let group = format!("{} {}", row.comm, row.id);
-        figures.push(Figure::ns(&group, "charged", row.charged_ns));
-        figures.push(Figure::ns(&group, "served", row.served_ns));
-        if let Some(error) = row.error {
-            figures.push(Figure::percent(&group, "kernel error", 100.0 * error));
+    for m in merged {
+        let group = m.comm;
+        figures.push(Figure::ns(group, "charged", m.charged_ns));
+        figures.push(Figure::ns(group, "served", m.served_ns));
+        let error = m.kernel.and_then(|(t, t_o)| relative_error(t, t_o));
+        if let Some(error) = error {
+            figures.push(Figure::percent(group, "kernel error", 100.0 * error));
         }
     }
     let totals = totals(&whole.ledger);
     figures.push(Figure::ns("total", "interrupt time", totals.interrupt_ns()));
     figures
+}
+
+/// The rows of one comm, added up.
+struct ByComm<'a> {
+    comm: &'a str,
+    charged_ns: u64,
+    served_ns: u64,
+    /// Summed t and t_o, when every row has both.
+    kernel: Option<(u64, u64)>,
+}
+
+/// Rows merged by comm, in the order each comm first comes.
+fn merge_by_comm(rows: &[Row]) -> Vec<ByComm<'_>> {
+    let mut merged: Vec<ByComm> = Vec::new();
+    for row in rows {
+        let kernel = row.kernel_ns.zip(row.corrected_ns);
+        match merged.iter_mut().find(|m| m.comm == row.comm) {
+            Some(m) => {
+                m.charged_ns += row.charged_ns;
+                m.served_ns += row.served_ns;
+                m.kernel = m.kernel.zip(kernel).map(|(a, b)| (a.0 + b.0, a.1 + b.1));
+            }
+            None => merged.push(ByComm {
+                comm: &row.comm,
+                charged_ns: row.charged_ns,
+                served_ns: row.served_ns,
+                kernel,
+            }),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::compare::rows;
+    use irqlens_analyze::account::{Ledger, ThreadAccount};
+    use irqlens_model::account::ThreadInfo;
+
+    /// A run in which processes `pids` named `dd` were each charged 100 µs of NET_RX,
+    /// and `cargo` (pid 1000) 50 µs.
+    fn run(pids: &[u32]) -> Period {
+        let net = Source::Softirq { vector: 3 };
+        let mut ledger = Ledger::default();
+        let mut threads = HashMap::new();
+        for (&pid, ns) in pids.iter().map(|p| (p, 100_000)).chain([(&1000, 50_000)]) {
+            let charged = BTreeMap::from([(net, ns)]);
+            ledger.threads.insert(
+                pid,
+                ThreadAccount {
+                    charged,
+                    ..Default::default()
+                },
+            );
+            let comm = if pid == 1000 { "cargo" } else { "dd" };
+            let info = ThreadInfo {
+                tgid: pid,
+                comm: comm.into(),
+                runtime_ns: None,
+            };
+            threads.insert(pid, info);
+        }
+        Period {
+            start_ns: 0,
+            elapsed_ns: 1_000_000_000,
+            ledger,
+            compensator: None,
+            threads,
+            lost_events: 0,
+        }
+    }
+
+    #[test]
+    fn compare_rows_match_by_comm_across_pids() {
+        let names = HashMap::new();
+        let view = View {
+            by_thread: false,
+            top: 10,
+            irq_names: &names,
+        };
+        let a = figures(&run(&[10, 11, 12]), &view);
+        let b = figures(&run(&[500, 501]), &view);
+        let rows = rows(&a, &b);
+        let charged = |group: &str| {
+            let row = rows
+                .iter()
+                .find(|r| r.group == group && r.name == "charged")
+                .unwrap_or_else(|| panic!("no {group} in {a:?}"));
+            (row.a, row.b)
+        };
+        // the processes of one name add up, whatever their pids
+        assert_eq!(charged("dd"), (Some(300_000.0), Some(200_000.0)));
+        assert_eq!(charged("cargo"), (Some(50_000.0), Some(50_000.0)));
+        assert!(rows.iter().all(|r| r.a.is_some() && r.b.is_some()));
+    }
 }
