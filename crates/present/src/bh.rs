@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use super::compare::{Figure, TOP_FIGURES, quantile_figures};
+use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, write_headings, write_line};
 use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
 use irqlens_analyze::bh::{BhStats, CauseStats, DelayCause, Mechanism, Sample, Series, Source};
@@ -447,7 +447,13 @@ pub fn figures(stats: &BhStats, names: &Names) -> Vec<Figure> {
             figures.extend(series_figures(&group, series));
         }
         for (cause, cause_stats) in mechanism_stats.ranked_causes() {
-            let group = format!("{} delayed by {}", mechanism.name(), names.cause(cause));
+            let label = match *cause {
+                DelayCause::Irq { source: 0, id } => {
+                    format!("hardirq {}", irq_line_key(id, &names.irqs))
+                }
+                _ => names.cause(cause),
+            };
+            let group = format!("{} delayed by {label}", mechanism.name());
             figures.push(Figure::count(&group, "samples", cause_stats.samples));
             figures.push(Figure::ns(&group, "q50", cause_stats.median_ns()));
         }

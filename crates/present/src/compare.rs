@@ -1,6 +1,7 @@
 //! `compare`: the key numbers of two runs of one measurement side by side, and how
 //! they moved.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use irqlens_model::run::{Comparison, TOOL};
@@ -67,6 +68,19 @@ pub fn quantile_figures(group: &str, quantile_ns: impl Fn(f64) -> Option<u64>) -
         .into_iter()
         .filter_map(|(name, q)| Some(Figure::ns(group, name, quantile_ns(q)?)))
         .collect()
+}
+
+/// How `compare` names a device IRQ line: by its name (`irq virtio0-input.0`), which stays
+/// when the line's number changes from boot to boot, unless another line has the same
+/// name; by its number without one (`irq 11`).
+pub fn irq_line_key(id: u32, irq_names: &HashMap<u32, String>) -> String {
+    match irq_names.get(&id).filter(|name| !name.is_empty()) {
+        Some(name) if irq_names.values().filter(|other| *other == name).count() == 1 => {
+            format!("irq {name}")
+        }
+        Some(name) => format!("irq {id} {name}"),
+        None => format!("irq {id}"),
+    }
 }
 
 /// A figure of either run, or both: matched by group and name.
@@ -233,6 +247,18 @@ mod tests {
             (rows[2].group, rows[2].a, rows[2].b),
             ("cause net", None, Some(2.0))
         );
+    }
+
+    #[test]
+    fn irq_lines_are_named_by_their_name_when_it_is_unique() {
+        let names = HashMap::from([
+            (11, "virtio0-input.0".to_string()),
+            (12, "eth0".to_string()),
+            (13, "eth0".to_string()),
+        ]);
+        assert_eq!(irq_line_key(11, &names), "irq virtio0-input.0");
+        assert_eq!(irq_line_key(12, &names), "irq 12 eth0");
+        assert_eq!(irq_line_key(14, &names), "irq 14");
     }
 
     #[test]

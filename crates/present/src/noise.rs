@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use super::compare::{Figure, TOP_FIGURES, quantile_figures};
+use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, Form, write_headings, write_line};
 use super::{clock_time, percent, us1};
 use irqlens_analyze::histogram::Histogram;
@@ -411,15 +411,12 @@ pub fn figures(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) -> Ve
 }
 
 /// What names a cause from one run to the next: a thread by its comm (not its pid, which
-/// changes), an IRQ line by its name when it has one (its number may change across
-/// boots), a softirq by its vector, the rest by their label.
+/// changes), an IRQ line by its name (`irq_line_key`), a softirq by its vector, the rest
+/// by their label.
 pub fn compare_key(cause: &Cause, irq_names: &HashMap<u32, String>) -> String {
     match cause {
         Cause::Thread { comm, .. } => format!("thread {comm}"),
-        Cause::Irq { source: 0, id } => match irq_names.get(id).filter(|name| !name.is_empty()) {
-            Some(name) => format!("irq {name}"),
-            None => format!("irq {id}"),
-        },
+        Cause::Irq { source: 0, id } => irq_line_key(*id, irq_names),
         _ => cause.label(irq_names),
     }
 }

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use super::compare::{Figure, TOP_FIGURES, quantile_figures};
+use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, Form, write_headings, write_line};
 use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
 use irqlens_analyze::histogram::Histogram;
@@ -562,7 +562,14 @@ pub fn figures(stats: &WakeupStats, names: &Names) -> Vec<Figure> {
         }
     }
     for (cause, cause_stats) in stats.ranked_causes().iter().take(TOP_FIGURES) {
-        let group = format!("cause {}", names.wakeup_cause(cause));
+        let label = match *cause {
+            Cause::Origin { source: 0, id } => {
+                format!("the waking hardirq {}", irq_line_key(id, &names.irqs))
+            }
+            Cause::Irq { source: 0, id } => format!("hardirq {}", irq_line_key(id, &names.irqs)),
+            _ => names.wakeup_cause(cause),
+        };
+        let group = format!("cause {label}");
         figures.push(Figure::ns(&group, "total", cause_stats.total_ns));
         figures.push(Figure::count(&group, "samples", cause_stats.samples));
     }
