@@ -107,10 +107,12 @@ pub struct NoiseArgs {
     /// Scheduling of the measurement threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
     #[arg(short = 'P', long, value_name = "PRIO", default_value = "o:0")]
     pub priority: Priority,
-    /// Stop when a single noise sample is longer than this (µs), and show its causes
+    /// Stop when a single noise sample is longer than this (µs), and show its causes; the
+    /// run then exits with status 2 (as rtla's)
     #[arg(short = 's', long = "stop", value_name = "US", value_parser = parse_micros)]
     pub stop_single: Option<Duration>,
-    /// Stop when the noise of one period adds up to more than this (µs)
+    /// Stop when the noise of one period adds up to more than this (µs); the run then
+    /// exits with status 2 (as rtla's)
     #[arg(short = 'S', long = "stop-total", value_name = "US", value_parser = parse_micros)]
     pub stop_total: Option<Duration>,
     /// CPUs for irqlens's own collector thread [default: the CPUs not measured]
@@ -297,10 +299,12 @@ pub struct WakeupArgs {
     /// Task mode: measure the wakeups of threads with this name (as in /proc/PID/comm)
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
-    /// Stop when a sample's total latency reaches this (µs), and show its decomposition
+    /// Stop when a sample's total latency reaches this (µs), and show its decomposition;
+    /// the run then exits with status 2 (as rtla's)
     #[arg(short, long, value_name = "US", value_parser = parse_micros)]
     pub stop: Option<Duration>,
-    /// Stop when a timer IRQ latency (expiry to handler) reaches this (µs)
+    /// Stop when a timer IRQ latency (expiry to handler) reaches this (µs); the run then
+    /// exits with status 2 (as rtla's)
     #[arg(short, long = "irq-stop", value_name = "US", value_parser = parse_micros)]
     pub irq_stop: Option<Duration>,
     /// Timer mode: trace nothing and measure the total only, as cyclictest does

@@ -17,12 +17,12 @@ use command::account::AccountTool;
 use command::bh::BhTool;
 use command::noise::NoiseTool;
 use command::wakeup::WakeupTool;
-use command::{INTERRUPTED, STOP};
+use command::{Ended, INTERRUPTED, STOP};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(ended) => ended.exit_code(),
         // a reader that has seen enough (`| head`) is no error
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
@@ -38,7 +38,8 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Runs the command; a live run says how it ended (a stop threshold hit exits with 2).
+fn run(cli: Cli) -> Result<Ended> {
     ctrlc::set_handler(|| {
         INTERRUPTED.store(true, Ordering::Relaxed);
         STOP.store(true, Ordering::Relaxed);
@@ -57,7 +58,7 @@ fn run(cli: Cli) -> Result<()> {
             command::measure::<WakeupTool>(args.options(hist)?, &args.output)
         }
         Command::Account(args) => command::measure::<AccountTool>(args.options()?, &args.output),
-        Command::Report(args) => command::report::run(&args),
-        Command::Compare(args) => command::compare::run(&args),
+        Command::Report(args) => command::report::run(&args).map(|()| Ended::Normally),
+        Command::Compare(args) => command::compare::run(&args).map(|()| Ended::Normally),
     }
 }

@@ -108,4 +108,8 @@ impl Outcome for WakeupResult {
     fn run_info(&mut self) -> &mut dyn RunInfo {
         &mut self.outcome.info
     }
+
+    fn stopped(&self) -> bool {
+        self.outcome.stats.stop.is_some()
+    }
 }
