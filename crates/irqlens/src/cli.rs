@@ -17,11 +17,34 @@ use crate::parse::{parse_bucket_size, parse_count, parse_micros, parse_run_durat
 #[command(
     name = "irqlens",
     version,
-    about = "Measures what interrupts cost a Linux system, and explains why"
+    about = "Measures what interrupts cost a Linux system, and explains why",
+    args_conflicts_with_subcommands = true,
+    arg_required_else_help = true
 )]
 pub struct Cli {
+    /// Print the man page or a shell completion script generated from this command line,
+    /// and exit (as ripgrep's --generate)
+    #[arg(long, value_name = "KIND")]
+    pub generate: Option<Generate>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+/// What `--generate` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generate {
+    /// The man page, roff (man 1 irqlens)
+    Man,
+    /// Bash completions
+    CompleteBash,
+    /// Zsh completions
+    CompleteZsh,
+    /// Fish completions
+    CompleteFish,
+    /// Elvish completions
+    CompleteElvish,
+    /// PowerShell completions
+    CompletePowershell,
 }
 
 #[derive(Debug, Subcommand)]

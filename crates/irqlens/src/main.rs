@@ -3,6 +3,7 @@
 #[allow(rustdoc::broken_intra_doc_links)]
 mod cli;
 mod command;
+mod generate;
 mod parse;
 mod resolve;
 
@@ -44,7 +45,15 @@ fn run(cli: Cli) -> Result<Ended> {
         INTERRUPTED.store(true, Ordering::Relaxed);
         STOP.store(true, Ordering::Relaxed);
     })?;
-    match cli.command {
+    let Some(command) = cli.command else {
+        let Some(kind) = cli.generate else {
+            // only `irqlens` with nothing else, which clap answers with the help
+            anyhow::bail!("a command is needed: see irqlens --help");
+        };
+        generate::write(kind, &mut std::io::stdout().lock())?;
+        return Ok(Ended::Normally);
+    };
+    match command {
         Command::Noise(command) => {
             let (args, hist) = command.split()?;
             command::measure::<NoiseTool>(args.options(hist)?, &args.output)
