@@ -88,6 +88,11 @@ pub trait Outcome {
     fn stopped(&self) -> bool {
         false
     }
+    /// Whether its text output already says, in a line of its own, that Ctrl-C/SIGTERM
+    /// cut the run short (wakeup's and account's do); else the driver says it after it.
+    fn text_says_interrupted(&self) -> bool {
+        false
+    }
 }
 
 /// How a live run ended, for its exit status.
@@ -131,12 +136,12 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Ende
         T::run(options, &mut live)
     })?;
     drop(exporter);
+    let says_interrupted = result.text_says_interrupted();
     let info = result.run_info();
     let common = info.common_mut();
     common.interrupted = interrupted();
-    let cut_short = common
-        .interrupted
-        .then(|| Duration::from_nanos(common.elapsed_ns));
+    let cut_short =
+        (common.interrupted && !says_interrupted).then(|| Duration::from_nanos(common.elapsed_ns));
     // the result is shown before the recording's error is
     let closed = tap.finish(info.to_json());
     print(&result, output, T::TITLE)?;
