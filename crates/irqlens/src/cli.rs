@@ -11,17 +11,40 @@ use irqlens_model::sched::Priority;
 use irqlens_model::stimulus::{LoadScenario, TriggerKind};
 use irqlens_model::units::CpuList;
 
-use crate::parse::{parse_micros, parse_run_duration};
+use crate::parse::{parse_bucket_size, parse_count, parse_micros, parse_run_duration};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "irqlens",
     version,
-    about = "Measures what interrupts cost a Linux system, and explains why"
+    about = "Measures what interrupts cost a Linux system, and explains why",
+    args_conflicts_with_subcommands = true,
+    arg_required_else_help = true
 )]
 pub struct Cli {
+    /// Print the man page or a shell completion script generated from this command line,
+    /// and exit (as ripgrep's --generate)
+    #[arg(long, value_name = "KIND")]
+    pub generate: Option<Generate>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+/// What `--generate` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generate {
+    /// The man page, roff (man 1 irqlens)
+    Man,
+    /// Bash completions
+    CompleteBash,
+    /// Zsh completions
+    CompleteZsh,
+    /// Fish completions
+    CompleteFish,
+    /// Elvish completions
+    CompleteElvish,
+    /// PowerShell completions
+    CompletePowershell,
 }
 
 #[derive(Debug, Subcommand)]
@@ -93,25 +116,27 @@ pub struct NoiseArgs {
     #[arg(short, long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Period of the measurement threads (µs, or with a unit: 500ms)
-    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros)]
+    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros, allow_hyphen_values = true)]
     pub period: Duration,
     /// Time the measurement threads read the clock in each period (µs, or with a unit)
-    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros)]
+    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros, allow_hyphen_values = true)]
     pub runtime: Duration,
     /// Smallest gap between two clock reads that counts as noise (µs, or with a unit)
-    #[arg(short = 'T', long, value_name = "US", default_value = "5", value_parser = parse_micros)]
+    #[arg(short = 'T', long, value_name = "US", default_value = "5", value_parser = parse_micros, allow_hyphen_values = true)]
     pub threshold: Duration,
     /// Scheduling of the measurement threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
     #[arg(short = 'P', long, value_name = "PRIO", default_value = "o:0")]
     pub priority: Priority,
-    /// Stop when a single noise sample is longer than this (µs), and show its causes
-    #[arg(short = 's', long = "stop", value_name = "US", value_parser = parse_micros)]
+    /// Stop when a single noise sample is longer than this (µs), and show its causes; the
+    /// run then exits with status 2 (as rtla's)
+    #[arg(short = 's', long = "stop", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub stop_single: Option<Duration>,
-    /// Stop when the noise of one period adds up to more than this (µs)
-    #[arg(short = 'S', long = "stop-total", value_name = "US", value_parser = parse_micros)]
+    /// Stop when the noise of one period adds up to more than this (µs); the run then
+    /// exits with status 2 (as rtla's)
+    #[arg(short = 'S', long = "stop-total", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub stop_total: Option<Duration>,
     /// CPUs for irqlens's own collector thread [default: the CPUs not measured]
     #[arg(short = 'H', long = "house-keeping", value_name = "LIST")]
@@ -194,11 +219,11 @@ pub fn parse_listen_address(value: &str) -> Result<SocketAddr> {
 /// The histogram layout every `hist` mode prints (rtla's options).
 #[derive(Clone, Copy, Debug, Args)]
 pub struct HistFlags {
-    /// Histogram bucket size (µs)
-    #[arg(short, long, value_name = "US", default_value_t = 1)]
+    /// Histogram bucket size (µs, or with a unit: 2us, 1ms)
+    #[arg(short, long, value_name = "US", default_value = "1", value_parser = parse_bucket_size, allow_hyphen_values = true)]
     pub bucket_size: u64,
     /// Number of histogram buckets
-    #[arg(short = 'E', long, value_name = "N", default_value_t = 256)]
+    #[arg(short = 'E', long, value_name = "N", default_value = "256", value_parser = parse_count, allow_hyphen_values = true)]
     pub entries: usize,
     /// Print buckets with no entries too
     #[arg(long)]
@@ -231,7 +256,7 @@ pub struct BhArgs {
     #[arg(short, long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Cause bottom halves at a fixed rate and measure only those: timer, net, workqueue, tasklet, block
     #[arg(short, long, value_name = "KIND")]
@@ -283,10 +308,10 @@ pub struct WakeupArgs {
     #[arg(short, long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Timer period of the timer threads (µs, or with a unit: 10ms)
-    #[arg(short, long, value_name = "US", default_value = "1000", value_parser = parse_micros)]
+    #[arg(short, long, value_name = "US", default_value = "1000", value_parser = parse_micros, allow_hyphen_values = true)]
     pub period: Duration,
     /// Scheduling of the timer threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
     #[arg(short = 'P', long, value_name = "PRIO", default_value = "f:95")]
@@ -297,11 +322,13 @@ pub struct WakeupArgs {
     /// Task mode: measure the wakeups of threads with this name (as in /proc/PID/comm)
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
-    /// Stop when a sample's total latency reaches this (µs), and show its decomposition
-    #[arg(short, long, value_name = "US", value_parser = parse_micros)]
+    /// Stop when a sample's total latency reaches this (µs), and show its decomposition;
+    /// the run then exits with status 2 (as rtla's)
+    #[arg(short, long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub stop: Option<Duration>,
-    /// Stop when a timer IRQ latency (expiry to handler) reaches this (µs)
-    #[arg(short, long = "irq-stop", value_name = "US", value_parser = parse_micros)]
+    /// Stop when a timer IRQ latency (expiry to handler) reaches this (µs); the run then
+    /// exits with status 2 (as rtla's)
+    #[arg(short, long = "irq-stop", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub irq_stop: Option<Duration>,
     /// Timer mode: trace nothing and measure the total only, as cyclictest does
     #[arg(long)]
@@ -330,10 +357,10 @@ pub struct AccountArgs {
     #[arg(short, long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// A report every this long (10, 10s, 1m), then one for the whole run
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub interval: Option<Duration>,
     /// One row per thread instead of per process
     #[arg(long)]

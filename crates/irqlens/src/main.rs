@@ -3,6 +3,7 @@
 #[allow(rustdoc::broken_intra_doc_links)]
 mod cli;
 mod command;
+mod generate;
 mod parse;
 mod resolve;
 
@@ -17,12 +18,12 @@ use command::account::AccountTool;
 use command::bh::BhTool;
 use command::noise::NoiseTool;
 use command::wakeup::WakeupTool;
-use command::{INTERRUPTED, STOP};
+use command::{Ended, INTERRUPTED, STOP};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(ended) => ended.exit_code(),
         // a reader that has seen enough (`| head`) is no error
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
@@ -38,12 +39,21 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Runs the command; a live run says how it ended (a stop threshold hit exits with 2).
+fn run(cli: Cli) -> Result<Ended> {
     ctrlc::set_handler(|| {
         INTERRUPTED.store(true, Ordering::Relaxed);
         STOP.store(true, Ordering::Relaxed);
     })?;
-    match cli.command {
+    let Some(command) = cli.command else {
+        let Some(kind) = cli.generate else {
+            // only `irqlens` with nothing else, which clap answers with the help
+            anyhow::bail!("a command is needed: see irqlens --help");
+        };
+        generate::write(kind, &mut std::io::stdout().lock())?;
+        return Ok(Ended::Normally);
+    };
+    match command {
         Command::Noise(command) => {
             let (args, hist) = command.split()?;
             command::measure::<NoiseTool>(args.options(hist)?, &args.output)
@@ -57,7 +67,7 @@ fn run(cli: Cli) -> Result<()> {
             command::measure::<WakeupTool>(args.options(hist)?, &args.output)
         }
         Command::Account(args) => command::measure::<AccountTool>(args.options()?, &args.output),
-        Command::Report(args) => command::report::run(&args),
-        Command::Compare(args) => command::compare::run(&args),
+        Command::Report(args) => command::report::run(&args).map(|()| Ended::Normally),
+        Command::Compare(args) => command::compare::run(&args).map(|()| Ended::Normally),
     }
 }

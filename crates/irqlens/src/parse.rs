@@ -3,10 +3,51 @@
 
 use std::time::Duration;
 
-pub use irqlens_model::units::parse_micros;
+/// A time in µs (`500`) or with a unit (`500us`, `2ms`, `1s`); a negative value is
+/// refused as such and one too large for the clock as too large (clap is told to hand
+/// `-3` over as a value, not as a flag).
+pub fn parse_micros(text: &str) -> Result<Duration, String> {
+    refuse_sign_and_size(text)?;
+    irqlens_model::units::parse_micros(text)
+}
+
+/// A histogram bucket size: µs as every other time option (`2`, `2us`, `1ms`), a whole
+/// number of µs.
+pub fn parse_bucket_size(text: &str) -> Result<u64, String> {
+    let size = parse_micros(text)?;
+    if size.as_nanos() % 1_000 != 0 {
+        return Err(format!("'{}' is not a whole number of µs", text.trim()));
+    }
+    Ok(size.as_micros() as u64)
+}
+
+/// A count (`-E`): a clear message for a negative or too large value.
+pub fn parse_count(text: &str) -> Result<usize, String> {
+    refuse_sign_and_size(text)?;
+    let text = text.trim();
+    text.parse()
+        .map_err(|_| format!("'{text}' is not a whole number"))
+}
+
+/// The messages a number's sign and size get, before its parse: `-3` "must be positive",
+/// a 20-digit value "is too large".
+fn refuse_sign_and_size(text: &str) -> Result<(), String> {
+    let text = text.trim();
+    if let Some(rest) = text.strip_prefix('-')
+        && rest.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+    {
+        return Err(format!("'{text}' must be positive"));
+    }
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits > 0 && text[..digits].parse::<u64>().is_err() {
+        return Err(format!("'{text}' is too large"));
+    }
+    Ok(())
+}
 
 /// A run length: plain seconds (`10`) or with units (`10s`, `5m`, `1h`, `1h30m`).
 pub fn parse_run_duration(text: &str) -> Result<Duration, String> {
+    refuse_sign_and_size(text)?;
     let text = text.trim();
     let duration = match text.parse::<u64>() {
         Ok(seconds) => Duration::from_secs(seconds),
@@ -35,5 +76,42 @@ mod tests {
                 .unwrap_err()
                 .contains("longer than zero")
         );
+    }
+
+    #[test]
+    fn negative_and_huge_values_are_named_as_such() {
+        for parse in [
+            |t: &str| parse_micros(t).map(|_| ()),
+            |t: &str| parse_run_duration(t).map(|_| ()),
+            |t: &str| parse_bucket_size(t).map(|_| ()),
+            |t: &str| parse_count(t).map(|_| ()),
+        ] {
+            assert_eq!(parse("-3"), Err("'-3' must be positive".into()));
+            assert_eq!(parse("-3ms").unwrap_err(), "'-3ms' must be positive");
+            assert_eq!(
+                parse("99999999999999999999"),
+                Err("'99999999999999999999' is too large".into())
+            );
+        }
+        assert!(
+            parse_micros("18446744073709551615s")
+                .unwrap_err()
+                .contains("too large")
+        );
+        assert!(parse_micros("-q").unwrap_err().contains("not a time"));
+    }
+
+    #[test]
+    fn bucket_sizes_take_units() {
+        assert_eq!(parse_bucket_size("2"), Ok(2));
+        assert_eq!(parse_bucket_size("2us"), Ok(2));
+        assert_eq!(parse_bucket_size("1ms"), Ok(1_000));
+        assert_eq!(parse_bucket_size("2000ns"), Ok(2));
+        assert!(
+            parse_bucket_size("1500ns")
+                .unwrap_err()
+                .contains("whole number of µs")
+        );
+        assert_eq!(parse_count("256"), Ok(256));
     }
 }

@@ -250,7 +250,10 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
         let first = e.to_string().lines().next().unwrap_or_default().to_owned();
         anyhow!("its command line does not parse: {first}")
     })?;
-    Ok(match cli.command {
+    let Some(command) = cli.command else {
+        bail!("not a measurement's recording");
+    };
+    Ok(match command {
         Command::Noise(command) => {
             let (args, hist) = command.split()?;
             RunOptions::Noise(args.options_on(hist, cpus)?)

@@ -83,10 +83,44 @@ pub trait Outcome {
     fn html(&self, page: &mut Page, heading: &str);
     /// How the run went.
     fn run_info(&mut self) -> &mut dyn RunInfo;
+    /// Whether a stop threshold (`-s`, `-S`, `-i`) was hit: the run then exits with
+    /// status 2, as rtla's do.
+    fn stopped(&self) -> bool {
+        false
+    }
+    /// Whether its text output already says, in a line of its own, that Ctrl-C/SIGTERM
+    /// cut the run short (wakeup's and account's do); else the driver says it after it.
+    fn text_says_interrupted(&self) -> bool {
+        false
+    }
 }
 
-/// Runs `T` live with `options`, recording and showing it as `output` asks.
-pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<()> {
+/// How a live run ended, for its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The duration ran out, or Ctrl-C/SIGTERM came: exit status 0.
+    Normally,
+    /// A stop threshold was hit: exit status 2, as rtla documents, so that a CI script
+    /// can gate on it.
+    ThresholdHit,
+}
+
+impl Ended {
+    /// The process's exit status for this ending.
+    pub fn exit_code(self) -> std::process::ExitCode {
+        match self {
+            Ended::Normally => std::process::ExitCode::SUCCESS,
+            Ended::ThresholdHit => std::process::ExitCode::from(THRESHOLD_HIT_STATUS),
+        }
+    }
+}
+
+/// The exit status of a run whose stop threshold was hit (rtla's).
+pub const THRESHOLD_HIT_STATUS: u8 = 2;
+
+/// Runs `T` live with `options`, recording and showing it as `output` asks; says whether
+/// a stop threshold ended it.
+pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Ended> {
     let recorded = T::recorded(&options);
     // bound before any file is written: a port in use fails with nothing truncated
     let mut exporter = Exporter::start(output.prometheus_address()?, names)?;
@@ -102,12 +136,36 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<()> 
         T::run(options, &mut live)
     })?;
     drop(exporter);
+    let says_interrupted = result.text_says_interrupted();
     let info = result.run_info();
-    info.common_mut().interrupted = interrupted();
+    let common = info.common_mut();
+    common.interrupted = interrupted();
+    let cut_short =
+        (common.interrupted && !says_interrupted).then(|| Duration::from_nanos(common.elapsed_ns));
     // the result is shown before the recording's error is
     let closed = tap.finish(info.to_json());
     print(&result, output, T::TITLE)?;
-    closed
+    if let Some(elapsed) = cut_short
+        && !output.json
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", interrupted_line(elapsed))?;
+    }
+    closed?;
+    Ok(if result.stopped() {
+        Ended::ThresholdHit
+    } else {
+        Ended::Normally
+    })
+}
+
+/// The line that ends the text output of a run cut short by Ctrl-C/SIGTERM (`--json`
+/// says it in `run.interrupted`).
+pub fn interrupted_line(elapsed: Duration) -> String {
+    format!(
+        "irqlens: interrupted (Ctrl-C/SIGTERM) after {:.1} s: the results cover the time measured",
+        elapsed.as_secs_f64()
+    )
 }
 
 /// Re-analyzes a recording made by any capability with the options it was made with.
@@ -243,5 +301,27 @@ fn print(outcome: &dyn Outcome, output: &OutputArgs, title: &str) -> Result<()> 
         print_json(&mut out, &outcome.json())
     } else {
         outcome.write_text(&mut out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_threshold_hit_exits_with_rtlas_status_2() {
+        assert_eq!(Ended::Normally.exit_code(), std::process::ExitCode::SUCCESS);
+        assert_eq!(
+            Ended::ThresholdHit.exit_code(),
+            std::process::ExitCode::from(2)
+        );
+    }
+
+    #[test]
+    fn the_interrupted_line_says_how_long_was_measured() {
+        assert_eq!(
+            interrupted_line(Duration::from_millis(2_340)),
+            "irqlens: interrupted (Ctrl-C/SIGTERM) after 2.3 s: the results cover the time measured"
+        );
     }
 }

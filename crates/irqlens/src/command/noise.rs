@@ -132,4 +132,8 @@ impl Outcome for NoiseResult {
     fn run_info(&mut self) -> &mut dyn RunInfo {
         &mut self.outcome.info
     }
+
+    fn stopped(&self) -> bool {
+        self.outcome.analysis.stop_report().is_some()
+    }
 }

@@ -108,4 +108,13 @@ impl Outcome for WakeupResult {
     fn run_info(&mut self) -> &mut dyn RunInfo {
         &mut self.outcome.info
     }
+
+    /// "Interrupted: the results cover the run until then" ends its run information.
+    fn text_says_interrupted(&self) -> bool {
+        true
+    }
+
+    fn stopped(&self) -> bool {
+        self.outcome.stats.stop.is_some()
+    }
 }

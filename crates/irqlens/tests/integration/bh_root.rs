@@ -178,7 +178,10 @@ fn sigint_ends_the_run_with_tables_and_cleans_up() {
             stdout.contains("MAX_IRQ"),
             "no table after SIGINT: {stdout}"
         );
-        assert!(stdout.contains("interrupted"), "{stdout}");
+        assert!(
+            stdout.contains("irqlens: interrupted (Ctrl-C/SIGTERM) after "),
+            "{stdout}"
+        );
         assert!(
             !netns_list().contains("irqlens-"),
             "{trigger}: netns left behind"

@@ -9,6 +9,7 @@ mod bh_cli;
 mod bh_root;
 mod common;
 mod fixtures;
+mod generate_cli;
 mod html_root;
 mod noise_cli;
 mod noise_root;

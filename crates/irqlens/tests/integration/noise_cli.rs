@@ -42,3 +42,32 @@ fn malformed_times_and_priorities() {
 fn hist_takes_its_own_options() {
     assert_fails_with(&["noise", "hist", "-E", "0", "-d", "1"], "histogram needs");
 }
+
+/// `-b` takes units as every µs option does; negative values are refused as such (not as
+/// an unknown flag), 20-digit ones as too large.
+#[test]
+fn option_values_sign_size_and_units() {
+    assert_fails_with(
+        &["noise", "hist", "-b", "-3", "-d", "1"],
+        "'-3' must be positive",
+    );
+    assert_fails_with(
+        &["noise", "hist", "-b", "1500ns", "-d", "1"],
+        "not a whole number of µs",
+    );
+    assert_fails_with(&["noise", "-s", "-3", "-d", "1"], "'-3' must be positive");
+    assert_fails_with(&["noise", "-S", "-2ms", "-d", "1"], "must be positive");
+    assert_fails_with(&["noise", "-d", "-3"], "'-3' must be positive");
+    assert_fails_with(
+        &["noise", "hist", "-E", "-1", "-d", "1"],
+        "must be positive",
+    );
+    for args in [
+        &["noise", "hist", "-b", "99999999999999999999"][..],
+        &["noise", "-s", "99999999999999999999"],
+        &["noise", "-T", "99999999999999999999"],
+        &["noise", "hist", "-E", "99999999999999999999"],
+    ] {
+        assert_fails_with(args, "'99999999999999999999' is too large");
+    }
+}

@@ -159,7 +159,7 @@ fn stop_on_single_sample_shows_its_causes() {
         Duration::from_millis(12),
     );
     let started = Instant::now();
-    let doc = irqlens_json(&[
+    let output = irqlens(&[
         "noise",
         "-c",
         &cpu.to_string(),
@@ -168,8 +168,18 @@ fn stop_on_single_sample_shows_its_causes() {
         "-q",
         "-s",
         "8000",
+        "--json",
     ]);
     let tid = spinner.stop();
+    // rtla's exit status for a stop threshold hit, with the whole document printed
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_valid_document(&output.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "the run did not stop early"
@@ -186,6 +196,38 @@ fn stop_on_single_sample_shows_its_causes() {
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
 
+/// A tiny `-s` hits at once on any machine: the run exits with status 2 and its text
+/// output still has the summary and the stop report.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_stop_threshold_hit_exits_with_status_2_and_prints_the_report() {
+    assert_root();
+    let cpu = measured_cpu().to_string();
+    for stop in [["-s", "1"], ["-S", "1"]] {
+        let args = ["noise", "-c", &cpu, "-d", "20", "-q", stop[0], stop[1]];
+        let started = Instant::now();
+        let output = irqlens(&args);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "irqlens {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "irqlens {args:?} did not stop early"
+        );
+        assert!(stdout.contains("Operating System Noise"), "{stdout}");
+        assert!(stdout.contains("Stopped: "), "no stop report: {stdout}");
+        assert!(!stdout.contains("interrupted"), "{stdout}");
+    }
+    // no threshold: status 0
+    let output = irqlens(&["noise", "-c", &cpu, "-d", "1", "-q"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn signals_end_the_run_with_a_summary_and_detach_everything() {
@@ -198,6 +240,12 @@ fn signals_end_the_run_with_a_summary_and_detach_everything() {
             "no summary after signal {signal}: {stdout}"
         );
         assert!(stdout.contains("Top causes"), "{stdout}");
+        // the text output says the run was cut short, after the tables
+        let last = stdout.trim_end().lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("irqlens: interrupted (Ctrl-C/SIGTERM) after "),
+            "signal {signal}, last line: {last}"
+        );
     }
 }
 

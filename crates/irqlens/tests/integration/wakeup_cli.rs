@@ -52,3 +52,17 @@ fn offline_cpu_and_hist_options() {
     );
     assert_fails_with(&["wakeup", "hist", "-E", "0", "-d", "1"], "histogram needs");
 }
+
+#[test]
+fn negative_and_huge_values_are_named_as_such() {
+    assert_fails_with(&["wakeup", "-p", "-5ms", "-d", "1"], "must be positive");
+    assert_fails_with(&["wakeup", "-i", "-1", "-d", "1"], "'-1' must be positive");
+    assert_fails_with(
+        &["wakeup", "hist", "-b", "-3", "-d", "1"],
+        "'-3' must be positive",
+    );
+    assert_fails_with(
+        &["wakeup", "-s", "99999999999999999999", "-d", "1"],
+        "is too large",
+    );
+}

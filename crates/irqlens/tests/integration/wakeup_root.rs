@@ -204,3 +204,29 @@ fn a_signal_prints_the_results_and_leaves_nothing_loaded() {
         assert!(output.contains("Interrupted"), "{output}");
     }
 }
+
+/// Any activation takes more than 1 µs: `-s 1` and `-i 1` hit at once, the run exits
+/// with rtla's status 2 and still prints its results and the sample that stopped it.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_stop_threshold_hit_exits_with_status_2_and_prints_the_report() {
+    assert_root();
+    for stop in [["-s", "1"], ["-i", "1"]] {
+        let args = ["wakeup", "-c", "0", "-d", "20", "-q", stop[0], stop[1]];
+        let started = std::time::Instant::now();
+        let output = irqlens(&args);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "irqlens {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "irqlens {args:?} did not stop early"
+        );
+        assert!(stdout.contains("Stopped by"), "no stop report: {stdout}");
+    }
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
