@@ -10,7 +10,7 @@ pub mod report;
 pub mod wakeup;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -124,9 +124,11 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Ende
     let recorded = T::recorded(&options);
     // bound before any file is written: a port in use fails with nothing truncated
     let mut exporter = Exporter::start(output.prometheus_address()?, names)?;
-    let mut tap = open_tap(output, &recorded)?;
+    let mut created = Vec::new();
+    let mut tap =
+        open_tap(output, &recorded, &mut created).inspect_err(|_| remove_created(&created))?;
     let show = T::shows_progress(&options, output);
-    let mut result = with_progress(show, recorded.duration(), T::COUNTING, |progress| {
+    let started = with_progress(show, recorded.duration(), T::COUNTING, |progress| {
         let mut live = Live {
             tap: &mut tap,
             exporter: &mut exporter,
@@ -134,7 +136,15 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Ende
             output,
         };
         T::run(options, &mut live)
-    })?;
+    });
+    let mut result = match started {
+        Ok(result) => result,
+        Err(err) => {
+            drop(tap);
+            remove_created(&created);
+            return Err(err);
+        }
+    };
     drop(exporter);
     let says_interrupted = result.text_says_interrupted();
     let info = result.run_info();
@@ -188,10 +198,12 @@ pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
 
 /// The sinks the user asked for on the command line; none is a tap that does nothing.
 /// Made before the run, so a file that cannot be written fails before anything loads.
-fn open_tap(output: &OutputArgs, options: &RunOptions) -> Result<Tap> {
+/// `created` gets each file made, so that a run that fails to start can take them back.
+fn open_tap(output: &OutputArgs, options: &RunOptions, created: &mut Vec<PathBuf>) -> Result<Tap> {
     if let Some(path) = &output.html {
         // the page is written at the end: a path that cannot be is refused before the run
         std::fs::File::create(path).with_context(|| format!("--html {}", path.display()))?;
+        created.push(path.clone());
     }
     let mut tap = Tap::default();
     if output.record.is_none() && output.perfetto.is_none() {
@@ -201,11 +213,21 @@ fn open_tap(output: &OutputArgs, options: &RunOptions) -> Result<Tap> {
     if let Some(path) = &output.perfetto {
         let symbols = system::kernel_symbols();
         tap.add(Box::new(TraceWriter::create(path, &header, symbols)?));
+        created.push(path.clone());
     }
     if let Some(path) = &output.record {
         tap.add(Box::new(Recorder::create(path, header)?));
+        created.push(path.clone());
     }
     Ok(tap)
+}
+
+/// Removes the files a run made before it failed: no empty page, no recording with a
+/// header only.
+fn remove_created(created: &[PathBuf]) {
+    for path in created {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// How this machine names IRQ lines and kernel functions (for a live run).

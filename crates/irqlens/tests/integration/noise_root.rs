@@ -282,6 +282,8 @@ fn without_privileges_it_says_what_is_missing() {
     // user nobody may not reach the checkout: run a copy from the temp dir
     let copy = std::env::temp_dir().join(format!("irqlens-unprivileged-{}", std::process::id()));
     std::fs::copy(binary(), &copy).unwrap();
+    // in the temp dir too, where user nobody may write
+    let (recording, page) = (temp_path("nobody.jsonl.gz"), temp_path("nobody.html"));
     let output = Command::new("setpriv")
         .args([
             "--reuid=65534",
@@ -291,9 +293,16 @@ fn without_privileges_it_says_what_is_missing() {
         ])
         .arg(&copy)
         .args(["noise", "-c", "0", "-d", "1"])
+        .arg("--record")
+        .arg(&recording)
+        .arg("--html")
+        .arg(&page)
         .output()
         .expect("setpriv (util-linux)");
     std::fs::remove_file(&copy).unwrap();
+    // a run that could not start leaves no empty page and no header-only recording
+    assert!(!recording.exists(), "{} left behind", recording.display());
+    assert!(!page.exists(), "{} left behind", page.display());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
