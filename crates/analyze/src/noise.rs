@@ -295,7 +295,7 @@ impl Timeline {
 #[derive(Clone, Debug)]
 struct CpuNoise {
     summary: CpuSummary,
-    histogram: Distribution,
+    distribution: Distribution,
     timeline: Timeline,
     /// Records not yet joined, by counter value.
     pending: BTreeMap<u64, Record>,
@@ -354,7 +354,7 @@ impl NoiseAnalysis {
                         cpu,
                         ..Default::default()
                     },
-                    histogram: Distribution::new(config.bucket_ns, config.entries),
+                    distribution: Distribution::new(config.bucket_ns, config.entries),
                     timeline: Timeline::new(),
                     pending: BTreeMap::new(),
                     recent: VecDeque::with_capacity(config.keep_recent),
@@ -426,7 +426,7 @@ impl NoiseAnalysis {
         }
 
         for (index, sample) in report.samples.iter().enumerate() {
-            cpu.histogram.add(sample.duration_ns);
+            cpu.distribution.add(sample.duration_ns);
             let causes: Vec<Record> = if sample.seq_after > sample.seq_before {
                 cpu.pending
                     .range(sample.seq_before + 1..=sample.seq_after)
@@ -467,7 +467,7 @@ impl NoiseAnalysis {
     pub fn histograms(&self) -> impl Iterator<Item = (u32, &Histogram)> {
         self.cpus
             .iter()
-            .map(|(&cpu, state)| (cpu, &state.histogram.histogram))
+            .map(|(&cpu, state)| (cpu, &state.distribution.histogram))
     }
 
     /// Per CPU, the distribution of its sample durations: the histogram and quantiles
@@ -475,7 +475,7 @@ impl NoiseAnalysis {
     pub fn distributions(&self) -> impl Iterator<Item = (u32, &Distribution)> {
         self.cpus
             .iter()
-            .map(|(&cpu, state)| (cpu, &state.histogram))
+            .map(|(&cpu, state)| (cpu, &state.distribution))
     }
 
     /// Per CPU, its noise period by period (coarser for long runs: see `TIMELINE_POINTS`).

@@ -3,13 +3,9 @@
 
 use std::time::Duration;
 
-/// A time in µs (`500`) or with a unit (`500us`, `2ms`, `1s`); a negative value is
-/// refused as such and one too large for the clock as too large (clap is told to hand
-/// `-3` over as a value, not as a flag).
-pub fn parse_micros(text: &str) -> Result<Duration, String> {
-    refuse_sign_and_size(text)?;
-    irqlens_model::units::parse_micros(text)
-}
+// clap is told to hand `-3` over as a value, not as a flag: the parsers say what is wrong
+// with it
+pub use irqlens_model::units::{parse_micros, refuse_sign_and_size};
 
 /// A histogram bucket size: µs as every other time option (`2`, `2us`, `1ms`), a whole
 /// number of µs.
@@ -27,22 +23,6 @@ pub fn parse_count(text: &str) -> Result<usize, String> {
     let text = text.trim();
     text.parse()
         .map_err(|_| format!("'{text}' is not a whole number"))
-}
-
-/// The messages a number's sign and size get, before its parse: `-3` "must be positive",
-/// a 20-digit value "is too large".
-fn refuse_sign_and_size(text: &str) -> Result<(), String> {
-    let text = text.trim();
-    if let Some(rest) = text.strip_prefix('-')
-        && rest.starts_with(|c: char| c.is_ascii_digit() || c == '.')
-    {
-        return Err(format!("'{text}' must be positive"));
-    }
-    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    if digits > 0 && text[..digits].parse::<u64>().is_err() {
-        return Err(format!("'{text}' is too large"));
-    }
-    Ok(())
 }
 
 /// A run length: plain seconds (`10`) or with units (`10s`, `5m`, `1h`, `1h30m`).

@@ -5,8 +5,25 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+/// The messages a typed number's sign and size get before it is parsed: `-3` "must be
+/// positive", a 20-digit value "is too large" (rather than "not a time").
+pub fn refuse_sign_and_size(text: &str) -> Result<(), String> {
+    let text = text.trim();
+    if let Some(rest) = text.strip_prefix('-')
+        && rest.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+    {
+        return Err(format!("'{text}' must be positive"));
+    }
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits > 0 && text[..digits].parse::<u64>().is_err() {
+        return Err(format!("'{text}' is too large"));
+    }
+    Ok(())
+}
+
 /// A time given in µs by default, or with a unit: `500`, `500us`, `2ms`, `1s`, `100ns`.
 pub fn parse_micros(text: &str) -> Result<Duration, String> {
+    refuse_sign_and_size(text)?;
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())

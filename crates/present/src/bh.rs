@@ -332,7 +332,7 @@ pub fn write_run_info(
         writeln!(out, "not observable here: {line}")?;
     }
     super::write_skipped_tracepoints(out, &info.common.skipped_tracepoints)?;
-    Ok(())
+    super::write_cut_short(out, &info.common)
 }
 
 fn series_json(s: &Series) -> Value {

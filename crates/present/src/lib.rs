@@ -21,6 +21,7 @@ use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::Losses;
 use irqlens_model::hist::HistOptions;
 use irqlens_model::kernel::KernelSymbols;
+use irqlens_model::run::RunCommon;
 
 /// How kernel numbers and addresses are named.
 #[derive(Default)]
@@ -109,6 +110,19 @@ pub fn write_skipped_tracepoints(out: &mut dyn Write, skipped: &[String]) -> io:
     )
 }
 
+/// The line that ends the text of a run cut short by Ctrl-C/SIGTERM (`--json` says it in
+/// `run.interrupted`); nothing for a run that ended by itself.
+pub fn write_cut_short(out: &mut dyn Write, run: &RunCommon) -> io::Result<()> {
+    if !run.interrupted {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "irqlens: interrupted (Ctrl-C/SIGTERM) after {:.1} s: the results cover the time measured",
+        Duration::from_nanos(run.elapsed_ns).as_secs_f64()
+    )
+}
+
 /// The legend under a table whose `marked` ("rows", "columns") losses may have cut
 /// short; nothing when nothing was lost.
 pub fn write_legend(out: &mut dyn Write, losses: &Losses, marked: &str) -> io::Result<()> {
@@ -184,6 +198,25 @@ mod loss_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_interrupted_line_says_how_long_was_measured() {
+        let mut run = RunCommon {
+            elapsed_ns: 2_340_000_000,
+            ..RunCommon::default()
+        };
+        let line = |run: &RunCommon| {
+            let mut out = Vec::new();
+            write_cut_short(&mut out, run).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(line(&run), "");
+        run.interrupted = true;
+        assert_eq!(
+            line(&run).trim_end(),
+            "irqlens: interrupted (Ctrl-C/SIGTERM) after 2.3 s: the results cover the time measured"
+        );
+    }
 
     #[test]
     fn formats() {

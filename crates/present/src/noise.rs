@@ -229,7 +229,7 @@ pub fn write_run_info(
         )?;
     }
     super::write_skipped_tracepoints(out, &info.common.skipped_tracepoints)?;
-    Ok(())
+    super::write_cut_short(out, &info.common)
 }
 
 /// The sample that hit -s/-S, every cause inside it and the records just before it.

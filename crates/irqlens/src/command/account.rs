@@ -160,9 +160,4 @@ impl Outcome for AccountResult {
     fn run_info(&mut self) -> &mut dyn RunInfo {
         &mut self.info
     }
-
-    /// "Interrupted: the results cover the run until then" ends its run information.
-    fn text_says_interrupted(&self) -> bool {
-        true
-    }
 }

@@ -88,11 +88,6 @@ pub trait Outcome {
     fn stopped(&self) -> bool {
         false
     }
-    /// Whether its text output already says, in a line of its own, that Ctrl-C/SIGTERM
-    /// cut the run short (wakeup's and account's do); else the driver says it after it.
-    fn text_says_interrupted(&self) -> bool {
-        false
-    }
 }
 
 /// How a live run ended, for its exit status.
@@ -146,36 +141,17 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Ende
         }
     };
     drop(exporter);
-    let says_interrupted = result.text_says_interrupted();
     let info = result.run_info();
-    let common = info.common_mut();
-    common.interrupted = interrupted();
-    let cut_short =
-        (common.interrupted && !says_interrupted).then(|| Duration::from_nanos(common.elapsed_ns));
+    info.common_mut().interrupted = interrupted();
     // the result is shown before the recording's error is
     let closed = tap.finish(info.to_json());
     print(&result, output, T::TITLE)?;
-    if let Some(elapsed) = cut_short
-        && !output.json
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", interrupted_line(elapsed))?;
-    }
     closed?;
     Ok(if result.stopped() {
         Ended::ThresholdHit
     } else {
         Ended::Normally
     })
-}
-
-/// The line that ends the text output of a run cut short by Ctrl-C/SIGTERM (`--json`
-/// says it in `run.interrupted`).
-pub fn interrupted_line(elapsed: Duration) -> String {
-    format!(
-        "irqlens: interrupted (Ctrl-C/SIGTERM) after {:.1} s: the results cover the time measured",
-        elapsed.as_secs_f64()
-    )
 }
 
 /// Re-analyzes a recording made by any capability with the options it was made with.
@@ -336,14 +312,6 @@ mod tests {
         assert_eq!(
             Ended::ThresholdHit.exit_code(),
             std::process::ExitCode::from(2)
-        );
-    }
-
-    #[test]
-    fn the_interrupted_line_says_how_long_was_measured() {
-        assert_eq!(
-            interrupted_line(Duration::from_millis(2_340)),
-            "irqlens: interrupted (Ctrl-C/SIGTERM) after 2.3 s: the results cover the time measured"
         );
     }
 }

@@ -109,11 +109,6 @@ impl Outcome for WakeupResult {
         &mut self.outcome.info
     }
 
-    /// "Interrupted: the results cover the run until then" ends its run information.
-    fn text_says_interrupted(&self) -> bool {
-        true
-    }
-
     fn stopped(&self) -> bool {
         self.outcome.stats.stop.is_some()
     }
