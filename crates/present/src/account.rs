@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::Figure;
-use super::table::{Column, Form, write_line};
+use super::table::{Column, Form, TextTable};
 use super::{clock_time, percent, us, write_legend};
 use irqlens_analyze::account::Period;
 use irqlens_analyze::account::report::{
@@ -237,20 +237,20 @@ fn write_table(
 ) -> io::Result<()> {
     let columns = columns(view, compensate);
     let headings: Vec<String> = columns.iter().map(|c| c.marked_heading(losses)).collect();
-    write_line(out, "", &columns, &headings)?;
+    let mut text = TextTable::new("", &columns);
+    text.row(&headings);
     for row in table.rows.iter().take(view.top) {
-        write_line(out, "", &columns, &cells(row, compensate, Form::Text))?;
+        text.row(&cells(row, compensate, Form::Text));
     }
     if table.rows.len() > view.top {
-        writeln!(
-            out,
+        text.note(format!(
             "{:>8} ({} more; --top N shows more)",
             "",
             table.rows.len() - view.top
-        )?;
+        ));
     }
     if let Some(row) = &table.irqlens {
-        write_line(out, "", &columns, &cells(row, compensate, Form::Text))?;
+        text.row(&cells(row, compensate, Form::Text));
     }
     // interrupt time served to no process, and charged to none
     let orphan = us(totals.orphan_ns).to_string();
@@ -259,8 +259,9 @@ fn write_table(
         ["-", "[orphan]", "-", "-", orphan.as_str()],
         ["-", "[idle]", "-", idle.as_str(), "-"],
     ] {
-        write_line(out, "", &columns, &cells)?;
+        text.row(&cells);
     }
+    text.write(out)?;
     write_legend(out, losses, "columns")
 }
 

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
-use super::table::{Column, write_headings, write_line};
+use super::table::{Column, TextTable};
 use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
 use irqlens_analyze::bh::{BhStats, CauseStats, DelayCause, Mechanism, Sample, Series, Source};
 use irqlens_analyze::histogram::Histogram;
@@ -111,29 +111,28 @@ pub fn write_table(
         out,
         "# Latency from request to invocation, us. min..max over samples with no interrupt in between; IRQ: samples with one; max_IRQ: over all. run: entry to exit, nested IRQs excluded."
     )?;
-    write_headings(out, "", &LATENCY_COLUMNS)?;
+    let mut table = TextTable::new("", &LATENCY_COLUMNS).headings();
     if stats.mechanisms.is_empty() {
-        writeln!(out, "(no samples)")?;
+        table.note("(no samples)");
     }
     for (mechanism, m) in &stats.mechanisms {
         let all = latency_cells(format!("{mechanism}{mark}"), "(all)".into(), &m.series);
-        write_line(out, "", &LATENCY_COLUMNS, &all)?;
+        table.row(&all);
         let sources = sources_of(stats, *mechanism);
         for (source, series) in sources.iter().take(SOURCES_SHOWN) {
             let source = format!("{}{mark}", names.source(source));
-            let cells = latency_cells(String::new(), source, series);
-            write_line(out, "", &LATENCY_COLUMNS, &cells)?;
+            table.row(&latency_cells(String::new(), source, series));
         }
         if sources.len() > SOURCES_SHOWN {
             let rest: u64 = sources[SOURCES_SHOWN..].iter().map(|(_, s)| s.count).sum();
-            writeln!(
-                out,
+            table.note(format!(
                 "{:<10} ({} more sources, {rest} samples)",
                 "",
                 sources.len() - SOURCES_SHOWN
-            )?;
+            ));
         }
     }
+    table.write(out)?;
     write_legend(out, losses, "rows")
 }
 
@@ -153,11 +152,11 @@ pub fn write_causes(
             losses.mark(),
             m.series.count
         )?;
-        write_headings(out, "  ", &CAUSE_COLUMNS)?;
+        let mut table = TextTable::new("  ", &CAUSE_COLUMNS).headings();
         for (cause, c) in m.ranked_causes().into_iter().take(rows) {
-            let cells = cause_cells(cause, c, m.series.count, names);
-            write_line(out, "  ", &CAUSE_COLUMNS, &cells)?;
+            table.row(&cause_cells(cause, c, m.series.count, names));
         }
+        table.write(out)?;
     }
     Ok(())
 }

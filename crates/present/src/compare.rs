@@ -8,6 +8,8 @@ use irqlens_model::run::{Comparison, TOOL};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::table::{Column, TextTable};
+
 /// One number a measurement is judged by: a quantile of a CPU's noise, a cause's time.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Figure {
@@ -156,16 +158,22 @@ fn unit_name(unit: Unit) -> &'static str {
     }
 }
 
+/// The columns of the side-by-side table.
+const COLUMNS: [Column; 6] = [
+    Column::left("GROUP", 28),
+    Column::left("FIGURE", 24),
+    Column::right("A", 13),
+    Column::right("B", 13),
+    Column::right("B-A", 13),
+    Column::right("CHANGE", 9),
+];
+
 /// The side-by-side table; `a` and `b` name the runs.
 pub fn write_table(out: &mut dyn Write, rows: &[Row], a: &str, b: &str) -> io::Result<()> {
     writeln!(out, "A: {a}")?;
     writeln!(out, "B: {b}")?;
     writeln!(out, "times in us")?;
-    writeln!(
-        out,
-        "{:<28} {:<24} {:>13} {:>13} {:>13} {:>9}",
-        "GROUP", "FIGURE", "A", "B", "B-A", "CHANGE"
-    )?;
+    let mut table = TextTable::new("", &COLUMNS).headings();
     let mut last_group = "";
     for row in rows {
         let group = if row.group == last_group {
@@ -181,18 +189,16 @@ pub fn write_table(out: &mut dyn Write, rows: &[Row], a: &str, b: &str) -> io::R
             "" => row.name.to_owned(),
             unit => format!("{} ({unit})", row.name),
         };
-        writeln!(
-            out,
-            "{:<28} {:<24} {:>13} {:>13} {:>13} {:>9}",
-            group,
+        table.row(&[
+            group.to_owned(),
             name,
             value(row.unit, row.a),
             value(row.unit, row.b),
             signed(row.unit, row.delta()),
-            change
-        )?;
+            change,
+        ]);
     }
-    Ok(())
+    table.write(out)
 }
 
 /// The `--json` document: the two runs' descriptions and every row.

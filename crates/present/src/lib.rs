@@ -15,6 +15,7 @@ pub mod wakeup;
 
 use std::collections::HashMap;
 use std::io::{self, IsTerminal, Write};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use irqlens_analyze::histogram::Histogram;
@@ -75,6 +76,16 @@ pub fn clock_time(ns: u64) -> String {
 /// Whether a live view may redraw the terminal.
 pub fn live_terminal() -> bool {
     std::io::stdout().is_terminal()
+}
+
+/// The terminal's width when the text goes to one: text tables fit into it (and are as
+/// wide as their content otherwise, for files and pipes).
+fn text_width() -> Option<usize> {
+    static WIDTH: OnceLock<Option<usize>> = OnceLock::new();
+    *WIDTH.get_or_init(|| {
+        let stdout = std::io::stdout();
+        terminal_size::terminal_size_of(&stdout).map(|(width, _)| usize::from(width.0))
+    })
 }
 
 /// Whether progress may be shown on stderr.

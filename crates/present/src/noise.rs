@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
-use super::table::{Column, Form, write_headings, write_line};
+use super::table::{Column, Form, TextTable};
 use super::{clock_time, percent, us1};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
@@ -65,15 +65,11 @@ pub fn write_summary(
 ) -> io::Result<()> {
     writeln!(out, "{:^118}", "Operating System Noise")?;
     writeln!(out, "duration: {} | time is in us", clock_time(elapsed_ns))?;
-    write_headings(out, "", &SUMMARY_COLUMNS)?;
+    let mut table = TextTable::new("", &SUMMARY_COLUMNS).headings();
     for s in analysis.summaries() {
-        write_line(
-            out,
-            "",
-            &SUMMARY_COLUMNS,
-            &summary_cells(s, losses, Form::Text),
-        )?;
+        table.row(&summary_cells(s, losses, Form::Text));
     }
+    table.write(out)?;
     super::write_legend(out, losses, "rows")
 }
 
@@ -124,16 +120,11 @@ pub fn write_breakdown(out: &mut dyn Write, analysis: &NoiseAnalysis) -> io::Res
     BREAKDOWN_NOTE
         .iter()
         .try_for_each(|line| writeln!(out, "{line}"))?;
-    write_headings(out, "", &BREAKDOWN_COLUMNS)?;
+    let mut table = TextTable::new("", &BREAKDOWN_COLUMNS).headings();
     for (summary, parts) in analysis.breakdowns() {
-        write_line(
-            out,
-            "",
-            &BREAKDOWN_COLUMNS,
-            &breakdown_cells(summary, &parts),
-        )?;
+        table.row(&breakdown_cells(summary, &parts));
     }
-    Ok(())
+    table.write(out)
 }
 
 /// Columns of the top causes, in the text and the HTML report alike.
@@ -177,22 +168,20 @@ pub fn write_causes(
         out,
         "Top causes of noise (interference-free time in us; samples above the threshold only)"
     )?;
-    write_headings(out, "", &CAUSE_COLUMNS)?;
+    let mut table = TextTable::new("", &CAUSE_COLUMNS).headings();
     for (cause, stats) in causes.iter().take(limit) {
-        let cells = cause_cells(cause, stats, noise_ns, irq_names);
-        write_line(out, "", &CAUSE_COLUMNS, &cells)?;
+        table.row(&cause_cells(cause, stats, noise_ns, irq_names));
     }
     if causes.len() > limit {
-        writeln!(
-            out,
+        table.note(format!(
             "... {} more (--causes N shows more)",
             causes.len() - limit
-        )?;
+        ));
     }
     if causes.is_empty() {
-        writeln!(out, "(no noise sample above the threshold)")?;
+        table.note("(no noise sample above the threshold)");
     }
-    Ok(())
+    table.write(out)
 }
 
 /// What irqlens cost and could not see, so nothing is hidden.

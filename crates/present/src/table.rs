@@ -90,31 +90,178 @@ pub(crate) fn headings(columns: &[Column]) -> Vec<&'static str> {
     columns.iter().map(|column| column.heading).collect()
 }
 
-/// One line of a text table: `lead`, then each cell in its column; fewer cells than
-/// columns leave the last columns out.
-pub(crate) fn write_line(
-    out: &mut dyn Write,
-    lead: &str,
-    columns: &[Column],
-    cells: &[impl AsRef<str>],
-) -> io::Result<()> {
-    write!(out, "{lead}")?;
-    for (index, (column, cell)) in columns.iter().zip(cells).enumerate() {
-        let gap = if index == 0 { 0 } else { column.gap };
-        let (cell, width) = (cell.as_ref(), column.width);
-        match column.align {
-            Align::Left => write!(out, "{:gap$}{cell:<width$}", "")?,
-            Align::Right => write!(out, "{:gap$}{cell:>width$}", "")?,
-        }
-    }
-    writeln!(out)
+/// A text table sized to its content: each column is as wide as its declared width,
+/// its heading and its widest cell; then, if a width limit is set (the terminal's) and
+/// the table is wider, the widest left-aligned columns (names, causes) are cut back
+/// toward their declared width, their cells ending in "…". Lines that are not rows
+/// ("(3 more)") keep their place between the rows.
+pub(crate) struct TextTable<'c> {
+    lead: &'c str,
+    columns: &'c [Column],
+    lines: Vec<TableLine>,
 }
 
-/// The heading line of a text table whose rows are marked, not its columns.
-pub(crate) fn write_headings(
-    out: &mut dyn Write,
-    lead: &str,
-    columns: &[Column],
-) -> io::Result<()> {
-    write_line(out, lead, columns, &headings(columns))
+enum TableLine {
+    Cells(Vec<String>),
+    Note(String),
+}
+
+impl<'c> TextTable<'c> {
+    /// A table whose lines all start with `lead`.
+    pub(crate) fn new(lead: &'c str, columns: &'c [Column]) -> Self {
+        TextTable {
+            lead,
+            columns,
+            lines: Vec::new(),
+        }
+    }
+
+    /// The plain headings as a row.
+    pub(crate) fn headings(mut self) -> Self {
+        self.row(&headings(self.columns));
+        self
+    }
+
+    /// A row of cells; fewer cells than columns leave the last columns out.
+    pub(crate) fn row(&mut self, cells: &[impl AsRef<str>]) {
+        let cells = cells.iter().map(|c| c.as_ref().to_owned()).collect();
+        self.lines.push(TableLine::Cells(cells));
+    }
+
+    /// A line written as it is, between the rows.
+    pub(crate) fn note(&mut self, line: impl Into<String>) {
+        self.lines.push(TableLine::Note(line.into()));
+    }
+
+    /// The width of each column once fitted into `limit` characters, if any.
+    fn widths(&self, limit: Option<usize>) -> Vec<usize> {
+        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.width).collect();
+        for line in &self.lines {
+            if let TableLine::Cells(cells) = line {
+                for (width, cell) in widths.iter_mut().zip(cells) {
+                    *width = (*width).max(cell.chars().count());
+                }
+            }
+        }
+        let Some(limit) = limit else {
+            return widths;
+        };
+        let gaps: usize = self.columns.iter().skip(1).map(|c| c.gap).sum();
+        let mut total = self.lead.chars().count() + gaps + widths.iter().sum::<usize>();
+        // one character at a time off the widest column that can give one: the names
+        // keep as much as the terminal leaves them
+        while total > limit {
+            let widest = (0..widths.len())
+                .filter(|&i| {
+                    let column = &self.columns[i];
+                    matches!(column.align, Align::Left)
+                        && widths[i] > column.width.max(column.heading.len())
+                })
+                .max_by_key(|&i| widths[i]);
+            let Some(widest) = widest else { break };
+            widths[widest] -= 1;
+            total -= 1;
+        }
+        widths
+    }
+
+    /// Writes the table, fitted into the terminal's width if the binary gave one.
+    pub(crate) fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        self.write_within(out, super::text_width())
+    }
+
+    /// Writes the table, fitted into `limit` characters if given.
+    fn write_within(&self, out: &mut dyn Write, limit: Option<usize>) -> io::Result<()> {
+        let widths = self.widths(limit);
+        for line in &self.lines {
+            let cells = match line {
+                TableLine::Note(text) => {
+                    writeln!(out, "{text}")?;
+                    continue;
+                }
+                TableLine::Cells(cells) => cells,
+            };
+            write!(out, "{}", self.lead)?;
+            for (index, ((column, cell), &width)) in
+                self.columns.iter().zip(cells).zip(&widths).enumerate()
+            {
+                let gap = if index == 0 { 0 } else { column.gap };
+                let cell = fit(cell, width);
+                match column.align {
+                    Align::Left => write!(out, "{:gap$}{cell:<width$}", "")?,
+                    Align::Right => write!(out, "{:gap$}{cell:>width$}", "")?,
+                }
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+}
+
+/// `cell` cut to `width` characters, the last one "…" if it was cut.
+fn fit(cell: &str, width: usize) -> String {
+    if cell.chars().count() <= width {
+        return cell.to_owned();
+    }
+    let kept: String = cell.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COLUMNS: [Column; 3] = [
+        Column::left("NAME", 6),
+        Column::right("COUNT", 5),
+        Column::right("MAX", 4),
+    ];
+
+    fn written(table: &TextTable, limit: Option<usize>) -> Vec<String> {
+        let mut out = Vec::new();
+        table.write_within(&mut out, limit).unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn content_that_fits_keeps_the_declared_widths() {
+        let mut table = TextTable::new("  ", &COLUMNS).headings();
+        table.row(&["irq", "12", "3"]);
+        assert_eq!(
+            written(&table, None),
+            ["  NAME   COUNT  MAX", "  irq       12    3"]
+        );
+    }
+
+    #[test]
+    fn a_long_cell_widens_its_column_and_every_row_stays_aligned() {
+        let mut table = TextTable::new("", &COLUMNS).headings();
+        table.row(&["a much longer name", "1", "2"]);
+        table.note("(1 more)");
+        table.row(&["x", "123456", "2"]);
+        let lines = written(&table, None);
+        assert_eq!(lines[2], "(1 more)");
+        let ends: Vec<usize> = [0, 1, 3].iter().map(|&i| lines[i].len()).collect();
+        assert!(ends.iter().all(|&e| e == ends[0]), "{lines:#?}");
+        assert!(lines[1].starts_with("a much longer name "), "{lines:#?}");
+    }
+
+    #[test]
+    fn a_narrow_terminal_cuts_the_names_not_the_figures() {
+        let mut table = TextTable::new("", &COLUMNS).headings();
+        table.row(&["a much longer name", "1", "2"]);
+        let lines = written(&table, Some(20));
+        assert!(lines.iter().all(|l| l.chars().count() <= 20), "{lines:#?}");
+        assert!(
+            lines[1].contains('…') && lines[1].ends_with("  1    2"),
+            "{lines:#?}"
+        );
+        // never below the declared width (6): a terminal too narrow for the figures wraps
+        let lines = written(&table, Some(5));
+        assert_eq!(lines[1], "a muc…     1    2");
+    }
 }

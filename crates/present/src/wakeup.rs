@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
-use super::table::{Column, Form, write_headings, write_line};
+use super::table::{Column, Form, TextTable};
 use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
@@ -72,12 +72,13 @@ pub fn write_summary(
         describe_mode(options),
         clock_time(info.common.elapsed_ns)
     )?;
-    write_headings(out, "", &SUMMARY_COLUMNS)?;
+    let mut table = TextTable::new("", &SUMMARY_COLUMNS).headings();
     for (cpu, stats) in &stats.cpus {
         for cells in cpu_rows(*cpu, stats, info, Form::Text) {
-            write_line(out, "", &SUMMARY_COLUMNS, &cells)?;
+            table.row(&cells);
         }
     }
+    table.write(out)?;
     write_legend(out, &info.losses(), "rows")
 }
 
@@ -177,15 +178,14 @@ pub fn write_causes(
         stats.samples(),
         us2(stats.latency_ns)
     )?;
-    write_headings(out, "  ", &CAUSE_COLUMNS)?;
+    let mut table = TextTable::new("  ", &CAUSE_COLUMNS).headings();
     for (cause, cause_stats) in ranked.iter().take(rows) {
-        let cells = cause_cells(cause, cause_stats, stats.latency_ns, names);
-        write_line(out, "  ", &CAUSE_COLUMNS, &cells)?;
+        table.row(&cause_cells(cause, cause_stats, stats.latency_ns, names));
     }
     if ranked.len() > rows {
-        writeln!(out, "  ... {} more (--causes N)", ranked.len() - rows)?;
+        table.note(format!("  ... {} more (--causes N)", ranked.len() - rows));
     }
-    Ok(())
+    table.write(out)
 }
 
 /// The interrupts that woke the tasks, the context switches it took, the threads between.
