@@ -231,6 +231,12 @@ pub struct HistFlags {
     /// Leave out the count/min/avg/max lines
     #[arg(long)]
     pub no_summary: bool,
+    /// Leave out the header lines (title, time unit, column names)
+    #[arg(long)]
+    pub no_header: bool,
+    /// Leave out the index column (bucket starts and row names), as rtla's
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 #[derive(Debug, Args)]

@@ -34,6 +34,8 @@ impl HistFlags {
             entries: self.entries,
             with_zeros: self.with_zeros,
             no_summary: self.no_summary,
+            no_header: self.no_header,
+            no_index: self.no_index,
         })
     }
 }
