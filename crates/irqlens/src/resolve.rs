@@ -20,8 +20,24 @@ use irqlens_model::wakeup::{
 
 use crate::cli::{
     AccountArgs, BhArgs, BhCommand, BhMode, Cli, Command, HistFlags, NoiseArgs, NoiseCommand,
-    NoiseMode, WakeupArgs, WakeupCommand, WakeupModeCommand,
+    NoiseMode, OutputArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
 };
+
+impl OutputArgs {
+    /// rtla's `-a` saves the trace of the run to a fixed file: `--auto` records the run
+    /// to `file` in the current directory, unless `--record` names another.
+    pub fn record_by_default(&mut self, auto: Option<Duration>, file: &str) {
+        if auto.is_some() && self.record.is_none() {
+            self.record = Some(file.into());
+            self.default_record = true;
+        }
+    }
+}
+
+/// osnoise's default threshold, and `-a`'s (rtla sets `-T 1`).
+const NOISE_THRESHOLD: Duration = Duration::from_micros(5);
+const AUTO_NOISE_THRESHOLD: Duration = Duration::from_micros(1);
+
 
 impl HistFlags {
     /// The layout, checked.
@@ -113,13 +129,15 @@ impl WakeupArgs {
         Ok(WakeupOptions {
             cpus,
             duration: self.duration,
+            warm_up: self.warm_up,
             mode,
             stats: WakeupStatsConfig {
                 bucket_ns: layout.bucket_ns(),
                 entries: layout.entries,
                 worst: self.worst,
-                stop_total_ns: nanos(self.stop),
-                stop_irq_ns: nanos(self.irq_stop),
+                // -a sets both stops, as rtla timerlat's sets -T and -i
+                stop_total_ns: nanos(self.stop.or(self.auto)),
+                stop_irq_ns: nanos(self.irq_stop.or(self.auto)),
             },
             hist,
             causes: self.causes,
@@ -151,17 +169,23 @@ impl NoiseArgs {
         if self.runtime < Duration::from_micros(100) {
             bail!("runtime must be at least 100 us");
         }
-        if self.threshold.is_zero() || self.threshold >= self.runtime {
+        // -a is rtla's -s US -T 1: an explicit -s or -T still wins
+        let threshold = self.threshold.unwrap_or(match self.auto {
+            Some(_) => AUTO_NOISE_THRESHOLD,
+            None => NOISE_THRESHOLD,
+        });
+        if threshold.is_zero() || threshold >= self.runtime {
             bail!("threshold must be above 0 and below the runtime");
         }
         Ok(NoiseOptions {
             cpus,
             duration: self.duration,
+            warm_up: self.warm_up,
             workload: WorkloadConfig {
                 period: self.period,
                 runtime: self.runtime,
-                threshold: self.threshold,
-                stop_single: self.stop_single,
+                threshold,
+                stop_single: self.stop_single.or(self.auto),
                 stop_total: self.stop_total,
                 priority: self.priority,
                 max_samples: MAX_SAMPLES_PER_WINDOW,
