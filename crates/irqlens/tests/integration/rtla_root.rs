@@ -74,6 +74,7 @@ fn auto_stops_and_leaves_a_recording_report_reads() {
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(doc["options"]["threshold_ns"], 1_000);
     assert_eq!(doc["options"]["stop_ns"], 1_000);
+    std::fs::remove_file(dir.join("irqlens-noise.jsonl.gz")).unwrap();
     let recorded = dir.join("elsewhere.jsonl.gz");
     let args = [
         "noise", "-c", &cpu, "-d", "20", "-a", "1", "-T", "3", "--json", "--record",
