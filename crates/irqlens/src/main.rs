@@ -72,11 +72,9 @@ fn run(cli: Cli) -> Result<Ended> {
             let options = args.options(hist)?;
             command::measure::<WakeupTool>(options, &args.output, &args.stop_actions)
         }
-        Command::Account(args) => command::measure::<AccountTool>(
-            args.options()?,
-            &args.output,
-            &StopActions::default(),
-        ),
+        Command::Account(args) => {
+            command::measure::<AccountTool>(args.options()?, &args.output, &StopActions::default())
+        }
         Command::Report(args) => command::report::run(&args).map(|()| Ended::Normally),
         Command::Compare(args) => command::compare::run(&args).map(|()| Ended::Normally),
     }

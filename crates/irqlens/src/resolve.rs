@@ -38,7 +38,6 @@ impl OutputArgs {
 const NOISE_THRESHOLD: Duration = Duration::from_micros(5);
 const AUTO_NOISE_THRESHOLD: Duration = Duration::from_micros(1);
 
-
 impl HistFlags {
     /// The layout, checked.
     pub fn options(&self) -> Result<HistOptions> {
@@ -295,4 +294,93 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
         Command::Account(args) => RunOptions::Account(args.options_on(cpus)?),
         Command::Report(_) | Command::Compare(_) => bail!("not a measurement's recording"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(args: &[&str]) -> RunOptions {
+        let argv: Vec<String> = std::iter::once("irqlens")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        recorded_options(&argv, CpuList::single(0)).unwrap()
+    }
+
+    fn noise(args: &[&str]) -> NoiseOptions {
+        match resolved(args) {
+            RunOptions::Noise(options) => options,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn wakeup_stops(args: &[&str]) -> (Option<u64>, Option<u64>) {
+        match resolved(args) {
+            RunOptions::Wakeup(o) => (o.stats.stop_total_ns, o.stats.stop_irq_ns),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn noise_auto_is_rtlas_stop_single_and_threshold_1() {
+        let us = Duration::from_micros;
+        let plain = noise(&["noise"]).workload;
+        assert_eq!((plain.threshold, plain.stop_single), (us(5), None));
+        let auto = noise(&["noise", "-a", "7"]).workload;
+        assert_eq!((auto.threshold, auto.stop_single), (us(1), Some(us(7))));
+        assert_eq!(auto.stop_total, None);
+        // explicit options win, wherever they are
+        let both = noise(&["noise", "-T", "3", "-a", "7", "-s", "9"]).workload;
+        assert_eq!((both.threshold, both.stop_single), (us(3), Some(us(9))));
+    }
+
+    #[test]
+    fn wakeup_auto_sets_the_total_and_irq_stops() {
+        assert_eq!(wakeup_stops(&["wakeup"]), (None, None));
+        assert_eq!(
+            wakeup_stops(&["wakeup", "-a", "7"]),
+            (Some(7_000), Some(7_000))
+        );
+        assert_eq!(
+            wakeup_stops(&["wakeup", "-a", "7", "-i", "2"]),
+            (Some(7_000), Some(2_000))
+        );
+    }
+
+    #[test]
+    fn warm_up_goes_into_the_options() {
+        assert_eq!(noise(&["noise"]).warm_up, None);
+        assert_eq!(
+            noise(&["noise", "--warm-up", "1m"]).warm_up,
+            Some(Duration::from_secs(60))
+        );
+        match resolved(&["wakeup", "hist", "--warm-up", "3"]) {
+            RunOptions::Wakeup(o) => assert_eq!(o.warm_up, Some(Duration::from_secs(3))),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn auto_records_to_its_default_file_unless_record_says_where() {
+        let output = |args: &[&str]| {
+            let cli =
+                Cli::try_parse_from(["irqlens", "noise"].iter().chain(args).copied()).unwrap();
+            let Some(Command::Noise(command)) = cli.command else {
+                unreachable!()
+            };
+            let (mut args, _) = command.split().unwrap();
+            args.output.record_by_default(args.auto, "default.jsonl.gz");
+            (args.output.record, args.output.default_record)
+        };
+        assert_eq!(output(&[]), (None, false));
+        assert_eq!(
+            output(&["-a", "5"]),
+            (Some("default.jsonl.gz".into()), true)
+        );
+        assert_eq!(
+            output(&["-a", "5", "--record", "mine.jsonl.gz"]),
+            (Some("mine.jsonl.gz".into()), false)
+        );
+    }
 }

@@ -161,7 +161,11 @@ pub fn write_hist_table(
     if !options.no_header {
         writeln!(out, "# {title}")?;
         writeln!(out, "# Time unit is microseconds (us)")?;
-        row(out, "Index", &mut columns.iter().map(|(name, _)| name.clone()))?;
+        row(
+            out,
+            "Index",
+            &mut columns.iter().map(|(name, _)| name.clone()),
+        )?;
     }
     let entries = columns.first().map_or(0, |(_, h)| h.buckets.len());
     for index in 0..entries {

@@ -137,6 +137,7 @@ fn wakeup_options(mode: WakeupMode) -> WakeupOptions {
     WakeupOptions {
         cpus: CpuList::single(0),
         duration: None,
+        warm_up: None,
         mode,
         stats: StatsConfig::default(),
         hist: None,

@@ -179,9 +179,7 @@ fn perform(option: &str, actions: &[Action], output: &OutputArgs) {
     let _ = std::io::stdout().flush();
     for action in actions {
         if let Err(err) = perform_one(action, output) {
-            eprintln!(
-                "irqlens: {option} {action}: {err:#}; the actions after it were not run"
-            );
+            eprintln!("irqlens: {option} {action}: {err:#}; the actions after it were not run");
             return;
         }
     }

@@ -19,10 +19,7 @@ fn bad_actions_are_refused_before_the_run() {
             &[command, "-d", "1", "--on-end", "shell,command="],
             "expected shell,command=CMD",
         );
-        assert_fails_with(
-            &[command, "-d", "1", "--on-threshold", "trace"],
-            "--record",
-        );
+        assert_fails_with(&[command, "-d", "1", "--on-threshold", "trace"], "--record");
     }
     assert_fails_with(
         &["bh", "-d", "1", "--on-end", "signal,num=99,pid=1"],
@@ -35,7 +32,10 @@ fn bad_auto_and_warm_up_values() {
     assert_fails_with(&["noise", "-a", "-3", "-d", "1"], "'-3' must be positive");
     assert_fails_with(&["wakeup", "-a", "1x", "-d", "1"], "unknown time unit");
     assert_fails_with(&["noise", "--warm-up", "0", "-d", "1"], "longer than zero");
-    assert_fails_with(&["wakeup", "--warm-up", "3x", "-d", "1"], "is not a duration");
+    assert_fails_with(
+        &["wakeup", "--warm-up", "3x", "-d", "1"],
+        "is not a duration",
+    );
 }
 
 /// Options rtla has only in some tools are only where irqlens does them.

@@ -70,14 +70,27 @@ fn auto_stops_and_leaves_a_recording_report_reads() {
     }
     // noise's -a is rtla's -s US -T 1; an explicit -T still wins
     let dir = fresh_dir("auto-threshold");
-    let json = irqlens_in(&dir, &["noise", "-c", &cpu, "-d", "20", "-a", "1", "--json"]);
+    let json = irqlens_in(
+        &dir,
+        &["noise", "-c", &cpu, "-d", "20", "-a", "1", "--json"],
+    );
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(doc["options"]["threshold_ns"], 1_000);
     assert_eq!(doc["options"]["stop_ns"], 1_000);
     std::fs::remove_file(dir.join("irqlens-noise.jsonl.gz")).unwrap();
     let recorded = dir.join("elsewhere.jsonl.gz");
     let args = [
-        "noise", "-c", &cpu, "-d", "20", "-a", "1", "-T", "3", "--json", "--record",
+        "noise",
+        "-c",
+        &cpu,
+        "-d",
+        "20",
+        "-a",
+        "1",
+        "-T",
+        "3",
+        "--json",
+        "--record",
         recorded.to_str().unwrap(),
     ];
     let json = irqlens_in(&dir, &args);
@@ -106,8 +119,20 @@ fn shell_actions_run_after_a_stop_and_at_the_end() {
     for (command, stop) in [("noise", "-s"), ("wakeup", "-s")] {
         let _ = std::fs::remove_file(&log);
         let args = [
-            command, "-c", &cpu, "-d", "20", "-q", stop, "1", "--on-threshold", &first,
-            "--on-threshold", &second, "--on-end", &end,
+            command,
+            "-c",
+            &cpu,
+            "-d",
+            "20",
+            "-q",
+            stop,
+            "1",
+            "--on-threshold",
+            &first,
+            "--on-threshold",
+            &second,
+            "--on-end",
+            &end,
         ];
         let output = irqlens_in(&dir, &args);
         stopped(&args, &output);
@@ -122,7 +147,16 @@ fn shell_actions_run_after_a_stop_and_at_the_end() {
     let output = irqlens_in(
         &dir,
         &[
-            "noise", "-c", &cpu, "-d", "1", "-q", "--on-threshold", &first, "--on-end", &end,
+            "noise",
+            "-c",
+            &cpu,
+            "-d",
+            "1",
+            "-q",
+            "--on-threshold",
+            &first,
+            "--on-end",
+            &end,
         ],
     );
     assert_eq!(output.status.code(), Some(0));
@@ -130,8 +164,18 @@ fn shell_actions_run_after_a_stop_and_at_the_end() {
     // a failing action ends the list, says so, and the run keeps its status
     let _ = std::fs::remove_file(&log);
     let args = [
-        "noise", "-c", &cpu, "-d", "20", "-q", "-s", "1", "--on-threshold",
-        "shell,command=exit 3", "--on-threshold", &second,
+        "noise",
+        "-c",
+        &cpu,
+        "-d",
+        "20",
+        "-q",
+        "-s",
+        "1",
+        "--on-threshold",
+        "shell,command=exit 3",
+        "--on-threshold",
+        &second,
     ];
     let output = irqlens_in(&dir, &args);
     stopped(&args, &output);
@@ -154,7 +198,16 @@ fn the_signal_action_reaches_its_process() {
     let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
     let action = format!("signal,num={},pid={}", libc::SIGUSR1, sleeper.id());
     let args = [
-        "wakeup", "-c", &cpu, "-d", "20", "-q", "-i", "1", "--on-threshold", &action,
+        "wakeup",
+        "-c",
+        &cpu,
+        "-d",
+        "20",
+        "-q",
+        "-i",
+        "1",
+        "--on-threshold",
+        &action,
     ];
     let output = irqlens(&args);
     stopped(&args, &output);
@@ -187,14 +240,28 @@ fn warm_up_runs_first_and_is_not_measured() {
     let cpu = measured_cpu();
     let started = Instant::now();
     let doc = irqlens_json(&[
-        "noise", "-c", &cpu, "-d", "2", "--warm-up", "2", "-q", "-p", "100ms", "-r", "100ms",
+        "noise",
+        "-c",
+        &cpu,
+        "-d",
+        "2",
+        "--warm-up",
+        "2",
+        "-q",
+        "-p",
+        "100ms",
+        "-r",
+        "100ms",
     ]);
     let wall = started.elapsed().as_secs_f64();
     let elapsed = seconds(&doc["run"]["elapsed_ns"]);
     let runtime = seconds(&doc["per_cpu"][0]["runtime_ns"]);
     assert!(wall >= 4.0, "the run took {wall} s");
     assert!((1.9..2.5).contains(&elapsed), "elapsed {elapsed} s");
-    assert!((1.7..2.2).contains(&runtime), "measured runtime {runtime} s");
+    assert!(
+        (1.7..2.2).contains(&runtime),
+        "measured runtime {runtime} s"
+    );
 
     let started = Instant::now();
     let doc = irqlens_json(&["wakeup", "-c", &cpu, "-d", "1", "--warm-up", "2", "-q"]);
@@ -210,7 +277,18 @@ fn warm_up_runs_first_and_is_not_measured() {
     );
 
     for command in ["noise", "wakeup"] {
-        let args = [command, "-c", &cpu, "-d", "20", "-q", "-s", "1", "--warm-up", "2"];
+        let args = [
+            command,
+            "-c",
+            &cpu,
+            "-d",
+            "20",
+            "-q",
+            "-s",
+            "1",
+            "--warm-up",
+            "2",
+        ];
         let started = Instant::now();
         let output = irqlens(&args);
         stopped(&args, &output);
