@@ -294,6 +294,10 @@ pub struct BhArgs {
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
     #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
+    /// Let the --load run this long before tracing (10, 10s, 1m): the trigger starts at its
+    /// end, and --duration counts from there (as rtla's)
+    #[arg(long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    pub warm_up: Option<Duration>,
     /// Cause bottom halves at a fixed rate and measure only those: timer, net, workqueue, tasklet, block
     #[arg(short, long, value_name = "KIND")]
     pub trigger: Option<TriggerKind>,

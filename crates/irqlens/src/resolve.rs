@@ -70,6 +70,7 @@ impl BhArgs {
         Ok(BhOptions {
             cpus,
             duration: self.duration,
+            warm_up: self.warm_up,
             trigger: self.trigger.map(|kind| TriggerOptions {
                 kind,
                 rate_hz: self.rate,

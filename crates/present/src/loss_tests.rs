@@ -63,6 +63,7 @@ fn bh_marks_every_row_of_its_tables_when_checkpoints_were_lost() {
     let options = BhOptions {
         cpus: CpuList::single(0),
         duration: None,
+        warm_up: None,
         trigger: None,
         load: LoadScenario::Zero,
         stats: irqlens_model::bh::StatsConfig {

@@ -36,6 +36,10 @@ fn bad_auto_and_warm_up_values() {
         &["wakeup", "--warm-up", "3x", "-d", "1"],
         "is not a duration",
     );
+    assert_fails_with(
+        &["bh", "--warm-up", "-1", "-d", "1"],
+        "'-1' must be positive",
+    );
 }
 
 /// Options rtla has only in some tools are only where irqlens does them.
@@ -44,7 +48,7 @@ fn stop_options_are_where_a_stop_exists() {
     for (command, option) in [
         ("bh", "--on-threshold"),
         ("account", "-a"),
-        ("bh", "--warm-up"),
+        ("account", "--warm-up"),
     ] {
         let output = irqlens(&[command, option, "1", "-d", "1"]);
         assert_eq!(output.status.code(), Some(2), "clap's usage error");

@@ -276,6 +276,25 @@ fn warm_up_runs_first_and_is_not_measured() {
         "{activations} activations"
     );
 
+    // bh: the load runs through the warm-up, tracing starts after it
+    let started = Instant::now();
+    let doc = irqlens_json(&[
+        "bh",
+        "-c",
+        &cpu,
+        "-d",
+        "1",
+        "--warm-up",
+        "2",
+        "-q",
+        "-l",
+        "one",
+    ]);
+    let wall = started.elapsed().as_secs_f64();
+    let elapsed = seconds(&doc["run"]["elapsed_ns"]);
+    assert!(wall >= 3.0, "the run took {wall} s");
+    assert!((0.9..1.5).contains(&elapsed), "elapsed {elapsed} s");
+
     for command in ["noise", "wakeup"] {
         let args = [
             command,
