@@ -64,6 +64,13 @@ pub fn run(
     let mut pipeline = Pipeline::new(options, stimulus_tid);
     let mut events = EventStream::new(probe.events()?);
 
+    // the warm-up: the load runs, nothing is traced or requested yet
+    if let Some(warm_up) = options.warm_up {
+        let end = Instant::now() + warm_up;
+        while !stop.load(Ordering::Relaxed) && Instant::now() < end {
+            std::thread::sleep(DRAIN_INTERVAL.min(end.saturating_duration_since(Instant::now())));
+        }
+    }
     let started = Instant::now();
     let softirqs_before = system::softirq_runs(&options.cpus);
     probe.enable();

@@ -60,6 +60,7 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// A run's pace: how long to wait for the next drain, when its once-a-second report is due, and when it is over.
 pub(crate) struct RunPace {
+    /// When measuring starts: the run's start, or the end of its warm-up.
     started: Instant,
     deadline: Option<Instant>,
     next_tick: Instant,
@@ -74,10 +75,37 @@ impl RunPace {
         }
     }
 
-    /// The wait before the next drain, cut short so the run lasts what was asked.
+    /// A run that warms up for `warm_up` first: its duration and its ticks count from the
+    /// end of the warm-up (as rtla's --warm-up).
+    pub(crate) fn after_warm_up(
+        started: Instant,
+        warm_up: Option<Duration>,
+        duration: Option<Duration>,
+    ) -> Self {
+        Self::new(started + warm_up.unwrap_or_default(), duration)
+    }
+
+    /// When measuring starts (after the warm-up).
+    pub(crate) fn measuring_since(&self) -> Instant {
+        self.started
+    }
+
+    /// Whether the run still warms up at `now`: what it sees is discarded.
+    pub(crate) fn warming_up(&self, now: Instant) -> bool {
+        now < self.started
+    }
+
+    /// The wait before the next drain, cut short so the run lasts what was asked and the
+    /// warm-up ends on a drain.
     pub(crate) fn wait(&self) -> Duration {
-        self.deadline.map_or(DRAIN_INTERVAL, |d| {
-            DRAIN_INTERVAL.min(d.saturating_duration_since(Instant::now()))
+        let now = Instant::now();
+        let until = if self.warming_up(now) {
+            Some(self.started)
+        } else {
+            self.deadline
+        };
+        until.map_or(DRAIN_INTERVAL, |until| {
+            DRAIN_INTERVAL.min(until.saturating_duration_since(now))
         })
     }
 

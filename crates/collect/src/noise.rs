@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 
-use super::clock::{Clock, MonotonicClock};
+use super::clock::{Clock, MonotonicClock, monotonic_ns};
 use super::sched::set_affinity;
 use super::workload;
 use super::{RunPace, StopOnDrop};
@@ -60,7 +60,9 @@ pub fn run(
     let clock = RunClock::pick();
 
     let (report_tx, report_rx) = mpsc::channel::<PeriodReport>();
-    let started = Instant::now();
+    let mut pace = RunPace::after_warm_up(Instant::now(), options.warm_up, options.duration);
+    // the threads measure the windows that begin after the warm-up only
+    let measure_from_ns = monotonic_ns() + options.warm_up.unwrap_or_default().as_nanos() as u64;
     probe.enable();
     let worker_results = std::thread::scope(|scope| {
         // whatever ends this scope, a panic included, must end the measurement threads
@@ -76,13 +78,12 @@ pub fn run(
                     .spawn_scoped(scope, move || {
                         // an error or a panic in one thread ends the whole run
                         let _stop_all = StopOnDrop(stop);
-                        clock.run_workload(cpu, counters, config, &tx, stop)
+                        clock.run_workload(cpu, counters, config, measure_from_ns, &tx, stop)
                     })
                     .expect("spawning a measurement thread")
             })
             .collect();
 
-        let mut pace = RunPace::new(started, options.duration);
         let _reader = super::raise_reader();
         while !stop.load(Ordering::Relaxed) {
             records.wait(pace.wait());
@@ -123,7 +124,7 @@ pub fn run(
 
     let info = NoiseRunInfo {
         common: RunCommon {
-            elapsed_ns: started.elapsed().as_nanos() as u64,
+            elapsed_ns: pace.measuring_since().elapsed().as_nanos() as u64,
             events: record_count,
             lost_events: records.lost(),
             lost_by_cpu: records.lost_by_cpu(),
@@ -237,14 +238,17 @@ impl RunClock {
         cpu: u32,
         counters: CpuCounters<'_>,
         config: &WorkloadConfig,
+        measure_from_ns: u64,
         reports: &mpsc::Sender<PeriodReport>,
         stop: &AtomicBool,
     ) -> Result<()> {
         match self {
             #[cfg(target_arch = "x86_64")]
-            RunClock::Tsc(clock) => workload::run(cpu, counters, clock, config, reports, stop),
+            RunClock::Tsc(clock) => {
+                workload::run(cpu, counters, clock, config, measure_from_ns, reports, stop)
+            }
             RunClock::Monotonic(clock) => {
-                workload::run(cpu, counters, clock, config, reports, stop)
+                workload::run(cpu, counters, clock, config, measure_from_ns, reports, stop)
             }
         }
     }

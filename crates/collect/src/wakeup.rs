@@ -84,18 +84,31 @@ pub fn run(
             tap.put(Line::TimerThreads { tids: tids.clone() });
         }
         let mut pipeline = Pipeline::new(options, timer_tids);
-        let mut pace = RunPace::new(started, options.duration);
+        let mut pace = RunPace::after_warm_up(started, options.warm_up, options.duration);
         let _reader = super::raise_reader();
         while !stop.load(Ordering::Relaxed) {
             let wait = pace.wait();
+            let warming_up = pace.warming_up(Instant::now());
             match &mut events {
+                // what the warm-up drains is dropped: its samples and stops never exist
+                Some(events) if warming_up => {
+                    events.wait_and_take(wait);
+                    report_rx.try_iter().for_each(drop);
+                }
                 Some(events) => {
                     pipeline.feed(events.wait_and_take(wait), report_rx.try_iter(), tap);
                 }
                 None => {
                     std::thread::sleep(wait);
-                    pipeline.feed_untraced(report_rx.try_iter(), tap);
+                    if warming_up {
+                        report_rx.try_iter().for_each(drop);
+                    } else {
+                        pipeline.feed_untraced(report_rx.try_iter(), tap);
+                    }
                 }
+            }
+            if warming_up && !pace.warming_up(Instant::now()) {
+                missed.store(0, Ordering::Relaxed);
             }
             let now = Instant::now();
             if let Some(elapsed) = pace.tick(now) {
@@ -110,7 +123,8 @@ pub fn run(
                 .join()
                 .map_err(|_| anyhow!("a timer thread panicked"))??;
         }
-        Ok((threads, pipeline, started.elapsed().as_nanos() as u64))
+        let elapsed = pace.measuring_since().elapsed();
+        Ok((threads, pipeline, elapsed.as_nanos() as u64))
     })?;
     drop(report_tx);
     // the timer threads are gone, their last wakeups long recorded: stop tracing now

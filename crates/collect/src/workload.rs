@@ -35,12 +35,15 @@ struct Window {
     stop: Option<StopHit>,
 }
 
-/// Runs on the calling thread until `stop` is set, sending a report per window.
+/// Runs on the calling thread until `stop` is set, sending a report per window. The
+/// windows that begin before `measure_from_ns` (monotonic) are the warm-up's: run the
+/// same, but unseen (the probe does not sample them), unreported, and without stops.
 pub fn run<C: Clock>(
     cpu: u32,
     counters: CpuCounters<'_>,
     clock: &C,
     config: &WorkloadConfig,
+    measure_from_ns: u64,
     reports: &Sender<PeriodReport>,
     stop: &AtomicBool,
 ) -> Result<()> {
@@ -53,21 +56,31 @@ pub fn run<C: Clock>(
         stop_single: config.stop_single.map_or(u64::MAX, |d| clock.ticks(d)),
         stop_total: config.stop_total.map_or(u64::MAX, |d| clock.ticks(d)),
     };
+    let warm_up_limits = Limits {
+        stop_single: u64::MAX,
+        stop_total: u64::MAX,
+        ..limits
+    };
     // one buffer for the whole run: a fresh one per window would be freed by the
     // collector, and an munmap sends TLB-flush IPIs to the measured CPUs
     let mut samples = prefaulted(config.max_samples);
     while !stop.load(Ordering::Relaxed) {
         let period_start = monotonic_ns();
+        let warming_up = period_start < measure_from_ns;
         samples.clear();
-        counters.set_sampling(true);
-        let window = measure_window(clock, &counters, &limits, &mut samples, stop);
-        counters.set_sampling(false);
+        if warming_up {
+            measure_window(clock, &counters, &warm_up_limits, &mut samples, stop);
+        } else {
+            counters.set_sampling(true);
+            let window = measure_window(clock, &counters, &limits, &mut samples, stop);
+            counters.set_sampling(false);
 
-        let report = to_report(cpu, clock, &window, samples.to_vec());
-        let hit = report.stop.is_some();
-        if reports.send(report).is_err() || hit {
-            stop.store(true, Ordering::Relaxed);
-            break;
+            let report = to_report(cpu, clock, &window, samples.to_vec());
+            let hit = report.stop.is_some();
+            if reports.send(report).is_err() || hit {
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
         }
         // sleep out the period in slices, so a stop is not held up by a long period
         let next = period_start + config.period.as_nanos() as u64;

@@ -11,7 +11,9 @@ use irqlens_model::sched::Priority;
 use irqlens_model::stimulus::{LoadScenario, TriggerKind};
 use irqlens_model::units::CpuList;
 
-use crate::parse::{parse_bucket_size, parse_count, parse_micros, parse_run_duration};
+use crate::parse::{
+    Action, parse_action, parse_bucket_size, parse_count, parse_micros, parse_run_duration,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -118,6 +120,10 @@ pub struct NoiseArgs {
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
     #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
+    /// Let the measurement threads run this long before measuring (10, 10s, 1m): their
+    /// samples meanwhile are discarded, and --duration counts from its end (as rtla's)
+    #[arg(long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    pub warm_up: Option<Duration>,
     /// Period of the measurement threads (µs, or with a unit: 500ms)
     #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros, allow_hyphen_values = true)]
     pub period: Duration,
@@ -125,8 +131,9 @@ pub struct NoiseArgs {
     #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros, allow_hyphen_values = true)]
     pub runtime: Duration,
     /// Smallest gap between two clock reads that counts as noise (µs, or with a unit)
-    #[arg(short = 'T', long, value_name = "US", default_value = "5", value_parser = parse_micros, allow_hyphen_values = true)]
-    pub threshold: Duration,
+    /// [default: 5; 1 with --auto]
+    #[arg(short = 'T', long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    pub threshold: Option<Duration>,
     /// Scheduling of the measurement threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
     #[arg(short = 'P', long, value_name = "PRIO", default_value = "o:0")]
     pub priority: Priority,
@@ -138,6 +145,12 @@ pub struct NoiseArgs {
     /// exits with status 2 (as rtla's)
     #[arg(short = 'S', long = "stop-total", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub stop_total: Option<Duration>,
+    /// rtla's automatic mode: -s US -T 1, and the run recorded (to irqlens-noise.jsonl.gz
+    /// in the current directory, unless --record says where)
+    #[arg(short = 'a', long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    pub auto: Option<Duration>,
+    #[command(flatten)]
+    pub stop_actions: StopActions,
     /// CPUs for irqlens's own collector thread [default: the CPUs not measured]
     #[arg(short = 'H', long = "house-keeping", value_name = "LIST")]
     pub housekeeping: Option<CpuList>,
@@ -179,6 +192,23 @@ pub struct OutputArgs {
     /// Also write a self-contained HTML report with plots to FILE (opens offline)
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// At the end of the run, whatever ended it: an action as --on-threshold's; repeat for
+    /// more, run in order (as rtla's)
+    #[arg(long, value_name = "ACTION", value_parser = parse_action)]
+    pub on_end: Vec<Action>,
+    /// Set when --auto chose the recording's file, which the run then names at its end.
+    #[arg(skip)]
+    pub default_record: bool,
+}
+
+/// What a run does when its stop threshold is hit (rtla's --on-threshold).
+#[derive(Clone, Debug, Default, Args)]
+pub struct StopActions {
+    /// When a stop threshold ends the run, after its results: shell,command=CMD (run with
+    /// sh -c) or signal,num=N,pid=P (P a pid or parent); repeat for more, run in order
+    /// until one fails (as rtla's)
+    #[arg(long, value_name = "ACTION", value_parser = parse_action)]
+    pub on_threshold: Vec<Action>,
 }
 
 impl OutputArgs {
@@ -231,6 +261,12 @@ pub struct HistFlags {
     /// Leave out the count/min/avg/max lines
     #[arg(long)]
     pub no_summary: bool,
+    /// Leave out the header lines (title, time unit, column names)
+    #[arg(long)]
+    pub no_header: bool,
+    /// Leave out the index column (bucket starts and row names), as rtla's
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 #[derive(Debug, Args)]
@@ -258,6 +294,10 @@ pub struct BhArgs {
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
     #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
+    /// Let the --load run this long before tracing (10, 10s, 1m): the trigger starts at its
+    /// end, and --duration counts from there (as rtla's)
+    #[arg(long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    pub warm_up: Option<Duration>,
     /// Cause bottom halves at a fixed rate and measure only those: timer, net, workqueue, tasklet, block
     #[arg(short, long, value_name = "KIND")]
     pub trigger: Option<TriggerKind>,
@@ -310,6 +350,11 @@ pub struct WakeupArgs {
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
     #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
+    /// Let the timer threads (or the watched task) run this long before measuring (10, 10s,
+    /// 1m): the wakeups meanwhile are discarded, and --duration counts from its end (as
+    /// rtla's)
+    #[arg(long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    pub warm_up: Option<Duration>,
     /// Timer period of the timer threads (µs, or with a unit: 10ms)
     #[arg(short, long, value_name = "US", default_value = "1000", value_parser = parse_micros, allow_hyphen_values = true)]
     pub period: Duration,
@@ -339,6 +384,12 @@ pub struct WakeupArgs {
     /// Slowest samples shown whole, with their decomposition
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub worst: usize,
+    /// rtla's automatic mode: the total and IRQ stops (-s, -i) at US, and the run recorded
+    /// (to irqlens-wakeup.jsonl.gz in the current directory, unless --record says where)
+    #[arg(short = 'a', long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    pub auto: Option<Duration>,
+    #[command(flatten)]
+    pub stop_actions: StopActions,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use anyhow::Result;
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, StopActions};
 use command::account::AccountTool;
 use command::bh::BhTool;
 use command::noise::NoiseTool;
@@ -55,18 +55,26 @@ fn run(cli: Cli) -> Result<Ended> {
     };
     match command {
         Command::Noise(command) => {
-            let (args, hist) = command.split()?;
-            command::measure::<NoiseTool>(args.options(hist)?, &args.output)
+            let (mut args, hist) = command.split()?;
+            args.output
+                .record_by_default(args.auto, "irqlens-noise.jsonl.gz");
+            let options = args.options(hist)?;
+            command::measure::<NoiseTool>(options, &args.output, &args.stop_actions)
         }
         Command::Bh(command) => {
             let (args, hist) = command.split()?;
-            command::measure::<BhTool>(args.options(hist)?, &args.output)
+            command::measure::<BhTool>(args.options(hist)?, &args.output, &StopActions::default())
         }
         Command::Wakeup(command) => {
-            let (args, hist) = command.split()?;
-            command::measure::<WakeupTool>(args.options(hist)?, &args.output)
+            let (mut args, hist) = command.split()?;
+            args.output
+                .record_by_default(args.auto, "irqlens-wakeup.jsonl.gz");
+            let options = args.options(hist)?;
+            command::measure::<WakeupTool>(options, &args.output, &args.stop_actions)
         }
-        Command::Account(args) => command::measure::<AccountTool>(args.options()?, &args.output),
+        Command::Account(args) => {
+            command::measure::<AccountTool>(args.options()?, &args.output, &StopActions::default())
+        }
         Command::Report(args) => command::report::run(&args).map(|()| Ended::Normally),
         Command::Compare(args) => command::compare::run(&args).map(|()| Ended::Normally),
     }

@@ -1,5 +1,5 @@
 //! Parsing of the times users type: µs by default (with an optional unit) and run
-//! durations.
+//! durations; and of rtla's actions (`--on-threshold`, `--on-end`).
 
 use std::time::Duration;
 
@@ -40,9 +40,157 @@ pub fn parse_run_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// What `--on-threshold` and `--on-end` do (rtla's actions), in the order given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `shell,command=CMD`: runs CMD with `sh -c`.
+    Shell(String),
+    /// `signal,num=N,pid=P`: sends signal N to process P.
+    Signal { number: i32, target: SignalTarget },
+}
+
+/// Where a signal action sends its signal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalTarget {
+    /// A process id.
+    Pid(u32),
+    /// irqlens's parent (`pid=parent`), such as the shell or script that started it.
+    Parent,
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::Shell(command) => write!(f, "shell,command={command}"),
+            Action::Signal { number, target } => {
+                write!(f, "signal,num={number},pid=")?;
+                match target {
+                    SignalTarget::Pid(pid) => write!(f, "{pid}"),
+                    SignalTarget::Parent => write!(f, "parent"),
+                }
+            }
+        }
+    }
+}
+
+/// An action as rtla writes it: `shell,command=CMD` (CMD is the rest of the text, commas
+/// included) or `signal,num=N,pid=P` (P a pid or `parent`).
+pub fn parse_action(text: &str) -> Result<Action, String> {
+    let (kind, arguments) = text.split_once(',').unwrap_or((text, ""));
+    match kind {
+        "shell" => match arguments.strip_prefix("command=") {
+            Some(command) if !command.trim().is_empty() => Ok(Action::Shell(command.into())),
+            _ => Err(format!("'{text}': expected shell,command=CMD")),
+        },
+        "signal" => parse_signal(text, arguments),
+        "trace" => Err(format!(
+            "'{text}': irqlens records the run with --record FILE (or --auto) instead of trace"
+        )),
+        "continue" => Err(format!(
+            "'{text}': not supported: a stop threshold ends irqlens's run"
+        )),
+        _ => Err(format!(
+            "'{text}': unknown action (expected shell,command=CMD or signal,num=N,pid=P)"
+        )),
+    }
+}
+
+fn parse_signal(text: &str, arguments: &str) -> Result<Action, String> {
+    let usage = || format!("'{text}': expected signal,num=N,pid=P (P a pid or parent)");
+    let (mut number, mut target) = (None, None);
+    for argument in arguments.split(',') {
+        match argument.split_once('=') {
+            Some(("num", value)) => {
+                number = Some(
+                    value
+                        .parse::<i32>()
+                        .ok()
+                        .filter(|n| (1..=64).contains(n))
+                        .ok_or_else(|| format!("'{text}': num is a signal number, 1 to 64"))?,
+                );
+            }
+            Some(("pid", "parent")) => target = Some(SignalTarget::Parent),
+            Some(("pid", value)) => {
+                target = Some(SignalTarget::Pid(
+                    value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|&pid| pid > 0 && pid <= i32::MAX as u32)
+                        .ok_or_else(|| format!("'{text}': pid is a process id or parent"))?,
+                ));
+            }
+            _ => return Err(usage()),
+        }
+    }
+    match (number, target) {
+        (Some(number), Some(target)) => Ok(Action::Signal { number, target }),
+        _ => Err(usage()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn actions_as_rtla_writes_them() {
+        assert_eq!(
+            parse_action("shell,command=echo a,b > /tmp/x"),
+            Ok(Action::Shell("echo a,b > /tmp/x".into()))
+        );
+        assert_eq!(
+            parse_action("signal,num=2,pid=parent"),
+            Ok(Action::Signal {
+                number: 2,
+                target: SignalTarget::Parent
+            })
+        );
+        assert_eq!(
+            parse_action("signal,pid=1234,num=15"),
+            Ok(Action::Signal {
+                number: 15,
+                target: SignalTarget::Pid(1234)
+            })
+        );
+    }
+
+    #[test]
+    fn actions_are_named_as_written() {
+        for written in [
+            "shell,command=touch /tmp/x",
+            "signal,num=10,pid=parent",
+            "signal,num=9,pid=77",
+        ] {
+            assert_eq!(parse_action(written).unwrap().to_string(), written);
+        }
+    }
+
+    #[test]
+    fn bad_actions_are_named_in_one_line() {
+        for (bad, why) in [
+            ("shell", "expected shell,command=CMD"),
+            ("shell,command=", "expected shell,command=CMD"),
+            ("shell,cmd=ls", "expected shell,command=CMD"),
+            ("signal,num=2", "expected signal,num=N,pid=P"),
+            ("signal,pid=1", "expected signal,num=N,pid=P"),
+            ("signal,num=2,pid=1,x=3", "expected signal,num=N,pid=P"),
+            ("signal,num=0,pid=1", "num is a signal number"),
+            ("signal,num=TERM,pid=1", "num is a signal number"),
+            ("signal,num=2,pid=0", "pid is a process id"),
+            ("signal,num=2,pid=-1", "pid is a process id"),
+            ("trace", "--record"),
+            ("continue", "not supported"),
+            ("reboot", "unknown action"),
+            ("", "unknown action"),
+        ] {
+            let err = parse_action(bad).unwrap_err();
+            assert!(
+                err.starts_with(&format!("'{bad}': ")) && err.contains(why),
+                "{bad}: {err}"
+            );
+            assert!(!err.contains('\n'));
+        }
+    }
 
     #[test]
     fn run_durations() {

@@ -20,8 +20,23 @@ use irqlens_model::wakeup::{
 
 use crate::cli::{
     AccountArgs, BhArgs, BhCommand, BhMode, Cli, Command, HistFlags, NoiseArgs, NoiseCommand,
-    NoiseMode, WakeupArgs, WakeupCommand, WakeupModeCommand,
+    NoiseMode, OutputArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
 };
+
+impl OutputArgs {
+    /// rtla's `-a` saves the trace of the run to a fixed file: `--auto` records the run
+    /// to `file` in the current directory, unless `--record` names another.
+    pub fn record_by_default(&mut self, auto: Option<Duration>, file: &str) {
+        if auto.is_some() && self.record.is_none() {
+            self.record = Some(file.into());
+            self.default_record = true;
+        }
+    }
+}
+
+/// osnoise's default threshold, and `-a`'s (rtla sets `-T 1`).
+const NOISE_THRESHOLD: Duration = Duration::from_micros(5);
+const AUTO_NOISE_THRESHOLD: Duration = Duration::from_micros(1);
 
 impl HistFlags {
     /// The layout, checked.
@@ -34,6 +49,8 @@ impl HistFlags {
             entries: self.entries,
             with_zeros: self.with_zeros,
             no_summary: self.no_summary,
+            no_header: self.no_header,
+            no_index: self.no_index,
         })
     }
 }
@@ -53,6 +70,7 @@ impl BhArgs {
         Ok(BhOptions {
             cpus,
             duration: self.duration,
+            warm_up: self.warm_up,
             trigger: self.trigger.map(|kind| TriggerOptions {
                 kind,
                 rate_hz: self.rate,
@@ -111,13 +129,15 @@ impl WakeupArgs {
         Ok(WakeupOptions {
             cpus,
             duration: self.duration,
+            warm_up: self.warm_up,
             mode,
             stats: WakeupStatsConfig {
                 bucket_ns: layout.bucket_ns(),
                 entries: layout.entries,
                 worst: self.worst,
-                stop_total_ns: nanos(self.stop),
-                stop_irq_ns: nanos(self.irq_stop),
+                // -a sets both stops, as rtla timerlat's sets -T and -i
+                stop_total_ns: nanos(self.stop.or(self.auto)),
+                stop_irq_ns: nanos(self.irq_stop.or(self.auto)),
             },
             hist,
             causes: self.causes,
@@ -149,17 +169,23 @@ impl NoiseArgs {
         if self.runtime < Duration::from_micros(100) {
             bail!("runtime must be at least 100 us");
         }
-        if self.threshold.is_zero() || self.threshold >= self.runtime {
+        // -a is rtla's -s US -T 1: an explicit -s or -T still wins
+        let threshold = self.threshold.unwrap_or(match self.auto {
+            Some(_) => AUTO_NOISE_THRESHOLD,
+            None => NOISE_THRESHOLD,
+        });
+        if threshold.is_zero() || threshold >= self.runtime {
             bail!("threshold must be above 0 and below the runtime");
         }
         Ok(NoiseOptions {
             cpus,
             duration: self.duration,
+            warm_up: self.warm_up,
             workload: WorkloadConfig {
                 period: self.period,
                 runtime: self.runtime,
-                threshold: self.threshold,
-                stop_single: self.stop_single,
+                threshold,
+                stop_single: self.stop_single.or(self.auto),
                 stop_total: self.stop_total,
                 priority: self.priority,
                 max_samples: MAX_SAMPLES_PER_WINDOW,
@@ -269,4 +295,93 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
         Command::Account(args) => RunOptions::Account(args.options_on(cpus)?),
         Command::Report(_) | Command::Compare(_) => bail!("not a measurement's recording"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(args: &[&str]) -> RunOptions {
+        let argv: Vec<String> = std::iter::once("irqlens")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        recorded_options(&argv, CpuList::single(0)).unwrap()
+    }
+
+    fn noise(args: &[&str]) -> NoiseOptions {
+        match resolved(args) {
+            RunOptions::Noise(options) => options,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn wakeup_stops(args: &[&str]) -> (Option<u64>, Option<u64>) {
+        match resolved(args) {
+            RunOptions::Wakeup(o) => (o.stats.stop_total_ns, o.stats.stop_irq_ns),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn noise_auto_is_rtlas_stop_single_and_threshold_1() {
+        let us = Duration::from_micros;
+        let plain = noise(&["noise"]).workload;
+        assert_eq!((plain.threshold, plain.stop_single), (us(5), None));
+        let auto = noise(&["noise", "-a", "7"]).workload;
+        assert_eq!((auto.threshold, auto.stop_single), (us(1), Some(us(7))));
+        assert_eq!(auto.stop_total, None);
+        // explicit options win, wherever they are
+        let both = noise(&["noise", "-T", "3", "-a", "7", "-s", "9"]).workload;
+        assert_eq!((both.threshold, both.stop_single), (us(3), Some(us(9))));
+    }
+
+    #[test]
+    fn wakeup_auto_sets_the_total_and_irq_stops() {
+        assert_eq!(wakeup_stops(&["wakeup"]), (None, None));
+        assert_eq!(
+            wakeup_stops(&["wakeup", "-a", "7"]),
+            (Some(7_000), Some(7_000))
+        );
+        assert_eq!(
+            wakeup_stops(&["wakeup", "-a", "7", "-i", "2"]),
+            (Some(7_000), Some(2_000))
+        );
+    }
+
+    #[test]
+    fn warm_up_goes_into_the_options() {
+        assert_eq!(noise(&["noise"]).warm_up, None);
+        assert_eq!(
+            noise(&["noise", "--warm-up", "1m"]).warm_up,
+            Some(Duration::from_secs(60))
+        );
+        match resolved(&["wakeup", "hist", "--warm-up", "3"]) {
+            RunOptions::Wakeup(o) => assert_eq!(o.warm_up, Some(Duration::from_secs(3))),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn auto_records_to_its_default_file_unless_record_says_where() {
+        let output = |args: &[&str]| {
+            let cli =
+                Cli::try_parse_from(["irqlens", "noise"].iter().chain(args).copied()).unwrap();
+            let Some(Command::Noise(command)) = cli.command else {
+                unreachable!()
+            };
+            let (mut args, _) = command.split().unwrap();
+            args.output.record_by_default(args.auto, "default.jsonl.gz");
+            (args.output.record, args.output.default_record)
+        };
+        assert_eq!(output(&[]), (None, false));
+        assert_eq!(
+            output(&["-a", "5"]),
+            (Some("default.jsonl.gz".into()), true)
+        );
+        assert_eq!(
+            output(&["-a", "5", "--record", "mine.jsonl.gz"]),
+            (Some("mine.jsonl.gz".into()), false)
+        );
+    }
 }

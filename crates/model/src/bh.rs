@@ -43,6 +43,10 @@ pub struct BhOptions {
     pub cpus: CpuList,
     /// How long to run; `None`: until Ctrl-C.
     pub duration: Option<Duration>,
+    /// How long the load runs before tracing starts (`--warm-up`); `duration` counts
+    /// from its end.
+    #[serde(default)]
+    pub warm_up: Option<Duration>,
     /// The stimulus of active mode; `None`: passive mode.
     pub trigger: Option<TriggerOptions>,
     /// Spinning tasks run during the measurement.

@@ -13,6 +13,13 @@ pub struct HistOptions {
     pub with_zeros: bool,
     /// Leave out the count/min/avg/max lines.
     pub no_summary: bool,
+    /// Leave out the header lines: title, time unit, column names (rtla's `--no-header`).
+    #[serde(default)]
+    pub no_header: bool,
+    /// Leave out the index column: the bucket's start and the row names (rtla's
+    /// `--no-index`).
+    #[serde(default)]
+    pub no_index: bool,
 }
 
 impl HistOptions {
@@ -29,6 +36,8 @@ impl Default for HistOptions {
             entries: 256,
             with_zeros: false,
             no_summary: false,
+            no_header: false,
+            no_index: false,
         }
     }
 }

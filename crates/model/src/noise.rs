@@ -144,6 +144,10 @@ pub struct NoiseOptions {
     pub cpus: CpuList,
     /// How long to run; `None`: until Ctrl-C or a stop limit.
     pub duration: Option<Duration>,
+    /// How long the run goes before it measures (`--warm-up`): what happens meanwhile
+    /// is discarded, and `duration` counts from its end.
+    #[serde(default)]
+    pub warm_up: Option<Duration>,
     /// The measurement threads' settings.
     pub workload: WorkloadConfig,
     /// CPUs for irqlens's collector thread (-H); `None`: the CPUs not measured.

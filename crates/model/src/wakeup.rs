@@ -69,6 +69,10 @@ pub struct WakeupOptions {
     pub cpus: CpuList,
     /// How long to run; `None`: until Ctrl-C or a stop limit.
     pub duration: Option<Duration>,
+    /// How long the run goes before it measures (`--warm-up`): what happens meanwhile
+    /// is discarded, and `duration` counts from its end.
+    #[serde(default)]
+    pub warm_up: Option<Duration>,
     /// What is woken.
     pub mode: WakeupMode,
     /// How the results are summarized.

@@ -144,7 +144,9 @@ pub fn write_legend(out: &mut dyn Write, losses: &Losses, marked: &str) -> io::R
 }
 
 /// rtla's hist layout: a row per bucket (µs), a column per histogram, then rows
-/// `extra` (such as the IRQ column of `bh`), the overflow row and the summary.
+/// `extra` (such as the IRQ column of `bh`), the overflow row and the summary. As rtla's,
+/// `--no-header` leaves out the lines above the buckets and `--no-index` the first
+/// column (bucket starts and row names).
 pub fn write_hist_table(
     out: &mut dyn Write,
     title: &str,
@@ -153,52 +155,59 @@ pub fn write_hist_table(
     overflow: &str,
     options: &HistOptions,
 ) -> io::Result<()> {
-    writeln!(out, "# {title}")?;
-    writeln!(out, "# Time unit is microseconds (us)")?;
-    write!(out, "Index")?;
-    for (name, _) in columns {
-        write!(out, " {name:>11}")?;
+    // each row: its index (unless --no-index), then a right-aligned cell per column
+    let row = |out: &mut dyn Write, index: &str, cells: &mut dyn Iterator<Item = String>| {
+        let mut line = String::new();
+        if !options.no_index {
+            line = format!("{index:<5}");
+        }
+        for cell in cells {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&format!("{cell:>11}"));
+        }
+        writeln!(out, "{line}")
+    };
+    if !options.no_header {
+        writeln!(out, "# {title}")?;
+        writeln!(out, "# Time unit is microseconds (us)")?;
+        row(
+            out,
+            "Index",
+            &mut columns.iter().map(|(name, _)| name.clone()),
+        )?;
     }
-    writeln!(out)?;
     let entries = columns.first().map_or(0, |(_, h)| h.buckets.len());
     for index in 0..entries {
         let counts: Vec<u64> = columns.iter().map(|(_, h)| h.buckets[index]).collect();
         if !options.with_zeros && counts.iter().all(|&c| c == 0) {
             continue;
         }
-        write!(out, "{:<5}", us(columns[0].1.bucket_start_ns(index)))?;
-        for count in counts {
-            write!(out, " {count:>11}")?;
-        }
-        writeln!(out)?;
+        let start = us(columns[0].1.bucket_start_ns(index)).to_string();
+        row(out, &start, &mut counts.iter().map(u64::to_string))?;
     }
-    let row = |out: &mut dyn Write, name: &str, values: Vec<String>| {
-        write!(out, "{name:<5}")?;
-        for value in values {
-            write!(out, " {value:>11}")?;
-        }
-        writeln!(out)
-    };
     for (name, values) in extra {
-        row(out, name, values.iter().map(u64::to_string).collect())?;
+        row(out, name, &mut values.iter().map(u64::to_string))?;
     }
     let each = |value: &dyn Fn(&Histogram) -> String| -> Vec<String> {
         columns.iter().map(|(_, h)| value(h)).collect()
     };
-    row(out, overflow, each(&|h| h.overflow.to_string()))?;
+    let mut rows = vec![(overflow, each(&|h| h.overflow.to_string()))];
     if !options.no_summary {
-        row(out, "count:", each(&|h| h.count.to_string()))?;
-        row(
-            out,
+        rows.push(("count:", each(&|h| h.count.to_string())));
+        rows.push((
             "min:",
             each(&|h| h.min_ns.map_or("-".into(), |v| us(v).to_string())),
-        )?;
-        row(
-            out,
+        ));
+        rows.push((
             "avg:",
             each(&|h| h.avg_ns().map_or("-".into(), |v| us(v).to_string())),
-        )?;
-        row(out, "max:", each(&|h| us(h.max_ns).to_string()))?;
+        ));
+        rows.push(("max:", each(&|h| us(h.max_ns).to_string())));
+    }
+    for (name, values) in rows {
+        row(out, name, &mut values.into_iter())?;
     }
     Ok(())
 }
@@ -227,6 +236,74 @@ mod tests {
             line(&run).trim_end(),
             "irqlens: interrupted (Ctrl-C/SIGTERM) after 2.3 s: the results cover the time measured"
         );
+    }
+
+    fn hist_table(options: HistOptions) -> String {
+        let mut histogram = Histogram::new(1_000, 4);
+        for value in [500, 1_500, 1_700, 9_000] {
+            histogram.add(value);
+        }
+        let columns = [("CPU-000".to_string(), &histogram)];
+        let mut out = Vec::new();
+        write_hist_table(&mut out, "title", &columns, &[], "over:", &options).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_hist_table_has_rtlas_header_and_index_column() {
+        let lines: Vec<String> = hist_table(HistOptions::default())
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(lines[0], "# title");
+        assert_eq!(lines[1], "# Time unit is microseconds (us)");
+        assert_eq!(lines[2], "Index     CPU-000");
+        assert_eq!(lines[3], "0               1");
+        assert_eq!(lines[4], "1               2");
+        assert_eq!(lines[5], "over:           1");
+        assert_eq!(lines[6], "count:           4");
+        assert_eq!(lines.len(), 10);
+    }
+
+    #[test]
+    fn no_header_leaves_out_the_lines_above_the_buckets() {
+        let text = hist_table(HistOptions {
+            no_header: true,
+            ..HistOptions::default()
+        });
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("0               1"));
+        assert!(!text.contains('#') && !text.contains("Index"), "{text}");
+        assert!(text.contains("over:") && text.contains("max:"), "{text}");
+    }
+
+    #[test]
+    fn no_index_leaves_out_the_first_column_everywhere() {
+        let text = hist_table(HistOptions {
+            no_index: true,
+            no_summary: true,
+            ..HistOptions::default()
+        });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "# title",
+                "# Time unit is microseconds (us)",
+                "    CPU-000",
+                "          1",
+                "          2",
+                "          1",
+            ]
+        );
+        let bare = hist_table(HistOptions {
+            no_index: true,
+            no_header: true,
+            ..HistOptions::default()
+        });
+        // only counts remain: the buckets, over, count, min, avg, max
+        let cells: Vec<&str> = bare.split_whitespace().collect();
+        assert_eq!(cells, ["1", "2", "1", "4", "0", "3", "9"]);
     }
 
     #[test]

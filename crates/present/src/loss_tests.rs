@@ -63,6 +63,7 @@ fn bh_marks_every_row_of_its_tables_when_checkpoints_were_lost() {
     let options = BhOptions {
         cpus: CpuList::single(0),
         duration: None,
+        warm_up: None,
         trigger: None,
         load: LoadScenario::Zero,
         stats: irqlens_model::bh::StatsConfig {
@@ -137,6 +138,7 @@ fn wakeup_options(mode: WakeupMode) -> WakeupOptions {
     WakeupOptions {
         cpus: CpuList::single(0),
         duration: None,
+        warm_up: None,
         mode,
         stats: StatsConfig::default(),
         hist: None,

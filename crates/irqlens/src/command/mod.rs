@@ -17,7 +17,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::cli::OutputArgs;
+use crate::cli::{OutputArgs, StopActions};
+use crate::parse::{Action, SignalTarget};
 use irqlens_collect::system;
 use irqlens_collect::tap::{Tap, recording_header};
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
@@ -113,9 +114,14 @@ impl Ended {
 /// The exit status of a run whose stop threshold was hit (rtla's).
 pub const THRESHOLD_HIT_STATUS: u8 = 2;
 
-/// Runs `T` live with `options`, recording and showing it as `output` asks; says whether
-/// a stop threshold ended it.
-pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Ended> {
+/// Runs `T` live with `options`, recording and showing it as `output` asks, then runs
+/// the `--on-threshold` actions if a stop threshold ended it and the `--on-end` ones;
+/// says whether a stop threshold ended it.
+pub fn measure<T: Tool>(
+    options: T::Options,
+    output: &OutputArgs,
+    stop_actions: &StopActions,
+) -> Result<Ended> {
     let recorded = T::recorded(&options);
     // bound before any file is written: a port in use fails with nothing truncated
     let mut exporter = Exporter::start(output.prometheus_address()?, names)?;
@@ -146,12 +152,67 @@ pub fn measure<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Ende
     // the result is shown before the recording's error is
     let closed = tap.finish(info.to_json());
     print(&result, output, T::TITLE)?;
-    closed?;
-    Ok(if result.stopped() {
+    if let (Some(path), true, Ok(())) = (&output.record, output.default_record, &closed) {
+        eprintln!(
+            "irqlens: the run is recorded in {0} (irqlens report {0})",
+            path.display()
+        );
+    }
+    let ended = if result.stopped() {
         Ended::ThresholdHit
     } else {
         Ended::Normally
-    })
+    };
+    // after the results and the recording, which the actions may read (rtla runs them
+    // once tracing stopped)
+    if ended == Ended::ThresholdHit {
+        perform("--on-threshold", &stop_actions.on_threshold, output);
+    }
+    perform("--on-end", &output.on_end, output);
+    closed?;
+    Ok(ended)
+}
+
+/// Runs `actions` in order; as rtla's, one that fails ends the list, which is said on
+/// stderr (the run's exit status stays the run's).
+fn perform(option: &str, actions: &[Action], output: &OutputArgs) {
+    let _ = std::io::stdout().flush();
+    for action in actions {
+        if let Err(err) = perform_one(action, output) {
+            eprintln!("irqlens: {option} {action}: {err:#}; the actions after it were not run");
+            return;
+        }
+    }
+}
+
+fn perform_one(action: &Action, output: &OutputArgs) -> Result<()> {
+    match action {
+        Action::Shell(command) => {
+            let mut shell = std::process::Command::new("sh");
+            shell.arg("-c").arg(command);
+            if output.json {
+                // stdout is the JSON document's alone
+                shell.stdout(std::io::stderr());
+            }
+            let status = shell.status().context("cannot start sh")?;
+            if !status.success() {
+                anyhow::bail!("the command failed ({status})");
+            }
+        }
+        &Action::Signal { number, target } => {
+            let pid = match target {
+                SignalTarget::Pid(pid) => pid as libc::pid_t,
+                // SAFETY: getppid only reads the calling process's parent id.
+                SignalTarget::Parent => unsafe { libc::getppid() },
+            };
+            // SAFETY: kill only sends a signal; the pid and number were checked when parsed.
+            if unsafe { libc::kill(pid, number) } != 0 {
+                return Err(std::io::Error::last_os_error())
+                    .with_context(|| format!("cannot send signal {number} to process {pid}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Re-analyzes a recording made by any capability with the options it was made with.

@@ -18,6 +18,8 @@ mod prometheus_cli;
 mod prometheus_root;
 mod record_cli;
 mod record_root;
+mod rtla_cli;
+mod rtla_root;
 mod storm_root;
 mod wakeup_cli;
 mod wakeup_root;
