@@ -40,10 +40,16 @@ impl Tool for WakeupTool {
     fn run(options: WakeupOptions, live: &mut Live<'_>) -> Result<WakeupResult> {
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
-        let outcome = wakeup_run::run(&options, &STOP, live.tap, |stats, elapsed| {
-            exporter.wakeup(stats);
-            progress(elapsed, stats.activations())
-        })?;
+        let outcome = wakeup_run::run(
+            &options,
+            &STOP,
+            live.tap,
+            |stats, elapsed| {
+                exporter.wakeup(stats);
+                progress(elapsed, stats.activations())
+            },
+            |warning| eprintln!("irqlens: warning: {warning}"),
+        )?;
         Ok(WakeupResult {
             kernel: system::kernel_release(),
             options,
