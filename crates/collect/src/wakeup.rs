@@ -318,15 +318,19 @@ fn prepare(cpu: u32, priority: Priority) -> Result<u32> {
 /// A timer thread's first expiry, CLOCK_MONOTONIC ns. By default one period after the
 /// thread reads `now_ns`, as cyclictest: each thread at a phase of its own, which does
 /// not sit on the scheduler tick (a grid of whole periods would put every 4th expiry of
-/// a 1 ms period on a 250 Hz tick). Aligned (-A): one period after the common
-/// `start_ns`, the thread of `index` `index` offsets after the first, as cyclictest -A
-/// (whole periods later for a thread that was not woken in time to make it: its phase
-/// is what counts).
+/// a 1 ms period on a 250 Hz tick). Aligned (-A): on the grid of whole periods of
+/// CLOCK_MONOTONIC, from the second grid point after the common `start_ns`, so every
+/// thread (and anything else on that grid) wakes at the same phase; the thread of
+/// `index` `index` offsets later, as cyclictest -A (whole periods later for a thread
+/// that was not woken in time to make it: its phase is what counts).
 fn first_expiry(now_ns: u64, timer: &TimerOptions, start_ns: u64, index: usize) -> u64 {
     let period = timer.period.as_nanos() as u64;
     match timer.aligned_ns {
         None => now_ns + period,
-        Some(offset) => skip_missed(start_ns + period + offset * index as u64, period, now_ns).0,
+        Some(offset) => {
+            let aligned = (start_ns / period + 2) * period + offset * index as u64;
+            skip_missed(aligned, period, now_ns).0
+        }
     }
 }
 
@@ -397,19 +401,19 @@ mod tests {
     }
 
     #[test]
-    fn aligned_threads_start_together_or_offset_by_the_alignment() {
+    fn aligned_threads_start_on_the_period_grid_together_or_offset() {
         let together = timer(1_000, Some(0));
         let firsts: Vec<u64> = (0..3)
             .map(|index| first_expiry(5_000_200 + index as u64, &together, 5_000_123, index))
             .collect();
-        assert_eq!(firsts, [6_000_123; 3]);
+        assert_eq!(firsts, [7_000_000; 3]);
         let staggered = timer(1_000, Some(100));
         let firsts: Vec<u64> = (0..3)
             .map(|index| first_expiry(5_000_200, &staggered, 5_000_123, index))
             .collect();
-        assert_eq!(firsts, [6_000_123, 6_100_123, 6_200_123]);
+        assert_eq!(firsts, [7_000_000, 7_100_000, 7_200_000]);
         // a thread that read the clock after its aligned expiry keeps the phase
-        assert_eq!(first_expiry(6_150_000, &staggered, 5_000_123, 1), 7_100_123);
+        assert_eq!(first_expiry(7_150_000, &staggered, 5_000_123, 1), 8_100_000);
     }
 }
 

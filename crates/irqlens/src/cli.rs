@@ -329,8 +329,8 @@ pub struct WakeupArgs {
     #[arg(short = 'T', long = "thread", visible_short_alias = 's', visible_alias = "stop", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub stop: Option<Duration>,
     /// Stop when a timer IRQ latency (expiry to handler) reaches this (µs); the run then
-    /// exits with status 2 (as rtla's)
-    #[arg(short, long = "irq-stop", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    /// exits with status 2 (rtla's -i/--irq)
+    #[arg(short, long = "irq-stop", visible_alias = "irq", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub irq_stop: Option<Duration>,
     /// Hold the CPUs' PM QoS latency target (/dev/cpu_dma_latency) at this (µs) while the
     /// run goes, or `off` to leave it; the kernel drops the request when irqlens exits
@@ -338,9 +338,10 @@ pub struct WakeupArgs {
     /// off in task mode]
     #[arg(long, value_name = "US", allow_hyphen_values = true)]
     pub dma_latency: Option<irqlens_model::wakeup::DmaLatency>,
-    /// Timer mode: align the threads' first expiries on one start, each US after the
-    /// previous thread's (-A alone: 0, all at once), as cyclictest's and rtla timerlat's
-    /// -A [default: each thread one period after it starts, at a phase of its own]
+    /// Timer mode: align the threads' expiries, each US after the previous thread's (-A
+    /// alone: 0, all at once), as cyclictest's and rtla timerlat's -A; unlike theirs, on
+    /// whole periods of CLOCK_MONOTONIC, so anything else on that grid wakes with them
+    /// [default: each thread one period after it starts, at a phase of its own]
     #[arg(short = 'A', long, value_name = "US", num_args = 0..=1, default_missing_value = "0", value_parser = parse_micros)]
     pub aligned: Option<Duration>,
     /// Timer mode: trace nothing and measure the total only, as cyclictest does

@@ -15,8 +15,7 @@ use irqlens_model::noise::{AnalysisConfig, NoiseOptions, WorkloadConfig};
 use irqlens_model::options::RunOptions;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{
-    DmaLatency, StatsConfig as WakeupStatsConfig, TimerOptions, WakeupMode, WakeupOptions,
-    Watched,
+    DmaLatency, StatsConfig as WakeupStatsConfig, TimerOptions, WakeupMode, WakeupOptions, Watched,
 };
 
 use crate::cli::{

@@ -261,7 +261,11 @@ mod tests {
             dma_latency_us: Some(0),
             memory_locked: true,
         };
-        let json = serde_json::to_value(WakeupRunInfo { held: held.clone(), ..info }).unwrap();
+        let json = serde_json::to_value(WakeupRunInfo {
+            held: held.clone(),
+            ..info
+        })
+        .unwrap();
         assert_eq!(json["dma_latency_us"], 0);
         assert_eq!(json["memory_locked"], true);
         let back: WakeupRunInfo = serde_json::from_value(json).unwrap();
