@@ -5,7 +5,7 @@
 //! both); and the cost irqlens's probes add to the latency it measures, traced runs
 //! against the untraced ones, in the same rounds. Run as root after `cargo build
 //! --release`: `cargo bench --bench wakeup` (IRQLENS_BENCH_SECONDS=N changes each run
-//! from 3 s, IRQLENS_BENCH_ROUNDS=N the rounds from 12).
+//! from 3 s, IRQLENS_BENCH_ROUNDS=N the rounds from 18).
 //! It prints figures and asserts nothing about timing: the machine is noisy, so the
 //! ratios within this one run are what compare. It flags a run that counted fewer
 //! activations than it should (a cyclictest thread short of its loops).
@@ -29,7 +29,7 @@ const DMA_LATENCY_US: u32 = 0;
 /// Rounds of a cyclictest, an untraced and a traced irqlens run: many short runs, as the
 /// load of the machine drifts from second to second and each run's timer lands at a
 /// phase of its own relative to the scheduler tick.
-const DEFAULT_ROUNDS: usize = 12;
+const DEFAULT_ROUNDS: usize = 18;
 const ROUNDS_VAR: &str = "IRQLENS_BENCH_ROUNDS";
 
 /// A run of a round.

@@ -379,6 +379,24 @@ fn sleep_and_report(
     }
 }
 
+/// Task mode: the watched process must exist now (its threads are followed as they
+/// come and go).
+pub fn check_watched(watched: &Watched) -> Result<()> {
+    match watched {
+        Watched::Process(pid) => {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                bail!("--pid {pid}: no such process");
+            }
+        }
+        Watched::Name(name) => {
+            if name.is_empty() || name.len() > 15 {
+                bail!("--comm '{name}': a thread name has 1 to 15 bytes (the kernel's comm)");
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,22 +433,4 @@ mod tests {
         // a thread that read the clock after its aligned expiry keeps the phase
         assert_eq!(first_expiry(7_150_000, &staggered, 5_000_123, 1), 8_100_000);
     }
-}
-
-/// Task mode: the watched process must exist now (its threads are followed as they
-/// come and go).
-pub fn check_watched(watched: &Watched) -> Result<()> {
-    match watched {
-        Watched::Process(pid) => {
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                bail!("--pid {pid}: no such process");
-            }
-        }
-        Watched::Name(name) => {
-            if name.is_empty() || name.len() > 15 {
-                bail!("--comm '{name}': a thread name has 1 to 15 bytes (the kernel's comm)");
-            }
-        }
-    }
-    Ok(())
 }
