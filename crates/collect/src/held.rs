@@ -23,7 +23,13 @@ pub struct Held {
 impl Held {
     /// Holds the latency target at `dma_latency_us` (if any) and locks the memory (if
     /// `lock_memory`); what fails is told to `warn` in one line and left out.
-    pub fn apply(
+    pub fn apply(dma_latency_us: Option<u32>, lock_memory: bool, warn: impl FnMut(String)) -> Held {
+        Self::apply_at(DMA_LATENCY_PATH, dma_latency_us, lock_memory, warn)
+    }
+
+    /// [`Held::apply`] with the QoS file at `dma_latency_path`.
+    fn apply_at(
+        dma_latency_path: &str,
         dma_latency_us: Option<u32>,
         lock_memory: bool,
         mut warn: impl FnMut(String),
@@ -33,13 +39,13 @@ impl Held {
             settings: HeldSettings::default(),
         };
         if let Some(us) = dma_latency_us {
-            match request_dma_latency(us) {
+            match request_dma_latency(dma_latency_path, us) {
                 Ok(file) => {
                     held.dma_latency = Some(file);
                     held.settings.dma_latency_us = Some(us);
                 }
                 Err(err) => warn(format!(
-                    "{DMA_LATENCY_PATH}: {err}: the CPUs' latency target is left as it is"
+                    "{dma_latency_path}: {err}: the CPUs' latency target is left as it is"
                 )),
             }
         }
@@ -71,9 +77,9 @@ impl Drop for Held {
 
 /// Opens the PM QoS file and writes the target as cyclictest does (a binary s32 of µs);
 /// the request stands while the file stays open.
-fn request_dma_latency(us: u32) -> io::Result<File> {
+fn request_dma_latency(path: &str, us: u32) -> io::Result<File> {
     let value = i32::try_from(us).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let mut file = OpenOptions::new().write(true).open(DMA_LATENCY_PATH)?;
+    let mut file = OpenOptions::new().write(true).open(path)?;
     file.write_all(&value.to_ne_bytes())?;
     Ok(file)
 }
@@ -133,6 +139,21 @@ mod tests {
         let without = "CapEff:\t0000000000000000\n";
         assert_eq!(effective_capabilities(without), Some(0));
         assert_eq!(effective_capabilities("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn a_missing_qos_file_is_one_warning_and_nothing_held() {
+        let mut warnings = Vec::new();
+        let held = Held::apply_at("/nonexistent/cpu_dma_latency", Some(0), false, |w| {
+            warnings.push(w)
+        });
+        assert_eq!(held.settings().dma_latency_us, None);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("/nonexistent/cpu_dma_latency: "),
+            "{warnings:?}"
+        );
+        assert!(!warnings[0].contains('\n'));
     }
 
     #[test]
