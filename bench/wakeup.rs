@@ -1,10 +1,14 @@
-//! `irqlens wakeup` against cyclictest (rt-tests) on the same CPUs, period and priority,
-//! run one after the other, and the cost irqlens's probes add to the latency it
-//! measures: the same timer threads untraced (`--no-trace`, the total only, as
-//! cyclictest measures it) and traced. Run as root after `cargo build --release`:
-//! `cargo bench --bench wakeup` (IRQLENS_BENCH_SECONDS=N shortens each run from 10 s).
+//! `irqlens wakeup` against cyclictest (rt-tests), like for like: one timer thread on the
+//! same CPU, at the same period and priority, memory locked and /dev/cpu_dma_latency held
+//! at 0 by both, untraced irqlens (`--no-trace`, the total only, as cyclictest measures
+//! it) and cyclictest alternating run after run (ABBA, so a drift of the machine weighs on
+//! both); and the cost irqlens's probes add to the latency it measures, traced runs
+//! against the untraced ones, in the same rounds. Run as root after `cargo build
+//! --release`: `cargo bench --bench wakeup` (IRQLENS_BENCH_SECONDS=N changes each run
+//! from 3 s, IRQLENS_BENCH_ROUNDS=N the rounds from 18).
 //! It prints figures and asserts nothing about timing: the machine is noisy, so the
-//! ratios within this one run are what compare.
+//! ratios within this one run are what compare. It flags a run that counted fewer
+//! activations than it should (a cyclictest thread short of its loops).
 
 use std::process::Command;
 
@@ -17,107 +21,204 @@ use serde_json::Value;
 use common::{median, run_seconds};
 use irqlens_test_support::runner::{require_root, run_json};
 
-const DEFAULT_SECONDS: u64 = 10;
-const CPUS: &str = "0-1";
-const PERIOD_US: u32 = 1000;
+const DEFAULT_SECONDS: u64 = 3;
+const CPU: u32 = 1;
+const PERIOD_US: u64 = 1000;
 const PRIORITY: u32 = 95;
-/// Untraced and traced runs alternate this many times: the machine drifts between runs,
-/// so the probe cost is the median of each round's difference.
-const ROUNDS: usize = 3;
+const DMA_LATENCY_US: u32 = 0;
+/// Rounds of a cyclictest, an untraced and a traced irqlens run: many short runs, as the
+/// load of the machine drifts from second to second and each run's timer lands at a
+/// phase of its own relative to the scheduler tick.
+const DEFAULT_ROUNDS: usize = 18;
+const ROUNDS_VAR: &str = "IRQLENS_BENCH_ROUNDS";
 
-/// min / avg / max of one CPU's latency, in µs.
+/// A run of a round.
+#[derive(Clone, Copy)]
+enum Run {
+    Cyclictest,
+    Untraced,
+    Traced,
+}
+
+/// The order of each round's runs, in turn: every order, so none of the three always
+/// follows another.
+const ORDERS: [[Run; 3]; 6] = {
+    use Run::*;
+    [
+        [Cyclictest, Untraced, Traced],
+        [Untraced, Cyclictest, Traced],
+        [Traced, Untraced, Cyclictest],
+        [Untraced, Traced, Cyclictest],
+        [Cyclictest, Traced, Untraced],
+        [Traced, Cyclictest, Untraced],
+    ]
+};
+/// irqlens's average may differ from cyclictest's by this much (a share of cyclictest's).
+const TARGET: f64 = 0.05;
+
+/// count / min / avg / max of one run's latency, in µs.
 #[derive(Clone, Copy, Debug)]
 struct Latency {
-    cpu: u32,
     count: u64,
     min: f64,
     avg: f64,
     max: f64,
 }
 
+/// One round's runs.
+struct Round {
+    cyclictest: Latency,
+    untraced: Latency,
+    traced: Latency,
+}
+
 fn main() -> Result<()> {
     require_root("the wakeup bench loads BPF programs and runs SCHED_FIFO threads")?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
+    let rounds_wanted = match std::env::var(ROUNDS_VAR) {
+        Err(_) => DEFAULT_ROUNDS,
+        Ok(text) => text
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("{ROUNDS_VAR}={text}: expected a whole number above 0"))?,
+    };
     println!(
-        "wakeup latency: CPUs {CPUS}, period {PERIOD_US} us, SCHED_FIFO {PRIORITY}, {seconds} s per run, one run after the other (us)\n"
+        "wakeup latency: CPU {CPU}, period {PERIOD_US} us, SCHED_FIFO {PRIORITY}, memory locked, cpu_dma_latency {DMA_LATENCY_US} us, {seconds} s per run; {rounds_wanted} rounds of cyclictest, untraced and traced irqlens, in turns of order (us)\n"
     );
-    let cyclictest = cyclictest(seconds)?;
     let duration = seconds.to_string();
-    let (period, priority) = (PERIOD_US.to_string(), format!("f:{PRIORITY}"));
+    let (cpu, period) = (CPU.to_string(), PERIOD_US.to_string());
+    let (priority, dma_latency) = (format!("f:{PRIORITY}"), DMA_LATENCY_US.to_string());
     let irqlens_args = |traced: bool| {
         let mut args = vec![
-            "wakeup", "-c", CPUS, "-d", &duration, "-p", &period, "-P", &priority, "-q",
+            "wakeup",
+            "-c",
+            &cpu,
+            "-d",
+            &duration,
+            "-p",
+            &period,
+            "-P",
+            &priority,
+            "--dma-latency",
+            &dma_latency,
+            "-q",
         ];
         if !traced {
             args.push("--no-trace");
         }
         args
     };
-    let mean = |rows: &[Latency], f: fn(&Latency) -> f64| {
-        rows.iter().map(f).sum::<f64>() / rows.len().max(1) as f64
-    };
-    let mut added_avg = Vec::new();
-    let mut added_min = Vec::new();
-    let mut last_round = None;
-    for _ in 0..ROUNDS {
-        let untraced = totals(&run_json(&irqlens_args(false))?)?;
-        let traced_doc = run_json(&irqlens_args(true))?;
-        let traced = totals(&traced_doc)?;
-        added_avg.push(mean(&traced, |l| l.avg) - mean(&untraced, |l| l.avg));
-        added_min.push(mean(&traced, |l| l.min) - mean(&untraced, |l| l.min));
-        last_round = Some((untraced, traced, traced_doc));
+    let loops = seconds * 1_000_000 / PERIOD_US;
+    let mut rounds = Vec::new();
+    let mut last_traced = None;
+    for (round_number, order) in ORDERS.iter().cycle().take(rounds_wanted).enumerate() {
+        let (mut cyclictest_run, mut untraced, mut traced) = (None, None, None);
+        for run in order {
+            match run {
+                Run::Cyclictest => cyclictest_run = Some(cyclictest(loops)?),
+                Run::Untraced => untraced = Some(total(&run_json(&irqlens_args(false))?)?),
+                Run::Traced => {
+                    let doc = run_json(&irqlens_args(true))?;
+                    traced = Some(total(&doc)?);
+                    last_traced = Some(doc);
+                }
+            }
+        }
+        let round = Round {
+            cyclictest: cyclictest_run.context("no cyclictest run")?,
+            untraced: untraced.context("no untraced run")?,
+            traced: traced.context("no traced run")?,
+        };
+        flag_short("cyclictest", round_number, round.cyclictest.count, loops);
+        // irqlens runs for a duration, its thread starting a moment after it: 1% slack
+        flag_short(
+            "irqlens untraced",
+            round_number,
+            round.untraced.count,
+            loops * 99 / 100,
+        );
+        rounds.push(round);
     }
-    let (untraced, traced, traced_doc) = last_round.context("no round ran")?;
+    let traced_doc = last_traced.context("no round ran")?;
 
     println!(
-        "{:<26} {:>3} {:>8} {:>8} {:>8} {:>9}",
-        "TOOL", "CPU", "COUNT", "MIN", "AVG", "MAX"
+        "{:<5} {:<26} {:>8} {:>8} {:>8} {:>9}",
+        "ROUND", "TOOL", "COUNT", "MIN", "AVG", "MAX"
     );
-    for (tool, rows) in [
-        ("cyclictest", &cyclictest),
-        ("irqlens wakeup --no-trace", &untraced),
-        ("irqlens wakeup (traced)", &traced),
-    ] {
-        for row in rows {
+    for (index, round) in rounds.iter().enumerate() {
+        for (tool, row) in [
+            ("cyclictest", &round.cyclictest),
+            ("irqlens wakeup --no-trace", &round.untraced),
+            ("irqlens wakeup (traced)", &round.traced),
+        ] {
             println!(
-                "{tool:<26} {:>3} {:>8} {:>8.2} {:>8.2} {:>9.2}",
-                row.cpu, row.count, row.min, row.avg, row.max
+                "{:<5} {tool:<26} {:>8} {:>8.2} {:>8.2} {:>9.2}",
+                index + 1,
+                row.count,
+                row.min,
+                row.avg,
+                row.max
             );
         }
     }
-    let (cyc, plain, probed) = (
-        mean(&cyclictest, |l| l.avg),
-        mean(&untraced, |l| l.avg),
-        mean(&traced, |l| l.avg),
+    let mean = |f: fn(&Round) -> f64| rounds.iter().map(f).sum::<f64>() / rounds.len() as f64;
+    let (cyc_avg, plain_avg, probed_avg) = (
+        mean(|r| r.cyclictest.avg),
+        mean(|r| r.untraced.avg),
+        mean(|r| r.traced.avg),
     );
-    println!("(the table: the last of {ROUNDS} rounds of untraced then traced runs)");
+    let (cyc_max, plain_max) = (mean(|r| r.cyclictest.max), mean(|r| r.untraced.max));
+    let ratio = plain_avg / cyc_avg;
+    let per_round: Vec<f64> = rounds
+        .iter()
+        .map(|r| r.untraced.avg / r.cyclictest.avg)
+        .collect();
     println!();
-    println!("avg, irqlens untraced / cyclictest: {:.2}", plain / cyc);
-    println!("avg traced / untraced (last round) {:.2}", probed / plain);
-    let listed = |values: &[f64]| {
-        values
-            .iter()
-            .map(|v| format!("{v:+.2}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    println!(
+        "avg over the rounds: cyclictest {cyc_avg:.2}, irqlens untraced {plain_avg:.2}, traced {probed_avg:.2}"
+    );
+    println!(
+        "irqlens untraced / cyclictest: avg {ratio:.3} (each round: {}; median {:.3}), max {:.2} (mean of the rounds' max: {plain_max:.2} / {cyc_max:.2})",
+        listed(&per_round, |v| format!("{v:.3}")),
+        median(per_round.clone()),
+        plain_max / cyc_max
+    );
+    println!(
+        "target: the averages within {:.0}%: {}",
+        TARGET * 100.0,
+        if (ratio - 1.0).abs() <= TARGET {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
+    let added_avg: Vec<f64> = rounds
+        .iter()
+        .map(|r| r.traced.avg - r.untraced.avg)
+        .collect();
+    let added_min: Vec<f64> = rounds
+        .iter()
+        .map(|r| r.traced.min - r.untraced.min)
+        .collect();
     println!(
         "probe cost per activation, traced - untraced, each round: avg {} us (median {:+.2}), min {} us (median {:+.2}); target: avg <= +1.5 us",
-        listed(&added_avg),
+        listed(&added_avg, |v| format!("{v:+.2}")),
         median(added_avg.clone()),
-        listed(&added_min),
+        listed(&added_min, |v| format!("{v:+.2}")),
         median(added_min.clone())
     );
     let run = &traced_doc["run"];
+    let last = rounds.last().context("no round ran")?;
     println!(
-        "traced run: {} checkpoints ({:.1} per activation), {} lost",
+        "last traced run: {} checkpoints ({:.1} per activation), {} lost",
         run["tracking"]["events"],
-        run["tracking"]["events"].as_f64().unwrap_or(0.0)
-            / traced.iter().map(|l| l.count).sum::<u64>().max(1) as f64,
+        run["tracking"]["events"].as_f64().unwrap_or(0.0) / last.traced.count.max(1) as f64,
         run["lost_events"]
     );
     println!();
-    println!("decomposition of the traced run (avg us per CPU):");
+    println!("decomposition of the last traced run (avg us):");
     for cpu in traced_doc["per_cpu"].as_array().context("cpus")? {
         let parts: Vec<String> = ["irq", "handler", "sched", "return", "total"]
             .iter()
@@ -128,7 +229,7 @@ fn main() -> Result<()> {
             .collect();
         println!("  CPU {}: {}", cpu["cpu"], parts.join(", "));
     }
-    println!("top causes of the traced run:");
+    println!("top causes of the last traced run:");
     for cause in traced_doc["causes"]
         .as_array()
         .context("causes")?
@@ -144,69 +245,101 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// One cyclictest thread per CPU (-S: -t -a -n), the same period and priority, memory
-/// locked; its closing per-thread lines are parsed.
-fn cyclictest(seconds: u64) -> Result<Vec<Latency>> {
+fn listed(values: &[f64], show: impl Fn(f64) -> String) -> String {
+    values
+        .iter()
+        .map(|&v| show(v))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A warning line for a run that counted fewer activations than it should have.
+fn flag_short(tool: &str, round_number: usize, count: u64, expected: u64) {
+    if count < expected {
+        println!(
+            "WARNING: round {}: {tool} counted {count} of {expected} activations: the thread lost some (started late or was stopped early)",
+            round_number + 1
+        );
+    }
+}
+
+/// One cyclictest thread on CPU, the same period and priority, memory locked, the same
+/// dma latency, `loops` activations, in ns (-N: cyclictest's µs are truncated); its JSON
+/// summary is read.
+fn cyclictest(loops: u64) -> Result<Latency> {
+    let json = std::env::temp_dir().join(format!(
+        "irqlens-bench-cyclictest-{}.json",
+        std::process::id()
+    ));
     let output = Command::new("cyclictest")
-        .args([
-            "-S",
-            "-m",
-            "-q",
-            "-p",
-            &PRIORITY.to_string(),
-            "-i",
-            &PERIOD_US.to_string(),
-        ])
-        .args(["-D", &seconds.to_string()])
+        .args(["-m", "-t1", "-q", "-N"])
+        .args(["-a", &CPU.to_string()])
+        .args(["-p", &PRIORITY.to_string()])
+        .args(["-i", &PERIOD_US.to_string()])
+        .args(["-l", &loops.to_string()])
+        .arg(format!("--latency={DMA_LATENCY_US}"))
+        .arg(format!("--json={}", json.display()))
         .output()
         .context("running cyclictest (rt-tests, installed by scripts/setup)")?;
+    let text = std::fs::read_to_string(&json);
+    let _ = std::fs::remove_file(&json);
     if !output.status.success() {
         bail!(
             "cyclictest failed: {}",
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }
-    let text = String::from_utf8_lossy(&output.stdout);
-    let rows: Vec<Latency> = text.lines().filter_map(parse_cyclictest_line).collect();
-    if rows.is_empty() {
-        bail!("no thread lines in cyclictest's output: {text}");
-    }
-    Ok(rows)
+    let doc: Value = serde_json::from_str(&text.context("cyclictest wrote no JSON summary")?)
+        .context("parsing cyclictest's JSON summary")?;
+    parse_cyclictest(&doc)
 }
 
-/// `T: 0 ( 1234) P:95 I:1000 C:  10000 Min:      3 Act:    5 Avg:    4 Max:      30`;
-/// with -S, thread N runs on CPU N.
-fn parse_cyclictest_line(line: &str) -> Option<Latency> {
-    let field = |name: &str| -> Option<f64> {
-        let rest = line.split(name).nth(1)?;
-        rest.split_whitespace().next()?.parse().ok()
+/// The one thread of cyclictest's `--json` summary: `{"thread": {"0": {"cycles": N,
+/// "min": ns, "avg": ns, "max": ns, "cpu": CPU, ...}}}` (with -N; µs without).
+fn parse_cyclictest(doc: &Value) -> Result<Latency> {
+    let threads = doc["thread"]
+        .as_object()
+        .context("no threads in cyclictest's JSON")?;
+    let [(_, thread)] = threads.iter().collect::<Vec<_>>()[..] else {
+        bail!("cyclictest's JSON has {} threads, not 1", threads.len());
     };
-    let thread = field("T:")?;
-    Some(Latency {
-        cpu: thread as u32,
-        count: field("C:")? as u64,
-        min: field("Min:")?,
-        avg: field("Avg:")?,
-        max: field("Max:")?,
+    if thread["cpu"].as_u64() != Some(CPU.into()) {
+        bail!(
+            "cyclictest's thread ran on CPU {}, not {CPU}",
+            thread["cpu"]
+        );
+    }
+    let us = |key: &str| {
+        thread[key]
+            .as_f64()
+            .map(|ns| ns / 1_000.0)
+            .with_context(|| format!("no {key} in cyclictest's JSON"))
+    };
+    Ok(Latency {
+        count: thread["cycles"]
+            .as_u64()
+            .context("no cycles in cyclictest's JSON")?,
+        min: us("min")?,
+        avg: us("avg")?,
+        max: us("max")?,
     })
 }
 
-/// Per CPU, the total latency of an irqlens wakeup document.
-fn totals(doc: &Value) -> Result<Vec<Latency>> {
-    doc["per_cpu"]
+/// The total latency of an irqlens wakeup document on its one CPU.
+fn total(doc: &Value) -> Result<Latency> {
+    let [cpu] = doc["per_cpu"]
         .as_array()
         .context("irqlens printed no CPUs")?
-        .iter()
-        .map(|cpu| {
-            let total = &cpu["components"]["total"];
-            let us = |key: &str| total[key].as_f64().map(|ns| ns / 1_000.0);
-            Ok(Latency {
-                cpu: cpu["cpu"].as_u64().context("cpu")? as u32,
-                count: total["count"].as_u64().context("count")?,
-                min: us("min_ns").context("min")?,
-                avg: us("avg_ns").context("avg")?,
-                max: us("max_ns").context("max")?,
-            })
-        })
-        .collect()
+        .as_slice()
+    else {
+        bail!("irqlens measured more than one CPU");
+    };
+    let total = &cpu["components"]["total"];
+    let us = |key: &str| total[key].as_f64().map(|ns| ns / 1_000.0);
+    Ok(Latency {
+        count: total["count"].as_u64().context("count")?,
+        min: us("min_ns").context("min")?,
+        avg: us("avg_ns").context("avg")?,
+        max: us("max_ns").context("max")?,
+    })
 }

@@ -7,6 +7,7 @@
 pub mod account;
 pub mod bh;
 pub mod clock;
+pub mod held;
 pub mod load;
 pub mod noise;
 pub mod sched;

@@ -12,6 +12,7 @@ use anyhow::{Result, anyhow, bail};
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{gettid, set_affinity, set_priority};
 use super::{EventStream, RunPace, StopOnDrop};
+use crate::held::Held;
 use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::wakeup::{Targets, Tracker, WakeupStats};
@@ -37,18 +38,21 @@ pub struct WakeupOutcome {
 }
 
 /// Measures until `options.duration` passes, a stop threshold is hit or `stop` is set;
-/// `on_tick` sees the statistics once a second.
+/// `on_tick` sees the statistics once a second, `warn` what the run goes without.
 pub fn run(
     options: &WakeupOptions,
     stop: &AtomicBool,
     tap: &mut Tap,
     mut on_tick: impl FnMut(&WakeupStats, Duration),
+    warn: impl FnMut(String),
 ) -> Result<WakeupOutcome> {
     let traced = options.mode.traced();
     if traced {
         system::check_can_trace()?;
     }
     super::keep_freed_memory();
+    // as cyclictest: no deep idle state to wake from, no page fault in a timer thread
+    let held = Held::apply(options.dma_latency_us, options.mode.is_timer(), warn);
     let watched = match &options.mode {
         WakeupMode::Timer(_) => Watched::Process(std::process::id()),
         WakeupMode::Task(watched) => watched.clone(),
@@ -150,6 +154,7 @@ pub fn run(
         tracking: tracker.counts.clone(),
         threads,
         missed_periods: missed.load(Ordering::Relaxed),
+        held: held.settings().clone(),
     };
     Ok(WakeupOutcome { stats, info })
 }
@@ -252,7 +257,8 @@ impl Pipeline {
 
 type TimerHandles<'scope> = Vec<std::thread::ScopedJoinHandle<'scope, Result<()>>>;
 
-/// One pinned thread per CPU; returns once each has its priority (or one failed).
+/// One pinned thread per CPU; returns once each has its priority and has been told to
+/// start (or one failed, and none starts).
 fn start_timer_threads<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     cpus: &CpuList,
@@ -262,10 +268,14 @@ fn start_timer_threads<'scope, 'env>(
     stop: &'env AtomicBool,
 ) -> Result<(Vec<TimerThread>, TimerHandles<'scope>)> {
     let (ready_tx, ready_rx) = mpsc::channel::<Result<TimerThread>>();
+    let mut starts = Vec::new();
     let handles: TimerHandles<'scope> = cpus
         .iter()
-        .map(|cpu| {
+        .enumerate()
+        .map(|(index, cpu)| {
             let (reports, ready) = (reports.clone(), ready_tx.clone());
+            let (start_tx, start_rx) = mpsc::channel::<u64>();
+            starts.push(start_tx);
             std::thread::Builder::new()
                 .name(format!("il-wakeup/{cpu}"))
                 .spawn_scoped(scope, move || {
@@ -279,7 +289,14 @@ fn start_timer_threads<'scope, 'env>(
                     };
                     let _ = ready.send(Ok(TimerThread { cpu, tid }));
                     drop(ready);
-                    sleep_and_report(cpu, tid, timer.period, &reports, missed, stop);
+                    // no start: another thread failed
+                    let Ok(start_ns) = start_rx.recv() else {
+                        return Ok(());
+                    };
+                    let now = monotonic_ns();
+                    let first = first_expiry(now, timer, start_ns, index);
+                    let thread = ThreadId { cpu, tid };
+                    sleep_and_report(thread, first, now, timer.period, &reports, missed, stop);
                     Ok(())
                 })
                 .map_err(|e| anyhow!("starting a timer thread: {e}"))
@@ -290,10 +307,20 @@ fn start_timer_threads<'scope, 'env>(
         .iter()
         .take(handles.len())
         .collect::<Result<Vec<_>>>();
-    if threads.is_err() {
-        stop.store(true, Ordering::Relaxed);
+    match threads {
+        Ok(threads) => {
+            // the aligned threads' common start, read once all are ready
+            let start_ns = monotonic_ns();
+            for start in starts {
+                let _ = start.send(start_ns);
+            }
+            Ok((threads, handles))
+        }
+        Err(err) => {
+            stop.store(true, Ordering::Relaxed);
+            Err(err)
+        }
     }
-    Ok((threads?, handles))
 }
 
 fn prepare(cpu: u32, priority: Priority) -> Result<u32> {
@@ -302,29 +329,56 @@ fn prepare(cpu: u32, priority: Priority) -> Result<u32> {
     Ok(gettid())
 }
 
-/// The cyclictest loop: sleep until the next expiry, read the clock, report. Expiries
-/// sit on a grid of whole periods of CLOCK_MONOTONIC, so the threads of all CPUs (and
-/// anything else aligned to it) are woken at the same instants.
-fn sleep_and_report(
+/// A timer thread's first expiry, CLOCK_MONOTONIC ns. By default one period after the
+/// thread reads `now_ns`, as cyclictest: each thread at a phase of its own, which does
+/// not sit on the scheduler tick (a grid of whole periods would put every 4th expiry of
+/// a 1 ms period on a 250 Hz tick). Aligned (-A): on the grid of whole periods of
+/// CLOCK_MONOTONIC, from the second grid point after the common `start_ns`, so every
+/// thread (and anything else on that grid) wakes at the same phase; the thread of
+/// `index` `index` offsets later, as cyclictest -A (whole periods later for a thread
+/// that was not woken in time to make it: its phase is what counts).
+fn first_expiry(now_ns: u64, timer: &TimerOptions, start_ns: u64, index: usize) -> u64 {
+    let period = timer.period.as_nanos() as u64;
+    match timer.aligned_ns {
+        None => now_ns + period,
+        Some(offset) => {
+            let aligned = (start_ns / period + 2) * period + offset * index as u64;
+            skip_missed(aligned, period, now_ns).0
+        }
+    }
+}
+
+/// Who reports.
+#[derive(Clone, Copy)]
+struct ThreadId {
     cpu: u32,
     tid: u32,
+}
+
+/// The cyclictest loop: sleep until the next expiry (clock_nanosleep, TIMER_ABSTIME),
+/// read the clock once, report. `now` is the last clock read, before `next`.
+fn sleep_and_report(
+    thread: ThreadId,
+    mut next: u64,
+    mut now: u64,
     period: Duration,
     reports: &Sender<Report>,
     missed: &AtomicU64,
     stop: &AtomicBool,
 ) {
     let period = period.as_nanos() as u64;
-    let mut next = (monotonic_ns() / period + 2) * period;
+    let stop_check = STOP_CHECK.as_nanos() as u64;
     while !stop.load(Ordering::Relaxed) {
         // long periods sleep in slices, so a stop is seen within one
-        let slice = monotonic_ns() + STOP_CHECK.as_nanos() as u64;
-        if !sleep_until(next.min(slice)) || monotonic_ns() < next {
+        let woken = sleep_until(next.min(now + stop_check));
+        // the wakeup's one clock read: the latency ends here
+        now = monotonic_ns();
+        if !woken || now < next {
             continue;
         }
-        let now = monotonic_ns();
         let report = Report {
-            tid,
-            cpu,
+            tid: thread.tid,
+            cpu: thread.cpu,
             expected_ns: next,
             user_ns: now,
         };
@@ -355,4 +409,42 @@ pub fn check_watched(watched: &Watched) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timer(period_us: u64, aligned_us: Option<u64>) -> TimerOptions {
+        TimerOptions {
+            period: Duration::from_micros(period_us),
+            priority: Priority::Fifo(95),
+            trace: false,
+            aligned_ns: aligned_us.map(|us| us * 1_000),
+        }
+    }
+
+    #[test]
+    fn each_thread_starts_one_period_after_it_is_ready() {
+        // not rounded to a whole period: the phase is the thread's own
+        let timer = timer(1_000, None);
+        assert_eq!(first_expiry(7_123_457, &timer, 5_000_000, 0), 8_123_457);
+        assert_eq!(first_expiry(7_123_999, &timer, 5_000_000, 1), 8_123_999);
+    }
+
+    #[test]
+    fn aligned_threads_start_on_the_period_grid_together_or_offset() {
+        let together = timer(1_000, Some(0));
+        let firsts: Vec<u64> = (0..3)
+            .map(|index| first_expiry(5_000_200 + index as u64, &together, 5_000_123, index))
+            .collect();
+        assert_eq!(firsts, [7_000_000; 3]);
+        let staggered = timer(1_000, Some(100));
+        let firsts: Vec<u64> = (0..3)
+            .map(|index| first_expiry(5_000_200, &staggered, 5_000_123, index))
+            .collect();
+        assert_eq!(firsts, [7_000_000, 7_100_000, 7_200_000]);
+        // a thread that read the clock after its aligned expiry keeps the phase
+        assert_eq!(first_expiry(7_150_000, &staggered, 5_000_123, 1), 8_100_000);
+    }
 }

@@ -367,14 +367,28 @@ pub struct WakeupArgs {
     /// Task mode: measure the wakeups of threads with this name (as in /proc/PID/comm)
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
-    /// Stop when a sample's total latency reaches this (µs), and show its decomposition;
-    /// the run then exits with status 2 (as rtla's)
-    #[arg(short, long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    /// Stop when a sample's total latency (expiry to the thread's clock read) reaches this
+    /// (µs), and show its decomposition; the run then exits with status 2 (rtla's -T).
+    /// -s/--stop is the older name: rtla's -s is a stack-trace threshold, which irqlens
+    /// does not have
+    #[arg(short = 'T', long = "thread", visible_short_alias = 's', visible_alias = "stop", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub stop: Option<Duration>,
     /// Stop when a timer IRQ latency (expiry to handler) reaches this (µs); the run then
-    /// exits with status 2 (as rtla's)
-    #[arg(short, long = "irq-stop", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    /// exits with status 2 (rtla's -i/--irq)
+    #[arg(short, long = "irq-stop", visible_alias = "irq", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub irq_stop: Option<Duration>,
+    /// Hold the CPUs' PM QoS latency target (/dev/cpu_dma_latency) at this (µs) while the
+    /// run goes, or `off` to leave it; the kernel drops the request when irqlens exits
+    /// [default: 0 in timer mode, as cyclictest (rtla timerlat sets it only when given);
+    /// off in task mode]
+    #[arg(long, value_name = "US", allow_hyphen_values = true)]
+    pub dma_latency: Option<irqlens_model::wakeup::DmaLatency>,
+    /// Timer mode: align the threads' expiries, each US after the previous thread's (-A
+    /// alone: 0, all at once), as cyclictest's and rtla timerlat's -A; unlike theirs, on
+    /// whole periods of CLOCK_MONOTONIC, so anything else on that grid wakes with them
+    /// [default: each thread one period after it starts, at a phase of its own]
+    #[arg(short = 'A', long, value_name = "US", num_args = 0..=1, default_missing_value = "0", value_parser = parse_micros)]
+    pub aligned: Option<Duration>,
     /// Timer mode: trace nothing and measure the total only, as cyclictest does
     #[arg(long)]
     pub no_trace: bool,
@@ -384,7 +398,7 @@ pub struct WakeupArgs {
     /// Slowest samples shown whole, with their decomposition
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub worst: usize,
-    /// rtla's automatic mode: the total and IRQ stops (-s, -i) at US, and the run recorded
+    /// rtla's automatic mode: the total and IRQ stops (-T, -i) at US, and the run recorded
     /// (to irqlens-wakeup.jsonl.gz in the current directory, unless --record says where)
     #[arg(short = 'a', long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
     pub auto: Option<Duration>,

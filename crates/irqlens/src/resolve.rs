@@ -15,7 +15,7 @@ use irqlens_model::noise::{AnalysisConfig, NoiseOptions, WorkloadConfig};
 use irqlens_model::options::RunOptions;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{
-    StatsConfig as WakeupStatsConfig, TimerOptions, WakeupMode, WakeupOptions, Watched,
+    DmaLatency, StatsConfig as WakeupStatsConfig, TimerOptions, WakeupMode, WakeupOptions, Watched,
 };
 
 use crate::cli::{
@@ -111,6 +111,9 @@ impl WakeupArgs {
                 if self.no_trace {
                     bail!("--no-trace is for timer mode: task mode is all tracing");
                 }
+                if self.aligned.is_some() {
+                    bail!("--aligned is for timer mode: task mode has no timer threads");
+                }
                 WakeupMode::Task(watched)
             }
             None => {
@@ -118,12 +121,26 @@ impl WakeupArgs {
                 {
                     bail!("--period must be 100 us to 10 s");
                 }
+                if self.aligned.is_some_and(|offset| offset > self.period) {
+                    bail!("--aligned must not exceed the period");
+                }
                 WakeupMode::Timer(TimerOptions {
                     period: self.period,
                     priority: self.priority,
                     trace: !self.no_trace,
+                    aligned_ns: self.aligned.map(|offset| offset.as_nanos() as u64),
                 })
             }
+        };
+        // timer mode holds it at 0 unless told otherwise, as cyclictest; task mode measures
+        // the machine as it is
+        let default_dma_latency = match mode {
+            WakeupMode::Timer(_) => DmaLatency::Micros(0),
+            WakeupMode::Task(_) => DmaLatency::Untouched,
+        };
+        let dma_latency_us = match self.dma_latency.unwrap_or(default_dma_latency) {
+            DmaLatency::Micros(us) => Some(us),
+            DmaLatency::Untouched => None,
         };
         let nanos = |d: Option<Duration>| d.map(|d| d.as_nanos() as u64);
         Ok(WakeupOptions {
@@ -141,6 +158,7 @@ impl WakeupArgs {
             },
             hist,
             causes: self.causes,
+            dma_latency_us,
         })
     }
 }

@@ -60,6 +60,42 @@ pub struct TimerOptions {
     /// Trace nothing: measure the total only, as cyclictest does (and the probes' cost
     /// can be told by comparing).
     pub trace: bool,
+    /// `-A`: the threads' first expiries aligned on one start, each this much (ns) after
+    /// the previous thread's (0: all at once), as cyclictest's and rtla timerlat's -A;
+    /// `None`: each thread starts one period after it is ready, at a phase of its own.
+    #[serde(default)]
+    pub aligned_ns: Option<u64>,
+}
+
+/// What `--dma-latency` asks of /dev/cpu_dma_latency, the CPUs' PM QoS latency target
+/// (how deep an idle state they may enter): as cyclictest and rtla timerlat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmaLatency {
+    /// Left as the machine has it (`off`).
+    Untouched,
+    /// Held at this many µs while the run goes (0: no idle state with an exit latency).
+    Micros(u32),
+}
+
+impl std::str::FromStr for DmaLatency {
+    type Err = String;
+
+    /// `off` (or `none`), or µs with an optional unit: `0`, `10`, `10us`, `1ms`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        if matches!(text.trim(), "off" | "none") {
+            return Ok(DmaLatency::Untouched);
+        }
+        let latency = crate::units::parse_micros(text)?;
+        if latency.subsec_nanos() % 1_000 != 0 {
+            return Err(format!("'{}' is not a whole number of µs", text.trim()));
+        }
+        // the kernel takes an s32 of µs
+        u32::try_from(latency.as_micros())
+            .ok()
+            .filter(|&us| us <= i32::MAX as u32)
+            .map(DmaLatency::Micros)
+            .ok_or_else(|| format!("'{}' is too large for a PM QoS target", text.trim()))
+    }
 }
 
 /// What `irqlens wakeup` measures, and how.
@@ -81,6 +117,10 @@ pub struct WakeupOptions {
     pub hist: Option<HistOptions>,
     /// Rows in the causes table.
     pub causes: usize,
+    /// The PM QoS latency target (/dev/cpu_dma_latency) held during the run, µs; `None`:
+    /// left as it was.
+    #[serde(default)]
+    pub dma_latency_us: Option<u32>,
 }
 
 /// How a wakeup run went, besides its statistics.
@@ -97,6 +137,24 @@ pub struct WakeupRunInfo {
     pub threads: Vec<TimerThread>,
     /// Timer mode: the periods they missed (woken a whole period late or more).
     pub missed_periods: u64,
+    /// What the run changed on the machine while it went (and undid after).
+    #[serde(flatten)]
+    pub held: HeldSettings,
+}
+
+/// What a run changed on the machine for its duration, as cyclictest does: each is
+/// undone when the run ends, however it ends (the kernel drops both with the process).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HeldSettings {
+    /// The PM QoS latency target irqlens held on /dev/cpu_dma_latency, µs; null when
+    /// it did not touch it (`--dma-latency off`, task mode, or the file could not be
+    /// written: a warning then said why).
+    #[serde(default)]
+    pub dma_latency_us: Option<u32>,
+    /// Whether the process's memory was locked (mlockall), so no page fault delays a
+    /// timer thread.
+    #[serde(default)]
+    pub memory_locked: bool,
 }
 
 /// A timer-mode measurement thread.
@@ -172,5 +230,49 @@ impl std::fmt::Display for Watched {
             Watched::Process(pid) => write!(f, "pid {pid}"),
             Watched::Name(name) => write!(f, "comm {name}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dma_latency_reads_micros_or_off() {
+        let parse = |text: &str| text.parse::<DmaLatency>();
+        assert_eq!(parse("0"), Ok(DmaLatency::Micros(0)));
+        assert_eq!(parse("10"), Ok(DmaLatency::Micros(10)));
+        assert_eq!(parse("10us"), Ok(DmaLatency::Micros(10)));
+        assert_eq!(parse("2ms"), Ok(DmaLatency::Micros(2_000)));
+        assert_eq!(parse("off"), Ok(DmaLatency::Untouched));
+        assert_eq!(parse("none"), Ok(DmaLatency::Untouched));
+        assert!(parse("1500ns").unwrap_err().contains("whole number of µs"));
+        assert!(parse("-1").unwrap_err().contains("must be positive"));
+        assert!(parse("3000s").unwrap_err().contains("too large"));
+        assert!(parse("soon").is_err());
+    }
+
+    #[test]
+    fn older_run_information_reads_without_held_settings() {
+        let info: WakeupRunInfo = serde_json::from_value(serde_json::json!({
+            "elapsed_ns": 1, "lost_events": 0, "programs": 0, "skipped_tracepoints": [],
+            "interrupted": false, "traced": false, "tracking": TrackCounts::default(),
+            "threads": [], "missed_periods": 0,
+        }))
+        .unwrap();
+        assert_eq!(info.held, HeldSettings::default());
+        let held = HeldSettings {
+            dma_latency_us: Some(0),
+            memory_locked: true,
+        };
+        let json = serde_json::to_value(WakeupRunInfo {
+            held: held.clone(),
+            ..info
+        })
+        .unwrap();
+        assert_eq!(json["dma_latency_us"], 0);
+        assert_eq!(json["memory_locked"], true);
+        let back: WakeupRunInfo = serde_json::from_value(json).unwrap();
+        assert_eq!(back.held, held);
     }
 }

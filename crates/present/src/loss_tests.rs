@@ -131,6 +131,7 @@ fn wakeup_run(timer_threads: Vec<TimerThread>) -> WakeupRunInfo {
         tracking: TrackCounts::default(),
         threads: timer_threads,
         missed_periods: 0,
+        held: Default::default(),
     }
 }
 
@@ -143,6 +144,7 @@ fn wakeup_options(mode: WakeupMode) -> WakeupOptions {
         stats: StatsConfig::default(),
         hist: None,
         causes: 10,
+        dma_latency_us: None,
     }
 }
 
@@ -154,6 +156,7 @@ fn wakeup_marks_the_components_that_come_from_the_checkpoints() {
         period: Duration::from_millis(1),
         priority: Priority::Fifo(95),
         trace: true,
+        aligned_ns: None,
     }));
     let info = wakeup_run(vec![TimerThread { cpu: 0, tid: 100 }]);
     let summary = text(|out| wakeup::write_summary(out, &stats, &timer, &info));

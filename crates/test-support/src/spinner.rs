@@ -1,7 +1,7 @@
 //! Known noise to check irqlens against (integration tests, benches): a thread with its
 //! own comm, pinned to one CPU at SCHED_FIFO, that busy-waits for `busy` at the start of
 //! every `period`, and counts what it did by its own clock. An aligned spinner starts its
-//! periods on the grid of whole periods of CLOCK_MONOTONIC, where `irqlens wakeup`'s
+//! periods on the grid of whole periods of CLOCK_MONOTONIC, where `irqlens wakeup -A`'s
 //! timer threads are woken too.
 
 use std::sync::Arc;

@@ -40,10 +40,16 @@ impl Tool for WakeupTool {
     fn run(options: WakeupOptions, live: &mut Live<'_>) -> Result<WakeupResult> {
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
-        let outcome = wakeup_run::run(&options, &STOP, live.tap, |stats, elapsed| {
-            exporter.wakeup(stats);
-            progress(elapsed, stats.activations())
-        })?;
+        let outcome = wakeup_run::run(
+            &options,
+            &STOP,
+            live.tap,
+            |stats, elapsed| {
+                exporter.wakeup(stats);
+                progress(elapsed, stats.activations())
+            },
+            |warning| eprintln!("irqlens: warning: {warning}"),
+        )?;
         Ok(WakeupResult {
             kernel: system::kernel_release(),
             options,
@@ -111,5 +117,64 @@ impl Outcome for WakeupResult {
 
     fn stopped(&self) -> bool {
         self.outcome.stats.stop.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use irqlens_model::units::CpuList;
+    use irqlens_model::wakeup::{WakeupMode, WakeupOptions};
+
+    use crate::cli::{Cli, Command};
+
+    /// The options `irqlens wakeup ARGS` resolves to on CPU 0.
+    fn resolved(args: &[&str]) -> WakeupOptions {
+        let argv = ["irqlens", "wakeup"].iter().chain(args);
+        let Some(Command::Wakeup(command)) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not wakeup");
+        };
+        let (args, hist) = command.split().unwrap();
+        args.options_on(hist, CpuList::single(0)).unwrap()
+    }
+
+    fn aligned_ns(options: &WakeupOptions) -> Option<u64> {
+        match &options.mode {
+            WakeupMode::Timer(timer) => timer.aligned_ns,
+            WakeupMode::Task(_) => panic!("task mode"),
+        }
+    }
+
+    #[test]
+    fn thread_threshold_has_rtla_s_name_and_the_older_one() {
+        for args in [["-T", "5"], ["--thread", "5"], ["-s", "5"], ["--stop", "5"]] {
+            assert_eq!(resolved(&args).stats.stop_total_ns, Some(5_000), "{args:?}");
+        }
+        assert_eq!(resolved(&["--irq", "7"]).stats.stop_irq_ns, Some(7_000));
+    }
+
+    #[test]
+    fn timer_mode_holds_the_dma_latency_at_0_unless_told() {
+        assert_eq!(resolved(&[]).dma_latency_us, Some(0));
+        assert_eq!(
+            resolved(&["--dma-latency", "10us"]).dma_latency_us,
+            Some(10)
+        );
+        assert_eq!(resolved(&["--dma-latency", "off"]).dma_latency_us, None);
+        // task mode measures the machine as it is
+        assert_eq!(resolved(&["--pid", "1"]).dma_latency_us, None);
+        assert_eq!(
+            resolved(&["--pid", "1", "--dma-latency", "0"]).dma_latency_us,
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn aligned_is_off_unless_asked_and_0_alone() {
+        assert_eq!(aligned_ns(&resolved(&[])), None);
+        assert_eq!(aligned_ns(&resolved(&["-A"])), Some(0));
+        assert_eq!(aligned_ns(&resolved(&["-A", "-d", "1"])), Some(0));
+        assert_eq!(aligned_ns(&resolved(&["--aligned", "100"])), Some(100_000));
+        assert_eq!(aligned_ns(&resolved(&["-A", "250us"])), Some(250_000));
     }
 }

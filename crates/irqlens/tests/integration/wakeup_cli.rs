@@ -66,3 +66,27 @@ fn negative_and_huge_values_are_named_as_such() {
         "is too large",
     );
 }
+
+#[test]
+fn bad_dma_latency_and_alignment() {
+    assert_fails_with(
+        &["wakeup", "--dma-latency", "soon", "-d", "1"],
+        "'soon' is not a time",
+    );
+    assert_fails_with(
+        &["wakeup", "--dma-latency", "1500ns", "-d", "1"],
+        "not a whole number of µs",
+    );
+    assert_fails_with(
+        &["wakeup", "--dma-latency", "-1", "-d", "1"],
+        "'-1' must be positive",
+    );
+    assert_fails_with(
+        &["wakeup", "-A", "2ms", "-d", "1"],
+        "--aligned must not exceed the period",
+    );
+    assert_fails_with(
+        &["wakeup", "--pid", "1", "-A", "-d", "1"],
+        "--aligned is for timer mode",
+    );
+}

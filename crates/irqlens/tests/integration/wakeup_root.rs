@@ -1,7 +1,8 @@
 //! irqlens wakeup against ground truth: every timer activation is counted (duration /
 //! period), a known higher-priority thread shows up as the cause with its busy time, an
-//! existing process (cyclictest) is followed in task mode, and a signal leaves nothing
-//! behind. Needs root (CI runs as root).
+//! existing process (cyclictest) is followed in task mode, a signal leaves nothing
+//! behind, /dev/cpu_dma_latency is held during a timer-mode run and given back after, and
+//! -A aligns the threads' first expiries. Needs root (CI runs as root).
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -97,8 +98,9 @@ fn every_timer_activation_is_counted_and_decomposed() {
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn a_higher_priority_thread_delays_by_its_busy_time_and_is_named() {
     assert_root();
+    // -A: the timer thread's expiries on the grid of whole milliseconds, as the hog's
     let args = [
-        "wakeup", "-c", "1", "-d", "3", "-p", "1000", "-P", "f:95", "-q",
+        "wakeup", "-c", "1", "-d", "3", "-p", "1000", "-P", "f:95", "-q", "-A",
     ];
     let baseline = irqlens_json(&args);
     let busy = Duration::from_micros(300);
@@ -205,13 +207,13 @@ fn a_signal_prints_the_results_and_leaves_nothing_loaded() {
     }
 }
 
-/// Any activation takes more than 1 µs: `-s 1` and `-i 1` hit at once, the run exits
+/// Any activation takes more than 1 µs: `-s 1` (`-T 1`, rtla's name) and `-i 1` hit at once, the run exits
 /// with rtla's status 2 and still prints its results and the sample that stopped it.
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn a_stop_threshold_hit_exits_with_status_2_and_prints_the_report() {
     assert_root();
-    for stop in [["-s", "1"], ["-i", "1"]] {
+    for stop in [["-s", "1"], ["-T", "1"], ["--thread", "1"], ["-i", "1"]] {
         let args = ["wakeup", "-c", "0", "-d", "20", "-q", stop[0], stop[1]];
         let started = std::time::Instant::now();
         let output = irqlens(&args);
@@ -229,4 +231,157 @@ fn a_stop_threshold_hit_exits_with_status_2_and_prints_the_report() {
         assert!(stdout.contains("Stopped by"), "no stop report: {stdout}");
     }
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+/// The CPUs' PM QoS latency target as the kernel aggregates it (the smallest request), µs:
+/// /dev/cpu_dma_latency reads as a binary s32.
+fn dma_latency() -> i32 {
+    let bytes = std::fs::read("/dev/cpu_dma_latency").expect("reading /dev/cpu_dma_latency");
+    i32::from_ne_bytes(bytes[..4].try_into().expect("an s32"))
+}
+
+/// Starts irqlens with `args`, and waits (up to 10 s) until /dev/cpu_dma_latency reads
+/// `expected`; returns the child and whether it did.
+fn start_until_dma_latency(args: &[&str], expected: i32) -> (Child, bool) {
+    let child = Command::new(binary())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting irqlens");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if dma_latency() == expected {
+            return (child, true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, false)
+}
+
+/// Timer mode holds /dev/cpu_dma_latency at 0 by default, at what --dma-latency says
+/// otherwise, not at all with `off`, locks its memory, records both in its run
+/// information, and the target is back to what it was once irqlens ends: by its duration
+/// or by SIGINT.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn the_dma_latency_is_held_while_the_run_goes_and_given_back_after() {
+    assert_root();
+    let before = dma_latency();
+    assert!(
+        before > 7,
+        "something else holds the latency target at {before} us: this test cannot tell irqlens's request from it"
+    );
+    for (dma_latency_args, held) in [(&[][..], 0), (&["--dma-latency", "7us"][..], 7)] {
+        let mut args = vec!["wakeup", "-c", "0", "-d", "3", "--no-trace", "--json"];
+        args.extend_from_slice(dma_latency_args);
+        let (child, seen) = start_until_dma_latency(&args, held);
+        let locked = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|line| line.strip_prefix("VmLck:").map(|kb| kb.trim().to_owned()));
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "irqlens {args:?}");
+        assert!(seen, "irqlens {args:?}: the target never read {held} us");
+        assert_ne!(
+            locked.as_deref(),
+            Some("0 kB"),
+            "irqlens {args:?}: no memory locked"
+        );
+        assert_eq!(dma_latency(), before, "irqlens {args:?}: not given back");
+        let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(doc["run"]["dma_latency_us"], held, "{}", doc["run"]);
+        assert_eq!(doc["run"]["memory_locked"], true, "{}", doc["run"]);
+    }
+
+    // off: untouched all along
+    let args = [
+        "wakeup",
+        "-c",
+        "0",
+        "-d",
+        "2",
+        "--no-trace",
+        "--json",
+        "--dma-latency",
+        "off",
+    ];
+    let (child, changed) = start_until_dma_latency(&args, 0);
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    assert!(!changed, "--dma-latency off changed the target");
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(doc["run"]["dma_latency_us"].is_null(), "{}", doc["run"]);
+
+    // Ctrl-C
+    let args = ["wakeup", "-c", "0", "-d", "60", "-q"];
+    let (child, seen) = start_until_dma_latency(&args, 0);
+    // SAFETY: kill takes integers; the child is not waited for yet, so its pid cannot
+    // name another process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert!(seen, "the target never read 0 us");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Interrupted"));
+    assert_eq!(dma_latency(), before, "not given back after SIGINT");
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+/// The first expiry of each timer thread in a recording of a `--no-trace` run on CPUs 0
+/// and 1 with `extra` options, by CPU.
+fn first_expiries(name: &str, extra: &[&str]) -> [u64; 2] {
+    use std::io::BufRead;
+    let path = temp_path(name);
+    let path_text = path.to_str().unwrap();
+    let mut args = vec![
+        "wakeup",
+        "-c",
+        "0-1",
+        "-d",
+        "1",
+        "--no-trace",
+        "-q",
+        "--record",
+        path_text,
+    ];
+    args.extend_from_slice(extra);
+    irqlens_ok(&args);
+    let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(&path).unwrap(),
+    ));
+    let mut first = [None; 2];
+    for line in reader.lines() {
+        let line: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if line["type"] == "wakeup_report" {
+            let cpu = line["cpu"].as_u64().unwrap() as usize;
+            first[cpu].get_or_insert(line["expected_ns"].as_u64().unwrap());
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    first.map(|expiry| expiry.expect("each thread reported"))
+}
+
+/// -A: both threads' first expiries on one whole millisecond (-A alone), or 100 µs apart
+/// (-A 100);
+/// without it each thread's phase is its own, not whole milliseconds of CLOCK_MONOTONIC
+/// (where every 4th expiry would meet a 250 Hz tick).
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn aligned_threads_share_their_first_expiry_and_others_do_not_sit_on_the_millisecond() {
+    assert_root();
+    let [cpu0, cpu1] = first_expiries("wakeup-aligned.jsonl.gz", &["-A"]);
+    assert_eq!(cpu0, cpu1, "-A: the same first expiry");
+    assert_eq!(cpu0 % 1_000_000, 0, "-A: on whole milliseconds");
+    let [cpu0, cpu1] = first_expiries("wakeup-aligned-100.jsonl.gz", &["-A", "100"]);
+    assert_eq!(cpu1 - cpu0, 100_000, "-A 100: 100 µs apart");
+    let [cpu0, cpu1] = first_expiries("wakeup-own-phase.jsonl.gz", &[]);
+    assert_ne!(cpu0, cpu1, "each thread at its own phase");
+    assert!(
+        cpu0 % 1_000_000 != 0 || cpu1 % 1_000_000 != 0,
+        "phases on whole milliseconds: {cpu0} {cpu1}"
+    );
 }

@@ -306,6 +306,7 @@ fn wakeup_section_plots_total_latency_per_cpu() {
         tracking: TrackCounts::default(),
         threads: vec![],
         missed_periods: 0,
+        held: Default::default(),
     };
     let mut page = Page::new("wakeup", "6.18.0-test");
     page.wakeup("wakeup", &stats, &info, &names());
