@@ -199,9 +199,134 @@ fn cdf_reaches_one_at_the_maximum_even_past_the_buckets() {
         h.add(ns);
     }
     let line = cdf_line("CPU 0".into(), &h);
+    // from the smallest value, 1.5 µs, not its bucket's start
     assert_eq!(
         line.points,
-        vec![(1.0, 0.0), (2.0, 0.5), (4.0, 0.75), (9.0, 1.0)]
+        vec![(1.5, 0.0), (2.0, 0.5), (4.0, 0.75), (9.0, 1.0)]
+    );
+}
+
+#[test]
+fn exceedance_is_one_minus_the_cdf_down_to_the_largest_sample() {
+    let mut h = Histogram::new(1_000, 4);
+    for ns in [1_500, 1_600, 3_200, 9_000] {
+        h.add(ns);
+    }
+    let line = exceedance_line(&cdf_line("CPU 0".into(), &h), h.count);
+    // past the largest sample nothing is above: it is drawn at its own 1/4
+    assert_eq!(
+        line.points,
+        vec![(1.5, 1.0), (2.0, 0.5), (4.0, 0.25), (9.0, 0.25)]
+    );
+    assert_eq!(line.name, "CPU 0");
+}
+
+#[test]
+fn exceedance_plot_has_a_log_axis_of_fractions() {
+    let mut page = Page::new("bh", "6.18.0-test");
+    page.bh("bh", &bh_stats(), &bh_info(), &names());
+    let html = render(&page);
+    let exceedance = plots(&html, "exceedance");
+    assert_eq!(exceedance.len(), 1);
+    // 4 samples: down to 1/4, on decades 0.1 and 1
+    for tick in ["0.1", "1"] {
+        assert!(
+            exceedance[0].contains(&format!(">\n{tick}\n</text>")),
+            "no {tick} tick"
+        );
+    }
+    assert!(exceedance[0].contains("fraction of samples above"));
+    assert!(exceedance[0].contains("softirq"));
+}
+
+/// One CPU over three periods of 1 s of runtime, the last cut to 0.2 s by the end of
+/// the run: 100 ms, 200 ms and 10 ms of noise.
+fn partial_run() -> NoiseAnalysis {
+    let config = AnalysisConfig {
+        bucket_ns: 1_000,
+        entries: 100,
+        keep_recent: 0,
+    };
+    let mut analysis = NoiseAnalysis::new(config, [0]);
+    for (runtime_ns, noise_ns) in [
+        (1_000_000_000, 100_000_000),
+        (1_000_000_000, 200_000_000),
+        (200_000_000, 10_000_000),
+    ] {
+        analysis.add_period(&PeriodReport {
+            cpu: 0,
+            runtime_ns,
+            noise_ns,
+            max_single_ns: noise_ns,
+            samples: vec![Sample {
+                cpu: 0,
+                start_ns: 0,
+                duration_ns: noise_ns,
+                seq_before: 0,
+                seq_after: 0,
+            }],
+            ..Default::default()
+        });
+    }
+    analysis
+}
+
+#[test]
+fn timeline_is_the_share_available_over_run_seconds() {
+    let analysis = partial_run();
+    let (cpu, points) = analysis.timelines().next().unwrap();
+    let line = timeline_line(cpu, points, available_percent);
+    // 90 %, 80 %, then 95 % over the 0.2 s the last period ran: a short step
+    let expected = [
+        (0.0, 90.0),
+        (1.0, 90.0),
+        (1.0, 80.0),
+        (2.0, 80.0),
+        (2.0, 95.0),
+        (2.2, 95.0),
+    ];
+    assert_eq!(line.points.len(), expected.len());
+    for ((x, y), (ex, ey)) in line.points.iter().zip(expected) {
+        assert!(
+            (x - ex).abs() < 1e-9 && (y - ey).abs() < 1e-9,
+            "{:?}",
+            line.points
+        );
+    }
+    // the cut period and the rise to it are faded: no improvement to read there
+    assert_eq!(line.faded_from, Some(3));
+
+    let mut page = Page::new("noise", "6.18.0-test");
+    page.noise("noise", &analysis, &noise_info(), &irq_names());
+    let html = render(&page);
+    assert!(
+        html.contains("the last period ran 0.20 s of 1.00 s"),
+        "{html}"
+    );
+    let timelines = plots(&html, "timeline");
+    assert!(timelines[0].contains("available (%)"));
+    // the CPU's line in two parts: as measured, and faded
+    let drawn: Vec<&str> = timelines[0]
+        .lines()
+        .filter(|l| l.contains("stroke-width=\"2\"") && l.contains("points="))
+        .collect();
+    assert!(
+        drawn.iter().any(|l| l.contains("opacity=\"0.35\"")),
+        "{drawn:?}"
+    );
+    assert!(
+        drawn.iter().any(|l| l.contains("opacity=\"1\"")),
+        "{drawn:?}"
+    );
+}
+
+#[test]
+fn whole_periods_are_not_faded() {
+    let analysis = noise_analysis();
+    let (cpu, points) = analysis.timelines().next().unwrap();
+    assert_eq!(
+        timeline_line(cpu, points, available_percent).faded_from,
+        None
     );
 }
 
@@ -216,6 +341,7 @@ fn noise_section_has_every_plot_and_the_causes() {
     assert!(histograms[0].contains("CPU 0") && histograms[0].contains("CPU 1"));
     assert!(histograms[0].contains("<polyline"));
     assert_eq!(plots(&html, "cdf").len(), 1);
+    assert_eq!(plots(&html, "exceedance").len(), 1);
     let causes = plots(&html, "causes");
     assert_eq!(causes.len(), 1);
     // IRQ 11 and the 500 ns around it on CPU 1, hardware noise on CPU 0: all bars
@@ -224,9 +350,15 @@ fn noise_section_has_every_plot_and_the_causes() {
     assert!(causes[0].contains("hw noise"));
     assert_eq!(
         causes[0].matches("<rect").count(),
-        4,
-        "background and three bars"
+        7,
+        "background, three bars and the legend's three classes"
     );
+    for class in ["irq", "entry_exit", "hw"] {
+        assert!(
+            causes[0].contains(&format!(">\n{class}\n</text>")),
+            "no {class} legend"
+        );
+    }
     let timelines = plots(&html, "timeline");
     assert_eq!(timelines.len(), 2);
     assert!(timelines.iter().all(|svg| svg.contains("<polyline")));
