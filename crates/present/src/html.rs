@@ -830,26 +830,24 @@ fn wakeup_components(section: &mut Section, stats: &WakeupStats) {
 /// wakeup), sched (to the switch-in), return (to user space); task mode wakeup (the
 /// interrupt to the wakeup) and sched.
 pub fn wakeup_parts(sample: &WakeupSample) -> Vec<(Component, u64)> {
-    let mut checkpoints = vec![(Component::Irq, sample.start_ns())];
-    if let Some(timer) = sample.timer {
-        checkpoints.push((Component::Handler, timer.handler_ns));
-    } else {
-        checkpoints[0].0 = Component::Wakeup;
+    // where each part starts; it ends where the next one starts, the last at the end
+    let mut starts = match sample.timer {
+        Some(timer) => vec![
+            (Component::Irq, timer.expected_ns),
+            (Component::Handler, timer.handler_ns),
+        ],
+        None => vec![(Component::Wakeup, sample.origin_ns)],
+    };
+    starts.push((Component::Sched, sample.wakeup_ns));
+    if sample.user_ns.is_some() {
+        starts.push((Component::Return, sample.switch_in_ns));
     }
-    checkpoints.push((Component::Sched, sample.wakeup_ns));
-    let mut parts = Vec::new();
-    let mut ends = checkpoints.iter().skip(1).map(|c| c.1).collect::<Vec<_>>();
-    ends.push(sample.switch_in_ns);
-    for (&(component, start), end) in checkpoints.iter().zip(ends) {
-        parts.push((component, end.saturating_sub(start)));
-    }
-    if let Some(user_ns) = sample.user_ns {
-        parts.push((
-            Component::Return,
-            user_ns.saturating_sub(sample.switch_in_ns),
-        ));
-    }
-    parts
+    let ends = starts.iter().skip(1).map(|s| s.1).chain([sample.end_ns()]);
+    starts
+        .iter()
+        .zip(ends)
+        .map(|(&(component, start), end)| (component, end.saturating_sub(start)))
+        .collect()
 }
 
 /// The worst samples, a bar each, stacked by the parts of their latency.

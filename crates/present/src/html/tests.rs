@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::*;
+use crate::plot;
 use irqlens_analyze::account::{Ledger, Source as AccountSource, ThreadAccount};
 use irqlens_analyze::bh::{Delay, DelayCause, Mechanism, Sample as BhSample, Source as BhSource};
 use irqlens_model::account::ThreadInfo;
@@ -510,4 +511,118 @@ fn account_section_ranks_victims_and_causers() {
     assert!(bars[1].contains("Top causers") && bars[1].contains("&lt;recv&gt;:20"));
     assert!(!html.contains("<recv>"));
     assert!(html.contains("<td class=\"n\">800.0</td>"), "{html}");
+}
+
+/// A timer-mode wakeup on `cpu`: the timer expired at 1 ms, its handler ran `irq` µs
+/// later and woke the task `handler` µs into it, which was switched in `sched` µs later
+/// and back in user space `back` µs after that.
+fn timer_wakeup(cpu: u32, irq: u64, handler: u64, sched: u64, back: u64) -> WakeupSample {
+    let expected_ns = 1_000_000;
+    let handler_ns = expected_ns + irq * 1_000;
+    let wakeup_ns = handler_ns + handler * 1_000;
+    let switch_in_ns = wakeup_ns + sched * 1_000;
+    WakeupSample {
+        tid: 100 + cpu,
+        comm: Comm::new("cyclic<test>"),
+        cpu,
+        waker_cpu: cpu,
+        origin: irqlens_analyze::wakeup::Origin::Irq { source: 0, id: 11 },
+        origin_ns: handler_ns,
+        timer: Some(irqlens_analyze::wakeup::TimerPart {
+            hrtimer: 1,
+            expected_ns,
+            handler_ns,
+            // the handler goes on after the wakeup
+            handler_end_ns: Some(wakeup_ns + 500),
+        }),
+        wakeup_ns,
+        switch_in_ns,
+        user_ns: Some(switch_in_ns + back * 1_000),
+        interposed: vec![],
+        switches: 1,
+        causes: vec![],
+    }
+}
+
+#[test]
+fn wakeup_parts_are_consecutive_and_add_up_to_the_total() {
+    let sample = timer_wakeup(0, 30, 2, 60, 8);
+    let parts = wakeup_parts(&sample);
+    assert_eq!(
+        parts,
+        vec![
+            (Component::Irq, 30_000),
+            (Component::Handler, 2_000),
+            (Component::Sched, 60_000),
+            (Component::Return, 8_000),
+        ]
+    );
+    let sum: u64 = parts.iter().map(|p| p.1).sum();
+    assert_eq!(sum, sample.total_ns());
+    // task mode: the interrupt to the wakeup, then the scheduler
+    let task = WakeupSample {
+        timer: None,
+        user_ns: None,
+        origin_ns: 500_000,
+        ..sample
+    };
+    let parts = wakeup_parts(&task);
+    assert_eq!(parts[0].0, Component::Wakeup);
+    assert_eq!(parts.len(), 2);
+    assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), task.total_ns());
+}
+
+#[test]
+fn wakeup_section_plots_each_component_and_the_worst_samples_stacked() {
+    let mut stats = WakeupStats::new(WakeupConfig {
+        bucket_ns: 1_000,
+        entries: 2_000,
+        worst: 2,
+        ..Default::default()
+    });
+    for (cpu, irq, sched) in [(0, 3, 5), (0, 4, 7), (1, 30, 60), (1, 2, 900)] {
+        stats.add(timer_wakeup(cpu, irq, 1, sched, 2));
+    }
+    let info = WakeupRunInfo {
+        common: RunCommon {
+            elapsed_ns: 1_000_000_000,
+            ..Default::default()
+        },
+        traced: true,
+        tracking: TrackCounts::default(),
+        threads: vec![],
+        missed_periods: 0,
+    };
+    let mut page = Page::new("wakeup", "6.18.0-test");
+    page.wakeup("wakeup", &stats, &info, &names());
+    let html = render(&page);
+    // the total per CPU, then the components over all CPUs
+    let histograms = plots(&html, "histogram");
+    assert_eq!(histograms.len(), 2);
+    for component in ["irq", "handler", "sched", "return"] {
+        let legend = format!(">\n{component} (");
+        assert!(histograms[1].contains(&legend), "no {component} line");
+        assert!(plots(&html, "exceedance")[1].contains(&legend));
+    }
+    assert!(!histograms[1].contains(">\ntotal ("));
+    // the sched line has the colour sched has in every chart
+    let sched = plot::class_color("sched");
+    let sched = format!("#{:02X}{:02X}{:02X}\"", sched.0, sched.1, sched.2);
+    assert!(
+        histograms[1].contains(&format!("stroke=\"{sched}")),
+        "{}",
+        histograms[1]
+    );
+
+    let worst = plots(&html, "worst");
+    assert_eq!(worst.len(), 1);
+    // the two worst, 2 + 1 + 900 + 2 and 30 + 1 + 60 + 2 µs, largest first
+    assert!(
+        worst[0].contains("1. CPU 1 cyclic&lt;test&gt; from hardirq"),
+        "{}",
+        worst[0]
+    );
+    assert!(worst[0].contains(">\n905\n</text>") && worst[0].contains(">\n93\n</text>"));
+    assert!(worst[0].contains(&format!("fill=\"{sched}")));
+    assert!(!html.contains("cyclic<test>"));
 }
