@@ -1,7 +1,9 @@
 //! The HTML report: one self-contained page (inline CSS, inline SVG, no script, nothing
 //! fetched) with a section per recording. Each section shows the run information, the
 //! key numbers of the text tables, and the plots users of osnoise and INTSPECT expect:
-//! histograms on a log count axis, CDFs, top-causes bars and the noise timeline.
+//! histograms on a log count axis, CDFs and exceedance (1 - CDF on a log axis), top-causes
+//! bars coloured by class, wakeup's worst samples stacked by component, and the noise
+//! timeline as the share of the CPU available over the run.
 //!
 //! Every plot is an `<svg class="plot" data-plot="KIND">` with a `<title>` and an id
 //! unique in the page (`s<N>-<KIND>-<M>`), so several sections can share a page.
@@ -312,6 +314,12 @@ fn distribution_plots(section: &mut Section, what: &str, series: Vec<Series<'_>>
             "{overflow} samples beyond the last bucket are not in the histogram (the CDF has them)"
         ));
     }
+    tail_plots(section, what, &series);
+}
+
+/// The CDF and the exceedance (1 - CDF on a log axis, where the tail shows) of the same
+/// non-empty named distributions; the value axis log when they span decades.
+fn tail_plots(section: &mut Section, what: &str, series: &[Series<'_>]) {
     let cdfs = series
         .iter()
         .map(|s| (s.line(cdf_line), s.histogram.count))
@@ -372,8 +380,8 @@ impl Page {
         self.sections.last_mut().expect("just pushed")
     }
 
-    /// `irqlens noise`: summary per CPU, duration histogram and CDF per CPU, the top
-    /// causes, and the noise of each period over the run.
+    /// `irqlens noise`: summary per CPU, duration histogram, CDF and exceedance per CPU,
+    /// the top causes, and the share available of each period over the run.
     pub fn noise(
         &mut self,
         heading: &str,
@@ -423,8 +431,9 @@ impl Page {
         noise_timeline(section, analysis);
     }
 
-    /// `irqlens bh`: the latency table per mechanism, histogram and CDF per mechanism,
-    /// and what delayed each mechanism.
+    /// `irqlens bh`: the latency table per mechanism, histogram, CDF and exceedance per
+    /// mechanism (and per source of a mechanism with several), and what delayed each
+    /// mechanism.
     pub fn bh(&mut self, heading: &str, stats: &BhStats, info: &BhRunInfo, names: &Names) {
         let section = self.section(heading);
         let mut facts = vec![
@@ -485,6 +494,21 @@ impl Page {
             .collect();
         distribution_plots(section, "bottom-half latency", histograms);
 
+        for (mechanism, _) in &stats.mechanisms {
+            let sources: Vec<Series<'_>> = super::bh::sources_of(stats, *mechanism)
+                .into_iter()
+                .filter(|(_, series)| series.latency.histogram.count > 0)
+                .map(|(source, series)| {
+                    Series::new(names.source(source), &series.latency.histogram)
+                })
+                .collect();
+            // with one source its line is the mechanism's, above
+            if sources.len() > 1 {
+                section.h3(&format!("Latency of {mechanism} per source"));
+                tail_plots(section, &format!("{mechanism} latency"), &sources);
+            }
+        }
+
         for (mechanism, m) in &stats.mechanisms {
             section.h3(&format!("Delay causes: {mechanism}{mark}"));
             section.ranked(
@@ -499,8 +523,9 @@ impl Page {
         }
     }
 
-    /// `irqlens wakeup`: components per CPU, total latency histogram and CDF per CPU,
-    /// and where the latency went.
+    /// `irqlens wakeup`: components per CPU, total latency histogram, CDF and exceedance
+    /// per CPU, the same per component, where the latency went, and the worst samples
+    /// stacked by component.
     pub fn wakeup(
         &mut self,
         heading: &str,
@@ -856,7 +881,11 @@ fn worst_wakeups(section: &mut Section, stats: &WakeupStats, names: &Names) {
         return;
     }
     section.h3("Worst samples");
-    section.note("Each bar one sample, cut at its checkpoints: the parts add up to its total.");
+    section.note(
+        "Each bar one sample, cut at its checkpoints: irq the timer's expiry to its handler, handler \
+         to the wakeup (the rest of the handler overlaps sched), sched to the switch-in, return to \
+         user space; task mode: wakeup the interrupt to the wakeup. The parts add up to the total.",
+    );
     let bars = stats
         .worst
         .iter()

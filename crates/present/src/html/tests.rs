@@ -626,3 +626,44 @@ fn wakeup_section_plots_each_component_and_the_worst_samples_stacked() {
     assert!(worst[0].contains(&format!("fill=\"{sched}")));
     assert!(!html.contains("cyclic<test>"));
 }
+
+#[test]
+fn bh_section_has_a_cdf_and_exceedance_per_source_of_a_mechanism() {
+    let mut stats = bh_stats();
+    // a second source of softirq (NET_RX) beside TIMER's four samples
+    for latency_us in [5, 80] {
+        stats.add(BhSample {
+            mechanism: Mechanism::Softirq,
+            source: BhSource::Vector(3),
+            request_cpu: 0,
+            cpu: 0,
+            request_ns: 1_000_000,
+            latency_ns: latency_us * 1_000,
+            runtime_ns: 1_000,
+            requester: 0,
+            executor: 0,
+            woke_watched: false,
+            delay: Delay::default(),
+        });
+    }
+    let mut page = Page::new("bh", "6.18.0-test");
+    page.bh("bh", &bh_stats(), &bh_info(), &names());
+    let one_source = render(&page);
+    assert_eq!(
+        plots(&one_source, "cdf").len(),
+        1,
+        "one source: the mechanism's line only"
+    );
+    let mut page = Page::new("bh", "6.18.0-test");
+    page.bh("bh", &stats, &bh_info(), &names());
+    let html = render(&page);
+    assert!(html.contains("Latency of softirq per source"));
+    let (cdfs, exceedances) = (plots(&html, "cdf"), plots(&html, "exceedance"));
+    assert_eq!((cdfs.len(), exceedances.len()), (2, 2));
+    for plot in [cdfs[1], exceedances[1]] {
+        assert!(
+            plot.contains(">\nTIMER\n</text>") && plot.contains(">\nNET_RX\n</text>"),
+            "{plot}"
+        );
+    }
+}
