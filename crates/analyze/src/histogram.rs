@@ -206,8 +206,12 @@ mod tests {
         let mut a = Histogram::new(1_000, 4);
         let mut b = Histogram::new(1_000, 4);
         let empty = Histogram::new(1_000, 4);
-        [500, 2_500].map(|v| a.add(v));
-        [2_100, 9_000].map(|v| b.add(v));
+        for v in [500, 2_500] {
+            a.add(v);
+        }
+        for v in [2_100, 9_000] {
+            b.add(v);
+        }
         a.merge(&b);
         a.merge(&empty);
         assert_eq!(a.buckets, vec![1, 0, 2, 0]);

@@ -25,8 +25,8 @@ use super::plot::{Axis, Bar, BarChart, Kind, Line, Scale, XyChart, escape};
 use super::table::{Form, headings};
 use super::wakeup;
 use super::{Names, clock_time, micros, percent, us1};
-use irqlens_analyze::account::Period;
 use irqlens_analyze::account::report::{Row, top, totals};
+use irqlens_analyze::account::{BySource, Period, Source as AccountSource};
 use irqlens_analyze::bh::{BhStats, DelayCause};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
@@ -494,7 +494,7 @@ impl Page {
             .collect();
         distribution_plots(section, "bottom-half latency", histograms);
 
-        for (mechanism, _) in &stats.mechanisms {
+        for mechanism in stats.mechanisms.keys() {
             let sources: Vec<Series<'_>> = super::bh::sources_of(stats, *mechanism)
                 .into_iter()
                 .filter(|(_, series)| series.latency.histogram.count > 0)
@@ -667,26 +667,25 @@ impl Page {
         if table.rows.len() > view.top {
             section.note(&format!("{} more", table.rows.len() - view.top));
         }
-        let ranking = |title: &str, value: fn(&Row) -> u64| BarChart {
+        let ranking = |title: &str, value: fn(&Row) -> u64, by: fn(&Row) -> &BySource| BarChart {
             kind: Kind::Causes,
             title: title.to_owned(),
             value_label: "interrupt time (us)".into(),
             bars: top(&table.rows, view.top.min(MAX_BARS), value)
                 .iter()
-                .map(|row| {
-                    let label = format!("{}:{}", row.comm, row.id);
-                    Bar::single(label, "interrupt", micros(value(row)))
-                })
+                .map(|row| account_bar(row, value(row), by(row)))
                 .collect(),
         };
         section.h3("Top victims and causers");
         section.bars(&ranking(
             "Top victims (interrupt time charged to them)",
             |r| r.charged_ns,
+            |r| &r.charged_by,
         ));
         section.bars(&ranking(
             "Top causers (interrupt time served to them)",
             |r| r.served_ns,
+            |r| &r.served_by,
         ));
     }
 
@@ -785,6 +784,28 @@ fn noise_run_info(section: &mut Section, analysis: &NoiseAnalysis, info: &NoiseR
         info.common.interrupted,
     ));
     section.facts(&facts);
+}
+
+/// An account row's bar: its `total_ns` stacked by the class of interrupt (irq, softirq,
+/// nmi) from `by_source`, or one bar when those do not add up to it.
+fn account_bar(row: &Row, total_ns: u64, by_source: &BySource) -> Bar {
+    let label = format!("{}:{}", row.comm, row.id);
+    let mut parts: Vec<(String, f64)> = Vec::new();
+    for (source, ns) in by_source {
+        let class = match source {
+            AccountSource::Hardirq { .. } => "irq",
+            AccountSource::Softirq { .. } => "softirq",
+            AccountSource::Nmi => "nmi",
+        };
+        match parts.iter_mut().find(|(c, _)| c == class) {
+            Some(part) => part.1 += micros(*ns),
+            None => parts.push((class.to_owned(), micros(*ns))),
+        }
+    }
+    if by_source.values().sum::<u64>() != total_ns {
+        return Bar::single(label, "interrupt", micros(total_ns));
+    }
+    Bar { label, parts }
 }
 
 /// The class a bottom half's delay cause is coloured by.

@@ -69,14 +69,13 @@ impl Kind {
         }
     }
 
-    /// Where its legend hides the least: a CDF is low at small values (the upper left
-    /// is free), an exceedance high (the lower left), histograms fall to the right,
-    /// timelines of the share available stay near the top.
+    /// Where its legend hides the least: a CDF is high at large values (the lower right
+    /// is free), an exceedance high at small ones (the lower left), histograms fall to
+    /// the right, timelines of the share available stay near the top.
     fn legend_position(self) -> SeriesLabelPosition {
         match self {
-            Kind::Cdf => SeriesLabelPosition::UpperLeft,
+            Kind::Cdf | Kind::Timeline => SeriesLabelPosition::LowerRight,
             Kind::Exceedance => SeriesLabelPosition::LowerLeft,
-            Kind::Timeline => SeriesLabelPosition::LowerRight,
             _ => SeriesLabelPosition::UpperRight,
         }
     }

@@ -511,6 +511,21 @@ fn account_section_ranks_victims_and_causers() {
     assert!(bars[1].contains("Top causers") && bars[1].contains("&lt;recv&gt;:20"));
     assert!(!html.contains("<recv>"));
     assert!(html.contains("<td class=\"n\">800.0</td>"), "{html}");
+    // the victim's 800 µs stacked: 300 of the timer's hardirq, 500 of NET_RX
+    let fill = |class: &str| {
+        let c = plot::class_color(class);
+        format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2)
+    };
+    for class in ["irq", "softirq"] {
+        assert!(
+            bars[0].contains(&format!(">\n{class}\n</text>")),
+            "no {class} legend"
+        );
+        assert!(bars[0].contains(&fill(class)), "no {class} part");
+    }
+    assert!(bars[0].contains(">\n800\n</text>"));
+    assert!(bars[1].contains(">\n500\n</text>") && bars[1].contains(&fill("softirq")));
+    assert!(!bars[1].contains(&fill("irq")));
 }
 
 /// A timer-mode wakeup on `cpu`: the timer expired at 1 ms, its handler ran `irq` µs
