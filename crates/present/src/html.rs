@@ -311,7 +311,9 @@ fn distribution_plots(section: &mut Section, what: &str, series: Vec<Series<'_>>
     let overflow: u64 = series.iter().map(|s| s.histogram.overflow).sum();
     if overflow > 0 {
         section.note(&format!(
-            "{overflow} samples beyond the last bucket are not in the histogram (the CDF has them)"
+            "{overflow} samples beyond the last bucket are not in the histogram; the CDF and \
+             the exceedance join the last bucket to the largest sample with a straight line \
+             (what lies between is not known)"
         ));
     }
     tail_plots(section, what, &series);
