@@ -75,6 +75,26 @@ impl Histogram {
         self.sum_ns += value_ns;
     }
 
+    /// Adds `other`'s values, counted in buckets of the same size: several CPUs'
+    /// histograms as one.
+    pub fn merge(&mut self, other: &Histogram) {
+        assert_eq!(self.bucket_ns, other.bucket_ns, "merging unlike histograms");
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), 0);
+        }
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine += theirs;
+        }
+        self.overflow += other.overflow;
+        self.count += other.count;
+        self.min_ns = match (self.min_ns, other.min_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.sum_ns += other.sum_ns;
+    }
+
     /// The mean, ns; `None` without values.
     pub fn avg_ns(&self) -> Option<u64> {
         (self.count > 0).then(|| self.sum_ns / self.count)
@@ -179,6 +199,25 @@ mod tests {
         assert_eq!(h.max_ns, 10_000);
         assert_eq!(h.avg_ns(), Some((999 + 1_000 + 3_999 + 4_000 + 10_000) / 6));
         assert_eq!(h.bucket_start_ns(3), 3_000);
+    }
+
+    #[test]
+    fn merged_histograms_count_both() {
+        let mut a = Histogram::new(1_000, 4);
+        let mut b = Histogram::new(1_000, 4);
+        let empty = Histogram::new(1_000, 4);
+        for v in [500, 2_500] {
+            a.add(v);
+        }
+        for v in [2_100, 9_000] {
+            b.add(v);
+        }
+        a.merge(&b);
+        a.merge(&empty);
+        assert_eq!(a.buckets, vec![1, 0, 2, 0]);
+        assert_eq!((a.overflow, a.count), (1, 4));
+        assert_eq!((a.min_ns, a.max_ns), (Some(500), 9_000));
+        assert_eq!(a.sum_ns, 500 + 2_500 + 2_100 + 9_000);
     }
 
     #[test]

@@ -235,6 +235,9 @@ pub struct TimelinePoint {
     pub first_period: u64,
     /// Periods it covers.
     pub periods: u64,
+    /// Their runtime windows end to end, ns: what the noise is a share of (a period cut
+    /// short by the end of the run has less).
+    pub runtime_ns: u64,
     /// Their total noise, ns.
     pub noise_ns: u64,
     /// Largest noise of one of its periods.
@@ -246,6 +249,7 @@ pub struct TimelinePoint {
 impl TimelinePoint {
     fn merge(&mut self, other: &TimelinePoint) {
         self.periods += other.periods;
+        self.runtime_ns += other.runtime_ns;
         self.noise_ns += other.noise_ns;
         self.max_noise_ns = self.max_noise_ns.max(other.max_noise_ns);
         self.max_single_ns = self.max_single_ns.max(other.max_single_ns);
@@ -407,6 +411,7 @@ impl NoiseAnalysis {
         cpu.timeline.add(TimelinePoint {
             first_period: s.periods,
             periods: 1,
+            runtime_ns: report.runtime_ns,
             noise_ns,
             max_noise_ns: noise_ns,
             max_single_ns: report.max_single_ns,
@@ -583,12 +588,14 @@ mod tests {
         }
     }
 
+    const RUNTIME_NS: u64 = 1_000_000;
+
     fn period(cpu: u32, samples: Vec<Sample>, last_seq: u64) -> PeriodReport {
         let noise_ns = samples.iter().map(|s| s.duration_ns).sum();
         let max_single_ns = samples.iter().map(|s| s.duration_ns).max().unwrap_or(0);
         PeriodReport {
             cpu,
-            runtime_ns: 1_000_000,
+            runtime_ns: RUNTIME_NS,
             noise_ns,
             max_single_ns,
             samples,
@@ -829,6 +836,9 @@ mod tests {
         assert_eq!((points[1].first_period, points[1].noise_ns), (2, 26_000));
         assert_eq!(points[1].max_noise_ns, 25_000);
         assert_eq!(points[1].max_single_ns, 20_000);
+        // merged points add their runtime windows up, as their noise
+        let runtime = |p: &TimelinePoint| p.runtime_ns;
+        assert!(points.iter().all(|p| runtime(p) == 2 * RUNTIME_NS));
         let periods: u64 = points.iter().map(|p| p.periods).sum();
         assert_eq!(periods, a.summaries().next().unwrap().periods);
     }

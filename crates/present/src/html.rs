@@ -1,11 +1,14 @@
 //! The HTML report: one self-contained page (inline CSS, inline SVG, no script, nothing
 //! fetched) with a section per recording. Each section shows the run information, the
 //! key numbers of the text tables, and the plots users of osnoise and INTSPECT expect:
-//! histograms on a log count axis, CDFs, top-causes bars and the noise timeline.
+//! histograms on a log count axis, CDFs and exceedance (1 - CDF on a log axis), top-causes
+//! bars coloured by class, wakeup's worst samples stacked by component, and the noise
+//! timeline as the share of the CPU available over the run.
 //!
 //! Every plot is an `<svg class="plot" data-plot="KIND">` with a `<title>` and an id
 //! unique in the page (`s<N>-<KIND>-<M>`), so several sections can share a page.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -18,17 +21,19 @@ use super::noise::{
     BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, CAUSE_COLUMNS, SUMMARY_COLUMNS,
     breakdown_cells, cause_cells, summary_cells,
 };
-use super::plot::{Axis, BarChart, Kind, Line, Scale, XyChart, escape};
+use super::plot::{Axis, Bar, BarChart, Kind, Line, Scale, XyChart, escape};
 use super::table::{Form, headings};
 use super::wakeup;
 use super::{Names, clock_time, micros, percent, us1};
-use irqlens_analyze::account::Period;
 use irqlens_analyze::account::report::{Row, top, totals};
-use irqlens_analyze::bh::BhStats;
+use irqlens_analyze::account::{BySource, Period, Source as AccountSource};
+use irqlens_analyze::bh::{BhStats, DelayCause};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
-use irqlens_analyze::noise::NoiseAnalysis;
-use irqlens_analyze::wakeup::{Component, WakeupStats};
+use irqlens_analyze::noise::{NoiseAnalysis, TimelinePoint};
+use irqlens_analyze::wakeup::{
+    Cause as WakeupCause, Component, Sample as WakeupSample, WakeupStats,
+};
 use irqlens_model::account::AccountRunInfo;
 use irqlens_model::bh::BhRunInfo;
 use irqlens_model::noise::NoiseRunInfo;
@@ -125,24 +130,25 @@ impl Section {
         self.svg(chart.to_svg(&id));
     }
 
-    /// A causes chart and below it the table of the same causes: each row a bar's value
-    /// and the cells, the first naming the bar. At most `MAX_BARS` rows.
+    /// A causes chart and below it the table of the same causes: each row a bar's class
+    /// and value, and the cells, the first naming the bar. At most `MAX_BARS` rows.
     fn ranked(
         &mut self,
         title: String,
         value_label: &str,
         headers: &[&str],
-        rows: impl IntoIterator<Item = (f64, Vec<String>)>,
+        rows: impl IntoIterator<Item = (&'static str, f64, Vec<String>)>,
     ) {
-        let (values, rows): (Vec<f64>, Vec<Vec<String>>) = rows.into_iter().take(MAX_BARS).unzip();
+        let (bars, rows): (Vec<Bar>, Vec<Vec<String>>) = rows
+            .into_iter()
+            .take(MAX_BARS)
+            .map(|(class, value, cells)| (Bar::single(cells[0].clone(), class, value), cells))
+            .unzip();
         self.bars(&BarChart {
+            kind: Kind::Causes,
             title,
             value_label: value_label.into(),
-            bars: rows
-                .iter()
-                .map(|cells| cells[0].clone())
-                .zip(values)
-                .collect(),
+            bars,
         });
         self.table(headers, &rows);
     }
@@ -151,7 +157,7 @@ impl Section {
         if chart.bars.is_empty() {
             return self.note(&format!("{}: none", chart.title));
         }
-        let id = self.next_plot_id(Kind::Causes);
+        let id = self.next_plot_id(chart.kind);
         self.svg(chart.to_svg(&id));
     }
 
@@ -186,15 +192,16 @@ pub fn histogram_steps(name: String, histogram: &Histogram) -> Line {
             ]
         })
         .collect();
-    Line { name, points }
+    Line::new(name, points)
 }
 
 /// The cumulative fraction at the end of every non-empty bucket (µs), from 0 at the
-/// first bucket's start; values beyond the last bucket reach 1 at the maximum.
+/// smallest value (a bucket's start of 0 a log axis could not show); values beyond
+/// the last bucket reach 1 at the maximum.
 pub fn cdf_line(name: String, histogram: &Histogram) -> Line {
     let mut points = Vec::new();
-    if let Some(first) = histogram.buckets.iter().position(|&count| count > 0) {
-        points.push((micros(histogram.bucket_start_ns(first).max(1)), 0.0));
+    if let Some(min_ns) = histogram.min_ns {
+        points.push((micros(min_ns.max(1)), 0.0));
     }
     points.extend(
         histogram
@@ -204,12 +211,31 @@ pub fn cdf_line(name: String, histogram: &Histogram) -> Line {
     if histogram.overflow > 0 {
         points.push((micros(histogram.max_ns), 1.0));
     }
-    Line { name, points }
+    Line::new(name, points)
+}
+
+/// The exceedance of a CDF line of `count` samples: the fraction of samples above each
+/// x, 1 - CDF. Where that is 0 (the CDF's last point, at the largest sample) a log axis
+/// cannot show it: that point is the largest sample, one of `count`, so it is drawn at
+/// 1/count and the tail ends where it does.
+pub fn exceedance_line(cdf: &Line, count: u64) -> Line {
+    let last_sample = 1.0 / count.max(1) as f64;
+    let points = cdf
+        .points
+        .iter()
+        .map(|&(x, fraction)| (x, 1.0 - fraction))
+        // a fraction summed in floating point can miss 1 by an ulp
+        .map(|(x, above)| (x, if above > 1e-12 { above } else { last_sample }))
+        .collect();
+    Line {
+        points,
+        ..cdf.clone()
+    }
 }
 
 /// At most `MAX_LINES` lines, those reaching farthest (by `reach`) first; says what was
 /// left out.
-fn farthest(mut lines: Vec<Line>, reach: fn(&Line) -> f64, section: &mut Section) -> Vec<Line> {
+fn farthest<T>(mut lines: Vec<T>, reach: fn(&T) -> f64, section: &mut Section) -> Vec<T> {
     if lines.len() > MAX_LINES {
         section.note(&format!(
             "{} of {} lines shown: those reaching farthest",
@@ -235,20 +261,43 @@ fn max_y(line: &Line) -> f64 {
     line.points.iter().map(|p| p.1).fold(0.0, f64::max)
 }
 
-/// The histogram (log count axis) and the CDF (log µs axis when it spans decades) of
-/// the same named histograms.
-fn distribution_plots(section: &mut Section, what: &str, histograms: Vec<(String, &Histogram)>) {
-    let histograms: Vec<(String, &Histogram)> = histograms
+/// One distribution of a plot's lines.
+struct Series<'a> {
+    name: String,
+    /// Colours it as in every chart (a wakeup component); `None`: by its place.
+    class: Option<&'static str>,
+    histogram: Cow<'a, Histogram>,
+}
+
+impl<'a> Series<'a> {
+    fn new(name: String, histogram: &'a Histogram) -> Self {
+        Series {
+            name,
+            class: None,
+            histogram: Cow::Borrowed(histogram),
+        }
+    }
+
+    fn line(&self, make: fn(String, &Histogram) -> Line) -> Line {
+        Line {
+            class: self.class.map(str::to_owned),
+            ..make(self.name.clone(), &self.histogram)
+        }
+    }
+}
+
+/// The histogram (log count axis), the CDF and the exceedance (1 - CDF on a log axis,
+/// where the tail shows) of the same named distributions; the value axes log when they
+/// span decades.
+fn distribution_plots(section: &mut Section, what: &str, series: Vec<Series<'_>>) {
+    let series: Vec<Series<'_>> = series
         .into_iter()
-        .filter(|(_, h)| h.count > 0)
+        .filter(|s| s.histogram.count > 0)
         .collect();
-    if histograms.is_empty() {
+    if series.is_empty() {
         return section.note(&format!("{what}: no samples"));
     }
-    let steps = histograms
-        .iter()
-        .map(|(name, h)| histogram_steps(name.clone(), h))
-        .collect();
+    let steps = series.iter().map(|s| s.line(histogram_steps)).collect();
     let lines = farthest(steps, max_x, section);
     let max_count = lines.iter().map(max_y).fold(1.0, f64::max);
     section.chart(&XyChart {
@@ -259,29 +308,56 @@ fn distribution_plots(section: &mut Section, what: &str, histograms: Vec<(String
         y: Axis::new("samples", Scale::Log).with_bounds(0.5..decade_above(max_count)),
         lines,
     });
-    let overflow: u64 = histograms.iter().map(|(_, h)| h.overflow).sum();
+    let overflow: u64 = series.iter().map(|s| s.histogram.overflow).sum();
     if overflow > 0 {
         section.note(&format!(
-            "{overflow} samples beyond the last bucket are not in the histogram (the CDF has them)"
+            "{overflow} samples beyond the last bucket are not in the histogram; the CDF and \
+             the exceedance join the last bucket to the largest sample with a straight line \
+             (what lies between is not known)"
         ));
     }
-    let cdfs = histograms
+    tail_plots(section, what, &series);
+}
+
+/// The CDF and the exceedance (1 - CDF on a log axis, where the tail shows) of the same
+/// non-empty named distributions; the value axis log when they span decades.
+fn tail_plots(section: &mut Section, what: &str, series: &[Series<'_>]) {
+    let cdfs = series
         .iter()
-        .map(|(name, h)| cdf_line(name.clone(), h))
+        .map(|s| (s.line(cdf_line), s.histogram.count))
         .collect();
-    let lines = farthest(cdfs, max_x, section);
-    let min = histograms.iter().filter_map(|(_, h)| h.min_ns).min();
-    let max = histograms.iter().map(|(_, h)| h.max_ns).max();
+    let (cdfs, counts): (Vec<Line>, Vec<u64>) =
+        farthest(cdfs, |l| max_x(&l.0), section).into_iter().unzip();
+    let min = series.iter().filter_map(|s| s.histogram.min_ns).min();
+    let max = series.iter().map(|s| s.histogram.max_ns).max();
     let scale = Scale::for_span(
         min.map_or(0.0, |ns| ns.max(1) as f64),
         max.unwrap_or(0) as f64,
     );
+    let exceedances: Vec<Line> = cdfs
+        .iter()
+        .zip(counts)
+        .map(|(cdf, count)| exceedance_line(cdf, count))
+        .collect();
     section.chart(&XyChart {
         kind: Kind::Cdf,
         title: format!("{what}: cumulative distribution"),
         x: Axis::new(format!("{what} (us)"), scale),
         y: Axis::new("fraction of samples", Scale::Linear).with_bounds(0.0..1.0),
-        lines,
+        lines: cdfs,
+    });
+    let smallest = exceedances
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(1.0, f64::min);
+    section.chart(&XyChart {
+        kind: Kind::Exceedance,
+        title: format!("{what}: exceedance (the tail)"),
+        x: Axis::new(format!("{what} (us)"), scale),
+        // a hair under the decade, so that its tick is drawn
+        y: Axis::new("fraction of samples above", Scale::Log)
+            .with_bounds(10f64.powf(smallest.log10().floor()).min(0.1) * 0.999..1.0),
+        lines: exceedances,
     });
 }
 
@@ -306,8 +382,8 @@ impl Page {
         self.sections.last_mut().expect("just pushed")
     }
 
-    /// `irqlens noise`: summary per CPU, duration histogram and CDF per CPU, the top
-    /// causes, and the noise of each period over the run.
+    /// `irqlens noise`: summary per CPU, duration histogram, CDF and exceedance per CPU,
+    /// the top causes, and the share available of each period over the run.
     pub fn noise(
         &mut self,
         heading: &str,
@@ -335,7 +411,7 @@ impl Page {
         section.h3("Noise samples");
         let histograms = analysis
             .histograms()
-            .map(|(cpu, h)| (format!("CPU {cpu}"), h))
+            .map(|(cpu, h)| Series::new(format!("CPU {cpu}"), h))
             .collect();
         distribution_plots(section, "noise sample duration", histograms);
 
@@ -348,7 +424,7 @@ impl Page {
             &headings(&CAUSE_COLUMNS),
             causes.iter().map(|(cause, s)| {
                 let cells = cause_cells(cause, s, noise_ns, irq_names).to_vec();
-                (micros(s.total_ns), cells)
+                (cause.class_name(), micros(s.total_ns), cells)
             }),
         );
         if causes.len() > MAX_BARS {
@@ -357,8 +433,9 @@ impl Page {
         noise_timeline(section, analysis);
     }
 
-    /// `irqlens bh`: the latency table per mechanism, histogram and CDF per mechanism,
-    /// and what delayed each mechanism.
+    /// `irqlens bh`: the latency table per mechanism, histogram, CDF and exceedance per
+    /// mechanism (and per source of a mechanism with several), and what delayed each
+    /// mechanism.
     pub fn bh(&mut self, heading: &str, stats: &BhStats, info: &BhRunInfo, names: &Names) {
         let section = self.section(heading);
         let mut facts = vec![
@@ -413,9 +490,26 @@ impl Page {
         let histograms = stats
             .mechanisms
             .iter()
-            .map(|(mechanism, m)| (mechanism.name().to_owned(), &m.series.latency.histogram))
+            .map(|(mechanism, m)| {
+                Series::new(mechanism.name().to_owned(), &m.series.latency.histogram)
+            })
             .collect();
         distribution_plots(section, "bottom-half latency", histograms);
+
+        for mechanism in stats.mechanisms.keys() {
+            let sources: Vec<Series<'_>> = super::bh::sources_of(stats, *mechanism)
+                .into_iter()
+                .filter(|(_, series)| series.latency.histogram.count > 0)
+                .map(|(source, series)| {
+                    Series::new(names.source(source), &series.latency.histogram)
+                })
+                .collect();
+            // with one source its line is the mechanism's, above
+            if sources.len() > 1 {
+                section.h3(&format!("Latency of {mechanism} per source"));
+                tail_plots(section, &format!("{mechanism} latency"), &sources);
+            }
+        }
 
         for (mechanism, m) in &stats.mechanisms {
             section.h3(&format!("Delay causes: {mechanism}{mark}"));
@@ -425,14 +519,15 @@ impl Page {
                 &headings(&BH_CAUSE_COLUMNS),
                 m.ranked_causes().into_iter().map(|(cause, c)| {
                     let cells = bh_cause_cells(cause, c, m.series.count, names).to_vec();
-                    (c.samples as f64, cells)
+                    (bh_class(cause), c.samples as f64, cells)
                 }),
             );
         }
     }
 
-    /// `irqlens wakeup`: components per CPU, total latency histogram and CDF per CPU,
-    /// and where the latency went.
+    /// `irqlens wakeup`: components per CPU, total latency histogram, CDF and exceedance
+    /// per CPU, the same per component, where the latency went, and the worst samples
+    /// stacked by component.
     pub fn wakeup(
         &mut self,
         heading: &str,
@@ -485,10 +580,12 @@ impl Page {
             .cpus
             .iter()
             .filter_map(|(cpu, s)| {
-                Some((format!("CPU {cpu}"), &s.series(Component::Total)?.histogram))
+                let total = s.series(Component::Total)?;
+                Some(Series::new(format!("CPU {cpu}"), &total.histogram))
             })
             .collect();
         distribution_plots(section, "wakeup latency", histograms);
+        wakeup_components(section, stats);
 
         section.h3("Where the latency went");
         section.ranked(
@@ -501,9 +598,10 @@ impl Page {
             &headings(&wakeup::CAUSE_COLUMNS),
             stats.ranked_causes().into_iter().map(|(cause, s)| {
                 let cells = wakeup::cause_cells(&cause, &s, stats.latency_ns, names).to_vec();
-                (micros(s.total_ns), cells)
+                (wakeup_class(&cause), micros(s.total_ns), cells)
             }),
         );
+        worst_wakeups(section, stats, names);
     }
 
     /// `irqlens account`: the totals, the table, and the top victims and causers.
@@ -571,22 +669,25 @@ impl Page {
         if table.rows.len() > view.top {
             section.note(&format!("{} more", table.rows.len() - view.top));
         }
-        let ranking = |title: &str, value: fn(&Row) -> u64| BarChart {
+        let ranking = |title: &str, value: fn(&Row) -> u64, by: fn(&Row) -> &BySource| BarChart {
+            kind: Kind::Causes,
             title: title.to_owned(),
             value_label: "interrupt time (us)".into(),
             bars: top(&table.rows, view.top.min(MAX_BARS), value)
                 .iter()
-                .map(|row| (format!("{}:{}", row.comm, row.id), micros(value(row))))
+                .map(|row| account_bar(row, value(row), by(row)))
                 .collect(),
         };
         section.h3("Top victims and causers");
         section.bars(&ranking(
             "Top victims (interrupt time charged to them)",
             |r| r.charged_ns,
+            |r| &r.charged_by,
         ));
         section.bars(&ranking(
             "Top causers (interrupt time served to them)",
             |r| r.served_ns,
+            |r| &r.served_by,
         ));
     }
 
@@ -687,7 +788,195 @@ fn noise_run_info(section: &mut Section, analysis: &NoiseAnalysis, info: &NoiseR
     section.facts(&facts);
 }
 
-/// Noise per period and the longest sample per period, a line per CPU.
+/// An account row's bar: its `total_ns` stacked by the class of interrupt (irq, softirq,
+/// nmi) from `by_source`, or one bar when those do not add up to it.
+fn account_bar(row: &Row, total_ns: u64, by_source: &BySource) -> Bar {
+    let label = format!("{}:{}", row.comm, row.id);
+    let mut parts: Vec<(String, f64)> = Vec::new();
+    for (source, ns) in by_source {
+        let class = match source {
+            AccountSource::Hardirq { .. } => "irq",
+            AccountSource::Softirq { .. } => "softirq",
+            AccountSource::Nmi => "nmi",
+        };
+        match parts.iter_mut().find(|(c, _)| c == class) {
+            Some(part) => part.1 += micros(*ns),
+            None => parts.push((class.to_owned(), micros(*ns))),
+        }
+    }
+    if by_source.values().sum::<u64>() != total_ns {
+        return Bar::single(label, "interrupt", micros(total_ns));
+    }
+    Bar { label, parts }
+}
+
+/// The class a bottom half's delay cause is coloured by.
+fn bh_class(cause: &DelayCause) -> &'static str {
+    match cause {
+        DelayCause::Undelayed => "undelayed",
+        DelayCause::Irq { .. } => "irq",
+        DelayCause::Nmi => "nmi",
+        DelayCause::SoftirqFirst(_) => "softirq",
+        DelayCause::Ksoftirqd | DelayCause::Thread(_) | DelayCause::Busy(_) => "thread",
+        DelayCause::Idle => "idle",
+        DelayCause::WorkerWakeup => "scheduler",
+        DelayCause::WorkFirst(_) | DelayCause::HeldBack => "work",
+        DelayCause::Untraced => "untraced",
+        DelayCause::Other => "other",
+    }
+}
+
+/// The class a wakeup's cause is coloured by.
+fn wakeup_class(cause: &WakeupCause) -> &'static str {
+    match cause {
+        WakeupCause::IrqDelay => "hw",
+        WakeupCause::IdleExit => "idle",
+        WakeupCause::Origin { .. } | WakeupCause::Irq { .. } => "irq",
+        WakeupCause::Handler(_) | WakeupCause::Timer(_) => "timer",
+        WakeupCause::Nmi => "nmi",
+        WakeupCause::Softirq(_) => "softirq",
+        WakeupCause::Interposed(_) | WakeupCause::Thread(_) | WakeupCause::Blocking(_) => "thread",
+        WakeupCause::Scheduler => "scheduler",
+        WakeupCause::Return => "return",
+        WakeupCause::Untraced => "untraced",
+        WakeupCause::Other => "other",
+    }
+}
+
+/// The parts of a wakeup's latency (all CPUs together): histogram, CDF and exceedance
+/// with a line per component, each in its colour.
+fn wakeup_components(section: &mut Section, stats: &WakeupStats) {
+    let mut series: Vec<Series<'_>> = Vec::new();
+    for component in Component::ALL {
+        if component == Component::Total {
+            continue;
+        }
+        let mut histograms = stats
+            .cpus
+            .values()
+            .filter_map(|cpu| Some(&cpu.series(component)?.histogram));
+        let Some(first) = histograms.next() else {
+            continue;
+        };
+        let mut merged = first.clone();
+        histograms.for_each(|h| merged.merge(h));
+        series.push(Series {
+            name: format!("{component} ({})", component.describe()),
+            class: Some(component.name()),
+            histogram: Cow::Owned(merged),
+        });
+    }
+    if series.is_empty() {
+        return;
+    }
+    section.h3("Latency components (all CPUs)");
+    distribution_plots(section, "latency component", series);
+}
+
+/// A sample's latency cut at its checkpoints into consecutive parts that add up to its
+/// total, as (component, ns): timer mode irq (expiry to handler), handler (to the
+/// wakeup), sched (to the switch-in), return (to user space); task mode wakeup (the
+/// interrupt to the wakeup) and sched.
+pub fn wakeup_parts(sample: &WakeupSample) -> Vec<(Component, u64)> {
+    // where each part starts; it ends where the next one starts, the last at the end
+    let mut starts = match sample.timer {
+        Some(timer) => vec![
+            (Component::Irq, timer.expected_ns),
+            (Component::Handler, timer.handler_ns),
+        ],
+        None => vec![(Component::Wakeup, sample.origin_ns)],
+    };
+    starts.push((Component::Sched, sample.wakeup_ns));
+    if sample.user_ns.is_some() {
+        starts.push((Component::Return, sample.switch_in_ns));
+    }
+    let ends = starts.iter().skip(1).map(|s| s.1).chain([sample.end_ns()]);
+    starts
+        .iter()
+        .zip(ends)
+        .map(|(&(component, start), end)| (component, end.saturating_sub(start)))
+        .collect()
+}
+
+/// The worst samples, a bar each, stacked by the parts of their latency.
+fn worst_wakeups(section: &mut Section, stats: &WakeupStats, names: &Names) {
+    if stats.worst.is_empty() {
+        return;
+    }
+    section.h3("Worst samples");
+    section.note(
+        "Each bar one sample, cut at its checkpoints: irq the timer's expiry to its handler, handler \
+         to the wakeup (the rest of the handler overlaps sched), sched to the switch-in, return to \
+         user space; task mode: wakeup the interrupt to the wakeup. The parts add up to the total.",
+    );
+    let bars = stats
+        .worst
+        .iter()
+        .enumerate()
+        .map(|(rank, sample)| Bar {
+            label: format!(
+                "{}. CPU {} {} from {}",
+                rank + 1,
+                sample.cpu,
+                sample.comm,
+                sample.origin.label(&names.irqs)
+            ),
+            parts: wakeup_parts(sample)
+                .into_iter()
+                .map(|(component, ns)| (component.name().to_owned(), micros(ns)))
+                .collect(),
+        })
+        .collect();
+    section.bars(&BarChart {
+        kind: Kind::Worst,
+        title: format!("The {} worst samples", stats.worst.len()),
+        value_label: "latency (us)".into(),
+        bars,
+    });
+}
+
+/// Where each point of a timeline lies on the run, s: (start, end) of its runtime
+/// windows end to end, so a point's length is the time it covers.
+fn timeline_spans(points: &[TimelinePoint]) -> Vec<(f64, f64)> {
+    let mut at_ns = 0;
+    points
+        .iter()
+        .map(|p| {
+            let start = at_ns;
+            at_ns += p.runtime_ns;
+            (start as f64 / 1e9, at_ns as f64 / 1e9)
+        })
+        .collect()
+}
+
+/// A timeline as steps: each point's `value` held over its span.
+fn timeline_steps(points: &[TimelinePoint], value: fn(&TimelinePoint) -> f64) -> Vec<(f64, f64)> {
+    timeline_spans(points)
+        .into_iter()
+        .zip(points)
+        .flat_map(|((start, end), p)| [(start, value(p)), (end, value(p))])
+        .collect()
+}
+
+/// The share of a point's runtime its CPU was free of noise, %: the same whether the
+/// point covers a whole period or the piece the end of the run left.
+pub fn available_percent(point: &TimelinePoint) -> f64 {
+    if point.runtime_ns == 0 {
+        return 100.0;
+    }
+    100.0 * (1.0 - point.noise_ns as f64 / point.runtime_ns as f64).max(0.0)
+}
+
+/// A lower bound for a % axis that shows the dips of `lowest`: 0, or close under it
+/// when all is near 100.
+fn percent_floor(lowest: f64) -> f64 {
+    let missing = (100.0 - lowest).max(1e-3);
+    (100.0 - 2.0 * 10f64.powf(missing.log10().ceil())).max(0.0)
+}
+
+/// The share of the CPU available per period and the longest sample per period, a
+/// line per CPU over the run's seconds; a last period cut short by the end of the run
+/// is as short on the time axis, and said.
 fn noise_timeline(section: &mut Section, analysis: &NoiseAnalysis) {
     section.h3("Noise over the run");
     let timelines: Vec<_> = analysis
@@ -702,41 +991,72 @@ fn noise_timeline(section: &mut Section, analysis: &NoiseAnalysis) {
         .any(|(_, points)| points.iter().any(|p| p.periods > 1))
     {
         section.note(
-            "a long run: each point is several periods (their average noise, their longest sample)",
+            "a long run: each step is several periods (their share available, their longest sample)",
         );
     }
-    let per_cpu = |value: fn(&irqlens_analyze::noise::TimelinePoint) -> f64| -> Vec<Line> {
+    for (cpu, points) in &timelines {
+        if let Some(cut) = partial_last(points) {
+            section.note(&format!(
+                "CPU {cpu}: the last period ran {:.2} s of {:.2} s (the run ended): its step is as short, and faded",
+                cut.0 / 1e9,
+                cut.1 / 1e9
+            ));
+        }
+    }
+    let per_cpu = |value: fn(&TimelinePoint) -> f64| -> Vec<Line> {
         timelines
             .iter()
-            .map(|(cpu, points)| Line {
-                name: format!("CPU {cpu}"),
-                points: points
-                    .iter()
-                    .map(|p| (p.first_period as f64, value(p)))
-                    .collect(),
-            })
+            .map(|(cpu, points)| timeline_line(*cpu, points, value))
             .collect()
     };
-    for (title, y_label, value) in [
-        (
-            "Noise per period",
-            "noise (us)",
-            (|p| p.noise_ns as f64 / p.periods as f64 / 1_000.0)
-                as fn(&irqlens_analyze::noise::TimelinePoint) -> f64,
-        ),
-        ("Longest noise sample per period", "max single (us)", |p| {
-            micros(p.max_single_ns)
-        }),
-    ] {
-        let lines = farthest(per_cpu(value), max_y, section);
-        section.chart(&XyChart {
-            kind: Kind::Timeline,
-            title: title.into(),
-            x: Axis::new("period", Scale::Linear),
-            y: Axis::new(y_label, Scale::Linear),
-            lines,
-        });
+    let seconds = || Axis::new("run time (s, runtime windows end to end)", Scale::Linear);
+    let available = farthest(per_cpu(available_percent), |l| -min_y(l), section);
+    let lowest = available.iter().map(min_y).fold(100.0, f64::min);
+    section.chart(&XyChart {
+        kind: Kind::Timeline,
+        title: "CPU available to the workload per period".into(),
+        x: seconds(),
+        y: Axis::new("available (%)", Scale::Linear).with_bounds(percent_floor(lowest)..100.0),
+        lines: available,
+    });
+    let longest = farthest(per_cpu(|p| micros(p.max_single_ns)), max_y, section);
+    section.chart(&XyChart {
+        kind: Kind::Timeline,
+        title: "Longest noise sample per period".into(),
+        x: seconds(),
+        y: Axis::new("max single (us)", Scale::Linear),
+        lines: longest,
+    });
+}
+
+/// A CPU's timeline of `value` as steps over the run's seconds, the step of a last
+/// period cut short by the end of the run (and the rise or fall to it) faded.
+pub fn timeline_line(cpu: u32, points: &[TimelinePoint], value: fn(&TimelinePoint) -> f64) -> Line {
+    let steps = timeline_steps(points, value);
+    let faded_from = partial_last(points).map(|_| steps.len().saturating_sub(3));
+    Line {
+        faded_from,
+        ..Line::new(format!("CPU {cpu}"), steps)
     }
+}
+
+/// (runtime, full runtime) of a CPU's last point when it is shorter than the others'
+/// (the run ended in it), in ns.
+fn partial_last(points: &[TimelinePoint]) -> Option<(f64, f64)> {
+    let (last, before) = points.split_last()?;
+    let full = before
+        .iter()
+        .map(|p| p.runtime_ns as f64 / p.periods as f64)
+        .fold(0.0, f64::max);
+    let runtime = last.runtime_ns as f64;
+    (runtime < 0.95 * full * last.periods as f64).then_some((runtime, full * last.periods as f64))
+}
+
+fn min_y(line: &Line) -> f64 {
+    line.points
+        .iter()
+        .map(|p| p.1)
+        .fold(f64::INFINITY, f64::min)
 }
 
 #[cfg(test)]

@@ -6,19 +6,38 @@
 //! come without fontconfig, FreeType or a font file at build or run time. We describe
 //! charts as data (`XyChart`, `BarChart`) and draw them here in one place, so every
 //! plot of every capability looks alike and the drawing code is not repeated.
+//!
+//! Every chart is drawn on a `WIDTH`-wide canvas and scaled by the browser to the width
+//! of the page (`width="100%"` and a `viewBox`), so text stays about the size drawn.
 
 use std::ops::Range;
 
 use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::{AsRangedCoord, SegmentValue, ValueFormatter};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-const WIDTH: u32 = 760;
-const HEIGHT: u32 = 340;
+/// The canvas's width: about the page's (70em), so the browser scales little.
+const WIDTH: u32 = 1100;
+const HEIGHT: u32 = 400;
 const FONT: &str = "sans-serif";
+/// Plotters draws a font of size N at 0.8 N px: these come out at 16 and 12 px.
+const CAPTION_SIZE: f64 = 20.0;
+const LABEL_SIZE: f64 = 15.0;
+/// Width of one character of a label, px (12 px sans-serif, estimated).
+const CHAR_PX: f64 = 6.6;
+/// Room right of the plotting area: the last tick label of the x axis is centred on
+/// its end (a log axis always has one there, "100000" is 40 px wide).
+const RIGHT_MARGIN: u32 = 48;
 /// Labels of bar charts are cut to this many characters (the table below has them whole).
 const LABEL_CHARS: usize = 44;
+/// Height of one bar's row, px.
+const ROW_PX: u32 = 24;
+/// Height of the title above a chart, px.
+const CAPTION_PX: u32 = 30;
+/// Height of a bar chart's legend, a row under its title, px.
+const LEGEND_PX: u32 = 24;
 
 /// What a plot shows: its `data-plot` attribute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,8 +46,12 @@ pub enum Kind {
     Histogram,
     /// A cumulative distribution.
     Cdf,
+    /// The exceedance, 1 - CDF, on a log axis: the tail.
+    Exceedance,
     /// Bars of the top causes (victims, causers).
     Causes,
+    /// The worst samples, each a bar stacked by its parts.
+    Worst,
     /// Noise over time.
     Timeline,
 }
@@ -39,8 +62,21 @@ impl Kind {
         match self {
             Kind::Histogram => "histogram",
             Kind::Cdf => "cdf",
+            Kind::Exceedance => "exceedance",
             Kind::Causes => "causes",
+            Kind::Worst => "worst",
             Kind::Timeline => "timeline",
+        }
+    }
+
+    /// Where its legend hides the least: a CDF is high at large values (the lower right
+    /// is free), an exceedance high at small ones (the lower left), histograms fall to
+    /// the right, timelines of the share available stay near the top.
+    fn legend_position(self) -> SeriesLabelPosition {
+        match self {
+            Kind::Cdf | Kind::Timeline => SeriesLabelPosition::LowerRight,
+            Kind::Exceedance => SeriesLabelPosition::LowerLeft,
+            _ => SeriesLabelPosition::UpperRight,
         }
     }
 }
@@ -118,13 +154,31 @@ fn from_zero(max: f64) -> Range<f64> {
     0.0..if max > 0.0 { max * 1.05 } else { 1.0 }
 }
 
-/// One named polyline (a CPU, a mechanism).
+/// One named polyline (a CPU, a mechanism, a component).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Line {
     /// Its legend entry.
     pub name: String,
+    /// The class it is coloured by (a component has its colour in every chart); `None`:
+    /// by its place among the chart's lines (CPUs).
+    pub class: Option<String>,
     /// Its (x, y) points.
     pub points: Vec<(f64, f64)>,
+    /// From this point on it is drawn faded: what it shows there is less sure (the
+    /// piece of a period the end of the run left).
+    pub faded_from: Option<usize>,
+}
+
+impl Line {
+    /// A line coloured by its place in the chart.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Line {
+            name: name.into(),
+            class: None,
+            points,
+            faded_from: None,
+        }
+    }
 }
 
 /// Lines over two numeric axes: histograms (as steps), CDFs, timelines.
@@ -142,15 +196,42 @@ pub struct XyChart {
     pub lines: Vec<Line>,
 }
 
-/// Horizontal bars, largest first at the top: the top causes, victims, causers.
+/// One bar: a single value, or several parts stacked left to right.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bar {
+    /// What it is, left of it.
+    pub label: String,
+    /// (class, value) per part: the class names its colour and legend entry.
+    pub parts: Vec<(String, f64)>,
+}
+
+impl Bar {
+    /// A bar of one part.
+    pub fn single(label: impl Into<String>, class: impl Into<String>, value: f64) -> Self {
+        Bar {
+            label: label.into(),
+            parts: vec![(class.into(), value)],
+        }
+    }
+
+    /// Its length: the sum of its parts, printed at its end.
+    pub fn total(&self) -> f64 {
+        self.parts.iter().map(|p| p.1).sum()
+    }
+}
+
+/// Horizontal bars, largest first at the top: the top causes, victims, causers, the
+/// worst samples.
 #[derive(Clone, Debug)]
 pub struct BarChart {
+    /// What it shows: `Causes`, or `Worst` for stacked samples.
+    pub kind: Kind,
     /// Its title (also the SVG's `<title>`).
     pub title: String,
     /// The value axis's label, unit included.
     pub value_label: String,
-    /// (label, value) per bar, largest first.
-    pub bars: Vec<(String, f64)>,
+    /// The bars, top first.
+    pub bars: Vec<Bar>,
 }
 
 /// `&`, `<`, `>`, `"` and `'` as entities: for text and attribute values alike.
@@ -169,13 +250,25 @@ pub fn escape(text: &str) -> String {
     escaped
 }
 
-/// Tick labels: whole numbers plainly, fractions with as few digits as they need.
+/// Tick labels: whole numbers plainly, fractions with as few digits as they need, the
+/// small decades of a log axis as powers of ten (1e-4).
 pub fn tick_label(value: f64) -> String {
     if value == value.round() && value.abs() < 1e15 {
         format!("{value:.0}")
+    } else if value.abs() < 0.01 {
+        format!("{value:e}")
     } else {
         let text = format!("{value:.3}");
         text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
+/// A value printed at a bar's end: counts whole, else about three significant digits.
+pub fn value_label(value: f64) -> String {
+    match value.abs() {
+        v if v >= 100.0 || v == v.round() => format!("{value:.0}"),
+        v if v >= 10.0 => format!("{value:.1}"),
+        _ => format!("{value:.2}"),
     }
 }
 
@@ -185,14 +278,20 @@ fn drawing<E: std::fmt::Debug>(error: E) -> anyhow::Error {
 }
 
 /// `svg` as plotters wrote it, tagged for the page: `class="plot"`, `data-plot`, a
-/// unique id, and a `<title>` that browsers show and tests find.
+/// unique id, a `<title>` that browsers show and tests find, and the page's width
+/// (`width="100%"` in place of plotters' pixel size; the `viewBox` keeps the shape).
 fn tag(svg: &str, kind: Kind, id: &str, title: &str) -> String {
     let body = svg.strip_prefix("<svg ").unwrap_or(svg);
     let (attributes, rest) = body.split_once('>').unwrap_or((body, ""));
+    let attributes: Vec<&str> = attributes
+        .split(' ')
+        .filter(|a| !a.starts_with("width=") && !a.starts_with("height="))
+        .collect();
     format!(
-        "<svg class=\"plot\" data-plot=\"{}\" id=\"{}\" role=\"img\" {attributes}><title>{}</title>{rest}",
+        "<svg class=\"plot\" data-plot=\"{}\" id=\"{}\" role=\"img\" width=\"100%\" {}><title>{}</title>{rest}",
         kind.name(),
         escape(id),
+        attributes.join(" "),
         escape(title)
     )
 }
@@ -211,8 +310,9 @@ fn render(
     Ok(svg)
 }
 
+/// Lines without a class: Paul Tol's bright scheme, distinguishable also for
+/// colour-blind readers.
 fn color(index: usize) -> RGBColor {
-    // Paul Tol's bright scheme: distinguishable, also for colour-blind readers
     const COLORS: [RGBColor; 7] = [
         RGBColor(68, 119, 170),
         RGBColor(238, 102, 119),
@@ -223,6 +323,44 @@ fn color(index: usize) -> RGBColor {
         RGBColor(102, 102, 102),
     ];
     COLORS[index % COLORS.len()]
+}
+
+/// Every class bars and lines are coloured by, each its own colour (Paul Tol's
+/// schemes), fixed so that a class looks the same in every chart and every page.
+const CLASS_COLORS: [(&str, RGBColor); 20] = [
+    ("irq", RGBColor(68, 119, 170)),
+    ("softirq", RGBColor(34, 136, 51)),
+    ("nmi", RGBColor(170, 51, 119)),
+    ("thread", RGBColor(238, 102, 119)),
+    ("hw", RGBColor(204, 187, 68)),
+    ("entry_exit", RGBColor(102, 204, 238)),
+    ("no_record", RGBColor(187, 187, 187)),
+    ("dropped", RGBColor(68, 68, 68)),
+    ("idle", RGBColor(153, 221, 255)),
+    ("scheduler", RGBColor(136, 34, 85)),
+    ("timer", RGBColor(51, 34, 136)),
+    ("work", RGBColor(68, 170, 153)),
+    ("untraced", RGBColor(119, 119, 119)),
+    ("other", RGBColor(221, 221, 221)),
+    ("undelayed", RGBColor(204, 221, 170)),
+    ("handler", RGBColor(238, 136, 102)),
+    ("wakeup", RGBColor(119, 170, 221)),
+    ("sched", RGBColor(153, 68, 85)),
+    ("return", RGBColor(17, 119, 51)),
+    ("interrupt", RGBColor(102, 153, 204)),
+];
+
+/// The colour of `class`: its own if it is one of `CLASS_COLORS`, else one of theirs
+/// picked by its name (the same name, the same colour).
+pub fn class_color(class: &str) -> RGBColor {
+    if let Some((_, color)) = CLASS_COLORS.iter().find(|(name, _)| *name == class) {
+        return *color;
+    }
+    // FNV-1a: stable across runs and builds, unlike the std hasher
+    let hash = class.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    CLASS_COLORS[(hash % CLASS_COLORS.len() as u64) as usize].1
 }
 
 impl XyChart {
@@ -253,10 +391,11 @@ impl XyChart {
         Y::CoordDescType: ValueFormatter<f64>,
     {
         let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, (FONT, 16))
+            .caption(&self.title, (FONT, CAPTION_SIZE))
             .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
+            .margin_right(RIGHT_MARGIN)
+            .x_label_area_size(48)
+            .y_label_area_size(80)
             .build_cartesian_2d(x, y)
             .map_err(drawing)?;
         chart
@@ -265,7 +404,7 @@ impl XyChart {
             .y_desc(self.y.label.as_str())
             .x_label_formatter(&|v| tick_label(*v))
             .y_label_formatter(&|v| tick_label(*v))
-            .label_style((FONT, 12))
+            .label_style((FONT, LABEL_SIZE))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(drawing)?;
@@ -276,23 +415,36 @@ impl XyChart {
             Scale::Linear => v,
         };
         for (index, line) in self.lines.iter().enumerate() {
-            let style = color(index).stroke_width(2);
-            let points = line
+            let color = line.class.as_deref().map_or(color(index), class_color);
+            let style = color.stroke_width(2);
+            let points: Vec<(f64, f64)> = line
                 .points
                 .iter()
-                .map(|&(px, py)| (clamp(&self.x, &x_range, px), clamp(&self.y, &y_range, py)));
+                .map(|&(px, py)| (clamp(&self.x, &x_range, px), clamp(&self.y, &y_range, py)))
+                .collect();
+            let faded_from = line.faded_from.unwrap_or(points.len()).min(points.len());
             chart
-                .draw_series(LineSeries::new(points, style))
+                // up to and with the point the faded part starts at: they join
+                .draw_series(LineSeries::new(
+                    points[..points.len().min(faded_from + 1)].iter().copied(),
+                    style,
+                ))
                 .map_err(drawing)?
                 .label(line.name.as_str())
                 .legend(move |(lx, ly)| PathElement::new([(lx, ly), (lx + 18, ly)], style));
+            if faded_from + 1 < points.len() {
+                let faded = color.mix(0.35).stroke_width(2);
+                chart
+                    .draw_series(LineSeries::new(points[faded_from..].iter().copied(), faded))
+                    .map_err(drawing)?;
+            }
         }
         // even a single line is named: which CPU or mechanism it is
         if !self.lines.is_empty() {
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .label_font((FONT, 12))
+                .position(self.kind.legend_position())
+                .label_font((FONT, LABEL_SIZE))
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(180, 180, 180))
                 .draw()
@@ -313,57 +465,121 @@ fn shorten(label: &str) -> String {
 }
 
 impl BarChart {
-    /// The chart as an `<svg class="plot">` element with id `id`.
+    /// The chart as an `<svg class="plot">` element with id `id`: a row per bar, its
+    /// label left of it, its parts coloured by class, its total printed at its end,
+    /// and, when there are several classes, a legend of them under the title.
     pub fn to_svg(&self, id: &str) -> Result<String> {
-        let labels: Vec<String> = self.bars.iter().map(|(label, _)| shorten(label)).collect();
+        let labels: Vec<String> = self.bars.iter().map(|bar| shorten(&bar.label)).collect();
         let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
         let rows = self.bars.len().max(1);
-        let height = (HEIGHT as usize).max(70 + 22 * rows) as u32;
-        let max = self.bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
+        let mut classes: Vec<&str> = Vec::new();
+        for (class, _) in self.bars.iter().flat_map(|bar| &bar.parts) {
+            if !classes.contains(&class.as_str()) {
+                classes.push(class);
+            }
+        }
+        let legend_px = if classes.len() > 1 { LEGEND_PX } else { 0 };
+        // the rows, the title, the legend, the value axis and the margins
+        let height = ROW_PX * rows as u32 + CAPTION_PX + legend_px + 48 + 20;
+        let max = self.bars.iter().map(Bar::total).fold(0.0f64, f64::max);
+        let widest_value = self
+            .bars
+            .iter()
+            .map(|bar| value_label(bar.total()).len())
+            .max()
+            .unwrap_or(0);
         let svg = render(height, |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&self.title, (FONT, 16))
-                .margin(10)
-                .x_label_area_size(40)
-                // about 6.5 px per character of a 12 px sans-serif label
-                .y_label_area_size((longest as f64 * 6.5) as u32 + 12)
-                .build_cartesian_2d(from_zero(max), (0..rows).into_segmented())
+            let area = root
+                .titled(&self.title, (FONT, CAPTION_SIZE))
                 .map_err(drawing)?;
-            // the largest bar, first in `bars`, is drawn at the top
-            let row_of = |index: usize| rows - 1 - index;
+            let (legend, area) = area.split_vertically(legend_px);
+            draw_legend(&legend, &classes)?;
+            let label_area = (longest as f64 * CHAR_PX) as u32 + 16;
+            // room right of the longest bar for its value
+            let plot_px = (WIDTH - label_area - 20 - RIGHT_MARGIN) as f64;
+            let value_px = widest_value as f64 * CHAR_PX + 10.0;
+            let x_end = if max > 0.0 {
+                max * plot_px / (plot_px - value_px).max(plot_px / 2.0)
+            } else {
+                1.0
+            };
+            let mut chart = ChartBuilder::on(&area)
+                .margin(10)
+                .margin_right(RIGHT_MARGIN)
+                .x_label_area_size(48)
+                .y_label_area_size(label_area)
+                // one row per bar, row 0 at the bottom
+                .build_cartesian_2d(0.0..x_end, 0.0..rows as f64)
+                .map_err(drawing)?;
             chart
                 .configure_mesh()
                 .disable_y_mesh()
-                .y_labels(rows)
+                .y_labels(0)
                 .x_desc(self.value_label.as_str())
                 .x_label_formatter(&|v| tick_label(*v))
-                .y_label_formatter(&|v| match v {
-                    SegmentValue::CenterOf(row) if *row < rows => {
-                        labels.get(row_of(*row)).cloned().unwrap_or_default()
-                    }
-                    _ => String::new(),
-                })
-                .label_style((FONT, 12))
+                .label_style((FONT, LABEL_SIZE))
                 .light_line_style(RGBColor(235, 235, 235))
                 .draw()
                 .map_err(drawing)?;
-            let bars = self.bars.iter().enumerate().map(|(index, (_, value))| {
-                let row = row_of(index);
-                let mut bar = Rectangle::new(
-                    [
-                        (0.0, SegmentValue::Exact(row)),
-                        (*value, SegmentValue::Exact(row + 1)),
-                    ],
-                    color(0).filled(),
-                );
-                bar.set_margin(3, 3, 0, 0);
-                bar
-            });
-            chart.draw_series(bars).map_err(drawing)?;
+            let label_style = TextStyle::from((FONT, LABEL_SIZE).into_font());
+            let left = label_style.pos(Pos::new(HPos::Right, VPos::Center));
+            let right = label_style.pos(Pos::new(HPos::Left, VPos::Center));
+            for (index, bar) in self.bars.iter().enumerate() {
+                // the first bar at the top
+                let row = (rows - 1 - index) as f64;
+                let mut start = 0.0;
+                let parts = bar.parts.iter().map(|(class, value)| {
+                    let mut part = Rectangle::new(
+                        [(start, row), (start + value, row + 1.0)],
+                        class_color(class).filled(),
+                    );
+                    part.set_margin(3, 3, 0, 0);
+                    start += value;
+                    part
+                });
+                chart.draw_series(parts).map_err(drawing)?;
+                let middle = row + 0.5;
+                let texts = [
+                    EmptyElement::at((0.0, middle))
+                        + Text::new(labels[index].clone(), (-6, 0), left.clone()),
+                    EmptyElement::at((bar.total(), middle))
+                        + Text::new(value_label(bar.total()), (5, 0), right.clone()),
+                ];
+                chart.draw_series(texts).map_err(drawing)?;
+            }
             Ok(())
         })?;
-        Ok(tag(&svg, Kind::Causes, id, &self.title))
+        Ok(tag(&svg, self.kind, id, &self.title))
     }
+}
+
+/// A row of the classes' colours and names, centred in `area`.
+fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, classes: &[&str]) -> Result<()> {
+    if area.dim_in_pixel().1 == 0 {
+        return Ok(());
+    }
+    const SWATCH: i32 = 14;
+    let item_px = |class: &str| SWATCH + 6 + (class.chars().count() as f64 * CHAR_PX) as i32 + 18;
+    let total: i32 = classes.iter().map(|c| item_px(c)).sum();
+    let mut x = (WIDTH as i32 - total).max(0) / 2;
+    let middle = area.dim_in_pixel().1 as i32 / 2;
+    let style =
+        TextStyle::from((FONT, LABEL_SIZE).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    for class in classes {
+        area.draw(&Rectangle::new(
+            [(x, middle - SWATCH / 2), (x + SWATCH, middle + SWATCH / 2)],
+            class_color(class).filled(),
+        ))
+        .map_err(drawing)?;
+        area.draw(&Text::new(
+            class.to_string(),
+            (x + SWATCH + 6, middle),
+            style.clone(),
+        ))
+        .map_err(drawing)?;
+        x += item_px(class);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -371,10 +587,7 @@ mod tests {
     use super::*;
 
     fn line(points: &[(f64, f64)]) -> Line {
-        Line {
-            name: "CPU 0".into(),
-            points: points.to_vec(),
-        }
+        Line::new("CPU 0", points.to_vec())
     }
 
     #[test]
@@ -410,6 +623,8 @@ mod tests {
         assert_eq!(tick_label(1000.0), "1000");
         assert_eq!(tick_label(0.25), "0.25");
         assert_eq!(tick_label(0.1 + 0.2), "0.3");
+        assert_eq!(tick_label(0.01), "0.01");
+        assert_eq!(tick_label(0.0001), "1e-4");
     }
 
     #[test]
@@ -435,32 +650,254 @@ mod tests {
         assert!(svg.contains("duration (us)"));
     }
 
-    #[test]
-    fn bars_are_largest_first_with_their_labels() {
-        let chart = BarChart {
+    /// An attribute's value in one element's line.
+    fn attribute<'a>(element: &'a str, name: &str) -> &'a str {
+        let value = element
+            .split(&format!(" {name}=\""))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {name} in {element}"));
+        value.split('"').next().unwrap()
+    }
+
+    fn number(element: &str, name: &str) -> f64 {
+        attribute(element, name).parse().unwrap()
+    }
+
+    /// (x, y, width, height, fill) of the coloured rectangles (not the background).
+    fn rects(svg: &str) -> Vec<(f64, f64, f64, f64, String)> {
+        svg.lines()
+            .filter(|l| l.starts_with("<rect") && !l.contains("#FFFFFF"))
+            .map(|l| {
+                let n = |name| number(l, name);
+                (
+                    n("x"),
+                    n("y"),
+                    n("width"),
+                    n("height"),
+                    attribute(l, "fill").into(),
+                )
+            })
+            .collect()
+    }
+
+    /// The top and bottom of the plotting area: where the vertical grid lines run.
+    fn plot_area(svg: &str) -> (f64, f64) {
+        let line = svg
+            .lines()
+            .find(|l| l.starts_with("<line") && number(l, "x1") == number(l, "x2"))
+            .expect("a vertical grid line");
+        (number(line, "y2"), number(line, "y1"))
+    }
+
+    /// The texts of the chart as (x, font size, text, anchor, rotated).
+    fn texts(svg: &str) -> Vec<(f64, f64, String, String, bool)> {
+        let lines: Vec<&str> = svg.lines().collect();
+        lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with("<text"))
+            .map(|(i, l)| {
+                (
+                    number(l, "x"),
+                    number(l, "font-size"),
+                    lines[i + 1].to_owned(),
+                    attribute(l, "text-anchor").to_owned(),
+                    l.contains("rotate("),
+                )
+            })
+            .collect()
+    }
+
+    fn view_box_width(svg: &str) -> f64 {
+        let view_box = attribute(svg.lines().next().unwrap(), "viewBox");
+        view_box.split(' ').nth(2).unwrap().parse().unwrap()
+    }
+
+    fn causes(bars: &[(&str, &str, f64)]) -> BarChart {
+        BarChart {
+            kind: Kind::Causes,
             title: "Top causes".into(),
             value_label: "us".into(),
-            bars: vec![
-                ("irq 11 <virtio>".into(), 300.0),
-                ("TIMER".into(), 100.0),
-                ("x".repeat(60), 10.0),
-            ],
-        };
+            bars: bars
+                .iter()
+                .map(|(label, class, value)| Bar::single(*label, *class, *value))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn bars_are_largest_first_with_their_labels() {
+        let chart = causes(&[
+            ("irq 11 <virtio>", "irq", 300.0),
+            ("TIMER", "softirq", 100.0),
+            (&"x".repeat(60), "thread", 10.0),
+        ]);
         let svg = chart.to_svg("s2-causes").unwrap();
         assert!(svg.starts_with(r#"<svg class="plot" data-plot="causes""#));
         assert!(svg.contains("irq 11 &lt;virtio&gt;"));
         assert!(svg.contains(&format!("{}…", "x".repeat(LABEL_CHARS - 1))));
-        // three filled bars besides the white background, widths in ratio 300:100:10
-        let widths: Vec<f64> = svg
-            .lines()
-            .filter(|l| l.starts_with("<rect") && !l.contains("#FFFFFF"))
-            .map(|l| {
-                let width = l.split("width=\"").nth(1).unwrap();
-                width.split('"').next().unwrap().parse().unwrap()
-            })
-            .collect();
-        assert_eq!(widths.len(), 3, "{svg}");
+        let (top, _) = plot_area(&svg);
+        // the bars, below the legend's swatches: widths in ratio 300:100:10, top first
+        let bars: Vec<_> = rects(&svg).into_iter().filter(|r| r.1 >= top).collect();
+        assert_eq!(bars.len(), 3, "{svg}");
+        let widths: Vec<f64> = bars.iter().map(|r| r.2).collect();
         assert!(widths[0] > widths[1] && widths[1] > widths[2], "{widths:?}");
         assert!((widths[0] / widths[1] - 3.0).abs() < 0.1, "{widths:?}");
+        assert!(bars[0].1 < bars[1].1 && bars[1].1 < bars[2].1, "{bars:?}");
+    }
+
+    #[test]
+    fn n_bars_fill_exactly_n_rows() {
+        for n in [1, 3, 15] {
+            let bars: Vec<(String, f64)> = (0..n)
+                .map(|i| (format!("cause {i}"), 100.0 - i as f64))
+                .collect();
+            let bars: Vec<(&str, &str, f64)> = bars
+                .iter()
+                .map(|(label, value)| (label.as_str(), "irq", *value))
+                .collect();
+            let svg = causes(&bars).to_svg("s1-causes-1").unwrap();
+            let (top, bottom) = plot_area(&svg);
+            let bars = rects(&svg);
+            assert_eq!(bars.len(), n);
+            // each bar has 3 px of its row above and below: no row is left empty
+            let (first, last) = (&bars[0], &bars[n - 1]);
+            assert!(
+                (first.1 - 3.0 - top).abs() <= 1.5,
+                "{n} bars: {first:?} under {top}"
+            );
+            let end = last.1 + last.3 + 3.0;
+            assert!(
+                (end - bottom).abs() <= 1.5,
+                "{n} bars end at {end}, the rows at {bottom}"
+            );
+        }
+    }
+
+    #[test]
+    fn bars_print_their_values() {
+        let svg = causes(&[("a", "irq", 1234.4), ("b", "irq", 56.78), ("c", "irq", 3.0)])
+            .to_svg("s1-causes-1")
+            .unwrap();
+        let texts: Vec<String> = texts(&svg).into_iter().map(|t| t.2).collect();
+        for value in ["1234", "56.8", "3"] {
+            assert!(texts.iter().any(|t| t == value), "no {value} in {texts:?}");
+        }
+    }
+
+    #[test]
+    fn one_colour_per_class_the_same_in_every_chart() {
+        let colours: std::collections::HashSet<_> =
+            CLASS_COLORS.iter().map(|(_, c)| (c.0, c.1, c.2)).collect();
+        assert_eq!(
+            colours.len(),
+            CLASS_COLORS.len(),
+            "two classes share a colour"
+        );
+        let first = causes(&[("a", "thread", 100.0), ("b", "irq", 50.0)])
+            .to_svg("s1-causes-1")
+            .unwrap();
+        let second = causes(&[("c", "irq", 100.0), ("d", "hw", 10.0)])
+            .to_svg("s1-causes-2")
+            .unwrap();
+        let (top, _) = plot_area(&first);
+        let bars = |svg: &str| -> Vec<String> {
+            rects(svg)
+                .into_iter()
+                .filter(|r| r.1 >= top)
+                .map(|r| r.4)
+                .collect()
+        };
+        let (first, second) = (bars(&first), bars(&second));
+        assert_ne!(first[0], first[1], "thread and irq look alike");
+        assert_eq!(first[1], second[0], "irq changed colour between charts");
+        assert_ne!(second[0], second[1]);
+        assert_eq!(class_color("some new class"), class_color("some new class"));
+    }
+
+    #[test]
+    fn stacked_bars_show_their_parts_in_order_and_a_legend() {
+        let chart = BarChart {
+            kind: Kind::Worst,
+            title: "worst".into(),
+            value_label: "us".into(),
+            bars: vec![Bar {
+                label: "1.".into(),
+                parts: vec![
+                    ("irq".into(), 30.0),
+                    ("sched".into(), 60.0),
+                    ("return".into(), 10.0),
+                ],
+            }],
+        };
+        let svg = chart.to_svg("s1-worst-1").unwrap();
+        assert!(svg.starts_with(r#"<svg class="plot" data-plot="worst""#));
+        let (top, _) = plot_area(&svg);
+        let (swatches, parts): (Vec<_>, Vec<_>) = rects(&svg).into_iter().partition(|r| r.1 < top);
+        assert_eq!(parts.len(), 3);
+        assert!((parts[1].2 / parts[0].2 - 2.0).abs() < 0.1, "{parts:?}");
+        assert!(
+            (parts[0].0 + parts[0].2 - parts[1].0).abs() <= 1.0,
+            "parts do not join"
+        );
+        let legend: Vec<String> = swatches.into_iter().map(|r| r.4).collect();
+        let part_colours: Vec<String> = parts.into_iter().map(|r| r.4).collect();
+        assert_eq!(legend, part_colours);
+        let texts: Vec<String> = texts(&svg).into_iter().map(|t| t.2).collect();
+        assert!(
+            ["irq", "sched", "return", "100"]
+                .iter()
+                .all(|t| texts.iter().any(|x| x == t))
+        );
+    }
+
+    #[test]
+    fn charts_take_the_page_width() {
+        let bars = causes(&[("a", "irq", 1.0)]).to_svg("b").unwrap();
+        let lines = XyChart {
+            kind: Kind::Cdf,
+            title: "cdf".into(),
+            x: Axis::new("us", Scale::Linear),
+            y: Axis::new("fraction", Scale::Linear),
+            lines: vec![line(&[(1.0, 0.0), (2.0, 1.0)])],
+        }
+        .to_svg("c")
+        .unwrap();
+        for svg in [bars, lines] {
+            let tag = svg.lines().next().unwrap();
+            let tag = &tag[..tag.find('>').unwrap()];
+            assert!(tag.contains(" width=\"100%\""), "{tag}");
+            assert!(!tag.contains(" height="), "a fixed height: {tag}");
+            assert_eq!(view_box_width(&svg), WIDTH as f64, "{tag}");
+        }
+    }
+
+    #[test]
+    fn log_axis_tick_labels_stay_inside_the_view_box() {
+        let chart = XyChart {
+            kind: Kind::Exceedance,
+            title: "tail".into(),
+            x: Axis::new("duration (us)", Scale::Log),
+            y: Axis::new("fraction above", Scale::Log).with_bounds(0.000_999..1.0),
+            lines: vec![line(&[(1.0, 1.0), (50.0, 0.01), (70_000.0, 0.001)])],
+        };
+        let svg = chart.to_svg("s1-exceedance-1").unwrap();
+        let width = view_box_width(&svg);
+        let texts = texts(&svg);
+        assert!(texts.iter().any(|t| t.2 == "100000"), "{texts:?}");
+        assert!(texts.iter().any(|t| t.2 == "1e-3"), "{texts:?}");
+        for (x, size, text, anchor, rotated) in texts {
+            // a generous estimate of a sans-serif character's width
+            let half = text.chars().count() as f64 * size * 0.6 / 2.0;
+            let right = match anchor.as_str() {
+                "middle" => x + half,
+                "start" => x + 2.0 * half,
+                _ => x,
+            };
+            assert!(
+                rotated || right <= width,
+                "{text:?} ends at {right} of {width}"
+            );
+        }
     }
 }

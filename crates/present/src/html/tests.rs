@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::*;
+use crate::plot;
 use irqlens_analyze::account::{Ledger, Source as AccountSource, ThreadAccount};
 use irqlens_analyze::bh::{Delay, DelayCause, Mechanism, Sample as BhSample, Source as BhSource};
 use irqlens_model::account::ThreadInfo;
@@ -199,9 +200,134 @@ fn cdf_reaches_one_at_the_maximum_even_past_the_buckets() {
         h.add(ns);
     }
     let line = cdf_line("CPU 0".into(), &h);
+    // from the smallest value, 1.5 µs, not its bucket's start
     assert_eq!(
         line.points,
-        vec![(1.0, 0.0), (2.0, 0.5), (4.0, 0.75), (9.0, 1.0)]
+        vec![(1.5, 0.0), (2.0, 0.5), (4.0, 0.75), (9.0, 1.0)]
+    );
+}
+
+#[test]
+fn exceedance_is_one_minus_the_cdf_down_to_the_largest_sample() {
+    let mut h = Histogram::new(1_000, 4);
+    for ns in [1_500, 1_600, 3_200, 9_000] {
+        h.add(ns);
+    }
+    let line = exceedance_line(&cdf_line("CPU 0".into(), &h), h.count);
+    // past the largest sample nothing is above: it is drawn at its own 1/4
+    assert_eq!(
+        line.points,
+        vec![(1.5, 1.0), (2.0, 0.5), (4.0, 0.25), (9.0, 0.25)]
+    );
+    assert_eq!(line.name, "CPU 0");
+}
+
+#[test]
+fn exceedance_plot_has_a_log_axis_of_fractions() {
+    let mut page = Page::new("bh", "6.18.0-test");
+    page.bh("bh", &bh_stats(), &bh_info(), &names());
+    let html = render(&page);
+    let exceedance = plots(&html, "exceedance");
+    assert_eq!(exceedance.len(), 1);
+    // 4 samples: down to 1/4, on decades 0.1 and 1
+    for tick in ["0.1", "1"] {
+        assert!(
+            exceedance[0].contains(&format!(">\n{tick}\n</text>")),
+            "no {tick} tick"
+        );
+    }
+    assert!(exceedance[0].contains("fraction of samples above"));
+    assert!(exceedance[0].contains("softirq"));
+}
+
+/// One CPU over three periods of 1 s of runtime, the last cut to 0.2 s by the end of
+/// the run: 100 ms, 200 ms and 10 ms of noise.
+fn partial_run() -> NoiseAnalysis {
+    let config = AnalysisConfig {
+        bucket_ns: 1_000,
+        entries: 100,
+        keep_recent: 0,
+    };
+    let mut analysis = NoiseAnalysis::new(config, [0]);
+    for (runtime_ns, noise_ns) in [
+        (1_000_000_000, 100_000_000),
+        (1_000_000_000, 200_000_000),
+        (200_000_000, 10_000_000),
+    ] {
+        analysis.add_period(&PeriodReport {
+            cpu: 0,
+            runtime_ns,
+            noise_ns,
+            max_single_ns: noise_ns,
+            samples: vec![Sample {
+                cpu: 0,
+                start_ns: 0,
+                duration_ns: noise_ns,
+                seq_before: 0,
+                seq_after: 0,
+            }],
+            ..Default::default()
+        });
+    }
+    analysis
+}
+
+#[test]
+fn timeline_is_the_share_available_over_run_seconds() {
+    let analysis = partial_run();
+    let (cpu, points) = analysis.timelines().next().unwrap();
+    let line = timeline_line(cpu, points, available_percent);
+    // 90 %, 80 %, then 95 % over the 0.2 s the last period ran: a short step
+    let expected = [
+        (0.0, 90.0),
+        (1.0, 90.0),
+        (1.0, 80.0),
+        (2.0, 80.0),
+        (2.0, 95.0),
+        (2.2, 95.0),
+    ];
+    assert_eq!(line.points.len(), expected.len());
+    for ((x, y), (ex, ey)) in line.points.iter().zip(expected) {
+        assert!(
+            (x - ex).abs() < 1e-9 && (y - ey).abs() < 1e-9,
+            "{:?}",
+            line.points
+        );
+    }
+    // the cut period and the rise to it are faded: no improvement to read there
+    assert_eq!(line.faded_from, Some(3));
+
+    let mut page = Page::new("noise", "6.18.0-test");
+    page.noise("noise", &analysis, &noise_info(), &irq_names());
+    let html = render(&page);
+    assert!(
+        html.contains("the last period ran 0.20 s of 1.00 s"),
+        "{html}"
+    );
+    let timelines = plots(&html, "timeline");
+    assert!(timelines[0].contains("available (%)"));
+    // the CPU's line in two parts: as measured, and faded
+    let drawn: Vec<&str> = timelines[0]
+        .lines()
+        .filter(|l| l.contains("stroke-width=\"2\"") && l.contains("points="))
+        .collect();
+    assert!(
+        drawn.iter().any(|l| l.contains("opacity=\"0.35\"")),
+        "{drawn:?}"
+    );
+    assert!(
+        drawn.iter().any(|l| l.contains("opacity=\"1\"")),
+        "{drawn:?}"
+    );
+}
+
+#[test]
+fn whole_periods_are_not_faded() {
+    let analysis = noise_analysis();
+    let (cpu, points) = analysis.timelines().next().unwrap();
+    assert_eq!(
+        timeline_line(cpu, points, available_percent).faded_from,
+        None
     );
 }
 
@@ -216,6 +342,7 @@ fn noise_section_has_every_plot_and_the_causes() {
     assert!(histograms[0].contains("CPU 0") && histograms[0].contains("CPU 1"));
     assert!(histograms[0].contains("<polyline"));
     assert_eq!(plots(&html, "cdf").len(), 1);
+    assert_eq!(plots(&html, "exceedance").len(), 1);
     let causes = plots(&html, "causes");
     assert_eq!(causes.len(), 1);
     // IRQ 11 and the 500 ns around it on CPU 1, hardware noise on CPU 0: all bars
@@ -224,9 +351,15 @@ fn noise_section_has_every_plot_and_the_causes() {
     assert!(causes[0].contains("hw noise"));
     assert_eq!(
         causes[0].matches("<rect").count(),
-        4,
-        "background and three bars"
+        7,
+        "background, three bars and the legend's three classes"
     );
+    for class in ["irq", "entry_exit", "hw"] {
+        assert!(
+            causes[0].contains(&format!(">\n{class}\n</text>")),
+            "no {class} legend"
+        );
+    }
     let timelines = plots(&html, "timeline");
     assert_eq!(timelines.len(), 2);
     assert!(timelines.iter().all(|svg| svg.contains("<polyline")));
@@ -379,4 +512,174 @@ fn account_section_ranks_victims_and_causers() {
     assert!(bars[1].contains("Top causers") && bars[1].contains("&lt;recv&gt;:20"));
     assert!(!html.contains("<recv>"));
     assert!(html.contains("<td class=\"n\">800.0</td>"), "{html}");
+    // the victim's 800 µs stacked: 300 of the timer's hardirq, 500 of NET_RX
+    let fill = |class: &str| {
+        let c = plot::class_color(class);
+        format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2)
+    };
+    for class in ["irq", "softirq"] {
+        assert!(
+            bars[0].contains(&format!(">\n{class}\n</text>")),
+            "no {class} legend"
+        );
+        assert!(bars[0].contains(&fill(class)), "no {class} part");
+    }
+    assert!(bars[0].contains(">\n800\n</text>"));
+    assert!(bars[1].contains(">\n500\n</text>") && bars[1].contains(&fill("softirq")));
+    assert!(!bars[1].contains(&fill("irq")));
+}
+
+/// A timer-mode wakeup on `cpu`: the timer expired at 1 ms, its handler ran `irq` µs
+/// later and woke the task `handler` µs into it, which was switched in `sched` µs later
+/// and back in user space `back` µs after that.
+fn timer_wakeup(cpu: u32, irq: u64, handler: u64, sched: u64, back: u64) -> WakeupSample {
+    let expected_ns = 1_000_000;
+    let handler_ns = expected_ns + irq * 1_000;
+    let wakeup_ns = handler_ns + handler * 1_000;
+    let switch_in_ns = wakeup_ns + sched * 1_000;
+    WakeupSample {
+        tid: 100 + cpu,
+        comm: Comm::new("cyclic<test>"),
+        cpu,
+        waker_cpu: cpu,
+        origin: irqlens_analyze::wakeup::Origin::Irq { source: 0, id: 11 },
+        origin_ns: handler_ns,
+        timer: Some(irqlens_analyze::wakeup::TimerPart {
+            hrtimer: 1,
+            expected_ns,
+            handler_ns,
+            // the handler goes on after the wakeup
+            handler_end_ns: Some(wakeup_ns + 500),
+        }),
+        wakeup_ns,
+        switch_in_ns,
+        user_ns: Some(switch_in_ns + back * 1_000),
+        interposed: vec![],
+        switches: 1,
+        causes: vec![],
+    }
+}
+
+#[test]
+fn wakeup_parts_are_consecutive_and_add_up_to_the_total() {
+    let sample = timer_wakeup(0, 30, 2, 60, 8);
+    let parts = wakeup_parts(&sample);
+    assert_eq!(
+        parts,
+        vec![
+            (Component::Irq, 30_000),
+            (Component::Handler, 2_000),
+            (Component::Sched, 60_000),
+            (Component::Return, 8_000),
+        ]
+    );
+    let sum: u64 = parts.iter().map(|p| p.1).sum();
+    assert_eq!(sum, sample.total_ns());
+    // task mode: the interrupt to the wakeup, then the scheduler
+    let task = WakeupSample {
+        timer: None,
+        user_ns: None,
+        origin_ns: 500_000,
+        ..sample
+    };
+    let parts = wakeup_parts(&task);
+    assert_eq!(parts[0].0, Component::Wakeup);
+    assert_eq!(parts.len(), 2);
+    assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), task.total_ns());
+}
+
+#[test]
+fn wakeup_section_plots_each_component_and_the_worst_samples_stacked() {
+    let mut stats = WakeupStats::new(WakeupConfig {
+        bucket_ns: 1_000,
+        entries: 2_000,
+        worst: 2,
+        ..Default::default()
+    });
+    for (cpu, irq, sched) in [(0, 3, 5), (0, 4, 7), (1, 30, 60), (1, 2, 900)] {
+        stats.add(timer_wakeup(cpu, irq, 1, sched, 2));
+    }
+    let info = WakeupRunInfo {
+        common: RunCommon {
+            elapsed_ns: 1_000_000_000,
+            ..Default::default()
+        },
+        traced: true,
+        tracking: TrackCounts::default(),
+        threads: vec![],
+        missed_periods: 0,
+    };
+    let mut page = Page::new("wakeup", "6.18.0-test");
+    page.wakeup("wakeup", &stats, &info, &names());
+    let html = render(&page);
+    // the total per CPU, then the components over all CPUs
+    let histograms = plots(&html, "histogram");
+    assert_eq!(histograms.len(), 2);
+    for component in ["irq", "handler", "sched", "return"] {
+        let legend = format!(">\n{component} (");
+        assert!(histograms[1].contains(&legend), "no {component} line");
+        assert!(plots(&html, "exceedance")[1].contains(&legend));
+    }
+    assert!(!histograms[1].contains(">\ntotal ("));
+    // the sched line has the colour sched has in every chart
+    let sched = plot::class_color("sched");
+    let sched = format!("#{:02X}{:02X}{:02X}\"", sched.0, sched.1, sched.2);
+    assert!(
+        histograms[1].contains(&format!("stroke=\"{sched}")),
+        "{}",
+        histograms[1]
+    );
+
+    let worst = plots(&html, "worst");
+    assert_eq!(worst.len(), 1);
+    // the two worst, 2 + 1 + 900 + 2 and 30 + 1 + 60 + 2 µs, largest first
+    assert!(
+        worst[0].contains("1. CPU 1 cyclic&lt;test&gt; from hardirq"),
+        "{}",
+        worst[0]
+    );
+    assert!(worst[0].contains(">\n905\n</text>") && worst[0].contains(">\n93\n</text>"));
+    assert!(worst[0].contains(&format!("fill=\"{sched}")));
+    assert!(!html.contains("cyclic<test>"));
+}
+
+#[test]
+fn bh_section_has_a_cdf_and_exceedance_per_source_of_a_mechanism() {
+    let mut stats = bh_stats();
+    // a second source of softirq (NET_RX) beside TIMER's four samples
+    for latency_us in [5, 80] {
+        stats.add(BhSample {
+            mechanism: Mechanism::Softirq,
+            source: BhSource::Vector(3),
+            request_cpu: 0,
+            cpu: 0,
+            request_ns: 1_000_000,
+            latency_ns: latency_us * 1_000,
+            runtime_ns: 1_000,
+            requester: 0,
+            executor: 0,
+            woke_watched: false,
+            delay: Delay::default(),
+        });
+    }
+    let mut page = Page::new("bh", "6.18.0-test");
+    page.bh("bh", &bh_stats(), &bh_info(), &names());
+    let one_source = render(&page);
+    assert_eq!(
+        plots(&one_source, "cdf").len(),
+        1,
+        "one source: the mechanism's line only"
+    );
+    let mut page = Page::new("bh", "6.18.0-test");
+    page.bh("bh", &stats, &bh_info(), &names());
+    let html = render(&page);
+    assert!(html.contains("Latency of softirq per source"));
+    let (cdfs, exceedances) = (plots(&html, "cdf"), plots(&html, "exceedance"));
+    assert_eq!((cdfs.len(), exceedances.len()), (2, 2));
+    for plot in [cdfs[1], exceedances[1]] {
+        assert!(
+            plot.contains(">\nTIMER\n</text>") && plot.contains(">\nNET_RX\n</text>"),
+            "{plot}"
+        );
+    }
 }
