@@ -23,13 +23,13 @@ use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use irqlens_record::{Line, Reader, ThreadReading};
 
 /// Measures until `options.duration` passes or `stop` is set; `on_tick` sees the time
-/// and checkpoint count once a second, `on_period` each `--interval` report. Returns
-/// the whole run.
+/// and the run so far once a second, `on_period` each `--interval` report. Returns the
+/// whole run.
 pub fn run(
     options: &AccountOptions,
     stop: &AtomicBool,
     tap: &mut Tap,
-    mut on_tick: impl FnMut(Duration, u64),
+    mut on_tick: impl FnMut(Duration, SoFar<'_>),
     mut on_period: impl FnMut(&Period),
 ) -> Result<(Period, AccountRunInfo)> {
     system::check_can_trace()?;
@@ -72,7 +72,7 @@ pub fn run(
         pipeline.feed(events.wait_and_take(pace.wait()), tap);
         let now = Instant::now();
         if let Some(elapsed) = pace.tick(now) {
-            on_tick(elapsed, pipeline.events);
+            on_tick(elapsed, SoFar(&pipeline));
         }
         if pace.over(now) {
             break;
@@ -159,6 +159,24 @@ pub fn replay(
     };
     pipeline.cut(last, true, &mut on_period);
     Ok((pipeline.whole, reader.info()?))
+}
+
+/// A live run so far, as its tick sees it.
+pub struct SoFar<'a>(&'a Pipeline);
+
+impl SoFar<'_> {
+    /// Checkpoints attributed.
+    pub fn events(&self) -> u64 {
+        self.0.events
+    }
+
+    /// The interrupt time attributed so far (what is still open left out): a copy of the
+    /// run's ledger, made on demand.
+    pub fn ledger(&self) -> Ledger {
+        let mut ledger = self.0.whole.ledger.clone();
+        ledger.absorb(self.0.attributor.ledger().clone());
+        ledger
+    }
 }
 
 /// A period boundary: when it was taken (ns since the start of the run), the kernel's
