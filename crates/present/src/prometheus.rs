@@ -439,5 +439,9 @@ fn respond(request: tiny_http::Request, registry: &Registry) -> io::Result<()> {
     }
     let content_type =
         tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE).expect("a valid header");
-    request.respond(tiny_http::Response::from_string(encode(registry)).with_header(content_type))
+    // the body is whole: sent with its length, never in chunks, for the simplest scrapers
+    let response = tiny_http::Response::from_string(encode(registry))
+        .with_header(content_type)
+        .with_chunked_threshold(usize::MAX);
+    request.respond(response)
 }

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::*;
-use irqlens_analyze::account::{Source as AccountSource, ThreadAccount};
+use irqlens_analyze::account::{BySource, Source as AccountSource, ThreadAccount};
 use irqlens_analyze::bh::{Delay, DelayCause, Mechanism, Sample as BhSample, Source};
 use irqlens_analyze::wakeup::{Cause as WakeupCause, Origin, Sample as WakeupSample};
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
@@ -59,15 +59,22 @@ fn noisy_period(analysis: &mut NoiseAnalysis, cpu: u32, seq: u64) {
     });
 }
 
-fn noise_analysis() -> NoiseAnalysis {
+/// A noisy period on each of `cpus`.
+fn noise_analysis_on(cpus: impl IntoIterator<Item = u32> + Clone) -> NoiseAnalysis {
     let config = AnalysisConfig {
         bucket_ns: NS_PER_US,
         entries: 256,
         keep_recent: 3,
     };
-    let mut analysis = NoiseAnalysis::new(config, [1]);
-    noisy_period(&mut analysis, 1, 0);
+    let mut analysis = NoiseAnalysis::new(config, cpus.clone());
+    for cpu in cpus {
+        noisy_period(&mut analysis, cpu, 0);
+    }
     analysis
+}
+
+fn noise_analysis() -> NoiseAnalysis {
+    noise_analysis_on([1])
 }
 
 /// The value of the sample line that starts with `series` (name and labels).
@@ -225,8 +232,8 @@ fn bh_sample(vector: u16, latency_ns: u64, irqs: u32) -> BhSample {
     }
 }
 
-#[test]
-fn bh_families_per_mechanism_source_and_cause() {
+/// Two TIMER softirqs of 3 and 4 µs, a NET_RX one of 30 µs an interrupt landed in.
+fn bh_stats() -> BhStats {
     let mut stats = BhStats::new(BhConfig {
         bucket_ns: NS_PER_US,
         entries: 100,
@@ -238,7 +245,12 @@ fn bh_families_per_mechanism_source_and_cause() {
     stats.add(bh_sample(TIMER, 3 * NS_PER_US, 0));
     stats.add(bh_sample(TIMER, 4 * NS_PER_US, 0));
     stats.add(bh_sample(NET_RX, 30 * NS_PER_US, 1));
-    let text = render(bh_families(&stats, &Names::default()));
+    stats
+}
+
+#[test]
+fn bh_families_per_class_source_and_cause() {
+    let text = render(bh_families(&bh_stats(), &Names::default()));
     let softirq = "{class=\"softirq\"}";
     assert_eq!(
         value(&text, &format!("irqlens_bh_samples_total{softirq}")),
@@ -280,8 +292,8 @@ fn bh_families_per_mechanism_source_and_cause() {
     );
 }
 
-#[test]
-fn wakeup_families_per_cpu_and_component() {
+/// Untraced activations: 12 and 30 µs on CPU 0, 8 µs on CPU 1.
+fn untraced_wakeups() -> WakeupStats {
     let mut stats = WakeupStats::new(WakeupConfig {
         bucket_ns: NS_PER_US,
         entries: 1_000,
@@ -295,7 +307,12 @@ fn wakeup_families_per_cpu_and_component() {
             user_ns,
         });
     }
-    let text = render(wakeup_families(&stats, &Names::default()));
+    stats
+}
+
+#[test]
+fn wakeup_families_per_cpu_and_component() {
+    let text = render(wakeup_families(&untraced_wakeups(), &Names::default()));
     assert_eq!(
         value(&text, "irqlens_wakeup_activations_total{cpu=\"0\"}"),
         2.0
@@ -322,6 +339,295 @@ fn wakeup_families_per_cpu_and_component() {
     );
     // no cause without a trace: the family is left out, not written empty
     assert!(!text.contains("irqlens_wakeup_cause"));
+}
+
+/// A traced wakeup on `cpu` of `tid`: 3 µs of IRQ line 11, 5 µs of a kworker first.
+fn traced_wakeup(tid: u32, cpu: u32) -> WakeupSample {
+    let irq = (0, 11);
+    WakeupSample {
+        tid,
+        comm: Comm::new("app"),
+        cpu,
+        waker_cpu: cpu,
+        origin: Origin::Irq {
+            source: irq.0,
+            id: irq.1,
+        },
+        origin_ns: 0,
+        timer: None,
+        wakeup_ns: 3 * NS_PER_US,
+        switch_in_ns: 8 * NS_PER_US,
+        user_ns: None,
+        interposed: Vec::new(),
+        switches: 1,
+        causes: vec![
+            (WakeupCause::Thread(Comm::new("kworker/0:1")), 5 * NS_PER_US),
+            (
+                WakeupCause::Origin {
+                    source: irq.0,
+                    id: irq.1,
+                },
+                3 * NS_PER_US,
+            ),
+        ],
+    }
+}
+
+fn traced_wakeups() -> WakeupStats {
+    let mut stats = untraced_wakeups();
+    // two threads of the same name on CPU 1: one series, no pid
+    stats.add(traced_wakeup(200, 1));
+    stats.add(traced_wakeup(201, 1));
+    stats.add(traced_wakeup(300, 2));
+    stats
+}
+
+fn irq_names() -> HashMap<u32, String> {
+    HashMap::from([(11, "virtio0-input.0".to_owned())])
+}
+
+#[test]
+fn wakeup_causes_are_per_cpu_by_kind_and_source() {
+    let names = Names {
+        irqs: irq_names(),
+        ..Names::default()
+    };
+    let text = render(wakeup_families(&traced_wakeups(), &names));
+    let cause = |cpu: u32, labels: &str| {
+        value(
+            &text,
+            &format!("irqlens_wakeup_cause_seconds_total{{cpu=\"{cpu}\",{labels}}}"),
+        )
+    };
+    let kworker = "cause=\"thread_first\",source=\"kworker/0:1\"";
+    let line = "cause=\"origin\",source=\"virtio0-input.0\"";
+    assert_eq!(cause(1, kworker), 10e-6);
+    assert_eq!(cause(1, line), 6e-6);
+    assert_eq!(cause(2, kworker), 5e-6);
+    assert_eq!(
+        value(
+            &text,
+            &format!("irqlens_wakeup_cause_samples_total{{cpu=\"1\",{kworker}}}")
+        ),
+        2.0
+    );
+    // untraced activations have no cause
+    assert!(!text.contains("irqlens_wakeup_cause_seconds_total{cpu=\"0\""));
+}
+
+const SPINNER: u32 = 100;
+const IRQLENS: u32 = 200;
+
+fn charged(entries: &[(AccountSource, u64)]) -> BySource {
+    entries.iter().copied().collect()
+}
+
+/// Two spinner threads charged IRQ 11 and NET_RX time, one of them served NET_RX; the
+/// idle task charged the local timer; an orphan NMI; irqlens's own NET_RX work.
+fn ledger() -> Ledger {
+    let line = AccountSource::Hardirq { source: 0, id: 11 };
+    let timer = AccountSource::Hardirq { source: 1, id: 236 };
+    let net_rx = AccountSource::Softirq { vector: 3 };
+    let mut ledger = Ledger {
+        irqlens: Some(IRQLENS),
+        orphan: charged(&[(AccountSource::Nmi, 500)]),
+        ..Ledger::default()
+    };
+    let accounts = [
+        (
+            SPINNER,
+            "spinner",
+            charged(&[(line, 3_000), (net_rx, 2_000)]),
+            charged(&[(net_rx, 5_000)]),
+            4,
+        ),
+        (
+            SPINNER + 1,
+            "spinner",
+            charged(&[(line, 1_000)]),
+            BySource::new(),
+            0,
+        ),
+        (
+            0,
+            "swapper/1",
+            charged(&[(timer, 7_000)]),
+            BySource::new(),
+            0,
+        ),
+        (
+            IRQLENS,
+            "irqlens",
+            charged(&[(net_rx, 900)]),
+            BySource::new(),
+            0,
+        ),
+    ];
+    for (tid, comm, charged, served, units) in accounts {
+        let tgid = if tid == SPINNER + 1 { SPINNER } else { tid };
+        ledger.seen.insert(tid, (tgid, Comm::new(comm)));
+        let account = ThreadAccount {
+            charged,
+            served,
+            units,
+            ..ThreadAccount::default()
+        };
+        ledger.threads.insert(tid, account);
+    }
+    ledger
+}
+
+#[test]
+fn account_families_by_class_source_and_comm() {
+    let text = render(account_families(&ledger(), &irq_names()));
+    let seconds = |series: &str| value(&text, &format!("irqlens_account_{series}"));
+    let spinner = |class: &str| format!("{{comm=\"spinner\",class=\"{class}\"}}");
+    // the two spinner threads are one series
+    assert_eq!(
+        seconds(&format!("charged_seconds_total{}", spinner("irq"))),
+        4e-6
+    );
+    assert_eq!(
+        seconds(&format!("charged_seconds_total{}", spinner("softirq"))),
+        2e-6
+    );
+    assert_eq!(
+        seconds(&format!("served_seconds_total{}", spinner("softirq"))),
+        5e-6
+    );
+    assert_eq!(seconds("served_units_total{comm=\"spinner\"}"), 4.0);
+    // every interrupt, whoever was current
+    let interrupt = |class: &str, source: &str| {
+        seconds(&format!(
+            "interrupt_seconds_total{{class=\"{class}\",source=\"{source}\"}}"
+        ))
+    };
+    assert_eq!(interrupt("irq", "virtio0-input.0"), 4e-6);
+    assert_eq!(interrupt("irq", "local_timer"), 7e-6);
+    assert_eq!(interrupt("softirq", "NET_RX"), 2.9e-6);
+    assert_eq!(seconds("idle_seconds_total{class=\"irq\"}"), 7e-6);
+    assert_eq!(seconds("orphan_seconds_total{class=\"nmi\"}"), 5e-7);
+    assert_eq!(seconds("irqlens_seconds_total{class=\"softirq\"}"), 9e-7);
+    // neither the idle task nor irqlens is a comm that was charged
+    assert!(!text.contains("comm=\"swapper/1\""));
+    assert!(!text.contains("comm=\"irqlens\""));
+}
+
+/// Every family of every capability, with series in them, and the build info.
+fn every_family() -> Vec<(&'static str, Vec<Family>)> {
+    let names = Names {
+        irqs: irq_names(),
+        ..Names::default()
+    };
+    let mut capabilities = [
+        ("noise", noise_families(&noise_analysis(), &names.irqs)),
+        ("bh", bh_families(&bh_stats(), &names)),
+        ("wakeup", wakeup_families(&traced_wakeups(), &names)),
+        ("account", account_families(&ledger(), &names.irqs)),
+    ];
+    for (capability, families) in &mut capabilities {
+        families.push(build_info(capability));
+    }
+    capabilities.into()
+}
+
+/// The label names of a sample line, `le` included.
+fn label_names(line: &str) -> Vec<&str> {
+    let Some((_, rest)) = line.split_once('{') else {
+        return Vec::new();
+    };
+    let (labels, _) = rest.rsplit_once('}').unwrap();
+    labels
+        .split("\",")
+        .filter_map(|pair| pair.split_once('=').map(|(name, _)| name))
+        .collect()
+}
+
+#[test]
+fn no_label_is_a_pid_and_no_series_has_empty_braces() {
+    for (capability, families) in every_family() {
+        let text = render(families);
+        let samples = text.lines().filter(|line| !line.starts_with('#'));
+        for line in samples {
+            assert!(!line.contains("{}"), "{capability}: {line}");
+            for name in label_names(line) {
+                assert!(
+                    [
+                        "cpu",
+                        "class",
+                        "source",
+                        "cause",
+                        "component",
+                        "comm",
+                        "le",
+                        "version",
+                        "capability"
+                    ]
+                    .contains(&name),
+                    "{capability}: label {name} in {line}"
+                );
+            }
+        }
+        // the unlabeled series are there, written by name alone
+        let unlabeled = match capability {
+            "bh" => "irqlens_bh_others_total 0\n",
+            _ => "irqlens_build_info{",
+        };
+        assert!(text.contains(unlabeled), "{capability}:\n{text}");
+    }
+}
+
+const PARSE: &str = r#"
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for sample in family.samples:
+        print(sample.name)
+"#;
+
+/// The sample names of `text` as the reference OpenMetrics parser reads it (Python's
+/// prometheus_client, which scripts/setup installs): it rejects what is not OpenMetrics.
+fn reference_parse(text: &str) -> Vec<String> {
+    let mut python = Command::new("python3")
+        .args(["-c", PARSE])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 (scripts/setup installs prometheus-client)");
+    python
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = python.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "the OpenMetrics parser rejects:\n{text}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_reference_parser_reads_every_family_under_the_names_listed() {
+    let listed = metric_names();
+    for (capability, families) in every_family() {
+        let parsed = reference_parse(&render(families));
+        assert!(!parsed.is_empty());
+        for name in parsed {
+            assert!(
+                listed[capability].contains(&name),
+                "{capability} serves {name}, not in metric_names: {:?}",
+                listed[capability]
+            );
+        }
+    }
 }
 
 #[test]
@@ -371,6 +677,11 @@ fn serves_the_latest_snapshot_until_dropped() {
         response.contains("irqlens_noise_samples_total{cpu=\"1\"} 2\n"),
         "{response}"
     );
+    let build = format!(
+        "irqlens_build_info{{version=\"{}\",capability=\"noise\"}} 1\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(response.contains(&build), "{response}");
     assert!(response.ends_with("# EOF\n"));
     assert!(get(address, "/").starts_with("HTTP/1.1 404"));
 
@@ -384,6 +695,22 @@ fn serves_the_latest_snapshot_until_dropped() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn a_large_scrape_is_sent_whole_with_its_length() {
+    let mut exporter =
+        Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
+    let address = exporter.address().unwrap();
+    // past tiny_http's 32 KiB, where it would send chunks
+    exporter.noise(&noise_analysis_on(0..64));
+    let response = get(address, "/metrics");
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(body.len() > 32 * 1024, "{} bytes", body.len());
+    assert!(!head.contains("chunked"), "{head}");
+    let length = format!("Content-Length: {}", body.len());
+    assert!(head.split("\r\n").any(|line| line == length), "{head}");
+    assert!(body.ends_with("# EOF\n"));
 }
 
 #[test]
