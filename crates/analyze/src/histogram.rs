@@ -235,7 +235,7 @@ mod tests {
         expected[1] = 1; // 1.001 µs: le 2 µs
         expected[2] = 1; // 5 µs
         expected[8] = 1; // 300 µs: le 500 µs
-        expected[14] = 1; // 18 ms: le 50 ms
+        expected[13] = 1; // 18 ms: le 20 ms
         expected[21] = 1; // 10 s
         expected[22] = 1; // beyond 10 s
         assert_eq!(h.decades, expected);

@@ -37,7 +37,9 @@ fn metrics_in(expr: &str) -> Vec<&str> {
     let mut rest = expr;
     while let Some(at) = rest.find("irqlens_") {
         let preceded = rest[..at].chars().next_back().is_some_and(is_name);
-        let end = rest[at..].find(|c| !is_name(c)).map_or(rest.len(), |n| at + n);
+        let end = rest[at..]
+            .find(|c| !is_name(c))
+            .map_or(rest.len(), |n| at + n);
         if !preceded {
             names.push(&rest[at..end]);
         }
@@ -49,7 +51,9 @@ fn metrics_in(expr: &str) -> Vec<&str> {
 #[test]
 fn metric_names_are_found_in_promql() {
     assert_eq!(
-        metrics_in("histogram_quantile(0.9, sum by (le) (rate(irqlens_a_bucket{x=\"irqlens_b\"}[5m]))) / not_irqlens_c"),
+        metrics_in(
+            "histogram_quantile(0.9, sum by (le) (rate(irqlens_a_bucket{x=\"irqlens_b\"}[5m]))) / not_irqlens_c"
+        ),
         ["irqlens_a_bucket", "irqlens_b"]
     );
     assert!(metrics_in("rate(up[5m])").is_empty());
@@ -95,8 +99,11 @@ fn every_query_names_metrics_irqlens_serves() {
 fn every_panel_asks_the_datasource_the_import_names() {
     let dashboard = dashboard();
     let inputs = dashboard["__inputs"].as_array().expect("__inputs");
-    assert!(inputs.iter().any(|input| input["name"] == "DS_PROMETHEUS"
-        && input["pluginId"] == "prometheus"));
+    assert!(
+        inputs
+            .iter()
+            .any(|input| input["name"] == "DS_PROMETHEUS" && input["pluginId"] == "prometheus")
+    );
     let mut uids = Vec::new();
     strings_under(&dashboard, "uid", &mut uids);
     let datasources: Vec<_> = uids.iter().filter(|uid| **uid != "irqlens").collect();
