@@ -17,6 +17,7 @@ use irqlens_analyze::account::report::runtimes_between;
 use irqlens_analyze::account::{Attributor, Ledger, Period};
 use irqlens_model::account::{AccountOptions, AccountRunInfo, ThreadInfo};
 use irqlens_model::event::Event;
+use irqlens_model::kernel::Comm;
 use irqlens_model::run::RunCommon;
 use irqlens_model::wakeup::Watched;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
@@ -175,7 +176,27 @@ impl SoFar<'_> {
     pub fn ledger(&self) -> Ledger {
         let mut ledger = self.0.whole.ledger.clone();
         ledger.absorb(self.0.attributor.ledger().clone());
+        mark_own_threads(&mut ledger);
         ledger
+    }
+}
+
+/// Names irqlens's live threads as its own in `ledger`: the final table learns the
+/// threads' process from the last mark's reading, but a live view has none for threads
+/// started since (the `--prometheus` server's), whose interrupt time is irqlens's too.
+fn mark_own_threads(ledger: &mut Ledger) {
+    let pid = std::process::id();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    let tids = tasks
+        .flatten()
+        .filter_map(|task| task.file_name().to_str()?.parse().ok());
+    for tid in tids {
+        ledger
+            .seen
+            .entry(tid)
+            .or_insert((pid, Comm::new("irqlens")));
     }
 }
 

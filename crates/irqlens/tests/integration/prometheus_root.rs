@@ -227,3 +227,44 @@ fn account_interrupt_time_is_served() {
     );
     finish(child, port);
 }
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn wakeup_latency_and_causes_are_served_per_cpu() {
+    assert_root();
+    let port = free_port();
+    let child = start(&["wakeup", "-c", "1", "-d", "6"], port);
+    std::thread::sleep(Duration::from_secs(3));
+    let samples = scrape_parsed(port);
+    let cpu1_total = [("cpu", "1"), ("component", "total")];
+    let count = total(
+        &samples,
+        "irqlens_wakeup_latency_seconds_count",
+        &cpu1_total,
+    );
+    assert!(count > 0.0, "no wakeup after 3 s");
+    let mut under_10_s = cpu1_total.to_vec();
+    under_10_s.push(("le", "10.0"));
+    assert_eq!(
+        total(
+            &samples,
+            "irqlens_wakeup_latency_seconds_bucket",
+            &under_10_s
+        ),
+        count
+    );
+    // the traced timer wakeups' causes, on the CPU they were measured on
+    let causes: Vec<_> = samples
+        .iter()
+        .filter(|(name, _, _)| name == "irqlens_wakeup_cause_seconds_total")
+        .collect();
+    assert!(!causes.is_empty(), "no wakeup cause after 3 s");
+    for (_, labels, _) in causes {
+        assert_eq!(
+            labels.get("cpu").and_then(|c| c.as_str()),
+            Some("1"),
+            "{labels:?}"
+        );
+    }
+    finish(child, port);
+}
