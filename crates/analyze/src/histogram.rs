@@ -25,8 +25,35 @@ pub fn record(quantiles: &mut Quantiles<u64>, value: u64) {
     }
 }
 
+/// Upper bounds (ns) of the 1-2-5 buckets Prometheus users expect, 1 µs to 10 s: whatever
+/// the linear buckets' size and number, every value lands under its exact bound.
+pub const DECADE_BOUNDS_NS: [u64; 22] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    200_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_000_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+
 /// Buckets of `bucket_ns` from 0, an overflow count, and count/min/max/sum of every
-/// value.
+/// value; and the count under each of `DECADE_BOUNDS_NS`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Histogram {
     /// Bucket size, ns.
@@ -43,6 +70,10 @@ pub struct Histogram {
     pub max_ns: u64,
     /// The sum of the values, ns.
     pub sum_ns: u64,
+    /// Values at or below each of `DECADE_BOUNDS_NS` and above the one before; the last
+    /// count is of the values above 10 s. (Not in the JSON: rtla's buckets are.)
+    #[serde(skip)]
+    pub decades: [u64; DECADE_BOUNDS_NS.len() + 1],
 }
 
 impl Histogram {
@@ -60,6 +91,7 @@ impl Histogram {
             min_ns: None,
             max_ns: 0,
             sum_ns: 0,
+            decades: [0; DECADE_BOUNDS_NS.len() + 1],
         }
     }
 
@@ -69,6 +101,7 @@ impl Histogram {
             Some(bucket) => *bucket += 1,
             None => self.overflow += 1,
         }
+        self.decades[DECADE_BOUNDS_NS.partition_point(|&bound| bound < value_ns)] += 1;
         self.count += 1;
         self.min_ns = Some(self.min_ns.map_or(value_ns, |min| min.min(value_ns)));
         self.max_ns = self.max_ns.max(value_ns);
@@ -83,6 +116,9 @@ impl Histogram {
             self.buckets.resize(other.buckets.len(), 0);
         }
         for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.decades.iter_mut().zip(&other.decades) {
             *mine += theirs;
         }
         self.overflow += other.overflow;
@@ -218,6 +254,35 @@ mod tests {
         assert_eq!((a.overflow, a.count), (1, 4));
         assert_eq!((a.min_ns, a.max_ns), (Some(500), 9_000));
         assert_eq!(a.sum_ns, 500 + 2_500 + 2_100 + 9_000);
+        assert_eq!(a.decades.iter().sum::<u64>(), 4);
+    }
+
+    #[test]
+    fn decades_count_each_value_under_its_first_bound_at_or_above_it() {
+        let mut h = Histogram::new(1_000, 4);
+        // on a bound, just above it, far beyond the linear range, past 10 s
+        for v in [
+            0,
+            1_000,
+            1_001,
+            5_000,
+            300_000,
+            18_000_000,
+            10_000_000_000,
+            10_000_000_001,
+        ] {
+            h.add(v);
+        }
+        let mut expected = [0; DECADE_BOUNDS_NS.len() + 1];
+        expected[0] = 2; // 0 and 1 µs: le 1 µs
+        expected[1] = 1; // 1.001 µs: le 2 µs
+        expected[2] = 1; // 5 µs
+        expected[8] = 1; // 300 µs: le 500 µs
+        expected[13] = 1; // 18 ms: le 20 ms
+        expected[21] = 1; // 10 s
+        expected[22] = 1; // beyond 10 s
+        assert_eq!(h.decades, expected);
+        assert_eq!(h.decades.iter().sum::<u64>(), h.count);
     }
 
     #[test]

@@ -17,19 +17,20 @@ use irqlens_analyze::account::report::runtimes_between;
 use irqlens_analyze::account::{Attributor, Ledger, Period};
 use irqlens_model::account::{AccountOptions, AccountRunInfo, ThreadInfo};
 use irqlens_model::event::Event;
+use irqlens_model::kernel::Comm;
 use irqlens_model::run::RunCommon;
 use irqlens_model::wakeup::Watched;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use irqlens_record::{Line, Reader, ThreadReading};
 
 /// Measures until `options.duration` passes or `stop` is set; `on_tick` sees the time
-/// and checkpoint count once a second, `on_period` each `--interval` report. Returns
-/// the whole run.
+/// and the run so far once a second, `on_period` each `--interval` report. Returns the
+/// whole run.
 pub fn run(
     options: &AccountOptions,
     stop: &AtomicBool,
     tap: &mut Tap,
-    mut on_tick: impl FnMut(Duration, u64),
+    mut on_tick: impl FnMut(Duration, SoFar<'_>),
     mut on_period: impl FnMut(&Period),
 ) -> Result<(Period, AccountRunInfo)> {
     system::check_can_trace()?;
@@ -72,7 +73,7 @@ pub fn run(
         pipeline.feed(events.wait_and_take(pace.wait()), tap);
         let now = Instant::now();
         if let Some(elapsed) = pace.tick(now) {
-            on_tick(elapsed, pipeline.events);
+            on_tick(elapsed, SoFar(&pipeline));
         }
         if pace.over(now) {
             break;
@@ -159,6 +160,44 @@ pub fn replay(
     };
     pipeline.cut(last, true, &mut on_period);
     Ok((pipeline.whole, reader.info()?))
+}
+
+/// A live run so far, as its tick sees it.
+pub struct SoFar<'a>(&'a Pipeline);
+
+impl SoFar<'_> {
+    /// Checkpoints attributed.
+    pub fn events(&self) -> u64 {
+        self.0.events
+    }
+
+    /// The interrupt time attributed so far (what is still open left out): a copy of the
+    /// run's ledger, made on demand.
+    pub fn ledger(&self) -> Ledger {
+        let mut ledger = self.0.whole.ledger.clone();
+        ledger.absorb(self.0.attributor.ledger().clone());
+        mark_own_threads(&mut ledger);
+        ledger
+    }
+}
+
+/// Names irqlens's live threads as its own in `ledger`: the final table learns the
+/// threads' process from the last mark's reading, but a live view has none for threads
+/// started since (the `--prometheus` server's), whose interrupt time is irqlens's too.
+fn mark_own_threads(ledger: &mut Ledger) {
+    let pid = std::process::id();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    let tids = tasks
+        .flatten()
+        .filter_map(|task| task.file_name().to_str()?.parse().ok());
+    for tid in tids {
+        ledger
+            .seen
+            .entry(tid)
+            .or_insert((pid, Comm::new("irqlens")));
+    }
 }
 
 /// A period boundary: when it was taken (ns since the start of the run), the kernel's

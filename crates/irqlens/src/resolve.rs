@@ -239,9 +239,6 @@ impl AccountArgs {
         if self.top == 0 {
             bail!("--top must be at least 1");
         }
-        if self.output.prometheus.is_some() {
-            bail!("--prometheus is for noise, bh and wakeup: account has no endpoint yet");
-        }
         Ok(AccountOptions {
             cpus,
             duration: self.duration,

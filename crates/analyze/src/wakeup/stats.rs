@@ -18,7 +18,7 @@ use irqlens_model::kernel::Comm;
 use irqlens_model::wakeup::{Report, StatsConfig};
 
 /// The latency of one CPU's tasks.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct CpuStats {
     /// Every activation (timer mode: as the threads reported them) or wakeup.
     pub activations: u64,
@@ -26,9 +26,27 @@ pub struct CpuStats {
     pub samples: u64,
     /// A distribution per component.
     pub components: BTreeMap<Component, Distribution>,
+    /// Time per cause of this CPU's samples (at most `CAUSES`, the rest folded).
+    pub causes: TopMap<Cause, CauseStats>,
+}
+
+impl Default for CpuStats {
+    fn default() -> Self {
+        CpuStats {
+            activations: 0,
+            samples: 0,
+            components: BTreeMap::new(),
+            causes: TopMap::new(CAUSES),
+        }
+    }
 }
 
 impl CpuStats {
+    /// This CPU's causes by time spent, largest first, the folded ones as one.
+    pub fn ranked_causes(&self) -> Vec<(Cause, CauseStats)> {
+        ranked(&self.causes)
+    }
+
     /// The distribution of `component`, if any sample had it.
     pub fn series(&self, component: Component) -> Option<&Distribution> {
         self.components.get(&component)
@@ -96,6 +114,15 @@ impl Foldable for ThreadStats {
     }
 }
 
+/// `causes` by time spent, largest first, the folded ones as one.
+fn ranked(causes: &TopMap<Cause, CauseStats>) -> Vec<(Cause, CauseStats)> {
+    let other = causes.other().map(|stats| (&Cause::Other, stats));
+    let mut ranked: Vec<(Cause, CauseStats)> =
+        causes.iter().chain(other).map(|(c, s)| (*c, *s)).collect();
+    ranked.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+    ranked
+}
+
 /// The sample (or, untraced, the report) a stop threshold caught.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
@@ -159,10 +186,11 @@ impl WakeupStats {
             }
         }
         for &(cause, ns) in &sample.causes {
-            let stats = self.causes.entry(cause);
-            stats.samples += 1;
-            stats.total_ns += ns;
-            stats.max_ns = stats.max_ns.max(ns);
+            for stats in [self.causes.entry(cause), cpu.causes.entry(cause)] {
+                stats.samples += 1;
+                stats.total_ns += ns;
+                stats.max_ns = stats.max_ns.max(ns);
+            }
         }
         *self.origins.entry(sample.origin).or_default() += 1;
         *self.switches.entry(sample.switches).or_default() += 1;
@@ -208,15 +236,7 @@ impl WakeupStats {
 
     /// Causes by time spent, largest first, the folded ones as one.
     pub fn ranked_causes(&self) -> Vec<(Cause, CauseStats)> {
-        let other = self.causes.other().map(|stats| (&Cause::Other, stats));
-        let mut ranked: Vec<(Cause, CauseStats)> = self
-            .causes
-            .iter()
-            .chain(other)
-            .map(|(c, s)| (*c, *s))
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
-        ranked
+        ranked(&self.causes)
     }
 
     /// Whether a total or timer IRQ latency (None: not known) reaches its stop threshold.

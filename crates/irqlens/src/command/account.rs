@@ -91,12 +91,17 @@ impl Tool for AccountTool {
         let irq_names = system::irq_line_names();
         let mut periods = Periods::new(&options, &irq_names);
         let json = live.output.json;
-        let (whole, info) =
-            account_run::run(&options, &STOP, live.tap, &mut *live.progress, |period| {
-                // a report per interval, as it comes
-                let mut stdout = io::stdout().lock();
-                periods.add(period, (!json).then_some(&mut stdout as _));
-            })?;
+        let exporter = &mut *live.exporter;
+        let progress = &mut *live.progress;
+        let on_tick = |elapsed, so_far: account_run::SoFar<'_>| {
+            exporter.account(|| so_far.ledger());
+            progress(elapsed, so_far.events());
+        };
+        let (whole, info) = account_run::run(&options, &STOP, live.tap, on_tick, |period| {
+            // a report per interval, as it comes
+            let mut stdout = io::stdout().lock();
+            periods.add(period, (!json).then_some(&mut stdout as _));
+        })?;
         let periods_json = periods.json;
         Ok(AccountResult {
             kernel: system::kernel_release(),

@@ -7,7 +7,7 @@ use crate::common::assert_fails_with;
 
 #[test]
 fn a_bad_address_is_named() {
-    for command in ["noise", "bh", "wakeup"] {
+    for command in ["noise", "bh", "wakeup", "account"] {
         assert_fails_with(
             &[command, "-d", "1", "--prometheus", "x"],
             "irqlens: --prometheus 'x': expected PORT, IP:PORT or [IPv6]:PORT",
@@ -26,13 +26,5 @@ fn a_taken_port_is_named() {
     assert_fails_with(
         &["noise", "-d", "1", "--prometheus", &port],
         &format!("--prometheus '127.0.0.1:{port}': cannot listen"),
-    );
-}
-
-#[test]
-fn account_says_it_has_no_endpoint() {
-    assert_fails_with(
-        &["account", "-d", "1", "--prometheus", "9464"],
-        "--prometheus is for noise, bh and wakeup",
     );
 }

@@ -155,6 +155,17 @@ fn noise_counters_grow_while_the_run_goes_on() {
         histogram_count,
         total(&second, "irqlens_noise_samples_total", &cpu1)
     );
+    // the buckets reach the samples (up to 10 s), whatever the linear histogram's -E
+    let under_10_s = total(
+        &second,
+        "irqlens_noise_sample_duration_seconds_bucket",
+        &[("cpu", "1"), ("le", "10.0")],
+    );
+    assert_eq!(under_10_s, histogram_count);
+    assert_eq!(
+        total(&second, "irqlens_build_info", &[("capability", "noise")]),
+        1.0
+    );
     assert!(total(&second, "irqlens_noise_cause_seconds_total", &[]) > 0.0);
     finish(child, port);
 }
@@ -173,5 +184,87 @@ fn bh_latency_is_served() {
     let measured = total(&samples, "irqlens_bh_latency_seconds_count", &[])
         + total(&samples, "irqlens_bh_irq_samples_total", &[]);
     assert_eq!(measured, bottom_halves);
+    finish(child, port);
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn account_interrupt_time_is_served() {
+    assert_root();
+    let port = free_port();
+    let child = start(&["account", "-d", "8"], port);
+    std::thread::sleep(Duration::from_secs(3));
+    let first = scrape_parsed(port);
+    std::thread::sleep(Duration::from_secs(2));
+    let second = scrape_parsed(port);
+
+    assert_eq!(
+        total(&second, "irqlens_build_info", &[("capability", "account")]),
+        1.0
+    );
+    // the local timer interrupts every CPU all the time
+    let interrupts = |samples| total(samples, "irqlens_account_interrupt_seconds_total", &[]);
+    let (before, after) = (interrupts(&first), interrupts(&second));
+    assert!(before > 0.0, "no interrupt time after 3 s");
+    assert!(
+        after > before,
+        "interrupt time went from {before} to {after} in 2 s"
+    );
+    // every interrupt ran while some thread was current: a comm's, an idle CPU's or
+    // irqlens's (the comms past the largest left out)
+    let billed: f64 = [
+        "irqlens_account_charged_seconds_total",
+        "irqlens_account_idle_seconds_total",
+        "irqlens_account_irqlens_seconds_total",
+    ]
+    .iter()
+    .map(|name| total(&second, name, &[]))
+    .sum();
+    assert!(billed > 0.0);
+    assert!(
+        billed <= after * (1.0 + 1e-9),
+        "{billed} s billed of {after} s of interrupts"
+    );
+    finish(child, port);
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn wakeup_latency_and_causes_are_served_per_cpu() {
+    assert_root();
+    let port = free_port();
+    let child = start(&["wakeup", "-c", "1", "-d", "6"], port);
+    std::thread::sleep(Duration::from_secs(3));
+    let samples = scrape_parsed(port);
+    let cpu1_total = [("cpu", "1"), ("component", "total")];
+    let count = total(
+        &samples,
+        "irqlens_wakeup_latency_seconds_count",
+        &cpu1_total,
+    );
+    assert!(count > 0.0, "no wakeup after 3 s");
+    let mut under_10_s = cpu1_total.to_vec();
+    under_10_s.push(("le", "10.0"));
+    assert_eq!(
+        total(
+            &samples,
+            "irqlens_wakeup_latency_seconds_bucket",
+            &under_10_s
+        ),
+        count
+    );
+    // the traced timer wakeups' causes, on the CPU they were measured on
+    let causes: Vec<_> = samples
+        .iter()
+        .filter(|(name, _, _)| name == "irqlens_wakeup_cause_seconds_total")
+        .collect();
+    assert!(!causes.is_empty(), "no wakeup cause after 3 s");
+    for (_, labels, _) in causes {
+        assert_eq!(
+            labels.get("cpu").and_then(|c| c.as_str()),
+            Some("1"),
+            "{labels:?}"
+        );
+    }
     finish(child, port);
 }

@@ -1,0 +1,721 @@
+//! The families of each capability from synthetic analyses, as a scrape encodes them,
+//! and the endpoint itself.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::*;
+use irqlens_analyze::account::{BySource, Source as AccountSource, ThreadAccount};
+use irqlens_analyze::bh::{Delay, DelayCause, Mechanism, Sample as BhSample, Source};
+use irqlens_analyze::wakeup::{Cause as WakeupCause, Origin, Sample as WakeupSample};
+use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
+use irqlens_model::kernel::Comm;
+use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
+use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig};
+
+const NS_PER_US: u64 = 1_000;
+
+/// The OpenMetrics text of `families`, as a scrape gets it.
+fn render(families: Vec<Family>) -> String {
+    let snapshot = Arc::new(Snapshot::default());
+    snapshot.replace(families);
+    encode(&registry(snapshot))
+}
+
+/// One period of `cpu`: a 50 µs thread interference inside a sample, a 7 µs sample
+/// with nothing traced, and `seq` past both.
+fn noisy_period(analysis: &mut NoiseAnalysis, cpu: u32, seq: u64) {
+    analysis.add_records([Record {
+        cpu,
+        class: NoiseClass::Thread,
+        source: 0,
+        id: 42,
+        comm: Comm::new("spinner"),
+        start_ns: seq * NS_PER_US,
+        duration_ns: 50 * NS_PER_US,
+        seq: seq + 1,
+    }]);
+    let sample = |seq_before, seq_after, duration_ns| Sample {
+        cpu,
+        start_ns: seq_before * NS_PER_US,
+        duration_ns,
+        seq_before,
+        seq_after,
+    };
+    analysis.add_period(&PeriodReport {
+        cpu,
+        runtime_ns: 1_000_000,
+        noise_ns: 57 * NS_PER_US,
+        max_single_ns: 50 * NS_PER_US,
+        samples: vec![
+            sample(seq, seq + 1, 50 * NS_PER_US),
+            sample(seq + 1, seq + 1, 7 * NS_PER_US),
+        ],
+        last_seq: seq + 1,
+        ..Default::default()
+    });
+}
+
+/// A noisy period on each of `cpus`.
+fn noise_analysis_on(cpus: impl IntoIterator<Item = u32> + Clone) -> NoiseAnalysis {
+    let config = AnalysisConfig {
+        bucket_ns: NS_PER_US,
+        entries: 256,
+        keep_recent: 3,
+    };
+    let mut analysis = NoiseAnalysis::new(config, cpus.clone());
+    for cpu in cpus {
+        noisy_period(&mut analysis, cpu, 0);
+    }
+    analysis
+}
+
+fn noise_analysis() -> NoiseAnalysis {
+    noise_analysis_on([1])
+}
+
+/// The value of the sample line that starts with `series` (name and labels).
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn buckets_are_1_2_5_from_1_us_to_10_s_whatever_the_linear_range() {
+    // 256 linear buckets of 1 µs end at 256 µs: noise of 0.3 to 18 ms is past them
+    let mut h = Histogram::new(NS_PER_US, 256);
+    let values_ns = [
+        700,            // le 1 µs
+        1_000,          // on the bound: le 1 µs
+        1_001,          // le 2 µs
+        300_000,        // le 500 µs
+        2_500_000,      // le 5 ms
+        18_000_000,     // le 20 ms
+        18_000_000,     // le 20 ms
+        10_000_000_000, // le 10 s
+        12_000_000_000, // +Inf only
+    ];
+    for ns in values_ns {
+        h.add(ns);
+    }
+    let buckets = Buckets::of(&h);
+    let bounds: Vec<f64> = buckets.buckets.iter().map(|&(bound, _)| bound).collect();
+    let expected_bounds = [
+        1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2,
+        0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+    ];
+    assert_eq!(bounds[..22], expected_bounds);
+    assert_eq!(bounds[22], f64::INFINITY);
+    let count_under = |bound: f64| -> u64 {
+        let (_, n) = buckets.buckets.iter().find(|(b, _)| *b == bound).unwrap();
+        *n
+    };
+    for (bound, n) in [
+        (1e-6, 2),
+        (2e-6, 1),
+        (5e-4, 1),
+        (5e-3, 1),
+        (2e-2, 2),
+        (10.0, 1),
+    ] {
+        assert_eq!(count_under(bound), n, "bucket le {bound}");
+    }
+    assert_eq!(count_under(f64::INFINITY), 1);
+    assert_eq!(buckets.count, values_ns.len() as u64);
+    let sum_ns: u64 = values_ns.iter().sum();
+    assert!((buckets.sum_seconds - sum_ns as f64 / 1e9).abs() < 1e-9);
+
+    // as a scrape reads them: cumulative, +Inf is the count
+    let text = render(vec![Family::seconds_histogram(
+        "d",
+        "help",
+        [(cpu_label(3), &h)],
+    )]);
+    let bucket = |le: &str| {
+        value(
+            &text,
+            &format!("irqlens_d_seconds_bucket{{le=\"{le}\",cpu=\"3\"}}"),
+        )
+    };
+    assert_eq!(bucket("0.000001"), 2.0);
+    assert_eq!(bucket("0.0002"), 3.0);
+    assert_eq!(bucket("0.0005"), 4.0);
+    assert_eq!(bucket("0.02"), 7.0);
+    assert_eq!(bucket("10.0"), 8.0);
+    assert_eq!(bucket("+Inf"), 9.0);
+    assert_eq!(value(&text, "irqlens_d_seconds_count{cpu=\"3\"}"), 9.0);
+    assert!((value(&text, "irqlens_d_seconds_sum{cpu=\"3\"}") - sum_ns as f64 / 1e9).abs() < 1e-9);
+}
+
+fn cpu_label(cpu: u32) -> Labels {
+    vec![("cpu", cpu.to_string())]
+}
+
+#[test]
+fn noise_families_carry_the_summary_histogram_and_causes() {
+    let mut analysis = noise_analysis();
+    let text = render(noise_families(&analysis, &HashMap::new()));
+    assert_eq!(
+        value(&text, "irqlens_noise_runtime_seconds_total{cpu=\"1\"}"),
+        1e-3
+    );
+    assert_eq!(
+        value(&text, "irqlens_noise_seconds_total{cpu=\"1\"}"),
+        57e-6
+    );
+    assert_eq!(value(&text, "irqlens_noise_samples_total{cpu=\"1\"}"), 2.0);
+    assert_eq!(
+        value(&text, "irqlens_noise_hw_samples_total{cpu=\"1\"}"),
+        1.0
+    );
+    assert_eq!(
+        value(&text, "irqlens_noise_max_single_seconds{cpu=\"1\"}"),
+        50e-6
+    );
+    assert!(text.contains("# TYPE irqlens_noise_max_single_seconds gauge\n"));
+    let bucket =
+        |le| format!("irqlens_noise_sample_duration_seconds_bucket{{le=\"{le}\",cpu=\"1\"}}");
+    assert_eq!(value(&text, &bucket("0.000005")), 0.0);
+    assert_eq!(value(&text, &bucket("0.00001")), 1.0);
+    assert_eq!(value(&text, &bucket("0.0001")), 2.0);
+    assert_eq!(value(&text, &bucket("+Inf")), 2.0);
+    let thread = "{cpu=\"1\",class=\"thread\",source=\"spinner\"}";
+    assert_eq!(
+        value(&text, &format!("irqlens_noise_cause_seconds_total{thread}")),
+        50e-6
+    );
+    assert_eq!(
+        value(
+            &text,
+            &format!("irqlens_noise_cause_occurrences_total{thread}")
+        ),
+        1.0
+    );
+    assert!(text.ends_with("# EOF\n"));
+
+    // the analysis is cumulative: a later snapshot only grows
+    noisy_period(&mut analysis, 1, 10);
+    let later = render(noise_families(&analysis, &HashMap::new()));
+    assert_eq!(
+        value(&later, "irqlens_noise_runtime_seconds_total{cpu=\"1\"}"),
+        2e-3
+    );
+    assert_eq!(value(&later, "irqlens_noise_samples_total{cpu=\"1\"}"), 4.0);
+}
+
+fn bh_sample(vector: u16, latency_ns: u64, irqs: u32) -> BhSample {
+    BhSample {
+        mechanism: Mechanism::Softirq,
+        source: Source::Vector(vector),
+        request_cpu: 0,
+        cpu: 0,
+        request_ns: 0,
+        latency_ns,
+        runtime_ns: 1_000,
+        requester: 7,
+        executor: 0,
+        woke_watched: false,
+        delay: Delay {
+            irqs,
+            causes: vec![match irqs {
+                0 => DelayCause::Undelayed,
+                _ => DelayCause::Irq { source: 1, id: 236 },
+            }],
+            ..Delay::default()
+        },
+    }
+}
+
+/// Two TIMER softirqs of 3 and 4 µs, a NET_RX one of 30 µs an interrupt landed in.
+fn bh_stats() -> BhStats {
+    let mut stats = BhStats::new(BhConfig {
+        bucket_ns: NS_PER_US,
+        entries: 100,
+        selection: Selection::All,
+        worst: 1,
+    });
+    const TIMER: u16 = 1;
+    const NET_RX: u16 = 3;
+    stats.add(bh_sample(TIMER, 3 * NS_PER_US, 0));
+    stats.add(bh_sample(TIMER, 4 * NS_PER_US, 0));
+    stats.add(bh_sample(NET_RX, 30 * NS_PER_US, 1));
+    stats
+}
+
+#[test]
+fn bh_families_per_class_source_and_cause() {
+    let text = render(bh_families(&bh_stats(), &Names::default()));
+    let softirq = "{class=\"softirq\"}";
+    assert_eq!(
+        value(&text, &format!("irqlens_bh_samples_total{softirq}")),
+        3.0
+    );
+    assert_eq!(
+        value(&text, &format!("irqlens_bh_irq_samples_total{softirq}")),
+        1.0
+    );
+    assert_eq!(
+        value(&text, &format!("irqlens_bh_latency_max_seconds{softirq}")),
+        30e-6
+    );
+    // the interrupted sample is left out of the latency histograms
+    assert_eq!(
+        value(&text, &format!("irqlens_bh_latency_seconds_count{softirq}")),
+        2.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            "irqlens_bh_source_latency_seconds_bucket{le=\"0.000005\",class=\"softirq\",source=\"TIMER\"}"
+        ),
+        2.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            "irqlens_bh_source_latency_seconds_count{class=\"softirq\",source=\"NET_RX\"}"
+        ),
+        0.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            "irqlens_bh_delay_cause_samples_total{class=\"softirq\",cause=\"undelayed\"}"
+        ),
+        2.0
+    );
+}
+
+/// Untraced activations: 12 and 30 µs on CPU 0, 8 µs on CPU 1.
+fn untraced_wakeups() -> WakeupStats {
+    let mut stats = WakeupStats::new(WakeupConfig {
+        bucket_ns: NS_PER_US,
+        entries: 1_000,
+        ..Default::default()
+    });
+    for (cpu, user_ns) in [(0, 12 * NS_PER_US), (0, 30 * NS_PER_US), (1, 8 * NS_PER_US)] {
+        stats.add_total_only(&Report {
+            tid: 100 + cpu,
+            cpu,
+            expected_ns: 0,
+            user_ns,
+        });
+    }
+    stats
+}
+
+#[test]
+fn wakeup_families_per_cpu_and_component() {
+    let text = render(wakeup_families(&untraced_wakeups(), &Names::default()));
+    assert_eq!(
+        value(&text, "irqlens_wakeup_activations_total{cpu=\"0\"}"),
+        2.0
+    );
+    assert_eq!(value(&text, "irqlens_wakeup_samples_total{cpu=\"0\"}"), 0.0);
+    let total = "{cpu=\"0\",component=\"total\"}";
+    assert_eq!(
+        value(
+            &text,
+            &format!("irqlens_wakeup_latency_seconds_count{total}")
+        ),
+        2.0
+    );
+    assert_eq!(
+        value(&text, &format!("irqlens_wakeup_latency_seconds_sum{total}")),
+        42e-6
+    );
+    assert_eq!(
+        value(
+            &text,
+            "irqlens_wakeup_latency_seconds_bucket{le=\"0.00001\",cpu=\"1\",component=\"total\"}"
+        ),
+        1.0
+    );
+    // no cause without a trace: the family is left out, not written empty
+    assert!(!text.contains("irqlens_wakeup_cause"));
+}
+
+/// A traced wakeup on `cpu` of `tid`: 3 µs of IRQ line 11, 5 µs of a kworker first.
+fn traced_wakeup(tid: u32, cpu: u32) -> WakeupSample {
+    let irq = (0, 11);
+    WakeupSample {
+        tid,
+        comm: Comm::new("app"),
+        cpu,
+        waker_cpu: cpu,
+        origin: Origin::Irq {
+            source: irq.0,
+            id: irq.1,
+        },
+        origin_ns: 0,
+        timer: None,
+        wakeup_ns: 3 * NS_PER_US,
+        switch_in_ns: 8 * NS_PER_US,
+        user_ns: None,
+        interposed: Vec::new(),
+        switches: 1,
+        causes: vec![
+            (WakeupCause::Thread(Comm::new("kworker/0:1")), 5 * NS_PER_US),
+            (
+                WakeupCause::Origin {
+                    source: irq.0,
+                    id: irq.1,
+                },
+                3 * NS_PER_US,
+            ),
+        ],
+    }
+}
+
+fn traced_wakeups() -> WakeupStats {
+    let mut stats = untraced_wakeups();
+    // two threads of the same name on CPU 1: one series, no pid
+    stats.add(traced_wakeup(200, 1));
+    stats.add(traced_wakeup(201, 1));
+    stats.add(traced_wakeup(300, 2));
+    stats
+}
+
+fn irq_names() -> HashMap<u32, String> {
+    HashMap::from([(11, "virtio0-input.0".to_owned())])
+}
+
+#[test]
+fn wakeup_causes_are_per_cpu_by_kind_and_source() {
+    let names = Names {
+        irqs: irq_names(),
+        ..Names::default()
+    };
+    let text = render(wakeup_families(&traced_wakeups(), &names));
+    let cause = |cpu: u32, labels: &str| {
+        value(
+            &text,
+            &format!("irqlens_wakeup_cause_seconds_total{{cpu=\"{cpu}\",{labels}}}"),
+        )
+    };
+    let kworker = "cause=\"thread_first\",source=\"kworker/0:1\"";
+    let line = "cause=\"origin\",source=\"virtio0-input.0\"";
+    assert_eq!(cause(1, kworker), 10e-6);
+    assert_eq!(cause(1, line), 6e-6);
+    assert_eq!(cause(2, kworker), 5e-6);
+    assert_eq!(
+        value(
+            &text,
+            &format!("irqlens_wakeup_cause_samples_total{{cpu=\"1\",{kworker}}}")
+        ),
+        2.0
+    );
+    // untraced activations have no cause
+    assert!(!text.contains("irqlens_wakeup_cause_seconds_total{cpu=\"0\""));
+}
+
+const SPINNER: u32 = 100;
+const IRQLENS: u32 = 200;
+
+fn charged(entries: &[(AccountSource, u64)]) -> BySource {
+    entries.iter().copied().collect()
+}
+
+/// Two spinner threads charged IRQ 11 and NET_RX time, one of them served NET_RX; the
+/// idle task charged the local timer; an orphan NMI; irqlens's own NET_RX work.
+fn ledger() -> Ledger {
+    let line = AccountSource::Hardirq { source: 0, id: 11 };
+    let timer = AccountSource::Hardirq { source: 1, id: 236 };
+    let net_rx = AccountSource::Softirq { vector: 3 };
+    let mut ledger = Ledger {
+        irqlens: Some(IRQLENS),
+        orphan: charged(&[(AccountSource::Nmi, 500)]),
+        ..Ledger::default()
+    };
+    let accounts = [
+        (
+            SPINNER,
+            "spinner",
+            charged(&[(line, 3_000), (net_rx, 2_000)]),
+            charged(&[(net_rx, 5_000)]),
+            4,
+        ),
+        (
+            SPINNER + 1,
+            "spinner",
+            charged(&[(line, 1_000)]),
+            BySource::new(),
+            0,
+        ),
+        (
+            0,
+            "swapper/1",
+            charged(&[(timer, 7_000)]),
+            BySource::new(),
+            0,
+        ),
+        (
+            IRQLENS,
+            "irqlens",
+            charged(&[(net_rx, 900)]),
+            BySource::new(),
+            0,
+        ),
+    ];
+    for (tid, comm, charged, served, units) in accounts {
+        let tgid = if tid == SPINNER + 1 { SPINNER } else { tid };
+        ledger.seen.insert(tid, (tgid, Comm::new(comm)));
+        let account = ThreadAccount {
+            charged,
+            served,
+            units,
+            ..ThreadAccount::default()
+        };
+        ledger.threads.insert(tid, account);
+    }
+    ledger
+}
+
+#[test]
+fn account_families_by_class_source_and_comm() {
+    let text = render(account_families(&ledger(), &irq_names()));
+    let seconds = |series: &str| value(&text, &format!("irqlens_account_{series}"));
+    let spinner = |class: &str| format!("{{comm=\"spinner\",class=\"{class}\"}}");
+    // the two spinner threads are one series
+    assert_eq!(
+        seconds(&format!("charged_seconds_total{}", spinner("irq"))),
+        4e-6
+    );
+    assert_eq!(
+        seconds(&format!("charged_seconds_total{}", spinner("softirq"))),
+        2e-6
+    );
+    assert_eq!(
+        seconds(&format!("served_seconds_total{}", spinner("softirq"))),
+        5e-6
+    );
+    assert_eq!(seconds("served_units_total{comm=\"spinner\"}"), 4.0);
+    // every interrupt, whoever was current
+    let interrupt = |class: &str, source: &str| {
+        seconds(&format!(
+            "interrupt_seconds_total{{class=\"{class}\",source=\"{source}\"}}"
+        ))
+    };
+    assert_eq!(interrupt("irq", "virtio0-input.0"), 4e-6);
+    assert_eq!(interrupt("irq", "local_timer"), 7e-6);
+    assert_eq!(interrupt("softirq", "NET_RX"), 2.9e-6);
+    assert_eq!(seconds("idle_seconds_total{class=\"irq\"}"), 7e-6);
+    assert_eq!(seconds("orphan_seconds_total{class=\"nmi\"}"), 5e-7);
+    assert_eq!(seconds("irqlens_seconds_total{class=\"softirq\"}"), 9e-7);
+    // neither the idle task nor irqlens is a comm that was charged
+    assert!(!text.contains("comm=\"swapper/1\""));
+    assert!(!text.contains("comm=\"irqlens\""));
+}
+
+/// Every family of every capability, with series in them, and the build info.
+fn every_family() -> Vec<(&'static str, Vec<Family>)> {
+    let names = Names {
+        irqs: irq_names(),
+        ..Names::default()
+    };
+    let mut capabilities = [
+        ("noise", noise_families(&noise_analysis(), &names.irqs)),
+        ("bh", bh_families(&bh_stats(), &names)),
+        ("wakeup", wakeup_families(&traced_wakeups(), &names)),
+        ("account", account_families(&ledger(), &names.irqs)),
+    ];
+    for (capability, families) in &mut capabilities {
+        families.push(build_info(capability));
+    }
+    capabilities.into()
+}
+
+/// The label names of a sample line, `le` included.
+fn label_names(line: &str) -> Vec<&str> {
+    let Some((_, rest)) = line.split_once('{') else {
+        return Vec::new();
+    };
+    let (labels, _) = rest.rsplit_once('}').unwrap();
+    labels
+        .split("\",")
+        .filter_map(|pair| pair.split_once('=').map(|(name, _)| name))
+        .collect()
+}
+
+#[test]
+fn no_label_is_a_pid_and_no_series_has_empty_braces() {
+    for (capability, families) in every_family() {
+        let text = render(families);
+        let samples = text.lines().filter(|line| !line.starts_with('#'));
+        for line in samples {
+            assert!(!line.contains("{}"), "{capability}: {line}");
+            for name in label_names(line) {
+                assert!(
+                    [
+                        "cpu",
+                        "class",
+                        "source",
+                        "cause",
+                        "component",
+                        "comm",
+                        "le",
+                        "version",
+                        "capability"
+                    ]
+                    .contains(&name),
+                    "{capability}: label {name} in {line}"
+                );
+            }
+        }
+        // the unlabeled series are there, written by name alone
+        let unlabeled = match capability {
+            "bh" => "irqlens_bh_others_total 0\n",
+            _ => "irqlens_build_info{",
+        };
+        assert!(text.contains(unlabeled), "{capability}:\n{text}");
+    }
+}
+
+const PARSE: &str = r#"
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for sample in family.samples:
+        print(sample.name)
+"#;
+
+/// The sample names of `text` as the reference OpenMetrics parser reads it (Python's
+/// prometheus_client, which scripts/setup installs): it rejects what is not OpenMetrics.
+fn reference_parse(text: &str) -> Vec<String> {
+    let mut python = Command::new("python3")
+        .args(["-c", PARSE])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 (scripts/setup installs prometheus-client)");
+    python
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = python.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "the OpenMetrics parser rejects:\n{text}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_reference_parser_reads_every_family_under_the_names_listed() {
+    let listed = metric_names();
+    for (capability, families) in every_family() {
+        let parsed = reference_parse(&render(families));
+        assert!(!parsed.is_empty());
+        for name in parsed {
+            assert!(
+                listed[capability].contains(&name),
+                "{capability} serves {name}, not in metric_names: {:?}",
+                listed[capability]
+            );
+        }
+    }
+}
+
+#[test]
+fn series_with_the_same_labels_are_folded() {
+    let labels = || vec![("cause", "same".to_owned())];
+    let counts = Family::count_total("c", "help", [(labels(), 2), (labels(), 3)]);
+    assert_eq!(counts.metrics[&labels()], Value::Count(5));
+    let maxima = Family::seconds(
+        "m",
+        "help",
+        MetricType::Gauge,
+        [(labels(), 2_000), (labels(), 1_000)],
+    );
+    assert_eq!(maxima.metrics[&labels()], Value::Float(2e-6));
+}
+
+fn get(address: SocketAddr, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serves_the_latest_snapshot_until_dropped() {
+    let mut exporter =
+        Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
+    let address = exporter.address().unwrap();
+    assert_ne!(address.port(), 0);
+    exporter.noise(&noise_analysis());
+
+    let response = get(address, "/metrics");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(
+        response.contains(&format!("Content-Type: {CONTENT_TYPE}\r\n")),
+        "{response}"
+    );
+    assert!(
+        response.contains("irqlens_noise_samples_total{cpu=\"1\"} 2\n"),
+        "{response}"
+    );
+    let build = format!(
+        "irqlens_build_info{{version=\"{}\",capability=\"noise\"}} 1\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(response.contains(&build), "{response}");
+    assert!(response.ends_with("# EOF\n"));
+    assert!(get(address, "/").starts_with("HTTP/1.1 404"));
+
+    drop(exporter);
+    // tiny_http's accept thread closes the socket as it wakes up
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while TcpStream::connect(address).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "{address} still accepts after the run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_large_scrape_is_sent_whole_with_its_length() {
+    let mut exporter =
+        Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
+    let address = exporter.address().unwrap();
+    // past tiny_http's 32 KiB, where it would send chunks
+    exporter.noise(&noise_analysis_on(0..64));
+    let response = get(address, "/metrics");
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(body.len() > 32 * 1024, "{} bytes", body.len());
+    assert!(!head.contains("chunked"), "{head}");
+    let length = format!("Content-Length: {}", body.len());
+    assert!(head.split("\r\n").any(|line| line == length), "{head}");
+    assert!(body.ends_with("# EOF\n"));
+}
+
+#[test]
+fn without_an_address_nothing_listens() {
+    let mut exporter = Exporter::start(None, Names::default).unwrap();
+    exporter.noise(&noise_analysis());
+    assert_eq!(exporter.address(), None);
+}
