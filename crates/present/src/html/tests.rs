@@ -608,6 +608,7 @@ fn wakeup_section_plots_each_component_and_the_worst_samples_stacked() {
         tracking: TrackCounts::default(),
         threads: vec![],
         missed_periods: 0,
+        held: Default::default(),
     };
     let mut page = Page::new("wakeup", "6.18.0-test");
     page.wakeup("wakeup", &stats, &info, &names());
