@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod perfetto_check;
+pub mod python;
 #[cfg(feature = "live")]
 pub mod runner;
 #[cfg(feature = "live")]

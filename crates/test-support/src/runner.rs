@@ -8,7 +8,7 @@
 //! (another crate's tests would find whatever irqlens an earlier build left there).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -111,16 +111,21 @@ pub fn assert_fails_with(args: &[&str], expected: &str) {
     assert!(output.stdout.is_empty(), "nothing on stdout for {args:?}");
 }
 
-/// Runs irqlens with `args`, sends it `signal` once it has traced for 2.5 s, and returns
-/// what it printed; it must have been tracing, must exit successfully and must leave no
-/// program loaded.
-pub fn interrupted_run(args: &[&str], signal: i32) -> String {
-    let child = Command::new(binary())
+/// Starts irqlens with `args` in the background, its stdout and stderr piped.
+pub fn start(args: &[&str]) -> Child {
+    Command::new(binary())
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("starting irqlens");
+        .expect("starting irqlens")
+}
+
+/// Runs irqlens with `args`, sends it `signal` once it has traced for 2.5 s, and returns
+/// what it printed; it must have been tracing, must exit successfully and must leave no
+/// program loaded.
+pub fn interrupted_run(args: &[&str], signal: i32) -> String {
+    let child = start(args);
     std::thread::sleep(Duration::from_millis(2500));
     assert!(
         !loaded_irqlens_programs().is_empty(),
@@ -194,25 +199,13 @@ pub const SCHEMA: &str = concat!(
 /// Checks `document` against the published schema, with the reference validator
 /// (Python's jsonschema, installed by scripts/setup).
 pub fn assert_valid_document(document: &[u8]) {
-    let mut child = Command::new("python3")
-        .args([
-            "-c",
-            "import json, sys, jsonschema\n\
-             schema = json.load(open(sys.argv[1]))\n\
-             jsonschema.Draft202012Validator(schema).validate(json.load(sys.stdin))",
-            SCHEMA,
-        ])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 (scripts/setup installs it with jsonschema)");
-    std::io::Write::write_all(child.stdin.as_mut().unwrap(), document).unwrap();
-    drop(child.stdin.take());
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the document does not follow {SCHEMA}: {}",
-        stderr.lines().rev().take(12).collect::<Vec<_>>().join("\n")
-    );
+    let script = "import json, sys, jsonschema\n\
+                  schema = json.load(open(sys.argv[1]))\n\
+                  jsonschema.Draft202012Validator(schema).validate(json.load(sys.stdin))";
+    if let Err(stderr) = crate::python::run_script(script, &[SCHEMA], document) {
+        panic!(
+            "the document does not follow {SCHEMA}: {}",
+            stderr.lines().rev().take(12).collect::<Vec<_>>().join("\n")
+        );
+    }
 }

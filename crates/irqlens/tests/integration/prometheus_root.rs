@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::common::*;
+use irqlens_test_support::python::run_script;
 
 /// A sample as the parser read it: (name, labels, value).
 type Parsed = Vec<(String, serde_json::Map<String, serde_json::Value>, f64)>;
@@ -64,26 +65,10 @@ fn scrape(port: u16) -> (String, String) {
 
 /// The exposition as the reference parser reads it (it rejects what is not OpenMetrics).
 fn parse(text: &str) -> Parsed {
-    let mut python = Command::new("python3")
-        .args(["-c", PARSE])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 (scripts/setup installs prometheus-client)");
-    python
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let output = python.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "the OpenMetrics parser rejects the endpoint: {}\n{text}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let stdout = run_script(PARSE, &[], text.as_bytes()).unwrap_or_else(|stderr| {
+        panic!("the OpenMetrics parser rejects the endpoint: {stderr}\n{text}")
+    });
+    serde_json::from_slice(&stdout).unwrap()
 }
 
 /// The sum of the samples named `name` whose labels include `labels`.

@@ -243,12 +243,7 @@ fn dma_latency() -> i32 {
 /// Starts irqlens with `args`, and waits (up to 10 s) until /dev/cpu_dma_latency reads
 /// `expected`; returns the child and whether it did.
 fn start_until_dma_latency(args: &[&str], expected: i32) -> (Child, bool) {
-    let child = Command::new(binary())
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting irqlens");
+    let child = start(args);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while std::time::Instant::now() < deadline {
         if dma_latency() == expected {

@@ -430,17 +430,7 @@ fn wakeup_section_plots_total_latency_per_cpu() {
             user_ns: 1_000_000 + total_us * 1_000,
         });
     }
-    let info = WakeupRunInfo {
-        common: RunCommon {
-            elapsed_ns: 1_000_000_000,
-            ..Default::default()
-        },
-        traced: false,
-        tracking: TrackCounts::default(),
-        threads: vec![],
-        missed_periods: 0,
-        held: Default::default(),
-    };
+    let info = wakeup_info(false);
     let mut page = Page::new("wakeup", "6.18.0-test");
     page.wakeup("wakeup", &stats, &info, &names());
     let html = render(&page);
@@ -599,17 +589,7 @@ fn wakeup_section_plots_each_component_and_the_worst_samples_stacked() {
     for (cpu, irq, sched) in [(0, 3, 5), (0, 4, 7), (1, 30, 60), (1, 2, 900)] {
         stats.add(timer_wakeup(cpu, irq, 1, sched, 2));
     }
-    let info = WakeupRunInfo {
-        common: RunCommon {
-            elapsed_ns: 1_000_000_000,
-            ..Default::default()
-        },
-        traced: true,
-        tracking: TrackCounts::default(),
-        threads: vec![],
-        missed_periods: 0,
-        held: Default::default(),
-    };
+    let info = wakeup_info(true);
     let mut page = Page::new("wakeup", "6.18.0-test");
     page.wakeup("wakeup", &stats, &info, &names());
     let html = render(&page);
@@ -682,5 +662,20 @@ fn bh_section_has_a_cdf_and_exceedance_per_source_of_a_mechanism() {
             plot.contains(">\nTIMER\n</text>") && plot.contains(">\nNET_RX\n</text>"),
             "{plot}"
         );
+    }
+}
+
+/// A one-second wakeup run's information, traced or not.
+fn wakeup_info(traced: bool) -> WakeupRunInfo {
+    WakeupRunInfo {
+        common: RunCommon {
+            elapsed_ns: 1_000_000_000,
+            ..Default::default()
+        },
+        traced,
+        tracking: TrackCounts::default(),
+        threads: vec![],
+        missed_periods: 0,
+        held: Default::default(),
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -15,6 +15,7 @@ use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
 use irqlens_model::kernel::Comm;
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
 use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig};
+use irqlens_test_support::python::run_script;
 
 const NS_PER_US: u64 = 1_000;
 
@@ -588,26 +589,9 @@ for family in text_string_to_metric_families(sys.stdin.read()):
 /// The sample names of `text` as the reference OpenMetrics parser reads it (Python's
 /// prometheus_client, which scripts/setup installs): it rejects what is not OpenMetrics.
 fn reference_parse(text: &str) -> Vec<String> {
-    let mut python = Command::new("python3")
-        .args(["-c", PARSE])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 (scripts/setup installs prometheus-client)");
-    python
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let output = python.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "the OpenMetrics parser rejects:\n{text}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
+    let stdout = run_script(PARSE, &[], text.as_bytes())
+        .unwrap_or_else(|stderr| panic!("the OpenMetrics parser rejects:\n{text}\n{stderr}"));
+    String::from_utf8(stdout)
         .unwrap()
         .lines()
         .map(str::to_owned)
