@@ -185,10 +185,13 @@ fn main() -> Result<()> {
         median(per_round.clone()),
         plain_max / cyc_max
     );
+    // judged on the rounds' ratios, each from runs back to back: a hypervisor stall of
+    // several ms in one run moves the mean of all averages by more than the target
+    let paired = median(per_round.clone());
     println!(
-        "target: the averages within {:.0}%: {}",
+        "target: the averages within {:.0}% (median of the rounds' ratios, {paired:.3}): {}",
         TARGET * 100.0,
-        if (ratio - 1.0).abs() <= TARGET {
+        if (paired - 1.0).abs() <= TARGET {
             "met"
         } else {
             "NOT met"
