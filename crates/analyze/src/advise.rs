@@ -227,9 +227,9 @@ impl Advisor<'_> {
             (CauseClass::Hw, _) => vec![Remedy::blocked(
                 "hypervisor".into(),
                 format!(
-                    "{:.1}% of CPU {}'s time went where the guest sees no interference: the \
-                     hypervisor (or SMIs); nothing in the guest changes it: pin the vCPU to an \
-                     isolated host CPU",
+                    "{:.1}% of CPU {}'s noise or latency went where the guest sees no \
+                     interference: the hypervisor (or SMIs); on the host, pin the vCPU to an \
+                     isolated CPU",
                     cause.share_percent, cause.cpu
                 ),
                 Blocker::Hypervisor,
@@ -259,7 +259,7 @@ impl Advisor<'_> {
         self.housekeeping.is_empty().then(|| {
             Remedy::blocked(
                 id,
-                "move it off the measured CPUs".into(),
+                "measure fewer CPUs, or add one".into(),
                 Blocker::Other {
                     why: "every online CPU is measured: there is no other CPU to move it to".into(),
                 },
@@ -345,11 +345,7 @@ impl Advisor<'_> {
             "irq_work" | "IWI" => "irq_work (perf, printk, tracing) raised on this CPU".into(),
             _ => format!("{name}: a per-CPU vector"),
         };
-        Remedy::blocked(
-            format!("vector-{name}"),
-            format!("{remedy}; it is delivered on the CPU it is raised for, it has no affinity"),
-            Blocker::PerCpuVector,
-        )
+        Remedy::blocked(format!("vector-{name}"), remedy, Blocker::PerCpuVector)
     }
 
     fn softirq(&self, name: &str, cpu: u32) -> Vec<Remedy> {

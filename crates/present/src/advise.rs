@@ -43,9 +43,9 @@ pub fn blocker_text(blocker: &Blocker) -> String {
     }
 }
 
-/// The advice as text: per CPU the remedies, then what cannot be changed, then the
-/// conflicts.
-pub fn write_text(out: &mut dyn Write, report: &AdviceReport) -> io::Result<()> {
+/// The advice as text: per CPU the remedies, then what cannot be changed (the `limit`
+/// largest of each), then the conflicts.
+pub fn write_text(out: &mut dyn Write, report: &AdviceReport, limit: usize) -> io::Result<()> {
     let mut cpus: Vec<u32> = report.advice.iter().map(|a| a.cpu).collect();
     cpus.dedup();
     if cpus.is_empty() {
@@ -58,7 +58,8 @@ pub fn write_text(out: &mut dyn Write, report: &AdviceReport) -> io::Result<()> 
             "CPU {cpu}: remedies, ranked by the time their cause took (irqlens tune --apply ID)"
         )?;
         let mut table = TextTable::new("  ", &REMEDY_COLUMNS).headings();
-        for a in advice().filter(|a| a.change.is_some()) {
+        let changes = || advice().filter(|a| a.change.is_some());
+        for a in changes().take(limit) {
             let change = a.change.as_ref().expect("filtered");
             table.row(&[
                 a.id.clone(),
@@ -70,6 +71,7 @@ pub fn write_text(out: &mut dyn Write, report: &AdviceReport) -> io::Result<()> 
                 a.remedy.clone(),
             ]);
         }
+        more(&mut table, changes().count(), limit);
         if advice().all(|a| a.change.is_none()) {
             table.note("  (none)");
         }
@@ -77,8 +79,8 @@ pub fn write_text(out: &mut dyn Write, report: &AdviceReport) -> io::Result<()> 
         if advice().any(|a| a.blocker.is_some()) {
             writeln!(out, "CPU {cpu}: cannot be changed from here")?;
             let mut table = TextTable::new("  ", &BLOCKED_COLUMNS).headings();
-            for a in advice() {
-                let Some(blocker) = &a.blocker else { continue };
+            let blocked = || advice().filter_map(|a| Some((a, a.blocker.as_ref()?)));
+            for (a, blocker) in blocked().take(limit) {
                 table.row(&[
                     a.id.clone(),
                     a.cause.clone(),
@@ -87,6 +89,7 @@ pub fn write_text(out: &mut dyn Write, report: &AdviceReport) -> io::Result<()> 
                     format!("{}; {}", blocker_text(blocker), a.remedy),
                 ]);
             }
+            more(&mut table, blocked().count(), limit);
             table.write(out)?;
         }
         writeln!(out)?;
@@ -99,6 +102,15 @@ pub fn write_text(out: &mut dyn Write, report: &AdviceReport) -> io::Result<()> 
         }
     }
     Ok(())
+}
+
+fn more(table: &mut TextTable<'_>, count: usize, limit: usize) {
+    if count > limit {
+        table.note(format!(
+            "  ... {} more (--causes N shows more)",
+            count - limit
+        ));
+    }
 }
 
 fn shown(value: &str) -> &str {
@@ -161,7 +173,7 @@ mod tests {
     #[test]
     fn the_text_ranks_remedies_per_cpu_then_blockers_then_conflicts() {
         let mut out = Vec::new();
-        write_text(&mut out, &report()).unwrap();
+        write_text(&mut out, &report(), 10).unwrap();
         let text = String::from_utf8(out).unwrap();
         let at = |needle: &str| {
             text.find(needle)
@@ -186,6 +198,15 @@ mod tests {
             assert!(row.contains(cell), "{cell} missing in {row}");
         }
         assert!(text.contains("  (none)"), "{text}");
+        let mut out = Vec::new();
+        let mut crowded = report();
+        crowded
+            .advice
+            .insert(1, advice(1, "irq-25-affinity", 4_000_000, None));
+        write_text(&mut out, &crowded, 1).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("irq-25-affinity"), "{text}");
+        assert!(text.contains("... 1 more"), "{text}");
     }
 
     #[test]
@@ -196,7 +217,7 @@ mod tests {
             conflicts: Vec::new(),
             machine: MachineState::default(),
         };
-        write_text(&mut out, &empty).unwrap();
+        write_text(&mut out, &empty, 10).unwrap();
         assert!(String::from_utf8(out).unwrap().starts_with("No cause"));
     }
 
