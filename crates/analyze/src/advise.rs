@@ -536,8 +536,22 @@ impl Advisor<'_> {
         if let Some(blocked) = self.no_housekeeping(id.clone()) {
             return blocked;
         }
-        let current = self.machine.threads.iter().find(|t| t.tid == tid);
-        let from = current.and_then(|t| t.affinity.clone()).unwrap_or_default();
+        // a thread gone, or its tid reused, is not moved
+        let current = self
+            .machine
+            .threads
+            .iter()
+            .find(|t| t.tid == tid && t.comm == comm);
+        let Some(current) = current else {
+            return Remedy::blocked(
+                id,
+                format!("move {comm} ({tid}) off the measured CPUs"),
+                Blocker::Other {
+                    why: format!("thread {tid} ({comm}) no longer runs on this machine"),
+                },
+            );
+        };
+        let from = current.affinity.clone().unwrap_or_default();
         let to = self.housekeeping.to_string();
         let pinned = from
             .parse::<CpuList>()
@@ -571,7 +585,17 @@ impl Advisor<'_> {
             .workqueue_cpus
             .clone()
             .unwrap_or_else(|| self.machine.online_cpus.clone());
-        let to = cpu_mask_hex(&current.without(self.measured));
+        let rest = current.without(self.measured);
+        if rest.is_empty() {
+            return Remedy::blocked(
+                id,
+                "unbound work items (kworker/u*) on the measured CPUs".into(),
+                Blocker::Other {
+                    why: "the workqueue cpumask has no CPU besides the measured ones".into(),
+                },
+            );
+        }
+        let to = cpu_mask_hex(&rest);
         Remedy::change(
             id,
             "unbound work items (kworker/u*) may run on the measured CPUs: keep them to the \
@@ -694,12 +718,18 @@ fn conflicts(machine: &MachineState, measured: &CpuList) -> Vec<Conflict> {
     if let Some(wq) = &machine.workqueue_cpus {
         let hit = CpuList::from_iter(wq.iter().filter(|&c| measured.contains(c)));
         if !hit.is_empty() {
+            let rest = wq.without(measured);
+            let remedy = if rest.is_empty() {
+                "every CPU it has is measured: measure fewer CPUs to leave unbound work one".into()
+            } else {
+                format!(
+                    "echo {} > /sys/devices/virtual/workqueue/cpumask",
+                    cpu_mask_hex(&rest)
+                )
+            };
             conflicts.push(Conflict {
                 what: format!("unbound work items may run on CPUs {hit} (workqueue cpumask)"),
-                remedy: format!(
-                    "echo {} > /sys/devices/virtual/workqueue/cpumask",
-                    cpu_mask_hex(&wq.without(measured))
-                ),
+                remedy,
                 cpus: Some(hit),
             });
         }

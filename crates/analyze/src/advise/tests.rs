@@ -244,9 +244,15 @@ fn a_foreign_thread_moves_off_and_its_pin_is_said() {
     );
     assert_eq!(advice.command.as_deref(), Some("taskset -pc 0,2-3 1234"));
     assert!(advice.remedy.contains("pinned"), "{}", advice.remedy);
-    // a thread known by name only
-    let advice = one(thread_cause(1, None, "spin"), &machine());
-    assert!(matches!(advice.blocker, Some(Blocker::Other { .. })));
+    // a thread known by name only, gone, or its tid reused
+    for (tid, comm) in [(None, "spin"), (Some(999), "spin"), (Some(1234), "other")] {
+        let advice = one(thread_cause(1, tid, comm), &machine());
+        assert!(
+            matches!(advice.blocker, Some(Blocker::Other { .. })),
+            "{advice:#?}"
+        );
+        assert_eq!(advice.change, None);
+    }
 }
 
 #[test]
@@ -354,4 +360,8 @@ fn conflicts_name_what_works_against_the_remedies() {
     assert_eq!(conflicts.len(), 1, "{conflicts:#?}");
     assert!(conflicts[0].what.contains("cpu_dma_latency"));
     assert!(advise(&[], &calm).1.is_empty());
+    // the workqueue's every CPU measured: no mask of none is proposed
+    let (_, conflicts) = advise(&[irq_cause(0, 24, 5), irq_cause(1, 24, 5)], &calm);
+    assert!(conflicts[0].what.contains("workqueue"), "{conflicts:#?}");
+    assert!(!conflicts[0].remedy.contains("echo"), "{conflicts:#?}");
 }
