@@ -72,5 +72,9 @@ fn bad_input_is_one_line() {
     );
     assert_fails_with(&["advise"], "advise needs recordings");
     assert_fails_with(&["advise", NOISE, "-c", "0"], "not both");
+    assert_fails_with(
+        &["advise", NOISE, "--netns", "il-no-such-ns"],
+        "--netns il-no-such-ns",
+    );
     assert_fails_with(&["advise", "-c", "4095", "-d", "1"], "CPU 4095 is offline");
 }
