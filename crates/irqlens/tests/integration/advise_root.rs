@@ -37,6 +37,10 @@ fn a_spinning_thread_is_moved_off_the_measured_cpu() {
     );
     // 2 ms of every 20 ms for the 3 s measured (the run's start and end trim a little)
     let time_ms = moved["time_ns"].as_u64().unwrap() as f64 / 1e6;
+    println!(
+        "spinner on CPU 1: {time_ms:.1} ms, {:.1}% of the noise",
+        moved["share_percent"].as_f64().unwrap()
+    );
     assert!(
         (180.0..=330.0).contains(&time_ms),
         "{time_ms} ms: {moved:#}"
