@@ -459,18 +459,25 @@ impl Advisor<'_> {
                 command,
             ));
         }
-        let name = "net.core.netdev_budget";
-        if let Some(budget) = self
-            .machine
-            .sysctl(name)
-            .and_then(|v| v.trim().parse::<u32>().ok())
-        {
+        // the two caps of one NET_RX run: packets polled, and time
+        for (name, what) in [
+            ("net.core.netdev_budget", "packets"),
+            ("net.core.netdev_budget_usecs", "µs"),
+        ] {
+            let Some(budget) = self
+                .machine
+                .sysctl(name)
+                .and_then(|v| v.trim().parse::<u32>().ok())
+            else {
+                continue;
+            };
             let to = (budget / 2).max(1);
             remedies.push(Remedy::change(
                 format!("sysctl-{name}"),
-                "shorter NET_RX batches (the packets one softirq run polls): each run takes \
-                 less, the rest waits for the next run or ksoftirqd"
-                    .into(),
+                format!(
+                    "shorter NET_RX runs (at most {to} {what} each instead of {budget}): each run \
+                     takes less, the rest waits for the next run or ksoftirqd"
+                ),
                 Knob::Sysctl { name: name.into() },
                 budget.to_string(),
                 to.to_string(),

@@ -88,6 +88,7 @@ fn machine() -> MachineState {
         ],
         sysctls: [
             ("net.core.netdev_budget", "300"),
+            ("net.core.netdev_budget_usecs", "2000"),
             ("kernel.sched_rt_runtime_us", "950000"),
             ("kernel.sched_rt_period_us", "1000000"),
             ("kernel.timer_migration", "1"),
@@ -182,7 +183,8 @@ fn net_rx_points_at_rps_threaded_napi_and_the_budget() {
         [
             "napi-eth0-threaded",
             "rps-eth0-rx0",
-            "sysctl-net.core.netdev_budget"
+            "sysctl-net.core.netdev_budget",
+            "sysctl-net.core.netdev_budget_usecs"
         ]
     );
     let rps = &advice[1];
@@ -197,6 +199,7 @@ fn net_rx_points_at_rps_threaded_napi_and_the_budget() {
         Some("echo 1 > /sys/class/net/eth0/threaded")
     );
     assert_eq!(advice[2].change.as_ref().unwrap().to, "150");
+    assert_eq!(advice[3].change.as_ref().unwrap().to, "1000");
     // a queue in another netns: named by it, the command enters it
     let (advice, _) = advise(&[softirq_cause(0, "NET_RX")], &machine());
     let rps = advice
