@@ -9,6 +9,7 @@ pub mod bh;
 pub mod clock;
 pub mod held;
 pub mod load;
+pub mod machine;
 pub mod noise;
 pub mod sched;
 pub mod system;

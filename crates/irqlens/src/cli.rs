@@ -63,6 +63,24 @@ pub enum Command {
     Report(ReportArgs),
     /// The same measurement recorded on two setups, side by side: quantiles and causes
     Compare(CompareArgs),
+    /// For each cause measured on a CPU, the knob that takes it off (or why none can), and
+    /// what on the machine works against it: from recordings, or measured first with noise
+    Advise(Box<AdviseArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// Recordings of noise or wakeup runs to advise from (made with --record); without
+    /// any, the CPUs given with -c are measured first with noise
+    #[arg(value_name = "REC")]
+    pub files: Vec<PathBuf>,
+    /// Also read the RPS masks and NAPI modes of the devices in these network namespaces
+    /// (`ip netns` names); repeat for more
+    #[arg(long, value_name = "NAME")]
+    pub netns: Vec<String>,
+    /// The noise measurement run first when no recording is given
+    #[command(flatten)]
+    pub measure: NoiseArgs,
 }
 
 #[derive(Debug, Args)]

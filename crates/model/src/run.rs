@@ -177,6 +177,8 @@ pub enum Document {
     Report(Vec<AnyMeasurement>),
     /// `irqlens compare --json`.
     Compare(Comparison<AnyMeasurement, AnyMeasurement>),
+    /// `irqlens advise --json`.
+    Advise(crate::tune::AdviceReport),
 }
 
 /// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the

@@ -141,3 +141,276 @@ pub struct Conflict {
     /// The CPUs it concerns, if some.
     pub cpus: Option<CpuList>,
 }
+
+/// The execution context of a cause `advise` is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseClass {
+    /// A hardirq: a device line or a per-CPU vector.
+    Irq,
+    /// A softirq vector.
+    Softirq,
+    /// A thread.
+    Thread,
+    /// NMIs.
+    Nmi,
+    /// Time no interference in the guest accounts for: the hardware or the hypervisor.
+    Hw,
+    /// The CPU idle when its timer interrupt was due: the exit from idle (C-states).
+    Idle,
+    /// Anything else (entry/exit paths, the scheduler, untraced time): no knob names it.
+    Other,
+}
+
+/// Where a cause comes from, as precisely as the measurement knows it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CauseSource {
+    /// A device IRQ line (a numbered row of /proc/interrupts).
+    IrqLine {
+        /// The line.
+        irq: u32,
+        /// Its name, as /proc/interrupts gives it (may be empty).
+        name: String,
+    },
+    /// A per-CPU vector (`local_timer`, `reschedule`, `call_function`, ...).
+    Vector {
+        /// Its name.
+        name: String,
+        /// The vector's number.
+        vector: u32,
+    },
+    /// A softirq vector, by /proc/softirqs's name (`NET_RX`, `TIMER`, ...).
+    Softirq {
+        /// The name.
+        name: String,
+    },
+    /// A thread.
+    Thread {
+        /// Its id, when the measurement knows it (wakeup names threads by comm only).
+        tid: Option<u32>,
+        /// Its name.
+        comm: String,
+    },
+    /// Nothing more precise than the class.
+    None,
+}
+
+/// One cause of noise or latency on one measured CPU: what `advise` works from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CpuCause {
+    /// The CPU it took time from.
+    pub cpu: u32,
+    /// The capability whose measurement named it.
+    pub capability: crate::system::Capability,
+    /// The cause as the capability's tables label it.
+    pub label: String,
+    /// Its execution context.
+    pub class: CauseClass,
+    /// What it is.
+    pub source: CauseSource,
+    /// The time it took on that CPU, ns.
+    pub time_ns: u64,
+    /// Its share of that CPU's noise or latency, percent.
+    pub share_percent: f64,
+}
+
+/// Whether an IRQ line's affinity can be changed from user space, as far as can be told
+/// without trying a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IrqMovable {
+    /// Nothing says it cannot be moved.
+    Yes,
+    /// Looks like a queue of a multi-queue device whose affinity the kernel manages (a
+    /// heuristic: a queue name and a single effective CPU; only a write would tell).
+    LikelyManaged,
+    /// A per-CPU vector (LOC, RES, CAL, TLB, ...): not a line, no affinity.
+    PerCpuVector,
+    /// `/proc/irq/N/smp_affinity_list` is missing or not writable by anyone.
+    NoAffinityFile,
+}
+
+/// One row of /proc/interrupts with the line's affinity.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IrqState {
+    /// The row's key: an IRQ number, or a vector's short name (`LOC`, `RES`, ...).
+    pub key: String,
+    /// The IRQ number for a numbered row.
+    pub irq: Option<u32>,
+    /// The row's description (the device and handler names).
+    pub name: String,
+    /// `/proc/irq/N/smp_affinity_list`, as read.
+    pub affinity: Option<String>,
+    /// `/proc/irq/N/effective_affinity_list`, as read.
+    pub effective_affinity: Option<String>,
+    /// The count per online CPU, in /proc/interrupts's column order.
+    pub counts: Vec<(u32, u64)>,
+    /// Whether the affinity can be changed.
+    pub movable: IrqMovable,
+}
+
+/// A receive queue's RPS mask.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RpsQueue {
+    /// The network namespace (`ip netns` name); none: irqlens's own.
+    pub netns: Option<String>,
+    /// The device.
+    pub device: String,
+    /// The receive queue.
+    pub queue: u32,
+    /// `rps_cpus` as read (a hex mask, words separated by commas).
+    pub mask: String,
+    /// The CPUs it includes.
+    pub cpus: CpuList,
+}
+
+/// A network device's NAPI mode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NetDevice {
+    /// The network namespace; none: irqlens's own.
+    pub netns: Option<String>,
+    /// The device.
+    pub device: String,
+    /// `/sys/class/net/DEV/threaded` (0 or 1), if the kernel has it.
+    pub threaded: Option<String>,
+}
+
+/// A kernel thread's scheduling policy, as `ps -o cls,rtprio,ni` would show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ThreadPolicy {
+    /// Its id.
+    pub tid: u32,
+    /// Its name.
+    pub comm: String,
+    /// `o:NICE`, `f:PRIO` or `r:PRIO`, as Knob::ThreadPriority writes it.
+    pub policy: String,
+    /// The CPUs it may run on, as a list.
+    pub affinity: Option<String>,
+}
+
+/// The state of the machine `advise` reads: the settings each remedy would change and
+/// what works against them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MachineState {
+    /// The online CPUs.
+    pub online_cpus: CpuList,
+    /// The rows of /proc/interrupts.
+    pub irqs: Vec<IrqState>,
+    /// The RPS mask of every receive queue.
+    pub rps: Vec<RpsQueue>,
+    /// Every network device's NAPI mode.
+    pub net_devices: Vec<NetDevice>,
+    /// The sysctls the remedies read (`net.core.netdev_budget`, ...), as read.
+    pub sysctls: std::collections::BTreeMap<String, String>,
+    /// `/sys/devices/virtual/workqueue/cpumask`, as read.
+    pub workqueue_cpumask: Option<String>,
+    /// The CPUs it includes.
+    pub workqueue_cpus: Option<CpuList>,
+    /// `/dev/cpu_dma_latency`'s current value, µs (2000000000: no request).
+    pub dma_latency_us: Option<u32>,
+    /// Whether a process named irqbalance runs.
+    pub irqbalance_running: bool,
+    /// The kernel's command line.
+    pub cmdline: String,
+    /// The ksoftirqd threads' policies.
+    pub ksoftirqd: Vec<ThreadPolicy>,
+    /// Threads named by the causes (tid → policy and affinity), read so `advise` can
+    /// tell who pinned them.
+    pub threads: Vec<ThreadPolicy>,
+}
+
+impl MachineState {
+    /// The boot parameter `name=` on the command line, if present (its value).
+    pub fn boot_parameter(&self, name: &str) -> Option<&str> {
+        self.cmdline.split_whitespace().find_map(|word| {
+            let (key, value) = word.split_once('=').unwrap_or((word, ""));
+            (key == name).then_some(value)
+        })
+    }
+
+    /// The sysctl `name`, if read.
+    pub fn sysctl(&self, name: &str) -> Option<&str> {
+        self.sysctls.get(name).map(String::as_str)
+    }
+}
+
+/// What `irqlens advise --json` prints.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AdviceReport {
+    /// The remedies, per CPU, ranked by the time their cause took.
+    pub advice: Vec<Advice>,
+    /// What works against them.
+    pub conflicts: Vec<Conflict>,
+    /// The machine's state they were made from.
+    pub machine: MachineState,
+}
+
+/// `cpus` as the hex mask `rps_cpus` and the workqueue cpumask take: 32-bit words,
+/// most significant first, separated by commas (`3`, `1,00000000`).
+pub fn cpu_mask_hex(cpus: &CpuList) -> String {
+    let words = cpus.iter().last().map_or(1, |last| last as usize / 32 + 1);
+    let mut mask = vec![0u32; words];
+    for cpu in cpus.iter() {
+        mask[cpu as usize / 32] |= 1 << (cpu % 32);
+    }
+    let mut text = format!("{:x}", mask[words - 1]);
+    for word in mask[..words - 1].iter().rev() {
+        text.push_str(&format!(",{word:08x}"));
+    }
+    text
+}
+
+/// The CPUs of a hex mask as `cpu_mask_hex` writes it and the kernel shows it; `None` if
+/// it is not one.
+pub fn parse_cpu_mask(text: &str) -> Option<CpuList> {
+    let digits: String = text.trim().chars().filter(|&c| c != ',').collect();
+    if digits.is_empty() {
+        return None;
+    }
+    let mut cpus = Vec::new();
+    for (position, digit) in digits.chars().rev().enumerate() {
+        let value = digit.to_digit(16)?;
+        for bit in 0..4 {
+            if value & (1 << bit) != 0 {
+                cpus.push(position as u32 * 4 + bit);
+            }
+        }
+    }
+    Some(cpus.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_round_trip_across_words() {
+        for list in ["", "0", "0-1", "3,31", "32", "0,33-35,64"] {
+            let cpus: CpuList = if list.is_empty() {
+                CpuList::default()
+            } else {
+                list.parse().unwrap()
+            };
+            assert_eq!(parse_cpu_mask(&cpu_mask_hex(&cpus)), Some(cpus), "{list}");
+        }
+        assert_eq!(cpu_mask_hex(&"0-1".parse().unwrap()), "3");
+        assert_eq!(cpu_mask_hex(&"32".parse().unwrap()), "1,00000000");
+        assert_eq!(
+            parse_cpu_mask("00000000,00000006"),
+            Some("1-2".parse().unwrap())
+        );
+        assert_eq!(parse_cpu_mask("xyz"), None);
+    }
+
+    #[test]
+    fn boot_parameters_are_found_by_name() {
+        let machine = MachineState {
+            cmdline: "ro quiet nohz_full=1-3 isolcpus".into(),
+            ..Default::default()
+        };
+        assert_eq!(machine.boot_parameter("nohz_full"), Some("1-3"));
+        assert_eq!(machine.boot_parameter("isolcpus"), Some(""));
+        assert_eq!(machine.boot_parameter("rcu_nocbs"), None);
+    }
+}

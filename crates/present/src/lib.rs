@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod account;
+pub mod advise;
 pub mod bh;
 pub mod compare;
 pub mod html;

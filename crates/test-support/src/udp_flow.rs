@@ -86,6 +86,11 @@ impl UdpFlow {
         }
     }
 
+    /// The network namespace the receiver lives in (`ip netns` name).
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// The receiving process (ip netns exec and taskset exec it in place).
     pub fn receiver_pid(&self) -> u32 {
         self.receiver.id()

@@ -3,6 +3,7 @@
 //! recordings, both ending in the same [`Outcome`] shown the same way.
 
 pub mod account;
+pub mod advise;
 pub mod bh;
 pub mod compare;
 pub mod noise;
@@ -89,6 +90,10 @@ pub trait Outcome {
     fn stopped(&self) -> bool {
         false
     }
+    /// Its causes per CPU, for `irqlens advise`; `None` if the capability names none.
+    fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
+        None
+    }
 }
 
 /// How a live run ended, for its exit status.
@@ -122,6 +127,36 @@ pub fn measure<T: Tool>(
     output: &OutputArgs,
     stop_actions: &StopActions,
 ) -> Result<Ended> {
+    let (result, closed) = run_live::<T>(options, output)?;
+    // the result is shown before the recording's error is
+    print(&result, output, T::TITLE)?;
+    if let (Some(path), true, Ok(())) = (&output.record, output.default_record, &closed) {
+        eprintln!(
+            "irqlens: the run is recorded in {0} (irqlens report {0})",
+            path.display()
+        );
+    }
+    let ended = if result.stopped() {
+        Ended::ThresholdHit
+    } else {
+        Ended::Normally
+    };
+    // after the results and the recording, which the actions may read (rtla runs them
+    // once tracing stopped)
+    if ended == Ended::ThresholdHit {
+        perform("--on-threshold", &stop_actions.on_threshold, output);
+    }
+    perform("--on-end", &output.on_end, output);
+    closed?;
+    Ok(ended)
+}
+
+/// Runs `T` live with `options`, recording it as `output` asks: its result, and how the
+/// recording was closed (an error there is shown after the result).
+pub fn run_live<T: Tool>(
+    options: T::Options,
+    output: &OutputArgs,
+) -> Result<(T::Result, Result<()>)> {
     let recorded = T::recorded(&options);
     // bound before any file is written: a port in use fails with nothing truncated
     let mut exporter = Exporter::start(output.prometheus_address()?, names)?;
@@ -149,28 +184,8 @@ pub fn measure<T: Tool>(
     drop(exporter);
     let info = result.run_info();
     info.common_mut().interrupted = interrupted();
-    // the result is shown before the recording's error is
     let closed = tap.finish(info.to_json());
-    print(&result, output, T::TITLE)?;
-    if let (Some(path), true, Ok(())) = (&output.record, output.default_record, &closed) {
-        eprintln!(
-            "irqlens: the run is recorded in {0} (irqlens report {0})",
-            path.display()
-        );
-    }
-    let ended = if result.stopped() {
-        Ended::ThresholdHit
-    } else {
-        Ended::Normally
-    };
-    // after the results and the recording, which the actions may read (rtla runs them
-    // once tracing stopped)
-    if ended == Ended::ThresholdHit {
-        perform("--on-threshold", &stop_actions.on_threshold, output);
-    }
-    perform("--on-end", &output.on_end, output);
-    closed?;
-    Ok(ended)
+    Ok((result, closed))
 }
 
 /// Runs `actions` in order; as rtla's, one that fails ends the list, which is said on

@@ -136,4 +136,11 @@ impl Outcome for NoiseResult {
     fn stopped(&self) -> bool {
         self.outcome.analysis.stop_report().is_some()
     }
+
+    fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
+        Some(irqlens_analyze::advise::noise_causes(
+            &self.outcome.analysis,
+            &self.irq_names,
+        ))
+    }
 }

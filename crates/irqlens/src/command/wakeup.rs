@@ -118,6 +118,15 @@ impl Outcome for WakeupResult {
     fn stopped(&self) -> bool {
         self.outcome.stats.stop.is_some()
     }
+
+    fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
+        let symbols = |address| self.names.symbols.name(address);
+        Some(irqlens_analyze::advise::wakeup_causes(
+            &self.outcome.stats,
+            &self.names.irqs,
+            &symbols,
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 
 mod account_cli;
 mod account_root;
+mod advise_cli;
+mod advise_root;
 mod bh_cli;
 mod bh_root;
 mod chromium;

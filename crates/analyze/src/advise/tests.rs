@@ -1,0 +1,370 @@
+use super::*;
+use irqlens_model::tune::{IrqState, NetDevice, RpsQueue, ThreadPolicy};
+
+fn cpus(list: &str) -> CpuList {
+    list.parse().unwrap()
+}
+
+fn cause(cpu: u32, class: CauseClass, source: CauseSource, time_ns: u64) -> CpuCause {
+    CpuCause {
+        cpu,
+        capability: Capability::Noise,
+        label: format!("{source:?}"),
+        class,
+        source,
+        time_ns,
+        share_percent: 10.0,
+    }
+}
+
+fn irq_cause(cpu: u32, irq: u32, time_ns: u64) -> CpuCause {
+    let source = CauseSource::IrqLine {
+        irq,
+        name: "virtio0".into(),
+    };
+    cause(cpu, CauseClass::Irq, source, time_ns)
+}
+
+fn softirq_cause(cpu: u32, name: &str) -> CpuCause {
+    let source = CauseSource::Softirq { name: name.into() };
+    cause(cpu, CauseClass::Softirq, source, 1000)
+}
+
+fn thread_cause(cpu: u32, tid: Option<u32>, comm: &str) -> CpuCause {
+    let source = CauseSource::Thread {
+        tid,
+        comm: comm.into(),
+    };
+    cause(cpu, CauseClass::Thread, source, 1000)
+}
+
+fn line(irq: u32, name: &str, movable: IrqMovable) -> IrqState {
+    IrqState {
+        key: irq.to_string(),
+        irq: Some(irq),
+        name: name.into(),
+        affinity: Some("0-3".into()),
+        effective_affinity: Some("1".into()),
+        counts: vec![(0, 0), (1, 50), (2, 0), (3, 0)],
+        movable,
+    }
+}
+
+fn machine() -> MachineState {
+    MachineState {
+        online_cpus: cpus("0-3"),
+        irqs: vec![
+            line(24, "PCI-MSI virtio0-input.0", IrqMovable::Yes),
+            line(30, "PCI-MSI nvme0q1", IrqMovable::LikelyManaged),
+            line(31, "IO-APIC acpi", IrqMovable::NoAffinityFile),
+        ],
+        rps: vec![
+            RpsQueue {
+                netns: None,
+                device: "eth0".into(),
+                queue: 0,
+                mask: "6".into(),
+                cpus: cpus("1-2"),
+            },
+            RpsQueue {
+                netns: Some("test".into()),
+                device: "veth1".into(),
+                queue: 0,
+                mask: "1".into(),
+                cpus: cpus("0"),
+            },
+        ],
+        net_devices: vec![
+            NetDevice {
+                netns: None,
+                device: "eth0".into(),
+                threaded: Some("0".into()),
+            },
+            NetDevice {
+                netns: None,
+                device: "lo".into(),
+                threaded: Some("0".into()),
+            },
+        ],
+        sysctls: [
+            ("net.core.netdev_budget", "300"),
+            ("net.core.netdev_budget_usecs", "2000"),
+            ("kernel.sched_rt_runtime_us", "950000"),
+            ("kernel.sched_rt_period_us", "1000000"),
+            ("kernel.timer_migration", "1"),
+            ("kernel.nmi_watchdog", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect(),
+        workqueue_cpumask: Some("f".into()),
+        workqueue_cpus: Some(cpus("0-3")),
+        dma_latency_us: Some(NO_DMA_LATENCY_REQUEST),
+        irqbalance_running: true,
+        cmdline: "ro quiet".into(),
+        ksoftirqd: Vec::new(),
+        threads: vec![ThreadPolicy {
+            tid: 1234,
+            comm: "spin".into(),
+            policy: "o:0".into(),
+            affinity: Some("1".into()),
+        }],
+    }
+}
+
+fn one(cause: CpuCause, machine: &MachineState) -> Advice {
+    let (advice, _) = advise(&[cause], machine);
+    assert_eq!(advice.len(), 1, "{advice:#?}");
+    advice.into_iter().next().unwrap()
+}
+
+#[test]
+fn an_irq_line_moves_to_the_housekeeping_cpus() {
+    let advice = one(irq_cause(1, 24, 5000), &machine());
+    assert_eq!(advice.id, "irq-24-affinity");
+    assert_eq!(
+        advice.change,
+        Some(Change {
+            knob: Knob::IrqAffinity { irq: 24 },
+            from: "0-3".into(),
+            to: "0,2-3".into()
+        })
+    );
+    assert_eq!(
+        advice.command.as_deref(),
+        Some("echo 0,2-3 > /proc/irq/24/smp_affinity_list")
+    );
+    assert_eq!(advice.blocker, None);
+}
+
+#[test]
+fn without_housekeeping_cpus_nothing_moves() {
+    let mut machine = machine();
+    machine.online_cpus = cpus("1");
+    let advice = one(irq_cause(1, 24, 5000), &machine);
+    assert!(matches!(advice.blocker, Some(Blocker::Other { .. })));
+    assert_eq!(advice.change, None);
+}
+
+#[test]
+fn a_managed_queue_is_blocked_with_the_boot_line() {
+    let advice = one(irq_cause(1, 30, 5000), &machine());
+    assert_eq!(
+        advice.blocker,
+        Some(Blocker::BootParameter {
+            line: "isolcpus=managed_irq,1".into()
+        })
+    );
+    assert!(advice.remedy.contains("multi-queue"), "{}", advice.remedy);
+    let advice = one(irq_cause(1, 31, 5000), &machine());
+    assert!(matches!(advice.blocker, Some(Blocker::Other { .. })));
+    let advice = one(irq_cause(1, 99, 5000), &machine());
+    assert!(matches!(advice.blocker, Some(Blocker::Other { ref why }) if why.contains("99")));
+}
+
+#[test]
+fn a_per_cpu_vector_cannot_move_and_the_tick_points_at_nohz_full() {
+    let source = CauseSource::Vector {
+        name: "local_timer".into(),
+        vector: 236,
+    };
+    let advice = one(cause(1, CauseClass::Irq, source, 100), &machine());
+    assert_eq!(advice.id, "vector-local_timer");
+    assert_eq!(advice.blocker, Some(Blocker::PerCpuVector));
+    assert!(advice.remedy.contains("nohz_full=1"), "{}", advice.remedy);
+}
+
+#[test]
+fn net_rx_points_at_rps_threaded_napi_and_the_budget() {
+    let (advice, _) = advise(&[softirq_cause(1, "NET_RX")], &machine());
+    let ids: Vec<_> = advice.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "napi-eth0-threaded",
+            "rps-eth0-rx0",
+            "sysctl-net.core.netdev_budget",
+            "sysctl-net.core.netdev_budget_usecs"
+        ]
+    );
+    let rps = &advice[1];
+    assert_eq!(rps.change.as_ref().unwrap().from, "6");
+    assert_eq!(rps.change.as_ref().unwrap().to, "4");
+    assert_eq!(
+        rps.command.as_deref(),
+        Some("echo 4 > /sys/class/net/eth0/queues/rx-0/rps_cpus")
+    );
+    assert_eq!(
+        advice[0].command.as_deref(),
+        Some("echo 1 > /sys/class/net/eth0/threaded")
+    );
+    assert_eq!(advice[2].change.as_ref().unwrap().to, "150");
+    assert_eq!(advice[3].change.as_ref().unwrap().to, "1000");
+    // a queue in another netns: named by it, the command enters it
+    let (advice, _) = advise(&[softirq_cause(0, "NET_RX")], &machine());
+    let rps = advice
+        .iter()
+        .find(|a| a.id == "rps-test-veth1-rx0")
+        .unwrap();
+    assert_eq!(
+        rps.command.as_deref(),
+        Some("ip netns exec test sh -c 'echo 0 > /sys/class/net/veth1/queues/rx-0/rps_cpus'")
+    );
+}
+
+#[test]
+fn timer_rcu_and_sched_softirqs_need_boot_parameters() {
+    for (name, id, line) in [
+        ("TIMER", "boot-nohz_full", "nohz_full=1 isolcpus=1"),
+        ("RCU", "boot-rcu_nocbs", "rcu_nocbs=1 nohz_full=1"),
+        ("SCHED", "boot-isolcpus", "isolcpus=domain,1"),
+    ] {
+        let advice = one(softirq_cause(1, name), &machine());
+        assert_eq!(advice.id, id);
+        assert_eq!(
+            advice.blocker,
+            Some(Blocker::BootParameter { line: line.into() })
+        );
+    }
+    let advice = one(softirq_cause(1, "BLOCK"), &machine());
+    assert!(matches!(advice.blocker, Some(Blocker::Other { .. })));
+}
+
+#[test]
+fn a_foreign_thread_moves_off_and_its_pin_is_said() {
+    let advice = one(thread_cause(1, Some(1234), "spin"), &machine());
+    assert_eq!(advice.id, "thread-1234-affinity");
+    assert_eq!(
+        advice.change,
+        Some(Change {
+            knob: Knob::ThreadAffinity {
+                tid: 1234,
+                comm: "spin".into()
+            },
+            from: "1".into(),
+            to: "0,2-3".into()
+        })
+    );
+    assert_eq!(advice.command.as_deref(), Some("taskset -pc 0,2-3 1234"));
+    assert!(advice.remedy.contains("pinned"), "{}", advice.remedy);
+    // a thread known by name only, gone, or its tid reused
+    for (tid, comm) in [(None, "spin"), (Some(999), "spin"), (Some(1234), "other")] {
+        let advice = one(thread_cause(1, tid, comm), &machine());
+        assert!(
+            matches!(advice.blocker, Some(Blocker::Other { .. })),
+            "{advice:#?}"
+        );
+        assert_eq!(advice.change, None);
+    }
+}
+
+#[test]
+fn per_cpu_kthreads_are_pinned_and_irq_threads_follow_their_line() {
+    for comm in [
+        "ksoftirqd/1",
+        "kworker/1:2",
+        "migration/1",
+        "cpuhp/1",
+        "rcuc/1",
+    ] {
+        let advice = one(thread_cause(1, Some(20), comm), &machine());
+        assert_eq!(advice.blocker, Some(Blocker::PinnedThread), "{comm}");
+    }
+    let advice = one(thread_cause(1, Some(20), "irq/24-virtio0"), &machine());
+    assert_eq!(advice.id, "irq-24-affinity");
+    let advice = one(thread_cause(1, Some(20), "kworker/u8:1"), &machine());
+    assert_eq!(advice.id, "workqueue-cpumask");
+    assert_eq!(
+        advice
+            .change
+            .as_ref()
+            .map(|c| (c.from.as_str(), c.to.as_str())),
+        Some(("f", "d"))
+    );
+}
+
+#[test]
+fn hardware_noise_is_the_hypervisors_with_its_share() {
+    let mut hw = cause(2, CauseClass::Hw, CauseSource::None, 700);
+    hw.share_percent = 42.5;
+    let advice = one(hw, &machine());
+    assert_eq!(advice.blocker, Some(Blocker::Hypervisor));
+    assert!(advice.remedy.contains("42.5%"), "{}", advice.remedy);
+}
+
+#[test]
+fn idle_exits_point_at_dma_latency_and_nmis_at_the_watchdog() {
+    let advice = one(
+        cause(1, CauseClass::Idle, CauseSource::None, 10),
+        &machine(),
+    );
+    assert_eq!(advice.id, "dma-latency");
+    assert_eq!(advice.change.as_ref().unwrap().knob, Knob::DmaLatency);
+    assert_eq!(advice.change.as_ref().unwrap().to, "0");
+    let advice = one(cause(1, CauseClass::Nmi, CauseSource::None, 10), &machine());
+    assert_eq!(advice.id, "sysctl-kernel.nmi_watchdog");
+    let mut quiet = machine();
+    quiet
+        .sysctls
+        .insert("kernel.nmi_watchdog".into(), "0".into());
+    let advice = one(cause(1, CauseClass::Nmi, CauseSource::None, 10), &quiet);
+    assert!(matches!(advice.blocker, Some(Blocker::Other { .. })));
+}
+
+#[test]
+fn advice_is_ranked_per_cpu_by_time_and_deduplicated() {
+    let causes = [
+        irq_cause(2, 24, 100),
+        thread_cause(1, Some(1234), "spin"),
+        irq_cause(1, 24, 5000),
+        irq_cause(1, 24, 10),
+        cause(1, CauseClass::Other, CauseSource::None, 9999),
+        irq_cause(1, 31, 0),
+    ];
+    let (advice, _) = advise(&causes, &machine());
+    let order: Vec<_> = advice
+        .iter()
+        .map(|a| (a.cpu, a.id.as_str(), a.time_ns))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (1, "irq-24-affinity", 5000),
+            (1, "thread-1234-affinity", 1000),
+            (2, "irq-24-affinity", 100),
+        ]
+    );
+    // both CPUs measured: neither is housekeeping
+    assert_eq!(advice[0].change.as_ref().unwrap().to, "0,3");
+}
+
+#[test]
+fn conflicts_name_what_works_against_the_remedies() {
+    let (_, conflicts) = advise(&[irq_cause(1, 24, 5000)], &machine());
+    let what: Vec<_> = conflicts.iter().map(|c| c.what.as_str()).collect();
+    assert_eq!(what.len(), 5, "{what:#?}");
+    assert!(what[0].starts_with("irqbalance"));
+    assert!(conflicts[0].remedy.contains("IRQBALANCE_BANNED_CPULIST=1"));
+    assert!(what[1].contains("eth0 rx-0"), "{}", what[1]);
+    assert_eq!(conflicts[1].cpus, Some(cpus("1")));
+    assert!(what[2].contains("workqueue"));
+    assert!(what[3].starts_with("RT throttling"));
+    assert!(what[4].starts_with("timer_migration"));
+    let mut calm = machine();
+    calm.irqbalance_running = false;
+    calm.rps.clear();
+    calm.workqueue_cpus = Some(cpus("0"));
+    calm.sysctls
+        .insert("kernel.sched_rt_runtime_us".into(), "-1".into());
+    calm.sysctls
+        .insert("kernel.timer_migration".into(), "0".into());
+    calm.dma_latency_us = Some(0);
+    let (_, conflicts) = advise(&[irq_cause(1, 24, 5000)], &calm);
+    assert_eq!(conflicts.len(), 1, "{conflicts:#?}");
+    assert!(conflicts[0].what.contains("cpu_dma_latency"));
+    assert!(advise(&[], &calm).1.is_empty());
+    // the workqueue's every CPU measured: no mask of none is proposed
+    let (_, conflicts) = advise(&[irq_cause(0, 24, 5), irq_cause(1, 24, 5)], &calm);
+    assert!(conflicts[0].what.contains("workqueue"), "{conflicts:#?}");
+    assert!(!conflicts[0].remedy.contains("echo"), "{conflicts:#?}");
+}

@@ -1,0 +1,399 @@
+//! What `irqlens advise` reads of the machine: the settings its remedies would change
+//! (IRQ affinities, RPS masks, threaded NAPI, sysctls, the workqueue cpumask) and what
+//! works against them (irqbalance, RT throttling, the boot line). Reads only: nothing is
+//! tried, so whether an IRQ's affinity can be changed is deduced, not tested.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::Result;
+use irqlens_model::tune::{
+    IrqMovable, IrqState, MachineState, NetDevice, RpsQueue, ThreadPolicy, parse_cpu_mask,
+};
+use irqlens_model::units::CpuList;
+
+use crate::system::{online_cpus, read_proc};
+
+/// The sysctls the remedies and conflicts read.
+pub const SYSCTLS: [&str; 6] = [
+    "net.core.netdev_budget",
+    "net.core.netdev_budget_usecs",
+    "kernel.sched_rt_runtime_us",
+    "kernel.sched_rt_period_us",
+    "kernel.timer_migration",
+    "kernel.nmi_watchdog",
+];
+
+const WORKQUEUE_CPUMASK: &str = "/sys/devices/virtual/workqueue/cpumask";
+
+/// Reads the machine's state; `tids` are the threads the causes name (their affinity
+/// and policy are read too), `netns` the network namespaces (`ip netns` names) whose
+/// devices are read besides irqlens's own.
+pub fn read(tids: &[u32], netns: &[String]) -> Result<MachineState> {
+    let online = online_cpus()?;
+    let mut rps = rps_queues(Path::new("/sys/class/net"), None);
+    let mut net_devices = net_devices(Path::new("/sys/class/net"), None);
+    for ns in netns {
+        let (queues, devices) = netns_devices(ns)?;
+        rps.extend(queues);
+        net_devices.extend(devices);
+    }
+    let workqueue_cpumask = read_trimmed(WORKQUEUE_CPUMASK);
+    Ok(MachineState {
+        irqs: parse_interrupts(&read_proc("interrupts"), &online, |irq, file| {
+            read_trimmed(format!("/proc/irq/{irq}/{file}"))
+        }),
+        online_cpus: online,
+        rps,
+        net_devices,
+        sysctls: SYSCTLS
+            .iter()
+            .filter_map(|name| {
+                let path = format!("/proc/sys/{}", name.replace('.', "/"));
+                Some((name.to_string(), read_trimmed(path)?))
+            })
+            .collect(),
+        workqueue_cpus: workqueue_cpumask.as_deref().and_then(parse_cpu_mask),
+        workqueue_cpumask,
+        dma_latency_us: dma_latency_us(),
+        irqbalance_running: process_running("irqbalance"),
+        cmdline: read_proc("cmdline").trim().to_owned(),
+        ksoftirqd: threads_named("ksoftirqd/"),
+        threads: tids.iter().filter_map(|&tid| thread_policy(tid)).collect(),
+    })
+}
+
+fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
+    fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_owned())
+}
+
+/// The rows of /proc/interrupts, with each numbered line's affinity as `affinity(irq,
+/// file)` reads it (`smp_affinity_list`, `effective_affinity_list`).
+pub fn parse_interrupts(
+    text: &str,
+    online: &CpuList,
+    affinity: impl Fn(u32, &str) -> Option<String>,
+) -> Vec<IrqState> {
+    let mut lines = text.lines();
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let columns: Vec<u32> = header
+        .split_whitespace()
+        .filter_map(|cpu| cpu.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    let mut irqs = Vec::new();
+    for line in lines {
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let key = key.trim().to_owned();
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let counted = words
+            .iter()
+            .take(columns.len())
+            .take_while(|word| word.parse::<u64>().is_ok())
+            .count();
+        let counts: Vec<(u32, u64)> = columns
+            .iter()
+            .zip(&words[..counted])
+            .filter(|(cpu, _)| online.contains(**cpu))
+            .map(|(&cpu, count)| (cpu, count.parse().unwrap_or(0)))
+            .collect();
+        let name = words[counted..].join(" ");
+        let irq = key.parse::<u32>().ok();
+        let (affinity_list, effective, movable) = match irq {
+            None => (None, None, IrqMovable::PerCpuVector),
+            Some(irq) => {
+                let list = affinity(irq, "smp_affinity_list");
+                let effective = affinity(irq, "effective_affinity_list");
+                let movable = if list.is_none() {
+                    IrqMovable::NoAffinityFile
+                } else if looks_managed(&name, effective.as_deref()) {
+                    IrqMovable::LikelyManaged
+                } else {
+                    IrqMovable::Yes
+                };
+                (list, effective, movable)
+            }
+        };
+        irqs.push(IrqState {
+            key,
+            irq,
+            name,
+            affinity: affinity_list,
+            effective_affinity: effective,
+            counts,
+            movable,
+        });
+    }
+    irqs
+}
+
+/// Whether a line looks like a queue of a multi-queue device, whose affinity the kernel
+/// manages (a heuristic: a write is the only test, and advise writes nothing): a queue
+/// name (`nvme0q1`, `-q`, `queue`, `TxRx`) delivered to one CPU.
+fn looks_managed(name: &str, effective: Option<&str>) -> bool {
+    let one_cpu = effective
+        .and_then(|list| list.parse::<CpuList>().ok())
+        .is_some_and(|cpus| cpus.len() == 1);
+    let queue_name = name.split_whitespace().any(|word| {
+        let lower = word.to_ascii_lowercase();
+        lower.contains("-q")
+            || lower.contains("queue")
+            || lower.contains("txrx")
+            || lower
+                .strip_prefix("nvme")
+                .and_then(|rest| rest.split_once('q'))
+                .is_some_and(|(_, queue)| queue.parse::<u32>().is_ok())
+    });
+    one_cpu && queue_name
+}
+
+/// The RPS mask of every receive queue under `class_net` (a /sys/class/net).
+fn rps_queues(class_net: &Path, netns: Option<&str>) -> Vec<RpsQueue> {
+    let mut queues = Vec::new();
+    for device in dir_names(class_net) {
+        for queue in dir_names(&class_net.join(&device).join("queues")) {
+            let Some(number) = queue.strip_prefix("rx-").and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let path = class_net
+                .join(&device)
+                .join("queues")
+                .join(&queue)
+                .join("rps_cpus");
+            if let Some(mask) = read_trimmed(path) {
+                queues.push(rps_queue(netns, &device, number, mask));
+            }
+        }
+    }
+    queues
+}
+
+fn rps_queue(netns: Option<&str>, device: &str, queue: u32, mask: String) -> RpsQueue {
+    RpsQueue {
+        netns: netns.map(str::to_owned),
+        device: device.to_owned(),
+        queue,
+        cpus: parse_cpu_mask(&mask).unwrap_or_default(),
+        mask,
+    }
+}
+
+fn net_devices(class_net: &Path, netns: Option<&str>) -> Vec<NetDevice> {
+    dir_names(class_net)
+        .into_iter()
+        .map(|device| NetDevice {
+            netns: netns.map(str::to_owned),
+            threaded: read_trimmed(class_net.join(&device).join("threaded")),
+            device,
+        })
+        .collect()
+}
+
+/// A namespace's RPS masks and NAPI modes, read by `ip netns exec` (which mounts that
+/// namespace's /sys for the command).
+fn netns_devices(netns: &str) -> Result<(Vec<RpsQueue>, Vec<NetDevice>)> {
+    let script = "cd /sys/class/net && for d in *; do \
+                  echo \"dev $d $(cat $d/threaded 2>/dev/null)\"; \
+                  for q in $d/queues/rx-*; do [ -e $q/rps_cpus ] && echo \"rps $d ${q##*/rx-} $(cat $q/rps_cpus)\"; done; \
+                  done";
+    let output = Command::new("ip")
+        .args(["netns", "exec", netns, "sh", "-c", script])
+        .output()
+        .map_err(|e| anyhow::anyhow!("--netns {netns}: cannot run ip: {e}"))?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "--netns {netns}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(parse_netns_listing(
+        &String::from_utf8_lossy(&output.stdout),
+        netns,
+    ))
+}
+
+fn parse_netns_listing(text: &str, netns: &str) -> (Vec<RpsQueue>, Vec<NetDevice>) {
+    let mut queues = Vec::new();
+    let mut devices = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["dev", device, rest @ ..] => devices.push(NetDevice {
+                netns: Some(netns.into()),
+                device: device.to_string(),
+                threaded: rest.first().map(|t| t.to_string()),
+            }),
+            ["rps", device, queue, mask] => {
+                if let Ok(queue) = queue.parse() {
+                    queues.push(rps_queue(Some(netns), device, queue, mask.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    (queues, devices)
+}
+
+fn dir_names(path: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The current `/dev/cpu_dma_latency` request, µs: the file reads as a binary s32.
+fn dma_latency_us() -> Option<u32> {
+    let bytes = fs::read("/dev/cpu_dma_latency").ok()?;
+    Some(u32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?))
+}
+
+fn process_running(name: &str) -> bool {
+    dir_names(Path::new("/proc")).iter().any(|pid| {
+        pid.parse::<u32>().is_ok()
+            && read_trimmed(format!("/proc/{pid}/comm")).as_deref() == Some(name)
+    })
+}
+
+/// Every thread whose name starts with `prefix` (kernel threads are processes of their own).
+fn threads_named(prefix: &str) -> Vec<ThreadPolicy> {
+    dir_names(Path::new("/proc"))
+        .iter()
+        .filter_map(|pid| pid.parse().ok())
+        .filter_map(thread_policy)
+        .filter(|thread| thread.comm.starts_with(prefix))
+        .collect()
+}
+
+/// A thread's name, policy and affinity, from /proc/TID/stat and status.
+fn thread_policy(tid: u32) -> Option<ThreadPolicy> {
+    let stat = read_trimmed(format!("/proc/{tid}/stat"))?;
+    let status = read_trimmed(format!("/proc/{tid}/status")).unwrap_or_default();
+    let (comm, policy) = parse_stat_policy(&stat)?;
+    let affinity = status
+        .lines()
+        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+        .map(|list| list.trim().to_owned());
+    Some(ThreadPolicy {
+        tid,
+        comm,
+        policy,
+        affinity,
+    })
+}
+
+/// The name and `o:NICE` / `f:PRIO` / `r:PRIO` of a /proc/TID/stat line.
+fn parse_stat_policy(stat: &str) -> Option<(String, String)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat[open + 1..close].to_owned();
+    // fields after the comm, from field 3 (state): nice is 19, rt_priority 40, policy 41
+    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<i64>().ok());
+    let policy = match field(41)? {
+        1 => format!("f:{}", field(40)?),
+        2 => format!("r:{}", field(40)?),
+        _ => format!("o:{}", field(19)?),
+    };
+    Some((comm, policy))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INTERRUPTS: &str = "           CPU0       CPU1       
+  0:         38          0   IO-APIC   2-edge      timer
+ 24:          0       5210   PCI-MSI 49152-edge      virtio0-input.0
+ 30:          0        812   PCI-MSI 1048577-edge      nvme0q1
+ 31:          3          0   IO-APIC   9-fasteoi   acpi
+NMI:          0          0   Non-maskable interrupts
+LOC:      77021      64020   Local timer interrupts
+ERR:          0
+";
+
+    #[test]
+    fn interrupts_are_read_with_their_affinity_and_whether_they_move() {
+        let online: CpuList = "0-1".parse().unwrap();
+        let irqs = parse_interrupts(INTERRUPTS, &online, |irq, file| match (irq, file) {
+            (31, _) => None,
+            (30, "effective_affinity_list") => Some("1".into()),
+            (_, "effective_affinity_list") => Some("0".into()),
+            _ => Some("0-1".into()),
+        });
+        let find = |key: &str| irqs.iter().find(|irq| irq.key == key).unwrap();
+        let virtio = find("24");
+        assert_eq!(virtio.irq, Some(24));
+        assert_eq!(virtio.name, "PCI-MSI 49152-edge virtio0-input.0");
+        assert_eq!(virtio.counts, [(0, 0), (1, 5210)]);
+        assert_eq!(virtio.affinity.as_deref(), Some("0-1"));
+        assert_eq!(virtio.movable, IrqMovable::Yes);
+        assert_eq!(find("30").movable, IrqMovable::LikelyManaged);
+        assert_eq!(find("31").movable, IrqMovable::NoAffinityFile);
+        let loc = find("LOC");
+        assert_eq!(loc.movable, IrqMovable::PerCpuVector);
+        assert_eq!(loc.counts, [(0, 77021), (1, 64020)]);
+        assert_eq!(loc.name, "Local timer interrupts");
+        assert_eq!(find("ERR").counts, [(0, 0)]);
+    }
+
+    #[test]
+    fn queue_names_on_one_cpu_look_managed() {
+        for name in [
+            "nvme0q3",
+            "eth0-TxRx-1",
+            "virtio1-req.0-q2",
+            "mlx5_comp2 queue",
+        ] {
+            assert!(looks_managed(name, Some("2")), "{name}");
+        }
+        assert!(!looks_managed("nvme0q3", Some("0-3")));
+        assert!(!looks_managed("virtio0-input.0", Some("1")));
+        assert!(!looks_managed("nvme0q3", None));
+    }
+
+    #[test]
+    fn a_stat_line_gives_the_name_and_policy() {
+        let fields = |policy: u32, rt: u32, nice: i32| {
+            let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
+            f[19 - 3] = nice.to_string();
+            f[40 - 3] = rt.to_string();
+            f[41 - 3] = policy.to_string();
+            format!("1234 (my (odd) name) {}", f.join(" "))
+        };
+        assert_eq!(
+            parse_stat_policy(&fields(0, 0, -5)),
+            Some(("my (odd) name".into(), "o:-5".into()))
+        );
+        assert_eq!(parse_stat_policy(&fields(1, 50, 0)).unwrap().1, "f:50");
+        assert_eq!(parse_stat_policy(&fields(2, 7, 0)).unwrap().1, "r:7");
+    }
+
+    #[test]
+    fn a_netns_listing_gives_its_queues_and_devices() {
+        let (queues, devices) =
+            parse_netns_listing("dev lo 0\nrps lo 0 0\ndev veth1 \nrps veth1 0 2\n", "ns");
+        assert_eq!(devices.len(), 2);
+        assert_eq!(devices[1].threaded, None);
+        assert_eq!(queues[1].cpus, "1".parse().unwrap());
+        assert_eq!(queues[1].netns.as_deref(), Some("ns"));
+    }
+
+    #[test]
+    fn this_machine_reads() {
+        let machine = read(&[std::process::id()], &[]).unwrap();
+        assert!(!machine.online_cpus.is_empty());
+        assert!(machine.irqs.iter().any(|irq| irq.key == "LOC"));
+        assert_eq!(machine.threads.len(), 1);
+        assert!(machine.sysctls.contains_key("kernel.sched_rt_runtime_us"));
+    }
+}

@@ -1,0 +1,97 @@
+//! `irqlens advise -c LIST -d TIME`: measured first with noise, then advised.
+
+use std::time::Duration;
+
+use crate::common::{Spinner, assert_root, irqlens_json};
+use irqlens_test_support::udp_flow::UdpFlow;
+
+/// A pinned spinning thread on CPU 1 is the noise: advise moves it off by its tid.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_spinning_thread_is_moved_off_the_measured_cpu() {
+    assert_root();
+    let spinner = Spinner::start(
+        "il-advise",
+        1,
+        Duration::from_millis(20),
+        Duration::from_millis(2),
+    );
+    let doc = irqlens_json(&["advise", "-c", "1", "-d", "3", "-q"]);
+    let tid = spinner.stop();
+    let advice = doc["advice"].as_array().unwrap();
+    let moved = advice
+        .iter()
+        .find(|a| a["change"]["knob"] == "thread_affinity" && a["change"]["tid"] == tid)
+        .unwrap_or_else(|| panic!("no thread affinity advice for tid {tid}: {doc:#}"));
+    assert_eq!(moved["id"], format!("thread-{tid}-affinity"));
+    assert_eq!(moved["cpu"], 1);
+    assert_eq!(moved["change"]["comm"], "il-advise");
+    // pinned to CPU 1 by the test, proposed everywhere else
+    assert_eq!(moved["change"]["from"], "1");
+    let proposed: irqlens_model::units::CpuList =
+        moved["change"]["to"].as_str().unwrap().parse().unwrap();
+    assert!(!proposed.contains(1) && !proposed.is_empty(), "{moved:#}");
+    assert!(
+        moved["remedy"].as_str().unwrap().contains("pinned"),
+        "{moved:#}"
+    );
+    // 2 ms of every 20 ms for the 3 s measured (the run's start and end trim a little)
+    let time_ms = moved["time_ns"].as_u64().unwrap() as f64 / 1e6;
+    println!(
+        "spinner on CPU 1: {time_ms:.1} ms, {:.1}% of the noise",
+        moved["share_percent"].as_f64().unwrap()
+    );
+    assert!(
+        (180.0..=330.0).contains(&time_ms),
+        "{time_ms} ms: {moved:#}"
+    );
+}
+
+/// NET_RX steered onto CPU 1 by RPS in a private netns: advise names that mask and
+/// proposes it without CPU 1.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn net_rx_steered_by_rps_points_at_the_mask() {
+    assert_root();
+    let mut flow = UdpFlow::start(1, 0);
+    flow.send(20_000);
+    std::thread::sleep(Duration::from_millis(300));
+    let namespace = flow.namespace().to_owned();
+    let doc = irqlens_json(&["advise", "-c", "1", "-d", "3", "-q", "--netns", &namespace]);
+    drop(flow);
+    let advice = doc["advice"].as_array().unwrap();
+    let net_rx = advice
+        .iter()
+        .find(|a| a["cpu"] == 1 && a["cause"] == "NET_RX")
+        .unwrap_or_else(|| panic!("no NET_RX advice on CPU 1: {doc:#}"));
+    println!(
+        "NET_RX on CPU 1: {} us, {:.1}% of the noise",
+        net_rx["time_ns"].as_u64().unwrap() / 1000,
+        net_rx["share_percent"].as_f64().unwrap()
+    );
+    assert!(net_rx["time_ns"].as_u64().unwrap() > 0);
+    let peer = format!("ila{}b", std::process::id());
+    let rps = advice
+        .iter()
+        .find(|a| a["id"] == format!("rps-{namespace}-{peer}-rx0"))
+        .unwrap_or_else(|| panic!("no RPS advice for {peer}: {doc:#}"));
+    assert_eq!(rps["cpu"], 1);
+    assert_eq!(rps["change"]["knob"], "rps_cpus");
+    assert_eq!(rps["change"]["netns"], namespace.as_str());
+    assert_eq!(
+        rps["change"]["from"]
+            .as_str()
+            .map(|m| m.trim_start_matches('0')),
+        Some("2")
+    );
+    assert_eq!(rps["change"]["to"], "0");
+    // the mask is also a conflict of the measured CPU
+    let conflicts = doc["conflicts"].as_array().unwrap();
+    assert!(
+        conflicts.iter().any(|c| c["what"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("RPS on {peer} rx-0"))),
+        "{conflicts:#?}"
+    );
+}
