@@ -181,18 +181,19 @@ impl<'c> TextTable<'c> {
                 }
                 TableLine::Cells(cells) => cells,
             };
-            write!(out, "{}", self.lead)?;
+            let mut text = self.lead.to_owned();
             for (index, ((column, cell), &width)) in
                 self.columns.iter().zip(cells).zip(&widths).enumerate()
             {
                 let gap = if index == 0 { 0 } else { column.gap };
                 let cell = fit(cell, width);
-                match column.align {
-                    Align::Left => write!(out, "{:gap$}{cell:<width$}", "")?,
-                    Align::Right => write!(out, "{:gap$}{cell:>width$}", "")?,
-                }
+                text += &match column.align {
+                    Align::Left => format!("{:gap$}{cell:<width$}", ""),
+                    Align::Right => format!("{:gap$}{cell:>width$}", ""),
+                };
             }
-            writeln!(out)?;
+            // a left-aligned last column pads nothing after it
+            writeln!(out, "{}", text.trim_end())?;
         }
         Ok(())
     }
