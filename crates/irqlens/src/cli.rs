@@ -454,7 +454,12 @@ pub struct TuneArgs {
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=20))]
     pub rounds: u32,
     /// The remedies to try, by the ids `irqlens advise` shows
-    #[arg(long, value_name = "ID,...", value_delimiter = ',', conflicts_with = "all")]
+    #[arg(
+        long,
+        value_name = "ID,...",
+        value_delimiter = ',',
+        conflicts_with = "all"
+    )]
     pub apply: Vec<String>,
     /// Try every remedy `irqlens advise` finds for the CPUs
     #[arg(long)]

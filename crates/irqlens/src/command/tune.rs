@@ -120,7 +120,10 @@ pub fn run(args: &TuneArgs) -> Result<()> {
 fn revert(journal: &Path) -> Result<()> {
     let restored = irqlens_collect::journal::revert_file(journal, &SystemKnobs)?;
     if restored.is_empty() {
-        println!("nothing to put back ({} holds no change)", journal.display());
+        println!(
+            "nothing to put back ({} holds no change)",
+            journal.display()
+        );
     }
     for change in restored {
         println!(
@@ -304,13 +307,17 @@ fn round(analysis: &NoiseAnalysis, figure: &Figure) -> Round {
         .map(|(cause, stats)| (cause, stats.total_ns))
         .collect();
     let sum = |keep: &dyn Fn(&Cause) -> bool| {
-        per_second(causes.iter().filter(|(c, _)| keep(c)).map(|(_, ns)| ns).sum())
+        per_second(
+            causes
+                .iter()
+                .filter(|(c, _)| keep(c))
+                .map(|(_, ns)| ns)
+                .sum(),
+        )
     };
     let class = |class: NoiseClass| {
         move |cause: &Cause| match (class, cause) {
-            (NoiseClass::Irq, Cause::Irq { .. }) | (NoiseClass::Softirq, Cause::Softirq(_)) => {
-                true
-            }
+            (NoiseClass::Irq, Cause::Irq { .. }) | (NoiseClass::Softirq, Cause::Softirq(_)) => true,
             (_, Cause::EntryExit(c)) => *c == class,
             _ => false,
         }
@@ -364,7 +371,9 @@ impl Verdict {
 /// 1/C(2N,N): the chance of a complete separation of N before and N after rounds when
 /// they are exchangeable.
 fn separation_chance(rounds: usize) -> f64 {
-    (1..=rounds).map(|k| k as f64 / (rounds + k) as f64).product()
+    (1..=rounds)
+        .map(|k| k as f64 / (rounds + k) as f64)
+        .product()
 }
 
 fn bounds(values: &[f64]) -> (f64, f64) {
@@ -588,13 +597,19 @@ mod tests {
             from: "1".into(),
             to: "0".into(),
         };
-        let list = vec![advice("irq-24", Some(move_24.clone())), advice("timer", None)];
+        let list = vec![
+            advice("irq-24", Some(move_24.clone())),
+            advice("timer", None),
+        ];
         let ids = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
             advised_changes(list.clone(), &ids(&["irq-24"]), false).unwrap(),
             vec![move_24.clone()]
         );
-        assert_eq!(advised_changes(list.clone(), &[], true).unwrap(), vec![move_24]);
+        assert_eq!(
+            advised_changes(list.clone(), &[], true).unwrap(),
+            vec![move_24]
+        );
         let err = advised_changes(list.clone(), &ids(&["nope"]), false).unwrap_err();
         assert!(err.to_string().contains("no such remedy"), "{err}");
         let err = advised_changes(list, &ids(&["timer"]), false).unwrap_err();
