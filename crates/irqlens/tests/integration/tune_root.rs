@@ -297,3 +297,52 @@ fn sigterm_puts_everything_back() {
     assert_eq!(read(NETDEV_BUDGET), budget);
     assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
 }
+
+/// A veth pair in a private netns whose RPS mask sends NET_RX work of a UDP flow to
+/// CPU 1: tune moves it to CPU 0 and keeps it, and the mask is put back at exit.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn an_rps_mask_steering_softirq_work_to_the_cpu_is_cleared() {
+    assert_root();
+    let mut flow = irqlens_test_support::udp_flow::UdpFlow::start(1, 0);
+    let (namespace, device) = (
+        flow.namespace().to_owned(),
+        flow.receiving_device().to_owned(),
+    );
+    let mask = || {
+        let output = std::process::Command::new("ip")
+            .args(["netns", "exec", &namespace, "cat"])
+            .arg(format!("/sys/class/net/{device}/queues/rx-0/rps_cpus"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let steered = mask();
+    flow.send(20_000);
+    let doc = tune_json(&[
+        "-c",
+        "1",
+        "--change",
+        &format!("rps:{namespace}/{device}/rx-0=1"),
+        "-d",
+        "2",
+        "--rounds",
+        "2",
+    ]);
+    flow.stop_sending();
+    let remedy = remedy(&doc);
+    eprintln!("{remedy:#}");
+    assert_eq!(remedy["verdict"], "kept", "{remedy:#}");
+    let before = remedy["before_median_ns_per_s"].as_f64().unwrap();
+    let after = remedy["after_median_ns_per_s"].as_f64().unwrap();
+    assert!(
+        before > 0.0,
+        "NET_RX made noise on CPU 1 before: {remedy:#}"
+    );
+    assert!(
+        after <= before * 0.1,
+        "NET_RX noise on CPU 1 dropped by 90%: {remedy:#}"
+    );
+    assert_eq!(mask(), steered, "the mask is put back");
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
