@@ -146,8 +146,8 @@ pub fn write(knob: &Knob, value: &str) -> Result<()> {
                 None => fs::write(&path, format!("{value}\n")).map_err(|err| {
                     match (knob, err.raw_os_error()) {
                         (Knob::IrqAffinity { irq }, Some(libc::EIO | libc::EPERM)) => anyhow!(
-                            "IRQ {irq}'s affinity is managed by the kernel (a multi-queue \
-                             device's): it cannot be moved ({err})"
+                            "IRQ {irq}'s affinity is managed by the kernel (it places the \
+                             queue IRQs of multi-queue devices itself): it cannot be moved ({err})"
                         ),
                         _ => anyhow::Error::new(err),
                     }

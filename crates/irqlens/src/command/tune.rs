@@ -59,6 +59,11 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             bail!("--change {spec}: {why}");
         }
         let from = SystemKnobs.read(&knob)?;
+        if matches!(knob, Knob::IrqAffinity { .. }) && !args.dry_run {
+            // writing the value it has changes nothing, and the kernel refuses it for a
+            // managed IRQ: refused before anything is measured
+            SystemKnobs.write(&knob, &from)?;
+        }
         changes.push(Change { knob, from, to });
     }
     if args.all || !args.apply.is_empty() {
