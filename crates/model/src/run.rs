@@ -177,6 +177,8 @@ pub enum Document {
     Report(Vec<AnyMeasurement>),
     /// `irqlens compare --json`.
     Compare(Comparison<AnyMeasurement, AnyMeasurement>),
+    /// `irqlens tune --json`.
+    Tune(crate::tune::TuneReport),
 }
 
 /// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the
@@ -203,6 +205,10 @@ pub fn json_schema() -> serde_json::Value {
             .expect("required");
         required.insert(1, "events".into());
     }
+    definitions["TuneReport"]["properties"]["command"] = serde_json::json!({
+        "description": "Always \"tune\".",
+        "const": "tune",
+    });
     schema
 }
 

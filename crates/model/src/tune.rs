@@ -141,3 +141,83 @@ pub struct Conflict {
     /// The CPUs it concerns, if some.
     pub cpus: Option<CpuList>,
 }
+
+/// The JSON document of `irqlens tune`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct TuneReport {
+    /// Always "irqlens".
+    pub tool: String,
+    /// The irqlens version that printed it.
+    pub version: String,
+    /// Always "tune".
+    pub command: String,
+    /// The kernel release tuned.
+    pub kernel: String,
+    /// The CPUs measured.
+    pub cpus: CpuList,
+    /// Before/after pairs per remedy.
+    pub rounds: u32,
+    /// The length of each before and each after measurement, ns.
+    pub duration_ns: u64,
+    /// The chance that a remedy that changes nothing separates its rounds completely
+    /// (every after below every before): 1/C(2N,N) for N rounds.
+    pub separation_chance: f64,
+    /// The journal's path.
+    pub journal: String,
+    /// Whether Ctrl-C/SIGTERM cut the tuning short (the remedies after it were not tried).
+    pub interrupted: bool,
+    /// The remedies tried, in order.
+    pub remedies: Vec<Trial>,
+}
+
+/// One remedy tried by `tune`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Trial {
+    /// The change as `--change` spells it.
+    pub spec: String,
+    /// The knob in words (its file, or the thread).
+    pub knob_description: String,
+    /// The change.
+    pub change: Change,
+    /// What the verdict is judged on, in words.
+    pub figure: String,
+    /// The rounds without the change.
+    pub before: Vec<TuneRound>,
+    /// The rounds with it.
+    pub after: Vec<TuneRound>,
+    /// The median of the before rounds' judged figure, ns of noise per s.
+    pub before_median_ns_per_s: f64,
+    /// The median of the after rounds' judged figure.
+    pub after_median_ns_per_s: f64,
+    /// after / before - 1, percent; none when before is 0.
+    pub change_percent: Option<f64>,
+    /// Kept or put back.
+    pub verdict: Verdict,
+    /// Whether it was left in place at exit (`--keep`).
+    pub left_in_place: bool,
+}
+
+/// One noise measurement of a `tune` round, ns of noise per s measured, summed over the
+/// CPUs.
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
+pub struct TuneRound {
+    /// The figure the verdict is judged on.
+    pub judged_ns_per_s: f64,
+    /// All noise.
+    pub total_ns_per_s: f64,
+    /// Hardirq noise, with its entry/exit.
+    pub irq_ns_per_s: f64,
+    /// Softirq noise, with its entry/exit.
+    pub softirq_ns_per_s: f64,
+}
+
+/// Whether a remedy helped by more than the run-to-run spread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every after round below every before round, and the medians apart by more than
+    /// the before rounds' spread.
+    Kept,
+    /// Otherwise: put back.
+    NoEffect,
+}

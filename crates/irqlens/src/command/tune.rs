@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use serde::Serialize;
 
 use super::{STOP, interrupted};
 use crate::cli::{NoiseArgs, TuneArgs, TuneMetric};
@@ -18,7 +17,7 @@ use irqlens_collect::tap::Tap;
 use irqlens_collect::{knob, noise as noise_run, system};
 use irqlens_model::kernel::SOFTIRQ_NAMES;
 use irqlens_model::noise::{NoiseClass, NoiseOptions};
-use irqlens_model::tune::{Advice, Change, Knob};
+use irqlens_model::tune::{Advice, Change, Knob, Trial, TuneReport, TuneRound, Verdict};
 use irqlens_model::units::CpuList;
 
 /// The advised remedies for `cpus`: the seam `irqlens advise` fills in.
@@ -109,7 +108,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         }
     }
     let failed = session.finish();
-    print(&trials, &cpus, args)?;
+    print(trials, &cpus, args)?;
     if interrupted() {
         eprintln!("irqlens: interrupted: the remedies not tried yet were left alone");
     }
@@ -185,24 +184,28 @@ impl Session {
             };
             after.push(with);
         }
-        let verdict = Verdict::judge(
-            &before.iter().map(|r| r.judged).collect::<Vec<_>>(),
-            &after.iter().map(|r| r.judged).collect::<Vec<_>>(),
-        );
+        let judged = |r: &TuneRound| r.judged_ns_per_s;
+        let judged_of = |rounds: &[TuneRound]| rounds.iter().map(judged).collect::<Vec<_>>();
+        let verdict = judge(&judged_of(&before), &judged_of(&after));
         if verdict == Verdict::Kept {
             let index = journal.apply(&SystemKnobs, change.clone())?;
             if self.keep {
                 journal.keep(index)?;
             }
         }
+        let (before_median, after_median) = (medians(&before, judged), medians(&after, judged));
         Ok(Some(Trial {
             spec: knob::change_spec(&change.knob, &change.to),
-            knob: knob::describe(&change.knob),
+            knob_description: knob::describe(&change.knob),
             figure: figure.name(&options.cpus),
             change,
             before,
             after,
+            before_median_ns_per_s: before_median,
+            after_median_ns_per_s: after_median,
+            change_percent: change_percent(before_median, after_median),
             verdict,
+            left_in_place: verdict == Verdict::Kept && self.keep,
         }))
     }
 
@@ -276,21 +279,8 @@ impl Figure {
     }
 }
 
-/// One measurement's figures, in ns of noise per second of measuring.
-#[derive(Clone, Copy, Debug, Serialize)]
-struct Round {
-    /// The figure the verdict is judged on.
-    judged: f64,
-    /// All noise.
-    total: f64,
-    /// Hardirq noise (with its entry/exit).
-    irq: f64,
-    /// Softirq noise (with its entry/exit).
-    softirq: f64,
-}
-
 /// One quiet noise run; `None` if Ctrl-C/SIGTERM came.
-fn measure(options: &NoiseOptions, figure: &Figure) -> Result<Option<Round>> {
+fn measure(options: &NoiseOptions, figure: &Figure) -> Result<Option<TuneRound>> {
     if interrupted() {
         return Ok(None);
     }
@@ -303,7 +293,7 @@ fn measure(options: &NoiseOptions, figure: &Figure) -> Result<Option<Round>> {
     Ok(Some(round(&outcome.analysis, figure)))
 }
 
-fn round(analysis: &NoiseAnalysis, figure: &Figure) -> Round {
+fn round(analysis: &NoiseAnalysis, figure: &Figure) -> TuneRound {
     let runtime_ns: u64 = analysis.summaries().map(|s| s.runtime_ns).sum();
     let per_second = |ns: u64| ns as f64 * 1e9 / runtime_ns.max(1) as f64;
     let causes: Vec<(Cause, u64)> = analysis
@@ -327,49 +317,36 @@ fn round(analysis: &NoiseAnalysis, figure: &Figure) -> Round {
             _ => false,
         }
     };
-    Round {
-        judged: sum(&|c| figure.counts(c)),
-        total: sum(&|_| true),
-        irq: sum(&class(NoiseClass::Irq)),
-        softirq: sum(&class(NoiseClass::Softirq)),
+    TuneRound {
+        judged_ns_per_s: sum(&|c| figure.counts(c)),
+        total_ns_per_s: sum(&|_| true),
+        irq_ns_per_s: sum(&class(NoiseClass::Irq)),
+        softirq_ns_per_s: sum(&class(NoiseClass::Softirq)),
     }
 }
 
-/// Whether a remedy helped by more than the run-to-run spread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Verdict {
-    /// Every after round below every before round, and the medians apart by more than
-    /// the before rounds' spread.
-    Kept,
-    /// Otherwise: put back.
-    NoEffect,
+/// The verdict rule: with N rounds each, every after round below every before round
+/// happens by chance with probability 1/C(2N,N) when the remedy changes nothing (the
+/// rounds are then exchangeable: N=2 1/6, N=3 1/20, N=4 1/70); the medians must also
+/// differ by more than the before rounds' max-min, so a consistent but tiny change is not
+/// kept.
+fn judge(before: &[f64], after: &[f64]) -> Verdict {
+    let (lowest_before, highest_before) = bounds(before);
+    let (_, highest_after) = bounds(after);
+    let separated = highest_after < lowest_before;
+    let beyond_spread = median(before) - median(after) > highest_before - lowest_before;
+    if separated && beyond_spread {
+        Verdict::Kept
+    } else {
+        Verdict::NoEffect
+    }
 }
 
-impl Verdict {
-    /// The rule: with N rounds each, every after round below every before round happens
-    /// by chance with probability 1/C(2N,N) when the remedy changes nothing (the rounds
-    /// are then exchangeable: N=2 1/6, N=3 1/20, N=4 1/70); the medians must also differ
-    /// by more than the before rounds' max-min, so a consistent but tiny change is not
-    /// kept.
-    fn judge(before: &[f64], after: &[f64]) -> Verdict {
-        let (lowest_before, highest_before) = bounds(before);
-        let (_, highest_after) = bounds(after);
-        let separated = highest_after < lowest_before;
-        let beyond_spread = median(before) - median(after) > highest_before - lowest_before;
-        if separated && beyond_spread {
-            Verdict::Kept
-        } else {
-            Verdict::NoEffect
-        }
-    }
-
-    fn words(self, keep: bool) -> &'static str {
-        match (self, keep) {
-            (Verdict::Kept, true) => "kept (left in place)",
-            (Verdict::Kept, false) => "kept (put back at exit)",
-            (Verdict::NoEffect, _) => "reverted (no effect)",
-        }
+fn verdict_words(verdict: Verdict, keep: bool) -> &'static str {
+    match (verdict, keep) {
+        (Verdict::Kept, true) => "kept (left in place)",
+        (Verdict::Kept, false) => "kept (put back at exit)",
+        (Verdict::NoEffect, _) => "reverted (no effect)",
     }
 }
 
@@ -405,65 +382,31 @@ fn change_percent(before: f64, after: f64) -> Option<f64> {
     (before > 0.0).then(|| (after - before) / before * 100.0)
 }
 
-/// A remedy tried.
-#[derive(Serialize)]
-struct Trial {
-    /// As `--change` spells it.
-    spec: String,
-    /// The knob in words.
-    knob: String,
-    /// What the verdict was judged on.
-    figure: String,
-    change: Change,
-    before: Vec<Round>,
-    after: Vec<Round>,
-    verdict: Verdict,
+/// One figure of a round.
+type Pick = fn(&TuneRound) -> f64;
+
+fn medians(rounds: &[TuneRound], pick: Pick) -> f64 {
+    median(&rounds.iter().map(pick).collect::<Vec<_>>())
 }
 
-impl Trial {
-    fn medians(&self, pick: fn(&Round) -> f64) -> (f64, f64) {
-        let of = |rounds: &[Round]| median(&rounds.iter().map(pick).collect::<Vec<_>>());
-        (of(&self.before), of(&self.after))
-    }
-}
-
-fn print(trials: &[Trial], cpus: &CpuList, args: &TuneArgs) -> Result<()> {
+fn print(trials: Vec<Trial>, cpus: &CpuList, args: &TuneArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let rounds = args.rounds as usize;
     if args.json {
-        let remedies: Vec<_> = trials
-            .iter()
-            .map(|t| {
-                let (before, after) = t.medians(|r| r.judged);
-                serde_json::json!({
-                    "change": t.spec,
-                    "knob": t.knob,
-                    "from": t.change.from,
-                    "to": t.change.to,
-                    "figure": t.figure,
-                    "before_ns_per_s": t.before,
-                    "after_ns_per_s": t.after,
-                    "before_median_ns_per_s": before,
-                    "after_median_ns_per_s": after,
-                    "change_percent": change_percent(before, after),
-                    "verdict": t.verdict,
-                    "left_in_place": t.verdict == Verdict::Kept && args.keep,
-                })
-            })
-            .collect();
-        let document = serde_json::json!({
-            "tool": irqlens_model::run::TOOL,
-            "version": env!("CARGO_PKG_VERSION"),
-            "command": "tune",
-            "cpus": cpus.to_string(),
-            "rounds": rounds,
-            "duration_ns": args.duration.as_nanos() as u64,
-            "separation_chance": separation_chance(rounds),
-            "journal": JOURNAL_PATH,
-            "interrupted": interrupted(),
-            "remedies": remedies,
-        });
-        return super::print_json(&mut out, &document);
+        let report = TuneReport {
+            tool: irqlens_model::run::TOOL.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            command: "tune".into(),
+            kernel: system::kernel_release(),
+            cpus: cpus.clone(),
+            rounds: args.rounds,
+            duration_ns: args.duration.as_nanos() as u64,
+            separation_chance: separation_chance(rounds),
+            journal: JOURNAL_PATH.into(),
+            interrupted: interrupted(),
+            remedies: trials,
+        };
+        return super::print_json(&mut out, &serde_json::to_value(report)?);
     }
     writeln!(
         out,
@@ -473,12 +416,13 @@ fn print(trials: &[Trial], cpus: &CpuList, args: &TuneArgs) -> Result<()> {
         humantime::format_duration(args.duration),
         separation_chance(rounds)
     )?;
-    for trial in trials {
+    let us = |ns: f64| ns / 1e3;
+    for trial in &trials {
         writeln!(out)?;
         writeln!(
             out,
             "{}  ({}: {} -> {})",
-            trial.spec, trial.knob, trial.change.from, trial.change.to
+            trial.spec, trial.knob_description, trial.change.from, trial.change.to
         )?;
         writeln!(out, "  {} (µs per s)", trial.figure)?;
         writeln!(out, "  {:<8} {:>10} {:>10}", "round", "before", "after")?;
@@ -487,32 +431,33 @@ fn print(trials: &[Trial], cpus: &CpuList, args: &TuneArgs) -> Result<()> {
                 out,
                 "  {:<8} {:>10.1} {:>10.1}",
                 i + 1,
-                b.judged / 1e3,
-                a.judged / 1e3
+                us(b.judged_ns_per_s),
+                us(a.judged_ns_per_s)
             )?;
         }
-        let (before, after) = trial.medians(|r| r.judged);
-        let change = change_percent(before, after).map_or("-".into(), |p| format!("{p:+.1}%"));
+        let change = trial
+            .change_percent
+            .map_or("-".into(), |p| format!("{p:+.1}%"));
         writeln!(
             out,
             "  {:<8} {:>10.1} {:>10.1} {:>9}  {}",
             "median",
-            before / 1e3,
-            after / 1e3,
+            us(trial.before_median_ns_per_s),
+            us(trial.after_median_ns_per_s),
             change,
-            trial.verdict.words(args.keep)
+            verdict_words(trial.verdict, args.keep)
         )?;
-        for (name, pick) in [
-            ("all noise", (|r: &Round| r.total) as fn(&Round) -> f64),
-            ("irq", |r| r.irq),
-            ("softirq", |r| r.softirq),
-        ] {
-            let (before, after) = trial.medians(pick);
+        let figures: [(&str, Pick); 3] = [
+            ("all noise", |r| r.total_ns_per_s),
+            ("irq", |r| r.irq_ns_per_s),
+            ("softirq", |r| r.softirq_ns_per_s),
+        ];
+        for (name, pick) in figures {
             writeln!(
                 out,
                 "  {name:<10} {:>8.1} {:>10.1} µs per s (medians)",
-                before / 1e3,
-                after / 1e3
+                us(medians(&trial.before, pick)),
+                us(medians(&trial.after, pick))
             )?;
         }
     }
@@ -526,26 +471,23 @@ mod tests {
     #[test]
     fn kept_only_beyond_the_spread() {
         assert_eq!(
-            Verdict::judge(&[100.0, 110.0, 105.0], &[10.0, 12.0, 9.0]),
+            judge(&[100.0, 110.0, 105.0], &[10.0, 12.0, 9.0]),
             Verdict::Kept
         );
         // one after round among the before ones
         assert_eq!(
-            Verdict::judge(&[100.0, 110.0, 105.0], &[10.0, 101.0, 9.0]),
+            judge(&[100.0, 110.0, 105.0], &[10.0, 101.0, 9.0]),
             Verdict::NoEffect
         );
         // separated, but by less than the before rounds' spread
         assert_eq!(
-            Verdict::judge(&[100.0, 140.0, 120.0], &[95.0, 90.0, 99.0]),
+            judge(&[100.0, 140.0, 120.0], &[95.0, 90.0, 99.0]),
             Verdict::NoEffect
         );
         // worse
-        assert_eq!(
-            Verdict::judge(&[10.0, 11.0], &[20.0, 21.0]),
-            Verdict::NoEffect
-        );
+        assert_eq!(judge(&[10.0, 11.0], &[20.0, 21.0]), Verdict::NoEffect);
         // nothing either way
-        assert_eq!(Verdict::judge(&[0.0, 0.0], &[0.0, 0.0]), Verdict::NoEffect);
+        assert_eq!(judge(&[0.0, 0.0], &[0.0, 0.0]), Verdict::NoEffect);
     }
 
     #[test]

@@ -69,12 +69,11 @@ fn virtio_irq(driver: &str, queues: &[&str]) -> Option<u32> {
     })
 }
 
+/// `irqlens tune ARGS --json`'s document, checked against the published schema.
 fn tune_json(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["tune"];
     all.extend_from_slice(args);
-    all.push("--json");
-    let output = irqlens_ok(&all);
-    serde_json::from_slice(&output.stdout).expect("tune --json prints JSON")
+    irqlens_json(&all)
 }
 
 /// Reads `path` from a thread pinned to CPU 0 until dropped.
