@@ -159,6 +159,8 @@ pub struct TuneReport {
     pub rounds: u32,
     /// The length of each before and each after measurement, ns.
     pub duration_ns: u64,
+    /// What was measured: `noise` or `wakeup`.
+    pub metric: String,
     /// The chance that a remedy that changes nothing separates its rounds completely
     /// (every after below every before): 1/C(2N,N) for N rounds.
     pub separation_chance: f64,
@@ -181,14 +183,16 @@ pub struct Trial {
     pub change: Change,
     /// What the verdict is judged on, in words.
     pub figure: String,
+    /// Its unit: `ns of noise per s` (noise) or `ns` (wakeup latency).
+    pub unit: String,
     /// The rounds without the change.
     pub before: Vec<TuneRound>,
     /// The rounds with it.
     pub after: Vec<TuneRound>,
-    /// The median of the before rounds' judged figure, ns of noise per s.
-    pub before_median_ns_per_s: f64,
+    /// The median of the before rounds' judged figure.
+    pub before_median: f64,
     /// The median of the after rounds' judged figure.
-    pub after_median_ns_per_s: f64,
+    pub after_median: f64,
     /// after / before - 1, percent; none when before is 0.
     pub change_percent: Option<f64>,
     /// Kept or put back.
@@ -197,18 +201,15 @@ pub struct Trial {
     pub left_in_place: bool,
 }
 
-/// One noise measurement of a `tune` round, ns of noise per s measured, summed over the
-/// CPUs.
-#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
+/// One measurement of a `tune` round.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TuneRound {
-    /// The figure the verdict is judged on.
-    pub judged_ns_per_s: f64,
-    /// All noise.
-    pub total_ns_per_s: f64,
-    /// Hardirq noise, with its entry/exit.
-    pub irq_ns_per_s: f64,
-    /// Softirq noise, with its entry/exit.
-    pub softirq_ns_per_s: f64,
+    /// The figure the verdict is judged on, in the trial's unit.
+    pub judged: f64,
+    /// The other figures shown: noise: `total_ns_per_s`, `irq_ns_per_s`,
+    /// `softirq_ns_per_s` (summed over the CPUs, per s measured, with their entry/exit);
+    /// wakeup: `p99_total_ns`, `max_total_ns`, `p99_irq_ns` (the worst CPU's).
+    pub figures: std::collections::BTreeMap<String, f64>,
 }
 
 /// Whether a remedy helped by more than the run-to-run spread.

@@ -2,6 +2,7 @@
 //! alternating before/after rounds, kept only when every after round beat every before
 //! round by more than their spread; everything put back at exit from the journal.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -10,15 +11,18 @@ use anyhow::{Result, bail};
 use clap::Parser;
 
 use super::{STOP, interrupted};
-use crate::cli::{NoiseArgs, TuneArgs, TuneMetric};
+use crate::cli::{NoiseArgs, TuneArgs, TuneMetric, WakeupArgs};
 use irqlens_analyze::noise::{Cause, NoiseAnalysis};
+use irqlens_analyze::wakeup::Component;
+use irqlens_analyze::wakeup::stats::WakeupStats;
 use irqlens_collect::journal::{JOURNAL_PATH, Journal, Knobs, SystemKnobs};
 use irqlens_collect::tap::Tap;
-use irqlens_collect::{knob, noise as noise_run, system};
+use irqlens_collect::{knob, noise as noise_run, system, wakeup as wakeup_run};
 use irqlens_model::kernel::SOFTIRQ_NAMES;
 use irqlens_model::noise::{NoiseClass, NoiseOptions};
 use irqlens_model::tune::{Advice, Change, Knob, Trial, TuneReport, TuneRound, Verdict};
 use irqlens_model::units::CpuList;
+use irqlens_model::wakeup::WakeupOptions;
 
 /// The advised remedies for `cpus`: the seam `irqlens advise` fills in.
 fn advice_for(_cpus: &CpuList) -> Result<Vec<Advice>> {
@@ -48,9 +52,6 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         return revert(journal);
     }
     let cpus = system::select_cpus(args.cpus.as_ref())?;
-    if args.metric == TuneMetric::Wakeup {
-        bail!("--metric wakeup is not implemented yet: tune measures noise (--metric noise)");
-    }
     let mut changes = Vec::new();
     for spec in &args.change {
         let (knob, to) = knob::parse_change(spec)?;
@@ -87,7 +88,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         return Ok(());
     }
     system::check_can_trace()?;
-    let options = noise_options(&cpus, args.duration)?;
+    let meter = Meter::new(args.metric, &cpus, args.duration)?;
     let mut session = Session {
         journal: Some(Journal::begin(journal)?),
         keep: args.keep,
@@ -102,13 +103,13 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             );
             continue;
         }
-        match session.trial(&options, args.rounds, change)? {
+        match session.trial(&meter, args.rounds, change)? {
             Some(trial) => trials.push(trial),
             None => break,
         }
     }
     let failed = session.finish();
-    print(trials, &cpus, args)?;
+    print(trials, &meter, args)?;
     if interrupted() {
         eprintln!("irqlens: interrupted: the remedies not tried yet were left alone");
     }
@@ -140,17 +141,90 @@ fn revert(journal: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The noise runs of the rounds: quiet, on `cpus`, rtla's defaults otherwise.
-fn noise_options(cpus: &CpuList, duration: Duration) -> Result<NoiseOptions> {
-    #[derive(Parser)]
-    struct Defaults {
-        #[command(flatten)]
-        noise: NoiseArgs,
+/// The runs of the rounds: quiet, on the CPUs, the measuring command's defaults otherwise.
+enum Meter {
+    /// `irqlens noise`: per-CPU noise.
+    Noise(NoiseOptions),
+    /// `irqlens wakeup` (timer mode): the latency of a timer thread per CPU.
+    Wakeup(WakeupOptions),
+}
+
+impl Meter {
+    fn new(metric: TuneMetric, cpus: &CpuList, duration: Duration) -> Result<Meter> {
+        Ok(match metric {
+            TuneMetric::Noise => {
+                let noise = NoiseDefaults::try_parse_from(["tune"])?.noise;
+                let mut options = noise.options_on(None, cpus.clone())?;
+                options.duration = Some(duration);
+                Meter::Noise(options)
+            }
+            TuneMetric::Wakeup => {
+                let wakeup = WakeupDefaults::try_parse_from(["tune"])?.wakeup;
+                let mut options = wakeup.options_on(None, cpus.clone())?;
+                options.duration = Some(duration);
+                Meter::Wakeup(options)
+            }
+        })
     }
-    let defaults = Defaults::try_parse_from(["tune"])?;
-    let mut options = defaults.noise.options_on(None, cpus.clone())?;
-    options.duration = Some(duration);
-    Ok(options)
+
+    fn name(&self) -> &'static str {
+        match self {
+            Meter::Noise(_) => "noise",
+            Meter::Wakeup(_) => "wakeup",
+        }
+    }
+
+    fn cpus(&self) -> &CpuList {
+        match self {
+            Meter::Noise(options) => &options.cpus,
+            Meter::Wakeup(options) => &options.cpus,
+        }
+    }
+
+    /// What a remedy is judged on, in words, and its unit.
+    fn figure(&self, figure: &Figure) -> (String, &'static str) {
+        let cpus = self.cpus();
+        match self {
+            Meter::Noise(_) => (figure.name(cpus), "ns of noise per s"),
+            Meter::Wakeup(_) => (
+                format!("99th percentile of the timer wakeup latency, worst of CPUs {cpus}"),
+                "ns",
+            ),
+        }
+    }
+
+    /// One quiet run; `None` if Ctrl-C/SIGTERM came.
+    fn measure(&self, figure: &Figure) -> Result<Option<TuneRound>> {
+        if interrupted() {
+            return Ok(None);
+        }
+        // each run ends by setting STOP: the next one starts with it clear
+        STOP.store(false, std::sync::atomic::Ordering::Relaxed);
+        let round = match self {
+            Meter::Noise(options) => {
+                let outcome = noise_run::run(options, &STOP, &mut Tap::default(), |_, _| {})?;
+                noise_round(&outcome.analysis, figure)
+            }
+            Meter::Wakeup(options) => {
+                let outcome =
+                    wakeup_run::run(options, &STOP, &mut Tap::default(), |_, _| {}, |_| {})?;
+                wakeup_round(&outcome.stats)?
+            }
+        };
+        Ok((!interrupted()).then_some(round))
+    }
+}
+
+#[derive(Parser)]
+struct NoiseDefaults {
+    #[command(flatten)]
+    noise: NoiseArgs,
+}
+
+#[derive(Parser)]
+struct WakeupDefaults {
+    #[command(flatten)]
+    wakeup: WakeupArgs,
 }
 
 /// The journal, whose changes are put back when the session ends, however it ends.
@@ -162,29 +236,24 @@ struct Session {
 impl Session {
     /// Measures the machine without and with `change`, `rounds` times each, alternating;
     /// leaves the change in place if it is kept. `None` if interrupted.
-    fn trial(
-        &mut self,
-        options: &NoiseOptions,
-        rounds: u32,
-        change: Change,
-    ) -> Result<Option<Trial>> {
+    fn trial(&mut self, meter: &Meter, rounds: u32, change: Change) -> Result<Option<Trial>> {
         let journal = self.journal.as_mut().expect("a live session");
         let figure = Figure::of(&change.knob);
         let (mut before, mut after) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
-            let Some(without) = measure(options, &figure)? else {
+            let Some(without) = meter.measure(&figure)? else {
                 return Ok(None);
             };
             before.push(without);
             let index = journal.apply(&SystemKnobs, change.clone())?;
-            let with = measure(options, &figure);
+            let with = meter.measure(&figure);
             journal.revert(&SystemKnobs, index)?;
             let Some(with) = with? else {
                 return Ok(None);
             };
             after.push(with);
         }
-        let judged = |r: &TuneRound| r.judged_ns_per_s;
+        let judged = |r: &TuneRound| r.judged;
         let judged_of = |rounds: &[TuneRound]| rounds.iter().map(judged).collect::<Vec<_>>();
         let verdict = judge(&judged_of(&before), &judged_of(&after));
         if verdict == Verdict::Kept {
@@ -194,15 +263,17 @@ impl Session {
             }
         }
         let (before_median, after_median) = (medians(&before, judged), medians(&after, judged));
+        let (figure_name, unit) = meter.figure(&figure);
         Ok(Some(Trial {
             spec: knob::change_spec(&change.knob, &change.to),
             knob_description: knob::describe(&change.knob),
-            figure: figure.name(&options.cpus),
+            figure: figure_name,
+            unit: unit.into(),
             change,
             before,
             after,
-            before_median_ns_per_s: before_median,
-            after_median_ns_per_s: after_median,
+            before_median,
+            after_median,
             change_percent: change_percent(before_median, after_median),
             verdict,
             left_in_place: verdict == Verdict::Kept && self.keep,
@@ -279,21 +350,7 @@ impl Figure {
     }
 }
 
-/// One quiet noise run; `None` if Ctrl-C/SIGTERM came.
-fn measure(options: &NoiseOptions, figure: &Figure) -> Result<Option<TuneRound>> {
-    if interrupted() {
-        return Ok(None);
-    }
-    // each run ends by setting STOP: the next one starts with it clear
-    STOP.store(false, std::sync::atomic::Ordering::Relaxed);
-    let outcome = noise_run::run(options, &STOP, &mut Tap::default(), |_, _| {})?;
-    if interrupted() {
-        return Ok(None);
-    }
-    Ok(Some(round(&outcome.analysis, figure)))
-}
-
-fn round(analysis: &NoiseAnalysis, figure: &Figure) -> TuneRound {
+fn noise_round(analysis: &NoiseAnalysis, figure: &Figure) -> TuneRound {
     let runtime_ns: u64 = analysis.summaries().map(|s| s.runtime_ns).sum();
     let per_second = |ns: u64| ns as f64 * 1e9 / runtime_ns.max(1) as f64;
     let causes: Vec<(Cause, u64)> = analysis
@@ -318,11 +375,37 @@ fn round(analysis: &NoiseAnalysis, figure: &Figure) -> TuneRound {
         }
     };
     TuneRound {
-        judged_ns_per_s: sum(&|c| figure.counts(c)),
-        total_ns_per_s: sum(&|_| true),
-        irq_ns_per_s: sum(&class(NoiseClass::Irq)),
-        softirq_ns_per_s: sum(&class(NoiseClass::Softirq)),
+        judged: sum(&|c| figure.counts(c)),
+        figures: BTreeMap::from([
+            ("total_ns_per_s".into(), sum(&|_| true)),
+            ("irq_ns_per_s".into(), sum(&class(NoiseClass::Irq))),
+            ("softirq_ns_per_s".into(), sum(&class(NoiseClass::Softirq))),
+        ]),
     }
+}
+
+/// A wakeup run's figures: the worst CPU's.
+fn wakeup_round(stats: &WakeupStats) -> Result<TuneRound> {
+    let worst = |component: Component, q: f64| {
+        stats
+            .cpus
+            .values()
+            .filter_map(|cpu| cpu.series(component)?.quantile_ns(q))
+            .max()
+            .map_or(0.0, |ns| ns as f64)
+    };
+    if stats.activations() == 0 {
+        bail!("the wakeup run measured no wakeup: a longer -d is needed");
+    }
+    let p99 = worst(Component::Total, 0.99);
+    Ok(TuneRound {
+        judged: p99,
+        figures: BTreeMap::from([
+            ("p99_total_ns".into(), p99),
+            ("max_total_ns".into(), worst(Component::Total, 1.0)),
+            ("p99_irq_ns".into(), worst(Component::Irq, 0.99)),
+        ]),
+    })
 }
 
 /// The verdict rule: with N rounds each, every after round below every before round
@@ -382,14 +465,12 @@ fn change_percent(before: f64, after: f64) -> Option<f64> {
     (before > 0.0).then(|| (after - before) / before * 100.0)
 }
 
-/// One figure of a round.
-type Pick = fn(&TuneRound) -> f64;
-
-fn medians(rounds: &[TuneRound], pick: Pick) -> f64 {
+fn medians(rounds: &[TuneRound], pick: impl Fn(&TuneRound) -> f64) -> f64 {
     median(&rounds.iter().map(pick).collect::<Vec<_>>())
 }
 
-fn print(trials: Vec<Trial>, cpus: &CpuList, args: &TuneArgs) -> Result<()> {
+fn print(trials: Vec<Trial>, meter: &Meter, args: &TuneArgs) -> Result<()> {
+    let cpus = meter.cpus();
     let mut out = std::io::stdout().lock();
     let rounds = args.rounds as usize;
     if args.json {
@@ -401,6 +482,7 @@ fn print(trials: Vec<Trial>, cpus: &CpuList, args: &TuneArgs) -> Result<()> {
             cpus: cpus.clone(),
             rounds: args.rounds,
             duration_ns: args.duration.as_nanos() as u64,
+            metric: meter.name().into(),
             separation_chance: separation_chance(rounds),
             journal: JOURNAL_PATH.into(),
             interrupted: interrupted(),
@@ -424,15 +506,20 @@ fn print(trials: Vec<Trial>, cpus: &CpuList, args: &TuneArgs) -> Result<()> {
             "{}  ({}: {} -> {})",
             trial.spec, trial.knob_description, trial.change.from, trial.change.to
         )?;
-        writeln!(out, "  {} (µs per s)", trial.figure)?;
+        let unit = if trial.unit == "ns" {
+            "µs"
+        } else {
+            "µs per s"
+        };
+        writeln!(out, "  {} ({unit})", trial.figure)?;
         writeln!(out, "  {:<8} {:>10} {:>10}", "round", "before", "after")?;
         for (i, (b, a)) in trial.before.iter().zip(&trial.after).enumerate() {
             writeln!(
                 out,
                 "  {:<8} {:>10.1} {:>10.1}",
                 i + 1,
-                us(b.judged_ns_per_s),
-                us(a.judged_ns_per_s)
+                us(b.judged),
+                us(a.judged)
             )?;
         }
         let change = trial
@@ -442,22 +529,25 @@ fn print(trials: Vec<Trial>, cpus: &CpuList, args: &TuneArgs) -> Result<()> {
             out,
             "  {:<8} {:>10.1} {:>10.1} {:>9}  {}",
             "median",
-            us(trial.before_median_ns_per_s),
-            us(trial.after_median_ns_per_s),
+            us(trial.before_median),
+            us(trial.after_median),
             change,
             verdict_words(trial.verdict, args.keep)
         )?;
-        let figures: [(&str, Pick); 3] = [
-            ("all noise", |r| r.total_ns_per_s),
-            ("irq", |r| r.irq_ns_per_s),
-            ("softirq", |r| r.softirq_ns_per_s),
-        ];
-        for (name, pick) in figures {
+        let names = trial
+            .before
+            .first()
+            .map(|r| r.figures.keys().cloned().collect::<Vec<_>>());
+        for name in names.unwrap_or_default() {
+            let pick = |r: &TuneRound| r.figures[&name];
+            let median_of =
+                |rounds: &[TuneRound]| median(&rounds.iter().map(pick).collect::<Vec<_>>());
+            let shown = name.trim_end_matches("_per_s").trim_end_matches("_ns");
             writeln!(
                 out,
-                "  {name:<10} {:>8.1} {:>10.1} µs per s (medians)",
-                us(medians(&trial.before, pick)),
-                us(medians(&trial.after, pick))
+                "  {shown:<10} {:>8.1} {:>10.1} {unit} (medians)",
+                us(median_of(&trial.before)),
+                us(median_of(&trial.after))
             )?;
         }
     }

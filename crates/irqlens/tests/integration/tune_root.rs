@@ -193,8 +193,8 @@ fn an_irq_left_on_the_measured_cpu_is_moved_and_kept() {
     let remedy = remedy(&doc);
     eprintln!("{remedy:#}");
     assert_eq!(remedy["verdict"], "kept", "{remedy:#}");
-    let before = remedy["before_median_ns_per_s"].as_f64().unwrap();
-    let after = remedy["after_median_ns_per_s"].as_f64().unwrap();
+    let before = remedy["before_median"].as_f64().unwrap();
+    let after = remedy["after_median"].as_f64().unwrap();
     assert!(
         before > 0.0,
         "the IRQ made noise on CPU 1 before: {remedy:#}"
@@ -332,8 +332,8 @@ fn an_rps_mask_steering_softirq_work_to_the_cpu_is_cleared() {
     let remedy = remedy(&doc);
     eprintln!("{remedy:#}");
     assert_eq!(remedy["verdict"], "kept", "{remedy:#}");
-    let before = remedy["before_median_ns_per_s"].as_f64().unwrap();
-    let after = remedy["after_median_ns_per_s"].as_f64().unwrap();
+    let before = remedy["before_median"].as_f64().unwrap();
+    let after = remedy["after_median"].as_f64().unwrap();
     assert!(
         before > 0.0,
         "NET_RX made noise on CPU 1 before: {remedy:#}"
@@ -344,4 +344,36 @@ fn an_rps_mask_steering_softirq_work_to_the_cpu_is_cleared() {
     );
     assert_eq!(mask(), steered, "the mask is put back");
     assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn the_wakeup_metric_judges_on_the_timer_latency() {
+    assert_root();
+    let budget = read(NETDEV_BUDGET);
+    let other = (budget.parse::<u32>().unwrap() + 11).to_string();
+    let doc = tune_json(&[
+        "-c",
+        "1",
+        "--metric",
+        "wakeup",
+        "--change",
+        &format!("sysctl:net.core.netdev_budget={other}"),
+        "-d",
+        "1",
+        "--rounds",
+        "4",
+    ]);
+    assert_eq!(doc["metric"], "wakeup");
+    let remedy = remedy(&doc);
+    assert_eq!(remedy["unit"], "ns");
+    for round in remedy["before"].as_array().unwrap() {
+        let p99 = round["figures"]["p99_total_ns"].as_f64().unwrap();
+        assert!(
+            p99 > 0.0 && round["judged"].as_f64() == Some(p99),
+            "{round}"
+        );
+    }
+    assert_eq!(remedy["verdict"], "no_effect", "{remedy:#}");
+    assert_eq!(read(NETDEV_BUDGET), budget);
 }
