@@ -32,6 +32,16 @@ fn bad_input_is_refused_and_changes_nothing() {
             ],
             "CPU 4095 is offline or does not exist",
         ),
+        (
+            &[
+                "tune",
+                "-c",
+                "1",
+                "--change",
+                "sysctl:kernel.no_such_knob=1",
+            ],
+            "reading /proc/sys/kernel/no_such_knob",
+        ),
         (&["tune", "-c", "1", "--apply", "no-such-id"], "advise"),
         (&["tune", "-c", "1"], "nothing to tune"),
         (

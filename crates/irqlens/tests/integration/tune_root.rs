@@ -377,3 +377,30 @@ fn the_wakeup_metric_judges_on_the_timer_latency() {
     assert_eq!(remedy["verdict"], "no_effect", "{remedy:#}");
     assert_eq!(read(NETDEV_BUDGET), budget);
 }
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn keep_leaves_what_helped_and_revert_still_undoes_it() {
+    assert_root();
+    let Some(irq) = virtio_irq("virtio_rng", &["input"]) else {
+        eprintln!("skipped: no virtio_rng IRQ to inject IRQ noise with on this machine");
+        return;
+    };
+    let path = affinity_path(irq);
+    let misrouted = Setting::set(&path, "1");
+    let reader = Reader::start("/dev/hwrng", 64);
+    let change = format!("irq:{irq}=0");
+    let doc = tune_json(&[
+        "-c", "1", "--change", &change, "-d", "1", "--rounds", "2", "--keep",
+    ]);
+    drop(reader);
+    let remedy = remedy(&doc);
+    assert_eq!(remedy["verdict"], "kept", "{remedy:#}");
+    assert_eq!(remedy["left_in_place"], true);
+    assert_eq!(read(&path), "0", "kept in place");
+    assert_fails_with(&["tune", "-c", "1", "--change", &change], "--revert");
+    irqlens_ok(&["tune", "--revert"]);
+    assert_eq!(read(&path), "1", "--revert undid the kept change");
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+    drop(misrouted);
+}
