@@ -59,11 +59,6 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             bail!("--change {spec}: {why}");
         }
         let from = SystemKnobs.read(&knob)?;
-        if matches!(knob, Knob::IrqAffinity { .. }) && !args.dry_run {
-            // writing the value it has changes nothing, and the kernel refuses it for a
-            // managed IRQ: refused before anything is measured
-            SystemKnobs.write(&knob, &from)?;
-        }
         changes.push(Change { knob, from, to });
     }
     if args.all || !args.apply.is_empty() {
@@ -93,6 +88,13 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         journal: Some(Journal::begin(journal)?),
         keep: args.keep,
     };
+    for change in &changes {
+        if matches!(change.knob, Knob::IrqAffinity { .. }) {
+            // writing the value it has changes nothing, and the kernel refuses it for a
+            // managed IRQ: refused before anything is measured
+            SystemKnobs.write(&change.knob, &change.from)?;
+        }
+    }
     let mut trials = Vec::new();
     for change in changes {
         if change.from == change.to {
