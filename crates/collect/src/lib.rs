@@ -8,6 +8,8 @@ pub mod account;
 pub mod bh;
 pub mod clock;
 pub mod held;
+pub mod journal;
+pub mod knob;
 pub mod load;
 pub mod machine;
 pub mod noise;

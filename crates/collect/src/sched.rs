@@ -48,11 +48,23 @@ struct SchedAttr {
 
 /// Gives the calling thread `priority`.
 pub fn set_priority(priority: Priority) -> Result<()> {
+    set_thread_priority(0, priority)
+}
+
+/// Gives thread `tid` (0: the calling thread) `priority`; going back to SCHED_OTHER
+/// resets the policy first, then the nice value.
+pub fn set_thread_priority(tid: u32, priority: Priority) -> Result<()> {
     let what = format!("setting scheduling priority {priority}");
+    let pid = tid as libc::pid_t;
     match priority {
         Priority::Other { nice } => {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: `param` is a live sched_param the kernel only reads.
+            let ret = unsafe { libc::sched_setscheduler(pid, libc::SCHED_OTHER, &param) };
+            check(ret as i64, &what)?;
+            let who = if tid == 0 { gettid() } else { tid };
             // SAFETY: plain integer arguments; errors are returned.
-            let ret = unsafe { libc::setpriority(libc::PRIO_PROCESS, gettid(), nice) };
+            let ret = unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) };
             check(ret as i64, &what)
         }
         Priority::Fifo(prio) | Priority::RoundRobin(prio) => {
@@ -65,7 +77,7 @@ pub fn set_priority(priority: Priority) -> Result<()> {
                 sched_priority: prio as i32,
             };
             // SAFETY: `param` is a live sched_param the kernel only reads.
-            let ret = unsafe { libc::sched_setscheduler(0, policy, &param) };
+            let ret = unsafe { libc::sched_setscheduler(pid, policy, &param) };
             check(ret as i64, &what)
         }
         Priority::Deadline { runtime, period } => {
@@ -81,7 +93,7 @@ pub fn set_priority(priority: Priority) -> Result<()> {
             };
             // SAFETY: `attr` is a live struct sched_attr (repr(C), its size in `size`) the
             // kernel only reads; the other arguments are integers.
-            let ret = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr, 0) };
+            let ret = unsafe { libc::syscall(libc::SYS_sched_setattr, pid, &attr, 0) };
             check(
                 ret,
                 &format!(
@@ -90,6 +102,44 @@ pub fn set_priority(priority: Priority) -> Result<()> {
             )
         }
     }
+}
+
+/// Thread `tid`'s policy and priority as `Priority` (SCHED_DEADLINE as its parameters are
+/// not read here: an error).
+pub fn thread_priority(tid: u32) -> Result<Priority> {
+    let pid = tid as libc::pid_t;
+    // SAFETY: an integer argument; errors are returned.
+    let policy = unsafe { libc::sched_getscheduler(pid) };
+    check(
+        policy as i64,
+        &format!("reading thread {tid}'s scheduling policy"),
+    )?;
+    let mut param = libc::sched_param { sched_priority: 0 };
+    check(
+        // SAFETY: `param` is a live sched_param for the kernel to fill.
+        unsafe { libc::sched_getparam(pid, &mut param) } as i64,
+        &format!("reading thread {tid}'s priority"),
+    )?;
+    let prio = param.sched_priority as u32;
+    Ok(match policy & !libc::SCHED_RESET_ON_FORK {
+        libc::SCHED_FIFO => Priority::Fifo(prio),
+        libc::SCHED_RR => Priority::RoundRobin(prio),
+        libc::SCHED_OTHER | libc::SCHED_BATCH | libc::SCHED_IDLE => {
+            // getpriority returns -1 for nice -1 too: errno tells them apart
+            // SAFETY: __errno_location returns the calling thread's errno.
+            unsafe { *libc::__errno_location() = 0 };
+            // SAFETY: integer arguments; errors are returned.
+            let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) };
+            let errno = std::io::Error::last_os_error();
+            if nice == -1 && errno.raw_os_error() != Some(0) {
+                return Err(errno).context(format!("reading thread {tid}'s nice value"));
+            }
+            Priority::Other { nice }
+        }
+        other => anyhow::bail!(
+            "thread {tid} runs under scheduling policy {other}, which irqlens does not change"
+        ),
+    })
 }
 
 /// The calling thread's scheduling as it was before `raise`, put back when dropped.

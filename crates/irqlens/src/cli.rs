@@ -66,6 +66,8 @@ pub enum Command {
     /// For each cause measured on a CPU, the knob that takes it off (or why none can), and
     /// what on the machine works against it: from recordings, or measured first with noise
     Advise(Box<AdviseArgs>),
+    /// Apply remedies one at a time, measure before and after, keep what helped, put the rest back
+    Tune(Box<TuneArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -456,6 +458,61 @@ pub struct AccountArgs {
     pub top: usize,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// CPUs measured before and after each remedy, as a list like 1-3
+    #[arg(short, long, value_name = "LIST", required_unless_present = "revert")]
+    pub cpus: Option<CpuList>,
+    /// How long each before and each after measurement runs (10, 10s, 1m)
+    #[arg(short, long, value_name = "TIME", default_value = "5", value_parser = parse_run_duration)]
+    pub duration: Duration,
+    /// Before/after pairs per remedy (2 to 20)
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=20))]
+    pub rounds: u32,
+    /// The remedies to try, by the ids `irqlens advise` shows
+    #[arg(
+        long,
+        value_name = "ID,...",
+        value_delimiter = ',',
+        conflicts_with = "all"
+    )]
+    pub apply: Vec<String>,
+    /// Try every remedy `irqlens advise` finds for the CPUs
+    #[arg(long)]
+    pub all: bool,
+    /// Expert: try this change of a knob instead of an advised one: irq:N=LIST,
+    /// rps:[NETNS/]DEV/rx-N=MASK, xps:[NETNS/]DEV/tx-N=MASK, threaded:[NETNS/]DEV=0|1,
+    /// sysctl:NAME=VALUE, workqueue-cpumask=MASK, affinity:TID=LIST, priority:TID=PRIO;
+    /// repeat for more
+    #[arg(long, value_name = "KNOB=VALUE")]
+    pub change: Vec<String>,
+    /// Print what would be written, and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Leave the remedies that helped in place at exit (the journal keeps them for --revert)
+    #[arg(long)]
+    pub keep: bool,
+    /// Put back every change the journal of a tune that ended holds (after a crash,
+    /// SIGKILL or --keep), and exit
+    #[arg(long, conflicts_with_all = ["cpus", "apply", "all", "change", "dry_run", "keep"])]
+    pub revert: bool,
+    /// What the verdict is judged on
+    #[arg(long, value_enum, default_value_t = TuneMetric::Noise)]
+    pub metric: TuneMetric,
+    /// Print the result as one JSON document (and nothing else on stdout)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `tune` measures before and after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TuneMetric {
+    /// OS noise on the CPUs (irqlens noise)
+    Noise,
+    /// Wakeup latency on the CPUs (irqlens wakeup)
+    Wakeup,
 }
 
 #[cfg(test)]

@@ -78,5 +78,6 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Report(args) => command::report::run(&args).map(|()| Ended::Normally),
         Command::Compare(args) => command::compare::run(&args).map(|()| Ended::Normally),
         Command::Advise(args) => command::advise::run(&args).map(|()| Ended::Normally),
+        Command::Tune(args) => command::tune::run(&args).map(|()| Ended::Normally),
     }
 }

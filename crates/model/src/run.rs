@@ -179,6 +179,8 @@ pub enum Document {
     Compare(Comparison<AnyMeasurement, AnyMeasurement>),
     /// `irqlens advise --json`.
     Advise(crate::tune::AdviceReport),
+    /// `irqlens tune --json`.
+    Tune(crate::tune::TuneReport),
 }
 
 /// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the
@@ -205,6 +207,10 @@ pub fn json_schema() -> serde_json::Value {
             .expect("required");
         required.insert(1, "events".into());
     }
+    definitions["TuneReport"]["properties"]["command"] = serde_json::json!({
+        "description": "Always \"tune\".",
+        "const": "tune",
+    });
     schema
 }
 

@@ -380,6 +380,87 @@ pub fn parse_cpu_mask(text: &str) -> Option<CpuList> {
     Some(cpus.into_iter().collect())
 }
 
+/// The JSON document of `irqlens tune`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct TuneReport {
+    /// Always "irqlens".
+    pub tool: String,
+    /// The irqlens version that printed it.
+    pub version: String,
+    /// Always "tune".
+    pub command: String,
+    /// The kernel release tuned.
+    pub kernel: String,
+    /// The CPUs measured.
+    pub cpus: CpuList,
+    /// Before/after pairs per remedy.
+    pub rounds: u32,
+    /// The length of each before and each after measurement, ns.
+    pub duration_ns: u64,
+    /// What was measured: `noise` or `wakeup`.
+    pub metric: String,
+    /// The chance that a remedy that changes nothing separates its rounds completely
+    /// (every after below every before): 1/C(2N,N) for N rounds.
+    pub separation_chance: f64,
+    /// The journal's path.
+    pub journal: String,
+    /// Whether Ctrl-C/SIGTERM cut the tuning short (the remedies after it were not tried).
+    pub interrupted: bool,
+    /// The remedies tried, in order.
+    pub remedies: Vec<Trial>,
+}
+
+/// One remedy tried by `tune`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Trial {
+    /// The change as `--change` spells it.
+    pub spec: String,
+    /// The knob in words (its file, or the thread).
+    pub knob_description: String,
+    /// The change.
+    pub change: Change,
+    /// What the verdict is judged on, in words.
+    pub figure: String,
+    /// Its unit: `ns of noise per s` (noise) or `ns` (wakeup latency).
+    pub unit: String,
+    /// The rounds without the change.
+    pub before: Vec<TuneRound>,
+    /// The rounds with it.
+    pub after: Vec<TuneRound>,
+    /// The median of the before rounds' judged figure.
+    pub before_median: f64,
+    /// The median of the after rounds' judged figure.
+    pub after_median: f64,
+    /// after / before - 1, percent; none when before is 0.
+    pub change_percent: Option<f64>,
+    /// Kept or put back.
+    pub verdict: Verdict,
+    /// Whether it was left in place at exit (`--keep`).
+    pub left_in_place: bool,
+}
+
+/// One measurement of a `tune` round.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct TuneRound {
+    /// The figure the verdict is judged on, in the trial's unit.
+    pub judged: f64,
+    /// The other figures shown: noise: `total_ns_per_s`, `irq_ns_per_s`,
+    /// `softirq_ns_per_s` (summed over the CPUs, per s measured, with their entry/exit);
+    /// wakeup: `p99_total_ns`, `max_total_ns`, `p99_irq_ns` (the worst CPU's).
+    pub figures: std::collections::BTreeMap<String, f64>,
+}
+
+/// Whether a remedy helped by more than the run-to-run spread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every after round below every before round, and the medians apart by more than
+    /// the before rounds' spread.
+    Kept,
+    /// Otherwise: put back.
+    NoEffect,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ const PEER: &str = "169.254.250.2";
 /// whose namespace end has rps_cpus pointing at `rps_cpu`. Everything is removed on drop.
 pub struct UdpFlow {
     namespace: String,
+    peer: String,
     receiver: Child,
     sender: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     sent: Arc<AtomicU64>,
@@ -79,6 +80,7 @@ impl UdpFlow {
         std::thread::sleep(Duration::from_millis(500));
         UdpFlow {
             namespace,
+            peer,
             receiver,
             sender: None,
             sent: Arc::new(AtomicU64::new(0)),
@@ -89,6 +91,11 @@ impl UdpFlow {
     /// The network namespace the receiver lives in (`ip netns` name).
     pub fn namespace(&self) -> &str {
         &self.namespace
+    }
+
+    /// The veth end in the namespace, whose rx-0 queue has the RPS mask.
+    pub fn receiving_device(&self) -> &str {
+        &self.peer
     }
 
     /// The receiving process (ip netns exec and taskset exec it in place).

@@ -31,6 +31,18 @@ pub fn run(args: &AdviseArgs) -> Result<()> {
         }
         recorded_causes(args)?
     };
+    let report = report(&causes, &args.netns)?;
+    let mut out = std::io::stdout().lock();
+    if output.json {
+        print_json(&mut out, &show::to_json(&report))
+    } else {
+        Ok(show::write_text(&mut out, &report, args.measure.causes)?)
+    }
+}
+
+/// The remedies for `causes` and what works against them, from the machine's state (the
+/// threads the causes name, and the devices of irqlens's and `netns`'s namespaces).
+pub fn report(causes: &[CpuCause], netns: &[String]) -> Result<AdviceReport> {
     let tids: Vec<u32> = causes
         .iter()
         .filter_map(|cause| match cause.source {
@@ -38,19 +50,13 @@ pub fn run(args: &AdviseArgs) -> Result<()> {
             _ => None,
         })
         .collect();
-    let machine = machine::read(&tids, &args.netns)?;
-    let (advice, conflicts) = advise(&causes, &machine);
-    let report = AdviceReport {
+    let machine = machine::read(&tids, netns)?;
+    let (advice, conflicts) = advise(causes, &machine);
+    Ok(AdviceReport {
         advice,
         conflicts,
         machine,
-    };
-    let mut out = std::io::stdout().lock();
-    if output.json {
-        print_json(&mut out, &show::to_json(&report))
-    } else {
-        Ok(show::write_text(&mut out, &report, args.measure.causes)?)
-    }
+    })
 }
 
 /// The causes of every recording; a recording whose capability names none per CPU is an

@@ -25,5 +25,7 @@ mod record_root;
 mod rtla_cli;
 mod rtla_root;
 mod storm_root;
+mod tune_cli;
+mod tune_root;
 mod wakeup_cli;
 mod wakeup_root;

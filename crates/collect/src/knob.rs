@@ -1,0 +1,519 @@
+//! The machine's knobs (`irqlens_model::tune::Knob`): where each lives, reading its value
+//! and writing one, in each knob's own text form (what `cat` shows and `echo` writes).
+//!
+//! A network knob in another namespace (`netns: Some(NAME)`) is read and written with
+//! `ip netns exec NAME`: sysfs shows the devices of the namespace that mounted it, and
+//! `ip netns exec` enters the namespace and mounts a fresh /sys in a private mount
+//! namespace, which is what a thread doing setns() would have to redo by hand.
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+
+use crate::sched;
+use irqlens_model::sched::Priority;
+use irqlens_model::tune::Knob;
+use irqlens_model::units::CpuList;
+
+/// Where unbound work items may run.
+const WORKQUEUE_CPUMASK: &str = "/sys/devices/virtual/workqueue/cpumask";
+
+/// The file a knob is, if it is one (the thread knobs are system calls, the DMA latency
+/// request a held file).
+pub fn path(knob: &Knob) -> Option<PathBuf> {
+    let queue_file = |device: &str, dir: &str, file: &str| {
+        PathBuf::from(format!("/sys/class/net/{device}/queues/{dir}/{file}"))
+    };
+    Some(match knob {
+        Knob::IrqAffinity { irq } => format!("/proc/irq/{irq}/smp_affinity_list").into(),
+        Knob::RpsCpus { device, queue, .. } => {
+            queue_file(device, &format!("rx-{queue}"), "rps_cpus")
+        }
+        Knob::XpsCpus { device, queue, .. } => {
+            queue_file(device, &format!("tx-{queue}"), "xps_cpus")
+        }
+        Knob::NapiThreaded { device, .. } => format!("/sys/class/net/{device}/threaded").into(),
+        Knob::Sysctl { name } => sysctl_path(name),
+        Knob::WorkqueueCpumask => WORKQUEUE_CPUMASK.into(),
+        Knob::ThreadAffinity { .. } | Knob::ThreadPriority { .. } | Knob::DmaLatency => {
+            return None;
+        }
+    })
+}
+
+/// `/proc/sys/a/b/c` of sysctl `a.b.c`.
+fn sysctl_path(name: &str) -> PathBuf {
+    PathBuf::from("/proc/sys").join(name.replace('.', "/"))
+}
+
+/// The network namespace a knob lives in, if not irqlens's own.
+fn netns(knob: &Knob) -> Option<&str> {
+    match knob {
+        Knob::RpsCpus { netns, .. } | Knob::XpsCpus { netns, .. } => netns.as_deref(),
+        Knob::NapiThreaded { netns, .. } => netns.as_deref(),
+        _ => None,
+    }
+}
+
+/// The knob in words: its file, or the thread it acts on.
+pub fn describe(knob: &Knob) -> String {
+    match (knob, path(knob)) {
+        (Knob::ThreadAffinity { tid, comm }, _) => format!("CPU affinity of {comm}:{tid}"),
+        (Knob::ThreadPriority { tid, comm }, _) => format!("priority of {comm}:{tid}"),
+        (Knob::DmaLatency, _) => "/dev/cpu_dma_latency".into(),
+        (_, Some(path)) => match netns(knob) {
+            Some(ns) => format!("{} in netns {ns}", path.display()),
+            None => path.display().to_string(),
+        },
+        (_, None) => unreachable!("every other knob is a file"),
+    }
+}
+
+/// Why a knob cannot be kept by `tune`, if it cannot.
+pub fn not_keepable(knob: &Knob) -> Option<&'static str> {
+    matches!(knob, Knob::DmaLatency).then_some(
+        "/dev/cpu_dma_latency holds its request only while the file is open: tune cannot \
+         apply it and put it back (irqlens wakeup --dma-latency measures with it held)",
+    )
+}
+
+/// The knob's current value, trimmed.
+pub fn read(knob: &Knob) -> Result<String> {
+    match knob {
+        Knob::ThreadAffinity { tid, comm } => {
+            check_comm(*tid, comm)?;
+            thread_affinity(*tid).map(|cpus| cpus.to_string())
+        }
+        Knob::ThreadPriority { tid, comm } => {
+            check_comm(*tid, comm)?;
+            sched::thread_priority(*tid).map(|p| p.to_string())
+        }
+        Knob::DmaLatency => bail!("{}", not_keepable(knob).unwrap_or_default()),
+        _ => {
+            let path = path(knob).expect("a file knob");
+            let text = match netns(knob) {
+                Some(ns) => in_netns(ns, &["cat", &path.to_string_lossy()])?,
+                None => fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?,
+            };
+            Ok(normalize(knob, &text))
+        }
+    }
+}
+
+/// The value as read, in the form written back: sysctls with several fields (tabs) keep
+/// them separated by one space.
+fn normalize(knob: &Knob, text: &str) -> String {
+    match knob {
+        Knob::Sysctl { .. } => text.split_whitespace().collect::<Vec<_>>().join(" "),
+        _ => text.trim().to_owned(),
+    }
+}
+
+/// Writes `value` to the knob.
+pub fn write(knob: &Knob, value: &str) -> Result<()> {
+    match knob {
+        Knob::ThreadAffinity { tid, comm } => {
+            check_comm(*tid, comm)?;
+            let cpus: CpuList = value.parse().map_err(|e: String| anyhow!(e))?;
+            set_thread_affinity(*tid, &cpus)
+        }
+        Knob::ThreadPriority { tid, comm } => {
+            check_comm(*tid, comm)?;
+            let priority: Priority = value.parse().map_err(|e: String| anyhow!(e))?;
+            sched::set_thread_priority(*tid, priority)
+        }
+        Knob::DmaLatency => bail!("{}", not_keepable(knob).unwrap_or_default()),
+        _ => {
+            let path = path(knob).expect("a file knob");
+            let shown = describe(knob);
+            let written = match netns(knob) {
+                Some(ns) => in_netns(
+                    ns,
+                    &[
+                        "sh",
+                        "-c",
+                        "echo \"$1\" > \"$2\"",
+                        "sh",
+                        value,
+                        &path.to_string_lossy(),
+                    ],
+                )
+                .map(drop),
+                None => fs::write(&path, format!("{value}\n")).map_err(|err| {
+                    match (knob, err.raw_os_error()) {
+                        (Knob::IrqAffinity { irq }, Some(libc::EIO | libc::EPERM)) => anyhow!(
+                            "IRQ {irq}'s affinity is managed by the kernel (it places the \
+                             queue IRQs of multi-queue devices itself): it cannot be moved ({err})"
+                        ),
+                        _ => anyhow::Error::new(err),
+                    }
+                }),
+            };
+            written.with_context(|| format!("writing '{value}' to {shown}"))
+        }
+    }
+}
+
+/// Runs `command` inside network namespace `ns` and returns its stdout.
+fn in_netns(ns: &str, command: &[&str]) -> Result<String> {
+    let output = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(command)
+        .output()
+        .context("running ip netns exec (iproute2)")?;
+    ensure!(
+        output.status.success(),
+        "in netns {ns}: {}",
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// A thread id reused by another thread is not the thread that was advised.
+fn check_comm(tid: u32, comm: &str) -> Result<()> {
+    let path = format!("/proc/{tid}/comm");
+    let now =
+        fs::read_to_string(&path).with_context(|| format!("thread {tid} ({comm}) is gone"))?;
+    ensure!(
+        now.trim() == comm,
+        "thread {tid} is now {}, not {comm}: left alone",
+        now.trim()
+    );
+    Ok(())
+}
+
+fn thread_affinity(tid: u32) -> Result<CpuList> {
+    // SAFETY: cpu_set_t is a bit array: all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t of the size passed, for the kernel to fill.
+    let ret =
+        unsafe { libc::sched_getaffinity(tid as i32, size_of::<libc::cpu_set_t>(), &mut set) };
+    if ret != 0 {
+        return Err(io::Error::last_os_error())
+            .context(format!("reading thread {tid}'s CPU affinity"));
+    }
+    let max = 8 * size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET reads the set's array within its size.
+    Ok((0..max)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .map(|cpu| cpu as u32)
+        .collect())
+}
+
+fn set_thread_affinity(tid: u32, cpus: &CpuList) -> Result<()> {
+    // SAFETY: cpu_set_t is a bit array: all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in cpus.iter() {
+        ensure!(
+            (cpu as usize) < 8 * size_of::<libc::cpu_set_t>(),
+            "CPU {cpu} is out of range"
+        );
+        // SAFETY: the index was checked against the set's size just above.
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    }
+    // SAFETY: `set` is a live cpu_set_t of the size passed; the kernel only reads it.
+    let ret = unsafe { libc::sched_setaffinity(tid as i32, size_of::<libc::cpu_set_t>(), &set) };
+    if ret != 0 {
+        return Err(io::Error::last_os_error())
+            .context(format!("moving thread {tid} to CPUs {cpus}"));
+    }
+    Ok(())
+}
+
+/// Parses an expert's `--change KNOB=VALUE`: `irq:24=0`, `rps:[NETNS/]DEV/rx-0=1`,
+/// `xps:[NETNS/]DEV/tx-0=1`, `threaded:[NETNS/]DEV=1`, `sysctl:kernel.timer_migration=0`,
+/// `workqueue-cpumask=1`, `affinity:TID=0`, `priority:TID=f:10`, `dma-latency=0`.
+/// A thread's name is read now (`comm`), so that a tid reused meanwhile is left alone.
+pub fn parse_change(spec: &str) -> Result<(Knob, String)> {
+    let bad = |why: &str| anyhow!("--change '{spec}': {why}");
+    let (name, value) = spec
+        .split_once('=')
+        .ok_or_else(|| bad("expected KNOB=VALUE, such as irq:24=0"))?;
+    if value.is_empty() || value.contains(['\n', '\0']) {
+        return Err(bad("the value is empty or has a line break"));
+    }
+    let (kind, what) = name.split_once(':').unwrap_or((name, ""));
+    let number = |text: &str, of: &str| {
+        text.parse::<u32>()
+            .map_err(|_| bad(&format!("'{text}' is not {of} number")))
+    };
+    // [NETNS/]DEV, and the queue directory if `queue` names its prefix
+    let device = |queue: Option<&str>| -> Result<(Option<String>, String, u32)> {
+        let mut parts: Vec<&str> = what.split('/').collect();
+        let queue = match queue {
+            Some(prefix) => {
+                let dir = parts.pop().unwrap_or_default();
+                let n = dir
+                    .strip_prefix(prefix)
+                    .ok_or_else(|| bad(&format!("expected [NETNS/]DEV/{prefix}N")))?;
+                number(n, "a queue")?
+            }
+            None => 0,
+        };
+        let valid = |p: &&str| !p.is_empty() && *p != "." && *p != "..";
+        match parts.as_slice() {
+            [dev] if valid(dev) => Ok((None, dev.to_string(), queue)),
+            [ns, dev] if valid(ns) && valid(dev) => {
+                Ok((Some(ns.to_string()), dev.to_string(), queue))
+            }
+            _ => Err(bad("expected [NETNS/]DEV")),
+        }
+    };
+    let thread = || -> Result<(u32, String)> {
+        let tid = number(what, "a thread")?;
+        let comm = fs::read_to_string(format!("/proc/{tid}/comm"))
+            .map_err(|_| bad(&format!("there is no thread {tid}")))?;
+        Ok((tid, comm.trim().to_owned()))
+    };
+    let knob = match kind {
+        "irq" => Knob::IrqAffinity {
+            irq: number(what, "an IRQ")?,
+        },
+        "rps" => {
+            let (netns, device, queue) = device(Some("rx-"))?;
+            Knob::RpsCpus {
+                netns,
+                device,
+                queue,
+            }
+        }
+        "xps" => {
+            let (netns, device, queue) = device(Some("tx-"))?;
+            Knob::XpsCpus {
+                netns,
+                device,
+                queue,
+            }
+        }
+        "threaded" => {
+            let (netns, device, _) = device(None)?;
+            Knob::NapiThreaded { netns, device }
+        }
+        "sysctl" => {
+            let valid = !what.is_empty()
+                && what.split('.').all(|part| {
+                    !part.is_empty()
+                        && part
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                });
+            if !valid {
+                return Err(bad("expected a sysctl name such as kernel.timer_migration"));
+            }
+            Knob::Sysctl { name: what.into() }
+        }
+        "workqueue-cpumask" if what.is_empty() => Knob::WorkqueueCpumask,
+        "affinity" => {
+            let (tid, comm) = thread()?;
+            Knob::ThreadAffinity { tid, comm }
+        }
+        "priority" => {
+            let (tid, comm) = thread()?;
+            Knob::ThreadPriority { tid, comm }
+        }
+        "dma-latency" if what.is_empty() => Knob::DmaLatency,
+        _ => {
+            return Err(bad(
+                "unknown knob (irq:N, rps:[NETNS/]DEV/rx-N, xps:[NETNS/]DEV/tx-N, \
+                 threaded:[NETNS/]DEV, sysctl:NAME, workqueue-cpumask, affinity:TID, \
+                 priority:TID, dma-latency)",
+            ));
+        }
+    };
+    check_value(&knob, value).map_err(|why| bad(&why))?;
+    Ok((knob, value.to_owned()))
+}
+
+/// Checks what can be checked of a value before it is written: CPU lists, priorities.
+fn check_value(knob: &Knob, value: &str) -> Result<(), String> {
+    match knob {
+        Knob::IrqAffinity { .. } | Knob::ThreadAffinity { .. } => {
+            value.parse::<CpuList>().map(drop)
+        }
+        Knob::ThreadPriority { .. } => value.parse::<Priority>().map(drop),
+        Knob::RpsCpus { .. } | Knob::XpsCpus { .. } | Knob::WorkqueueCpumask => {
+            let hex = value.chars().all(|c| c.is_ascii_hexdigit() || c == ',');
+            hex.then_some(())
+                .ok_or_else(|| format!("'{value}' is not a hex CPU mask (such as 3 or 00000002)"))
+        }
+        Knob::NapiThreaded { .. } => matches!(value, "0" | "1")
+            .then_some(())
+            .ok_or_else(|| "threaded takes 0 or 1".into()),
+        Knob::Sysctl { .. } | Knob::DmaLatency => Ok(()),
+    }
+}
+
+/// The knob as `--change` spells it, with its value.
+pub fn change_spec(knob: &Knob, value: &str) -> String {
+    let device = |netns: &Option<String>, device: &str| match netns {
+        Some(ns) => format!("{ns}/{device}"),
+        None => device.to_owned(),
+    };
+    let name = match knob {
+        Knob::IrqAffinity { irq } => format!("irq:{irq}"),
+        Knob::RpsCpus {
+            netns,
+            device: dev,
+            queue,
+        } => {
+            format!("rps:{}/rx-{queue}", device(netns, dev))
+        }
+        Knob::XpsCpus {
+            netns,
+            device: dev,
+            queue,
+        } => {
+            format!("xps:{}/tx-{queue}", device(netns, dev))
+        }
+        Knob::NapiThreaded { netns, device: dev } => format!("threaded:{}", device(netns, dev)),
+        Knob::Sysctl { name } => format!("sysctl:{name}"),
+        Knob::WorkqueueCpumask => "workqueue-cpumask".into(),
+        Knob::ThreadAffinity { tid, .. } => format!("affinity:{tid}"),
+        Knob::ThreadPriority { tid, .. } => format!("priority:{tid}"),
+        Knob::DmaLatency => "dma-latency".into(),
+    };
+    format!("{name}={value}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(spec: &str) -> (Knob, String) {
+        parse_change(spec).unwrap_or_else(|e| panic!("{spec}: {e:#}"))
+    }
+
+    #[test]
+    fn changes_parse_and_print_back() {
+        for spec in [
+            "irq:24=0",
+            "rps:il-ns/veth1/rx-0=1",
+            "rps:eth0/rx-3=00000002",
+            "xps:eth0/tx-1=3",
+            "threaded:il-ns/veth1=1",
+            "sysctl:kernel.timer_migration=0",
+            "sysctl:net.core.netdev_budget=600",
+            "workqueue-cpumask=1",
+            "dma-latency=0",
+        ] {
+            let (knob, value) = parsed(spec);
+            assert_eq!(change_spec(&knob, &value), spec);
+        }
+        let (knob, value) = parsed("rps:il-ns/veth1/rx-2=f");
+        assert_eq!(
+            knob,
+            Knob::RpsCpus {
+                netns: Some("il-ns".into()),
+                device: "veth1".into(),
+                queue: 2
+            }
+        );
+        assert_eq!(value, "f");
+    }
+
+    #[test]
+    fn a_thread_change_names_the_thread_it_read() {
+        let me = std::process::id();
+        let (knob, value) = parsed(&format!("priority:{me}=o:0"));
+        let comm = fs::read_to_string(format!("/proc/{me}/comm")).unwrap();
+        assert_eq!(
+            knob,
+            Knob::ThreadPriority {
+                tid: me,
+                comm: comm.trim().into()
+            }
+        );
+        assert_eq!(value, "o:0");
+    }
+
+    #[test]
+    fn bad_changes_say_what_is_wrong() {
+        for (spec, why) in [
+            ("irq:24", "expected KNOB=VALUE"),
+            ("irq:x=0", "not an IRQ number"),
+            ("irq:24=zero", "not a CPU list"),
+            ("irq:24=", "empty"),
+            ("rps:eth0=1", "expected [NETNS/]DEV/rx-N"),
+            ("rps:a/b/c/rx-0=1", "expected [NETNS/]DEV"),
+            ("rps:../rx-0=1", "expected [NETNS/]DEV"),
+            ("rps:eth0/rx-0=xyz", "not a hex CPU mask"),
+            ("threaded:eth0=2", "0 or 1"),
+            ("sysctl:../../etc/passwd=1", "a sysctl name"),
+            ("sysctl:kernel..x=1", "a sysctl name"),
+            ("priority:1=f:100", "1 to 99"),
+            ("affinity:4000000000=0", "no thread"),
+            ("frobnicate:1=0", "unknown knob"),
+        ] {
+            let err = parse_change(spec).unwrap_err().to_string();
+            assert!(err.contains(why), "{spec}: {err}");
+            assert!(!err.contains('\n'), "{spec}: one line: {err}");
+        }
+    }
+
+    #[test]
+    fn knobs_live_where_the_kernel_documents_them() {
+        let file = |spec: &str| path(&parsed(spec).0).unwrap();
+        assert_eq!(
+            file("irq:24=0"),
+            PathBuf::from("/proc/irq/24/smp_affinity_list")
+        );
+        assert_eq!(
+            file("rps:ns/eth0/rx-1=1"),
+            PathBuf::from("/sys/class/net/eth0/queues/rx-1/rps_cpus")
+        );
+        assert_eq!(
+            file("sysctl:net.core.netdev_budget=1"),
+            PathBuf::from("/proc/sys/net/core/netdev_budget")
+        );
+        assert_eq!(
+            describe(&parsed("threaded:ns/veth1=1").0),
+            "/sys/class/net/veth1/threaded in netns ns"
+        );
+    }
+
+    #[test]
+    fn values_read_are_written_back_as_they_were() {
+        let sysctl = Knob::Sysctl {
+            name: "net.ipv4.ip_local_port_range".into(),
+        };
+        assert_eq!(normalize(&sysctl, "32768\t60999\n"), "32768 60999");
+        assert_eq!(normalize(&Knob::IrqAffinity { irq: 1 }, "0-1\n"), "0-1");
+    }
+
+    #[test]
+    fn the_calling_threads_own_settings_read_back() {
+        let me = sched::gettid();
+        let comm = fs::read_to_string(format!("/proc/{me}/comm")).unwrap();
+        let comm = comm.trim().to_owned();
+        let affinity = read(&Knob::ThreadAffinity {
+            tid: me,
+            comm: comm.clone(),
+        })
+        .unwrap();
+        assert!(affinity.parse::<CpuList>().is_ok(), "{affinity}");
+        // writing back what was read changes nothing and needs no privilege
+        write(
+            &Knob::ThreadAffinity {
+                tid: me,
+                comm: comm.clone(),
+            },
+            &affinity,
+        )
+        .unwrap();
+        let priority = read(&Knob::ThreadPriority {
+            tid: me,
+            comm: comm.clone(),
+        })
+        .unwrap();
+        assert!(priority.parse::<Priority>().is_ok(), "{priority}");
+        let other = Knob::ThreadAffinity {
+            tid: me,
+            comm: "not-this-one".into(),
+        };
+        assert!(read(&other).unwrap_err().to_string().contains("left alone"));
+    }
+}

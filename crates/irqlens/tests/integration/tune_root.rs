@@ -1,0 +1,417 @@
+//! irqlens tune against ground truth: an IRQ line a user left on the measured CPU is
+//! moved and kept, a knob unrelated to the noise is put back as "no effect", a tune
+//! killed with SIGKILL is undone by `tune --revert`, and a managed IRQ is refused.
+//! Needs root (CI runs as root).
+
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+const JOURNAL: &str = "/run/irqlens/tune.journal";
+const NETDEV_BUDGET: &str = "/proc/sys/net/core/netdev_budget";
+
+fn read(path: &str) -> String {
+    fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .trim()
+        .to_owned()
+}
+
+fn affinity_path(irq: u32) -> String {
+    format!("/proc/irq/{irq}/smp_affinity_list")
+}
+
+/// Writes a value to a file for the test's run, and the value found back when dropped.
+struct Setting {
+    path: String,
+    found: String,
+}
+
+impl Setting {
+    fn set(path: &str, value: &str) -> Setting {
+        let found = read(path);
+        fs::write(path, value).unwrap_or_else(|e| panic!("writing {value} to {path}: {e}"));
+        Setting {
+            path: path.into(),
+            found,
+        }
+    }
+}
+
+impl Drop for Setting {
+    fn drop(&mut self) {
+        let _ = fs::write(&self.path, &self.found);
+    }
+}
+
+/// The IRQ line of the virtio device bound to `driver` whose queue name ends in one of
+/// `queues` (`virtio4-input`), from /proc/interrupts.
+fn virtio_irq(driver: &str, queues: &[&str]) -> Option<u32> {
+    let device = fs::read_dir("/sys/bus/virtio/devices")
+        .ok()?
+        .find_map(|entry| {
+            let entry = entry.ok()?;
+            let bound = fs::read_link(entry.path().join("driver")).ok()?;
+            (bound.file_name()? == driver).then(|| entry.file_name().to_string_lossy().into_owned())
+        })?;
+    read("/proc/interrupts").lines().find_map(|line| {
+        let name = line.split_whitespace().last()?;
+        let queue = name.strip_prefix(&device)?.strip_prefix('-')?;
+        queues
+            .iter()
+            .any(|q| queue.starts_with(q))
+            .then(|| line.split(':').next()?.trim().parse().ok())?
+    })
+}
+
+/// `irqlens tune ARGS --json`'s document, checked against the published schema.
+fn tune_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["tune"];
+    all.extend_from_slice(args);
+    irqlens_json(&all)
+}
+
+/// Reads `path` from a thread pinned to CPU 0 until dropped.
+struct Reader {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Reader {
+    fn start(path: &'static str, block: usize) -> Reader {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            pin_to_cpu0();
+            let mut file = fs::File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let mut buffer = vec![0u8; block];
+            let mut reads = 0;
+            while !stopped.load(Ordering::Relaxed) {
+                if file.read(&mut buffer).is_ok() {
+                    reads += 1;
+                }
+            }
+            reads
+        });
+        Reader {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn pin_to_cpu0() {
+    // SAFETY: cpu_set_t is a bit array: all zeroes is the empty set; CPU_SET(0) is in it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: index 0 is within the set.
+    unsafe { libc::CPU_SET(0, &mut set) };
+    // SAFETY: `set` is a live cpu_set_t of the size passed; the kernel only reads it.
+    let ret = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+    assert_eq!(ret, 0, "pinning the reader to CPU 0");
+}
+
+fn remedy(doc: &serde_json::Value) -> &serde_json::Value {
+    let remedies = doc["remedies"].as_array().expect("remedies");
+    assert_eq!(remedies.len(), 1, "{doc:#}");
+    &remedies[0]
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn the_disks_managed_irq_is_refused_and_left_alone() {
+    assert_root();
+    let Some(irq) = virtio_irq("virtio_blk", &["req", "request"]) else {
+        eprintln!("skipped: no virtio_blk request queue IRQ on this machine");
+        return;
+    };
+    let before = read(&affinity_path(irq));
+    let output = irqlens(&[
+        "tune",
+        "-c",
+        "1",
+        "--change",
+        &format!("irq:{irq}=0"),
+        "-d",
+        "1",
+        "--rounds",
+        "2",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.success() {
+        // not managed on this kernel or device: then it is movable, which the next test covers
+        eprintln!(
+            "IRQ {irq} is movable here: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+    } else {
+        assert!(stderr.contains("managed by the kernel"), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    }
+    assert_eq!(read(&affinity_path(irq)), before);
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
+
+/// The disk's IRQ is managed on this VM (virtio_blk's queue: EIO), so the injected IRQ
+/// noise is the entropy device's: reading /dev/hwrng from CPU 0 raises virtio_rng's IRQ,
+/// routed to CPU 1 as a user's misconfiguration would.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn an_irq_left_on_the_measured_cpu_is_moved_and_kept() {
+    assert_root();
+    let Some(irq) = virtio_irq("virtio_rng", &["input"]) else {
+        eprintln!("skipped: no virtio_rng IRQ to inject IRQ noise with on this machine");
+        return;
+    };
+    let path = affinity_path(irq);
+    let misrouted = Setting::set(&path, "1");
+    let reader = Reader::start("/dev/hwrng", 64);
+    // the change given by hand, then the one advise names for that line (measured first)
+    let by_hand = ["--change".to_owned(), format!("irq:{irq}=0")];
+    let advised = ["--apply".to_owned(), format!("irq-{irq}-affinity")];
+    for remedy_args in [by_hand, advised] {
+        let mut args = vec!["-c", "1", "-d", "2", "--rounds", "2"];
+        args.extend(remedy_args.iter().map(String::as_str));
+        let doc = tune_json(&args);
+        let remedy = remedy(&doc);
+        eprintln!("{remedy:#}");
+        assert_eq!(remedy["change"]["irq"], irq, "{remedy:#}");
+        assert_eq!(remedy["verdict"], "kept", "{remedy:#}");
+        let before = remedy["before_median"].as_f64().unwrap();
+        let after = remedy["after_median"].as_f64().unwrap();
+        assert!(
+            before > 0.0,
+            "the IRQ made noise on CPU 1 before: {remedy:#}"
+        );
+        assert!(
+            after <= before * 0.1,
+            "the IRQ's noise dropped by 90%: {remedy:#}"
+        );
+        // put back at exit: what it was before tune ran
+        assert_eq!(read(&path), "1");
+        assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+    }
+    drop(reader);
+    drop(misrouted);
+}
+
+/// An id advise does not give for these CPUs: refused after the measurement, nothing changed.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn an_unknown_remedy_id_is_refused() {
+    assert_root();
+    assert_fails_with(
+        &["tune", "-c", "1", "-d", "1", "--apply", "no-such-id"],
+        "--apply no-such-id: no such remedy for these CPUs (see irqlens advise)",
+    );
+    assert!(!Path::new(JOURNAL).exists(), "no journal");
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_knob_unrelated_to_the_noise_is_put_back() {
+    assert_root();
+    let budget = read(NETDEV_BUDGET);
+    let other = (budget.parse::<u32>().unwrap() * 2).to_string();
+    // no network traffic on the idle CPU: the budget of NET_RX batches changes nothing
+    let doc = tune_json(&[
+        "-c",
+        "1",
+        "--change",
+        &format!("sysctl:net.core.netdev_budget={other}"),
+        "-d",
+        "1",
+        "--rounds",
+        "4",
+    ]);
+    let remedy = remedy(&doc);
+    assert_eq!(remedy["verdict"], "no_effect", "{remedy:#}");
+    assert_eq!(read(NETDEV_BUDGET), budget);
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
+
+fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_killed_tune_is_undone_by_revert_and_a_second_one_refused() {
+    assert_root();
+    let budget = read(NETDEV_BUDGET);
+    let other = (budget.parse::<u32>().unwrap() + 7).to_string();
+    let change = format!("sysctl:net.core.netdev_budget={other}");
+    let args = [
+        "tune", "-c", "1", "--change", &change, "-d", "2", "--rounds", "3",
+    ];
+    let mut tune = start(&args);
+    wait_until("tune to change the budget", Duration::from_secs(20), || {
+        read(NETDEV_BUDGET) == other
+    });
+    let second = irqlens(&args);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "another irqlens tune is running (irqlens tune pid {}",
+            tune.id()
+        )),
+        "{stderr}"
+    );
+    tune.kill().unwrap();
+    tune.wait().unwrap();
+    assert_eq!(read(NETDEV_BUDGET), other, "SIGKILL left the change");
+    assert!(Path::new(JOURNAL).exists());
+    assert_fails_with(&args, "run `irqlens tune --revert` first");
+    let reverted = irqlens_ok(&["tune", "--revert"]);
+    let text = String::from_utf8_lossy(&reverted.stdout);
+    assert!(text.contains(&format!("to {budget}")), "{text}");
+    assert_eq!(read(NETDEV_BUDGET), budget);
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn sigterm_puts_everything_back() {
+    assert_root();
+    let budget = read(NETDEV_BUDGET);
+    let other = (budget.parse::<u32>().unwrap() + 9).to_string();
+    let change = format!("sysctl:net.core.netdev_budget={other}");
+    let mut tune = start(&[
+        "tune", "-c", "1", "--change", &change, "-d", "2", "--rounds", "3",
+    ]);
+    wait_until("tune to change the budget", Duration::from_secs(20), || {
+        read(NETDEV_BUDGET) == other
+    });
+    // SAFETY: kill only sends a signal to the child started above.
+    unsafe { libc::kill(tune.id() as i32, libc::SIGTERM) };
+    let status = tune.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(read(NETDEV_BUDGET), budget);
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
+
+/// A veth pair in a private netns whose RPS mask sends NET_RX work of a UDP flow to
+/// CPU 1: tune moves it to CPU 0 and keeps it, and the mask is put back at exit.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn an_rps_mask_steering_softirq_work_to_the_cpu_is_cleared() {
+    assert_root();
+    let mut flow = irqlens_test_support::udp_flow::UdpFlow::start(1, 0);
+    let (namespace, device) = (
+        flow.namespace().to_owned(),
+        flow.receiving_device().to_owned(),
+    );
+    let mask = || {
+        let output = std::process::Command::new("ip")
+            .args(["netns", "exec", &namespace, "cat"])
+            .arg(format!("/sys/class/net/{device}/queues/rx-0/rps_cpus"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let steered = mask();
+    flow.send(20_000);
+    let doc = tune_json(&[
+        "-c",
+        "1",
+        "--change",
+        &format!("rps:{namespace}/{device}/rx-0=1"),
+        "-d",
+        "2",
+        "--rounds",
+        "2",
+    ]);
+    flow.stop_sending();
+    let remedy = remedy(&doc);
+    eprintln!("{remedy:#}");
+    assert_eq!(remedy["verdict"], "kept", "{remedy:#}");
+    let before = remedy["before_median"].as_f64().unwrap();
+    let after = remedy["after_median"].as_f64().unwrap();
+    assert!(
+        before > 0.0,
+        "NET_RX made noise on CPU 1 before: {remedy:#}"
+    );
+    assert!(
+        after <= before * 0.1,
+        "NET_RX noise on CPU 1 dropped by 90%: {remedy:#}"
+    );
+    assert_eq!(mask(), steered, "the mask is put back");
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn the_wakeup_metric_judges_on_the_timer_latency() {
+    assert_root();
+    let budget = read(NETDEV_BUDGET);
+    let other = (budget.parse::<u32>().unwrap() + 11).to_string();
+    let doc = tune_json(&[
+        "-c",
+        "1",
+        "--metric",
+        "wakeup",
+        "--change",
+        &format!("sysctl:net.core.netdev_budget={other}"),
+        "-d",
+        "1",
+        "--rounds",
+        "4",
+    ]);
+    assert_eq!(doc["metric"], "wakeup");
+    let remedy = remedy(&doc);
+    assert_eq!(remedy["unit"], "ns");
+    for round in remedy["before"].as_array().unwrap() {
+        let p99 = round["figures"]["p99_total_ns"].as_f64().unwrap();
+        assert!(
+            p99 > 0.0 && round["judged"].as_f64() == Some(p99),
+            "{round}"
+        );
+    }
+    assert_eq!(remedy["verdict"], "no_effect", "{remedy:#}");
+    assert_eq!(read(NETDEV_BUDGET), budget);
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn keep_leaves_what_helped_and_revert_still_undoes_it() {
+    assert_root();
+    let Some(irq) = virtio_irq("virtio_rng", &["input"]) else {
+        eprintln!("skipped: no virtio_rng IRQ to inject IRQ noise with on this machine");
+        return;
+    };
+    let path = affinity_path(irq);
+    let misrouted = Setting::set(&path, "1");
+    let reader = Reader::start("/dev/hwrng", 64);
+    let change = format!("irq:{irq}=0");
+    let doc = tune_json(&[
+        "-c", "1", "--change", &change, "-d", "1", "--rounds", "2", "--keep",
+    ]);
+    drop(reader);
+    let remedy = remedy(&doc);
+    assert_eq!(remedy["verdict"], "kept", "{remedy:#}");
+    assert_eq!(remedy["left_in_place"], true);
+    assert_eq!(read(&path), "0", "kept in place");
+    assert_fails_with(&["tune", "-c", "1", "--change", &change], "--revert");
+    irqlens_ok(&["tune", "--revert"]);
+    assert_eq!(read(&path), "1", "--revert undid the kept change");
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+    drop(misrouted);
+}
