@@ -135,7 +135,9 @@ pub fn parse_interrupts(
 
 /// Whether a line looks like a queue of a multi-queue device, whose affinity the kernel
 /// manages (a heuristic: a write is the only test, and advise writes nothing): a queue
-/// name (`nvme0q1`, `-q`, `queue`, `TxRx`) delivered to one CPU.
+/// name (`nvme0q1`, `-q`, `queue`, `TxRx`, virtio_blk's `virtio1-req.0` and virtio_scsi's
+/// `-request`: block multi-queue drivers ask the kernel to manage their vectors) delivered
+/// to one CPU.
 fn looks_managed(name: &str, effective: Option<&str>) -> bool {
     let one_cpu = effective
         .and_then(|list| list.parse::<CpuList>().ok())
@@ -145,6 +147,8 @@ fn looks_managed(name: &str, effective: Option<&str>) -> bool {
         lower.contains("-q")
             || lower.contains("queue")
             || lower.contains("txrx")
+            || lower.contains("-req.")
+            || lower.contains("-request")
             || lower
                 .strip_prefix("nvme")
                 .and_then(|rest| rest.split_once('q'))
@@ -353,6 +357,8 @@ ERR:          0
             "eth0-TxRx-1",
             "virtio1-req.0-q2",
             "mlx5_comp2 queue",
+            "virtio1-req.0",
+            "virtio2-request",
         ] {
             assert!(looks_managed(name, Some("2")), "{name}");
         }
