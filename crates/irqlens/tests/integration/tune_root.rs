@@ -114,6 +114,31 @@ impl Drop for Reader {
     }
 }
 
+/// IRQ noise on CPU 1 as a user's misconfiguration makes it: virtio_rng's IRQ routed to
+/// CPU 1 while a thread on CPU 0 reads /dev/hwrng.
+struct MisroutedIrq {
+    irq: u32,
+    path: String,
+    reader: Reader,
+    misrouted: Setting,
+}
+
+impl MisroutedIrq {
+    /// None without a virtio_rng device.
+    fn start() -> Option<MisroutedIrq> {
+        let irq = virtio_irq("virtio_rng", &["input"])?;
+        let path = affinity_path(irq);
+        let misrouted = Setting::set(&path, "1");
+        let reader = Reader::start("/dev/hwrng", 64);
+        Some(MisroutedIrq {
+            irq,
+            path,
+            reader,
+            misrouted,
+        })
+    }
+}
+
 fn pin_to_cpu0() {
     // SAFETY: cpu_set_t is a bit array: all zeroes is the empty set; CPU_SET(0) is in it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -172,13 +197,16 @@ fn the_disks_managed_irq_is_refused_and_left_alone() {
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn an_irq_left_on_the_measured_cpu_is_moved_and_kept() {
     assert_root();
-    let Some(irq) = virtio_irq("virtio_rng", &["input"]) else {
+    let Some(MisroutedIrq {
+        irq,
+        path,
+        reader,
+        misrouted,
+    }) = MisroutedIrq::start()
+    else {
         eprintln!("skipped: no virtio_rng IRQ to inject IRQ noise with on this machine");
         return;
     };
-    let path = affinity_path(irq);
-    let misrouted = Setting::set(&path, "1");
-    let reader = Reader::start("/dev/hwrng", 64);
     // the change given by hand, then the one advise names for that line (measured first)
     let by_hand = ["--change".to_owned(), format!("irq:{irq}=0")];
     let advised = ["--apply".to_owned(), format!("irq-{irq}-affinity")];
@@ -393,13 +421,16 @@ fn the_wakeup_metric_judges_on_the_timer_latency() {
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn keep_leaves_what_helped_and_revert_still_undoes_it() {
     assert_root();
-    let Some(irq) = virtio_irq("virtio_rng", &["input"]) else {
+    let Some(MisroutedIrq {
+        irq,
+        path,
+        reader,
+        misrouted,
+    }) = MisroutedIrq::start()
+    else {
         eprintln!("skipped: no virtio_rng IRQ to inject IRQ noise with on this machine");
         return;
     };
-    let path = affinity_path(irq);
-    let misrouted = Setting::set(&path, "1");
-    let reader = Reader::start("/dev/hwrng", 64);
     let change = format!("irq:{irq}=0");
     let doc = tune_json(&[
         "-c", "1", "--change", &change, "-d", "1", "--rounds", "2", "--keep",
