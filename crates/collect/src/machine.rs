@@ -9,10 +9,12 @@ use std::process::Command;
 
 use anyhow::Result;
 use irqlens_model::tune::{
-    IrqMovable, IrqState, MachineState, NetDevice, RpsQueue, ThreadPolicy, parse_cpu_mask,
+    IrqMovable, IrqState, Knob, MachineState, NetDevice, RpsQueue, ThreadPolicy, parse_cpu_mask,
 };
 use irqlens_model::units::CpuList;
 
+use crate::held::DMA_LATENCY_PATH;
+use crate::knob;
 use crate::system::{online_cpus, read_proc};
 
 /// The sysctls the remedies and conflicts read.
@@ -24,8 +26,6 @@ pub const SYSCTLS: [&str; 6] = [
     "kernel.timer_migration",
     "kernel.nmi_watchdog",
 ];
-
-const WORKQUEUE_CPUMASK: &str = "/sys/devices/virtual/workqueue/cpumask";
 
 /// Reads the machine's state; `tids` are the threads the causes name (their affinity
 /// and policy are read too), `netns` the network namespaces (`ip netns` names) whose
@@ -39,7 +39,8 @@ pub fn read(tids: &[u32], netns: &[String]) -> Result<MachineState> {
         rps.extend(queues);
         net_devices.extend(devices);
     }
-    let workqueue_cpumask = read_trimmed(WORKQUEUE_CPUMASK);
+    // the knobs are read as tune reads them, the values it would write back
+    let workqueue_cpumask = knob::read(&Knob::WorkqueueCpumask).ok();
     Ok(MachineState {
         irqs: parse_interrupts(&read_proc("interrupts"), &online, |irq, file| {
             read_trimmed(format!("/proc/irq/{irq}/{file}"))
@@ -50,8 +51,11 @@ pub fn read(tids: &[u32], netns: &[String]) -> Result<MachineState> {
         sysctls: SYSCTLS
             .iter()
             .filter_map(|name| {
-                let path = format!("/proc/sys/{}", name.replace('.', "/"));
-                Some((name.to_string(), read_trimmed(path)?))
+                let value = knob::read(&Knob::Sysctl {
+                    name: name.to_string(),
+                })
+                .ok()?;
+                Some((name.to_string(), value))
             })
             .collect(),
         workqueue_cpus: workqueue_cpumask.as_deref().and_then(parse_cpu_mask),
@@ -257,7 +261,7 @@ fn dir_names(path: &Path) -> Vec<String> {
 
 /// The current `/dev/cpu_dma_latency` request, µs: the file reads as a binary s32.
 fn dma_latency_us() -> Option<u32> {
-    let bytes = fs::read("/dev/cpu_dma_latency").ok()?;
+    let bytes = fs::read(DMA_LATENCY_PATH).ok()?;
     Some(u32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?))
 }
 

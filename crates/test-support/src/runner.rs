@@ -111,6 +111,29 @@ pub fn assert_fails_with(args: &[&str], expected: &str) {
     assert!(output.stdout.is_empty(), "nothing on stdout for {args:?}");
 }
 
+/// Asserts that irqlens `args` exited with rtla's status for a stop threshold hit (2).
+pub fn assert_threshold_hit(args: &[&str], output: &Output) {
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "irqlens {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Runs irqlens `args`, which must hit a stop threshold well before their 20 s duration;
+/// returns what it printed on stdout.
+pub fn run_to_threshold(args: &[&str]) -> String {
+    let started = std::time::Instant::now();
+    let output = irqlens(args);
+    assert_threshold_hit(args, &output);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "irqlens {args:?} did not stop early"
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Starts irqlens with `args` in the background, its stdout and stderr piped.
 pub fn start(args: &[&str]) -> Child {
     Command::new(binary())

@@ -214,20 +214,7 @@ fn a_signal_prints_the_results_and_leaves_nothing_loaded() {
 fn a_stop_threshold_hit_exits_with_status_2_and_prints_the_report() {
     assert_root();
     for stop in [["-s", "1"], ["-T", "1"], ["--thread", "1"], ["-i", "1"]] {
-        let args = ["wakeup", "-c", "0", "-d", "20", "-q", stop[0], stop[1]];
-        let started = std::time::Instant::now();
-        let output = irqlens(&args);
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "irqlens {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "irqlens {args:?} did not stop early"
-        );
+        let stdout = run_to_threshold(&["wakeup", "-c", "0", "-d", "20", "-q", stop[0], stop[1]]);
         assert!(stdout.contains("Stopped by"), "no stop report: {stdout}");
     }
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
