@@ -5,7 +5,7 @@
 //! timer threads are woken too.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,7 @@ pub struct Spinner {
     activations: Arc<AtomicU64>,
     busy_ns: Arc<AtomicU64>,
     stolen_ns: Arc<AtomicU64>,
+    tid: Arc<AtomicU32>,
     handle: Option<JoinHandle<u32>>,
 }
 
@@ -62,6 +63,8 @@ impl Spinner {
             busy_ns.clone(),
             stolen_ns.clone(),
         );
+        let tid = Arc::new(AtomicU32::new(0));
+        let tid2 = tid.clone();
         let comm = std::ffi::CString::new(name).expect("a name without NUL");
         let handle = std::thread::spawn(move || {
             // SAFETY: `comm` is a NUL-terminated string alive for the call; the kernel
@@ -69,6 +72,7 @@ impl Spinner {
             unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
             set_affinity(&CpuList::single(cpu)).expect("pinning the spinner");
             set_priority(priority).expect("giving the spinner its priority");
+            tid2.store(gettid(), Ordering::Release);
             let period_ns = period.as_nanos() as u64;
             let mut next = if aligned {
                 (monotonic_ns() / period_ns + 1) * period_ns
@@ -99,7 +103,21 @@ impl Spinner {
             activations,
             busy_ns,
             stolen_ns,
+            tid,
             handle: Some(handle),
+        }
+    }
+
+    /// Its thread id, once it runs pinned at its priority.
+    pub fn tid(&self) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let tid = self.tid.load(Ordering::Acquire);
+            if tid != 0 {
+                return tid;
+            }
+            assert!(Instant::now() < deadline, "the spinner did not start");
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 

@@ -327,8 +327,11 @@ impl Drop for Session {
 enum Figure {
     /// The IRQ line's own time.
     IrqLine(u32),
-    /// NET_RX and NET_TX softirq time.
-    NetSoftirq,
+    /// NET_RX and NET_TX softirq time, and the NAPI threads' (threaded NAPI moves the
+    /// same work there: it helps only if the threads leave the CPU too).
+    NetReceive,
+    /// One thread's own time.
+    Thread(u32),
     /// All noise.
     Total,
 }
@@ -338,7 +341,10 @@ impl Figure {
         match knob {
             Knob::IrqAffinity { irq } => Figure::IrqLine(*irq),
             Knob::RpsCpus { .. } | Knob::XpsCpus { .. } | Knob::NapiThreaded { .. } => {
-                Figure::NetSoftirq
+                Figure::NetReceive
+            }
+            Knob::ThreadAffinity { tid, .. } | Knob::ThreadPriority { tid, .. } => {
+                Figure::Thread(*tid)
             }
             _ => Figure::Total,
         }
@@ -347,7 +353,8 @@ impl Figure {
     fn name(&self, cpus: &CpuList) -> String {
         match self {
             Figure::IrqLine(irq) => format!("IRQ {irq} noise on CPUs {cpus}"),
-            Figure::NetSoftirq => format!("NET_RX+NET_TX noise on CPUs {cpus}"),
+            Figure::NetReceive => format!("NET_RX+NET_TX and NAPI thread noise on CPUs {cpus}"),
+            Figure::Thread(tid) => format!("thread {tid}'s noise on CPUs {cpus}"),
             Figure::Total => format!("noise on CPUs {cpus}"),
         }
     }
@@ -360,7 +367,11 @@ impl Figure {
         };
         match (self, cause) {
             (Figure::IrqLine(irq), Cause::Irq { source: 0, id }) => id == irq,
-            (Figure::NetSoftirq, Cause::Softirq(vector)) => net(vector),
+            (Figure::NetReceive, Cause::Softirq(vector)) => net(vector),
+            (Figure::NetReceive, Cause::Thread { comm, .. }) => {
+                comm.starts_with("napi/")
+            }
+            (Figure::Thread(tid), Cause::Thread { pid, .. }) => pid == tid,
             (Figure::Total, _) => true,
             _ => false,
         }
@@ -574,6 +585,7 @@ fn print(trials: Vec<Trial>, meter: &Meter, args: &TuneArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use irqlens_model::kernel::Comm;
 
     #[test]
     fn kept_only_beyond_the_spread() {
@@ -626,6 +638,22 @@ mod tests {
         let net_rx = SOFTIRQ_NAMES.iter().position(|n| *n == "NET_RX").unwrap() as u32;
         assert!(rps.counts(&Cause::Softirq(net_rx)));
         assert!(!rps.counts(&Cause::Softirq(1)));
+        let napi = |comm: &str| Cause::Thread {
+            pid: 7,
+            comm: Comm::new(comm),
+        };
+        assert!(rps.counts(&napi("napi/veth1-8193")));
+        assert!(!rps.counts(&napi("ksoftirqd/1")));
+        let thread = Figure::of(&Knob::ThreadAffinity {
+            tid: 7,
+            comm: "spin".into(),
+        });
+        assert!(thread.counts(&napi("spin")));
+        assert!(!thread.counts(&Cause::Thread {
+            pid: 8,
+            comm: Comm::new("spin"),
+        }));
+        assert!(!thread.counts(&Cause::Softirq(net_rx)));
         let sysctl = Figure::of(&Knob::Sysctl {
             name: "kernel.timer_migration".into(),
         });
