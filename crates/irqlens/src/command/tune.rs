@@ -368,9 +368,7 @@ impl Figure {
         match (self, cause) {
             (Figure::IrqLine(irq), Cause::Irq { source: 0, id }) => id == irq,
             (Figure::NetReceive, Cause::Softirq(vector)) => net(vector),
-            (Figure::NetReceive, Cause::Thread { comm, .. }) => {
-                comm.starts_with("napi/")
-            }
+            (Figure::NetReceive, Cause::Thread { comm, .. }) => comm.starts_with("napi/"),
             (Figure::Thread(tid), Cause::Thread { pid, .. }) => pid == tid,
             (Figure::Total, _) => true,
             _ => false,

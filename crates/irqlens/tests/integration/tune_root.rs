@@ -548,3 +548,54 @@ fn causes_that_cannot_be_moved_are_named_and_not_tried() {
     assert_eq!(read(&affinity_path(irq)), affinity);
     assert!(!Path::new(JOURNAL).exists(), "no journal");
 }
+
+/// The knobs no other test turns: the unbound workqueue cpumask and threaded NAPI on a
+/// veth in a private netns. Each is written, measured and put back.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn the_workqueue_cpumask_and_threaded_napi_are_tried_and_put_back() {
+    assert_root();
+    const WORKQUEUE_CPUMASK: &str = "/sys/devices/virtual/workqueue/cpumask";
+    let flow = irqlens_test_support::udp_flow::UdpFlow::start(1, 0);
+    let (namespace, device) = (flow.namespace(), flow.receiving_device());
+    // a veth has NAPI (so threaded NAPI) only with GRO on
+    let gro = std::process::Command::new("ip")
+        .args([
+            "netns", "exec", namespace, "ethtool", "-K", device, "gro", "on",
+        ])
+        .status()
+        .expect("ethtool (scripts/setup installs it)");
+    assert!(gro.success(), "turning GRO on for {device}");
+    let threaded = || {
+        let output = std::process::Command::new("ip")
+            .args(["netns", "exec", namespace, "cat"])
+            .arg(format!("/sys/class/net/{device}/threaded"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let (cpumask, napi) = (read(WORKQUEUE_CPUMASK), threaded());
+    assert_eq!(napi, "0", "NAPI in softirq to begin with");
+    let doc = tune_json(&[
+        "-c",
+        "1",
+        "--change",
+        "workqueue-cpumask=1",
+        "--change",
+        &format!("threaded:{namespace}/{device}=1"),
+        "-d",
+        "1",
+        "--rounds",
+        "2",
+    ]);
+    let remedies = doc["remedies"].as_array().unwrap();
+    let knobs: Vec<_> = remedies.iter().map(|r| &r["change"]["knob"]).collect();
+    assert_eq!(knobs, ["workqueue_cpumask", "napi_threaded"], "{doc:#}");
+    for remedy in remedies {
+        assert_eq!(remedy["before"].as_array().unwrap().len(), 2, "{remedy:#}");
+        assert_eq!(remedy["after"].as_array().unwrap().len(), 2, "{remedy:#}");
+    }
+    assert_eq!(read(WORKQUEUE_CPUMASK), cpumask);
+    assert_eq!(threaded(), napi);
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
