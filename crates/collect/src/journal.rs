@@ -1,7 +1,9 @@
-//! `irqlens tune`'s write-ahead journal: every change is written down and fsync'ed before
-//! it is made, so that whatever ends irqlens (an error, a signal, SIGKILL, a crash) the
-//! values it found can be written back: by the run itself at its exit, or by
-//! `irqlens tune --revert` after it died.
+//! The write-ahead journal of everything irqlens changes on a machine (`tune`'s remedies,
+//! `trial`'s and `steer`'s thread policies and sysctls): every change is written down and
+//! fsync'ed before it is made, so that whatever ends irqlens (an error, a signal, SIGKILL,
+//! a crash) the values it found can be written back: by the run itself at its exit, or by
+//! `irqlens tune --revert` after it died. One journal for all of them: one command that
+//! changes the machine runs at a time.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -13,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use irqlens_model::tune::{Change, Knob};
 
-/// Where `irqlens tune` keeps its journal.
+/// Where irqlens keeps its journal.
 pub const JOURNAL_PATH: &str = "/run/irqlens/tune.journal";
 
 /// Reading and writing knobs: the machine's ([`SystemKnobs`]), or a test's.
@@ -64,8 +66,11 @@ pub struct Entry {
 /// The journal file's content.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Document {
-    /// The `irqlens tune` process that writes it; 0 once it ended leaving changes in place.
+    /// The irqlens process that writes it; 0 once it ended leaving changes in place.
     pub owner_pid: u32,
+    /// Its command (`tune`, `trial`, `steer`).
+    #[serde(default = "tune")]
+    pub owner_command: String,
     /// When it started, seconds since the epoch.
     pub started_unix_s: u64,
     /// The changes in the order they were made.
@@ -98,14 +103,15 @@ pub struct Unrestored {
 }
 
 impl Journal {
-    /// Starts a journal at `path`; refused while another tune's journal is there (alive:
-    /// who it is; dead: run `irqlens tune --revert` first).
-    pub fn begin(path: &Path) -> Result<Journal> {
+    /// Starts the journal of `irqlens COMMAND` at `path`; refused while another run's
+    /// journal is there (alive: who it is; dead: run `irqlens tune --revert` first).
+    pub fn begin(path: &Path, command: &str) -> Result<Journal> {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         let document = Document {
             owner_pid: std::process::id(),
+            owner_command: command.into(),
             started_unix_s: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -119,7 +125,8 @@ impl Journal {
                 let what = describe_owner(&other);
                 if alive(other.owner_pid) {
                     bail!(
-                        "another irqlens tune is running ({what}; journal {}): wait for it to end",
+                        "another irqlens {} is running ({what}; journal {}): wait for it to end",
+                        other.owner_command,
                         path.display()
                     );
                 }
@@ -229,9 +236,10 @@ pub fn revert_file(path: &Path, knobs: &dyn Knobs) -> Result<Vec<Change>> {
     };
     if alive(document.owner_pid) && document.owner_pid != std::process::id() {
         bail!(
-            "{} belongs to a running irqlens tune ({}): it puts its changes back when it ends \
+            "{} belongs to a running irqlens {} ({}): it puts its changes back when it ends \
              (send it SIGTERM)",
             path.display(),
+            document.owner_command,
             describe_owner(&document)
         );
     }
@@ -285,7 +293,7 @@ fn load(path: &Path) -> Result<Document> {
     let text = fs::read_to_string(path)?;
     serde_json::from_str(&text).with_context(|| {
         format!(
-            "{} is not an irqlens tune journal (remove it if nothing of it is needed)",
+            "{} is not an irqlens journal (remove it if nothing of it is needed)",
             path.display()
         )
     })
@@ -294,7 +302,7 @@ fn load(path: &Path) -> Result<Document> {
 fn write_synced(mut file: File, document: &Document) -> Result<()> {
     serde_json::to_writer_pretty(&mut file, document)?;
     file.write_all(b"\n")?;
-    file.sync_all().context("syncing the tune journal")
+    file.sync_all().context("syncing the journal")
 }
 
 fn sync_dir(path: &Path) -> Result<()> {
@@ -306,13 +314,24 @@ fn sync_dir(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Journals written before `owner_command` was are tune's.
+fn tune() -> String {
+    "tune".into()
+}
+
 fn describe_owner(document: &Document) -> String {
     let started = humantime::format_rfc3339_seconds(
         UNIX_EPOCH + std::time::Duration::from_secs(document.started_unix_s),
     );
     match document.owner_pid {
-        0 => format!("an irqlens tune that ended (started {started})"),
-        pid => format!("irqlens tune pid {pid}, started {started}"),
+        0 => format!(
+            "an irqlens {} that ended (started {started})",
+            document.owner_command
+        ),
+        pid => format!(
+            "irqlens {} pid {pid}, started {started}",
+            document.owner_command
+        ),
     }
 }
 
@@ -410,7 +429,7 @@ mod tests {
         }
         let path = temp_journal("ahead");
         let knobs = Watching(&path, knobs());
-        let mut journal = Journal::begin(&path).unwrap();
+        let mut journal = Journal::begin(&path, "tune").unwrap();
         let c = change(&knobs.1, irq(24), "0");
         let index = journal.apply(&knobs, c).unwrap();
         assert_eq!(load(&path).unwrap().changes[index].state, State::Applied);
@@ -422,7 +441,7 @@ mod tests {
     fn finishing_puts_everything_back_last_first() {
         let path = temp_journal("finish");
         let knobs = knobs();
-        let mut journal = Journal::begin(&path).unwrap();
+        let mut journal = Journal::begin(&path, "tune").unwrap();
         let first = change(&knobs, irq(24), "0");
         journal.apply(&knobs, first).unwrap();
         // the same knob twice: the first value must win, so the last goes back first
@@ -442,7 +461,7 @@ mod tests {
     fn kept_changes_stay_and_revert_still_undoes_them() {
         let path = temp_journal("keep");
         let knobs = knobs();
-        let mut journal = Journal::begin(&path).unwrap();
+        let mut journal = Journal::begin(&path, "tune").unwrap();
         let kept = journal.apply(&knobs, change(&knobs, irq(24), "0")).unwrap();
         journal.keep(kept).unwrap();
         journal
@@ -452,7 +471,7 @@ mod tests {
         assert_eq!(knobs.read(&irq(24)).unwrap(), "0");
         assert_eq!(knobs.read(&sysctl()).unwrap(), "1");
         // the journal stays for --revert, and a new tune is told to run it first
-        let err = Journal::begin(&path).err().unwrap().to_string();
+        let err = Journal::begin(&path, "tune").err().unwrap().to_string();
         assert!(err.contains("1 change(s) not put back"), "{err}");
         assert!(err.contains("--revert"), "{err}");
         let restored = revert_file(&path, &knobs).unwrap();
@@ -471,6 +490,7 @@ mod tests {
         // as a SIGKILLed tune leaves it: one change made, one planned (maybe made)
         let document = Document {
             owner_pid: u32::MAX,
+            owner_command: "tune".into(),
             started_unix_s: 0,
             changes: vec![
                 Entry {
@@ -493,7 +513,7 @@ mod tests {
         };
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         write_synced(File::create(&path).unwrap(), &document).unwrap();
-        let err = Journal::begin(&path).err().unwrap().to_string();
+        let err = Journal::begin(&path, "tune").err().unwrap().to_string();
         assert!(
             err.contains("no longer running") && err.contains("--revert"),
             "{err}"
@@ -507,9 +527,9 @@ mod tests {
     fn a_live_owner_is_named_and_not_disturbed() {
         let path = temp_journal("live");
         let knobs = knobs();
-        let mut journal = Journal::begin(&path).unwrap();
+        let mut journal = Journal::begin(&path, "tune").unwrap();
         journal.apply(&knobs, change(&knobs, irq(24), "0")).unwrap();
-        let err = Journal::begin(&path).err().unwrap().to_string();
+        let err = Journal::begin(&path, "tune").err().unwrap().to_string();
         assert!(err.contains("another irqlens tune is running"), "{err}");
         assert!(
             err.contains(&format!("pid {}", std::process::id())),
@@ -523,7 +543,7 @@ mod tests {
     fn what_cannot_be_put_back_stays_in_the_journal() {
         let path = temp_journal("broken");
         let mut knobs = knobs();
-        let mut journal = Journal::begin(&path).unwrap();
+        let mut journal = Journal::begin(&path, "tune").unwrap();
         journal.apply(&knobs, change(&knobs, irq(24), "0")).unwrap();
         journal
             .apply(&knobs, change(&knobs, sysctl(), "0"))
@@ -544,7 +564,7 @@ mod tests {
         let path = temp_journal("failed");
         let mut knobs = knobs();
         knobs.broken = Some(key(&irq(24)));
-        let mut journal = Journal::begin(&path).unwrap();
+        let mut journal = Journal::begin(&path, "tune").unwrap();
         let c = change(&knobs, irq(24), "0");
         assert!(journal.apply(&knobs, c).is_err());
         assert_eq!(journal.entries()[0].state, State::Reverted);

@@ -100,7 +100,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     system::check_can_trace()?;
     let meter = Meter::new(args.metric, &cpus, args.duration)?;
     let mut session = Session {
-        journal: Some(Journal::begin(journal)?),
+        journal: Some(Journal::begin(journal, "tune")?),
         keep: args.keep,
     };
     for change in &changes {
