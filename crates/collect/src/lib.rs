@@ -14,6 +14,7 @@ pub mod load;
 pub mod machine;
 pub mod noise;
 pub mod sched;
+pub mod steer;
 pub mod system;
 pub mod tap;
 pub mod trigger;

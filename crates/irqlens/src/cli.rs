@@ -68,6 +68,9 @@ pub enum Command {
     Advise(Box<AdviseArgs>),
     /// Apply remedies one at a time, measure before and after, keep what helped, put the rest back
     Tune(Box<TuneArgs>),
+    /// Keep each bottom-half thread (threaded NAPI, IRQ threads, ksoftirqd) at the priority
+    /// of the processes it serves, as they come and go (Zhang & West's process-aware bottom halves)
+    Steer(SteerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -502,6 +505,30 @@ pub struct TuneArgs {
     #[arg(long, value_enum, default_value_t = TuneMetric::Noise)]
     pub metric: TuneMetric,
     /// Print the result as one JSON document (and nothing else on stdout)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    /// Only the NAPI threads (napi/DEV-N) and IRQ threads of these devices; repeat for more
+    #[arg(long = "dev", value_name = "DEV")]
+    pub devices: Vec<String>,
+    /// How long to steer (10, 10s, 1m); default: until Ctrl-C/SIGTERM
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    pub duration: Option<Duration>,
+    /// How long a served process keeps its thread's priority after the last data for it:
+    /// a thread is lowered only after its highest waiter was quiet this long (the
+    /// hysteresis that keeps it from thrashing; 500ms, 2s)
+    #[arg(long, value_name = "TIME", default_value = "500ms", value_parser = parse_run_duration)]
+    pub hold: Duration,
+    /// Log what would change, and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Leave ksoftirqd alone (it runs every deferred softirq of its CPU, not only the flow's)
+    #[arg(long)]
+    pub no_ksoftirqd: bool,
+    /// Print the result as one JSON document at the end (and nothing else on stdout)
     #[arg(long)]
     pub json: bool,
 }

@@ -79,5 +79,6 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Compare(args) => command::compare::run(&args).map(|()| Ended::Normally),
         Command::Advise(args) => command::advise::run(&args).map(|()| Ended::Normally),
         Command::Tune(args) => command::tune::run(&args).map(|()| Ended::Normally),
+        Command::Steer(args) => command::steer::run(&args).map(|()| Ended::Normally),
     }
 }

@@ -308,7 +308,11 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
             RunOptions::Wakeup(args.options_on(hist, cpus)?)
         }
         Command::Account(args) => RunOptions::Account(args.options_on(cpus)?),
-        Command::Report(_) | Command::Compare(_) | Command::Advise(_) | Command::Tune(_) => {
+        Command::Report(_)
+        | Command::Compare(_)
+        | Command::Advise(_)
+        | Command::Tune(_)
+        | Command::Steer(_) => {
             bail!("not a measurement's recording")
         }
     })

@@ -181,6 +181,8 @@ pub enum Document {
     Advise(crate::tune::AdviceReport),
     /// `irqlens tune --json`.
     Tune(crate::tune::TuneReport),
+    /// `irqlens steer --json`.
+    Steer(crate::steer::SteerReport),
 }
 
 /// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the
@@ -207,10 +209,12 @@ pub fn json_schema() -> serde_json::Value {
             .expect("required");
         required.insert(1, "events".into());
     }
-    definitions["TuneReport"]["properties"]["command"] = serde_json::json!({
-        "description": "Always \"tune\".",
-        "const": "tune",
-    });
+    for (definition, command) in [("TuneReport", "tune"), ("SteerReport", "steer")] {
+        definitions[definition]["properties"]["command"] = serde_json::json!({
+            "description": format!("Always \"{command}\"."),
+            "const": command,
+        });
+    }
     schema
 }
 

@@ -317,11 +317,12 @@ impl DrainPace {
     }
 
     fn wait(&self, max: Duration) -> Duration {
-        if self.rate <= 0.0 {
-            return max;
+        // a rate decayed over many quiet drains gives a wait beyond any Duration
+        let seconds = self.per_drain as f64 / self.rate;
+        if !(seconds < max.as_secs_f64()) {
+            return max.max(MIN_DRAIN_WAIT);
         }
-        Duration::from_secs_f64(self.per_drain as f64 / self.rate)
-            .clamp(MIN_DRAIN_WAIT, max.max(MIN_DRAIN_WAIT))
+        Duration::from_secs_f64(seconds).max(MIN_DRAIN_WAIT)
     }
 }
 
@@ -470,6 +471,21 @@ mod tests {
             "falls back when quiet"
         );
         assert!(pace.wait(max) < Duration::from_millis(20), "but slowly");
+    }
+
+    #[test]
+    fn a_long_quiet_run_waits_the_longest() {
+        let max = Duration::from_millis(10);
+        let mut pace = DrainPace::new(1 << 16);
+        let mut now = Instant::now();
+        pace.drained(0, now);
+        pace.drained(1, now + max);
+        // the rate decays by a quarter per empty drain, towards 0 and past f64's range
+        for _ in 0..5000 {
+            now += max;
+            pace.drained(0, now);
+            assert_eq!(pace.wait(max), max);
+        }
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub enum Checkpoints {
     /// Every wakeup on the traced CPUs, hrtimer callbacks, and data queued to sockets
     /// with their readers.
     Accounting,
+    /// Only data queued to sockets with their readers (none of the common ones): who
+    /// serves whom, at one checkpoint per delivery (`steer`).
+    Sockets,
 }
 
 impl Checkpoints {
@@ -62,6 +65,7 @@ impl Checkpoints {
             Checkpoints::BottomHalves => !timer && !socket,
             Checkpoints::Timers => !bottom_half && !socket,
             Checkpoints::Accounting => !bottom_half,
+            Checkpoints::Sockets => socket,
         }
     }
 }

@@ -21,6 +21,7 @@ const PEER: &str = "169.254.250.2";
 /// whose namespace end has rps_cpus pointing at `rps_cpu`. Everything is removed on drop.
 pub struct UdpFlow {
     namespace: String,
+    host: String,
     peer: String,
     receiver: Child,
     sender: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
@@ -80,6 +81,7 @@ impl UdpFlow {
         std::thread::sleep(Duration::from_millis(500));
         UdpFlow {
             namespace,
+            host,
             peer,
             receiver,
             sender: None,
@@ -96,6 +98,11 @@ impl UdpFlow {
     /// The veth end in the namespace, whose rx-0 queue has the RPS mask.
     pub fn receiving_device(&self) -> &str {
         &self.peer
+    }
+
+    /// The veth end in irqlens's namespace, that the datagrams are sent from.
+    pub fn sending_device(&self) -> &str {
+        &self.host
     }
 
     /// The receiving process (ip netns exec and taskset exec it in place).
@@ -143,6 +150,11 @@ impl Drop for UdpFlow {
         self.stop_sending();
         let _ = self.receiver.kill();
         let _ = self.receiver.wait();
+        // the pair goes at once (a namespace is dismantled later, in the background, and
+        // the next flow of this process would find the names taken)
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host])
+            .status();
         let _ = Command::new("ip")
             .args(["netns", "del", &self.namespace])
             .status();

@@ -1,0 +1,264 @@
+//! Runs `irqlens steer`: the socket checkpoints on every CPU say which bottom-half thread
+//! queued data for which reader; the steering decides each thread's scheduling and every
+//! change goes through the journal, so any exit puts the threads back.
+
+use std::collections::{HashMap, HashSet};
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+
+use super::clock::monotonic_ns;
+use super::journal::{JOURNAL_PATH, Journal, SystemKnobs};
+use super::{EventStream, RunPace, sched, system};
+use irqlens_analyze::steer::{Decision, Steering, is_bottom_half_thread};
+use irqlens_model::event::EventData;
+use irqlens_model::steer::{ServedProcess, SteerChange, SteerOptions, SteerRun, SteeredThread};
+use irqlens_model::tune::{Change, Knob};
+use irqlens_model::units::CpuList;
+use irqlens_model::wakeup::Watched;
+use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
+
+/// How often the steering decides: a new high-priority waiter is served at its priority
+/// within this much of its first packet.
+const DECIDE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What a steer run did.
+pub struct Outcome {
+    /// The CPUs traced.
+    pub cpus: CpuList,
+    /// Every change, in order.
+    pub changes: Vec<SteerChange>,
+    /// The bottom-half threads seen serving sockets.
+    pub threads: Vec<SteeredThread>,
+    /// The run's facts and cost.
+    pub run: SteerRun,
+}
+
+/// Steers until `options.duration` passes or `stop` is set; `on_change` sees each change
+/// as it is made. Every thread changed is put back before it returns (and on a panic).
+pub fn run(
+    options: &SteerOptions,
+    stop: &AtomicBool,
+    mut on_change: impl FnMut(&SteerChange),
+) -> Result<Outcome> {
+    system::check_can_trace()?;
+    let cpus = system::online_cpus()?;
+    let mut storage = MaybeUninit::uninit();
+    let probe = CheckpointProbe::load(
+        &mut storage,
+        Checkpoints::Sockets,
+        &cpus,
+        &Watched::Process(std::process::id()),
+    )?;
+    let mut events = EventStream::new(probe.events()?);
+    let mut steered = Steered {
+        journal: if options.dry_run {
+            None
+        } else {
+            Some(Journal::begin(Path::new(JOURNAL_PATH), "steer")?)
+        },
+    };
+    let cpu_time_before = own_cpu_time();
+    let started = Instant::now();
+    let started_ns = monotonic_ns();
+    let pace = RunPace::new(started, options.duration);
+    let mut steering = Steering::new(options.hold);
+    let mut names = Names::default();
+    let mut refused = HashSet::new();
+    let mut changes = Vec::new();
+    let (mut taken, mut unsteerable) = (0u64, 0u64);
+    probe.enable();
+    let _reader = super::raise_reader();
+    while !stop.load(Ordering::Relaxed) {
+        for event in events.wait_and_take(DECIDE_INTERVAL.min(pace.wait())) {
+            let EventData::SockData { reader, .. } = event.what else {
+                continue;
+            };
+            taken += 1;
+            if reader == 0 {
+                continue;
+            }
+            let steerable = !refused.contains(&event.pid)
+                && names.get(event.pid).is_some_and(|comm| {
+                    is_bottom_half_thread(comm, &options.devices, !options.no_ksoftirqd)
+                });
+            if steerable {
+                steering.delivered(event.pid, reader, event.time_ns);
+            } else {
+                unsteerable += 1;
+            }
+        }
+        let now_ns = monotonic_ns();
+        for decision in steering.decide(now_ns, &mut |tid| sched::thread_priority(tid).ok()) {
+            let thread = decision.thread;
+            match steered.make(&decision, &mut names, now_ns - started_ns) {
+                Ok(change) => {
+                    on_change(&change);
+                    changes.push(change);
+                }
+                Err(err) => {
+                    eprintln!("irqlens: thread {thread} left alone: {err:#}");
+                    steering.forget(thread);
+                    refused.insert(thread);
+                }
+            }
+        }
+        if pace.over(Instant::now()) {
+            break;
+        }
+    }
+    probe.disable();
+    let elapsed = started.elapsed();
+    let cpu_time = own_cpu_time().saturating_sub(cpu_time_before);
+    let threads = steering
+        .threads()
+        .map(|(tid, original, current, deliveries)| {
+            let shown = |p: Option<irqlens_model::sched::Priority>| {
+                p.map_or_else(|| "-".into(), |p| p.to_string())
+            };
+            SteeredThread {
+                tid,
+                comm: names.comm(tid),
+                original: shown(original),
+                last: shown(current),
+                deliveries: deliveries.values().sum(),
+                changes: changes.iter().filter(|c| c.tid == tid).count() as u64,
+                served: deliveries
+                    .iter()
+                    .map(|(&reader, &count)| ServedProcess {
+                        tid: reader,
+                        comm: names.comm(reader),
+                        scheduling: sched::thread_priority(reader)
+                            .map_or_else(|_| "gone".into(), |p| p.to_string()),
+                        deliveries: count,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let seconds = elapsed.as_secs_f64().max(1e-9);
+    let run = SteerRun {
+        events: taken,
+        lost_events: events.lost(),
+        elapsed_ns: elapsed.as_nanos() as u64,
+        interrupted: stop.load(Ordering::Relaxed),
+        hold_ns: options.hold.as_nanos() as u64,
+        dry_run: options.dry_run,
+        events_per_s: taken as f64 / seconds,
+        cpu_percent: cpu_time.as_secs_f64() * 100.0 / seconds,
+        unsteerable_deliveries: unsteerable,
+    };
+    drop(probe);
+    steered.put_back()?;
+    Ok(Outcome {
+        cpus,
+        changes,
+        threads,
+        run,
+    })
+}
+
+/// The threads' names, read once per thread (None: gone before it was read).
+#[derive(Default)]
+struct Names(HashMap<u32, Option<String>>);
+
+impl Names {
+    fn get(&mut self, tid: u32) -> Option<&str> {
+        self.0
+            .entry(tid)
+            .or_insert_with(|| {
+                std::fs::read_to_string(format!("/proc/{tid}/comm"))
+                    .ok()
+                    .map(|comm| comm.trim_end().to_owned())
+            })
+            .as_deref()
+    }
+
+    fn comm(&mut self, tid: u32) -> String {
+        self.get(tid).unwrap_or("?").to_owned()
+    }
+}
+
+/// The journal of the changes made; put back when dropped, however the run ends.
+struct Steered {
+    journal: Option<Journal>,
+}
+
+impl Steered {
+    /// Makes a decision (written to the journal first), or only describes it under
+    /// `--dry-run`.
+    fn make(&mut self, decision: &Decision, names: &mut Names, at_ns: u64) -> Result<SteerChange> {
+        let comm = names.comm(decision.thread);
+        let why = match decision.because {
+            Some(reader) => {
+                let reader_comm = names.comm(reader);
+                format!("serves {reader_comm}:{reader} at {}", decision.to)
+            }
+            None => "nobody waits on it any more: its own scheduling".into(),
+        };
+        let change = Change {
+            knob: Knob::ThreadPriority {
+                tid: decision.thread,
+                comm: comm.clone(),
+            },
+            from: decision.from.to_string(),
+            to: decision.to.to_string(),
+        };
+        let made = match &mut self.journal {
+            Some(journal) => {
+                journal.apply(&SystemKnobs, change.clone())?;
+                true
+            }
+            None => false,
+        };
+        Ok(SteerChange {
+            at_ns,
+            tid: decision.thread,
+            comm,
+            from: change.from,
+            to: change.to,
+            why,
+            made,
+        })
+    }
+
+    /// Puts every thread back; an error names the ones that could not be.
+    fn put_back(&mut self) -> Result<()> {
+        let Some(journal) = self.journal.take() else {
+            return Ok(());
+        };
+        let failed = journal.finish(&SystemKnobs, false);
+        if let Some(first) = failed.first() {
+            bail!(
+                "{} thread(s) could not be put back, the first: {}: {:#} (run `irqlens tune --revert`)",
+                failed.len(),
+                crate::knob::describe(&first.change.knob),
+                first.error
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Steered {
+    fn drop(&mut self) {
+        if let Err(err) = self.put_back() {
+            eprintln!("irqlens: {err:#}");
+        }
+    }
+}
+
+/// The process's CPU time so far (user + system, every thread).
+fn own_cpu_time() -> Duration {
+    // SAFETY: all zeroes is a valid rusage for the kernel to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a live rusage of the right size.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
