@@ -319,7 +319,7 @@ impl DrainPace {
     fn wait(&self, max: Duration) -> Duration {
         // a rate decayed over many quiet drains gives a wait beyond any Duration
         let seconds = self.per_drain as f64 / self.rate;
-        if !(seconds < max.as_secs_f64()) {
+        if seconds.is_nan() || seconds >= max.as_secs_f64() {
             return max.max(MIN_DRAIN_WAIT);
         }
         Duration::from_secs_f64(seconds).max(MIN_DRAIN_WAIT)
