@@ -15,7 +15,8 @@ use irqlens_model::units::CpuList;
 
 const PORT: u16 = 9;
 const HOST: &str = "169.254.250.1";
-const PEER: &str = "169.254.250.2";
+/// The receiving end's address, in the namespace (other receivers may bind it too).
+pub const PEER: &str = "169.254.250.2";
 
 /// A receiver in a private netns (python3, blocking recv, pinned), fed over a veth pair
 /// whose namespace end has rps_cpus pointing at `rps_cpu`. Everything is removed on drop.
@@ -35,6 +36,37 @@ fn run(program: &str, args: &[&str]) {
         .status()
         .unwrap_or_else(|e| panic!("running {program}: {e}"));
     assert!(status.success(), "{program} {args:?} failed");
+}
+
+/// Datagrams per sendmmsg call: a flood needs more than one syscall per datagram can give.
+const BATCH: usize = 64;
+
+/// Sends `count` (at most BATCH) datagrams of 512 zero bytes on the connected `socket`
+/// in one sendmmsg call.
+fn send_batch(socket: &UdpSocket, count: usize) {
+    use std::os::fd::AsRawFd;
+    let mut payload = [0u8; 512];
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    // SAFETY: all zeroes is a valid mmsghdr (no name, no control data).
+    let mut messages: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+    for message in &mut messages {
+        message.msg_hdr.msg_iov = &mut iov;
+        message.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: `messages` holds `count` <= BATCH headers, each pointing at `iov`, which
+    // points at `payload`: all live for the call; the kernel only reads them (and writes
+    // msg_len).
+    unsafe {
+        libc::sendmmsg(
+            socket.as_raw_fd(),
+            messages.as_mut_ptr(),
+            count.min(BATCH) as u32,
+            0,
+        )
+    };
 }
 
 impl UdpFlow {
@@ -110,7 +142,12 @@ impl UdpFlow {
         self.receiver.id()
     }
 
-    /// Sends `rate` datagrams a second from a thread on the receiver's CPU, in a burst
+    /// Sends from a thread on `cpu` from now on (the receiver's CPU by default).
+    pub fn set_sender_cpu(&mut self, cpu: u32) {
+        self.sender_cpu = cpu;
+    }
+
+    /// Sends `rate` datagrams a second from a thread on the sender's CPU, in a burst
     /// each millisecond, until `stop_sending`.
     pub fn send(&mut self, rate: u32) {
         self.stop_sending();
@@ -119,21 +156,27 @@ impl UdpFlow {
         let handle = std::thread::spawn(move || {
             set_affinity(&CpuList::single(cpu)).expect("pinning the sender");
             let socket = UdpSocket::bind((HOST, 0)).expect("binding the sender");
-            let payload = [0u8; 512];
+            socket.connect((PEER, PORT)).expect("connecting the sender");
             let start = Instant::now();
             let mut done = 0u64;
             while !flag.load(Ordering::Relaxed) {
                 let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
-                while done < due {
-                    // a full queue drops the datagram, as a NIC would
-                    let _ = socket.send_to(&payload, (PEER, PORT));
-                    done += 1;
+                while done < due && !flag.load(Ordering::Relaxed) {
+                    // a full queue drops datagrams, as a NIC would: they count as sent
+                    let batch = (due - done).min(BATCH as u64) as usize;
+                    send_batch(&socket, batch);
+                    done += batch as u64;
                 }
                 sent.store(done, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(1));
             }
         });
         self.sender = Some((stop, handle));
+    }
+
+    /// Datagrams sent so far.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     /// Stops the sender thread, if one runs.

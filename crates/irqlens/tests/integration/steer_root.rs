@@ -4,13 +4,18 @@
 //! and put it back at exit (normal or SIGTERM).
 
 use std::io::Read;
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use irqlens_collect::sched::{set_thread_priority, thread_priority};
+use irqlens_collect::clock::monotonic_ns;
+use irqlens_collect::sched::{set_affinity, set_priority, set_thread_priority, thread_priority};
 use irqlens_model::sched::Priority;
-use irqlens_test_support::udp_flow::UdpFlow;
+use irqlens_model::units::CpuList;
+use irqlens_test_support::udp_flow::{PEER, UdpFlow};
 
 /// A flow whose receive work runs in a NAPI thread (GRO on, threaded, no RPS), and that
 /// thread's id. A veth hands a datagram to its peer's NAPI only if the sender has no TSO
@@ -153,4 +158,124 @@ fn a_napi_thread_serving_a_normal_receiver_is_lowered_and_sigterm_puts_it_back()
     assert!(status.success(), "{status}");
     assert_eq!(thread_priority(napi).unwrap(), Priority::Fifo(60));
     set_thread_priority(napi, Priority::Other { nice: 0 }).unwrap();
+}
+
+/// Pins thread `tid` to `cpu` (taskset: the test's own helpers pin only the calling thread).
+fn pin(tid: u32, cpu: u32) {
+    let status = Command::new("taskset")
+        .args(["-pc", &cpu.to_string(), &tid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "pinning {tid} to CPU {cpu}");
+}
+
+/// Starts steer in the background and waits until it has traced for a moment.
+fn steering(args: &[&str]) -> Child {
+    let mut all = vec!["steer"];
+    all.extend_from_slice(args);
+    let child = start(&all);
+    std::thread::sleep(Duration::from_millis(1000));
+    child
+}
+
+fn stop(steer: Child) {
+    // SAFETY: kill only sends a signal to the child started by the test.
+    unsafe { libc::kill(steer.id() as i32, libc::SIGTERM) };
+    let output = steer.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
+const STAMPED_PORT: u16 = 7;
+
+/// A datagram every 10 ms for `seconds`, sent from CPU 0 with the monotonic time in it, to
+/// a receiver in `namespace`: a thread at FIFO 80 on CPU 1. Returns each datagram's delay
+/// from its send to its receive, ns.
+fn stamped_delays(namespace: &str, seconds: u64) -> Vec<u64> {
+    let netns = std::fs::File::open(format!("/var/run/netns/{namespace}")).unwrap();
+    let stop = &AtomicBool::new(false);
+    let netns = &netns;
+    std::thread::scope(|scope| {
+        let (bound, is_bound) = std::sync::mpsc::channel();
+        let receiver = scope.spawn(move || {
+            // SAFETY: setns on a valid namespace fd; it moves only this thread.
+            let entered = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(entered, 0, "entering the namespace");
+            set_affinity(&CpuList::single(1)).unwrap();
+            set_priority(Priority::Fifo(80)).unwrap();
+            let socket = UdpSocket::bind((PEER, STAMPED_PORT)).unwrap();
+            socket
+                .set_read_timeout(Some(Duration::from_millis(50)))
+                .unwrap();
+            bound.send(()).unwrap();
+            let mut delays = Vec::new();
+            let mut buffer = [0u8; 64];
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(8..) = socket.recv(&mut buffer) {
+                    let sent = u64::from_ne_bytes(buffer[..8].try_into().unwrap());
+                    delays.push(monotonic_ns().saturating_sub(sent));
+                }
+            }
+            delays
+        });
+        is_bound.recv().expect("the receiver thread started");
+        set_affinity(&CpuList::single(0)).unwrap();
+        let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
+        for _ in 0..seconds * 100 {
+            let _ = socket.send_to(&monotonic_ns().to_ne_bytes(), (PEER, STAMPED_PORT));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::Relaxed);
+        receiver.join().unwrap()
+    })
+}
+
+/// The `q` quantile of `delays`, µs.
+fn quantile_us(delays: &mut [u64], q: f64) -> f64 {
+    assert!(!delays.is_empty(), "no datagram received");
+    delays.sort_unstable();
+    delays[((delays.len() - 1) as f64 * q) as usize] as f64 / 1e3
+}
+
+/// Zhang & West's second direction: a FIFO 80 receiver of a sparse flow, and a FIFO 50
+/// CPU hog (30 ms busy of every 50 ms) on its CPU, with the NAPI thread at SCHED_OTHER:
+/// datagrams wait behind the hog's bursts. With steer the thread runs at 80 while the
+/// receiver waits, and the receive delay falls to the scale of a wakeup.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_real_time_receiver_is_served_ahead_of_a_lower_priority_hog() {
+    assert_root();
+    let (flow, napi) = threaded_flow();
+    pin(napi, 1);
+    let hog = Spinner::start_aligned(
+        "il-hog",
+        1,
+        Duration::from_millis(50),
+        Duration::from_millis(30),
+        Priority::Fifo(50),
+    );
+    let mut unsteered = stamped_delays(flow.namespace(), 3);
+    let steer = steering(&["--hold", "1s"]);
+    let mut steered = stamped_delays(flow.namespace(), 3);
+    let raised = thread_priority(napi).unwrap();
+    stop(steer);
+    hog.stop();
+    let put_back = thread_priority(napi).unwrap();
+    let (before, after) = (
+        [0.5, 0.9, 1.0].map(|q| quantile_us(&mut unsteered, q)),
+        [0.5, 0.9, 1.0].map(|q| quantile_us(&mut steered, q)),
+    );
+    println!(
+        "receive delay p50/p90/max of a FIFO 80 receiver behind a FIFO 50 hog: NAPI thread at \
+         o:0 {before:.0?} µs, steered to {raised} {after:.0?} µs"
+    );
+    assert_eq!(raised, Priority::Fifo(80), "steer raised it");
+    assert_eq!(put_back, Priority::Other { nice: 0 }, "and put it back");
+    assert!(
+        after[1] * 10.0 < before[1],
+        "p90 {:.0} µs -> {:.0} µs: not a large factor",
+        before[1],
+        after[1]
+    );
 }
