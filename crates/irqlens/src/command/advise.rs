@@ -74,7 +74,9 @@ pub fn measure_causes(noise: NoiseOptions, output: &OutputArgs) -> Result<Vec<Cp
     say("noise");
     let mut causes = causes_of::<NoiseTool>(noise, output)?;
     if interrupted() {
-        eprintln!("irqlens: interrupted: wakeup was not measured");
+        if !output.quiet {
+            eprintln!("irqlens: interrupted: wakeup was not measured");
+        }
         return Ok(causes);
     }
     // the noise run ended by setting STOP: the wakeup run starts with it clear

@@ -25,13 +25,13 @@ use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::WakeupOptions;
 
 /// The remedies `irqlens advise -c CPUS -d DURATION` gives: a noise run and a wakeup run
-/// on `cpus`, their causes and the machine's state.
-fn advice_for(cpus: &CpuList, duration: Duration, json: bool) -> Result<Vec<Advice>> {
+/// on `cpus`, their causes and the machine's state; quiet, as tune's rounds are.
+fn advice_for(cpus: &CpuList, duration: Duration) -> Result<Vec<Advice>> {
     let output = OutputArgs {
-        json,
+        json: false,
         record: None,
         perfetto: None,
-        quiet: false,
+        quiet: true,
         prometheus: None,
         html: None,
         on_end: Vec::new(),
@@ -78,7 +78,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     }
     if args.all || !args.apply.is_empty() {
         changes.extend(advised_changes(
-            advice_for(&cpus, args.duration, args.json)?,
+            advice_for(&cpus, args.duration)?,
             &args.apply,
             args.all,
         )?);

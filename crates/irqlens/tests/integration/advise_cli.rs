@@ -80,6 +80,19 @@ fn bad_input_is_one_line() {
         "--netns il-no-such-ns",
     );
     assert_fails_with(&["advise", "-c", "4095", "-d", "1"], "CPU 4095 is offline");
+    assert_fails_with(&["advise", "-c", "0"], "advise -c LIST needs -d TIME");
+    assert_fails_with(
+        &[
+            "advise",
+            "-c",
+            "0",
+            "-d",
+            "1",
+            "--record",
+            "/tmp/never-written",
+        ],
+        "advise -c runs two measurements",
+    );
 }
 
 /// The advice of `capability` as (cpu, cause) -> the advice (one per cause: its first).
