@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use irqlens_model::kernel::{IRQ_SOURCE_NAMES, irq_label, softirq_name};
 use irqlens_model::system::Capability;
 use irqlens_model::tune::{CauseClass, CauseSource, CpuCause};
+use irqlens_model::units::CpuList;
 
 use crate::account::{Ledger, Source as AccountSource};
 use crate::bh::{BhStats, DelayCause, Mechanism, Source as BhSource};
@@ -113,14 +114,17 @@ pub fn wakeup_causes(
 /// and what delayed them there (each delay cause's part of the latency,
 /// `Sample::delay_by_cause`, its share of the latency of the bottom halves the CPU ran).
 /// Tasklets are left out of the runs: they ran inside their TASKLET or HI softirq, whose
-/// runtime has theirs.
+/// runtime has theirs. Only the `traced` CPUs are: a work item queued on one may run on
+/// another, which the run did not measure.
 pub fn bh_causes(
     stats: &BhStats,
+    traced: &CpuList,
     irq_names: &HashMap<u32, String>,
     symbols: &dyn Fn(u64) -> String,
 ) -> Vec<CpuCause> {
     let mut causes = Vec::new();
-    for (&cpu, bh) in &stats.cpus {
+    let cpus = stats.cpus.iter().filter(|(cpu, _)| traced.contains(**cpu));
+    for (&cpu, bh) in cpus {
         let cause = |label: String, (class, source), time_ns, total| CpuCause {
             cpu,
             capability: Capability::Bh,

@@ -102,6 +102,7 @@ impl Outcome for BhResult {
         let symbols = |address| self.names.symbols.name(address);
         Some(irqlens_analyze::advise::bh_causes(
             &self.outcome.stats,
+            &self.options.cpus,
             &self.names.irqs,
             &symbols,
         ))

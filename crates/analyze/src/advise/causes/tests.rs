@@ -73,7 +73,16 @@ fn bh_stats() -> BhStats {
     stats.add(ran(1, Mechanism::IrqThread, thread, 300, 50));
     stats.add(ran(1, Mechanism::Softirq, BhSource::Vector(TIMER), 100, 0));
     stats.add(ran(1, Mechanism::Tasklet, BhSource::Function(0xa1), 80, 0));
+    // a work item queued on CPU 1 and run on CPU 2, which the run did not trace
+    let mut elsewhere = ran(2, Mechanism::Workqueue, BhSource::Function(0xb2), 70, 10);
+    elsewhere.request_cpu = 1;
+    stats.add(elsewhere);
     stats
+}
+
+/// The CPU the bh run traced.
+fn traced() -> CpuList {
+    CpuList::single(1)
 }
 
 fn find<'a>(causes: &'a [CpuCause], source: &CauseSource) -> &'a CpuCause {
@@ -85,7 +94,7 @@ fn find<'a>(causes: &'a [CpuCause], source: &CauseSource) -> &'a CpuCause {
 
 #[test]
 fn bh_causes_are_the_bottom_halves_a_cpu_ran_and_what_delayed_them() {
-    let causes = bh_causes(&bh_stats(), &names(), &symbols);
+    let causes = bh_causes(&bh_stats(), &traced(), &names(), &symbols);
     assert!(
         causes
             .iter()
@@ -155,7 +164,7 @@ fn bh_causes_are_the_bottom_halves_a_cpu_ran_and_what_delayed_them() {
 
 #[test]
 fn bh_net_rx_on_a_cpu_points_at_the_rps_mask_that_sends_it_there() {
-    let causes = bh_causes(&bh_stats(), &names(), &symbols);
+    let causes = bh_causes(&bh_stats(), &traced(), &names(), &symbols);
     let machine = MachineState {
         online_cpus: "0-3".parse().unwrap(),
         rps: vec![RpsQueue {
