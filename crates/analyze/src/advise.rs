@@ -3,142 +3,18 @@
 //! the machine works against it. The remedies follow the kernel's
 //! Documentation/admin-guide/kernel-per-CPU-kthreads.rst.
 
-use std::collections::HashMap;
+mod causes;
 
-use irqlens_model::kernel::{IRQ_SOURCE_NAMES, softirq_name};
-use irqlens_model::system::Capability;
 use irqlens_model::tune::{
     Advice, Blocker, CauseClass, CauseSource, Change, Conflict, CpuCause, IrqMovable, Knob,
     MachineState, cpu_mask_hex,
 };
 use irqlens_model::units::CpuList;
 
-use crate::noise::{Cause as NoiseCause, NoiseAnalysis};
-use crate::wakeup::{Cause as WakeupCause, WakeupStats};
+pub use causes::{account_causes, bh_causes, noise_causes, wakeup_causes};
 
 /// The value of `/dev/cpu_dma_latency` when nobody holds a request (µs).
 pub const NO_DMA_LATENCY_REQUEST: u32 = 2_000_000_000;
-
-/// The causes of a noise run, per CPU, with their share of the CPU's noise.
-pub fn noise_causes(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) -> Vec<CpuCause> {
-    let mut causes = Vec::new();
-    for (summary, breakdown) in analysis.breakdowns() {
-        let total = breakdown.total_ns();
-        for (cause, stats) in analysis.cpu_causes(summary.cpu) {
-            let (class, source) = match cause {
-                NoiseCause::Hardware => (CauseClass::Hw, CauseSource::None),
-                NoiseCause::Nmi => (CauseClass::Nmi, CauseSource::None),
-                NoiseCause::Irq { source, id } => {
-                    (CauseClass::Irq, irq_source(source, id, irq_names))
-                }
-                NoiseCause::Softirq(vector) => (
-                    CauseClass::Softirq,
-                    CauseSource::Softirq {
-                        name: softirq_name(vector),
-                    },
-                ),
-                NoiseCause::Thread { pid, comm } => (
-                    CauseClass::Thread,
-                    CauseSource::Thread {
-                        tid: Some(pid),
-                        comm: comm.to_string(),
-                    },
-                ),
-                NoiseCause::EntryExit(_) | NoiseCause::NoRecord | NoiseCause::Dropped => {
-                    (CauseClass::Other, CauseSource::None)
-                }
-            };
-            causes.push(CpuCause {
-                cpu: summary.cpu,
-                capability: Capability::Noise,
-                label: cause.label(irq_names),
-                class,
-                source,
-                time_ns: stats.total_ns,
-                share_percent: share(stats.total_ns, total),
-            });
-        }
-    }
-    causes
-}
-
-/// The causes of a wakeup run, per CPU, with their share of the CPU's latency.
-pub fn wakeup_causes(
-    stats: &WakeupStats,
-    irq_names: &HashMap<u32, String>,
-    symbols: &dyn Fn(u64) -> String,
-) -> Vec<CpuCause> {
-    let mut causes = Vec::new();
-    for (&cpu, cpu_stats) in &stats.cpus {
-        let ranked = cpu_stats.ranked_causes();
-        let total: u64 = ranked.iter().map(|(_, stats)| stats.total_ns).sum();
-        for (cause, cause_stats) in ranked {
-            let thread = |comm: &irqlens_model::kernel::Comm| CauseSource::Thread {
-                tid: None,
-                comm: comm.to_string(),
-            };
-            let (class, source) = match cause {
-                WakeupCause::IrqDelay => (CauseClass::Hw, CauseSource::None),
-                WakeupCause::IdleExit => (CauseClass::Idle, CauseSource::None),
-                WakeupCause::Origin { source, id } | WakeupCause::Irq { source, id } => {
-                    (CauseClass::Irq, irq_source(source, id, irq_names))
-                }
-                WakeupCause::Nmi => (CauseClass::Nmi, CauseSource::None),
-                WakeupCause::Softirq(vector) => (
-                    CauseClass::Softirq,
-                    CauseSource::Softirq {
-                        name: softirq_name(vector.into()),
-                    },
-                ),
-                WakeupCause::Interposed(comm)
-                | WakeupCause::Thread(comm)
-                | WakeupCause::Blocking(comm) => (CauseClass::Thread, thread(&comm)),
-                WakeupCause::Handler(_)
-                | WakeupCause::Timer(_)
-                | WakeupCause::Scheduler
-                | WakeupCause::Return
-                | WakeupCause::Untraced
-                | WakeupCause::Other => (CauseClass::Other, CauseSource::None),
-            };
-            causes.push(CpuCause {
-                cpu,
-                capability: Capability::Wakeup,
-                label: cause.label(irq_names, symbols),
-                class,
-                source,
-                time_ns: cause_stats.total_ns,
-                share_percent: share(cause_stats.total_ns, total),
-            });
-        }
-    }
-    causes
-}
-
-fn share(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
-    }
-}
-
-fn irq_source(source: u16, id: u32, irq_names: &HashMap<u32, String>) -> CauseSource {
-    if source == 0 {
-        CauseSource::IrqLine {
-            irq: id,
-            name: irq_names.get(&id).cloned().unwrap_or_default(),
-        }
-    } else {
-        CauseSource::Vector {
-            name: IRQ_SOURCE_NAMES
-                .get(source as usize)
-                .copied()
-                .unwrap_or("vector")
-                .into(),
-            vector: id,
-        }
-    }
-}
 
 /// What `advise` found: the remedies, per CPU ranked by the time of their cause, and what
 /// works against them.

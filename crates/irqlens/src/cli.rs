@@ -64,7 +64,8 @@ pub enum Command {
     /// The same measurement recorded on two setups, side by side: quantiles and causes
     Compare(CompareArgs),
     /// For each cause measured on a CPU, the knob that takes it off (or why none can), and
-    /// what on the machine works against it: from recordings, or measured first with noise
+    /// what on the machine works against it: from recordings (noise, bh, wakeup, account), or
+    /// measured first with noise and wakeup
     Advise(Box<AdviseArgs>),
     /// Apply remedies one at a time, measure before and after, keep what helped, put the rest back
     Tune(Box<TuneArgs>),
@@ -75,15 +76,17 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct AdviseArgs {
-    /// Recordings of noise or wakeup runs to advise from (made with --record); without
-    /// any, the CPUs given with -c are measured first with noise
+    /// Recordings of noise, bh, wakeup or account runs to advise from (made with
+    /// --record); without any, the CPUs given with -c are measured first: with noise,
+    /// then with wakeup (timer mode), for -d TIME each
     #[arg(value_name = "REC")]
     pub files: Vec<PathBuf>,
     /// Also read the RPS masks and NAPI modes of the devices in these network namespaces
     /// (`ip netns` names); repeat for more
     #[arg(long, value_name = "NAME")]
     pub netns: Vec<String>,
-    /// The noise measurement run first when no recording is given
+    /// The noise measurement run first when no recording is given (the wakeup one after
+    /// it has wakeup's defaults, on the same CPUs for as long)
     #[command(flatten)]
     pub measure: NoiseArgs,
 }

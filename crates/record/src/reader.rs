@@ -9,6 +9,7 @@ use anyhow::{Result, anyhow, bail};
 use flate2::read::MultiGzDecoder;
 
 use super::{End, FORMAT, Header, Line, VERSION};
+use irqlens_model::system::Capability;
 
 /// A longer line is not irqlens's (the longest are the header's /proc snapshots).
 const MAX_LINE: u64 = 64 << 20;
@@ -29,6 +30,13 @@ impl Reader {
 
     /// Reads the header of the recording in `input`; `name` is used in errors.
     pub fn from_reader(name: &str, input: impl Read + 'static) -> Result<Self> {
+        let mut input = BufReader::new(input);
+        if is_json_text(input.fill_buf().map_err(|e| anyhow!("{name}: {e}"))?) {
+            bail!(
+                "{name}: a JSON document, not an irqlens recording (recordings are the files \
+                 --record writes; --json output cannot be read back)"
+            );
+        }
         let mut lines = Lines {
             name: name.to_owned(),
             input: Box::new(BufReader::new(MultiGzDecoder::new(input))),
@@ -113,6 +121,15 @@ impl Reader {
     }
 }
 
+/// Whether `start`, the first bytes of a file, is plain JSON text (not gzip, whose magic
+/// bytes cannot begin text): a `--json` document given where a recording goes.
+fn is_json_text(start: &[u8]) -> bool {
+    matches!(
+        start.iter().find(|b| !b.is_ascii_whitespace()),
+        Some(b'{' | b'[')
+    )
+}
+
 /// The file's lines, counted.
 struct Lines {
     name: String,
@@ -140,6 +157,15 @@ impl Lines {
                 "{}: recording format version {version} is newer than this irqlens reads ({VERSION}): use a newer irqlens",
                 self.name
             );
+        }
+        if let Some(capability) = value.get("capability").and_then(|c| c.as_str()) {
+            if serde_json::from_value::<Capability>(capability.into()).is_err() {
+                bail!(
+                    "{}: a recording of `{capability}`, which this irqlens does not know (it \
+                     reads noise, bh, wakeup and account recordings)",
+                    self.name
+                );
+            }
         }
         match serde_json::from_value(value) {
             Ok(Line::Header(header)) => Ok(*header),

@@ -273,3 +273,29 @@ proptest! {
         let _ = read(gzip(&text));
     }
 }
+
+#[test]
+fn a_json_document_is_named_as_one() {
+    for text in [
+        "{\n  \"advice\": []\n}\n",
+        "  [\n  {\"tool\": \"irqlens\"}\n]\n",
+    ] {
+        let error = read(text.as_bytes().to_vec()).unwrap_err();
+        assert!(
+            error.contains("a JSON document, not an irqlens recording"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_capability_is_named() {
+    let mut future = serde_json::to_value(Line::Header(Box::new(header()))).unwrap();
+    future["capability"] = serde_json::json!("storm");
+    let error = read(gzip(future.to_string().as_bytes())).unwrap_err();
+    assert!(
+        error.contains("a recording of `storm`, which this irqlens does not know"),
+        "{error}"
+    );
+    assert!(!error.contains('\n'), "{error}");
+}

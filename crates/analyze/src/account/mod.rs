@@ -105,6 +105,8 @@ pub struct Ledger {
     pub orphan: BySource,
     /// Thread group and name of the threads the checkpoints named.
     pub seen: HashMap<u32, (u32, Comm)>,
+    /// Interrupt time per CPU it ran on, by source; irqlens's own work left out.
+    pub cpus: BTreeMap<u32, BySource>,
     /// irqlens's own process id: the threads whose work is its own.
     pub irqlens: Option<u32>,
 }
@@ -120,6 +122,9 @@ impl Ledger {
             mine.units += account.units;
         }
         add_into(&mut self.orphan, &later.orphan);
+        for (cpu, by_source) in later.cpus {
+            add_into(self.cpus.entry(cpu).or_default(), &by_source);
+        }
         self.seen.extend(later.seen);
         self.irqlens = self.irqlens.or(later.irqlens);
     }
@@ -137,9 +142,18 @@ impl Ledger {
         !run.units.is_empty() && run.units.iter().all(|&unit| self.is_irqlens(unit))
     }
 
-    fn charge(&mut self, part: Part, for_irqlens: bool) {
+    /// Charges `part`, run on `cpu`, to the thread it interrupted.
+    fn charge(&mut self, cpu: u32, part: Part, for_irqlens: bool) {
         if part.ns == 0 {
             return;
+        }
+        if !for_irqlens {
+            *self
+                .cpus
+                .entry(cpu)
+                .or_default()
+                .entry(part.source)
+                .or_default() += part.ns;
         }
         let account = self.threads.entry(part.current).or_default();
         *account.charged.entry(part.source).or_default() += part.ns;
@@ -355,7 +369,7 @@ impl Attributor {
         }
         cpu.timeline.add(e);
         for slice in cpu.timeline.take_closed() {
-            route(&mut self.ledger, &mut cpu.runs, slice);
+            route(&mut self.ledger, e.cpu, &mut cpu.runs, slice);
         }
         match e.what {
             EventData::IrqEntry {
@@ -448,7 +462,7 @@ impl Attributor {
         let mut left: Vec<(u32, Run)> = Vec::new();
         for (&cpu_id, cpu) in &mut self.cpus {
             for part in cpu.deferred.drain().flat_map(|(_, parts)| parts) {
-                self.ledger.charge(part, false);
+                self.ledger.charge(cpu_id, part, false);
                 *self.ledger.orphan.entry(part.source).or_default() += part.ns;
             }
             left.extend(cpu.ipi.take().map(|run| (cpu_id, run)));
@@ -503,7 +517,7 @@ impl Attributor {
 
     fn settle_as(&mut self, cpu: u32, units: &[u32], parts: &[Part], for_irqlens: bool) {
         for &part in parts {
-            self.ledger.charge(part, for_irqlens);
+            self.ledger.charge(cpu, part, for_irqlens);
             self.ledger.serve(units, part.source, part.ns);
         }
         self.ledger.count_units(units);
@@ -516,7 +530,7 @@ impl Attributor {
 
 /// Adds a closed interrupt slice to its run (charged when the run is settled), or
 /// charges it to the thread it ran on if no run is followed.
-fn route(ledger: &mut Ledger, runs: &mut Runs, slice: &Slice) {
+fn route(ledger: &mut Ledger, cpu: u32, runs: &mut Runs, slice: &Slice) {
     let ns = slice.end - slice.start;
     let run = match slice.context {
         Context::Thread(_) => return,
@@ -547,7 +561,7 @@ fn route(ledger: &mut Ledger, runs: &mut Runs, slice: &Slice) {
                 ns,
                 current: slice.thread,
             };
-            ledger.charge(part, false);
+            ledger.charge(cpu, part, false);
             *ledger.orphan.entry(source).or_default() += ns;
         }
     }

@@ -591,3 +591,19 @@ fn without_irqlens_pid_nothing_is_irqlens_own() {
     assert!(table.irqlens.is_none());
     assert_eq!(table.rows.len(), 2, "hackbench and the collector");
 }
+
+#[test]
+fn interrupt_time_is_kept_per_cpu_without_irqlens_own_work() {
+    let mut s = Stream::new();
+    rps_delivery(&mut s, 100);
+    s.irq(200, 0, SLEEPER, true, TIMER, 236);
+    s.irq(205, 0, SLEEPER, false, TIMER, 236);
+    irq_work_for_the_collector(&mut s, 300);
+    let ledger = attribute_with_irqlens(&s);
+    // the RPS IPI's and NET_RX's time on CPU 1; the collector's irq_work is irqlens's
+    assert_eq!(in_us(&ledger.cpus[&CPU]), vec![(ipi(), 2), (net_rx(), 4)]);
+    assert_eq!(in_us(&ledger.cpus[&0]), vec![(tick(), 5)]);
+    let mut twice = ledger.clone();
+    twice.absorb(ledger);
+    assert_eq!(in_us(&twice.cpus[&CPU]), vec![(ipi(), 4), (net_rx(), 8)]);
+}

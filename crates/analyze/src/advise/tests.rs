@@ -1,4 +1,5 @@
 use super::*;
+use irqlens_model::system::Capability;
 use irqlens_model::tune::{IrqState, NetDevice, RpsQueue, ThreadPolicy};
 
 fn cpus(list: &str) -> CpuList {

@@ -214,4 +214,43 @@ impl Sample {
     pub fn irq_in_window(&self) -> bool {
         self.delay.irqs > 0
     }
+
+    /// The latency split among its delay causes: the hardirqs and NMIs share the time
+    /// they ran in the window, the softirqs served first theirs, the work items run first
+    /// theirs; what is left of the latency goes to the causes that ran nothing timed (a
+    /// thread that held the CPU, idle, ksoftirqd, ...), evenly. A group with no cause
+    /// gets nothing: an undelayed sample's latency is the kernel's own path.
+    pub fn delay_by_cause(&self) -> Vec<(DelayCause, u64)> {
+        let delay = &self.delay;
+        let timed = |cause: &DelayCause| match cause {
+            DelayCause::Irq { .. } | DelayCause::Nmi => Some(delay.irq_ns),
+            DelayCause::SoftirqFirst(_) => Some(delay.softirq_ns),
+            DelayCause::WorkFirst(_) => Some(delay.work_ns),
+            _ => None,
+        };
+        let untimed_ns = self
+            .latency_ns
+            .saturating_sub(delay.irq_ns + delay.softirq_ns + delay.work_ns);
+        let causes = delay
+            .causes
+            .iter()
+            .filter(|cause| **cause != DelayCause::Undelayed);
+        // the causes sharing each group's time
+        let group = |cause: &DelayCause| match cause {
+            DelayCause::Irq { .. } | DelayCause::Nmi => 0,
+            DelayCause::SoftirqFirst(_) => 1,
+            DelayCause::WorkFirst(_) => 2,
+            _ => 3,
+        };
+        let mut members = [0u64; 4];
+        for cause in causes.clone() {
+            members[group(cause)] += 1;
+        }
+        causes
+            .map(|cause| {
+                let ns = timed(cause).unwrap_or(untimed_ns);
+                (*cause, ns / members[group(cause)])
+            })
+            .collect()
+    }
 }

@@ -6,7 +6,9 @@
 //! recorders (`histogram`), one series per mechanism (quantiles to 0.1%) and per source
 //! (to 1%, a seventh of the memory: softirq vectors, the kernel's tasklet and work
 //! functions, IRQ threads, as many as the kernel's code has), at most `CAUSES` delay
-//! causes per mechanism, and the `worst` slowest samples.
+//! causes per mechanism, and the `worst` slowest samples; per CPU (`CpuBh`), the time each
+//! source ran there and the part of the latency each delay cause stands for (at most
+//! `CAUSES` causes).
 
 use std::collections::BTreeMap;
 
@@ -174,7 +176,67 @@ impl MechanismStats {
     }
 }
 
-/// The statistics of a bottom-half run, per mechanism and per source.
+/// The bottom halves one CPU ran: what they took from it, and what held them up there.
+#[derive(Clone, Debug)]
+pub struct CpuBh {
+    /// Per mechanism and source: samples run on the CPU and their runtime, ns.
+    pub runs: BTreeMap<(Mechanism, Source), Runs>,
+    /// The latency of the samples run on the CPU, ns.
+    pub latency_ns: u64,
+    /// Per delay cause, the part of that latency it stands for (`Sample::delay_by_cause`),
+    /// ns; at most `CAUSES`, the rarer ones folded into `other`.
+    pub delays: TopMap<DelayCause, u64>,
+}
+
+impl Default for CpuBh {
+    fn default() -> Self {
+        CpuBh {
+            runs: BTreeMap::new(),
+            latency_ns: 0,
+            delays: TopMap::new(CAUSES),
+        }
+    }
+}
+
+impl CpuBh {
+    fn add(&mut self, sample: &Sample) {
+        let runs = self
+            .runs
+            .entry((sample.mechanism, sample.source))
+            .or_default();
+        runs.count += 1;
+        runs.runtime_ns += sample.runtime_ns;
+        self.latency_ns += sample.latency_ns;
+        for (cause, ns) in sample.delay_by_cause() {
+            *self.delays.entry(cause) += ns;
+        }
+    }
+
+    /// The delay causes and their time, largest first (ties in cause order), the folded
+    /// ones as `DelayCause::Other`.
+    pub fn ranked_delays(&self) -> Vec<(DelayCause, u64)> {
+        let other = self.delays.other().map(|&ns| (DelayCause::Other, ns));
+        let mut ranked: Vec<_> = self
+            .delays
+            .iter()
+            .map(|(c, &ns)| (*c, ns))
+            .chain(other)
+            .collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
+    }
+}
+
+/// How often a source ran on a CPU, and how long.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Runs {
+    /// Samples.
+    pub count: u64,
+    /// Their runtime, ns.
+    pub runtime_ns: u64,
+}
+
+/// The statistics of a bottom-half run, per mechanism, per source and per CPU.
 #[derive(Clone, Debug)]
 pub struct BhStats {
     /// How they are gathered.
@@ -183,6 +245,8 @@ pub struct BhStats {
     pub mechanisms: BTreeMap<Mechanism, MechanismStats>,
     /// Per source within a mechanism (quantiles to 1%).
     pub sources: BTreeMap<(Mechanism, Source), Series>,
+    /// Per CPU that ran them.
+    pub cpus: BTreeMap<u32, CpuBh>,
     /// Samples the selection left out (other requesters in active mode).
     pub others: u64,
 }
@@ -194,6 +258,7 @@ impl BhStats {
             config,
             mechanisms: BTreeMap::new(),
             sources: BTreeMap::new(),
+            cpus: BTreeMap::new(),
             others: 0,
         }
     }
@@ -209,6 +274,7 @@ impl BhStats {
             .entry((sample.mechanism, sample.source))
             .or_insert_with(|| Series::coarse(&config))
             .add(&sample);
+        self.cpus.entry(sample.cpu).or_default().add(&sample);
         let mechanism = self
             .mechanisms
             .entry(sample.mechanism)
@@ -338,6 +404,60 @@ mod tests {
         let kept_threads = softirq.causes.len() as u64 - 1;
         assert_eq!(folded.samples + kept_threads, 100_000);
         assert_eq!(folded.max_ns(), 999_000);
+    }
+
+    #[test]
+    fn latency_is_split_among_the_delay_causes_by_what_they_ran() {
+        use irqlens_model::kernel::Comm;
+        let mut delayed = sample(10_000, 2);
+        delayed.delay.irq_ns = 3_000;
+        delayed.delay.softirq_ns = 2_000;
+        delayed.delay.causes = vec![
+            DelayCause::Irq { source: 0, id: 41 },
+            DelayCause::Irq { source: 1, id: 236 },
+            DelayCause::SoftirqFirst(7),
+            DelayCause::Ksoftirqd,
+            DelayCause::Busy(Comm::new("spin")),
+        ];
+        assert_eq!(
+            delayed.delay_by_cause(),
+            vec![
+                (DelayCause::Irq { source: 0, id: 41 }, 1_500),
+                (DelayCause::Irq { source: 1, id: 236 }, 1_500),
+                (DelayCause::SoftirqFirst(7), 2_000),
+                // what the timed causes did not run: 10 - 3 - 2 µs, shared by two
+                (DelayCause::Ksoftirqd, 2_500),
+                (DelayCause::Busy(Comm::new("spin")), 2_500),
+            ]
+        );
+        // an undelayed sample's latency is nobody's
+        assert!(sample(4_000, 0).delay_by_cause().is_empty());
+    }
+
+    #[test]
+    fn each_cpu_keeps_its_runs_and_delays() {
+        let mut stats = BhStats::new(config(Selection::All));
+        let mut on = |cpu, source, runtime_ns, irq_ns| {
+            let mut s = sample(6_000, u32::from(irq_ns > 0));
+            (s.cpu, s.source, s.runtime_ns, s.delay.irq_ns) = (cpu, source, runtime_ns, irq_ns);
+            stats.add(s);
+        };
+        on(1, Source::Vector(3), 40_000, 2_000);
+        on(1, Source::Vector(3), 60_000, 4_000);
+        on(1, Source::Vector(1), 5_000, 0);
+        on(0, Source::Vector(3), 7_000, 0);
+        let cpu1 = &stats.cpus[&1];
+        let net_rx = cpu1.runs[&(Mechanism::Softirq, Source::Vector(3))];
+        assert_eq!((net_rx.count, net_rx.runtime_ns), (2, 100_000));
+        assert_eq!(cpu1.runs[&(Mechanism::Softirq, Source::Vector(1))].count, 1);
+        assert_eq!(cpu1.latency_ns, 18_000);
+        assert_eq!(
+            cpu1.ranked_delays(),
+            vec![(DelayCause::Irq { source: 1, id: 236 }, 6_000)]
+        );
+        let cpu0 = &stats.cpus[&0];
+        assert_eq!(cpu0.runs.len(), 1);
+        assert!(cpu0.ranked_delays().is_empty());
     }
 
     #[test]

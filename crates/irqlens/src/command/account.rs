@@ -165,4 +165,11 @@ impl Outcome for AccountResult {
     fn run_info(&mut self) -> &mut dyn RunInfo {
         &mut self.info
     }
+
+    fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
+        Some(irqlens_analyze::advise::account_causes(
+            &self.whole.ledger,
+            &self.irq_names,
+        ))
+    }
 }

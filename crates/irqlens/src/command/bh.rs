@@ -97,4 +97,14 @@ impl Outcome for BhResult {
     fn run_info(&mut self) -> &mut dyn RunInfo {
         &mut self.outcome.info
     }
+
+    fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
+        let symbols = |address| self.names.symbols.name(address);
+        Some(irqlens_analyze::advise::bh_causes(
+            &self.outcome.stats,
+            &self.options.cpus,
+            &self.names.irqs,
+            &symbols,
+        ))
+    }
 }

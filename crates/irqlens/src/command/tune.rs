@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use clap::Parser;
 
 use super::{STOP, interrupted};
-use crate::cli::{NoiseArgs, TuneArgs, TuneMetric, WakeupArgs};
+use crate::cli::{NoiseArgs, OutputArgs, TuneArgs, TuneMetric, WakeupArgs};
 use irqlens_analyze::noise::{Cause, NoiseAnalysis};
 use irqlens_analyze::wakeup::Component;
 use irqlens_analyze::wakeup::stats::WakeupStats;
@@ -24,19 +24,23 @@ use irqlens_model::tune::{Advice, Change, Knob, Trial, TuneReport, TuneRound, Ve
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::WakeupOptions;
 
-/// The remedies `irqlens advise -c CPUS -d DURATION` gives: one noise run on `cpus`, its
-/// causes and the machine's state.
+/// The remedies `irqlens advise -c CPUS -d DURATION` gives: a noise run and a wakeup run
+/// on `cpus`, their causes and the machine's state; quiet, as tune's rounds are.
 fn advice_for(cpus: &CpuList, duration: Duration) -> Result<Vec<Advice>> {
-    let Meter::Noise(options) = Meter::new(TuneMetric::Noise, cpus, duration)? else {
-        unreachable!("a noise meter measures noise")
+    let output = OutputArgs {
+        json: false,
+        record: None,
+        perfetto: None,
+        quiet: true,
+        prometheus: None,
+        html: None,
+        on_end: Vec::new(),
+        default_record: false,
     };
-    STOP.store(false, std::sync::atomic::Ordering::Relaxed);
-    let outcome = noise_run::run(&options, &STOP, &mut Tap::default(), |_, _| {})?;
+    let causes = super::advise::measure_causes(noise_options(cpus, duration)?, &output)?;
     if interrupted() {
         bail!("interrupted while measuring what to advise");
     }
-    let causes =
-        irqlens_analyze::advise::noise_causes(&outcome.analysis, &system::irq_line_names());
     Ok(super::advise::report(&causes, &[])?.advice)
 }
 
@@ -169,18 +173,8 @@ enum Meter {
 impl Meter {
     fn new(metric: TuneMetric, cpus: &CpuList, duration: Duration) -> Result<Meter> {
         Ok(match metric {
-            TuneMetric::Noise => {
-                let noise = NoiseDefaults::try_parse_from(["tune"])?.noise;
-                let mut options = noise.options_on(None, cpus.clone())?;
-                options.duration = Some(duration);
-                Meter::Noise(options)
-            }
-            TuneMetric::Wakeup => {
-                let wakeup = WakeupDefaults::try_parse_from(["tune"])?.wakeup;
-                let mut options = wakeup.options_on(None, cpus.clone())?;
-                options.duration = Some(duration);
-                Meter::Wakeup(options)
-            }
+            TuneMetric::Noise => Meter::Noise(noise_options(cpus, duration)?),
+            TuneMetric::Wakeup => Meter::Wakeup(wakeup_options(cpus, duration)?),
         })
     }
 
@@ -230,6 +224,23 @@ impl Meter {
         };
         Ok((!interrupted()).then_some(round))
     }
+}
+
+/// A noise run on `cpus` for `duration`, `irqlens noise`'s defaults otherwise.
+fn noise_options(cpus: &CpuList, duration: Duration) -> Result<NoiseOptions> {
+    let noise = NoiseDefaults::try_parse_from(["tune"])?.noise;
+    let mut options = noise.options_on(None, cpus.clone())?;
+    options.duration = Some(duration);
+    Ok(options)
+}
+
+/// A wakeup run (timer mode) on `cpus` for `duration`, `irqlens wakeup`'s defaults
+/// otherwise.
+pub(super) fn wakeup_options(cpus: &CpuList, duration: Duration) -> Result<WakeupOptions> {
+    let wakeup = WakeupDefaults::try_parse_from(["tune"])?.wakeup;
+    let mut options = wakeup.options_on(None, cpus.clone())?;
+    options.duration = Some(duration);
+    Ok(options)
 }
 
 #[derive(Parser)]

@@ -1,9 +1,16 @@
 //! `irqlens advise` from recordings: no root (it reads the machine, changes nothing).
 
-use crate::common::{assert_fails_with, irqlens_json, irqlens_ok};
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use crate::common::{assert_fails_with, irqlens_json, irqlens_ok, temp_path};
 
 const NOISE: &str = "tests/fixtures/v1/noise-top.jsonl.gz";
 const WAKEUP: &str = "tests/fixtures/v1/wakeup-task.jsonl.gz";
+/// `bh hist --trigger tasklet` on CPUs 0-1: the stimulus's tasklets ran in TASKLET softirqs
+/// on CPU 0, deferred to ksoftirqd while the stimulus thread ran.
+const BH: &str = "tests/fixtures/v1/bh-hist.jsonl.gz";
+const ACCOUNT: &str = "tests/fixtures/v1/account.jsonl.gz";
 
 #[test]
 fn a_noise_recording_gives_ranked_advice_per_cpu() {
@@ -63,10 +70,6 @@ fn the_json_follows_the_schema_and_ranks_by_time() {
 #[test]
 fn bad_input_is_one_line() {
     assert_fails_with(
-        &["advise", "tests/fixtures/v1/bh-top.jsonl.gz"],
-        "a recording of bh: advise reads the causes of noise and wakeup recordings",
-    );
-    assert_fails_with(
         &["advise", "/nonexistent.jsonl.gz"],
         "/nonexistent.jsonl.gz",
     );
@@ -77,4 +80,122 @@ fn bad_input_is_one_line() {
         "--netns il-no-such-ns",
     );
     assert_fails_with(&["advise", "-c", "4095", "-d", "1"], "CPU 4095 is offline");
+    assert_fails_with(&["advise", "-c", "0"], "advise -c LIST needs -d TIME");
+    assert_fails_with(
+        &[
+            "advise",
+            "-c",
+            "0",
+            "-d",
+            "1",
+            "--record",
+            "/tmp/never-written",
+        ],
+        "advise -c runs two measurements",
+    );
+}
+
+/// The advice of `capability` as (cpu, cause) -> the advice (one per cause: its first).
+fn by_cause(
+    doc: &serde_json::Value,
+    capability: &str,
+) -> BTreeMap<(u64, String), serde_json::Value> {
+    let mut causes = BTreeMap::new();
+    for advice in doc["advice"].as_array().unwrap() {
+        assert_eq!(advice["capability"], capability, "{advice:#}");
+        let cause = advice["cause"].as_str().unwrap().to_string();
+        causes
+            .entry((advice["cpu"].as_u64().unwrap(), cause))
+            .or_insert_with(|| advice.clone());
+    }
+    causes
+}
+
+#[test]
+fn a_bh_recording_advises_on_the_bottom_halves_and_what_delayed_them() {
+    let causes = by_cause(&irqlens_json(&["advise", BH]), "bh");
+    // the stimulus's TASKLET softirqs are the bottom halves CPU 0 ran (its tasklets ran
+    // inside them: not counted twice)
+    let tasklet = &causes[&(0, "TASKLET softirq".to_string())];
+    assert_eq!(tasklet["id"], "softirq-TASKLET");
+    assert!(tasklet["time_ns"].as_u64().unwrap() > 0, "{tasklet:#}");
+    assert_eq!(tasklet["share_percent"], 100.0);
+    // what delayed them: ksoftirqd, a bound kthread, and the stimulus thread
+    let deferred = &causes[&(0, "bh delay: deferred to ksoftirqd".to_string())];
+    assert_eq!(deferred["id"], "kthread-ksoftirqd-0");
+    assert_eq!(deferred["blocker"]["blocker"], "pinned_thread");
+    let thread = &causes[&(0, "bh delay: thread il-tasklet was running".to_string())];
+    assert_eq!(thread["id"], "thread-il-tasklet-affinity");
+    // the delays' shares are of the latency: together at most all of it
+    let delayed: f64 = causes
+        .iter()
+        .filter(|((cpu, cause), _)| *cpu == 0 && cause.starts_with("bh delay: "))
+        .map(|(_, a)| a["share_percent"].as_f64().unwrap())
+        .sum();
+    assert!(delayed > 50.0 && delayed <= 100.0 + 1e-6, "{delayed}");
+    let text = String::from_utf8(irqlens_ok(&["advise", BH]).stdout).unwrap();
+    assert!(text.contains("bh delay: deferred to ksoftirqd"), "{text}");
+}
+
+#[test]
+fn an_account_recording_advises_on_each_cpus_interrupt_time() {
+    let doc = irqlens_json(&["advise", ACCOUNT]);
+    let causes = by_cause(&doc, "account");
+    for cpu in [0, 1] {
+        let tick = &causes[&(cpu, "local_timer:236".to_string())];
+        assert_eq!(tick["id"], "vector-local_timer");
+        assert_eq!(causes[&(cpu, "RCU".to_string())]["id"], "boot-rcu_nocbs");
+        let shares: f64 = causes
+            .iter()
+            .filter(|((c, _), _)| *c == cpu)
+            .map(|(_, a)| a["share_percent"].as_f64().unwrap())
+            .sum();
+        assert!((shares - 100.0).abs() < 1e-6, "CPU {cpu}: {shares}");
+    }
+    // the causes add up to the interrupt time the recording accounts, irqlens's own left out
+    let report = irqlens_json(&["report", ACCOUNT]);
+    let report = report.as_array().map_or(&report, |docs| &docs[0]);
+    let totals = &report["total"]["totals"];
+    let accounted = ["hardirq_ns", "softirq_ns", "nmi_ns"]
+        .iter()
+        .map(|key| totals[key].as_u64().unwrap())
+        .sum::<u64>()
+        - totals["irqlens_ns"].as_u64().unwrap();
+    let advised: u64 = causes
+        .values()
+        .map(|a| a["time_ns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(advised, accounted);
+}
+
+#[test]
+fn what_is_not_a_recording_advise_reads_is_one_line() {
+    let document = temp_path("advise.json");
+    std::fs::write(&document, irqlens_ok(&["advise", NOISE, "--json"]).stdout).unwrap();
+    assert_fails_with(
+        &["advise", document.to_str().unwrap()],
+        "a JSON document, not an irqlens recording",
+    );
+    std::fs::remove_file(&document).unwrap();
+    // a recording of a capability this irqlens does not know
+    let header = std::process::Command::new("zcat")
+        .arg(NOISE)
+        .output()
+        .unwrap()
+        .stdout;
+    let text = String::from_utf8(header).unwrap();
+    let future = text.replacen("\"capability\":\"noise\"", "\"capability\":\"storm\"", 1);
+    assert_ne!(future, text);
+    let recording = temp_path("storm.jsonl.gz");
+    let mut out = flate2::write::GzEncoder::new(
+        std::fs::File::create(&recording).unwrap(),
+        flate2::Compression::fast(),
+    );
+    out.write_all(future.as_bytes()).unwrap();
+    out.finish().unwrap();
+    assert_fails_with(
+        &["advise", recording.to_str().unwrap()],
+        "a recording of `storm`, which this irqlens does not know",
+    );
+    std::fs::remove_file(&recording).unwrap();
 }

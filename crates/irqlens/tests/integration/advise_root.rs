@@ -1,8 +1,11 @@
-//! `irqlens advise -c LIST -d TIME`: measured first with noise, then advised.
+//! `irqlens advise -c LIST -d TIME`: measured first with noise and wakeup, then advised;
+//! and `irqlens advise REC` of a bh run recorded live.
 
 use std::time::Duration;
 
-use crate::common::{Spinner, assert_root, irqlens_json};
+use crate::common::{
+    Spinner, assert_root, assert_valid_document, irqlens_json, irqlens_ok, temp_path,
+};
 use irqlens_test_support::udp_flow::UdpFlow;
 
 /// A pinned spinning thread on CPU 1 is the noise: advise moves it off by its tid.
@@ -94,4 +97,77 @@ fn net_rx_steered_by_rps_points_at_the_mask() {
             .contains(&format!("RPS on {peer} rx-0"))),
         "{conflicts:#?}"
     );
+}
+
+/// `advise -c 1 -d 2` measures noise, then wakeup, and says so: both runs' causes are
+/// advised from.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn live_advice_measures_noise_then_wakeup() {
+    assert_root();
+    let spinner = Spinner::start(
+        "il-advise2",
+        1,
+        Duration::from_millis(20),
+        Duration::from_millis(2),
+    );
+    let output = irqlens_ok(&["advise", "-c", "1", "-d", "2", "--json"]);
+    spinner.stop();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let noise = stderr
+        .find("measuring noise on CPUs 1 for 2s")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let wakeup = stderr
+        .find("measuring wakeup (timer mode) on CPUs 1 for 2s")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(noise < wakeup, "{stderr}");
+    assert_valid_document(&output.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let advice = doc["advice"].as_array().unwrap();
+    for capability in ["noise", "wakeup"] {
+        let of = advice
+            .iter()
+            .filter(|a| a["capability"] == capability)
+            .count();
+        println!("{capability}: {of} advice");
+        assert!(of > 0, "no {capability} advice: {doc:#}");
+    }
+    assert!(advice.iter().all(|a| a["cpu"] == 1), "{doc:#}");
+}
+
+/// A bh run recorded while RPS steers a UDP flow's receive work onto CPU 1: advising from
+/// the recording names NET_RX on CPU 1 and the RPS mask that sends it there.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_live_bh_recording_of_rps_net_rx_points_at_the_mask() {
+    assert_root();
+    let mut flow = UdpFlow::start(1, 0);
+    flow.send(20_000);
+    std::thread::sleep(Duration::from_millis(300));
+    let recording = temp_path("advise-bh.jsonl.gz");
+    let path = recording.to_str().unwrap();
+    irqlens_ok(&["bh", "-c", "1", "-d", "2", "-q", "--record", path]);
+    flow.stop_sending();
+    let namespace = flow.namespace().to_owned();
+    let doc = irqlens_json(&["advise", path, "--netns", &namespace]);
+    drop(flow);
+    std::fs::remove_file(&recording).unwrap();
+    let advice = doc["advice"].as_array().unwrap();
+    assert!(advice.iter().all(|a| a["capability"] == "bh"), "{doc:#}");
+    let peer = format!("ila{}b", std::process::id());
+    let rps = advice
+        .iter()
+        .find(|a| a["id"] == format!("rps-{namespace}-{peer}-rx0"))
+        .unwrap_or_else(|| panic!("no RPS advice for {peer}: {doc:#}"));
+    println!(
+        "{}: {} us, {:.1}% on CPU 1",
+        rps["cause"],
+        rps["time_ns"].as_u64().unwrap() / 1000,
+        rps["share_percent"].as_f64().unwrap()
+    );
+    assert_eq!(rps["cpu"], 1);
+    assert_eq!(rps["cause"], "NET_RX softirq");
+    assert!(rps["time_ns"].as_u64().unwrap() > 0, "{rps:#}");
+    assert_eq!(rps["change"]["knob"], "rps_cpus");
+    assert_eq!(rps["change"]["to"], "0");
 }
