@@ -283,11 +283,12 @@ struct NetnsListing {
 /// A namespace's RPS and XPS masks and NAPI modes, read by `ip netns exec` (which mounts
 /// that namespace's /sys for the command).
 fn netns_devices(netns: &str) -> Result<NetnsListing> {
-    // xps_cpus of a single-queue device fails to read (ENOENT): no line
+    // xps_cpus of a single-queue device fails to read (ENOENT): no line; `if` keeps a
+    // missing file from failing the script
     let script = "cd /sys/class/net && for d in *; do \
                   echo \"dev $d $(cat $d/threaded 2>/dev/null)\"; \
-                  for q in $d/queues/rx-*; do [ -e $q/rps_cpus ] && echo \"rps $d ${q##*/rx-} $(cat $q/rps_cpus)\"; done; \
-                  for q in $d/queues/tx-*; do m=$(cat $q/xps_cpus 2>/dev/null) && echo \"xps $d ${q##*/tx-} $m\"; done; \
+                  for q in $d/queues/rx-*; do if [ -e $q/rps_cpus ]; then echo \"rps $d ${q##*/rx-} $(cat $q/rps_cpus)\"; fi; done; \
+                  for q in $d/queues/tx-*; do if m=$(cat $q/xps_cpus 2>/dev/null); then echo \"xps $d ${q##*/tx-} $m\"; fi; done; \
                   done";
     let output = Command::new("ip")
         .args(["netns", "exec", netns, "sh", "-c", script])
