@@ -484,7 +484,12 @@ impl Advisor<'_> {
             .as_ref()
             .map_or(String::new(), |ns| format!("{ns}-"));
         let (kind, dir, file, work) = match steering {
-            Steering::Rps => ("rps", "rx", "rps_cpus", "RPS steers its receive work (NET_RX)"),
+            Steering::Rps => (
+                "rps",
+                "rx",
+                "rps_cpus",
+                "RPS steers its receive work (NET_RX)",
+            ),
             Steering::Xps => (
                 "xps",
                 "tx",
@@ -585,7 +590,11 @@ impl Advisor<'_> {
                 "the measurement names the thread by its name only, and {} threads are named \
                  {comm} (tids {}): pick one with `ps -eLo tid,comm`",
                 many.len(),
-                named.keys().map(u32::to_string).collect::<Vec<_>>().join(",")
+                named
+                    .keys()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
             )),
         }
     }
@@ -629,7 +638,9 @@ impl Advisor<'_> {
                 let why = why.clone();
                 let what = match tid {
                     Some(tid) => format!("move {comm} ({tid}) off the measured CPUs"),
-                    None => format!("move {comm} off the measured CPUs (taskset -apc on its process)"),
+                    None => {
+                        format!("move {comm} off the measured CPUs (taskset -apc on its process)")
+                    }
                 };
                 let id = tid.map_or_else(
                     || format!("thread-{comm}-affinity"),
@@ -893,7 +904,10 @@ fn conflicts(machine: &MachineState, measured: &CpuList) -> Vec<Conflict> {
             cpus: Some(measured.clone()),
         });
     }
-    let steering = [("RPS", "rx", "sends receive work to"), ("XPS", "tx", "takes the sends of")];
+    let steering = [
+        ("RPS", "rx", "sends receive work to"),
+        ("XPS", "tx", "takes the sends of"),
+    ];
     for ((kind, dir, does), queues) in steering.into_iter().zip([&machine.rps, &machine.xps]) {
         for queue in queues {
             let hit = CpuList::from_iter(queue.cpus.iter().filter(|&c| measured.contains(c)));

@@ -576,8 +576,7 @@ ERR:          0
             "{:?}",
             machine.threads
         );
-        let tids: std::collections::HashSet<u32> =
-            machine.threads.iter().map(|t| t.tid).collect();
+        let tids: std::collections::HashSet<u32> = machine.threads.iter().map(|t| t.tid).collect();
         assert_eq!(tids.len(), machine.threads.len());
         assert!(machine.sysctls.contains_key("kernel.sched_rt_runtime_us"));
     }

@@ -390,9 +390,17 @@ fn conflicts_name_what_works_against_the_remedies() {
     assert!(conflicts[0].remedy.contains("IRQBALANCE_BANNED_CPULIST=1"));
     assert!(what[1].contains("eth0 rx-0"), "{}", what[1]);
     assert_eq!(conflicts[1].cpus, Some(cpus("1")));
-    assert!(what[2].contains("XPS on veth1 tx-1 (netns test)"), "{}", what[2]);
+    assert!(
+        what[2].contains("XPS on veth1 tx-1 (netns test)"),
+        "{}",
+        what[2]
+    );
     assert_eq!(conflicts[2].cpus, Some(cpus("1")));
-    assert!(conflicts[2].remedy.ends_with(": 1"), "{}", conflicts[2].remedy);
+    assert!(
+        conflicts[2].remedy.ends_with(": 1"),
+        "{}",
+        conflicts[2].remedy
+    );
     assert!(what[3].contains("workqueue"));
     assert!(what[4].starts_with("RT throttling"));
     assert!(what[5].starts_with("timer_migration"));
@@ -545,7 +553,9 @@ fn ksoftirqd_stays_on_its_cpu_but_its_priority_is_advised() {
     let (advice, _) = advise(&[thread_cause(1, Some(15), "ksoftirqd/1")], &machine);
     assert_eq!(advice[1].change.as_ref().unwrap().to, "o:0");
     // other per-CPU kthreads get no priority remedy
-    machine.threads.push(thread_policy(16, "rcuc/1", "f:1", "1"));
+    machine
+        .threads
+        .push(thread_policy(16, "rcuc/1", "f:1", "1"));
     let (advice, _) = advise(&[thread_cause(1, Some(16), "rcuc/1")], &machine);
     assert_eq!(changes(&advice), pairs(&[("kthread-rcuc-1", None)]));
 }
@@ -553,8 +563,13 @@ fn ksoftirqd_stays_on_its_cpu_but_its_priority_is_advised() {
 #[test]
 fn a_name_several_threads_share_is_not_guessed() {
     let mut machine = machine();
-    machine.threads.push(thread_policy(1235, "spin", "o:0", "1"));
-    let advice = one(wakeup_thread_cause(1, "spin", "thread spin ran first"), &machine);
+    machine
+        .threads
+        .push(thread_policy(1235, "spin", "o:0", "1"));
+    let advice = one(
+        wakeup_thread_cause(1, "spin", "thread spin ran first"),
+        &machine,
+    );
     assert_eq!(advice.change, None);
     assert!(
         matches!(advice.blocker, Some(Blocker::Other { ref why }) if why.contains("1234,1235")),
@@ -591,7 +606,11 @@ fn deep_c_states_are_a_conflict_unless_disabled_or_held_off() {
     };
     let conflicts = deep(&machine);
     assert_eq!(conflicts.len(), 1, "{conflicts:#?}");
-    assert!(conflicts[0].what.contains("C6 (133 µs"), "{}", conflicts[0].what);
+    assert!(
+        conflicts[0].what.contains("C6 (133 µs"),
+        "{}",
+        conflicts[0].what
+    );
     assert_eq!(conflicts[0].cpus, Some(cpus("1-2")));
     assert!(
         conflicts[0]

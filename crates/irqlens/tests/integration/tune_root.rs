@@ -496,7 +496,10 @@ fn a_napi_threads_priority_is_changed_for_the_trial_and_put_back() {
     in_ns(&format!("echo 1 > /sys/class/net/{device}/threaded"));
     let tid = napi_thread(device);
     let found = sched_policy(tid);
-    assert_ne!(found, "1/10", "the test's priority differs from the thread's");
+    assert_ne!(
+        found, "1/10",
+        "the test's priority differs from the thread's"
+    );
     // what the thread runs at while tune runs, sampled
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = {
@@ -529,7 +532,10 @@ fn a_napi_threads_priority_is_changed_for_the_trial_and_put_back() {
     let remedy = remedy(&doc);
     assert_eq!(remedy["change"]["knob"], "thread_priority", "{remedy:#}");
     assert_eq!(remedy["change"]["tid"], tid, "{remedy:#}");
-    assert!(seen.contains("1/10"), "SCHED_FIFO 10 during the trial: {seen:?}");
+    assert!(
+        seen.contains("1/10"),
+        "SCHED_FIFO 10 during the trial: {seen:?}"
+    );
     assert_eq!(sched_policy(tid), found, "the thread's policy is put back");
     assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
 }
