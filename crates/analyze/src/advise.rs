@@ -9,7 +9,7 @@ use irqlens_model::kernel::{IRQ_SOURCE_NAMES, softirq_name};
 use irqlens_model::system::Capability;
 use irqlens_model::tune::{
     Advice, Blocker, CauseClass, CauseSource, Change, Conflict, CpuCause, IdleState, IrqMovable,
-    Knob, MachineState, RpsQueue, ThreadPolicy, cpu_mask_hex,
+    Knob, MachineState, RpsQueue, ThreadPolicy, comm_matches, cpu_mask_hex,
 };
 use irqlens_model::units::CpuList;
 
@@ -573,11 +573,11 @@ impl Advisor<'_> {
         let mut known = self.machine.threads.iter().chain(&self.machine.ksoftirqd);
         if let Some(tid) = tid {
             return known
-                .find(|t| t.tid == tid && t.comm == comm)
+                .find(|t| t.tid == tid && comm_matches(comm, &t.comm))
                 .ok_or_else(|| format!("thread {tid} ({comm}) no longer runs on this machine"));
         }
         let named: std::collections::BTreeMap<u32, &ThreadPolicy> = known
-            .filter(|t| t.comm == comm)
+            .filter(|t| comm_matches(comm, &t.comm))
             .map(|t| (t.tid, t))
             .collect();
         match named.values().collect::<Vec<_>>().as_slice() {

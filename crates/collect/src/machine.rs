@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::Result;
 use irqlens_model::tune::{
     CauseSource, CpuCause, IdleState, IrqMovable, IrqState, Knob, MachineState, NetDevice,
-    RpsQueue, ThreadPolicy, parse_cpu_mask,
+    RpsQueue, ThreadPolicy, comm_matches, parse_cpu_mask,
 };
 use irqlens_model::units::CpuList;
 
@@ -355,7 +355,8 @@ fn process_running(name: &str) -> bool {
     })
 }
 
-/// The ids of every thread (of every process) named one of `comms`.
+/// The ids of every thread (of every process) named one of `comms` (as recorded: cut at
+/// 15 bytes).
 fn tids_named(comms: &[&str]) -> Vec<u32> {
     if comms.is_empty() {
         return Vec::new();
@@ -370,7 +371,7 @@ fn tids_named(comms: &[&str]) -> Vec<u32> {
                 continue;
             };
             let comm = read_trimmed(format!("/proc/{pid}/task/{tid}/comm"));
-            if comm.is_some_and(|comm| comms.contains(&comm.as_str())) {
+            if comm.is_some_and(|comm| comms.iter().any(|wanted| comm_matches(wanted, &comm))) {
                 tids.push(number);
             }
         }

@@ -359,6 +359,17 @@ impl MachineState {
     }
 }
 
+/// The longest thread name the kernel's tracepoints and task structs carry
+/// (TASK_COMM_LEN 16, with its NUL).
+pub const COMM_MAX: usize = 15;
+
+/// Whether a thread name as a measurement recorded it is the thread now named `current`
+/// in /proc: the same, or cut at `COMM_MAX` (kernel threads show their full name in /proc,
+/// `napi/veth0-8193`, while tracepoints keep its first 15 bytes).
+pub fn comm_matches(recorded: &str, current: &str) -> bool {
+    recorded == current || recorded.len() == COMM_MAX && current.starts_with(recorded)
+}
+
 /// What `irqlens advise --json` prints.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AdviceReport {
@@ -506,6 +517,15 @@ mod tests {
             Some("1-2".parse().unwrap())
         );
         assert_eq!(parse_cpu_mask("xyz"), None);
+    }
+
+    #[test]
+    fn a_recorded_name_cut_at_15_bytes_matches_the_full_one() {
+        assert!(comm_matches("spin", "spin"));
+        assert!(comm_matches("napi/ila9357b-3", "napi/ila9357b-320"));
+        assert!(!comm_matches("napi/ila9357b-", "napi/ila9357b-320"));
+        assert!(!comm_matches("spin", "spinner"));
+        assert!(!comm_matches("napi/ila9357b-320", "napi/ila9357b-3"));
     }
 
     #[test]

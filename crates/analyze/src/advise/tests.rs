@@ -648,3 +648,30 @@ fn idle_exits_name_the_deepest_state_the_cpu_enters() {
     let remedy = one(idle(), &machine).remedy;
     assert!(remedy.contains("C1, 2 µs"), "{remedy}");
 }
+
+#[test]
+fn a_kernel_threads_name_cut_by_the_recording_is_its_full_name_in_proc() {
+    let mut machine = machine();
+    // /proc shows kernel threads' full names; tracepoints keep their first 15 bytes
+    machine.threads[1].comm = "napi/veth1234-8193".into();
+    let recorded = "napi/veth1234-8";
+    let full = Knob::ThreadPriority {
+        tid: 700,
+        comm: "napi/veth1234-8193".into(),
+    };
+    for cause in [
+        thread_cause(1, Some(700), recorded),
+        wakeup_thread_cause(1, recorded, "thread napi/veth1234-8 ran first"),
+    ] {
+        let (advice, _) = advise(&[cause], &machine);
+        assert_eq!(
+            changes(&advice),
+            pairs(&[
+                ("thread-700-affinity", Some("0-3 -> 0,2-3")),
+                ("thread-700-priority", Some("f:50 -> o:0")),
+            ])
+        );
+        // tune checks the name /proc shows before it writes
+        assert_eq!(advice[1].change.as_ref().unwrap().knob, full);
+    }
+}

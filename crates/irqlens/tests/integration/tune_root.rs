@@ -458,43 +458,12 @@ fn sched_policy(tid: u32) -> String {
     format!("{}/{}", fields[41 - 3], fields[40 - 3])
 }
 
-/// The tid of the first NAPI kthread of `device` (`napi/DEV-ID`), waiting for it to appear.
-fn napi_thread(device: &str) -> u32 {
-    let prefix = format!("napi/{device}-");
-    let find = || {
-        fs::read_dir("/proc").ok()?.find_map(|entry| {
-            let tid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
-            let comm = fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
-            comm.starts_with(&prefix).then_some(tid)
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        if let Some(tid) = find() {
-            return tid;
-        }
-        assert!(Instant::now() < deadline, "no {prefix}* thread appeared");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn a_napi_threads_priority_is_changed_for_the_trial_and_put_back() {
     assert_root();
     let flow = irqlens_test_support::udp_flow::UdpFlow::start(1, 0);
-    let (namespace, device) = (flow.namespace(), flow.receiving_device());
-    // veth polls with NAPI only with GRO on; threaded, each NAPI instance gets a kthread
-    let in_ns = |script: &str| {
-        let status = std::process::Command::new("ip")
-            .args(["netns", "exec", namespace, "sh", "-c", script])
-            .status()
-            .unwrap();
-        assert!(status.success(), "{script}");
-    };
-    in_ns(&format!("ethtool -K {device} gro on"));
-    in_ns(&format!("echo 1 > /sys/class/net/{device}/threaded"));
-    let tid = napi_thread(device);
+    let tid = flow.threaded_napi();
     let found = sched_policy(tid);
     assert_ne!(
         found, "1/10",
