@@ -5,9 +5,11 @@
 
 mod causes;
 
+use irqlens_model::system::Capability;
+
 use irqlens_model::tune::{
-    Advice, Blocker, CauseClass, CauseSource, Change, Conflict, CpuCause, IrqMovable, Knob,
-    MachineState, cpu_mask_hex,
+    Advice, Blocker, CauseClass, CauseSource, Change, Conflict, CpuCause, IdleState, IrqMovable,
+    Knob, MachineState, RpsQueue, ThreadPolicy, comm_matches, cpu_mask_hex,
 };
 use irqlens_model::units::CpuList;
 
@@ -15,6 +17,10 @@ pub use causes::{account_causes, bh_causes, noise_causes, wakeup_causes};
 
 /// The value of `/dev/cpu_dma_latency` when nobody holds a request (µs).
 pub const NO_DMA_LATENCY_REQUEST: u32 = 2_000_000_000;
+
+/// Idle states whose exit takes longer than this (µs) are a conflict when the measured CPUs
+/// may enter them: the exit is added to every IRQ and wakeup that finds the CPU there.
+pub const DEEP_IDLE_LATENCY_US: u32 = 10;
 
 /// What `advise` found: the remedies, per CPU ranked by the time of their cause, and what
 /// works against them.
@@ -97,7 +103,7 @@ impl Advisor<'_> {
             (CauseClass::Irq, CauseSource::Vector { name, .. }) => vec![self.vector(name)],
             (CauseClass::Softirq, CauseSource::Softirq { name }) => self.softirq(name, cause.cpu),
             (CauseClass::Thread, CauseSource::Thread { tid, comm }) => {
-                vec![self.thread(*tid, comm)]
+                self.thread(*tid, comm, ThreadRole::of(cause))
             }
             (CauseClass::Nmi, _) => vec![self.nmi()],
             (CauseClass::Hw, _) => vec![Remedy::blocked(
@@ -110,7 +116,7 @@ impl Advisor<'_> {
                 ),
                 Blocker::Hypervisor,
             )],
-            (CauseClass::Idle, _) => vec![self.dma_latency()],
+            (CauseClass::Idle, _) => vec![self.dma_latency(cause.cpu)],
             _ => Vec::new(),
         };
         remedies
@@ -231,6 +237,7 @@ impl Advisor<'_> {
         };
         match name {
             "NET_RX" => self.net_rx(cpu),
+            "NET_TX" => self.net_tx(cpu),
             "TIMER" | "HRTIMER" => vec![boot(
                 "boot-nohz_full",
                 format!(
@@ -264,38 +271,13 @@ impl Advisor<'_> {
     }
 
     fn net_rx(&self, cpu: u32) -> Vec<Remedy> {
-        let mut remedies = Vec::new();
-        for queue in self.machine.rps.iter().filter(|q| q.cpus.contains(cpu)) {
-            let to = cpu_mask_hex(&queue.cpus.without(self.measured));
-            let prefix = queue
-                .netns
-                .as_ref()
-                .map_or(String::new(), |ns| format!("{ns}-"));
-            let path = format!(
-                "/sys/class/net/{}/queues/rx-{}/rps_cpus",
-                queue.device, queue.queue
-            );
-            let command = match &queue.netns {
-                Some(ns) => format!("ip netns exec {ns} sh -c 'echo {to} > {path}'"),
-                None => format!("echo {to} > {path}"),
-            };
-            remedies.push(Remedy::change(
-                format!("rps-{prefix}{}-rx{}", queue.device, queue.queue),
-                format!(
-                    "RPS steers {}'s receive work (NET_RX) to CPU {cpu}: take the measured CPUs \
-                     out of its mask",
-                    queue.device
-                ),
-                Knob::RpsCpus {
-                    netns: queue.netns.clone(),
-                    device: queue.device.clone(),
-                    queue: queue.queue,
-                },
-                queue.mask.clone(),
-                to,
-                command,
-            ));
-        }
+        let mut remedies: Vec<Remedy> = self
+            .machine
+            .rps
+            .iter()
+            .filter(|q| q.cpus.contains(cpu))
+            .map(|queue| self.steering(queue, Steering::Rps, cpu))
+            .collect();
         // the devices whose receive work reaches the CPU: by RPS, or by their IRQ lines
         let mut devices: Vec<_> =
             self.machine
@@ -372,6 +354,84 @@ impl Advisor<'_> {
         remedies
     }
 
+    /// The queue's mask without the measured CPUs.
+    fn steering(&self, queue: &RpsQueue, steering: Steering, cpu: u32) -> Remedy {
+        let to = cpu_mask_hex(&queue.cpus.without(self.measured));
+        let prefix = queue
+            .netns
+            .as_ref()
+            .map_or(String::new(), |ns| format!("{ns}-"));
+        let (kind, dir, file, work) = match steering {
+            Steering::Rps => (
+                "rps",
+                "rx",
+                "rps_cpus",
+                "RPS steers its receive work (NET_RX)",
+            ),
+            Steering::Xps => (
+                "xps",
+                "tx",
+                "xps_cpus",
+                "XPS gives the CPU's sends its transmit queue (NET_TX, completions)",
+            ),
+        };
+        let path = format!(
+            "/sys/class/net/{}/queues/{dir}-{}/{file}",
+            queue.device, queue.queue
+        );
+        let command = match &queue.netns {
+            Some(ns) => format!("ip netns exec {ns} sh -c 'echo {to} > {path}'"),
+            None => format!("echo {to} > {path}"),
+        };
+        let (netns, device, number) = (queue.netns.clone(), queue.device.clone(), queue.queue);
+        let knob = match steering {
+            Steering::Rps => Knob::RpsCpus {
+                netns,
+                device,
+                queue: number,
+            },
+            Steering::Xps => Knob::XpsCpus {
+                netns,
+                device,
+                queue: number,
+            },
+        };
+        Remedy::change(
+            format!("{kind}-{prefix}{}-{dir}{}", queue.device, queue.queue),
+            format!(
+                "{}: {work} on CPU {cpu}: take the measured CPUs out of its mask",
+                queue.device
+            ),
+            knob,
+            queue.mask.clone(),
+            to,
+            command,
+        )
+    }
+
+    /// NET_TX: the sends of the CPU's tasks, and the completions of its queues.
+    fn net_tx(&self, cpu: u32) -> Vec<Remedy> {
+        let remedies: Vec<Remedy> = self
+            .machine
+            .xps
+            .iter()
+            .filter(|q| q.cpus.contains(cpu))
+            .map(|queue| self.steering(queue, Steering::Xps, cpu))
+            .collect();
+        if !remedies.is_empty() {
+            return remedies;
+        }
+        vec![Remedy::blocked(
+            "softirq-NET_TX".into(),
+            "NET_TX softirq: sends and transmit completions on this CPU".into(),
+            Blocker::Other {
+                why: "no XPS mask includes the CPU: initiate network I/O on other CPUs and \
+                      move the NIC's IRQ lines (kernel-per-CPU-kthreads.rst)"
+                    .into(),
+            },
+        )]
+    }
+
     /// Whether an IRQ line named after `device` fired on `cpu`.
     fn device_irq_on(&self, device: &str, cpu: u32) -> bool {
         self.machine.irqs.iter().any(|irq| {
@@ -384,57 +444,102 @@ impl Advisor<'_> {
         })
     }
 
-    fn thread(&self, tid: Option<u32>, comm: &str) -> Remedy {
+    /// The thread a cause names, as it runs now: by its tid (a tid reused by another
+    /// thread is not it), or the one thread of its name when the measurement names it by
+    /// its name only; Err: why there is none.
+    fn running_thread(&self, tid: Option<u32>, comm: &str) -> Result<&ThreadPolicy, String> {
+        let mut known = self.machine.threads.iter().chain(&self.machine.ksoftirqd);
+        if let Some(tid) = tid {
+            return known
+                .find(|t| t.tid == tid && comm_matches(comm, &t.comm))
+                .ok_or_else(|| format!("thread {tid} ({comm}) no longer runs on this machine"));
+        }
+        let named: std::collections::BTreeMap<u32, &ThreadPolicy> = known
+            .filter(|t| comm_matches(comm, &t.comm))
+            .map(|t| (t.tid, t))
+            .collect();
+        match named.values().collect::<Vec<_>>().as_slice() {
+            [one] => Ok(one),
+            [] => Err(format!(
+                "the measurement names the thread by its name only, and no thread named \
+                 {comm} runs now"
+            )),
+            many => Err(format!(
+                "the measurement names the thread by its name only, and {} threads are named \
+                 {comm} (tids {}): pick one with `ps -eLo tid,comm`",
+                many.len(),
+                named
+                    .keys()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+        }
+    }
+
+    fn thread(&self, tid: Option<u32>, comm: &str, role: ThreadRole) -> Vec<Remedy> {
+        let running = self.running_thread(tid, comm);
+        // a bottom half's thread: its policy decides what it preempts and what waits for it
+        let priority = || {
+            running
+                .as_ref()
+                .ok()
+                .and_then(|thread| self.bottom_half_priority(thread, role))
+        };
         if let Some(kthread) = per_cpu_kthread(comm) {
-            return Remedy::blocked(
+            let pinned = Remedy::blocked(
                 format!("kthread-{}", comm.replace('/', "-")),
                 kthread.into(),
                 Blocker::PinnedThread,
             );
+            let softirqd = comm.starts_with("ksoftirqd/");
+            return std::iter::once(pinned)
+                .chain(priority().filter(|_| softirqd))
+                .collect();
         }
         if let Some(irq) = comm
             .strip_prefix("irq/")
             .and_then(|rest| rest.split('-').next())
+            .and_then(|irq| irq.parse().ok())
         {
-            if let Ok(irq) = irq.parse() {
-                // a threaded handler follows its line's affinity
-                return self.irq_line(irq, comm);
-            }
+            // a threaded handler follows its line's affinity
+            return std::iter::once(self.irq_line(irq, comm))
+                .chain(priority())
+                .collect();
         }
         if comm.starts_with("kworker/u") {
-            return self.workqueue();
+            return vec![self.workqueue()];
         }
-        let Some(tid) = tid else {
-            return Remedy::blocked(
-                format!("thread-{comm}-affinity"),
-                format!("move {comm} off the measured CPUs (taskset -apc on its process)"),
-                Blocker::Other {
-                    why: "the measurement names the thread by its name only: find its tid with \
-                          `ps -eLo tid,comm`"
-                        .into(),
-                },
-            );
+        let moved = match &running {
+            Ok(thread) => self.move_thread(thread),
+            Err(why) => {
+                let why = why.clone();
+                let what = match tid {
+                    Some(tid) => format!("move {comm} ({tid}) off the measured CPUs"),
+                    None => {
+                        format!("move {comm} off the measured CPUs (taskset -apc on its process)")
+                    }
+                };
+                let id = tid.map_or_else(
+                    || format!("thread-{comm}-affinity"),
+                    |tid| format!("thread-{tid}-affinity"),
+                );
+                Remedy::blocked(id, what, Blocker::Other { why })
+            }
         };
+        std::iter::once(moved)
+            .chain(priority().filter(|_| comm.starts_with("napi/")))
+            .collect()
+    }
+
+    /// A thread off the measured CPUs: its affinity, the housekeeping CPUs.
+    fn move_thread(&self, thread: &ThreadPolicy) -> Remedy {
+        let (tid, comm) = (thread.tid, thread.comm.as_str());
         let id = format!("thread-{tid}-affinity");
         if let Some(blocked) = self.no_housekeeping(id.clone()) {
             return blocked;
         }
-        // a thread gone, or its tid reused, is not moved
-        let current = self
-            .machine
-            .threads
-            .iter()
-            .find(|t| t.tid == tid && t.comm == comm);
-        let Some(current) = current else {
-            return Remedy::blocked(
-                id,
-                format!("move {comm} ({tid}) off the measured CPUs"),
-                Blocker::Other {
-                    why: format!("thread {tid} ({comm}) no longer runs on this machine"),
-                },
-            );
-        };
-        let from = current.affinity.clone().unwrap_or_default();
+        let from = thread.affinity.clone().unwrap_or_default();
         let to = self.housekeeping.to_string();
         let pinned = from
             .parse::<CpuList>()
@@ -456,6 +561,51 @@ impl Advisor<'_> {
             to.clone(),
             format!("taskset -pc {to} {tid}"),
         )
+    }
+
+    /// The policy a bottom half's thread (IRQ thread, NAPI thread, ksoftirqd) should run
+    /// at for the measured work; none: leave it as it is.
+    fn bottom_half_priority(&self, thread: &ThreadPolicy, role: ThreadRole) -> Option<Remedy> {
+        let real_time = thread.policy.starts_with("f:") || thread.policy.starts_with("r:");
+        let nice = thread
+            .policy
+            .strip_prefix("o:")
+            .and_then(|nice| nice.parse::<i32>().ok());
+        let (to, why) = match role {
+            // Chubb & Song: a bottom half at SCHED_OTHER no longer preempts a real-time task
+            ThreadRole::InTheWay if real_time => (
+                "o:0",
+                "it runs real-time and preempts the measured task: at SCHED_OTHER the task's \
+                 real-time priority runs first (niced bottom halves)",
+            ),
+            ThreadRole::InTheWay if nice.is_some_and(|nice| nice < 19) => (
+                "o:19",
+                "it shares the CPU with the measured task: niced, it takes less of it (the \
+                 work it carries then waits longer)",
+            ),
+            // kernel-per-CPU-kthreads.rst: ksoftirqd and bottom-half threads run at
+            // SCHED_OTHER, behind every task of the CPU; the lowest real-time priority
+            // runs them first and still lets every real-time task preempt them
+            ThreadRole::OnThePath if !real_time => (
+                "f:1",
+                "the wakeup waited for it (it carries the work that wakes the task) behind \
+                 normal tasks: at SCHED_FIFO 1 it runs before them and below every \
+                 real-time task",
+            ),
+            _ => return None,
+        };
+        let (tid, comm) = (thread.tid, thread.comm.as_str());
+        Some(Remedy::change(
+            format!("thread-{tid}-priority"),
+            format!("run {comm} ({tid}) at {to}: {why}"),
+            Knob::ThreadPriority {
+                tid,
+                comm: comm.into(),
+            },
+            thread.policy.clone(),
+            to.into(),
+            priority_command(to, tid),
+        ))
     }
 
     fn workqueue(&self) -> Remedy {
@@ -513,22 +663,76 @@ impl Advisor<'_> {
         }
     }
 
-    fn dma_latency(&self) -> Remedy {
+    fn dma_latency(&self, cpu: u32) -> Remedy {
         let from = self
             .machine
             .dma_latency_us
             .map_or_else(|| "-".into(), |us| us.to_string());
+        let deepest = self
+            .machine
+            .idle_states
+            .iter()
+            .filter(|state| state.cpu == cpu && !state.disabled)
+            .max_by_key(|state| state.latency_us)
+            .map_or(String::new(), |state| {
+                format!(
+                    " (the deepest state CPU {cpu} enters: {}, {} µs exit latency)",
+                    state.name, state.latency_us
+                )
+            });
         Remedy::change(
             "dma-latency".into(),
-            "the timer interrupt found the CPU idle: the exit from deep C-states took the \
-             time; hold /dev/cpu_dma_latency at 0 while the workload runs (or \
-             processor.max_cstate=1 intel_idle.max_cstate=1 on the boot line)"
-                .into(),
+            format!(
+                "the timer interrupt found the CPU idle: the exit from deep C-states took the \
+                 time{deepest}; hold /dev/cpu_dma_latency at 0 while the workload runs (or \
+                 processor.max_cstate=1 intel_idle.max_cstate=1 on the boot line)"
+            ),
             Knob::DmaLatency,
             from,
             "0".into(),
             "irqlens wakeup ... --dma-latency 0 (or hold /dev/cpu_dma_latency open with 0)".into(),
         )
+    }
+}
+
+/// Which steering mask of a queue.
+#[derive(Clone, Copy)]
+enum Steering {
+    /// Receive packet steering (`rps_cpus`).
+    Rps,
+    /// Transmit packet steering (`xps_cpus`).
+    Xps,
+}
+
+/// How a thread a cause names stands to the measured work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThreadRole {
+    /// It took time from it: noise, or a wakeup it ran before or kept waiting.
+    InTheWay,
+    /// It carried the work that woke the measured task (an interposed IRQ thread,
+    /// ksoftirqd, NAPI thread): the wakeup waited for it to run.
+    OnThePath,
+}
+
+impl ThreadRole {
+    fn of(cause: &CpuCause) -> Self {
+        if cause.capability == Capability::Wakeup
+            && cause.label.starts_with(crate::wakeup::INTERPOSED_LABEL)
+        {
+            ThreadRole::OnThePath
+        } else {
+            ThreadRole::InTheWay
+        }
+    }
+}
+
+/// What a person types to give thread `tid` the policy `value` (`o:NICE`, `f:PRIO`, `r:PRIO`).
+fn priority_command(value: &str, tid: u32) -> String {
+    match value.split_once(':') {
+        Some(("o", nice)) => format!("chrt -o -p 0 {tid} && renice -n {nice} -p {tid}"),
+        Some(("r", prio)) => format!("chrt -r -p {prio} {tid}"),
+        Some((_, prio)) => format!("chrt -f -p {prio} {tid}"),
+        None => format!("chrt -p {tid}"),
     }
 }
 
@@ -578,16 +782,23 @@ fn conflicts(machine: &MachineState, measured: &CpuList) -> Vec<Conflict> {
             cpus: Some(measured.clone()),
         });
     }
-    for queue in &machine.rps {
-        let hit = CpuList::from_iter(queue.cpus.iter().filter(|&c| measured.contains(c)));
-        if !hit.is_empty() {
+    let steering = [
+        ("RPS", "rx", "sends receive work to"),
+        ("XPS", "tx", "takes the sends of"),
+    ];
+    for ((kind, dir, does), queues) in steering.into_iter().zip([&machine.rps, &machine.xps]) {
+        for queue in queues {
+            let hit = CpuList::from_iter(queue.cpus.iter().filter(|&c| measured.contains(c)));
+            if hit.is_empty() {
+                continue;
+            }
             let netns = queue
                 .netns
                 .as_ref()
                 .map_or(String::new(), |ns| format!(" (netns {ns})"));
             conflicts.push(Conflict {
                 what: format!(
-                    "RPS on {} rx-{}{netns} sends receive work to CPUs {hit} (mask {})",
+                    "{kind} on {} {dir}-{}{netns} {does} CPUs {hit} (mask {})",
                     queue.device, queue.queue, queue.mask
                 ),
                 remedy: format!(
@@ -654,7 +865,55 @@ fn conflicts(machine: &MachineState, measured: &CpuList) -> Vec<Conflict> {
             cpus: None,
         });
     }
+    conflicts.extend(deep_idle_states(machine, measured));
     conflicts
+}
+
+/// The idle states the measured CPUs may enter whose exit takes longer than
+/// `DEEP_IDLE_LATENCY_US`: enabled, and not ruled out by a `/dev/cpu_dma_latency` request
+/// (the kernel keeps CPUs out of states whose exit latency exceeds it). One conflict per
+/// state, with the CPUs that have it.
+fn deep_idle_states(machine: &MachineState, measured: &CpuList) -> Vec<Conflict> {
+    let request = machine.dma_latency_us.unwrap_or(NO_DMA_LATENCY_REQUEST);
+    let mut states: std::collections::BTreeMap<(u32, &str, u32), Vec<&IdleState>> =
+        std::collections::BTreeMap::new();
+    for state in &machine.idle_states {
+        let deep = state.latency_us > DEEP_IDLE_LATENCY_US && state.latency_us <= request;
+        if deep && !state.disabled && measured.contains(state.cpu) {
+            states
+                .entry((state.latency_us, state.name.as_str(), state.index))
+                .or_default()
+                .push(state);
+        }
+    }
+    states
+        .into_iter()
+        .map(|((latency, name, index), states)| {
+            let cpus: CpuList = states.iter().map(|state| state.cpu).collect();
+            let files = states
+                .iter()
+                .map(|state| {
+                    format!(
+                        "/sys/devices/system/cpu/cpu{}/cpuidle/state{index}/disable",
+                        state.cpu
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            Conflict {
+                what: format!(
+                    "CPUs {cpus} may enter idle state {name} ({latency} µs exit latency): an IRQ \
+                     or wakeup that finds them there waits for the exit"
+                ),
+                remedy: format!(
+                    "hold /dev/cpu_dma_latency below {latency} while the workload runs \
+                     (irqlens wakeup --dma-latency 0), or disable the state: \
+                     echo 1 | tee {files}"
+                ),
+                cpus: Some(cpus),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

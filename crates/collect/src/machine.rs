@@ -1,6 +1,7 @@
 //! What `irqlens advise` reads of the machine: the settings its remedies would change
-//! (IRQ affinities, RPS masks, threaded NAPI, sysctls, the workqueue cpumask) and what
-//! works against them (irqbalance, RT throttling, the boot line). Reads only: nothing is
+//! (IRQ affinities, RPS and XPS masks, threaded NAPI, sysctls, the workqueue cpumask, the
+//! policies of the threads the causes name) and what works against them (irqbalance, RT
+//! throttling, the boot line, C-states). Reads only: nothing is
 //! tried, so whether an IRQ's affinity can be changed is deduced, not tested.
 
 use std::fs;
@@ -9,7 +10,8 @@ use std::process::Command;
 
 use anyhow::Result;
 use irqlens_model::tune::{
-    IrqMovable, IrqState, Knob, MachineState, NetDevice, RpsQueue, ThreadPolicy, parse_cpu_mask,
+    CauseSource, CpuCause, IdleState, IrqMovable, IrqState, Knob, MachineState, NetDevice,
+    RpsQueue, ThreadPolicy, comm_matches, parse_cpu_mask,
 };
 use irqlens_model::units::CpuList;
 
@@ -27,26 +29,52 @@ pub const SYSCTLS: [&str; 6] = [
     "kernel.nmi_watchdog",
 ];
 
-/// Reads the machine's state; `tids` are the threads the causes name (their affinity
-/// and policy are read too), `netns` the network namespaces (`ip netns` names) whose
-/// devices are read besides irqlens's own.
-pub fn read(tids: &[u32], netns: &[String]) -> Result<MachineState> {
+/// Reads the machine's state for `causes`: the threads they name (by tid, or every
+/// thread of the name when the measurement knows only the name), the idle states of their
+/// CPUs, and the devices of irqlens's namespace and of `netns` (`ip netns` names).
+pub fn read(causes: &[CpuCause], netns: &[String]) -> Result<MachineState> {
     let online = online_cpus()?;
-    let mut rps = rps_queues(Path::new("/sys/class/net"), None);
-    let mut net_devices = net_devices(Path::new("/sys/class/net"), None);
+    let class_net = Path::new("/sys/class/net");
+    let mut rps = queue_masks(class_net, None, QueueKind::Rps);
+    let mut xps = queue_masks(class_net, None, QueueKind::Xps);
+    let mut net_devices = net_devices(class_net, None);
     for ns in netns {
-        let (queues, devices) = netns_devices(ns)?;
-        rps.extend(queues);
-        net_devices.extend(devices);
+        let listing = netns_devices(ns)?;
+        rps.extend(listing.rps);
+        xps.extend(listing.xps);
+        net_devices.extend(listing.devices);
     }
+    let mut tids = Vec::new();
+    let mut comms = Vec::new();
+    for cause in causes {
+        if let CauseSource::Thread { tid, comm } = &cause.source {
+            match tid {
+                Some(tid) => tids.push(*tid),
+                None => comms.push(comm.as_str()),
+            }
+        }
+    }
+    tids.extend(tids_named(&comms));
+    tids.sort_unstable();
+    tids.dedup();
+    let cpus: CpuList = causes.iter().map(|cause| cause.cpu).collect();
     // the knobs are read as tune reads them, the values it would write back
     let workqueue_cpumask = knob::read(&Knob::WorkqueueCpumask).ok();
     Ok(MachineState {
         irqs: parse_interrupts(&read_proc("interrupts"), &online, |irq, file| {
             read_trimmed(format!("/proc/irq/{irq}/{file}"))
         }),
+        idle_states: cpus
+            .iter()
+            .filter(|&cpu| online.contains(cpu))
+            .flat_map(|cpu| {
+                let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+                idle_states(cpu, |file| read_trimmed(format!("{dir}/{file}")))
+            })
+            .collect(),
         online_cpus: online,
         rps,
+        xps,
         net_devices,
         sysctls: SYSCTLS
             .iter()
@@ -64,8 +92,29 @@ pub fn read(tids: &[u32], netns: &[String]) -> Result<MachineState> {
         irqbalance_running: process_running("irqbalance"),
         cmdline: read_proc("cmdline").trim().to_owned(),
         ksoftirqd: threads_named("ksoftirqd/"),
-        threads: tids.iter().filter_map(|&tid| thread_policy(tid)).collect(),
+        threads: tids.into_iter().filter_map(thread_policy).collect(),
     })
+}
+
+/// A CPU's idle states, `read` giving the text of a file under its `cpuidle` directory
+/// (`state0/name`); states stop at the first without a name, a CPU without the directory
+/// has none.
+fn idle_states(cpu: u32, read: impl Fn(&str) -> Option<String>) -> Vec<IdleState> {
+    (0..)
+        .map_while(|index| {
+            let name = read(&format!("state{index}/name"))?;
+            Some((index, name))
+        })
+        .filter_map(|(index, name)| {
+            Some(IdleState {
+                cpu,
+                index,
+                name,
+                latency_us: read(&format!("state{index}/latency"))?.parse().ok()?,
+                disabled: read(&format!("state{index}/disable")).as_deref() == Some("1"),
+            })
+        })
+        .collect()
 }
 
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
@@ -161,28 +210,48 @@ fn looks_managed(name: &str, effective: Option<&str>) -> bool {
     one_cpu && queue_name
 }
 
-/// The RPS mask of every receive queue under `class_net` (a /sys/class/net).
-fn rps_queues(class_net: &Path, netns: Option<&str>) -> Vec<RpsQueue> {
+/// The steering masks of a device's queues.
+#[derive(Clone, Copy)]
+enum QueueKind {
+    /// Receive packet steering: `rx-N/rps_cpus`.
+    Rps,
+    /// Transmit packet steering: `tx-N/xps_cpus` (multi-queue devices only).
+    Xps,
+}
+
+impl QueueKind {
+    /// The queue directories' prefix and the mask's file.
+    fn files(self) -> (&'static str, &'static str) {
+        match self {
+            QueueKind::Rps => ("rx-", "rps_cpus"),
+            QueueKind::Xps => ("tx-", "xps_cpus"),
+        }
+    }
+}
+
+/// The `kind` mask of every queue under `class_net` (a /sys/class/net) that has one.
+fn queue_masks(class_net: &Path, netns: Option<&str>, kind: QueueKind) -> Vec<RpsQueue> {
+    let (prefix, file) = kind.files();
     let mut queues = Vec::new();
     for device in dir_names(class_net) {
         for queue in dir_names(&class_net.join(&device).join("queues")) {
-            let Some(number) = queue.strip_prefix("rx-").and_then(|n| n.parse().ok()) else {
+            let Some(number) = queue.strip_prefix(prefix).and_then(|n| n.parse().ok()) else {
                 continue;
             };
             let path = class_net
                 .join(&device)
                 .join("queues")
                 .join(&queue)
-                .join("rps_cpus");
+                .join(file);
             if let Some(mask) = read_trimmed(path) {
-                queues.push(rps_queue(netns, &device, number, mask));
+                queues.push(queue_mask(netns, &device, number, mask));
             }
         }
     }
     queues
 }
 
-fn rps_queue(netns: Option<&str>, device: &str, queue: u32, mask: String) -> RpsQueue {
+fn queue_mask(netns: Option<&str>, device: &str, queue: u32, mask: String) -> RpsQueue {
     RpsQueue {
         netns: netns.map(str::to_owned),
         device: device.to_owned(),
@@ -203,12 +272,23 @@ fn net_devices(class_net: &Path, netns: Option<&str>) -> Vec<NetDevice> {
         .collect()
 }
 
-/// A namespace's RPS masks and NAPI modes, read by `ip netns exec` (which mounts that
-/// namespace's /sys for the command).
-fn netns_devices(netns: &str) -> Result<(Vec<RpsQueue>, Vec<NetDevice>)> {
+/// What a network namespace's devices show.
+#[derive(Debug, Default)]
+struct NetnsListing {
+    rps: Vec<RpsQueue>,
+    xps: Vec<RpsQueue>,
+    devices: Vec<NetDevice>,
+}
+
+/// A namespace's RPS and XPS masks and NAPI modes, read by `ip netns exec` (which mounts
+/// that namespace's /sys for the command).
+fn netns_devices(netns: &str) -> Result<NetnsListing> {
+    // xps_cpus of a single-queue device fails to read (ENOENT): no line; `if` keeps a
+    // missing file from failing the script
     let script = "cd /sys/class/net && for d in *; do \
                   echo \"dev $d $(cat $d/threaded 2>/dev/null)\"; \
-                  for q in $d/queues/rx-*; do [ -e $q/rps_cpus ] && echo \"rps $d ${q##*/rx-} $(cat $q/rps_cpus)\"; done; \
+                  for q in $d/queues/rx-*; do if [ -e $q/rps_cpus ]; then echo \"rps $d ${q##*/rx-} $(cat $q/rps_cpus)\"; fi; done; \
+                  for q in $d/queues/tx-*; do if m=$(cat $q/xps_cpus 2>/dev/null); then echo \"xps $d ${q##*/tx-} $m\"; fi; done; \
                   done";
     let output = Command::new("ip")
         .args(["netns", "exec", netns, "sh", "-c", script])
@@ -226,26 +306,29 @@ fn netns_devices(netns: &str) -> Result<(Vec<RpsQueue>, Vec<NetDevice>)> {
     ))
 }
 
-fn parse_netns_listing(text: &str, netns: &str) -> (Vec<RpsQueue>, Vec<NetDevice>) {
-    let mut queues = Vec::new();
-    let mut devices = Vec::new();
+fn parse_netns_listing(text: &str, netns: &str) -> NetnsListing {
+    let mut listing = NetnsListing::default();
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
-            ["dev", device, rest @ ..] => devices.push(NetDevice {
+            ["dev", device, rest @ ..] => listing.devices.push(NetDevice {
                 netns: Some(netns.into()),
                 device: device.to_string(),
                 threaded: rest.first().map(|t| t.to_string()),
             }),
-            ["rps", device, queue, mask] => {
+            [kind @ ("rps" | "xps"), device, queue, mask] => {
                 if let Ok(queue) = queue.parse() {
-                    queues.push(rps_queue(Some(netns), device, queue, mask.to_string()));
+                    let mask = queue_mask(Some(netns), device, queue, mask.to_string());
+                    match *kind {
+                        "rps" => listing.rps.push(mask),
+                        _ => listing.xps.push(mask),
+                    }
                 }
             }
             _ => {}
         }
     }
-    (queues, devices)
+    listing
 }
 
 fn dir_names(path: &Path) -> Vec<String> {
@@ -270,6 +353,30 @@ fn process_running(name: &str) -> bool {
         pid.parse::<u32>().is_ok()
             && read_trimmed(format!("/proc/{pid}/comm")).as_deref() == Some(name)
     })
+}
+
+/// The ids of every thread (of every process) named one of `comms` (as recorded: cut at
+/// 15 bytes).
+fn tids_named(comms: &[&str]) -> Vec<u32> {
+    if comms.is_empty() {
+        return Vec::new();
+    }
+    let mut tids = Vec::new();
+    for pid in dir_names(Path::new("/proc")) {
+        if pid.parse::<u32>().is_err() {
+            continue;
+        }
+        for tid in dir_names(&Path::new("/proc").join(&pid).join("task")) {
+            let Ok(number) = tid.parse::<u32>() else {
+                continue;
+            };
+            let comm = read_trimmed(format!("/proc/{pid}/task/{tid}/comm"));
+            if comm.is_some_and(|comm| comms.iter().any(|wanted| comm_matches(wanted, &comm))) {
+                tids.push(number);
+            }
+        }
+    }
+    tids
 }
 
 /// Every thread whose name starts with `prefix` (kernel threads are processes of their own).
@@ -390,20 +497,88 @@ ERR:          0
 
     #[test]
     fn a_netns_listing_gives_its_queues_and_devices() {
-        let (queues, devices) =
-            parse_netns_listing("dev lo 0\nrps lo 0 0\ndev veth1 \nrps veth1 0 2\n", "ns");
-        assert_eq!(devices.len(), 2);
-        assert_eq!(devices[1].threaded, None);
-        assert_eq!(queues[1].cpus, "1".parse().unwrap());
-        assert_eq!(queues[1].netns.as_deref(), Some("ns"));
+        let listing = parse_netns_listing(
+            "dev lo 0\nrps lo 0 0\ndev veth1 \nrps veth1 0 2\nxps veth1 1 00000003\n",
+            "ns",
+        );
+        assert_eq!(listing.devices.len(), 2);
+        assert_eq!(listing.devices[1].threaded, None);
+        assert_eq!(listing.rps[1].cpus, "1".parse().unwrap());
+        assert_eq!(listing.rps[1].netns.as_deref(), Some("ns"));
+        assert_eq!(listing.xps.len(), 1);
+        assert_eq!(listing.xps[0].queue, 1);
+        assert_eq!(listing.xps[0].mask, "00000003");
+        assert_eq!(listing.xps[0].cpus, "0-1".parse().unwrap());
+    }
+
+    #[test]
+    fn idle_states_are_read_until_the_first_missing_one() {
+        let files: std::collections::HashMap<&str, &str> = [
+            ("state0/name", "POLL"),
+            ("state0/latency", "0"),
+            ("state0/disable", "0"),
+            ("state1/name", "C6"),
+            ("state1/latency", "133"),
+            ("state1/disable", "1"),
+            ("state2/latency", "999"),
+        ]
+        .into_iter()
+        .collect();
+        let states = idle_states(3, |file| files.get(file).map(|text| text.to_string()));
+        assert_eq!(
+            states,
+            [
+                IdleState {
+                    cpu: 3,
+                    index: 0,
+                    name: "POLL".into(),
+                    latency_us: 0,
+                    disabled: false
+                },
+                IdleState {
+                    cpu: 3,
+                    index: 1,
+                    name: "C6".into(),
+                    latency_us: 133,
+                    disabled: true
+                }
+            ]
+        );
+        assert!(idle_states(0, |_| None).is_empty());
     }
 
     #[test]
     fn this_machine_reads() {
-        let machine = read(&[std::process::id()], &[]).unwrap();
+        let thread = |tid: Option<u32>, comm: &str| CpuCause {
+            cpu: 0,
+            capability: irqlens_model::system::Capability::Noise,
+            label: comm.into(),
+            class: irqlens_model::tune::CauseClass::Thread,
+            source: CauseSource::Thread {
+                tid,
+                comm: comm.into(),
+            },
+            time_ns: 1,
+            share_percent: 1.0,
+        };
+        let me = std::process::id();
+        let this_thread = crate::sched::gettid();
+        let comm = fs::read_to_string(format!("/proc/{me}/task/{this_thread}/comm")).unwrap();
+        let machine = read(&[thread(Some(me), "x"), thread(None, comm.trim())], &[]).unwrap();
         assert!(!machine.online_cpus.is_empty());
         assert!(machine.irqs.iter().any(|irq| irq.key == "LOC"));
-        assert_eq!(machine.threads.len(), 1);
+        // the main thread by its tid, this test's thread by its name; one entry per tid
+        assert!(machine.threads.iter().any(|t| t.tid == me));
+        assert!(
+            machine
+                .threads
+                .iter()
+                .any(|t| t.tid == this_thread && t.comm == comm.trim()),
+            "{:?}",
+            machine.threads
+        );
+        let tids: std::collections::HashSet<u32> = machine.threads.iter().map(|t| t.tid).collect();
+        assert_eq!(tids.len(), machine.threads.len());
         assert!(machine.sysctls.contains_key("kernel.sched_rt_runtime_us"));
     }
 }

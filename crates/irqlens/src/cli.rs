@@ -81,7 +81,7 @@ pub struct AdviseArgs {
     /// then with wakeup (timer mode), for -d TIME each
     #[arg(value_name = "REC")]
     pub files: Vec<PathBuf>,
-    /// Also read the RPS masks and NAPI modes of the devices in these network namespaces
+    /// Also read the RPS and XPS masks and NAPI modes of the devices in these network namespaces
     /// (`ip netns` names); repeat for more
     #[arg(long, value_name = "NAME")]
     pub netns: Vec<String>,

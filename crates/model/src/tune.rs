@@ -250,16 +250,17 @@ pub struct IrqState {
     pub movable: IrqMovable,
 }
 
-/// A receive queue's RPS mask.
+/// A queue's steering mask: a receive queue's RPS mask (`rx-N/rps_cpus`) or a transmit
+/// queue's XPS mask (`tx-N/xps_cpus`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RpsQueue {
     /// The network namespace (`ip netns` name); none: irqlens's own.
     pub netns: Option<String>,
     /// The device.
     pub device: String,
-    /// The receive queue.
+    /// The queue (`rx-N` for RPS, `tx-N` for XPS).
     pub queue: u32,
-    /// `rps_cpus` as read (a hex mask, words separated by commas).
+    /// The mask as read (a hex mask, words separated by commas).
     pub mask: String,
     /// The CPUs it includes.
     pub cpus: CpuList,
@@ -289,6 +290,21 @@ pub struct ThreadPolicy {
     pub affinity: Option<String>,
 }
 
+/// An idle state (C-state) of a CPU, from /sys/devices/system/cpu/cpuN/cpuidle/stateK.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IdleState {
+    /// The CPU.
+    pub cpu: u32,
+    /// K of `stateK`.
+    pub index: u32,
+    /// `name` (`POLL`, `C1`, `C6`, ...).
+    pub name: String,
+    /// `latency`: its exit latency, µs.
+    pub latency_us: u32,
+    /// `disable` is 1: the CPU does not enter it.
+    pub disabled: bool,
+}
+
 /// The state of the machine `advise` reads: the settings each remedy would change and
 /// what works against them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -299,6 +315,9 @@ pub struct MachineState {
     pub irqs: Vec<IrqState>,
     /// The RPS mask of every receive queue.
     pub rps: Vec<RpsQueue>,
+    /// The XPS mask of every transmit queue that has one (multi-queue devices).
+    #[serde(default)]
+    pub xps: Vec<RpsQueue>,
     /// Every network device's NAPI mode.
     pub net_devices: Vec<NetDevice>,
     /// The sysctls the remedies read (`net.core.netdev_budget`, ...), as read.
@@ -315,9 +334,14 @@ pub struct MachineState {
     pub cmdline: String,
     /// The ksoftirqd threads' policies.
     pub ksoftirqd: Vec<ThreadPolicy>,
-    /// Threads named by the causes (tid → policy and affinity), read so `advise` can
-    /// tell who pinned them.
+    /// Threads named by the causes (by tid, or by name for the causes that know only
+    /// the name: every thread of that name now) with their policy and affinity, read so
+    /// `advise` can tell who pinned them and what they run at.
     pub threads: Vec<ThreadPolicy>,
+    /// The idle states of the measured CPUs, where the kernel shows them (none on many
+    /// virtual machines).
+    #[serde(default)]
+    pub idle_states: Vec<IdleState>,
 }
 
 impl MachineState {
@@ -333,6 +357,17 @@ impl MachineState {
     pub fn sysctl(&self, name: &str) -> Option<&str> {
         self.sysctls.get(name).map(String::as_str)
     }
+}
+
+/// The longest thread name the kernel's tracepoints and task structs carry
+/// (TASK_COMM_LEN 16, with its NUL).
+pub const COMM_MAX: usize = 15;
+
+/// Whether a thread name as a measurement recorded it is the thread now named `current`
+/// in /proc: the same, or cut at `COMM_MAX` (kernel threads show their full name in /proc,
+/// `napi/veth0-8193`, while tracepoints keep its first 15 bytes).
+pub fn comm_matches(recorded: &str, current: &str) -> bool {
+    recorded == current || recorded.len() == COMM_MAX && current.starts_with(recorded)
 }
 
 /// What `irqlens advise --json` prints.
@@ -482,6 +517,15 @@ mod tests {
             Some("1-2".parse().unwrap())
         );
         assert_eq!(parse_cpu_mask("xyz"), None);
+    }
+
+    #[test]
+    fn a_recorded_name_cut_at_15_bytes_matches_the_full_one() {
+        assert!(comm_matches("spin", "spin"));
+        assert!(comm_matches("napi/ila9357b-3", "napi/ila9357b-320"));
+        assert!(!comm_matches("napi/ila9357b-", "napi/ila9357b-320"));
+        assert!(!comm_matches("spin", "spinner"));
+        assert!(!comm_matches("napi/ila9357b-320", "napi/ila9357b-3"));
     }
 
     #[test]

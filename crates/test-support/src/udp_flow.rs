@@ -137,6 +137,38 @@ impl UdpFlow {
         &self.host
     }
 
+    /// Polls the namespace end's receive queue in a NAPI kthread (threaded NAPI,
+    /// `napi/DEV-ID`) and returns its tid. veth polls with NAPI only with GRO on, and
+    /// hands it UDP from a sender with TSO only with UDP GRO forwarding on. The thread
+    /// goes with the namespace.
+    pub fn threaded_napi(&self) -> u32 {
+        let peer = &self.peer;
+        let script = format!(
+            "ethtool -K {peer} gro on rx-udp-gro-forwarding on >/dev/null && \
+             echo 1 > /sys/class/net/{peer}/threaded"
+        );
+        run(
+            "ip",
+            &["netns", "exec", &self.namespace, "sh", "-c", &script],
+        );
+        let prefix = format!("napi/{peer}-");
+        let find = || {
+            std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+                let tid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+                let comm = std::fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
+                comm.starts_with(&prefix).then_some(tid)
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            if let Some(tid) = find() {
+                return tid;
+            }
+            assert!(Instant::now() < deadline, "no {prefix}* thread appeared");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The receiving process (ip netns exec and taskset exec it in place).
     pub fn receiver_pid(&self) -> u32 {
         self.receiver.id()

@@ -1,6 +1,6 @@
 use super::*;
 use irqlens_model::system::Capability;
-use irqlens_model::tune::{IrqState, NetDevice, RpsQueue, ThreadPolicy};
+use irqlens_model::tune::{IdleState, IrqState, NetDevice, RpsQueue, ThreadPolicy};
 
 fn cpus(list: &str) -> CpuList {
     list.parse().unwrap()
@@ -75,6 +75,13 @@ fn machine() -> MachineState {
                 cpus: cpus("0"),
             },
         ],
+        xps: vec![RpsQueue {
+            netns: Some("test".into()),
+            device: "veth1".into(),
+            queue: 1,
+            mask: "3".into(),
+            cpus: cpus("0-1"),
+        }],
         net_devices: vec![
             NetDevice {
                 netns: None,
@@ -103,14 +110,50 @@ fn machine() -> MachineState {
         dma_latency_us: Some(NO_DMA_LATENCY_REQUEST),
         irqbalance_running: true,
         cmdline: "ro quiet".into(),
-        ksoftirqd: Vec::new(),
-        threads: vec![ThreadPolicy {
-            tid: 1234,
-            comm: "spin".into(),
-            policy: "o:0".into(),
-            affinity: Some("1".into()),
-        }],
+        ksoftirqd: vec![thread_policy(15, "ksoftirqd/1", "o:0", "1")],
+        threads: vec![
+            thread_policy(1234, "spin", "o:0", "1"),
+            thread_policy(700, "napi/eth0-8193", "f:50", "0-3"),
+            thread_policy(701, "irq/24-virtio0", "f:50", "0-3"),
+        ],
+        idle_states: Vec::new(),
     }
+}
+
+fn thread_policy(tid: u32, comm: &str, policy: &str, affinity: &str) -> ThreadPolicy {
+    ThreadPolicy {
+        tid,
+        comm: comm.into(),
+        policy: policy.into(),
+        affinity: Some(affinity.into()),
+    }
+}
+
+/// A wakeup cause naming a thread by its name only, as wakeup recordings do: `label` is
+/// the wakeup table's (`interposed thread X`, `thread X ran first`).
+fn wakeup_thread_cause(cpu: u32, comm: &str, label: &str) -> CpuCause {
+    let mut cause = thread_cause(cpu, None, comm);
+    cause.capability = Capability::Wakeup;
+    cause.label = label.into();
+    cause
+}
+
+/// The ids and changes (`from -> to`) of the advice, in order.
+fn changes(advice: &[Advice]) -> Vec<(String, Option<String>)> {
+    advice
+        .iter()
+        .map(|a| {
+            let change = a.change.as_ref().map(|c| format!("{} -> {}", c.from, c.to));
+            (a.id.clone(), change)
+        })
+        .collect()
+}
+
+fn pairs(expected: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+    expected
+        .iter()
+        .map(|(id, change)| (id.to_string(), change.map(str::to_string)))
+        .collect()
 }
 
 fn one(cause: CpuCause, machine: &MachineState) -> Advice {
@@ -249,7 +292,7 @@ fn a_foreign_thread_moves_off_and_its_pin_is_said() {
     assert_eq!(advice.command.as_deref(), Some("taskset -pc 0,2-3 1234"));
     assert!(advice.remedy.contains("pinned"), "{}", advice.remedy);
     // a thread known by name only, gone, or its tid reused
-    for (tid, comm) in [(None, "spin"), (Some(999), "spin"), (Some(1234), "other")] {
+    for (tid, comm) in [(None, "ghost"), (Some(999), "spin"), (Some(1234), "other")] {
         let advice = one(thread_cause(1, tid, comm), &machine());
         assert!(
             matches!(advice.blocker, Some(Blocker::Other { .. })),
@@ -343,17 +386,29 @@ fn advice_is_ranked_per_cpu_by_time_and_deduplicated() {
 fn conflicts_name_what_works_against_the_remedies() {
     let (_, conflicts) = advise(&[irq_cause(1, 24, 5000)], &machine());
     let what: Vec<_> = conflicts.iter().map(|c| c.what.as_str()).collect();
-    assert_eq!(what.len(), 5, "{what:#?}");
+    assert_eq!(what.len(), 6, "{what:#?}");
     assert!(what[0].starts_with("irqbalance"));
     assert!(conflicts[0].remedy.contains("IRQBALANCE_BANNED_CPULIST=1"));
     assert!(what[1].contains("eth0 rx-0"), "{}", what[1]);
     assert_eq!(conflicts[1].cpus, Some(cpus("1")));
-    assert!(what[2].contains("workqueue"));
-    assert!(what[3].starts_with("RT throttling"));
-    assert!(what[4].starts_with("timer_migration"));
+    assert!(
+        what[2].contains("XPS on veth1 tx-1 (netns test)"),
+        "{}",
+        what[2]
+    );
+    assert_eq!(conflicts[2].cpus, Some(cpus("1")));
+    assert!(
+        conflicts[2].remedy.ends_with(": 1"),
+        "{}",
+        conflicts[2].remedy
+    );
+    assert!(what[3].contains("workqueue"));
+    assert!(what[4].starts_with("RT throttling"));
+    assert!(what[5].starts_with("timer_migration"));
     let mut calm = machine();
     calm.irqbalance_running = false;
     calm.rps.clear();
+    calm.xps.clear();
     calm.workqueue_cpus = Some(cpus("0"));
     calm.sysctls
         .insert("kernel.sched_rt_runtime_us".into(), "-1".into());
@@ -368,4 +423,256 @@ fn conflicts_name_what_works_against_the_remedies() {
     let (_, conflicts) = advise(&[irq_cause(0, 24, 5), irq_cause(1, 24, 5)], &calm);
     assert!(conflicts[0].what.contains("workqueue"), "{conflicts:#?}");
     assert!(!conflicts[0].remedy.contains("echo"), "{conflicts:#?}");
+}
+
+#[test]
+fn net_tx_clears_the_measured_cpus_from_xps_masks() {
+    let advice = one(softirq_cause(1, "NET_TX"), &machine());
+    assert_eq!(advice.id, "xps-test-veth1-tx1");
+    assert_eq!(
+        advice.change,
+        Some(Change {
+            knob: Knob::XpsCpus {
+                netns: Some("test".into()),
+                device: "veth1".into(),
+                queue: 1
+            },
+            from: "3".into(),
+            to: "1".into()
+        })
+    );
+    assert_eq!(
+        advice.command.as_deref(),
+        Some("ip netns exec test sh -c 'echo 1 > /sys/class/net/veth1/queues/tx-1/xps_cpus'")
+    );
+    // no mask includes CPU 2: nothing to clear
+    let advice = one(softirq_cause(2, "NET_TX"), &machine());
+    assert_eq!(advice.id, "softirq-NET_TX");
+    assert!(matches!(advice.blocker, Some(Blocker::Other { .. })));
+}
+
+#[test]
+fn a_real_time_napi_thread_in_the_way_moves_and_drops_to_sched_other() {
+    let expected = pairs(&[
+        ("thread-700-affinity", Some("0-3 -> 0,2-3")),
+        ("thread-700-priority", Some("f:50 -> o:0")),
+    ]);
+    let (advice, _) = advise(&[thread_cause(1, Some(700), "napi/eth0-8193")], &machine());
+    assert_eq!(changes(&advice), expected);
+    assert_eq!(
+        advice[1].command.as_deref(),
+        Some("chrt -o -p 0 700 && renice -n 0 -p 700")
+    );
+    assert_eq!(
+        advice[1].change.as_ref().unwrap().knob,
+        Knob::ThreadPriority {
+            tid: 700,
+            comm: "napi/eth0-8193".into()
+        }
+    );
+    // wakeup names it by its name only: the machine's thread of that name is the one
+    let cause = wakeup_thread_cause(1, "napi/eth0-8193", "thread napi/eth0-8193 ran first");
+    let (advice, _) = advise(&[cause], &machine());
+    assert_eq!(changes(&advice), expected);
+}
+
+#[test]
+fn a_napi_thread_on_the_wakeup_path_is_raised_above_normal_tasks() {
+    let mut machine = machine();
+    machine.threads[1].policy = "o:0".into();
+    let cause = wakeup_thread_cause(1, "napi/eth0-8193", "interposed thread napi/eth0-8193");
+    let (advice, _) = advise(&[cause], &machine);
+    assert_eq!(
+        changes(&advice),
+        pairs(&[
+            ("thread-700-affinity", Some("0-3 -> 0,2-3")),
+            ("thread-700-priority", Some("o:0 -> f:1")),
+        ])
+    );
+    assert_eq!(advice[1].command.as_deref(), Some("chrt -f -p 1 700"));
+    // in the way at SCHED_OTHER: niced
+    let (advice, _) = advise(&[thread_cause(1, Some(700), "napi/eth0-8193")], &machine);
+    assert_eq!(advice[1].change.as_ref().unwrap().to, "o:19");
+    // already at the lowest nice: left alone
+    machine.threads[1].policy = "o:19".into();
+    let (advice, _) = advise(&[thread_cause(1, Some(700), "napi/eth0-8193")], &machine);
+    assert_eq!(changes(&advice).len(), 1, "{advice:#?}");
+}
+
+#[test]
+fn an_irq_thread_follows_its_line_and_its_policy_is_advised() {
+    let cause = wakeup_thread_cause(1, "irq/24-virtio0", "thread irq/24-virtio0 ran first");
+    let (advice, _) = advise(&[cause], &machine());
+    assert_eq!(
+        changes(&advice),
+        pairs(&[
+            ("irq-24-affinity", Some("0-3 -> 0,2-3")),
+            ("thread-701-priority", Some("f:50 -> o:0")),
+        ])
+    );
+    // on the wakeup's path a real-time IRQ thread already runs first: only its line moves
+    let cause = wakeup_thread_cause(1, "irq/24-virtio0", "interposed thread irq/24-virtio0");
+    let (advice, _) = advise(&[cause], &machine());
+    assert_eq!(
+        changes(&advice),
+        pairs(&[("irq-24-affinity", Some("0-3 -> 0,2-3"))])
+    );
+}
+
+#[test]
+fn ksoftirqd_stays_on_its_cpu_but_its_priority_is_advised() {
+    // the wakeup waited for softirq work deferred to ksoftirqd/1
+    let cause = wakeup_thread_cause(1, "ksoftirqd/1", "interposed thread ksoftirqd/1");
+    let (advice, _) = advise(&[cause], &machine());
+    assert_eq!(
+        changes(&advice),
+        pairs(&[
+            ("kthread-ksoftirqd-1", None),
+            ("thread-15-priority", Some("o:0 -> f:1")),
+        ])
+    );
+    assert_eq!(advice[0].blocker, Some(Blocker::PinnedThread));
+    assert_eq!(
+        advice[1].change.as_ref().unwrap().knob,
+        Knob::ThreadPriority {
+            tid: 15,
+            comm: "ksoftirqd/1".into()
+        }
+    );
+    // its time was noise on the measured CPU: niced
+    let (advice, _) = advise(&[thread_cause(1, Some(15), "ksoftirqd/1")], &machine());
+    assert_eq!(
+        changes(&advice),
+        pairs(&[
+            ("kthread-ksoftirqd-1", None),
+            ("thread-15-priority", Some("o:0 -> o:19")),
+        ])
+    );
+    // raised to real time by someone: back to SCHED_OTHER
+    let mut machine = machine();
+    machine.ksoftirqd[0].policy = "f:1".into();
+    let (advice, _) = advise(&[thread_cause(1, Some(15), "ksoftirqd/1")], &machine);
+    assert_eq!(advice[1].change.as_ref().unwrap().to, "o:0");
+    // other per-CPU kthreads get no priority remedy
+    machine
+        .threads
+        .push(thread_policy(16, "rcuc/1", "f:1", "1"));
+    let (advice, _) = advise(&[thread_cause(1, Some(16), "rcuc/1")], &machine);
+    assert_eq!(changes(&advice), pairs(&[("kthread-rcuc-1", None)]));
+}
+
+#[test]
+fn a_name_several_threads_share_is_not_guessed() {
+    let mut machine = machine();
+    machine
+        .threads
+        .push(thread_policy(1235, "spin", "o:0", "1"));
+    let advice = one(
+        wakeup_thread_cause(1, "spin", "thread spin ran first"),
+        &machine,
+    );
+    assert_eq!(advice.change, None);
+    assert!(
+        matches!(advice.blocker, Some(Blocker::Other { ref why }) if why.contains("1234,1235")),
+        "{advice:#?}"
+    );
+}
+
+fn idle_state(cpu: u32, index: u32, name: &str, latency_us: u32) -> IdleState {
+    IdleState {
+        cpu,
+        index,
+        name: name.into(),
+        latency_us,
+        disabled: false,
+    }
+}
+
+#[test]
+fn deep_c_states_are_a_conflict_unless_disabled_or_held_off() {
+    let mut machine = machine();
+    machine.idle_states = vec![
+        idle_state(1, 0, "POLL", 0),
+        idle_state(1, 1, "C1", 2),
+        idle_state(1, 2, "C6", 133),
+        idle_state(2, 2, "C6", 133),
+        idle_state(0, 2, "C6", 133),
+    ];
+    let deep = |machine: &MachineState| {
+        let (_, conflicts) = advise(&[irq_cause(1, 24, 5), irq_cause(2, 24, 5)], machine);
+        conflicts
+            .into_iter()
+            .filter(|c| c.what.contains("idle state"))
+            .collect::<Vec<_>>()
+    };
+    let conflicts = deep(&machine);
+    assert_eq!(conflicts.len(), 1, "{conflicts:#?}");
+    assert!(
+        conflicts[0].what.contains("C6 (133 µs"),
+        "{}",
+        conflicts[0].what
+    );
+    assert_eq!(conflicts[0].cpus, Some(cpus("1-2")));
+    assert!(
+        conflicts[0]
+            .remedy
+            .contains("/sys/devices/system/cpu/cpu2/cpuidle/state2/disable"),
+        "{}",
+        conflicts[0].remedy
+    );
+    // a request below the exit latency keeps the CPUs out of it
+    machine.dma_latency_us = Some(100);
+    assert!(deep(&machine).is_empty());
+    machine.dma_latency_us = Some(NO_DMA_LATENCY_REQUEST);
+    for state in &mut machine.idle_states {
+        state.disabled = state.name == "C6";
+    }
+    assert!(deep(&machine).is_empty());
+}
+
+#[test]
+fn idle_exits_name_the_deepest_state_the_cpu_enters() {
+    let mut machine = machine();
+    let idle = || cause(1, CauseClass::Idle, CauseSource::None, 10);
+    assert!(!one(idle(), &machine).remedy.contains("deepest"));
+    machine.idle_states = vec![
+        idle_state(1, 1, "C1", 2),
+        idle_state(1, 2, "C6", 133),
+        idle_state(0, 3, "C10", 500),
+    ];
+    let remedy = one(idle(), &machine).remedy;
+    assert!(
+        remedy.contains("the deepest state CPU 1 enters: C6, 133 µs"),
+        "{remedy}"
+    );
+    machine.idle_states[1].disabled = true;
+    let remedy = one(idle(), &machine).remedy;
+    assert!(remedy.contains("C1, 2 µs"), "{remedy}");
+}
+
+#[test]
+fn a_kernel_threads_name_cut_by_the_recording_is_its_full_name_in_proc() {
+    let mut machine = machine();
+    // /proc shows kernel threads' full names; tracepoints keep their first 15 bytes
+    machine.threads[1].comm = "napi/veth1234-8193".into();
+    let recorded = "napi/veth1234-8";
+    let full = Knob::ThreadPriority {
+        tid: 700,
+        comm: "napi/veth1234-8193".into(),
+    };
+    for cause in [
+        thread_cause(1, Some(700), recorded),
+        wakeup_thread_cause(1, recorded, "thread napi/veth1234-8 ran first"),
+    ] {
+        let (advice, _) = advise(&[cause], &machine);
+        assert_eq!(
+            changes(&advice),
+            pairs(&[
+                ("thread-700-affinity", Some("0-3 -> 0,2-3")),
+                ("thread-700-priority", Some("f:50 -> o:0")),
+            ])
+        );
+        // tune checks the name /proc shows before it writes
+        assert_eq!(advice[1].change.as_ref().unwrap().knob, full);
+    }
 }

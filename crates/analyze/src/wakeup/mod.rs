@@ -101,6 +101,10 @@ pub enum Cause {
     Other,
 }
 
+/// How the label of an interposed thread starts (its name follows): `advise` tells a
+/// thread on the wakeup's path from one in its way by it.
+pub const INTERPOSED_LABEL: &str = "interposed thread ";
+
 impl Cause {
     /// `symbols` names a kernel function address.
     pub fn label(
@@ -119,7 +123,7 @@ impl Cause {
             Cause::Irq { source, id } => hardirq_label(source, id, irq_names),
             Cause::Nmi => "nmi".into(),
             Cause::Softirq(vector) => format!("softirq {}", softirq_name(vector.into())),
-            Cause::Interposed(comm) => format!("interposed thread {comm}"),
+            Cause::Interposed(comm) => format!("{INTERPOSED_LABEL}{comm}"),
             Cause::Thread(comm) => format!("thread {comm} ran first"),
             Cause::Blocking(comm) => format!("thread {comm} kept the CPU"),
             Cause::Scheduler => "scheduler (wakeup to switch)".into(),

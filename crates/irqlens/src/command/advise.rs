@@ -12,7 +12,7 @@ use crate::cli::{AdviseArgs, OutputArgs};
 use irqlens_analyze::advise::advise;
 use irqlens_collect::machine;
 use irqlens_model::noise::NoiseOptions;
-use irqlens_model::tune::{AdviceReport, CauseSource, CpuCause};
+use irqlens_model::tune::{AdviceReport, CpuCause};
 use irqlens_present::advise as show;
 
 pub fn run(args: &AdviseArgs) -> Result<()> {
@@ -94,16 +94,9 @@ fn causes_of<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Vec<Cp
 }
 
 /// The remedies for `causes` and what works against them, from the machine's state (the
-/// threads the causes name, and the devices of irqlens's and `netns`'s namespaces).
+/// threads the causes name, their CPUs' idle states, and the devices of irqlens's and `netns`'s namespaces).
 pub fn report(causes: &[CpuCause], netns: &[String]) -> Result<AdviceReport> {
-    let tids: Vec<u32> = causes
-        .iter()
-        .filter_map(|cause| match cause.source {
-            CauseSource::Thread { tid, .. } => tid,
-            _ => None,
-        })
-        .collect();
-    let machine = machine::read(&tids, netns)?;
+    let machine = machine::read(causes, netns)?;
     let (advice, conflicts) = advise(causes, &machine);
     Ok(AdviceReport {
         advice,

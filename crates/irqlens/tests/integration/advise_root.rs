@@ -171,3 +171,57 @@ fn a_live_bh_recording_of_rps_net_rx_points_at_the_mask() {
     assert_eq!(rps["change"]["knob"], "rps_cpus");
     assert_eq!(rps["change"]["to"], "0");
 }
+
+/// A threaded NAPI kthread at SCHED_FIFO 50 pinned to CPU 1, polling a UDP flow: advise
+/// moves it off and drops it to SCHED_OTHER (a bottom half in the way of the measured work).
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_real_time_napi_thread_on_the_cpu_is_moved_and_dropped_to_sched_other() {
+    assert_root();
+    let mut flow = UdpFlow::start(0, 0);
+    let tid = flow.threaded_napi();
+    // the thread goes with the namespace: nothing to put back
+    let tid_text = tid.to_string();
+    for command in [
+        ["taskset", "-pc", "1", &tid_text].as_slice(),
+        ["chrt", "-f", "-p", "50", &tid_text].as_slice(),
+    ] {
+        let status = std::process::Command::new(command[0])
+            .args(&command[1..])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{command:?}");
+    }
+    flow.send(20_000);
+    std::thread::sleep(Duration::from_millis(300));
+    let namespace = flow.namespace().to_owned();
+    let doc = irqlens_json(&["advise", "-c", "1", "-d", "2", "-q", "--netns", &namespace]);
+    drop(flow);
+    let advice = doc["advice"].as_array().unwrap();
+    let find = |id: String| {
+        advice
+            .iter()
+            .find(|a| a["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no {id}: {doc:#}"))
+    };
+    let priority = find(format!("thread-{tid}-priority"));
+    println!(
+        "NAPI thread on CPU 1: {} us, {:.1}% of the noise",
+        priority["time_ns"].as_u64().unwrap() / 1000,
+        priority["share_percent"].as_f64().unwrap()
+    );
+    assert_eq!(priority["cpu"], 1);
+    assert_eq!(priority["change"]["knob"], "thread_priority");
+    assert_eq!(priority["change"]["from"], "f:50");
+    assert_eq!(priority["change"]["to"], "o:0");
+    assert!(
+        priority["change"]["comm"]
+            .as_str()
+            .unwrap()
+            .starts_with("napi/"),
+        "{priority:#}"
+    );
+    let moved = find(format!("thread-{tid}-affinity"));
+    assert_eq!(moved["change"]["from"], "1");
+}

@@ -17,37 +17,20 @@ use irqlens_model::sched::Priority;
 use irqlens_model::units::CpuList;
 use irqlens_test_support::udp_flow::{PEER, UdpFlow};
 
-/// A flow whose receive work runs in a NAPI thread (GRO on, threaded, no RPS), and that
-/// thread's id. A veth hands a datagram to its peer's NAPI only if the sender has no TSO
-/// (veth_skb_is_eligible_for_gro in drivers/net/veth.c); otherwise to the backlog.
+/// A flow whose receive work, socket delivery included, runs in a NAPI thread (no RPS
+/// to hand it on to a softirq), and that thread's id.
 fn threaded_flow() -> (UdpFlow, u32) {
     let flow = UdpFlow::start(1, 1);
-    let (namespace, device) = (flow.namespace(), flow.receiving_device());
-    let tso = Command::new("ethtool")
-        .args(["-K", flow.sending_device(), "tso", "off"])
-        .output()
-        .expect("ethtool (scripts/setup installs it)");
-    assert!(tso.status.success(), "{tso:?}");
-    let in_ns = |script: &str| {
-        let status = Command::new("ip")
-            .args(["netns", "exec", namespace, "sh", "-c", script])
-            .status()
-            .unwrap();
-        assert!(status.success(), "{script}");
-    };
-    in_ns(&format!(
-        "echo 0 > /sys/class/net/{device}/queues/rx-0/rps_cpus && \
-         ethtool -K {device} gro on >/dev/null && echo 1 > /sys/class/net/{device}/threaded"
-    ));
-    let prefix = format!("napi/{device}-");
-    let napi = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|comm| comm.starts_with(&prefix))
-        })
-        .unwrap_or_else(|| panic!("no {prefix}* thread after threaded=1"));
+    let status = Command::new("ip")
+        .args(["netns", "exec", flow.namespace(), "sh", "-c"])
+        .arg(format!(
+            "echo 0 > /sys/class/net/{}/queues/rx-0/rps_cpus",
+            flow.receiving_device()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success(), "clearing the RPS mask");
+    let napi = flow.threaded_napi();
     (flow, napi)
 }
 

@@ -599,3 +599,64 @@ fn the_workqueue_cpumask_and_threaded_napi_are_tried_and_put_back() {
     assert_eq!(threaded(), napi);
     assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
 }
+
+/// A thread's scheduling policy and real-time priority (`0/0`: SCHED_OTHER, `1/10`:
+/// SCHED_FIFO 10), from /proc/TID/stat's fields 41 and 40.
+fn sched_policy(tid: u32) -> String {
+    let stat = read(&format!("/proc/{tid}/stat"));
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .collect();
+    format!("{}/{}", fields[41 - 3], fields[40 - 3])
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_napi_threads_priority_is_changed_for_the_trial_and_put_back() {
+    assert_root();
+    let flow = irqlens_test_support::udp_flow::UdpFlow::start(1, 0);
+    let tid = flow.threaded_napi();
+    let found = sched_policy(tid);
+    assert_ne!(
+        found, "1/10",
+        "the test's priority differs from the thread's"
+    );
+    // what the thread runs at while tune runs, sampled
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(stat) = fs::read_to_string(format!("/proc/{tid}/stat")) {
+                    if !stat.is_empty() {
+                        seen.insert(sched_policy(tid));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            seen
+        })
+    };
+    let doc = tune_json(&[
+        "-c",
+        "1",
+        "--change",
+        &format!("priority:{tid}=f:10"),
+        "-d",
+        "1",
+        "--rounds",
+        "2",
+    ]);
+    stop.store(true, Ordering::Relaxed);
+    let seen = watcher.join().unwrap();
+    let remedy = remedy(&doc);
+    assert_eq!(remedy["change"]["knob"], "thread_priority", "{remedy:#}");
+    assert_eq!(remedy["change"]["tid"], tid, "{remedy:#}");
+    assert!(
+        seen.contains("1/10"),
+        "SCHED_FIFO 10 during the trial: {seen:?}"
+    );
+    assert_eq!(sched_policy(tid), found, "the thread's policy is put back");
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
