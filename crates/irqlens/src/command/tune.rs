@@ -23,6 +23,7 @@ use irqlens_model::noise::{NoiseClass, NoiseOptions};
 use irqlens_model::tune::{Advice, Change, Knob, Trial, TuneReport, TuneRound, Verdict};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::WakeupOptions;
+use irqlens_present::advise::blocker_text;
 
 /// The remedies `irqlens advise -c CPUS -d DURATION` gives: a noise run and a wakeup run
 /// on `cpus`, their causes and the machine's state; quiet, as tune's rounds are.
@@ -47,7 +48,17 @@ fn advice_for(cpus: &CpuList, duration: Duration) -> Result<Vec<Advice>> {
 /// The changes of the advised remedies `ids` (all with `--all`), in the order given.
 fn advised_changes(advice: Vec<Advice>, ids: &[String], all: bool) -> Result<Vec<Change>> {
     if all {
-        return Ok(advice.into_iter().filter_map(|a| a.change).collect());
+        // a knob advised for several causes or CPUs is tried once
+        let mut changes: Vec<Change> = Vec::new();
+        for change in advice.into_iter().filter_map(|a| a.change) {
+            if !changes.iter().any(|c| c.knob == change.knob) {
+                changes.push(change);
+            }
+        }
+        if changes.is_empty() {
+            bail!("--all: none of the causes found can be changed from here (see irqlens advise)");
+        }
+        return Ok(changes);
     }
     ids.iter()
         .map(|id| {
@@ -55,7 +66,14 @@ fn advised_changes(advice: Vec<Advice>, ids: &[String], all: bool) -> Result<Vec
                 anyhow::anyhow!("--apply {id}: no such remedy for these CPUs (see irqlens advise)")
             })?;
             advice.change.clone().ok_or_else(|| {
-                anyhow::anyhow!("--apply {id}: {} cannot be changed from here", advice.cause)
+                let why = advice
+                    .blocker
+                    .as_ref()
+                    .map_or_else(String::new, |b| format!(": {}", blocker_text(b)));
+                anyhow::anyhow!(
+                    "--apply {id}: {} cannot be changed from here{why}",
+                    advice.cause
+                )
             })
         })
         .collect()
@@ -688,9 +706,13 @@ mod tests {
             from: "1".into(),
             to: "0".into(),
         };
+        let mut tick = advice("timer", None);
+        tick.blocker = Some(irqlens_model::tune::Blocker::PerCpuVector);
         let list = vec![
             advice("irq-24", Some(move_24.clone())),
-            advice("timer", None),
+            // the same knob for another cause: tried once by --all
+            advice("irq-24-again", Some(move_24.clone())),
+            tick.clone(),
         ];
         let ids = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
@@ -704,6 +726,12 @@ mod tests {
         let err = advised_changes(list.clone(), &ids(&["nope"]), false).unwrap_err();
         assert!(err.to_string().contains("no such remedy"), "{err}");
         let err = advised_changes(list, &ids(&["timer"]), false).unwrap_err();
-        assert!(err.to_string().contains("cannot be changed"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "--apply timer: cause of timer cannot be changed from here: per-CPU vector: \
+             delivered where it is raised"
+        );
+        let err = advised_changes(vec![tick], &[], true).unwrap_err();
+        assert!(err.to_string().contains("none of the causes"), "{err}");
     }
 }
