@@ -153,6 +153,16 @@ pub fn write(knob: &Knob, value: &str) -> Result<()> {
                     }
                 }),
             };
+            let written = written.map_err(|err| match knob {
+                // the kernel answers EIO when the device has no NAPI instance to thread
+                Knob::NapiThreaded { device, .. } if format!("{err:#}").contains("I/O error") => {
+                    err.context(format!(
+                        "{device} has no NAPI instance to run in a thread (a veth has one only \
+                         with GRO on: ethtool -K {device} gro on)"
+                    ))
+                }
+                _ => err,
+            });
             written.with_context(|| format!("writing '{value}' to {shown}"))
         }
     }
