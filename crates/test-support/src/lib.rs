@@ -13,6 +13,8 @@ pub mod runner;
 #[cfg(feature = "live")]
 pub mod spinner;
 #[cfg(feature = "live")]
+pub mod stamped;
+#[cfg(feature = "live")]
 pub mod storm;
 pub mod stream;
 #[cfg(feature = "live")]

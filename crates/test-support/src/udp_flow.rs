@@ -137,6 +137,16 @@ impl UdpFlow {
         &self.host
     }
 
+    /// Clears the RPS mask: the receive work stays where NAPI polls (with threaded NAPI,
+    /// socket delivery included in the NAPI thread).
+    pub fn clear_rps(&self) {
+        let script = format!("echo 0 > /sys/class/net/{}/queues/rx-0/rps_cpus", self.peer);
+        run(
+            "ip",
+            &["netns", "exec", &self.namespace, "sh", "-c", &script],
+        );
+    }
+
     /// Polls the namespace end's receive queue in a NAPI kthread (threaded NAPI,
     /// `napi/DEV-ID`) and returns its tid. veth polls with NAPI only with GRO on, and
     /// hands it UDP from a sender with TSO only with UDP GRO forwarding on. The thread

@@ -4,32 +4,20 @@
 //! and put it back at exit (normal or SIGTERM).
 
 use std::io::Read;
-use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use irqlens_collect::clock::monotonic_ns;
-use irqlens_collect::sched::{set_affinity, set_priority, set_thread_priority, thread_priority};
+use irqlens_collect::sched::{set_thread_priority, thread_priority};
 use irqlens_model::sched::Priority;
-use irqlens_model::units::CpuList;
-use irqlens_test_support::udp_flow::{PEER, UdpFlow};
+use irqlens_test_support::stamped::{quantile_us, stamped_delays};
+use irqlens_test_support::udp_flow::UdpFlow;
 
 /// A flow whose receive work, socket delivery included, runs in a NAPI thread (no RPS
 /// to hand it on to a softirq), and that thread's id.
 fn threaded_flow() -> (UdpFlow, u32) {
     let flow = UdpFlow::start(1, 1);
-    let status = Command::new("ip")
-        .args(["netns", "exec", flow.namespace(), "sh", "-c"])
-        .arg(format!(
-            "echo 0 > /sys/class/net/{}/queues/rx-0/rps_cpus",
-            flow.receiving_device()
-        ))
-        .status()
-        .unwrap();
-    assert!(status.success(), "clearing the RPS mask");
+    flow.clear_rps();
     let napi = flow.threaded_napi();
     (flow, napi)
 }
@@ -167,58 +155,6 @@ fn stop(steer: Child) {
     unsafe { libc::kill(steer.id() as i32, libc::SIGTERM) };
     let output = steer.wait_with_output().unwrap();
     assert!(output.status.success(), "{output:?}");
-}
-
-const STAMPED_PORT: u16 = 7;
-
-/// A datagram every 10 ms for `seconds`, sent from CPU 0 with the monotonic time in it, to
-/// a receiver in `namespace`: a thread at FIFO 80 on CPU 1. Returns each datagram's delay
-/// from its send to its receive, ns.
-fn stamped_delays(namespace: &str, seconds: u64) -> Vec<u64> {
-    let netns = std::fs::File::open(format!("/var/run/netns/{namespace}")).unwrap();
-    let stop = &AtomicBool::new(false);
-    let netns = &netns;
-    std::thread::scope(|scope| {
-        let (bound, is_bound) = std::sync::mpsc::channel();
-        let receiver = scope.spawn(move || {
-            // SAFETY: setns on a valid namespace fd; it moves only this thread.
-            let entered = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(entered, 0, "entering the namespace");
-            set_affinity(&CpuList::single(1)).unwrap();
-            set_priority(Priority::Fifo(80)).unwrap();
-            let socket = UdpSocket::bind((PEER, STAMPED_PORT)).unwrap();
-            socket
-                .set_read_timeout(Some(Duration::from_millis(50)))
-                .unwrap();
-            bound.send(()).unwrap();
-            let mut delays = Vec::new();
-            let mut buffer = [0u8; 64];
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok(8..) = socket.recv(&mut buffer) {
-                    let sent = u64::from_ne_bytes(buffer[..8].try_into().unwrap());
-                    delays.push(monotonic_ns().saturating_sub(sent));
-                }
-            }
-            delays
-        });
-        is_bound.recv().expect("the receiver thread started");
-        set_affinity(&CpuList::single(0)).unwrap();
-        let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
-        for _ in 0..seconds * 100 {
-            let _ = socket.send_to(&monotonic_ns().to_ne_bytes(), (PEER, STAMPED_PORT));
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        stop.store(true, Ordering::Relaxed);
-        receiver.join().unwrap()
-    })
-}
-
-/// The `q` quantile of `delays`, µs.
-fn quantile_us(delays: &mut [u64], q: f64) -> f64 {
-    assert!(!delays.is_empty(), "no datagram received");
-    delays.sort_unstable();
-    delays[((delays.len() - 1) as f64 * q) as usize] as f64 / 1e3
 }
 
 /// Zhang & West's second direction: a FIFO 80 receiver of a sparse flow, and a FIFO 50
