@@ -12,6 +12,7 @@ pub mod histogram;
 pub mod loss;
 pub mod noise;
 pub mod timeline;
+pub mod trial;
 pub mod wakeup;
 
 /// Keeps `worst` (largest `key` first, at most `keep`) with `item` in its place: after

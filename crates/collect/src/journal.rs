@@ -173,6 +173,12 @@ impl Journal {
         self.set(index, State::Reverted)
     }
 
+    /// Marks change `index` as put back without writing anything: what it changed is
+    /// gone (a thread that ended with its device).
+    pub fn forget(&mut self, index: usize) -> Result<()> {
+        self.set(index, State::Reverted)
+    }
+
     /// Marks change `index` as kept at exit.
     pub fn keep(&mut self, index: usize) -> Result<()> {
         self.set(index, State::Kept)

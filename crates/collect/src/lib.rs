@@ -16,6 +16,7 @@ pub mod noise;
 pub mod sched;
 pub mod system;
 pub mod tap;
+pub mod trial;
 pub mod trigger;
 pub mod wakeup;
 pub mod workload;

@@ -15,6 +15,7 @@ pub mod run;
 pub mod sched;
 pub mod stimulus;
 pub mod system;
+pub mod trial;
 pub mod tune;
 pub mod units;
 pub mod wakeup;

@@ -181,6 +181,8 @@ pub enum Document {
     Advise(crate::tune::AdviceReport),
     /// `irqlens tune --json`.
     Tune(crate::tune::TuneReport),
+    /// `irqlens trial net --json`.
+    Trial(crate::trial::TrialReport),
 }
 
 /// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the
@@ -210,6 +212,10 @@ pub fn json_schema() -> serde_json::Value {
     definitions["TuneReport"]["properties"]["command"] = serde_json::json!({
         "description": "Always \"tune\".",
         "const": "tune",
+    });
+    definitions["TrialReport"]["properties"]["command"] = serde_json::json!({
+        "description": "Always \"trial\".",
+        "const": "trial",
     });
     schema
 }

@@ -12,6 +12,7 @@ pub mod perfetto;
 pub mod plot;
 pub mod prometheus;
 mod table;
+pub mod trial;
 pub mod wakeup;
 
 use std::collections::HashMap;
