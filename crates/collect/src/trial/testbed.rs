@@ -133,13 +133,16 @@ impl Testbed {
             ip(&["-n", &side.netns, "addr", "add", &address, "dev", &side.device])?;
             ip(&["-n", &side.netns, "link", "set", &side.device, "up"])?;
         }
-        let in_receiver = |program: &str, args: &[&str]| -> Result<()> {
-            let mut all = vec!["netns", "exec", &receiver.netns, program];
+        let ethtool = |side: &Side, args: &[&str]| -> Result<()> {
+            let mut all = vec!["netns", "exec", &side.netns, "ethtool", "-K", &side.device];
             all.extend(args);
             ip(&all)
         };
-        // GRO gives the receiving veth a NAPI instance, which threaded mode needs
-        in_receiver("ethtool", &["-K", &receiver.device, "gro", "on"])?;
+        // GRO gives the receiving veth a NAPI instance, which threaded mode needs; veth
+        // hands a UDP datagram to it only if the sending device has no TSO (else to the
+        // sending CPU's backlog)
+        ethtool(&receiver, &["gro", "on"])?;
+        ethtool(&sender, &["tso", "off"])?;
         // the echoes' receive work stays on the sending CPU
         let rps = |side: &Side| Knob::RpsCpus {
             netns: Some(side.netns.clone()),
