@@ -66,10 +66,18 @@ pub struct Entry {
 pub struct Document {
     /// The `irqlens tune` process that writes it; 0 once it ended leaving changes in place.
     pub owner_pid: u32,
+    /// The command that writes it: `tune` or `trial` (both journal here, so that one
+    /// `irqlens tune --revert` undoes either, and they cannot run together).
+    #[serde(default = "tune")]
+    pub owner: String,
     /// When it started, seconds since the epoch.
     pub started_unix_s: u64,
     /// The changes in the order they were made.
     pub changes: Vec<Entry>,
+}
+
+fn tune() -> String {
+    "tune".into()
 }
 
 impl Document {
@@ -101,11 +109,17 @@ impl Journal {
     /// Starts a journal at `path`; refused while another tune's journal is there (alive:
     /// who it is; dead: run `irqlens tune --revert` first).
     pub fn begin(path: &Path) -> Result<Journal> {
+        Self::begin_for(path, "tune")
+    }
+
+    /// As `begin`, for irqlens command `owner` (`trial`).
+    pub fn begin_for(path: &Path, owner: &str) -> Result<Journal> {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         let document = Document {
             owner_pid: std::process::id(),
+            owner: owner.into(),
             started_unix_s: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -119,7 +133,8 @@ impl Journal {
                 let what = describe_owner(&other);
                 if alive(other.owner_pid) {
                     bail!(
-                        "another irqlens tune is running ({what}; journal {}): wait for it to end",
+                        "another irqlens {} is running ({what}; journal {}): wait for it to end",
+                        other.owner,
                         path.display()
                     );
                 }
@@ -235,9 +250,10 @@ pub fn revert_file(path: &Path, knobs: &dyn Knobs) -> Result<Vec<Change>> {
     };
     if alive(document.owner_pid) && document.owner_pid != std::process::id() {
         bail!(
-            "{} belongs to a running irqlens tune ({}): it puts its changes back when it ends \
+            "{} belongs to a running irqlens {} ({}): it puts its changes back when it ends \
              (send it SIGTERM)",
             path.display(),
+            document.owner,
             describe_owner(&document)
         );
     }
@@ -317,8 +333,11 @@ fn describe_owner(document: &Document) -> String {
         UNIX_EPOCH + std::time::Duration::from_secs(document.started_unix_s),
     );
     match document.owner_pid {
-        0 => format!("an irqlens tune that ended (started {started})"),
-        pid => format!("irqlens tune pid {pid}, started {started}"),
+        0 => format!(
+            "an irqlens {} that ended (started {started})",
+            document.owner
+        ),
+        pid => format!("irqlens {} pid {pid}, started {started}", document.owner),
     }
 }
 
@@ -477,6 +496,7 @@ mod tests {
         // as a SIGKILLed tune leaves it: one change made, one planned (maybe made)
         let document = Document {
             owner_pid: u32::MAX,
+            owner: "trial".into(),
             started_unix_s: 0,
             changes: vec![
                 Entry {
@@ -501,7 +521,9 @@ mod tests {
         write_synced(File::create(&path).unwrap(), &document).unwrap();
         let err = Journal::begin(&path).err().unwrap().to_string();
         assert!(
-            err.contains("no longer running") && err.contains("--revert"),
+            err.contains("left by irqlens trial pid")
+                && err.contains("no longer running")
+                && err.contains("--revert"),
             "{err}"
         );
         revert_file(&path, &knobs).unwrap();

@@ -90,8 +90,7 @@ pub enum TrialLoad {
 
 #[derive(Debug, Args)]
 pub struct TrialNetArgs {
-    /// Offered rates, datagrams/s, lowest first: 20000,50k,100k [default: 10k,25k,50k,
-    /// 100k,150k,200k,300k]
+    /// Offered rates, datagrams/s: 20000,50k,100k [default: 10k,20k,40k,80k,160k,320k,640k]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_rate)]
     pub rates: Vec<u64>,
     /// Designs, in the order measured: softirq, threaded-fifo, threaded-niced, budget
@@ -115,8 +114,10 @@ pub struct TrialNetArgs {
     /// The CPU of the load generator and of the collector of the echoes
     #[arg(long, value_name = "CPU", default_value_t = 0)]
     pub sending_cpu: u32,
-    /// The echo server's nice (SCHED_OTHER), which threaded-niced gives its NAPI thread
-    #[arg(long, value_name = "NICE", default_value_t = 0, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    /// The echo server's nice (SCHED_OTHER), which threaded-niced gives its NAPI thread;
+    /// below 0 so that the machine's other work takes little of the receiving CPU (the
+    /// trial weighs the bottom half against its consumer, not against the rest)
+    #[arg(long, value_name = "NICE", default_value_t = -10, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub consumer_nice: i32,
     /// threaded-fifo's NAPI thread priority (SCHED_FIFO, as PREEMPT_RT's IRQ threads)
     #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=99))]
@@ -131,16 +132,17 @@ pub struct TrialNetArgs {
     /// slides capped the batch at 32)
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     pub budget: u32,
-    /// net.core.netdev_budget_usecs in the +budget designs
-    #[arg(long, value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub budget_usecs: u32,
+    /// net.core.netdev_budget_usecs in the +budget designs [default: left as it is; the
+    /// kernel takes no less than 2 jiffies, 8000 at HZ=250]
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..))]
+    pub budget_usecs: Option<u32>,
     /// UDP payload, bytes (16 to 1400: a sequence number and a send time, then zeros)
     #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = clap::value_parser!(u16).range(16..=1400))]
     pub payload: u16,
     /// Print the whole result as one JSON document (and nothing else on stdout)
     #[arg(long)]
     pub json: bool,
-    /// No progress lines on stderr
+    /// No progress lines on stderr (one per point otherwise, with --json too)
     #[arg(short, long)]
     pub quiet: bool,
 }

@@ -153,8 +153,9 @@ pub struct TrialOptions {
     pub cyclic_period_ns: u64,
     /// `net.core.netdev_budget` in the `+budget` designs (packets per NET_RX round).
     pub budget_packets: u32,
-    /// `net.core.netdev_budget_usecs` in the `+budget` designs.
-    pub budget_usecs: u32,
+    /// `net.core.netdev_budget_usecs` in the `+budget` designs; none: left as it is (the
+    /// kernel refuses less than 2 jiffies).
+    pub budget_usecs: Option<u32>,
 }
 
 impl TrialOptions {

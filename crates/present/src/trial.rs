@@ -134,13 +134,13 @@ fn describe(design: &str, report: &TrialReport) -> String {
             format!("threaded NAPI at SCHED_OTHER nice {}", o.consumer_nice)
         }
     };
-    let budget = if parsed.budget {
-        format!(
-            ", netdev_budget {} and netdev_budget_usecs {}",
-            o.budget_packets, o.budget_usecs
-        )
-    } else {
-        String::new()
+    let budget = match (parsed.budget, o.budget_usecs) {
+        (false, _) => String::new(),
+        (true, None) => format!(", netdev_budget {}", o.budget_packets),
+        (true, Some(usecs)) => format!(
+            ", netdev_budget {} and netdev_budget_usecs {usecs}",
+            o.budget_packets
+        ),
     };
     format!("{design}: {bottom_half}{budget}")
 }
@@ -170,7 +170,7 @@ mod tests {
             cyclic_priority: Priority::Fifo(95),
             cyclic_period_ns: 500_000,
             budget_packets: 32,
-            budget_usecs: 100,
+            budget_usecs: None,
         };
         let point = TrialPoint {
             design,

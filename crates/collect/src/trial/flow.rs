@@ -31,6 +31,9 @@ const MAX_LAG: Duration = Duration::from_millis(10);
 const POLL: Duration = Duration::from_millis(50);
 /// A header of sequence number and send time, both u64 little-endian.
 const HEADER: usize = 16;
+/// The generator's and the collector's scheduling: above the sending CPU's other
+/// SCHED_OTHER work, so that a busy machine cuts the offered rate less.
+const LOAD_PRIORITY: Priority = Priority::Other { nice: -10 };
 
 /// Moves the calling thread into network namespace `name` (sockets it makes then live
 /// there; the rest of the process stays where it is).
@@ -162,7 +165,7 @@ impl Flow {
             "trial-load",
             bed.sender.netns.clone(),
             sending_cpu,
-            None,
+            Some(LOAD_PRIORITY),
             move || {
                 let socket = UdpSocket::bind((SENDER_ADDRESS, 0)).context("binding the generator")?;
                 socket.connect((RECEIVER_ADDRESS, ECHO_PORT))?;
@@ -180,7 +183,7 @@ impl Flow {
             "trial-collect",
             bed.sender.netns.clone(),
             sending_cpu,
-            None,
+            Some(LOAD_PRIORITY),
             move || collect(&socket, &stop, &window),
         )?);
         Ok(flow)

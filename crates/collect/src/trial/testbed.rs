@@ -186,11 +186,9 @@ impl Testbed {
                 name: format!("net.core.{name}"),
             };
             self.apply(journal, sysctl("netdev_budget"), &options.budget_packets.to_string())?;
-            self.apply(
-                journal,
-                sysctl("netdev_budget_usecs"),
-                &options.budget_usecs.to_string(),
-            )?;
+            if let Some(usecs) = options.budget_usecs {
+                self.apply(journal, sysctl("netdev_budget_usecs"), &usecs.to_string())?;
+            }
         }
         Ok(())
     }

@@ -22,8 +22,8 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
         bail!("irqlens trial needs root: it makes network namespaces and changes thread priorities");
     }
     system::check_can_trace()?;
-    let progress = !args.quiet && !args.json;
-    let mut session = Session(Some(Journal::begin(Path::new(JOURNAL_PATH))?));
+    let progress = !args.quiet;
+    let mut session = Session(Some(Journal::begin_for(Path::new(JOURNAL_PATH), "trial")?));
     let mut points = Vec::new();
     let total = options.designs.len() * options.rates.len();
     'ladder: for &design in &options.designs {

@@ -26,6 +26,7 @@ mod rtla_cli;
 mod rtla_root;
 mod storm_root;
 mod tune_cli;
+mod trial_root;
 mod tune_root;
 mod wakeup_cli;
 mod wakeup_root;
