@@ -163,7 +163,9 @@ fn parse_rate(text: &str) -> Result<u64, String> {
         .filter(|r| r.is_finite() && *r > 0.0)
         .map(|r| (r * scale).round())
         .filter(|r| (1.0..=10e6).contains(r))
-        .ok_or_else(|| format!("'{text}' is not a rate from 1 to 10M datagrams/s (such as 50000 or 50k)"))?;
+        .ok_or_else(|| {
+            format!("'{text}' is not a rate from 1 to 10M datagrams/s (such as 50000 or 50k)")
+        })?;
     Ok(rate as u64)
 }
 

@@ -294,7 +294,9 @@ impl TrialNetArgs {
         let cpus: CpuList = [self.sending_cpu, self.receiving_cpu].into_iter().collect();
         system::select_cpus(Some(&cpus))?;
         if self.sending_cpu == self.receiving_cpu {
-            bail!("--sending-cpu and --receiving-cpu must differ: the load would share the CPU it measures");
+            bail!(
+                "--sending-cpu and --receiving-cpu must differ: the load would share the CPU it measures"
+            );
         }
         let mut rates = if self.rates.is_empty() {
             DEFAULT_RATES.to_vec()

@@ -38,7 +38,13 @@ fn cells(point: &TrialPoint) -> Vec<String> {
     let echo = point.echo_latency.as_ref();
     let cyclic = point.cyclic.as_ref();
     let cause = cyclic
-        .and_then(|c| Some(format!("{} {:.0}%", c.top_cause.as_ref()?, c.top_cause_percent?)))
+        .and_then(|c| {
+            Some(format!(
+                "{} {:.0}%",
+                c.top_cause.as_ref()?,
+                c.top_cause_percent?
+            ))
+        })
         .unwrap_or_else(|| "-".into());
     let cpu = &point.cpu;
     vec![
@@ -99,7 +105,9 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
     for s in &report.designs {
         let follows = s
             .follows_up_to_pps
-            .map_or("not at the lowest rate".into(), |pps| format!("up to {pps}/s"));
+            .map_or("not at the lowest rate".into(), |pps| {
+                format!("up to {pps}/s")
+            });
         let cyclic = s
             .cyclic_max_ns
             .map_or("-".into(), |ns| format!("{} us", super::us(ns)));
@@ -114,7 +122,10 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         )?;
     }
     if report.interrupted {
-        writeln!(out, "(interrupted: the points after the last shown were not run)")?;
+        writeln!(
+            out,
+            "(interrupted: the points after the last shown were not run)"
+        )?;
     }
     Ok(())
 }
@@ -148,9 +159,7 @@ fn describe(design: &str, report: &TrialReport) -> String {
 #[cfg(test)]
 mod tests {
     use irqlens_model::sched::Priority;
-    use irqlens_model::trial::{
-        CpuSplit, CyclicLatency, DesignSummary, EchoLatency, TrialOptions,
-    };
+    use irqlens_model::trial::{CpuSplit, CyclicLatency, DesignSummary, EchoLatency, TrialOptions};
 
     use super::*;
 
@@ -230,7 +239,15 @@ mod tests {
             .lines()
             .find(|l| l.trim_start().starts_with("50000"))
             .expect("a row");
-        for cell in ["1000", "98.0%", "1500", "12345", "950", "93%", "thread napi/t1r-8 61%"] {
+        for cell in [
+            "1000",
+            "98.0%",
+            "1500",
+            "12345",
+            "950",
+            "93%",
+            "thread napi/t1r-8 61%",
+        ] {
             assert!(row.contains(cell), "{cell} in {row}");
         }
         assert!(

@@ -167,7 +167,8 @@ impl Flow {
             sending_cpu,
             Some(LOAD_PRIORITY),
             move || {
-                let socket = UdpSocket::bind((SENDER_ADDRESS, 0)).context("binding the generator")?;
+                let socket =
+                    UdpSocket::bind((SENDER_ADDRESS, 0)).context("binding the generator")?;
                 socket.connect((RECEIVER_ADDRESS, ECHO_PORT))?;
                 socket_tx
                     .send(socket.try_clone()?)
@@ -192,15 +193,19 @@ impl Flow {
     /// Starts counting: from the next datagram numbered.
     pub fn open_window(&self) {
         let w = &self.window;
-        w.sent_at_open.store(self.sent.load(Ordering::Relaxed), Ordering::Relaxed);
-        w.first.store(self.offered.load(Ordering::Relaxed), Ordering::Relaxed);
+        w.sent_at_open
+            .store(self.sent.load(Ordering::Relaxed), Ordering::Relaxed);
+        w.first
+            .store(self.offered.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// Stops counting the datagrams sent from now on (their echoes still come).
     pub fn close_window(&self) {
         let w = &self.window;
-        w.end.store(self.offered.load(Ordering::Relaxed), Ordering::Relaxed);
-        w.sent_at_close.store(self.sent.load(Ordering::Relaxed), Ordering::Relaxed);
+        w.end
+            .store(self.offered.load(Ordering::Relaxed), Ordering::Relaxed);
+        w.sent_at_close
+            .store(self.sent.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// Waits `grace` for the last echoes, stops every thread and returns the counts.
@@ -233,7 +238,10 @@ impl Drop for Flow {
     /// A flow not finished (an error) still stops its threads.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        for handle in [self.generator.take(), self.server.take()].into_iter().flatten() {
+        for handle in [self.generator.take(), self.server.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = handle.join();
         }
         if let Some(handle) = self.collector.take() {
@@ -359,7 +367,10 @@ fn collect(socket: &UdpSocket, stop: &AtomicBool, window: &Window) -> Result<Ech
             Ok(length) => length,
             Err(err)
                 if timed_out(&err)
-                    || matches!(err.kind(), ErrorKind::Interrupted | ErrorKind::ConnectionRefused) =>
+                    || matches!(
+                        err.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionRefused
+                    ) =>
             {
                 continue;
             }

@@ -113,7 +113,12 @@ impl Testbed {
         Ok(())
     }
 
-    fn set_up(&mut self, journal: &mut Journal, design: Design, options: &TrialOptions) -> Result<()> {
+    fn set_up(
+        &mut self,
+        journal: &mut Journal,
+        design: Design,
+        options: &TrialOptions,
+    ) -> Result<()> {
         let (sender, receiver) = (self.sender.clone(), self.receiver.clone());
         for side in [&sender, &receiver] {
             let knob = Knob::Netns {
@@ -125,12 +130,30 @@ impl Testbed {
             self.apply(journal, knob, NETNS_PRESENT)?;
         }
         ip(&[
-            "link", "add", &sender.device, "netns", &sender.netns, "type", "veth", "peer",
-            "name", &receiver.device, "netns", &receiver.netns,
+            "link",
+            "add",
+            &sender.device,
+            "netns",
+            &sender.netns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &receiver.device,
+            "netns",
+            &receiver.netns,
         ])?;
         for (side, address) in [(&sender, SENDER_ADDRESS), (&receiver, RECEIVER_ADDRESS)] {
             let address = format!("{address}/30");
-            ip(&["-n", &side.netns, "addr", "add", &address, "dev", &side.device])?;
+            ip(&[
+                "-n",
+                &side.netns,
+                "addr",
+                "add",
+                &address,
+                "dev",
+                &side.device,
+            ])?;
             ip(&["-n", &side.netns, "link", "set", &side.device, "up"])?;
         }
         let ethtool = |side: &Side, args: &[&str]| -> Result<()> {
@@ -174,7 +197,11 @@ impl Testbed {
                     comm: comm.clone(),
                 };
                 self.apply(journal, affinity, &cpus)?;
-                self.apply(journal, Knob::ThreadPriority { tid, comm }, &priority.to_string())?;
+                self.apply(
+                    journal,
+                    Knob::ThreadPriority { tid, comm },
+                    &priority.to_string(),
+                )?;
             }
         } else {
             // the veth's NAPI runs where the sender sends; RPS moves NET_RX's protocol
@@ -185,7 +212,11 @@ impl Testbed {
             let sysctl = |name: &str| Knob::Sysctl {
                 name: format!("net.core.{name}"),
             };
-            self.apply(journal, sysctl("netdev_budget"), &options.budget_packets.to_string())?;
+            self.apply(
+                journal,
+                sysctl("netdev_budget"),
+                &options.budget_packets.to_string(),
+            )?;
             if let Some(usecs) = options.budget_usecs {
                 self.apply(journal, sysctl("netdev_budget_usecs"), &usecs.to_string())?;
             }
@@ -229,7 +260,11 @@ fn napi_threads(device: &str) -> Result<Vec<u32>> {
     let mut tids = Vec::new();
     for entry in fs::read_dir("/proc").context("reading /proc")? {
         let entry = entry?;
-        let Some(tid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         if thread_comm(tid).is_ok_and(|comm| comm.starts_with(prefix)) {

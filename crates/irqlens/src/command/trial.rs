@@ -19,7 +19,9 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
     let cyclic = args.cyclic()?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        bail!("irqlens trial needs root: it makes network namespaces and changes thread priorities");
+        bail!(
+            "irqlens trial needs root: it makes network namespaces and changes thread priorities"
+        );
     }
     system::check_can_trace()?;
     let progress = !args.quiet;
@@ -76,10 +78,9 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
 
 /// A point's progress line.
 fn summary_line(point: &TrialPoint) -> String {
-    let cyclic = point
-        .cyclic
-        .as_ref()
-        .map_or("-".into(), |c| format!("{} us", irqlens_present::us(c.max_ns)));
+    let cyclic = point.cyclic.as_ref().map_or("-".into(), |c| {
+        format!("{} us", irqlens_present::us(c.max_ns))
+    });
     format!(
         "sent {:.0}/s, echoed {:.0}/s ({:.1}% lost), cyclic max {cyclic}",
         point.sent_pps, point.echoed_pps, point.loss_percent

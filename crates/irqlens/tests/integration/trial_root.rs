@@ -180,6 +180,9 @@ fn a_killed_trial_is_undone_by_tune_revert() {
     assert_eq!(trial_namespaces().len(), 2, "SIGKILL left the namespaces");
     let reverted = irqlens_ok(&["tune", "--revert"]);
     let text = String::from_utf8_lossy(&reverted.stdout);
-    assert!(text.contains("put back network namespace irqlens-trial-"), "{text}");
+    assert!(
+        text.contains("put back network namespace irqlens-trial-"),
+        "{text}"
+    );
     assert_left_as_found(&before, "after tune --revert");
 }
