@@ -90,7 +90,7 @@ pub enum TrialLoad {
 
 #[derive(Debug, Args)]
 pub struct TrialNetArgs {
-    /// Offered rates, datagrams/s: 20000,50k,100k [default: 10k,20k,40k,80k,160k,320k,640k]
+    /// Offered rates, datagrams/s: 20000,50k,1M [default: 20k,40k,80k,160k,320k,640k,1M]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_rate)]
     pub rates: Vec<u64>,
     /// Designs, in the order measured: softirq, threaded-fifo, threaded-niced, budget

@@ -286,7 +286,7 @@ impl WakeupCommand {
 
 /// The default ladder, datagrams/s: from what CPU 1 of a 2-CPU VM echoes whole to well
 /// past what it can carry (see the README's figures).
-const DEFAULT_RATES: [u64; 7] = [10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 640_000];
+const DEFAULT_RATES: [u64; 7] = [20_000, 40_000, 80_000, 160_000, 320_000, 640_000, 1_000_000];
 
 impl TrialNetArgs {
     /// Checks the options against each other and the machine.
