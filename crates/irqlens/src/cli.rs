@@ -119,6 +119,9 @@ pub struct TrialNetArgs {
     /// trial weighs the bottom half against its consumer, not against the rest)
     #[arg(long, value_name = "NICE", default_value_t = -10, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub consumer_nice: i32,
+    /// threaded-niced's NAPI thread nice [default: the consumer's]
+    #[arg(long, value_name = "NICE", allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub napi_nice: Option<i32>,
     /// threaded-fifo's NAPI thread priority (SCHED_FIFO, as PREEMPT_RT's IRQ threads)
     #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=99))]
     pub napi_priority: u32,

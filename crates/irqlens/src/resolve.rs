@@ -320,6 +320,7 @@ impl TrialNetArgs {
             warm_up_ns: self.warm_up.as_nanos() as u64,
             payload_bytes: self.payload.into(),
             consumer_nice: self.consumer_nice,
+            napi_nice: self.napi_nice.unwrap_or(self.consumer_nice),
             napi_fifo_priority: self.napi_priority,
             cyclic_priority: self.priority,
             cyclic_period_ns: self.period.as_nanos() as u64,
@@ -329,7 +330,7 @@ impl TrialNetArgs {
     }
 
     /// The cyclic task: irqlens wakeup's timer thread on the receiving CPU, its defaults
-    /// otherwise, warming up with the load (the point's end stops it).
+    /// otherwise (the point's end stops it).
     pub fn cyclic(&self) -> Result<WakeupOptions> {
         #[derive(Parser)]
         struct WakeupDefaults {
@@ -339,9 +340,10 @@ impl TrialNetArgs {
         let mut wakeup = WakeupDefaults::try_parse_from(["trial"])?.wakeup;
         wakeup.priority = self.priority;
         wakeup.period = self.period;
-        wakeup.warm_up = Some(self.warm_up);
+        // no warm-up of its own: the point's starts once it measures
+        wakeup.warm_up = None;
         // a margin: the point stops it when its window closes
-        wakeup.duration = Some(self.duration + Duration::from_secs(5));
+        wakeup.duration = Some(self.warm_up + self.duration + Duration::from_secs(30));
         wakeup.options_on(None, CpuList::single(self.receiving_cpu))
     }
 }

@@ -144,6 +144,9 @@ pub struct TrialOptions {
     pub payload_bytes: usize,
     /// The echo server's (the consumer's) nice.
     pub consumer_nice: i32,
+    /// The NAPI thread's nice in `threaded-niced` (the consumer's unless told: the
+    /// slides settled on the consumer's + 5 for their echo).
+    pub napi_nice: i32,
     /// The NAPI thread's SCHED_FIFO priority in `threaded-fifo`.
     pub napi_fifo_priority: u32,
     /// The cyclic task's scheduling (irqlens wakeup's timer thread), as `f:95`.

@@ -142,7 +142,7 @@ fn describe(design: &str, report: &TrialReport) -> String {
             format!("threaded NAPI at SCHED_FIFO {}", o.napi_fifo_priority)
         }
         irqlens_model::trial::BottomHalf::ThreadedNiced => {
-            format!("threaded NAPI at SCHED_OTHER nice {}", o.consumer_nice)
+            format!("threaded NAPI at SCHED_OTHER nice {}", o.napi_nice)
         }
     };
     let budget = match (parsed.budget, o.budget_usecs) {
@@ -175,6 +175,7 @@ mod tests {
             warm_up_ns: 500_000_000,
             payload_bytes: 64,
             consumer_nice: 0,
+            napi_nice: 0,
             napi_fifo_priority: 50,
             cyclic_priority: Priority::Fifo(95),
             cyclic_period_ns: 500_000,

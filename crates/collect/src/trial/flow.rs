@@ -22,8 +22,11 @@ use irqlens_analyze::trial::echo_distribution;
 use irqlens_model::sched::Priority;
 use irqlens_model::units::CpuList;
 
-/// Datagrams in one send (UDP GSO takes up to 64 segments of at most 64 KiB in all).
-const BATCH: usize = 32;
+/// Datagrams in one send (one GSO packet). Small: veth's NAPI polls 64 packets with
+/// bottom halves off, each segmented into this many datagrams, and with bottom halves
+/// off its thread cannot be preempted: larger batches would make every design look
+/// non-preemptible.
+const BATCH: usize = 8;
 /// How far the generator may fall behind its schedule before it gives up on the
 /// datagrams it is late for (they count as offered, not sent).
 const MAX_LAG: Duration = Duration::from_millis(10);

@@ -23,6 +23,8 @@ use irqlens_model::trial::{CyclicLatency, Design, TrialOptions, TrialPoint};
 use irqlens_model::wakeup::WakeupOptions;
 use testbed::Testbed;
 
+/// How long the cyclic task may take to load its probes and measure.
+const CYCLIC_START_LIMIT: Duration = Duration::from_secs(20);
 /// How long the collector waits for the echoes of the last datagrams of a window.
 const ECHO_GRACE: Duration = Duration::from_millis(200);
 
@@ -96,9 +98,10 @@ fn cyclic_latency(outcome: &WakeupOutcome, cpu: u32) -> Option<CyclicLatency> {
     })
 }
 
-/// Measures `design` at `rate`: builds its bed, runs the load with the cyclic task
-/// (`cyclic`, timer mode on the receiving CPU) for the warm-up and the duration, and
-/// takes the bed down. `None` if `stop` was set meanwhile (the bed is taken down too).
+/// Measures `design` at `rate`: builds its bed, starts the load, then the cyclic task
+/// (`cyclic`, timer mode on the receiving CPU, measuring from its first second under
+/// load to the window's end), warms up and measures for the duration, and takes the
+/// bed down. `None` if `stop` was set meanwhile (the bed is taken down too).
 pub fn run_point(
     journal: &mut Journal,
     design: Design,
@@ -138,11 +141,29 @@ fn measure(
     let duration = Duration::from_nanos(options.duration_ns);
     // the cyclic task's own flag: it ends with the window, or at once on Ctrl-C
     let cyclic_stop = AtomicBool::new(false);
+    // its probes take a while to load on a flooded CPU: the warm-up starts once it
+    // measures, so that it measures the whole point
+    let cyclic_measures = AtomicBool::new(false);
     let measured = std::thread::scope(|scope| {
         let cyclic_run = scope.spawn(|| {
-            wakeup_run::run(cyclic, &cyclic_stop, &mut Tap::default(), |_, _| {}, |_| {})
+            let ticked = |_: &_, _| cyclic_measures.store(true, Ordering::Relaxed);
+            let outcome =
+                wakeup_run::run(cyclic, &cyclic_stop, &mut Tap::default(), ticked, |_| {});
+            cyclic_measures.store(true, Ordering::Relaxed);
+            outcome
         });
         let windowed = (|| -> Result<Option<_>> {
+            let started = Instant::now();
+            while !cyclic_measures.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                anyhow::ensure!(
+                    started.elapsed() < CYCLIC_START_LIMIT,
+                    "the cyclic task did not start measuring within {CYCLIC_START_LIMIT:?}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
             if !sleep_unless(stop, warm_up) {
                 return Ok(None);
             }

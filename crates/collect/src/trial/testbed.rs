@@ -186,7 +186,7 @@ impl Testbed {
             let priority = match design.bottom_half {
                 BottomHalf::ThreadedFifo => Priority::Fifo(options.napi_fifo_priority),
                 _ => Priority::Other {
-                    nice: options.consumer_nice,
+                    nice: options.napi_nice,
                 },
             };
             for &tid in &self.napi_threads.clone() {

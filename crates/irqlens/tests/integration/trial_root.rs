@@ -1,8 +1,7 @@
-//! irqlens trial against the slides' result (Chubb & Song): under a flood the receiving
-//! CPU cannot carry, NAPI in a SCHED_FIFO thread starves the SCHED_OTHER echo server,
-//! while at SCHED_OTHER it shares the CPU and keeps echoing; and whatever ends the trial
-//! (its end, SIGTERM, SIGKILL then `tune --revert`), the machine is left as found.
-//! Needs root (CI runs as root).
+//! irqlens trial's test bed against ground truth: under a flood the receiving CPU cannot
+//! carry, each design's receive work runs where it says (NET_RX or the NAPI thread on
+//! the receiving CPU); and whatever ends the trial (its end, SIGTERM, SIGKILL then
+//! `tune --revert`), the machine is left as found. Needs root (CI runs as root).
 
 use std::fs;
 use std::path::Path;
@@ -79,52 +78,70 @@ fn point<'a>(doc: &'a serde_json::Value, design: &str) -> &'a serde_json::Value 
         .unwrap_or_else(|| panic!("no {design} point in {doc:#}"))
 }
 
-/// About 15 s: two points of 3 s after 0.5 s of warm-up, each with its bed and probes.
+/// About 15 s: three points of 2 s after 0.5 s of warm-up, each with its bed and probes.
+///
+/// The slides' collapse (threaded-fifo echoing far less than threaded-niced) is shown,
+/// not asserted: on the 2-CPU test VM the ratio of their echo rates at this flood went
+/// from 0.55 to 1.07 from run to run (the README has the figures), so an assertion of it
+/// would fail at random. What is asserted is that each design's receive work ran where
+/// the design puts it, under a flood the CPU cannot carry.
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
-fn a_fifo_napi_thread_starves_the_echo_server_and_a_niced_one_does_not() {
+fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
     assert_root();
     let before = machine_state();
     let output = irqlens_ok(&[
         "trial",
         "net",
         "--designs",
-        "threaded-fifo,threaded-niced",
+        "softirq,threaded-fifo,threaded-niced",
         "--rates",
         FLOOD,
         "-d",
-        "3",
+        "2",
         "--json",
     ]);
     assert_valid_document(&output.stdout);
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(doc["command"], "trial");
-    let (fifo, niced) = (point(&doc, "threaded-fifo"), point(&doc, "threaded-niced"));
-    let echoed = |p: &serde_json::Value| p["echoed_pps"].as_f64().unwrap();
-    let figures = format!(
-        "echoed/s: threaded-fifo {:.0}, threaded-niced {:.0}; sent/s {} and {}; NAPI thread \
-         {}% and {}% of CPU 1; cyclic max {} and {} ns",
-        echoed(fifo),
-        echoed(niced),
-        fifo["sent_pps"],
-        niced["sent_pps"],
-        fifo["cpu"]["napi_thread_percent"],
-        niced["cpu"]["napi_thread_percent"],
-        fifo["cyclic"]["max_ns"],
-        niced["cyclic"]["max_ns"],
-    );
-    // both floods really overran the CPU: most of what was sent was lost
-    for p in [fifo, niced] {
-        assert!(p["loss_percent"].as_f64().unwrap() > 50.0, "{figures}");
-        assert!(p["cyclic"]["max_ns"].as_u64().unwrap() > 0, "{figures}");
+    let number = |p: &serde_json::Value, path: &[&str]| {
+        path.iter()
+            .fold(p, |v, key| &v[*key])
+            .as_f64()
+            .unwrap_or_else(|| panic!("{path:?} in {p:#}"))
+    };
+    for design in ["softirq", "threaded-fifo", "threaded-niced"] {
+        let p = point(&doc, design);
+        let figures = format!(
+            "{design}: sent {:.0}/s, echoed {:.0}/s, loss {:.1}%, CPU 1 softirq {:.0}% NAPI \
+             thread {:.0}%, cyclic max {} ns",
+            number(p, &["sent_pps"]),
+            number(p, &["echoed_pps"]),
+            number(p, &["loss_percent"]),
+            number(p, &["cpu", "softirq_percent"]),
+            number(p, &["cpu", "napi_thread_percent"]),
+            p["cyclic"]["max_ns"],
+        );
+        eprintln!("{figures}");
+        // the generator offered the flood, and CPU 1 could not echo most of it
+        assert!(number(p, &["sent_pps"]) > 500_000.0, "{figures}");
+        assert!(number(p, &["loss_percent"]) > 50.0, "{figures}");
+        assert!(number(p, &["echoed_pps"]) > 0.0, "{figures}");
+        assert!(number(p, &["echo_latency", "p50_ns"]) > 0.0, "{figures}");
+        assert!(number(p, &["cyclic", "activations"]) > 1_000.0, "{figures}");
+        let (softirq, napi) = (
+            number(p, &["cpu", "softirq_percent"]),
+            number(p, &["cpu", "napi_thread_percent"]),
+        );
+        if design == "softirq" {
+            assert!(softirq > 30.0 && napi == 0.0, "NET_RX on CPU 1: {figures}");
+        } else {
+            assert!(
+                napi > 30.0 && softirq < napi,
+                "the NAPI thread on CPU 1: {figures}"
+            );
+        }
     }
-    // the slides' collapse: the FIFO thread leaves the echo server less than fair
-    // sharing gives it (measured on the test VM: 0.55 to 0.72 of it; the niced thread
-    // takes most of the CPU too, so the margin is not the slides' order of magnitude)
-    assert!(
-        echoed(fifo) < 0.85 * echoed(niced),
-        "threaded-fifo should echo far less than threaded-niced: {figures}"
-    );
     assert_left_as_found(&before, "after the trial");
 }
 
