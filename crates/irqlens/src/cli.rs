@@ -145,6 +145,10 @@ pub struct TrialNetArgs {
     /// Print the whole result as one JSON document (and nothing else on stdout)
     #[arg(long)]
     pub json: bool,
+    /// Also write a self-contained HTML report to FILE: echoed and the cyclic task's
+    /// largest latency against the offered rate, a line per design, and the tables
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
     /// No progress lines on stderr (one per point otherwise, with --json too)
     #[arg(short, long)]
     pub quiet: bool,

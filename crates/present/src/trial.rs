@@ -9,7 +9,7 @@ use irqlens_model::trial::{TrialPoint, TrialReport};
 use super::table::{Column, TextTable};
 
 /// Columns of a design's ladder (rtla's style: whole µs, percentages of the CPU).
-const POINT_COLUMNS: [Column; 17] = [
+pub(crate) const POINT_COLUMNS: [Column; 17] = [
     Column::right("OFFERED", 8),
     Column::right("SENT/s", 8),
     Column::right("ECHOED/s", 8),
@@ -33,7 +33,8 @@ fn percent(value: f64) -> String {
     format!("{value:.0}%")
 }
 
-fn cells(point: &TrialPoint) -> Vec<String> {
+/// A point's cells, as both the text table and the HTML report show them.
+pub(crate) fn cells(point: &TrialPoint) -> Vec<String> {
     let us = |ns: Option<u64>| ns.map_or("-".into(), |ns| super::us(ns).to_string());
     let echo = point.echo_latency.as_ref();
     let cyclic = point.cyclic.as_ref();
@@ -131,7 +132,7 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
 }
 
 /// A design in words, as measured.
-fn describe(design: &str, report: &TrialReport) -> String {
+pub(crate) fn describe(design: &str, report: &TrialReport) -> String {
     let o = &report.options;
     let parsed: irqlens_model::trial::Design = design.parse().expect("a design prints back");
     let bottom_half = match parsed.bottom_half {

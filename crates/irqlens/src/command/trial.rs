@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use super::{STOP, interrupted};
 use crate::cli::TrialNetArgs;
@@ -13,6 +13,7 @@ use irqlens_analyze::trial::summarize;
 use irqlens_collect::journal::{JOURNAL_PATH, Journal, SystemKnobs};
 use irqlens_collect::{knob, system, trial as trial_run};
 use irqlens_model::trial::{TrialPoint, TrialReport};
+use irqlens_present::html::Page;
 
 pub fn run(args: &TrialNetArgs) -> Result<()> {
     let options = args.options()?;
@@ -24,6 +25,10 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
         );
     }
     system::check_can_trace()?;
+    if let Some(path) = &args.html {
+        // written at the end: a path that cannot be is refused before anything is built
+        std::fs::File::create(path).with_context(|| format!("--html {}", path.display()))?;
+    }
     let progress = !args.quiet;
     let mut session = Session(Some(Journal::begin_for(Path::new(JOURNAL_PATH), "trial")?));
     let mut points = Vec::new();
@@ -64,6 +69,11 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
         interrupted: interrupted() || STOP.load(Ordering::Relaxed),
         points,
     };
+    if let Some(path) = &args.html {
+        let mut page = Page::new("irqlens trial net", &report.kernel);
+        page.trial("irqlens trial net", &report);
+        super::write_html(&page, path)?;
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         super::print_json(&mut out, &serde_json::to_value(&report)?)?;
