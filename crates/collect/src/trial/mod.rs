@@ -209,9 +209,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_threads_ticks_are_read_past_a_name_with_spaces() {
-        // this thread's own: its name cannot hold a parenthesis, but the parse must
-        // find utime and stime whatever comes before them
+    fn a_threads_ticks_and_a_cpus_times_are_read() {
+        // this thread's own, after 50 ms of spinning (12 ticks at 250 Hz)
         let tid = crate::sched::gettid();
         let started = Instant::now();
         while started.elapsed() < Duration::from_millis(50) {
