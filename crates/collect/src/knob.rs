@@ -433,6 +433,20 @@ mod tests {
     }
 
     #[test]
+    fn a_namespace_knob_is_present_or_absent() {
+        let knob = Knob::Netns {
+            name: format!("irqlens-test-none-{}", std::process::id()),
+        };
+        assert_eq!(read(&knob).unwrap(), NETNS_ABSENT);
+        // already as asked: nothing to run
+        write(&knob, NETNS_ABSENT).unwrap();
+        let err = write(&knob, "maybe").unwrap_err().to_string();
+        assert!(err.contains("present or absent"), "{err}");
+        assert!(describe(&knob).starts_with("network namespace irqlens-test-none-"));
+        assert!(change_spec(&knob, NETNS_PRESENT).starts_with("netns:irqlens-test-none-"));
+    }
+
+    #[test]
     fn changes_parse_and_print_back() {
         for spec in [
             "irq:24=0",
