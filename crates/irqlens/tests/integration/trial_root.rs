@@ -1,6 +1,7 @@
-//! irqlens trial's test bed against ground truth: under a flood the receiving CPU cannot
-//! carry, each design's receive work runs where it says (NET_RX or the NAPI thread on
-//! the receiving CPU); and whatever ends the trial (its end, SIGTERM, SIGKILL then
+//! irqlens trial against ground truth: under a flood the receiving CPU cannot carry, each
+//! design's receive work runs where it says (NET_RX or the NAPI thread on the receiving
+//! CPU); a SCHED_FIFO NAPI thread starves the echo server where a niced one lets it echo
+//! (Chubb & Song); and whatever ends the trial (its end, SIGTERM, SIGKILL then
 //! `tune --revert`), the machine is left as found. Needs root (CI runs as root).
 
 use std::fs;
@@ -80,11 +81,10 @@ fn point<'a>(doc: &'a serde_json::Value, design: &str) -> &'a serde_json::Value 
 
 /// About 15 s: three points of 2 s after 0.5 s of warm-up, each with its bed and probes.
 ///
-/// The slides' collapse (threaded-fifo echoing far less than threaded-niced) is shown,
-/// not asserted: on the 2-CPU test VM the ratio of their echo rates at this flood went
-/// from 0.55 to 1.07 from run to run (the README has the figures), so an assertion of it
-/// would fail at random. What is asserted is that each design's receive work ran where
-/// the design puts it, under a flood the CPU cannot carry.
+/// Each design's receive work runs where the design puts it, under a flood the CPU
+/// cannot carry (with the NAPI thread at the consumer's nice, the default, the echo rates
+/// of threaded-fifo and threaded-niced are too close on this VM to be ordered: the
+/// collapse is asserted with the slides' nice offset below).
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
@@ -142,6 +142,56 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
             );
         }
     }
+    assert_left_as_found(&before, "after the trial");
+}
+
+/// About 12 s. The slides' collapse, with their remedy: the NAPI thread niced below its
+/// consumer (here 15 levels: at equal nice the thread's non-preemptible polls still take
+/// most of the CPU on this kernel, see the README). Measured on the test VM at 1M/s:
+/// threaded-fifo 11k echoes/s, threaded-niced 90k.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_fifo_napi_thread_starves_the_echo_server_and_a_niced_one_does_not() {
+    assert_root();
+    let before = machine_state();
+    let output = irqlens_ok(&[
+        "trial",
+        "net",
+        "--designs",
+        "threaded-fifo,threaded-niced",
+        "--rates",
+        FLOOD,
+        "-d",
+        "3",
+        "--consumer-nice",
+        "-10",
+        "--napi-nice",
+        "5",
+        "--json",
+    ]);
+    assert_valid_document(&output.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (fifo, niced) = (point(&doc, "threaded-fifo"), point(&doc, "threaded-niced"));
+    let echoed = |p: &serde_json::Value| p["echoed_pps"].as_f64().unwrap();
+    let figures = format!(
+        "echoed/s: threaded-fifo {:.0}, threaded-niced {:.0}; sent/s {} and {}; NAPI thread \
+         {}% and {}% of CPU 1; cyclic max {} and {} ns",
+        echoed(fifo),
+        echoed(niced),
+        fifo["sent_pps"],
+        niced["sent_pps"],
+        fifo["cpu"]["napi_thread_percent"],
+        niced["cpu"]["napi_thread_percent"],
+        fifo["cyclic"]["max_ns"],
+        niced["cyclic"]["max_ns"],
+    );
+    eprintln!("{figures}");
+    assert!(
+        echoed(fifo) < 0.5 * echoed(niced),
+        "threaded-fifo should echo far less than threaded-niced: {figures}"
+    );
+    assert!(fifo["loss_percent"].as_f64().unwrap() > 90.0, "{figures}");
+    assert!(niced["cyclic"]["max_ns"].as_u64().unwrap() > 0, "{figures}");
     assert_left_as_found(&before, "after the trial");
 }
 
