@@ -13,6 +13,7 @@ pub mod loss;
 pub mod noise;
 pub mod steer;
 pub mod timeline;
+pub mod trial;
 pub mod wakeup;
 
 /// Keeps `worst` (largest `key` first, at most `keep`) with `item` in its place: after

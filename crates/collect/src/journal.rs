@@ -68,13 +68,19 @@ pub struct Entry {
 pub struct Document {
     /// The irqlens process that writes it; 0 once it ended leaving changes in place.
     pub owner_pid: u32,
-    /// Its command (`tune`, `trial`, `steer`).
+    /// The command that writes it: `tune`, `trial` or `steer` (all journal here, so that
+    /// one `irqlens tune --revert` undoes any of them, and they cannot run together).
     #[serde(default = "tune")]
-    pub owner_command: String,
+    pub owner: String,
     /// When it started, seconds since the epoch.
     pub started_unix_s: u64,
     /// The changes in the order they were made.
     pub changes: Vec<Entry>,
+}
+
+/// Journals written before the owner was recorded are tune's.
+fn tune() -> String {
+    "tune".into()
 }
 
 impl Document {
@@ -111,7 +117,7 @@ impl Journal {
         }
         let document = Document {
             owner_pid: std::process::id(),
-            owner_command: command.into(),
+            owner: command.into(),
             started_unix_s: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -126,7 +132,7 @@ impl Journal {
                 if alive(other.owner_pid) {
                     bail!(
                         "another irqlens {} is running ({what}; journal {}): wait for it to end",
-                        other.owner_command,
+                        other.owner,
                         path.display()
                     );
                 }
@@ -177,6 +183,12 @@ impl Journal {
     pub fn revert(&mut self, knobs: &dyn Knobs, index: usize) -> Result<()> {
         let change = &self.document.changes[index].change;
         knobs.write(&change.knob, &change.from)?;
+        self.set(index, State::Reverted)
+    }
+
+    /// Marks change `index` as put back without writing anything: what it changed is
+    /// gone (a thread that ended with its device).
+    pub fn forget(&mut self, index: usize) -> Result<()> {
         self.set(index, State::Reverted)
     }
 
@@ -239,7 +251,7 @@ pub fn revert_file(path: &Path, knobs: &dyn Knobs) -> Result<Vec<Change>> {
             "{} belongs to a running irqlens {} ({}): it puts its changes back when it ends \
              (send it SIGTERM)",
             path.display(),
-            document.owner_command,
+            document.owner,
             describe_owner(&document)
         );
     }
@@ -314,11 +326,6 @@ fn sync_dir(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Journals written before `owner_command` was are tune's.
-fn tune() -> String {
-    "tune".into()
-}
-
 fn describe_owner(document: &Document) -> String {
     let started = humantime::format_rfc3339_seconds(
         UNIX_EPOCH + std::time::Duration::from_secs(document.started_unix_s),
@@ -326,12 +333,9 @@ fn describe_owner(document: &Document) -> String {
     match document.owner_pid {
         0 => format!(
             "an irqlens {} that ended (started {started})",
-            document.owner_command
+            document.owner
         ),
-        pid => format!(
-            "irqlens {} pid {pid}, started {started}",
-            document.owner_command
-        ),
+        pid => format!("irqlens {} pid {pid}, started {started}", document.owner),
     }
 }
 
@@ -490,7 +494,7 @@ mod tests {
         // as a SIGKILLed tune leaves it: one change made, one planned (maybe made)
         let document = Document {
             owner_pid: u32::MAX,
-            owner_command: "tune".into(),
+            owner: "trial".into(),
             started_unix_s: 0,
             changes: vec![
                 Entry {
@@ -515,7 +519,9 @@ mod tests {
         write_synced(File::create(&path).unwrap(), &document).unwrap();
         let err = Journal::begin(&path, "tune").err().unwrap().to_string();
         assert!(
-            err.contains("no longer running") && err.contains("--revert"),
+            err.contains("left by irqlens trial pid")
+                && err.contains("no longer running")
+                && err.contains("--revert"),
             "{err}"
         );
         revert_file(&path, &knobs).unwrap();

@@ -38,7 +38,10 @@ pub fn path(knob: &Knob) -> Option<PathBuf> {
         Knob::NapiThreaded { device, .. } => format!("/sys/class/net/{device}/threaded").into(),
         Knob::Sysctl { name } => sysctl_path(name),
         Knob::WorkqueueCpumask => WORKQUEUE_CPUMASK.into(),
-        Knob::ThreadAffinity { .. } | Knob::ThreadPriority { .. } | Knob::DmaLatency => {
+        Knob::ThreadAffinity { .. }
+        | Knob::ThreadPriority { .. }
+        | Knob::Netns { .. }
+        | Knob::DmaLatency => {
             return None;
         }
     })
@@ -64,6 +67,7 @@ pub fn describe(knob: &Knob) -> String {
         (Knob::ThreadAffinity { tid, comm }, _) => format!("CPU affinity of {comm}:{tid}"),
         (Knob::ThreadPriority { tid, comm }, _) => format!("priority of {comm}:{tid}"),
         (Knob::DmaLatency, _) => "/dev/cpu_dma_latency".into(),
+        (Knob::Netns { name }, _) => format!("network namespace {name}"),
         (_, Some(path)) => match netns(knob) {
             Some(ns) => format!("{} in netns {ns}", path.display()),
             None => path.display().to_string(),
@@ -92,6 +96,12 @@ pub fn read(knob: &Knob) -> Result<String> {
             sched::thread_priority(*tid).map(|p| p.to_string())
         }
         Knob::DmaLatency => bail!("{}", not_keepable(knob).unwrap_or_default()),
+        Knob::Netns { name } => Ok(if netns_exists(name) {
+            NETNS_PRESENT
+        } else {
+            NETNS_ABSENT
+        }
+        .into()),
         _ => {
             let path = path(knob).expect("a file knob");
             let text = match netns(knob) {
@@ -127,6 +137,7 @@ pub fn write(knob: &Knob, value: &str) -> Result<()> {
             sched::set_thread_priority(*tid, priority)
         }
         Knob::DmaLatency => bail!("{}", not_keepable(knob).unwrap_or_default()),
+        Knob::Netns { name } => write_netns(name, value),
         _ => {
             let path = path(knob).expect("a file knob");
             let shown = describe(knob);
@@ -166,6 +177,36 @@ pub fn write(knob: &Knob, value: &str) -> Result<()> {
             written.with_context(|| format!("writing '{value}' to {shown}"))
         }
     }
+}
+
+/// A [`Knob::Netns`]'s value when the namespace exists.
+pub const NETNS_PRESENT: &str = "present";
+/// A [`Knob::Netns`]'s value when it does not.
+pub const NETNS_ABSENT: &str = "absent";
+
+fn netns_exists(name: &str) -> bool {
+    std::path::Path::new("/run/netns").join(name).exists()
+}
+
+/// Makes network namespace `name` (`present`) or removes it with its devices (`absent`);
+/// either is done already if the namespace is as asked.
+fn write_netns(name: &str, value: &str) -> Result<()> {
+    let verb = match value {
+        NETNS_PRESENT if !netns_exists(name) => "add",
+        NETNS_ABSENT if netns_exists(name) => "del",
+        NETNS_PRESENT | NETNS_ABSENT => return Ok(()),
+        _ => bail!("a network namespace is {NETNS_PRESENT} or {NETNS_ABSENT}, not '{value}'"),
+    };
+    let output = Command::new("ip")
+        .args(["netns", verb, name])
+        .output()
+        .context("running ip netns (iproute2)")?;
+    ensure!(
+        output.status.success(),
+        "ip netns {verb} {name}: {}",
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(())
 }
 
 /// Runs `command` inside network namespace `ns` and returns its stdout.
@@ -354,6 +395,9 @@ fn check_value(knob: &Knob, value: &str) -> Result<(), String> {
             .then_some(())
             .ok_or_else(|| "threaded takes 0 or 1".into()),
         Knob::Sysctl { .. } | Knob::DmaLatency => Ok(()),
+        Knob::Netns { .. } => matches!(value, NETNS_PRESENT | NETNS_ABSENT)
+            .then_some(())
+            .ok_or_else(|| format!("a network namespace is {NETNS_PRESENT} or {NETNS_ABSENT}")),
     }
 }
 
@@ -385,6 +429,7 @@ pub fn change_spec(knob: &Knob, value: &str) -> String {
         Knob::ThreadAffinity { tid, .. } => format!("affinity:{tid}"),
         Knob::ThreadPriority { tid, .. } => format!("priority:{tid}"),
         Knob::DmaLatency => "dma-latency".into(),
+        Knob::Netns { name } => format!("netns:{name}"),
     };
     format!("{name}={value}")
 }
@@ -395,6 +440,20 @@ mod tests {
 
     fn parsed(spec: &str) -> (Knob, String) {
         parse_change(spec).unwrap_or_else(|e| panic!("{spec}: {e:#}"))
+    }
+
+    #[test]
+    fn a_namespace_knob_is_present_or_absent() {
+        let knob = Knob::Netns {
+            name: format!("irqlens-test-none-{}", std::process::id()),
+        };
+        assert_eq!(read(&knob).unwrap(), NETNS_ABSENT);
+        // already as asked: nothing to run
+        write(&knob, NETNS_ABSENT).unwrap();
+        let err = write(&knob, "maybe").unwrap_err().to_string();
+        assert!(err.contains("present or absent"), "{err}");
+        assert!(describe(&knob).starts_with("network namespace irqlens-test-none-"));
+        assert!(change_spec(&knob, NETNS_PRESENT).starts_with("netns:irqlens-test-none-"));
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod sched;
 pub mod steer;
 pub mod system;
 pub mod tap;
+pub mod trial;
 pub mod trigger;
 pub mod wakeup;
 pub mod workload;

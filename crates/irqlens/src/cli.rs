@@ -72,6 +72,112 @@ pub enum Command {
     /// Keep each bottom-half thread (threaded NAPI, IRQ threads, ksoftirqd) at the priority
     /// of the processes it serves, as they come and go (Zhang & West's process-aware bottom halves)
     Steer(SteerArgs),
+    /// Bottom-half designs side by side under a load, on a private test bed: throughput,
+    /// latency, a cyclic real-time task's latency and the CPU's time per offered rate
+    Trial(Box<TrialCommand>),
+}
+
+#[derive(Debug, Args)]
+pub struct TrialCommand {
+    #[command(subcommand)]
+    pub load: TrialLoad,
+}
+
+/// What a trial puts the designs under.
+#[derive(Debug, Subcommand)]
+pub enum TrialLoad {
+    /// A UDP echo flood over a veth pair between two private network namespaces
+    /// (Chubb & Song's test bench): the receive work, the echo server and a cyclic
+    /// FIFO task share the receiving CPU
+    Net(TrialNetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TrialNetArgs {
+    /// Offered rates, datagrams/s: 20000,50k,1M [default: 20k,40k,80k,160k,320k,640k,1M]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_rate)]
+    pub rates: Vec<u64>,
+    /// Designs, in the order measured: softirq, threaded-fifo, threaded-niced, budget
+    /// (softirq with the capped budget), or threaded-fifo+budget, threaded-niced+budget
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "softirq,threaded-fifo,threaded-niced,budget"
+    )]
+    pub designs: Vec<irqlens_model::trial::Design>,
+    /// How long each point is measured (3, 3s, 500ms)
+    #[arg(short, long, value_name = "TIME", default_value = "3", value_parser = parse_run_duration)]
+    pub duration: Duration,
+    /// How long each point runs before it is measured
+    #[arg(long, value_name = "TIME", default_value = "500ms", value_parser = parse_run_duration)]
+    pub warm_up: Duration,
+    /// The receiving CPU: its bottom half, the echo server and the cyclic task
+    #[arg(long, value_name = "CPU", default_value_t = 1)]
+    pub receiving_cpu: u32,
+    /// The CPU of the load generator and of the collector of the echoes
+    #[arg(long, value_name = "CPU", default_value_t = 0)]
+    pub sending_cpu: u32,
+    /// The echo server's nice (SCHED_OTHER), which threaded-niced gives its NAPI thread;
+    /// below 0 so that the machine's other work takes little of the receiving CPU (the
+    /// trial weighs the bottom half against its consumer, not against the rest)
+    #[arg(long, value_name = "NICE", default_value_t = -10, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub consumer_nice: i32,
+    /// threaded-niced's NAPI thread nice [default: the consumer's]
+    #[arg(long, value_name = "NICE", allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub napi_nice: Option<i32>,
+    /// threaded-fifo's NAPI thread priority (SCHED_FIFO, as PREEMPT_RT's IRQ threads)
+    #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub napi_priority: u32,
+    /// The cyclic task's scheduling (irqlens wakeup's timer thread): f:PRIO, r:PRIO, o:NICE
+    #[arg(short = 'P', long, value_name = "PRIO", default_value = "f:95")]
+    pub priority: Priority,
+    /// The cyclic task's period (µs, or with a unit), as the slides' cyclictest
+    #[arg(short, long, value_name = "US", default_value = "500", value_parser = parse_micros)]
+    pub period: Duration,
+    /// net.core.netdev_budget in the +budget designs (datagrams per NET_RX round; the
+    /// slides capped the batch at 32)
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub budget: u32,
+    /// net.core.netdev_budget_usecs in the +budget designs [default: left as it is; the
+    /// kernel takes no less than 2 jiffies, 8000 at HZ=250]
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..))]
+    pub budget_usecs: Option<u32>,
+    /// UDP payload, bytes (16 to 1400: a sequence number and a send time, then zeros)
+    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = clap::value_parser!(u16).range(16..=1400))]
+    pub payload: u16,
+    /// Print the whole result as one JSON document (and nothing else on stdout)
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML report to FILE: echoed and the cyclic task's
+    /// largest latency against the offered rate, a line per design, and the tables
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// No progress lines on stderr (one per point otherwise, with --json too)
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// `50000`, `50k`, `1.5M` datagrams/s.
+fn parse_rate(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (number, scale) = match text.strip_suffix(['k', 'K']) {
+        Some(number) => (number, 1e3),
+        None => match text.strip_suffix('M') {
+            Some(number) => (number, 1e6),
+            None => (text, 1.0),
+        },
+    };
+    let rate = number
+        .parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .map(|r| (r * scale).round())
+        .filter(|r| (1.0..=10e6).contains(r))
+        .ok_or_else(|| {
+            format!("'{text}' is not a rate from 1 to 10M datagrams/s (such as 50000 or 50k)")
+        })?;
+    Ok(rate as u64)
 }
 
 #[derive(Debug, Args)]
@@ -548,6 +654,17 @@ pub enum TuneMetric {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_take_k_and_m() {
+        assert_eq!(parse_rate("50000"), Ok(50_000));
+        assert_eq!(parse_rate("50k"), Ok(50_000));
+        assert_eq!(parse_rate("1.5M"), Ok(1_500_000));
+        for bad in ["", "0", "-5", "k", "20M", "nan", "1e400"] {
+            let err = parse_rate(bad).unwrap_err();
+            assert!(err.contains("is not a rate"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn a_port_alone_listens_on_loopback() {

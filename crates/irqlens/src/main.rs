@@ -80,5 +80,8 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Advise(args) => command::advise::run(&args).map(|()| Ended::Normally),
         Command::Tune(args) => command::tune::run(&args).map(|()| Ended::Normally),
         Command::Steer(args) => command::steer::run(&args).map(|()| Ended::Normally),
+        Command::Trial(command) => match &command.load {
+            cli::TrialLoad::Net(args) => command::trial::run(args).map(|()| Ended::Normally),
+        },
     }
 }

@@ -13,6 +13,7 @@ use irqlens_model::bh::{BhOptions, Selection, StatsConfig, TriggerOptions};
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::{AnalysisConfig, NoiseOptions, WorkloadConfig};
 use irqlens_model::options::RunOptions;
+use irqlens_model::trial::{Design, TrialOptions};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{
     DmaLatency, StatsConfig as WakeupStatsConfig, TimerOptions, WakeupMode, WakeupOptions, Watched,
@@ -20,7 +21,7 @@ use irqlens_model::wakeup::{
 
 use crate::cli::{
     AccountArgs, BhArgs, BhCommand, BhMode, Cli, Command, HistFlags, NoiseArgs, NoiseCommand,
-    NoiseMode, OutputArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
+    NoiseMode, OutputArgs, TrialNetArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
 };
 
 impl OutputArgs {
@@ -283,6 +284,70 @@ impl WakeupCommand {
     }
 }
 
+/// The default ladder, datagrams/s: from what CPU 1 of a 2-CPU VM echoes whole to well
+/// past what it can carry (see the README's figures).
+const DEFAULT_RATES: [u64; 7] = [20_000, 40_000, 80_000, 160_000, 320_000, 640_000, 1_000_000];
+
+impl TrialNetArgs {
+    /// Checks the options against each other and the machine.
+    pub fn options(&self) -> Result<TrialOptions> {
+        let cpus: CpuList = [self.sending_cpu, self.receiving_cpu].into_iter().collect();
+        system::select_cpus(Some(&cpus))?;
+        if self.sending_cpu == self.receiving_cpu {
+            bail!(
+                "--sending-cpu and --receiving-cpu must differ: the load would share the CPU it measures"
+            );
+        }
+        let mut rates = if self.rates.is_empty() {
+            DEFAULT_RATES.to_vec()
+        } else {
+            self.rates.clone()
+        };
+        rates.sort_unstable();
+        rates.dedup();
+        let mut designs: Vec<Design> = Vec::new();
+        for design in &self.designs {
+            if !designs.contains(design) {
+                designs.push(*design);
+            }
+        }
+        Ok(TrialOptions {
+            receiving_cpu: self.receiving_cpu,
+            sending_cpu: self.sending_cpu,
+            rates,
+            designs,
+            duration_ns: self.duration.as_nanos() as u64,
+            warm_up_ns: self.warm_up.as_nanos() as u64,
+            payload_bytes: self.payload.into(),
+            consumer_nice: self.consumer_nice,
+            napi_nice: self.napi_nice.unwrap_or(self.consumer_nice),
+            napi_fifo_priority: self.napi_priority,
+            cyclic_priority: self.priority,
+            cyclic_period_ns: self.period.as_nanos() as u64,
+            budget_packets: self.budget,
+            budget_usecs: self.budget_usecs,
+        })
+    }
+
+    /// The cyclic task: irqlens wakeup's timer thread on the receiving CPU, its defaults
+    /// otherwise (the point's end stops it).
+    pub fn cyclic(&self) -> Result<WakeupOptions> {
+        #[derive(Parser)]
+        struct WakeupDefaults {
+            #[command(flatten)]
+            wakeup: WakeupArgs,
+        }
+        let mut wakeup = WakeupDefaults::try_parse_from(["trial"])?.wakeup;
+        wakeup.priority = self.priority;
+        wakeup.period = self.period;
+        // no warm-up of its own: the point's starts once it measures
+        wakeup.warm_up = None;
+        // a margin: the point stops it when its window closes
+        wakeup.duration = Some(self.warm_up + self.duration + Duration::from_secs(30));
+        wakeup.options_on(None, CpuList::single(self.receiving_cpu))
+    }
+}
+
 /// The options of a version 1 recording, which kept only its command line: resolved as
 /// the run resolved them, on the CPUs it recorded. (Version 2 recordings keep the
 /// options themselves, so renaming an option never breaks them.)
@@ -312,7 +377,8 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
         | Command::Compare(_)
         | Command::Advise(_)
         | Command::Tune(_)
-        | Command::Steer(_) => {
+        | Command::Steer(_)
+        | Command::Trial(_) => {
             bail!("not a measurement's recording")
         }
     })

@@ -16,6 +16,7 @@ pub mod sched;
 pub mod steer;
 pub mod stimulus;
 pub mod system;
+pub mod trial;
 pub mod tune;
 pub mod units;
 pub mod wakeup;

@@ -183,6 +183,8 @@ pub enum Document {
     Tune(crate::tune::TuneReport),
     /// `irqlens steer --json`.
     Steer(crate::steer::SteerReport),
+    /// `irqlens trial net --json`.
+    Trial(crate::trial::TrialReport),
 }
 
 /// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the
@@ -209,7 +211,11 @@ pub fn json_schema() -> serde_json::Value {
             .expect("required");
         required.insert(1, "events".into());
     }
-    for (definition, command) in [("TuneReport", "tune"), ("SteerReport", "steer")] {
+    for (definition, command) in [
+        ("TuneReport", "tune"),
+        ("SteerReport", "steer"),
+        ("TrialReport", "trial"),
+    ] {
         definitions[definition]["properties"]["command"] = serde_json::json!({
             "description": format!("Always \"{command}\"."),
             "const": command,

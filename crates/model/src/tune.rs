@@ -64,6 +64,14 @@ pub enum Knob {
         /// Its name when advised.
         comm: String,
     },
+    /// A network namespace irqlens makes for its own test bed (`irqlens trial`), by its
+    /// `ip netns` name: `present` or `absent`. Journaled before it is made, so that
+    /// `irqlens tune --revert` removes it after a SIGKILL (with its devices and their
+    /// NAPI threads).
+    Netns {
+        /// The `ip netns` name.
+        name: String,
+    },
     /// `/dev/cpu_dma_latency`: held only while irqlens runs (the kernel drops the request
     /// with the file), so `tune` can measure it but not keep it.
     DmaLatency,

@@ -37,6 +37,7 @@ use irqlens_analyze::wakeup::{
 use irqlens_model::account::AccountRunInfo;
 use irqlens_model::bh::BhRunInfo;
 use irqlens_model::noise::NoiseRunInfo;
+use irqlens_model::trial::TrialReport;
 use irqlens_model::wakeup::WakeupRunInfo;
 
 /// Lines drawn in one chart: more CPUs than this would hide each other.
@@ -602,6 +603,72 @@ impl Page {
             }),
         );
         worst_wakeups(section, stats, names);
+    }
+
+    /// `irqlens trial`: the slides' two plots (echoed against offered rate, the cyclic
+    /// task's largest latency against offered rate, a line per design), then each
+    /// design's table.
+    pub fn trial(&mut self, heading: &str, report: &TrialReport) {
+        let section = self.section(heading);
+        let o = &report.options;
+        section.facts(&[
+            (
+                "bed",
+                format!(
+                    "echo server on CPU {} (nice {}), load from CPU {}, cyclic task {} every {} us",
+                    o.receiving_cpu,
+                    o.consumer_nice,
+                    o.sending_cpu,
+                    o.cyclic_priority,
+                    o.cyclic_period_ns / 1_000
+                ),
+            ),
+            ("per point", clock_time(o.duration_ns)),
+            ("interrupted", report.interrupted.to_string()),
+        ]);
+        let line = |value: &dyn Fn(&irqlens_model::trial::TrialPoint) -> Option<f64>| {
+            report
+                .designs
+                .iter()
+                .map(|summary| {
+                    let points = report
+                        .points
+                        .iter()
+                        .filter(|p| p.design == summary.design)
+                        .filter_map(|p| Some((p.offered_pps as f64, value(p)?)))
+                        .collect();
+                    Line::new(summary.design.to_string(), points)
+                })
+                .collect::<Vec<_>>()
+        };
+        let rates = report.points.iter().map(|p| p.offered_pps as f64);
+        let (low, high) = rates.fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(r), h.max(r)));
+        let x = || Axis::new("offered (datagrams/s)", Scale::for_span(low, high));
+        section.chart(&XyChart {
+            kind: Kind::Ladder,
+            title: "Echoed against offered rate".into(),
+            x: x(),
+            y: Axis::new("echoed (datagrams/s)", Scale::Linear),
+            lines: line(&|p| Some(p.echoed_pps)),
+        });
+        section.chart(&XyChart {
+            kind: Kind::Ladder,
+            title: "The cyclic task's largest latency against offered rate".into(),
+            x: x(),
+            y: Axis::new("cyclic max (us)", Scale::Linear),
+            lines: line(&|p| Some(p.cyclic.as_ref()?.max_ns as f64 / 1e3)),
+        });
+        for summary in &report.designs {
+            let design = summary.design.to_string();
+            section.h3(&super::trial::describe(&design, report));
+            let rows: Vec<Vec<String>> = report
+                .points
+                .iter()
+                .filter(|p| p.design == summary.design)
+                .map(super::trial::cells)
+                .collect();
+            section.table(&headings(&super::trial::POINT_COLUMNS), &rows);
+        }
     }
 
     /// `irqlens account`: the totals, the table, and the top victims and causers.

@@ -13,6 +13,7 @@ pub mod plot;
 pub mod prometheus;
 pub mod steer;
 mod table;
+pub mod trial;
 pub mod wakeup;
 
 use std::collections::HashMap;

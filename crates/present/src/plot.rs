@@ -54,6 +54,8 @@ pub enum Kind {
     Worst,
     /// Noise over time.
     Timeline,
+    /// A figure per offered rate, a line per design (`irqlens trial`).
+    Ladder,
 }
 
 impl Kind {
@@ -66,6 +68,7 @@ impl Kind {
             Kind::Causes => "causes",
             Kind::Worst => "worst",
             Kind::Timeline => "timeline",
+            Kind::Ladder => "ladder",
         }
     }
 

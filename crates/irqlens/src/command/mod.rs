@@ -9,6 +9,7 @@ pub mod compare;
 pub mod noise;
 pub mod report;
 pub mod steer;
+pub mod trial;
 pub mod tune;
 pub mod wakeup;
 

@@ -26,6 +26,8 @@ mod rtla_cli;
 mod rtla_root;
 mod steer_root;
 mod storm_root;
+mod trial_cli;
+mod trial_root;
 mod tune_cli;
 mod tune_root;
 mod wakeup_cli;

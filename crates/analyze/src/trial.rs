@@ -1,0 +1,233 @@
+//! `irqlens trial`'s figures: echo latency quantiles, loss, the receiving CPU's time
+//! split, and where each design's echo stops following the offered rate.
+
+use irqlens_model::trial::{CpuSplit, Design, DesignSummary, EchoLatency, TrialPoint};
+
+use crate::histogram::Distribution;
+
+/// A point follows the offered rate while at least this share of what was sent comes
+/// back echoed.
+pub const FOLLOWING_SHARE: f64 = 0.95;
+
+/// A distribution for echo latencies: 1 µs buckets up to 100 ms (quantiles to 0.1%).
+pub fn echo_distribution() -> Distribution {
+    Distribution::new(1_000, 100_000)
+}
+
+/// The quantiles of `latencies`; none if it is empty.
+pub fn echo_latency(latencies: &Distribution) -> Option<EchoLatency> {
+    Some(EchoLatency {
+        count: latencies.count(),
+        p50_ns: latencies.quantile_ns(0.5)?,
+        p99_ns: latencies.quantile_ns(0.99)?,
+        max_ns: latencies.max_ns()?,
+    })
+}
+
+/// Sent but not echoed, percent (0 when nothing was sent; echoes of datagrams sent
+/// before the window cannot make it negative).
+pub fn loss_percent(sent: u64, echoed: u64) -> f64 {
+    if sent == 0 {
+        return 0.0;
+    }
+    100.0 * sent.saturating_sub(echoed) as f64 / sent as f64
+}
+
+/// A CPU's time counters (/proc/stat's columns, in clock ticks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// user + nice.
+    pub user: u64,
+    /// system.
+    pub system: u64,
+    /// idle + iowait.
+    pub idle: u64,
+    /// irq.
+    pub irq: u64,
+    /// softirq.
+    pub softirq: u64,
+    /// steal (the hypervisor's), counted in the total only.
+    pub steal: u64,
+}
+
+impl CpuTimes {
+    /// Parses the `cpuN` line of /proc/stat.
+    pub fn parse(line: &str) -> Option<CpuTimes> {
+        let fields: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
+        let at = |i: usize| fields.get(i).copied().unwrap_or(0);
+        (fields.len() >= 7).then(|| CpuTimes {
+            user: at(0) + at(1),
+            system: at(2),
+            idle: at(3) + at(4),
+            irq: at(5),
+            softirq: at(6),
+            steal: at(7),
+        })
+    }
+
+    fn since(&self, earlier: &CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+            idle: self.idle.saturating_sub(earlier.idle),
+            irq: self.irq.saturating_sub(earlier.irq),
+            softirq: self.softirq.saturating_sub(earlier.softirq),
+            steal: self.steal.saturating_sub(earlier.steal),
+        }
+    }
+}
+
+/// The CPU's time between `before` and `after`, with `napi_thread_ticks` (the NAPI
+/// thread's utime + stime meanwhile, part of system time) shown on its own.
+pub fn cpu_split(before: &CpuTimes, after: &CpuTimes, napi_thread_ticks: u64) -> CpuSplit {
+    let d = after.since(before);
+    let total = (d.user + d.system + d.idle + d.irq + d.softirq + d.steal).max(1) as f64;
+    let percent = |ticks: u64| 100.0 * ticks as f64 / total;
+    let napi = napi_thread_ticks.min(d.system);
+    CpuSplit {
+        user_percent: percent(d.user),
+        system_percent: percent(d.system - napi),
+        softirq_percent: percent(d.softirq),
+        irq_percent: percent(d.irq),
+        napi_thread_percent: percent(napi),
+        idle_percent: percent(d.idle),
+    }
+}
+
+/// Whether a point echoed at least [`FOLLOWING_SHARE`] of what it sent.
+pub fn follows(point: &TrialPoint) -> bool {
+    point.sent > 0 && point.echoed as f64 >= FOLLOWING_SHARE * point.sent as f64
+}
+
+/// One summary per design, in the order the designs were first measured.
+pub fn summarize(points: &[TrialPoint]) -> Vec<DesignSummary> {
+    let mut designs: Vec<Design> = Vec::new();
+    for point in points {
+        if !designs.contains(&point.design) {
+            designs.push(point.design);
+        }
+    }
+    designs
+        .into_iter()
+        .map(|design| {
+            let mut ladder: Vec<&TrialPoint> =
+                points.iter().filter(|p| p.design == design).collect();
+            ladder.sort_by_key(|p| p.offered_pps);
+            let follows_up_to_pps = ladder
+                .iter()
+                .take_while(|p| follows(p))
+                .last()
+                .map(|p| p.offered_pps);
+            let peak = ladder
+                .iter()
+                .max_by(|a, b| a.echoed_pps.total_cmp(&b.echoed_pps))
+                .expect("a design has points");
+            DesignSummary {
+                design,
+                follows_up_to_pps,
+                peak_echoed_pps: peak.echoed_pps,
+                peak_at_offered_pps: peak.offered_pps,
+                echoed_at_highest_pps: ladder.last().map_or(0.0, |p| p.echoed_pps),
+                cyclic_max_ns: ladder
+                    .iter()
+                    .filter_map(|p| p.cyclic.as_ref().map(|c| c.max_ns))
+                    .max(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use irqlens_model::trial::CyclicLatency;
+
+    use super::*;
+
+    fn point(design: &str, offered: u64, sent: u64, echoed: u64, cyclic_max: u64) -> TrialPoint {
+        TrialPoint {
+            design: design.parse().unwrap(),
+            offered_pps: offered,
+            sent,
+            sent_pps: sent as f64,
+            echoed,
+            echoed_pps: echoed as f64,
+            loss_percent: loss_percent(sent, echoed),
+            echo_latency: None,
+            cyclic: Some(CyclicLatency {
+                max_ns: cyclic_max,
+                ..Default::default()
+            }),
+            cpu: CpuSplit::default(),
+        }
+    }
+
+    #[test]
+    fn quantiles_of_the_echoes() {
+        let mut latencies = echo_distribution();
+        assert_eq!(echo_latency(&latencies), None);
+        for us in 1..=100 {
+            latencies.add(us * 1_000);
+        }
+        let latency = echo_latency(&latencies).unwrap();
+        assert_eq!(latency.count, 100);
+        assert!((49_000..=51_000).contains(&latency.p50_ns), "{latency:?}");
+        assert!((98_000..=100_000).contains(&latency.p99_ns), "{latency:?}");
+        assert_eq!(latency.max_ns, 100_000);
+    }
+
+    #[test]
+    fn loss_counts_what_did_not_come_back() {
+        assert_eq!(loss_percent(0, 0), 0.0);
+        assert_eq!(loss_percent(200, 150), 25.0);
+        // echoes of datagrams sent just before the window
+        assert_eq!(loss_percent(100, 103), 0.0);
+    }
+
+    #[test]
+    fn the_split_takes_the_napi_thread_out_of_system_time() {
+        let before = CpuTimes::parse("cpu1 100 5 50 1000 3 1 20 0 0 0").unwrap();
+        let after = CpuTimes::parse("cpu1 130 5 110 1040 3 1 50 0 0 0").unwrap();
+        // 30 user, 60 system (40 of it the NAPI thread), 40 idle, 30 softirq: 160 ticks
+        let split = cpu_split(&before, &after, 40);
+        assert_eq!(split.user_percent, 100.0 * 30.0 / 160.0);
+        assert_eq!(split.system_percent, 100.0 * 20.0 / 160.0);
+        assert_eq!(split.napi_thread_percent, 100.0 * 40.0 / 160.0);
+        assert_eq!(split.softirq_percent, 100.0 * 30.0 / 160.0);
+        assert_eq!(split.idle_percent, 100.0 * 40.0 / 160.0);
+        // a thread's ticks counted a little ahead of the CPU's cannot go above system
+        assert_eq!(cpu_split(&before, &after, 99).system_percent, 0.0);
+        assert_eq!(CpuTimes::parse("cpu1 1 2"), None);
+        assert_eq!(CpuTimes::parse("cpu1 1 2 x 4 5 6 7"), None);
+    }
+
+    #[test]
+    fn a_design_follows_until_its_first_lossy_point() {
+        let points = vec![
+            point("threaded-fifo", 10_000, 10_000, 10_000, 30_000),
+            point("threaded-niced", 10_000, 10_000, 9_990, 20_000),
+            point("threaded-fifo", 50_000, 50_000, 2_000, 9_000_000),
+            point("threaded-niced", 50_000, 50_000, 30_000, 40_000),
+            // a lower rate measured later, and a recovery that does not count
+            point("threaded-fifo", 5_000, 5_000, 5_000, 10_000),
+            point("threaded-fifo", 90_000, 90_000, 89_000, 10_000),
+        ];
+        let summaries = summarize(&points);
+        assert_eq!(summaries.len(), 2);
+        let fifo = &summaries[0];
+        assert_eq!(fifo.design.to_string(), "threaded-fifo");
+        assert_eq!(fifo.follows_up_to_pps, Some(10_000));
+        assert_eq!(fifo.peak_echoed_pps, 89_000.0);
+        assert_eq!(fifo.peak_at_offered_pps, 90_000);
+        assert_eq!(fifo.echoed_at_highest_pps, 89_000.0);
+        assert_eq!(fifo.cyclic_max_ns, Some(9_000_000));
+        let niced = &summaries[1];
+        assert_eq!(niced.follows_up_to_pps, Some(10_000));
+        assert_eq!(niced.echoed_at_highest_pps, 30_000.0);
+        let lossy_from_the_start = summarize(&[point("softirq", 1_000, 1_000, 10, 0)]);
+        assert_eq!(lossy_from_the_start[0].follows_up_to_pps, None);
+    }
+}

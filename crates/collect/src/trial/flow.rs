@@ -1,0 +1,416 @@
+//! The load of one point: a UDP echo server (the consumer) on the receiving CPU, a paced
+//! load generator and the collector of its echoes on the sending CPU, each a thread of
+//! irqlens in its side's network namespace. Each datagram carries its sequence number
+//! and its send time, so that each echo gives a latency.
+
+use std::fs::File;
+use std::io::ErrorKind;
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+
+use super::testbed::{ECHO_PORT, RECEIVER_ADDRESS, SENDER_ADDRESS, Testbed};
+use crate::clock::monotonic_ns;
+use crate::sched::{set_affinity, set_priority};
+use irqlens_analyze::histogram::Distribution;
+use irqlens_analyze::trial::echo_distribution;
+use irqlens_model::sched::Priority;
+use irqlens_model::units::CpuList;
+
+/// Datagrams in one send (one GSO packet). Small: veth's NAPI polls 64 packets with
+/// bottom halves off, each segmented into this many datagrams, and with bottom halves
+/// off its thread cannot be preempted: larger batches would make every design look
+/// non-preemptible.
+const BATCH: usize = 8;
+/// How far the generator may fall behind its schedule before it gives up on the
+/// datagrams it is late for (they count as offered, not sent).
+const MAX_LAG: Duration = Duration::from_millis(10);
+/// How long a blocked receive waits before it looks at the stop flag.
+const POLL: Duration = Duration::from_millis(50);
+/// A header of sequence number and send time, both u64 little-endian.
+const HEADER: usize = 16;
+/// The generator's and the collector's scheduling: above the sending CPU's other
+/// SCHED_OTHER work, so that a busy machine cuts the offered rate less.
+const LOAD_PRIORITY: Priority = Priority::Other { nice: -10 };
+
+/// Moves the calling thread into network namespace `name` (sockets it makes then live
+/// there; the rest of the process stays where it is).
+fn enter_netns(name: &str) -> Result<()> {
+    let path = format!("/run/netns/{name}");
+    let file = File::open(&path).with_context(|| format!("opening {path}"))?;
+    // SAFETY: setns only reads the descriptor, which `file` keeps open during the call.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error()).context(format!("entering netns {name}"));
+    }
+    Ok(())
+}
+
+/// A thread of the flow, set up where and how it runs before it does anything.
+fn spawn<T: Send + 'static>(
+    name: &str,
+    netns: String,
+    cpu: u32,
+    priority: Option<Priority>,
+    body: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<JoinHandle<Result<T>>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            enter_netns(&netns)?;
+            set_affinity(&CpuList::single(cpu))?;
+            if let Some(priority) = priority {
+                set_priority(priority)?;
+            }
+            body()
+        })
+        .context("starting a thread")
+}
+
+/// Where the measuring window is, in sequence numbers (`u64::MAX`: not yet).
+struct Window {
+    first: AtomicU64,
+    end: AtomicU64,
+    sent_at_open: AtomicU64,
+    sent_at_close: AtomicU64,
+}
+
+/// What the collector counted in the window.
+struct Echoes {
+    count: u64,
+    latencies: Distribution,
+}
+
+/// A running flow: echo server, generator, collector.
+pub struct Flow {
+    stop: Arc<AtomicBool>,
+    /// Datagrams the generator numbered so far (sent or given up).
+    offered: Arc<AtomicU64>,
+    /// Datagrams the kernel took.
+    sent: Arc<AtomicU64>,
+    window: Arc<Window>,
+    server: Option<JoinHandle<Result<()>>>,
+    generator: Option<JoinHandle<Result<()>>>,
+    collector: Option<JoinHandle<Result<Echoes>>>,
+}
+
+/// What a flow measured in its window.
+pub struct FlowCounts {
+    /// Datagrams sent in the window.
+    pub sent: u64,
+    /// Of those, echoed back.
+    pub echoed: u64,
+    /// Send to echo, per echo.
+    pub latencies: Distribution,
+}
+
+impl Flow {
+    /// Starts the echo server on `receiving_cpu` at `consumer`'s priority, then the
+    /// generator sending `rate` datagrams of `payload` bytes a second and its collector
+    /// on `sending_cpu`.
+    pub fn start(
+        bed: &Testbed,
+        rate: u64,
+        payload: usize,
+        receiving_cpu: u32,
+        sending_cpu: u32,
+        consumer: Priority,
+    ) -> Result<Flow> {
+        let mut flow = Flow {
+            stop: Arc::new(AtomicBool::new(false)),
+            offered: Arc::new(AtomicU64::new(0)),
+            sent: Arc::new(AtomicU64::new(0)),
+            window: Arc::new(Window {
+                first: AtomicU64::new(u64::MAX),
+                end: AtomicU64::new(u64::MAX),
+                sent_at_open: AtomicU64::new(0),
+                sent_at_close: AtomicU64::new(0),
+            }),
+            server: None,
+            generator: None,
+            collector: None,
+        };
+        let (bound_tx, bound) = std::sync::mpsc::channel();
+        let stop = flow.stop.clone();
+        flow.server = Some(spawn(
+            "trial-echo",
+            bed.receiver.netns.clone(),
+            receiving_cpu,
+            Some(consumer),
+            move || {
+                let socket = UdpSocket::bind((RECEIVER_ADDRESS, ECHO_PORT))
+                    .context("binding the echo server");
+                let socket = match socket {
+                    Ok(socket) => {
+                        let _ = bound_tx.send(Ok(()));
+                        socket
+                    }
+                    Err(err) => {
+                        let _ = bound_tx.send(Err(anyhow!("{err:#}")));
+                        return Err(err);
+                    }
+                };
+                echo(&socket, &stop)
+            },
+        )?);
+        // no datagram before the server is bound: it would be lost for nothing
+        bound
+            .recv_timeout(Duration::from_secs(5))
+            .context("the echo server did not start")??;
+        let (socket_tx, socket_rx) = std::sync::mpsc::channel();
+        let (stop, offered, sent) = (flow.stop.clone(), flow.offered.clone(), flow.sent.clone());
+        let payload = payload.max(HEADER);
+        flow.generator = Some(spawn(
+            "trial-load",
+            bed.sender.netns.clone(),
+            sending_cpu,
+            Some(LOAD_PRIORITY),
+            move || {
+                let socket =
+                    UdpSocket::bind((SENDER_ADDRESS, 0)).context("binding the generator")?;
+                socket.connect((RECEIVER_ADDRESS, ECHO_PORT))?;
+                socket_tx
+                    .send(socket.try_clone()?)
+                    .map_err(|_| anyhow!("the collector is gone"))?;
+                generate(&socket, rate, payload, &stop, &offered, &sent)
+            },
+        )?);
+        let socket: UdpSocket = socket_rx
+            .recv_timeout(Duration::from_secs(5))
+            .context("the load generator did not start")?;
+        let (stop, window) = (flow.stop.clone(), flow.window.clone());
+        flow.collector = Some(spawn(
+            "trial-collect",
+            bed.sender.netns.clone(),
+            sending_cpu,
+            Some(LOAD_PRIORITY),
+            move || collect(&socket, &stop, &window),
+        )?);
+        Ok(flow)
+    }
+
+    /// Starts counting: from the next datagram numbered.
+    pub fn open_window(&self) {
+        let w = &self.window;
+        w.sent_at_open
+            .store(self.sent.load(Ordering::Relaxed), Ordering::Relaxed);
+        w.first
+            .store(self.offered.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// Stops counting the datagrams sent from now on (their echoes still come).
+    pub fn close_window(&self) {
+        let w = &self.window;
+        w.end
+            .store(self.offered.load(Ordering::Relaxed), Ordering::Relaxed);
+        w.sent_at_close
+            .store(self.sent.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// Waits `grace` for the last echoes, stops every thread and returns the counts.
+    pub fn finish(mut self, grace: Duration) -> Result<FlowCounts> {
+        std::thread::sleep(grace);
+        self.stop.store(true, Ordering::Relaxed);
+        join(self.generator.take())?;
+        let echoes = join(self.collector.take())?;
+        join(self.server.take())?;
+        let w = &self.window;
+        Ok(FlowCounts {
+            sent: w
+                .sent_at_close
+                .load(Ordering::Relaxed)
+                .saturating_sub(w.sent_at_open.load(Ordering::Relaxed)),
+            echoed: echoes.count,
+            latencies: echoes.latencies,
+        })
+    }
+}
+
+fn join<T>(handle: Option<JoinHandle<Result<T>>>) -> Result<T> {
+    handle
+        .expect("joined once")
+        .join()
+        .map_err(|_| anyhow!("a trial thread panicked"))?
+}
+
+impl Drop for Flow {
+    /// A flow not finished (an error) still stops its threads.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for handle in [self.generator.take(), self.server.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = handle.join();
+        }
+        if let Some(handle) = self.collector.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn timed_out(err: &std::io::Error) -> bool {
+    matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+/// Sets an integer socket option.
+fn set_socket_option(
+    socket: &UdpSocket,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+    what: &str,
+) -> Result<()> {
+    // SAFETY: `value` is a live c_int whose size is passed; the kernel only reads it.
+    let ret = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if ret != 0 {
+        return Err(std::io::Error::last_os_error()).context(what.to_owned());
+    }
+    Ok(())
+}
+
+/// The consumer: one datagram at a time, received and sent back (as inetd's echo).
+fn echo(socket: &UdpSocket, stop: &AtomicBool) -> Result<()> {
+    socket.set_read_timeout(Some(POLL))?;
+    let mut buffer = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        match socket.recv_from(&mut buffer) {
+            Ok((length, from)) => {
+                // a full queue on the way back drops the echo, as it would a request
+                let _ = socket.send_to(&buffer[..length], from);
+            }
+            Err(err) if timed_out(&err) || err.kind() == ErrorKind::Interrupted => {}
+            Err(err) => return Err(err).context("the echo server's receive"),
+        }
+    }
+    Ok(())
+}
+
+/// Sends `rate` datagrams a second, in batches as they fall due; counts every
+/// datagram numbered in `offered` and those the kernel took in `sent`.
+fn generate(
+    socket: &UdpSocket,
+    rate: u64,
+    payload: usize,
+    stop: &AtomicBool,
+    offered: &AtomicU64,
+    sent: &AtomicU64,
+) -> Result<()> {
+    segment_sends(socket, payload)?;
+    let mut batch = vec![0u8; payload * BATCH];
+    let max_lag = (rate as u128 * MAX_LAG.as_nanos() / 1_000_000_000) as u64;
+    let start = Instant::now();
+    let (mut numbered, mut taken) = (0u64, 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        let due = (start.elapsed().as_nanos() * rate as u128 / 1_000_000_000) as u64;
+        if due.saturating_sub(numbered) > max_lag.max(BATCH as u64) {
+            // too late for these: offered, never sent
+            numbered = due - BATCH as u64;
+        }
+        let count = due.saturating_sub(numbered).min(BATCH as u64) as usize;
+        if count == 0 {
+            let next = (numbered + 1) as f64 / rate as f64;
+            let wait = Duration::from_secs_f64(next).saturating_sub(start.elapsed());
+            std::thread::sleep(wait.clamp(Duration::from_micros(20), POLL));
+            continue;
+        }
+        let now = monotonic_ns();
+        for (i, datagram) in batch.chunks_mut(payload).take(count).enumerate() {
+            datagram[..8].copy_from_slice(&(numbered + i as u64).to_le_bytes());
+            datagram[8..HEADER].copy_from_slice(&now.to_le_bytes());
+        }
+        taken += send_batch(socket, &batch[..count * payload], payload)?;
+        numbered += count as u64;
+        offered.store(numbered, Ordering::Relaxed);
+        sent.store(taken, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// linux/udp.h's UDP_SEGMENT (libc has it for uclibc only): the datagram size of a
+/// segmentation offload send.
+const UDP_SEGMENT: libc::c_int = 103;
+
+/// Makes each send on `socket` a batch of datagrams of `size` bytes (UDP GSO): one system
+/// call and one trip down the sending stack per batch, so the sending CPU can offer more
+/// than the receiving one, which segments the batch in its bottom half (the socket of
+/// the echo server asks for single datagrams), can carry.
+fn segment_sends(socket: &UdpSocket, size: usize) -> Result<()> {
+    set_socket_option(
+        socket,
+        libc::IPPROTO_UDP,
+        UDP_SEGMENT,
+        size as libc::c_int,
+        "asking for UDP segmentation offload (UDP_SEGMENT, Linux 4.18)",
+    )
+}
+
+/// Sends `batch` (whole datagrams of the socket's segment size) in one call; returns
+/// how many datagrams the kernel took (none when its queues are full).
+fn send_batch(socket: &UdpSocket, batch: &[u8], payload: usize) -> Result<u64> {
+    match socket.send(batch) {
+        Ok(bytes) => Ok((bytes / payload) as u64),
+        Err(err)
+            if matches!(
+                err.raw_os_error(),
+                Some(libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED | libc::EINTR)
+            ) =>
+        {
+            Ok(0)
+        }
+        Err(err) => Err(err).context("sending the load"),
+    }
+}
+
+/// Receives the echoes until stopped; counts those of the datagrams numbered inside
+/// the window.
+fn collect(socket: &UdpSocket, stop: &AtomicBool, window: &Window) -> Result<Echoes> {
+    socket.set_read_timeout(Some(POLL))?;
+    let mut echoes = Echoes {
+        count: 0,
+        latencies: echo_distribution(),
+    };
+    let mut buffer = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        let length = match socket.recv(&mut buffer) {
+            Ok(length) => length,
+            Err(err)
+                if timed_out(&err)
+                    || matches!(
+                        err.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionRefused
+                    ) =>
+            {
+                continue;
+            }
+            Err(err) => return Err(err).context("receiving the echoes"),
+        };
+        let now = monotonic_ns();
+        if length < HEADER {
+            continue;
+        }
+        let word = |at: usize| u64::from_le_bytes(buffer[at..at + 8].try_into().expect("8 bytes"));
+        let (sequence, sent_ns) = (word(0), word(8));
+        let (first, end) = (
+            window.first.load(Ordering::Relaxed),
+            window.end.load(Ordering::Relaxed),
+        );
+        if sequence >= first && sequence < end {
+            echoes.count += 1;
+            echoes.latencies.add(now.saturating_sub(sent_ns));
+        }
+    }
+    Ok(echoes)
+}

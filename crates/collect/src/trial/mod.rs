@@ -1,0 +1,223 @@
+//! `irqlens trial net`: one point of the ladder (a design at an offered rate) measured
+//! on a test bed of its own: the echo load, the cyclic task (irqlens wakeup's timer
+//! thread) and the receiving CPU's time, all on the receiving CPU.
+
+pub mod flow;
+pub mod testbed;
+
+use std::fs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+
+use crate::journal::Journal;
+use crate::system;
+use crate::tap::Tap;
+use crate::wakeup::{self as wakeup_run, WakeupOutcome};
+use flow::Flow;
+use irqlens_analyze::trial::{CpuTimes, cpu_split, echo_latency, loss_percent};
+use irqlens_analyze::wakeup::Component;
+use irqlens_model::sched::Priority;
+use irqlens_model::trial::{CyclicLatency, Design, TrialOptions, TrialPoint};
+use irqlens_model::wakeup::WakeupOptions;
+use testbed::Testbed;
+
+/// How long the cyclic task may take to load its probes and measure.
+const CYCLIC_START_LIMIT: Duration = Duration::from_secs(20);
+/// How long the collector waits for the echoes of the last datagrams of a window.
+const ECHO_GRACE: Duration = Duration::from_millis(200);
+
+/// CPU `cpu`'s line of /proc/stat.
+fn cpu_times(cpu: u32) -> Result<CpuTimes> {
+    let stat = fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+    let name = format!("cpu{cpu}");
+    stat.lines()
+        .find(|line| line.split_whitespace().next() == Some(name.as_str()))
+        .and_then(CpuTimes::parse)
+        .ok_or_else(|| anyhow!("/proc/stat has no {name} line"))
+}
+
+/// A thread's utime + stime, clock ticks (0 once it is gone).
+fn thread_ticks(tid: u32) -> u64 {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{tid}/stat")) else {
+        return 0;
+    };
+    // the fields after the name, which is in parentheses and may hold spaces: state is
+    // the first, utime and stime the 12th and 13th
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    fields.iter().sum()
+}
+
+/// The receiving CPU and its NAPI threads' time, at one moment.
+fn snapshot(cpu: u32, napi_threads: &[u32]) -> Result<(CpuTimes, u64)> {
+    Ok((
+        cpu_times(cpu)?,
+        napi_threads.iter().map(|&tid| thread_ticks(tid)).sum(),
+    ))
+}
+
+/// Sleeps `duration`, or less if `stop` is set meanwhile; says whether it slept it all.
+fn sleep_unless(stop: &AtomicBool, duration: Duration) -> bool {
+    let until = Instant::now() + duration;
+    while !stop.load(Ordering::Relaxed) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
+    false
+}
+
+/// The cyclic task's figures on `cpu`: its total latency and the cause that took the
+/// most of it.
+fn cyclic_latency(outcome: &WakeupOutcome, cpu: u32) -> Option<CyclicLatency> {
+    let stats = outcome.stats.cpus.get(&cpu)?;
+    let total = stats.series(Component::Total)?;
+    let ranked = stats.ranked_causes();
+    let all_ns: u64 = ranked.iter().map(|(_, c)| c.total_ns).sum();
+    let irq_names = system::irq_line_names();
+    let symbols = system::kernel_symbols();
+    let top = ranked.first().filter(|(_, c)| c.total_ns > 0);
+    Some(CyclicLatency {
+        activations: stats.activations,
+        avg_ns: total.avg_ns()?,
+        p99_ns: total.quantile_ns(0.99)?,
+        max_ns: total.max_ns()?,
+        top_cause: top.map(|(cause, _)| cause.label(&irq_names, &|a| symbols.name(a))),
+        top_cause_percent: top.map(|(_, c)| 100.0 * c.total_ns as f64 / all_ns.max(1) as f64),
+    })
+}
+
+/// Measures `design` at `rate`: builds its bed, starts the load, then the cyclic task
+/// (`cyclic`, timer mode on the receiving CPU, measuring from its first second under
+/// load to the window's end), warms up and measures for the duration, and takes the
+/// bed down. `None` if `stop` was set meanwhile (the bed is taken down too).
+pub fn run_point(
+    journal: &mut Journal,
+    design: Design,
+    rate: u64,
+    options: &TrialOptions,
+    cyclic: &WakeupOptions,
+    stop: &AtomicBool,
+) -> Result<Option<TrialPoint>> {
+    let bed = Testbed::build(journal, design, options)?;
+    let measured = measure(&bed, design, rate, options, cyclic, stop);
+    let torn_down = bed.tear_down(journal);
+    let point = measured?;
+    torn_down.context("taking the test bed down")?;
+    Ok(point)
+}
+
+fn measure(
+    bed: &Testbed,
+    design: Design,
+    rate: u64,
+    options: &TrialOptions,
+    cyclic: &WakeupOptions,
+    stop: &AtomicBool,
+) -> Result<Option<TrialPoint>> {
+    let consumer = Priority::Other {
+        nice: options.consumer_nice,
+    };
+    let flow = Flow::start(
+        bed,
+        rate,
+        options.payload_bytes,
+        options.receiving_cpu,
+        options.sending_cpu,
+        consumer,
+    )?;
+    let warm_up = Duration::from_nanos(options.warm_up_ns);
+    let duration = Duration::from_nanos(options.duration_ns);
+    // the cyclic task's own flag: it ends with the window, or at once on Ctrl-C
+    let cyclic_stop = AtomicBool::new(false);
+    // its probes take a while to load on a flooded CPU: the warm-up starts once it
+    // measures, so that it measures the whole point
+    let cyclic_measures = AtomicBool::new(false);
+    let measured = std::thread::scope(|scope| {
+        let cyclic_run = scope.spawn(|| {
+            let ticked = |_: &_, _| cyclic_measures.store(true, Ordering::Relaxed);
+            let outcome =
+                wakeup_run::run(cyclic, &cyclic_stop, &mut Tap::default(), ticked, |_| {});
+            cyclic_measures.store(true, Ordering::Relaxed);
+            outcome
+        });
+        let windowed = (|| -> Result<Option<_>> {
+            let started = Instant::now();
+            while !cyclic_measures.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                anyhow::ensure!(
+                    started.elapsed() < CYCLIC_START_LIMIT,
+                    "the cyclic task did not start measuring within {CYCLIC_START_LIMIT:?}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !sleep_unless(stop, warm_up) {
+                return Ok(None);
+            }
+            let before = snapshot(options.receiving_cpu, &bed.napi_threads)?;
+            flow.open_window();
+            let full = sleep_unless(stop, duration);
+            flow.close_window();
+            let after = snapshot(options.receiving_cpu, &bed.napi_threads)?;
+            Ok(full.then_some((before, after)))
+        })();
+        cyclic_stop.store(true, Ordering::Relaxed);
+        let outcome = cyclic_run
+            .join()
+            .map_err(|_| anyhow!("the cyclic task panicked"))?;
+        Ok::<_, anyhow::Error>((windowed?, outcome?))
+    });
+    let counts = flow.finish(ECHO_GRACE)?;
+    let (window, outcome) = measured?;
+    let Some(((cpu_before, napi_before), (cpu_after, napi_after))) = window else {
+        return Ok(None);
+    };
+    let seconds = duration.as_secs_f64();
+    Ok(Some(TrialPoint {
+        design,
+        offered_pps: rate,
+        sent: counts.sent,
+        sent_pps: counts.sent as f64 / seconds,
+        echoed: counts.echoed,
+        echoed_pps: counts.echoed as f64 / seconds,
+        loss_percent: loss_percent(counts.sent, counts.echoed),
+        echo_latency: echo_latency(&counts.latencies),
+        cyclic: cyclic_latency(&outcome, options.receiving_cpu),
+        cpu: cpu_split(
+            &cpu_before,
+            &cpu_after,
+            napi_after.saturating_sub(napi_before),
+        ),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_threads_ticks_and_a_cpus_times_are_read() {
+        // this thread's own, after 50 ms of spinning (12 ticks at 250 Hz)
+        let tid = crate::sched::gettid();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(50) {
+            std::hint::black_box(0u64);
+        }
+        assert!(thread_ticks(tid) > 0, "50 ms of CPU count ticks");
+        assert_eq!(thread_ticks(u32::MAX), 0);
+        assert!(cpu_times(0).is_ok());
+    }
+}

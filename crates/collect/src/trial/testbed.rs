@@ -1,0 +1,291 @@
+//! The test bed of one point: two private network namespaces joined by a veth pair
+//! (GRO on on the receiving end, so that its NAPI can be threaded), the receive work put
+//! on the receiving CPU as the design says. Every change is journaled before it is made
+//! (the namespaces too, as [`Knob::Netns`]), and put back by [`Testbed::tear_down`], or
+//! by the journal's owner at its exit, or by `irqlens tune --revert` after a SIGKILL.
+
+use std::fs;
+use std::net::Ipv4Addr;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail, ensure};
+
+use crate::journal::{Journal, Knobs, SystemKnobs};
+use crate::knob::NETNS_PRESENT;
+use irqlens_model::sched::Priority;
+use irqlens_model::trial::{BottomHalf, Design, TrialOptions};
+use irqlens_model::tune::{Change, Knob};
+use irqlens_model::units::CpuList;
+
+/// The load generator's address, in the sending namespace.
+pub const SENDER_ADDRESS: Ipv4Addr = Ipv4Addr::new(169, 254, 251, 1);
+/// The echo server's address, in the receiving namespace.
+pub const RECEIVER_ADDRESS: Ipv4Addr = Ipv4Addr::new(169, 254, 251, 2);
+/// The echo server's port (RFC 862's).
+pub const ECHO_PORT: u16 = 7;
+/// What every trial namespace's name starts with.
+pub const NETNS_PREFIX: &str = "irqlens-trial-";
+
+/// One side of the veth pair.
+#[derive(Clone, Debug)]
+pub struct Side {
+    /// Its network namespace (`ip netns` name).
+    pub netns: String,
+    /// Its veth device.
+    pub device: String,
+}
+
+/// A built test bed; [`Testbed::tear_down`] undoes it.
+#[derive(Debug)]
+pub struct Testbed {
+    /// The load generator's side.
+    pub sender: Side,
+    /// The echo server's side.
+    pub receiver: Side,
+    /// The receiving device's NAPI threads (threaded designs).
+    pub napi_threads: Vec<u32>,
+    /// The journal entries made, in order.
+    applied: Vec<usize>,
+}
+
+/// Writes `to` to `knob`, journaled first; returns the entry.
+fn change(journal: &mut Journal, knob: Knob, to: &str) -> Result<usize> {
+    let from = SystemKnobs.read(&knob)?;
+    journal.apply(
+        &SystemKnobs,
+        Change {
+            knob,
+            from,
+            to: to.into(),
+        },
+    )
+}
+
+fn ip(args: &[&str]) -> Result<()> {
+    let output = Command::new("ip")
+        .args(args)
+        .output()
+        .context("running ip (iproute2)")?;
+    ensure!(
+        output.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(())
+}
+
+/// A hex CPU mask of one CPU, as rps_cpus takes it.
+fn mask(cpu: u32) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let (word, bit) = (cpu / 32, cpu % 32);
+    for w in (0..=word).rev() {
+        words.push(format!("{:08x}", if w == word { 1u32 << bit } else { 0 }));
+    }
+    words.join(",")
+}
+
+impl Testbed {
+    /// Builds the bed for `design` (names made of this process's id, so that two trials
+    /// cannot meet and a dead one's leftovers are told apart).
+    pub fn build(journal: &mut Journal, design: Design, options: &TrialOptions) -> Result<Self> {
+        let pid = std::process::id();
+        let side = |end: char| Side {
+            netns: format!("{NETNS_PREFIX}{pid}-{end}"),
+            // short: the NAPI thread's comm (15 bytes) is `napi/DEVICE-ID`
+            device: format!("t{pid}{end}"),
+        };
+        let mut bed = Testbed {
+            sender: side('s'),
+            receiver: side('r'),
+            napi_threads: Vec::new(),
+            applied: Vec::new(),
+        };
+        if let Err(err) = bed.set_up(journal, design, options) {
+            let _ = bed.tear_down(journal);
+            return Err(err);
+        }
+        Ok(bed)
+    }
+
+    fn apply(&mut self, journal: &mut Journal, knob: Knob, to: &str) -> Result<()> {
+        self.applied.push(change(journal, knob, to)?);
+        Ok(())
+    }
+
+    fn set_up(
+        &mut self,
+        journal: &mut Journal,
+        design: Design,
+        options: &TrialOptions,
+    ) -> Result<()> {
+        let (sender, receiver) = (self.sender.clone(), self.receiver.clone());
+        for side in [&sender, &receiver] {
+            let knob = Knob::Netns {
+                name: side.netns.clone(),
+            };
+            if SystemKnobs.read(&knob)? == NETNS_PRESENT {
+                bail!("network namespace {} exists already", side.netns);
+            }
+            self.apply(journal, knob, NETNS_PRESENT)?;
+        }
+        ip(&[
+            "link",
+            "add",
+            &sender.device,
+            "netns",
+            &sender.netns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &receiver.device,
+            "netns",
+            &receiver.netns,
+        ])?;
+        for (side, address) in [(&sender, SENDER_ADDRESS), (&receiver, RECEIVER_ADDRESS)] {
+            let address = format!("{address}/30");
+            ip(&[
+                "-n",
+                &side.netns,
+                "addr",
+                "add",
+                &address,
+                "dev",
+                &side.device,
+            ])?;
+            ip(&["-n", &side.netns, "link", "set", &side.device, "up"])?;
+        }
+        let ethtool = |side: &Side, args: &[&str]| -> Result<()> {
+            let mut all = vec!["netns", "exec", &side.netns, "ethtool", "-K", &side.device];
+            all.extend(args);
+            ip(&all)
+        };
+        // GRO gives the receiving veth a NAPI instance, which threaded mode needs; veth
+        // hands a UDP datagram to it only if the sending device has no TSO (else to the
+        // sending CPU's backlog)
+        ethtool(&receiver, &["gro", "on"])?;
+        ethtool(&sender, &["tso", "off"])?;
+        // the echoes' receive work stays on the sending CPU
+        let rps = |side: &Side| Knob::RpsCpus {
+            netns: Some(side.netns.clone()),
+            device: side.device.clone(),
+            queue: 0,
+        };
+        self.apply(journal, rps(&sender), &mask(options.sending_cpu))?;
+        if design.threaded() {
+            self.apply(
+                journal,
+                Knob::NapiThreaded {
+                    netns: Some(receiver.netns.clone()),
+                    device: receiver.device.clone(),
+                },
+                "1",
+            )?;
+            self.napi_threads = napi_threads(&receiver.device)?;
+            let priority = match design.bottom_half {
+                BottomHalf::ThreadedFifo => Priority::Fifo(options.napi_fifo_priority),
+                _ => Priority::Other {
+                    nice: options.napi_nice,
+                },
+            };
+            for &tid in &self.napi_threads.clone() {
+                let comm = thread_comm(tid)?;
+                let cpus = CpuList::single(options.receiving_cpu).to_string();
+                let affinity = Knob::ThreadAffinity {
+                    tid,
+                    comm: comm.clone(),
+                };
+                self.apply(journal, affinity, &cpus)?;
+                self.apply(
+                    journal,
+                    Knob::ThreadPriority { tid, comm },
+                    &priority.to_string(),
+                )?;
+            }
+        } else {
+            // the veth's NAPI runs where the sender sends; RPS moves NET_RX's protocol
+            // work (IP, UDP, the socket) to the receiving CPU
+            self.apply(journal, rps(&receiver), &mask(options.receiving_cpu))?;
+        }
+        if design.budget {
+            let sysctl = |name: &str| Knob::Sysctl {
+                name: format!("net.core.{name}"),
+            };
+            self.apply(
+                journal,
+                sysctl("netdev_budget"),
+                &options.budget_packets.to_string(),
+            )?;
+            if let Some(usecs) = options.budget_usecs {
+                self.apply(journal, sysctl("netdev_budget_usecs"), &usecs.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts back everything the bed changed, last first, and removes its namespaces
+    /// (with the veth pair and its NAPI threads). What fails stays in the journal.
+    pub fn tear_down(self, journal: &mut Journal) -> Result<()> {
+        let mut first_error = None;
+        for &index in self.applied.iter().rev() {
+            let knob = &journal.entries()[index].change.knob;
+            // a thread that went with its device has nothing to put back
+            let gone = matches!(knob, Knob::ThreadAffinity { tid, .. } | Knob::ThreadPriority { tid, .. }
+                if fs::metadata(format!("/proc/{tid}")).is_err());
+            let reverted = if gone {
+                journal.forget(index)
+            } else {
+                journal.revert(&SystemKnobs, index)
+            };
+            if let Err(err) = reverted {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+fn thread_comm(tid: u32) -> Result<String> {
+    let comm = fs::read_to_string(format!("/proc/{tid}/comm"))
+        .with_context(|| format!("thread {tid} is gone"))?;
+    Ok(comm.trim().to_owned())
+}
+
+/// The `napi/DEVICE-ID` kernel threads of `device`.
+fn napi_threads(device: &str) -> Result<Vec<u32>> {
+    // comm is cut at 15 bytes: the id may be missing, the device is not (it is short)
+    let prefix = format!("napi/{device}-");
+    let prefix = &prefix[..prefix.len().min(15)];
+    let mut tids = Vec::new();
+    for entry in fs::read_dir("/proc").context("reading /proc")? {
+        let entry = entry?;
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if thread_comm(tid).is_ok_and(|comm| comm.starts_with(prefix)) {
+            tids.push(tid);
+        }
+    }
+    ensure!(
+        !tids.is_empty(),
+        "{device} has no NAPI thread after threaded=1 (the kernel did not make one)"
+    );
+    Ok(tids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_name_one_cpu() {
+        assert_eq!(mask(0), "00000001");
+        assert_eq!(mask(1), "00000002");
+        assert_eq!(mask(33), "00000002,00000000");
+    }
+}

@@ -1,0 +1,127 @@
+//! `irqlens trial net`: each design at each offered rate on a test bed of its own, the
+//! changes journaled in tune's journal and put back at exit (`irqlens tune --revert`
+//! after a SIGKILL).
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use anyhow::{Context, Result, bail};
+
+use super::{STOP, interrupted};
+use crate::cli::TrialNetArgs;
+use irqlens_analyze::trial::summarize;
+use irqlens_collect::journal::{JOURNAL_PATH, Journal, SystemKnobs};
+use irqlens_collect::{knob, system, trial as trial_run};
+use irqlens_model::trial::{TrialPoint, TrialReport};
+use irqlens_present::html::Page;
+
+pub fn run(args: &TrialNetArgs) -> Result<()> {
+    let options = args.options()?;
+    let cyclic = args.cyclic()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!(
+            "irqlens trial needs root: it makes network namespaces and changes thread priorities"
+        );
+    }
+    system::check_can_trace()?;
+    if let Some(path) = &args.html {
+        // written at the end: a path that cannot be is refused before anything is built
+        std::fs::File::create(path).with_context(|| format!("--html {}", path.display()))?;
+    }
+    let progress = !args.quiet;
+    let mut session = Session(Some(Journal::begin(Path::new(JOURNAL_PATH), "trial")?));
+    let mut points = Vec::new();
+    let total = options.designs.len() * options.rates.len();
+    'ladder: for &design in &options.designs {
+        for &rate in &options.rates {
+            if interrupted() {
+                break 'ladder;
+            }
+            if progress {
+                eprintln!(
+                    "irqlens: trial {}/{total}: {design} at {rate}/s ...",
+                    points.len() + 1
+                );
+            }
+            let journal = session.0.as_mut().expect("a live session");
+            let Some(point) =
+                trial_run::run_point(journal, design, rate, &options, &cyclic, &STOP)?
+            else {
+                break 'ladder;
+            };
+            if progress {
+                eprintln!("irqlens:   {}", summary_line(&point));
+            }
+            points.push(point);
+        }
+    }
+    let failed = session.finish();
+    let report = TrialReport {
+        tool: irqlens_model::run::TOOL.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: "trial".into(),
+        load: "net".into(),
+        kernel: system::kernel_release(),
+        cpus: options.cpus(),
+        designs: summarize(&points),
+        options,
+        interrupted: interrupted() || STOP.load(Ordering::Relaxed),
+        points,
+    };
+    if let Some(path) = &args.html {
+        let mut page = Page::new("irqlens trial net", &report.kernel);
+        page.trial("irqlens trial net", &report);
+        super::write_html(&page, path)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        super::print_json(&mut out, &serde_json::to_value(&report)?)?;
+    } else {
+        irqlens_present::trial::write_text(&mut out, &report)?;
+    }
+    if failed > 0 {
+        bail!("{failed} change(s) could not be put back: run `irqlens tune --revert`");
+    }
+    Ok(())
+}
+
+/// A point's progress line.
+fn summary_line(point: &TrialPoint) -> String {
+    let cyclic = point.cyclic.as_ref().map_or("-".into(), |c| {
+        format!("{} us", irqlens_present::us(c.max_ns))
+    });
+    format!(
+        "sent {:.0}/s, echoed {:.0}/s ({:.1}% lost), cyclic max {cyclic}",
+        point.sent_pps, point.echoed_pps, point.loss_percent
+    )
+}
+
+/// The journal, whose changes are put back when the trial ends, however it ends.
+struct Session(Option<Journal>);
+
+impl Session {
+    /// Puts everything back; returns how many changes could not be.
+    fn finish(&mut self) -> usize {
+        let Some(journal) = self.0.take() else {
+            return 0;
+        };
+        let failed = journal.finish(&SystemKnobs, false);
+        for f in &failed {
+            eprintln!(
+                "irqlens: could not put back {} to {}: {:#}",
+                knob::describe(&f.change.knob),
+                f.change.from,
+                f.error
+            );
+        }
+        failed.len()
+    }
+}
+
+impl Drop for Session {
+    /// An error or a panic between two points still puts everything back.
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

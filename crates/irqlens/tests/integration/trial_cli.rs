@@ -1,0 +1,32 @@
+//! irqlens trial's bad input: one line and a non-zero exit, before anything is built (no
+//! root needed).
+
+use crate::common::*;
+
+#[test]
+fn bad_input_is_refused_in_one_line() {
+    for (args, expected) in [
+        (&["trial", "net", "--rates", "0"][..], "'0' is not a rate"),
+        (
+            &["trial", "net", "--rates", "50k,fast"],
+            "'fast' is not a rate",
+        ),
+        (
+            &["trial", "net", "--designs", "softirq,polled"],
+            "'polled' is not a design",
+        ),
+        (
+            &["trial", "net", "--sending-cpu", "1", "--receiving-cpu", "1"],
+            "--sending-cpu and --receiving-cpu must differ",
+        ),
+        (
+            &["trial", "net", "--receiving-cpu", "4095"],
+            "CPU 4095 is offline or does not exist",
+        ),
+        (&["trial", "net", "-d", "0"], "must be longer than zero"),
+        (&["trial", "net", "--consumer-nice", "20"], "20"),
+        (&["trial", "net", "--payload", "8"], "8"),
+    ] {
+        assert_fails_with(args, expected);
+    }
+}

@@ -1,0 +1,256 @@
+//! irqlens trial against ground truth: under a flood the receiving CPU cannot carry, each
+//! design's receive work runs where it says (NET_RX or the NAPI thread on the receiving
+//! CPU); a SCHED_FIFO NAPI thread starves the echo server where a niced one lets it echo
+//! (Chubb & Song); and whatever ends the trial (its end, SIGTERM, SIGKILL then
+//! `tune --revert`), the machine is left as found. Needs root (CI runs as root).
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+const JOURNAL: &str = "/run/irqlens/tune.journal";
+const NETDEV_BUDGET: &str = "/proc/sys/net/core/netdev_budget";
+const NETDEV_BUDGET_USECS: &str = "/proc/sys/net/core/netdev_budget_usecs";
+/// Far beyond what CPU 1 of the 2-CPU test VM carries (it echoes 60k to 130k/s at most).
+const FLOOD: &str = "1M";
+
+fn read(path: &str) -> String {
+    fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .trim()
+        .to_owned()
+}
+
+/// The trial namespaces that exist now.
+fn trial_namespaces() -> Vec<String> {
+    fs::read_dir("/run/netns")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|name| name.starts_with("irqlens-trial-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What a trial may change, as found.
+#[derive(Debug, PartialEq)]
+struct MachineState {
+    budget: String,
+    budget_usecs: String,
+    namespaces: Vec<String>,
+    journal: bool,
+}
+
+fn machine_state() -> MachineState {
+    MachineState {
+        budget: read(NETDEV_BUDGET),
+        budget_usecs: read(NETDEV_BUDGET_USECS),
+        namespaces: trial_namespaces(),
+        journal: Path::new(JOURNAL).exists(),
+    }
+}
+
+fn assert_left_as_found(before: &MachineState, when: &str) {
+    assert_eq!(&machine_state(), before, "{when}");
+    assert_eq!(
+        programs_left_after_exit(),
+        Vec::<String>::new(),
+        "{when}: BPF programs left"
+    );
+}
+
+fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn point<'a>(doc: &'a serde_json::Value, design: &str) -> &'a serde_json::Value {
+    doc["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .find(|p| p["design"] == design)
+        .unwrap_or_else(|| panic!("no {design} point in {doc:#}"))
+}
+
+/// About 15 s: three points of 2 s after 0.5 s of warm-up, each with its bed and probes.
+///
+/// Each design's receive work runs where the design puts it, under a flood the CPU
+/// cannot carry (with the NAPI thread at the consumer's nice, the default, the echo rates
+/// of threaded-fifo and threaded-niced are too close on this VM to be ordered: the
+/// collapse is asserted with the slides' nice offset below).
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
+    assert_root();
+    let before = machine_state();
+    let output = irqlens_ok(&[
+        "trial",
+        "net",
+        "--designs",
+        "softirq,threaded-fifo,threaded-niced",
+        "--rates",
+        FLOOD,
+        "-d",
+        "2",
+        "--json",
+    ]);
+    assert_valid_document(&output.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["command"], "trial");
+    let number = |p: &serde_json::Value, path: &[&str]| {
+        path.iter()
+            .fold(p, |v, key| &v[*key])
+            .as_f64()
+            .unwrap_or_else(|| panic!("{path:?} in {p:#}"))
+    };
+    for design in ["softirq", "threaded-fifo", "threaded-niced"] {
+        let p = point(&doc, design);
+        let figures = format!(
+            "{design}: sent {:.0}/s, echoed {:.0}/s, loss {:.1}%, CPU 1 softirq {:.0}% NAPI \
+             thread {:.0}%, cyclic max {} ns",
+            number(p, &["sent_pps"]),
+            number(p, &["echoed_pps"]),
+            number(p, &["loss_percent"]),
+            number(p, &["cpu", "softirq_percent"]),
+            number(p, &["cpu", "napi_thread_percent"]),
+            p["cyclic"]["max_ns"],
+        );
+        eprintln!("{figures}");
+        // the generator offered the flood, and CPU 1 could not echo most of it
+        assert!(number(p, &["sent_pps"]) > 500_000.0, "{figures}");
+        assert!(number(p, &["loss_percent"]) > 50.0, "{figures}");
+        assert!(number(p, &["echoed_pps"]) > 0.0, "{figures}");
+        assert!(number(p, &["echo_latency", "p50_ns"]) > 0.0, "{figures}");
+        assert!(number(p, &["cyclic", "activations"]) > 1_000.0, "{figures}");
+        let (softirq, napi) = (
+            number(p, &["cpu", "softirq_percent"]),
+            number(p, &["cpu", "napi_thread_percent"]),
+        );
+        if design == "softirq" {
+            assert!(softirq > 30.0 && napi == 0.0, "NET_RX on CPU 1: {figures}");
+        } else {
+            assert!(
+                napi > 30.0 && softirq < napi,
+                "the NAPI thread on CPU 1: {figures}"
+            );
+        }
+    }
+    assert_left_as_found(&before, "after the trial");
+}
+
+/// About 12 s. The slides' collapse, with their remedy: the NAPI thread niced below its
+/// consumer (here 15 levels: at equal nice the thread's non-preemptible polls still take
+/// most of the CPU on this kernel, see the README). Measured on the test VM at 1M/s:
+/// threaded-fifo 11k echoes/s, threaded-niced 90k.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_fifo_napi_thread_starves_the_echo_server_and_a_niced_one_does_not() {
+    assert_root();
+    let before = machine_state();
+    let output = irqlens_ok(&[
+        "trial",
+        "net",
+        "--designs",
+        "threaded-fifo,threaded-niced",
+        "--rates",
+        FLOOD,
+        "-d",
+        "3",
+        "--consumer-nice",
+        "-10",
+        "--napi-nice",
+        "5",
+        "--json",
+    ]);
+    assert_valid_document(&output.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (fifo, niced) = (point(&doc, "threaded-fifo"), point(&doc, "threaded-niced"));
+    let echoed = |p: &serde_json::Value| p["echoed_pps"].as_f64().unwrap();
+    let figures = format!(
+        "echoed/s: threaded-fifo {:.0}, threaded-niced {:.0}; sent/s {} and {}; NAPI thread \
+         {}% and {}% of CPU 1; cyclic max {} and {} ns",
+        echoed(fifo),
+        echoed(niced),
+        fifo["sent_pps"],
+        niced["sent_pps"],
+        fifo["cpu"]["napi_thread_percent"],
+        niced["cpu"]["napi_thread_percent"],
+        fifo["cyclic"]["max_ns"],
+        niced["cyclic"]["max_ns"],
+    );
+    eprintln!("{figures}");
+    assert!(
+        echoed(fifo) < 0.5 * echoed(niced),
+        "threaded-fifo should echo far less than threaded-niced: {figures}"
+    );
+    assert!(fifo["loss_percent"].as_f64().unwrap() > 90.0, "{figures}");
+    assert!(niced["cyclic"]["max_ns"].as_u64().unwrap() > 0, "{figures}");
+    assert_left_as_found(&before, "after the trial");
+}
+
+/// Starts a trial whose first point caps the budget, and waits until its bed is up.
+fn start_budget_trial() -> std::process::Child {
+    let trial = start(&[
+        "trial",
+        "net",
+        "--designs",
+        "budget,threaded-fifo",
+        "--rates",
+        "100k",
+        "-d",
+        "20",
+        "--budget",
+        "17",
+    ]);
+    wait_until("the trial's bed", Duration::from_secs(20), || {
+        read(NETDEV_BUDGET) == "17" && trial_namespaces().len() == 2
+    });
+    trial
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn sigterm_mid_point_puts_everything_back() {
+    assert_root();
+    let before = machine_state();
+    let trial = start_budget_trial();
+    // into the point: the load and the cyclic task run
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: kill only sends a signal to the child started above, not yet waited for.
+    unsafe { libc::kill(trial.id() as i32, libc::SIGTERM) };
+    let output = trial.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("interrupted"), "{text}");
+    assert_left_as_found(&before, "after SIGTERM");
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_killed_trial_is_undone_by_tune_revert() {
+    assert_root();
+    let before = machine_state();
+    let mut trial = start_budget_trial();
+    trial.kill().unwrap();
+    trial.wait().unwrap();
+    assert_eq!(read(NETDEV_BUDGET), "17", "SIGKILL left the change");
+    assert_eq!(trial_namespaces().len(), 2, "SIGKILL left the namespaces");
+    let reverted = irqlens_ok(&["tune", "--revert"]);
+    let text = String::from_utf8_lossy(&reverted.stdout);
+    assert!(
+        text.contains("put back network namespace irqlens-trial-"),
+        "{text}"
+    );
+    assert_left_as_found(&before, "after tune --revert");
+}

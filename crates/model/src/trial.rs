@@ -1,0 +1,315 @@
+//! `irqlens trial net`: bottom-half designs measured side by side under a UDP echo load
+//! (Chubb & Song, "Interrupts Considered Harmful"): the options, one result per design
+//! and offered rate, and the JSON document.
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::sched::Priority;
+use crate::units::CpuList;
+
+/// Where the receiving CPU's network receive work runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BottomHalf {
+    /// NAPI in softirq context (NET_RX, stock): steered to the receiving CPU by RPS.
+    Softirq,
+    /// Threaded NAPI, the `napi/DEV-N` thread at SCHED_FIFO (what PREEMPT_RT does to
+    /// IRQ threads).
+    ThreadedFifo,
+    /// Threaded NAPI at SCHED_OTHER with the consumer's nice (the slides' fix).
+    ThreadedNiced,
+}
+
+/// A bottom-half design: where the receive work runs, and whether the softirq budget
+/// (`net.core.netdev_budget`, `netdev_budget_usecs`) is capped on top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Design {
+    /// Where the receive work runs.
+    pub bottom_half: BottomHalf,
+    /// Whether the softirq budget is capped.
+    pub budget: bool,
+}
+
+impl Design {
+    /// The default designs: the slides' three and the capped softirq.
+    pub fn defaults() -> Vec<Design> {
+        ["softirq", "threaded-fifo", "threaded-niced", "budget"]
+            .iter()
+            .map(|name| name.parse().expect("a known design"))
+            .collect()
+    }
+
+    /// Whether the receive work runs in a NAPI thread.
+    pub fn threaded(&self) -> bool {
+        self.bottom_half != BottomHalf::Softirq
+    }
+}
+
+impl fmt::Display for Design {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self.bottom_half {
+            BottomHalf::Softirq => "softirq",
+            BottomHalf::ThreadedFifo => "threaded-fifo",
+            BottomHalf::ThreadedNiced => "threaded-niced",
+        };
+        match (self.bottom_half, self.budget) {
+            (BottomHalf::Softirq, true) => f.write_str("budget"),
+            (_, true) => write!(f, "{name}+budget"),
+            (_, false) => f.write_str(name),
+        }
+    }
+}
+
+impl FromStr for Design {
+    type Err = String;
+
+    /// `softirq`, `threaded-fifo`, `threaded-niced`, each with an optional `+budget`;
+    /// `budget` alone is `softirq+budget`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (name, budget) = match text.trim().strip_suffix("+budget") {
+            Some(name) => (name, true),
+            None => (text.trim(), false),
+        };
+        let bottom_half = match name {
+            "softirq" => BottomHalf::Softirq,
+            "threaded-fifo" => BottomHalf::ThreadedFifo,
+            "threaded-niced" => BottomHalf::ThreadedNiced,
+            "budget" if !budget => {
+                return Ok(Design {
+                    bottom_half: BottomHalf::Softirq,
+                    budget: true,
+                });
+            }
+            _ => {
+                return Err(format!(
+                    "'{text}' is not a design (softirq, threaded-fifo, threaded-niced, budget, \
+                     or one of the first three with +budget)"
+                ));
+            }
+        };
+        Ok(Design {
+            bottom_half,
+            budget,
+        })
+    }
+}
+
+impl Serialize for Design {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Design {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Design {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Design".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A bottom-half design: softirq, threaded-fifo, threaded-niced, \
+                            budget (softirq+budget), or threaded-*+budget.",
+            "type": "string",
+            "pattern": "^(softirq|threaded-fifo|threaded-niced|budget)(\\+budget)?$",
+        })
+    }
+}
+
+/// What `irqlens trial net` measures, and how.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TrialOptions {
+    /// The CPU that receives: its bottom half, the echo server and the cyclic task.
+    pub receiving_cpu: u32,
+    /// The CPU the load generator (and the echo collector) runs on.
+    pub sending_cpu: u32,
+    /// The offered rates, packets/s, lowest first.
+    pub rates: Vec<u64>,
+    /// The designs, in the order measured.
+    pub designs: Vec<Design>,
+    /// How long each point is measured, ns.
+    pub duration_ns: u64,
+    /// How long each point runs before it is measured, ns.
+    pub warm_up_ns: u64,
+    /// The UDP payload, bytes (a sequence number and the send time, then zeros).
+    pub payload_bytes: usize,
+    /// The echo server's (the consumer's) nice.
+    pub consumer_nice: i32,
+    /// The NAPI thread's nice in `threaded-niced` (the consumer's unless told: the
+    /// slides settled on the consumer's + 5 for their echo).
+    pub napi_nice: i32,
+    /// The NAPI thread's SCHED_FIFO priority in `threaded-fifo`.
+    pub napi_fifo_priority: u32,
+    /// The cyclic task's scheduling (irqlens wakeup's timer thread), as `f:95`.
+    #[schemars(with = "String")]
+    pub cyclic_priority: Priority,
+    /// The cyclic task's period, ns.
+    pub cyclic_period_ns: u64,
+    /// `net.core.netdev_budget` in the `+budget` designs (packets per NET_RX round).
+    pub budget_packets: u32,
+    /// `net.core.netdev_budget_usecs` in the `+budget` designs; none: left as it is (the
+    /// kernel refuses less than 2 jiffies).
+    pub budget_usecs: Option<u32>,
+}
+
+impl TrialOptions {
+    /// The CPUs the test bed uses.
+    pub fn cpus(&self) -> CpuList {
+        [self.sending_cpu, self.receiving_cpu].into_iter().collect()
+    }
+}
+
+/// Quantiles of a latency, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EchoLatency {
+    /// Echoes measured.
+    pub count: u64,
+    /// Median, ns.
+    pub p50_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// Largest, ns.
+    pub max_ns: u64,
+}
+
+/// The cyclic task's latency at one point (irqlens wakeup, timer mode, on the
+/// receiving CPU).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CyclicLatency {
+    /// Activations measured.
+    pub activations: u64,
+    /// Mean total latency (expiry to the thread's clock read), ns.
+    pub avg_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// Largest, ns.
+    pub max_ns: u64,
+    /// The cause that took the most time in the decomposed samples, as wakeup names it.
+    pub top_cause: Option<String>,
+    /// Its share of the decomposed samples' latency, percent.
+    pub top_cause_percent: Option<f64>,
+}
+
+/// Where the receiving CPU's time went during a point, percent of the elapsed time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuSplit {
+    /// User time (the echo server and the cyclic task), nice included.
+    pub user_percent: f64,
+    /// Kernel time outside the NAPI thread (system calls: the echo's receive and send).
+    pub system_percent: f64,
+    /// Softirq time (NET_RX in `softirq`).
+    pub softirq_percent: f64,
+    /// Hard IRQ time.
+    pub irq_percent: f64,
+    /// The NAPI thread's time (threaded designs), taken out of system time.
+    pub napi_thread_percent: f64,
+    /// Idle (and iowait).
+    pub idle_percent: f64,
+}
+
+/// One design at one offered rate.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TrialPoint {
+    /// The design.
+    pub design: Design,
+    /// The rate asked of the load generator, packets/s.
+    pub offered_pps: u64,
+    /// Datagrams sent while measuring.
+    pub sent: u64,
+    /// Sent per second (below offered when the sending CPU cannot keep up).
+    pub sent_pps: f64,
+    /// Of those, echoed back.
+    pub echoed: u64,
+    /// Echoed per second.
+    pub echoed_pps: f64,
+    /// Sent but not echoed, percent.
+    pub loss_percent: f64,
+    /// Send to echo received, per echo; none if nothing came back.
+    pub echo_latency: Option<EchoLatency>,
+    /// The cyclic task's latency; none if it measured nothing.
+    pub cyclic: Option<CyclicLatency>,
+    /// The receiving CPU's time.
+    pub cpu: CpuSplit,
+}
+
+/// How one design behaved over the ladder.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct DesignSummary {
+    /// The design.
+    pub design: Design,
+    /// The highest offered rate up to which every point echoed at least
+    /// `FOLLOWING_SHARE` of what was sent; none if the lowest did not.
+    pub follows_up_to_pps: Option<u64>,
+    /// The most echoed per second at any rate.
+    pub peak_echoed_pps: f64,
+    /// The offered rate of that peak.
+    pub peak_at_offered_pps: u64,
+    /// Echoed per second at the highest offered rate.
+    pub echoed_at_highest_pps: f64,
+    /// The cyclic task's largest latency over the ladder, ns.
+    pub cyclic_max_ns: Option<u64>,
+}
+
+/// The JSON document of `irqlens trial net`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TrialReport {
+    /// Always "irqlens".
+    pub tool: String,
+    /// The irqlens version that printed it.
+    pub version: String,
+    /// Always "trial".
+    pub command: String,
+    /// What was put under load: "net".
+    pub load: String,
+    /// The kernel release measured.
+    pub kernel: String,
+    /// The CPUs used (sending, receiving).
+    pub cpus: CpuList,
+    /// The options.
+    pub options: TrialOptions,
+    /// Whether Ctrl-C/SIGTERM cut the ladder short (the points after it were not run).
+    pub interrupted: bool,
+    /// One per design and rate, in the order measured.
+    pub points: Vec<TrialPoint>,
+    /// One per design.
+    pub designs: Vec<DesignSummary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn designs_parse_and_print_back() {
+        for name in [
+            "softirq",
+            "threaded-fifo",
+            "threaded-niced",
+            "budget",
+            "threaded-fifo+budget",
+            "threaded-niced+budget",
+        ] {
+            let design: Design = name.parse().unwrap();
+            assert_eq!(design.to_string(), name);
+            let json = serde_json::to_string(&design).unwrap();
+            assert_eq!(serde_json::from_str::<Design>(&json).unwrap(), design);
+        }
+        assert_eq!(
+            "softirq+budget".parse::<Design>().unwrap().to_string(),
+            "budget"
+        );
+        for bad in ["", "fifo", "budget+budget", "threaded-fifo+"] {
+            let err = bad.parse::<Design>().unwrap_err();
+            assert!(err.contains("is not a design"), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! `irqlens trial net`: one table per design, a row per offered rate (echo throughput and
+//! latency, the cyclic task's latency and top cause, the receiving CPU's time), then a
+//! line per design saying where its echo stopped following the offered rate.
+
+use std::io::{self, Write};
+
+use irqlens_model::trial::{TrialPoint, TrialReport};
+
+use super::table::{Column, TextTable};
+
+/// Columns of a design's ladder (rtla's style: whole µs, percentages of the CPU).
+pub(crate) const POINT_COLUMNS: [Column; 17] = [
+    Column::right("OFFERED", 8),
+    Column::right("SENT/s", 8),
+    Column::right("ECHOED/s", 8),
+    Column::right("LOSS", 6),
+    Column::right("ECHO p50", 8).gap(2),
+    Column::right("p99", 6),
+    Column::right("max", 6),
+    Column::right("CYC avg", 7).gap(2),
+    Column::right("q99", 6),
+    Column::right("max", 6),
+    Column::right("USR", 4).gap(2),
+    Column::right("SYS", 4),
+    Column::right("SIRQ", 4),
+    Column::right("NAPI", 4),
+    Column::right("IRQ", 4),
+    Column::right("IDLE", 4),
+    Column::left("CYC TOP CAUSE", 13).gap(2),
+];
+
+fn percent(value: f64) -> String {
+    format!("{value:.0}%")
+}
+
+/// A point's cells, as both the text table and the HTML report show them.
+pub(crate) fn cells(point: &TrialPoint) -> Vec<String> {
+    let us = |ns: Option<u64>| ns.map_or("-".into(), |ns| super::us(ns).to_string());
+    let echo = point.echo_latency.as_ref();
+    let cyclic = point.cyclic.as_ref();
+    let cause = cyclic
+        .and_then(|c| {
+            Some(format!(
+                "{} {:.0}%",
+                c.top_cause.as_ref()?,
+                c.top_cause_percent?
+            ))
+        })
+        .unwrap_or_else(|| "-".into());
+    let cpu = &point.cpu;
+    vec![
+        point.offered_pps.to_string(),
+        format!("{:.0}", point.sent_pps),
+        format!("{:.0}", point.echoed_pps),
+        format!("{:.1}%", point.loss_percent),
+        us(echo.map(|e| e.p50_ns)),
+        us(echo.map(|e| e.p99_ns)),
+        us(echo.map(|e| e.max_ns)),
+        us(cyclic.map(|c| c.avg_ns)),
+        us(cyclic.map(|c| c.p99_ns)),
+        us(cyclic.map(|c| c.max_ns)),
+        percent(cpu.user_percent),
+        percent(cpu.system_percent),
+        percent(cpu.softirq_percent),
+        percent(cpu.napi_thread_percent),
+        percent(cpu.irq_percent),
+        percent(cpu.idle_percent),
+        cause,
+    ]
+}
+
+/// The report as text.
+pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
+    let o = &report.options;
+    writeln!(
+        out,
+        "trial net: echo server on CPU {} (SCHED_OTHER nice {}), load from CPU {}, cyclic task \
+         {} every {} us on CPU {}; {} s per point after {} s of warm-up; times in us, CPU split \
+         of CPU {}",
+        o.receiving_cpu,
+        o.consumer_nice,
+        o.sending_cpu,
+        o.cyclic_priority,
+        o.cyclic_period_ns / 1_000,
+        o.receiving_cpu,
+        o.duration_ns as f64 / 1e9,
+        o.warm_up_ns as f64 / 1e9,
+        o.receiving_cpu,
+    )?;
+    for summary in &report.designs {
+        writeln!(out)?;
+        writeln!(out, "{}", describe(&summary.design.to_string(), report))?;
+        let mut table = TextTable::new("  ", &POINT_COLUMNS).headings();
+        for point in report.points.iter().filter(|p| p.design == summary.design) {
+            table.row(&cells(point));
+        }
+        table.write(out)?;
+    }
+    if !report.designs.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Where the echo stops following the offered rate (95% echoed):"
+        )?;
+    }
+    for s in &report.designs {
+        let follows = s
+            .follows_up_to_pps
+            .map_or("not at the lowest rate".into(), |pps| {
+                format!("up to {pps}/s")
+            });
+        let cyclic = s
+            .cyclic_max_ns
+            .map_or("-".into(), |ns| format!("{} us", super::us(ns)));
+        writeln!(
+            out,
+            "  {:<22} follows {follows}; peak {:.0}/s echoed at {}/s offered; {:.0}/s at the \
+             highest; cyclic max {cyclic}",
+            s.design.to_string(),
+            s.peak_echoed_pps,
+            s.peak_at_offered_pps,
+            s.echoed_at_highest_pps,
+        )?;
+    }
+    if report.interrupted {
+        writeln!(
+            out,
+            "(interrupted: the points after the last shown were not run)"
+        )?;
+    }
+    Ok(())
+}
+
+/// A design in words, as measured.
+pub(crate) fn describe(design: &str, report: &TrialReport) -> String {
+    let o = &report.options;
+    let parsed: irqlens_model::trial::Design = design.parse().expect("a design prints back");
+    let bottom_half = match parsed.bottom_half {
+        irqlens_model::trial::BottomHalf::Softirq => {
+            "NAPI in softirq, NET_RX steered to the receiving CPU by RPS".to_string()
+        }
+        irqlens_model::trial::BottomHalf::ThreadedFifo => {
+            format!("threaded NAPI at SCHED_FIFO {}", o.napi_fifo_priority)
+        }
+        irqlens_model::trial::BottomHalf::ThreadedNiced => {
+            format!("threaded NAPI at SCHED_OTHER nice {}", o.napi_nice)
+        }
+    };
+    let budget = match (parsed.budget, o.budget_usecs) {
+        (false, _) => String::new(),
+        (true, None) => format!(", netdev_budget {}", o.budget_packets),
+        (true, Some(usecs)) => format!(
+            ", netdev_budget {} and netdev_budget_usecs {usecs}",
+            o.budget_packets
+        ),
+    };
+    format!("{design}: {bottom_half}{budget}")
+}
+
+#[cfg(test)]
+mod tests {
+    use irqlens_model::sched::Priority;
+    use irqlens_model::trial::{CpuSplit, CyclicLatency, DesignSummary, EchoLatency, TrialOptions};
+
+    use super::*;
+
+    #[test]
+    fn a_design_gets_its_table_and_its_summary_line() {
+        let design = "threaded-fifo".parse().unwrap();
+        let options = TrialOptions {
+            receiving_cpu: 1,
+            sending_cpu: 0,
+            rates: vec![50_000],
+            designs: vec![design],
+            duration_ns: 3_000_000_000,
+            warm_up_ns: 500_000_000,
+            payload_bytes: 64,
+            consumer_nice: 0,
+            napi_nice: 0,
+            napi_fifo_priority: 50,
+            cyclic_priority: Priority::Fifo(95),
+            cyclic_period_ns: 500_000,
+            budget_packets: 32,
+            budget_usecs: None,
+        };
+        let point = TrialPoint {
+            design,
+            offered_pps: 50_000,
+            sent: 150_000,
+            sent_pps: 50_000.0,
+            echoed: 3_000,
+            echoed_pps: 1_000.0,
+            loss_percent: 98.0,
+            echo_latency: Some(EchoLatency {
+                count: 3_000,
+                p50_ns: 1_500_000,
+                p99_ns: 9_000_000,
+                max_ns: 12_345_678,
+            }),
+            cyclic: Some(CyclicLatency {
+                activations: 6_000,
+                avg_ns: 20_000,
+                p99_ns: 120_000,
+                max_ns: 950_000,
+                top_cause: Some("thread napi/t1r-8".into()),
+                top_cause_percent: Some(61.0),
+            }),
+            cpu: CpuSplit {
+                napi_thread_percent: 93.0,
+                user_percent: 4.0,
+                ..Default::default()
+            },
+        };
+        let report = TrialReport {
+            tool: "irqlens".into(),
+            version: "0".into(),
+            command: "trial".into(),
+            load: "net".into(),
+            kernel: "6.18".into(),
+            cpus: options.cpus(),
+            options,
+            interrupted: false,
+            points: vec![point],
+            designs: vec![DesignSummary {
+                design,
+                follows_up_to_pps: None,
+                peak_echoed_pps: 1_000.0,
+                peak_at_offered_pps: 50_000,
+                echoed_at_highest_pps: 1_000.0,
+                cyclic_max_ns: Some(950_000),
+            }],
+        };
+        let mut text = Vec::new();
+        write_text(&mut text, &report).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("threaded-fifo: threaded NAPI at SCHED_FIFO 50"),
+            "{text}"
+        );
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("50000"))
+            .expect("a row");
+        for cell in [
+            "1000",
+            "98.0%",
+            "1500",
+            "12345",
+            "950",
+            "93%",
+            "thread napi/t1r-8 61%",
+        ] {
+            assert!(row.contains(cell), "{cell} in {row}");
+        }
+        assert!(
+            text.contains("follows not at the lowest rate; peak 1000/s echoed at 50000/s"),
+            "{text}"
+        );
+    }
+}
