@@ -37,14 +37,44 @@ pub struct Outcome {
     pub run: SteerRun,
 }
 
-/// Steers until `options.duration` passes or `stop` is set; `on_change` sees each change
-/// as it is made. Every thread changed is put back before it returns (and on a panic).
+/// Steers until `options.duration` passes or `stop` is set, with a journal of its own;
+/// `on_change` sees each change as it is made. Every thread changed is put back before it
+/// returns (and on a panic).
 pub fn run(
     options: &SteerOptions,
     stop: &AtomicBool,
-    mut on_change: impl FnMut(&SteerChange),
+    on_change: impl FnMut(&SteerChange),
 ) -> Result<Outcome> {
     system::check_can_trace()?;
+    let mut journal = if options.dry_run {
+        None
+    } else {
+        Some(Journal::begin(Path::new(JOURNAL_PATH), "steer")?)
+    };
+    let outcome = run_in(options, stop, journal.as_mut(), on_change);
+    let failed = journal
+        .map(|j| j.finish(&SystemKnobs, false))
+        .unwrap_or_default();
+    if let Some(first) = failed.first() {
+        bail!(
+            "{} thread(s) could not be put back, the first: {}: {:#} (run `irqlens tune --revert`)",
+            failed.len(),
+            crate::knob::describe(&first.change.knob),
+            first.error
+        );
+    }
+    outcome
+}
+
+/// As [`run`], with the changes written to `journal` (another command's, `trial`'s: its
+/// own changes stay) or, without one, only described (`--dry-run`). The changes steer made
+/// are put back before it returns, however it returns.
+pub fn run_in(
+    options: &SteerOptions,
+    stop: &AtomicBool,
+    journal: Option<&mut Journal>,
+    mut on_change: impl FnMut(&SteerChange),
+) -> Result<Outcome> {
     let cpus = system::online_cpus()?;
     let mut storage = MaybeUninit::uninit();
     let probe = CheckpointProbe::load(
@@ -55,11 +85,8 @@ pub fn run(
     )?;
     let mut events = EventStream::new(probe.events()?);
     let mut steered = Steered {
-        journal: if options.dry_run {
-            None
-        } else {
-            Some(Journal::begin(Path::new(JOURNAL_PATH), "steer")?)
-        },
+        journal,
+        made: Vec::new(),
     };
     let cpu_time_before = own_cpu_time();
     let started = Instant::now();
@@ -182,14 +209,16 @@ impl Names {
     }
 }
 
-/// The journal of the changes made; put back when dropped, however the run ends.
-struct Steered {
-    journal: Option<Journal>,
+/// The changes made, in the journal; put back when dropped, however the run ends.
+struct Steered<'j> {
+    journal: Option<&'j mut Journal>,
+    /// The journal's indices of the changes made here.
+    made: Vec<usize>,
 }
 
-impl Steered {
-    /// Makes a decision (written to the journal first), or only describes it under
-    /// `--dry-run`.
+impl Steered<'_> {
+    /// Makes a decision (written to the journal first), or only describes it without a
+    /// journal (`--dry-run`).
     fn make(&mut self, decision: &Decision, names: &mut Names, at_ns: u64) -> Result<SteerChange> {
         let comm = names.comm(decision.thread);
         let why = match decision.because {
@@ -209,7 +238,7 @@ impl Steered {
         };
         let made = match &mut self.journal {
             Some(journal) => {
-                journal.apply(&SystemKnobs, change.clone())?;
+                self.made.push(journal.apply(&SystemKnobs, change.clone())?);
                 true
             }
             None => false,
@@ -225,25 +254,31 @@ impl Steered {
         })
     }
 
-    /// Puts every thread back; an error names the ones that could not be.
+    /// Puts every thread back, last change first; an error names the first that could
+    /// not be (the journal keeps it).
     fn put_back(&mut self) -> Result<()> {
-        let Some(journal) = self.journal.take() else {
+        let Some(journal) = self.journal.as_mut() else {
             return Ok(());
         };
-        let failed = journal.finish(&SystemKnobs, false);
-        if let Some(first) = failed.first() {
+        let mut failed = Vec::new();
+        for index in std::mem::take(&mut self.made).into_iter().rev() {
+            if let Err(err) = journal.revert(&SystemKnobs, index) {
+                failed.push((index, err));
+            }
+        }
+        if let Some((index, error)) = failed.first() {
+            let knob = &journal.entries()[*index].change.knob;
             bail!(
-                "{} thread(s) could not be put back, the first: {}: {:#} (run `irqlens tune --revert`)",
+                "{} thread change(s) could not be put back, the first: {}: {error:#} (run `irqlens tune --revert`)",
                 failed.len(),
-                crate::knob::describe(&first.change.knob),
-                first.error
+                crate::knob::describe(knob),
             );
         }
         Ok(())
     }
 }
 
-impl Drop for Steered {
+impl Drop for Steered<'_> {
     fn drop(&mut self) {
         if let Err(err) = self.put_back() {
             eprintln!("irqlens: {err:#}");

@@ -21,6 +21,9 @@ pub enum BottomHalf {
     ThreadedFifo,
     /// Threaded NAPI at SCHED_OTHER with the consumer's nice (the slides' fix).
     ThreadedNiced,
+    /// Threaded NAPI started as `ThreadedFifo`, kept by irqlens steer at the priority of
+    /// the process it serves (Zhang & West §3.2: process-aware bottom halves).
+    ProcessAware,
 }
 
 /// A bottom-half design: where the receive work runs, and whether the softirq budget
@@ -54,6 +57,7 @@ impl fmt::Display for Design {
             BottomHalf::Softirq => "softirq",
             BottomHalf::ThreadedFifo => "threaded-fifo",
             BottomHalf::ThreadedNiced => "threaded-niced",
+            BottomHalf::ProcessAware => "process-aware",
         };
         match (self.bottom_half, self.budget) {
             (BottomHalf::Softirq, true) => f.write_str("budget"),
@@ -77,6 +81,7 @@ impl FromStr for Design {
             "softirq" => BottomHalf::Softirq,
             "threaded-fifo" => BottomHalf::ThreadedFifo,
             "threaded-niced" => BottomHalf::ThreadedNiced,
+            "process-aware" => BottomHalf::ProcessAware,
             "budget" if !budget => {
                 return Ok(Design {
                     bottom_half: BottomHalf::Softirq,
@@ -85,8 +90,8 @@ impl FromStr for Design {
             }
             _ => {
                 return Err(format!(
-                    "'{text}' is not a design (softirq, threaded-fifo, threaded-niced, budget, \
-                     or one of the first three with +budget)"
+                    "'{text}' is not a design (softirq, threaded-fifo, threaded-niced, \
+                     process-aware, budget, or one of the first four with +budget)"
                 ));
             }
         };
@@ -118,9 +123,10 @@ impl JsonSchema for Design {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "description": "A bottom-half design: softirq, threaded-fifo, threaded-niced, \
-                            budget (softirq+budget), or threaded-*+budget.",
+                            process-aware, budget (softirq+budget), or those threaded with \
+                            +budget.",
             "type": "string",
-            "pattern": "^(softirq|threaded-fifo|threaded-niced|budget)(\\+budget)?$",
+            "pattern": "^(softirq|threaded-fifo|threaded-niced|process-aware|budget)(\\+budget)?$",
         })
     }
 }

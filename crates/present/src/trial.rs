@@ -145,6 +145,11 @@ pub(crate) fn describe(design: &str, report: &TrialReport) -> String {
         irqlens_model::trial::BottomHalf::ThreadedNiced => {
             format!("threaded NAPI at SCHED_OTHER nice {}", o.napi_nice)
         }
+        irqlens_model::trial::BottomHalf::ProcessAware => format!(
+            "threaded NAPI started at SCHED_FIFO {}, steered to the priority of the process it \
+             serves (irqlens steer)",
+            o.napi_fifo_priority
+        ),
     };
     let budget = match (parsed.budget, o.budget_usecs) {
         (false, _) => String::new(),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 
 use crate::journal::Journal;
+use crate::steer;
 use crate::system;
 use crate::tap::Tap;
 use crate::wakeup::{self as wakeup_run, WakeupOutcome};
@@ -19,12 +20,16 @@ use flow::Flow;
 use irqlens_analyze::trial::{CpuTimes, cpu_split, echo_latency, loss_percent};
 use irqlens_analyze::wakeup::Component;
 use irqlens_model::sched::Priority;
-use irqlens_model::trial::{CyclicLatency, Design, TrialOptions, TrialPoint};
+use irqlens_model::steer::SteerOptions;
+use irqlens_model::trial::{BottomHalf, CyclicLatency, Design, TrialOptions, TrialPoint};
 use irqlens_model::wakeup::WakeupOptions;
 use testbed::Testbed;
 
 /// How long the cyclic task may take to load its probes and measure.
 const CYCLIC_START_LIMIT: Duration = Duration::from_secs(20);
+/// How long the process-aware design's NAPI thread keeps a served process's priority
+/// after its last datagram (steer's --hold).
+const STEER_HOLD: Duration = Duration::from_millis(500);
 /// How long the collector waits for the echoes of the last datagrams of a window.
 const ECHO_GRACE: Duration = Duration::from_millis(200);
 
@@ -111,7 +116,7 @@ pub fn run_point(
     stop: &AtomicBool,
 ) -> Result<Option<TrialPoint>> {
     let bed = Testbed::build(journal, design, options)?;
-    let measured = measure(&bed, design, rate, options, cyclic, stop);
+    let measured = measure(&bed, journal, design, rate, options, cyclic, stop);
     let torn_down = bed.tear_down(journal);
     let point = measured?;
     torn_down.context("taking the test bed down")?;
@@ -120,6 +125,7 @@ pub fn run_point(
 
 fn measure(
     bed: &Testbed,
+    journal: &mut Journal,
     design: Design,
     rate: u64,
     options: &TrialOptions,
@@ -144,7 +150,19 @@ fn measure(
     // its probes take a while to load on a flooded CPU: the warm-up starts once it
     // measures, so that it measures the whole point
     let cyclic_measures = AtomicBool::new(false);
+    // process-aware: steer keeps the NAPI thread at its consumer's priority meanwhile
+    let steer_stop = AtomicBool::new(false);
+    let steer_options = SteerOptions {
+        devices: vec![bed.receiver.device.clone()],
+        duration: None,
+        hold: STEER_HOLD,
+        dry_run: false,
+        no_ksoftirqd: true,
+    };
     let measured = std::thread::scope(|scope| {
+        let steering = (design.bottom_half == BottomHalf::ProcessAware).then(|| {
+            scope.spawn(|| steer::run_in(&steer_options, &steer_stop, Some(journal), |_| {}))
+        });
         let cyclic_run = scope.spawn(|| {
             let ticked = |_: &_, _| cyclic_measures.store(true, Ordering::Relaxed);
             let outcome =
@@ -175,6 +193,13 @@ fn measure(
             Ok(full.then_some((before, after)))
         })();
         cyclic_stop.store(true, Ordering::Relaxed);
+        steer_stop.store(true, Ordering::Relaxed);
+        if let Some(steering) = steering {
+            steering
+                .join()
+                .map_err(|_| anyhow!("steer panicked"))?
+                .context("steering the NAPI thread")?;
+        }
         let outcome = cyclic_run
             .join()
             .map_err(|_| anyhow!("the cyclic task panicked"))?;

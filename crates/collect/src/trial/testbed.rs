@@ -184,7 +184,10 @@ impl Testbed {
             )?;
             self.napi_threads = napi_threads(&receiver.device)?;
             let priority = match design.bottom_half {
-                BottomHalf::ThreadedFifo => Priority::Fifo(options.napi_fifo_priority),
+                // process-aware starts where threaded-fifo is: steer then lowers it
+                BottomHalf::ThreadedFifo | BottomHalf::ProcessAware => {
+                    Priority::Fifo(options.napi_fifo_priority)
+                }
                 _ => Priority::Other {
                     nice: options.napi_nice,
                 },
