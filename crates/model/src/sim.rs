@@ -63,14 +63,18 @@ impl Dist {
                     && points.first().is_some_and(|p| p[0] == 0.0)
                     && points.last().is_some_and(|p| p[0] == 1.0)
                     && points.iter().all(|p| finite(p[1]))
-                    && points.windows(2).all(|w| w[0][0] < w[1][0] && w[0][1] <= w[1][1]) =>
+                    && points
+                        .windows(2)
+                        .all(|w| w[0][0] < w[1][0] && w[0][1] <= w[1][1]) =>
             {
                 Ok(())
             }
             Dist::Quantiles { .. } => Err(
                 "quantiles need >= 2 [fraction, µs] points from 0 to 1, both rising".to_string(),
             ),
-            other => Err(format!("{other:?}: values must be finite, >= 0, min <= max")),
+            other => Err(format!(
+                "{other:?}: values must be finite, >= 0, min <= max"
+            )),
         }
     }
 
@@ -263,8 +267,6 @@ pub struct Limits {
     pub softirq_time_us: f64,
     /// SCHED_OTHER slice (sysctl_sched_base_slice), µs.
     pub base_slice_us: f64,
-    /// SCHED_RR quantum (RR_TIMESLICE), µs.
-    pub rr_quantum_us: f64,
 }
 
 impl Default for Limits {
@@ -276,7 +278,6 @@ impl Default for Limits {
             softirq_restarts: 10,
             softirq_time_us: 2000.0,
             base_slice_us: 750.0,
-            rr_quantum_us: 100_000.0,
         }
     }
 }
@@ -337,11 +338,16 @@ impl Design {
 
     /// The six designs the issue compares.
     pub fn six() -> Vec<Design> {
-        ["stock", "threaded-fifo", "threaded-niced+budget", "threaded-fifo+ihm"]
-            .into_iter()
-            .chain(["threaded-fifo+ihm-dis", "stock+process-aware"])
-            .map(|text| text.parse().expect("known design"))
-            .collect()
+        [
+            "stock",
+            "threaded-fifo",
+            "threaded-niced+budget",
+            "threaded-fifo+ihm",
+        ]
+        .into_iter()
+        .chain(["threaded-fifo+ihm-dis", "stock+process-aware"])
+        .map(|text| text.parse().expect("known design"))
+        .collect()
     }
 }
 
