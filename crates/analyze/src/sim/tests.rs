@@ -380,3 +380,47 @@ fn bad_configurations_are_refused() {
     bad.duration_s = 0.0;
     assert!(simulate(&bad).is_err());
 }
+
+#[test]
+fn the_softirq_cap_hands_a_flood_to_ksoftirqd_and_keeps_the_consumer_alive() {
+    let costs = Costs {
+        hardirq: us(2.0),
+        softirq_per_packet: us(9.0),
+        wakeup: us(1.0),
+        context_switch: us(2.0),
+        return_to_user: us(1.0),
+        ..free_costs()
+    };
+    let offered = 120_000.0;
+    let capped = config(
+        0.5,
+        vec![source(
+            "flood",
+            Arrival::Poisson {
+                rate_per_s: offered,
+            },
+            true,
+        )],
+        vec![task("echo", "o:0", consumer("flood", 3.0, 256))],
+        costs,
+        &["stock"],
+    );
+    let mut uncapped = capped.clone();
+    uncapped.limits.softirq_restarts = u32::MAX;
+    uncapped.limits.softirq_time_us = 1e9;
+    let (capped, uncapped) = (&run(&capped)[0], &run(&uncapped)[0]);
+    println!(
+        "stock flood: capped softirq {:.2} ksoftirqd {:.2} delivered/s {}; uncapped softirq {:.2} delivered/s {}",
+        capped.cpu.softirq,
+        capped.cpu.bh_threads,
+        the_consumer(capped).delivered_per_s,
+        uncapped.cpu.softirq,
+        the_consumer(uncapped).delivered_per_s
+    );
+    // Past 10 rounds or 2 ms the work goes to ksoftirqd, which shares the CPU fairly.
+    assert!(capped.cpu.bh_threads > 0.2);
+    assert!(the_consumer(capped).delivered_per_s > 0.3 * offered);
+    // Without the cap, softirq at hardirq exit never lets the consumer run: livelock.
+    assert!(uncapped.cpu.softirq > 0.9);
+    assert!(the_consumer(uncapped).delivered_per_s < 0.02 * offered);
+}
