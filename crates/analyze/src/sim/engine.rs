@@ -1036,13 +1036,12 @@ impl<'a> Engine<'a> {
         };
         match piece {
             Some((left, work)) => self.threads[id].piece = Some(Piece { left, work }),
+            // A poll just ended (a preemption point) or there is nothing to do.
             None if self.threads[id].poll.is_none()
-                && self.threads[id].state == State::Runnable =>
+                && self.threads[id].state == State::Runnable
+                && self.thread_idle(id) =>
             {
-                // A poll just ended (a preemption point) or there is nothing to do.
-                if self.thread_idle(id) {
-                    self.threads[id].state = State::Sleeping;
-                }
+                self.threads[id].state = State::Sleeping;
             }
             None => {}
         }

@@ -96,6 +96,7 @@ pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
 /// Why `config` cannot be simulated, if it cannot.
 pub fn check(config: &SimConfig) -> Result<(), String> {
     let positive = |v: f64| v.is_finite() && v > 0.0;
+    let non_negative = |v: f64| v.is_finite() && v >= 0.0;
     if config.cpus == 0 {
         return Err("sim: at least one CPU".into());
     }
@@ -150,7 +151,7 @@ pub fn check(config: &SimConfig) -> Result<(), String> {
             Arrival::Periodic {
                 period_us,
                 phase_us,
-            } if !positive(*period_us) || !(phase_us.is_finite() && *phase_us >= 0.0) => {
+            } if !(positive(*period_us) && non_negative(*phase_us)) => {
                 return bad("period_us must be > 0 and phase_us >= 0");
             }
             Arrival::Poisson { rate_per_s } if !positive(*rate_per_s) => {
@@ -160,12 +161,12 @@ pub fn check(config: &SimConfig) -> Result<(), String> {
                 every_us,
                 size,
                 gap_us,
-            } if !positive(*every_us) || *size == 0 || !(gap_us.is_finite() && *gap_us >= 0.0) => {
+            } if !(positive(*every_us) && *size > 0 && non_negative(*gap_us)) => {
                 return bad("bursts need every_us > 0, size >= 1, gap_us >= 0");
             }
             Arrival::Replay { times_us }
                 if times_us.windows(2).any(|w| w[0] > w[1])
-                    || times_us.iter().any(|t| !(t.is_finite() && *t >= 0.0)) =>
+                    || !times_us.iter().all(|&t| non_negative(t)) =>
             {
                 return bad("replayed times must be >= 0 and not falling");
             }
@@ -204,7 +205,7 @@ pub fn check(config: &SimConfig) -> Result<(), String> {
                 phase_us,
                 cost,
             } => {
-                if !positive(*period_us) || !(phase_us.is_finite() && *phase_us >= 0.0) {
+                if !(positive(*period_us) && non_negative(*phase_us)) {
                     return bad("period_us must be > 0 and phase_us >= 0".into());
                 }
                 cost.check().or_else(bad)?;
