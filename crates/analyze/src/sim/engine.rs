@@ -245,6 +245,8 @@ struct Cpu {
     /// run at its local_bh_enable().
     softirq_at_bh_enable: bool,
     slice_used: Ns,
+    /// A woken SCHED_OTHER thread is ahead of the running one: it preempts it.
+    wakeup_preempt: bool,
     min_vruntime: f64,
     /// Direct interrupt scheduling's deferred work, paid at the next switch.
     deferred: Ns,
@@ -349,6 +351,7 @@ impl<'a> Engine<'a> {
                 poll_list: VecDeque::new(),
                 softirq_at_bh_enable: false,
                 slice_used: 0,
+                wakeup_preempt: false,
                 min_vruntime: 0.0,
                 deferred: 0,
                 ksoftirqd,
@@ -651,7 +654,7 @@ impl<'a> Engine<'a> {
         scheduler::pick(
             &self.candidates(cpu),
             state.current,
-            state.slice_used >= self.base_slice,
+            state.slice_used >= self.base_slice || state.wakeup_preempt,
         )
     }
 
@@ -703,9 +706,11 @@ impl<'a> Engine<'a> {
                     self.start_switch(cpu, next);
                     continue;
                 }
-                if self.cpus[cpu].slice_used >= self.base_slice {
-                    self.cpus[cpu].slice_used = 0;
+                let state = &mut self.cpus[cpu];
+                if state.slice_used >= self.base_slice {
+                    state.slice_used = 0;
                 }
+                state.wakeup_preempt = false;
             }
             let Some(id) = current else {
                 return self.run_for(cpu, now, Running::Idle, 0);
@@ -758,17 +763,30 @@ impl<'a> Engine<'a> {
             self.threads[from].queued_at = self.sequence;
         }
         state.switching = Some((to, left));
+        state.wakeup_preempt = false;
     }
 
     fn make_runnable(&mut self, id: usize, now: Ns, direct: bool) {
         let cpu = self.threads[id].cpu;
         self.sequence += 1;
-        let floor = self.cpus[cpu].min_vruntime;
+        // A sleeper keeps up to one slice of credit (see the scheduler module).
+        let floor = self.cpus[cpu].min_vruntime - self.base_slice as f64;
+        let running = self.cpus[cpu]
+            .current
+            .filter(|&c| c != id && self.threads[c].state == State::Runnable)
+            .map(|c| (self.threads[c].priority, self.threads[c].vruntime));
         let thread = &mut self.threads[id];
         thread.state = State::Runnable;
         thread.queued_at = self.sequence;
         thread.vruntime = thread.vruntime.max(floor);
         thread.direct_switch = direct;
+        if let Some((priority, vruntime)) = running
+            && !scheduler::is_realtime(priority)
+            && !scheduler::is_realtime(thread.priority)
+            && thread.vruntime < vruntime
+        {
+            self.cpus[cpu].wakeup_preempt = true;
+        }
         if let Some(task) = thread.task {
             self.out.tasks[task].wakeups += 1;
         }

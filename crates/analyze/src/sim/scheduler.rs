@@ -3,13 +3,16 @@
 //!
 //! SCHED_OTHER: each thread's virtual runtime grows by `ran × 1024 / weight` (the weights
 //! of kernel/sched/core.c's `sched_prio_to_weight`); the thread with the smallest one
-//! runs, for a slice of `sysctl_sched_base_slice` (0.75 ms, kernel/sched/fair.c) when
-//! others wait. A waking thread is placed at no less than the CPU's minimum virtual
-//! runtime (CFS's `place_entity` without sleeper credit; EEVDF's lag-preserving
-//! placement is close for threads that slept long) and does not preempt a running
-//! SCHED_OTHER thread before its slice ends (EEVDF's RUN_TO_PARITY). Not modelled: load
-//! balancing (every thread is pinned), RR's quantum (RR runs as FIFO: its 100 ms
-//! RR_TIMESLICE is beyond what these results look at), SCHED_DEADLINE.
+//! runs, for a slice of `sysctl_sched_base_slice` (0.75 ms, kernel/sched/fair.c; the
+//! kernel scales it by 1 + log2(CPUs), set `base_slice_us` to the machine's) when others
+//! wait. A waking thread keeps what it is owed up to one slice: it is placed at no less
+//! than the CPU's minimum virtual runtime minus a slice (EEVDF's place_entity keeps the
+//! lag, clamped), and preempts the running SCHED_OTHER thread if it is then behind it
+//! (earlier virtual deadline at equal slices). A thread that sleeps little (an
+//! interrupt-driven server) so preempts a hog at once; two hogs share by slices.
+//!
+//! Not modelled: load balancing (every thread is pinned), RR's quantum (RR runs as FIFO:
+//! its 100 ms RR_TIMESLICE is beyond what these results look at), SCHED_DEADLINE.
 
 use irqlens_model::sched::Priority;
 use irqlens_model::steer::rank;

@@ -424,3 +424,34 @@ fn the_softirq_cap_hands_a_flood_to_ksoftirqd_and_keeps_the_consumer_alive() {
     assert!(uncapped.cpu.softirq > 0.9);
     assert!(the_consumer(uncapped).delivered_per_s < 0.02 * offered);
 }
+
+#[test]
+fn a_sleeping_other_task_preempts_a_hog_on_waking_and_hogs_share_by_slices() {
+    let costs = Costs {
+        context_switch: us(3.0),
+        ..free_costs()
+    };
+    // Released once the hogs have run a while (at 0 all are even, and a hog that has
+    // not run yet goes first).
+    let light = task("light", "o:0", periodic(10_000.0, 5_000.0, 100.0));
+    let hogs = config(
+        1.0,
+        vec![],
+        vec![
+            light,
+            task("hog", "o:0", TaskKind::Hog),
+            task("other-hog", "o:0", TaskKind::Hog),
+        ],
+        costs,
+        &["stock"],
+    );
+    let result = &run(&hogs)[0];
+    let light = &result.periodic[0];
+    // It slept 9.9 ms of every 10: it is owed more than the hogs and runs at once.
+    assert_eq!(light.wakeup_latency.max_us, 3.0);
+    // The hogs switch once per 0.75 ms slice, not more.
+    let per_second = result.context_switches as f64;
+    let slices = 1e6 / Limits::default().base_slice_us;
+    println!("two hogs and a light task: {per_second} switches/s, {slices} slices/s");
+    assert!(per_second > 0.9 * slices && per_second < 1.1 * slices + 300.0);
+}
