@@ -80,5 +80,6 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Advise(args) => command::advise::run(&args).map(|()| Ended::Normally),
         Command::Tune(args) => command::tune::run(&args).map(|()| Ended::Normally),
         Command::Steer(args) => command::steer::run(&args).map(|()| Ended::Normally),
+        Command::Sim(args) => command::sim::run(&args).map(|()| Ended::Normally),
     }
 }

@@ -312,7 +312,8 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
         | Command::Compare(_)
         | Command::Advise(_)
         | Command::Tune(_)
-        | Command::Steer(_) => {
+        | Command::Steer(_)
+        | Command::Sim(_) => {
             bail!("not a measurement's recording")
         }
     })

@@ -460,6 +460,60 @@ pub struct SimConfig {
     pub designs: Vec<Design>,
 }
 
+impl SimConfig {
+    /// A small model to start from (`irqlens sim --example`): on CPU 0, a NIC at 20k
+    /// packets/s feeding a UDP server, a 1 kHz real-time control task and a niced batch
+    /// job; the six designs compared, with the default (uncalibrated) costs.
+    pub fn example() -> Self {
+        let task = |name: &str, priority: Priority, kind| Task {
+            name: name.into(),
+            cpu: 0,
+            priority,
+            kind,
+        };
+        SimConfig {
+            cpus: 1,
+            duration_s: 2.0,
+            seed: 1,
+            sources: vec![Source {
+                name: "nic".into(),
+                cpu: 0,
+                arrival: Arrival::Poisson {
+                    rate_per_s: 20_000.0,
+                },
+                hardirq: None,
+                napi: true,
+                softirq_per_packet: None,
+                ring: default_ring(),
+            }],
+            tasks: vec![
+                task(
+                    "udp-server",
+                    Priority::Other { nice: 0 },
+                    TaskKind::Consumer {
+                        source: "nic".into(),
+                        cost_per_packet: Dist::constant(5.0),
+                        socket_queue: default_socket_queue(),
+                    },
+                ),
+                task(
+                    "control",
+                    Priority::Fifo(80),
+                    TaskKind::Periodic {
+                        period_us: 1000.0,
+                        phase_us: 0.0,
+                        cost: Dist::constant(100.0),
+                    },
+                ),
+                task("batch", Priority::Other { nice: 5 }, TaskKind::Hog),
+            ],
+            costs: Costs::default(),
+            limits: Limits::default(),
+            designs: Design::six(),
+        }
+    }
+}
+
 /// A latency distribution's summary, µs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySummary {
