@@ -766,13 +766,21 @@ impl<'a> Engine<'a> {
         state.wakeup_preempt = false;
     }
 
+    /// The thread on the CPU, or the one it is switching to.
+    fn on_cpu(&self, cpu: usize) -> Option<usize> {
+        match self.cpus[cpu].switching {
+            Some((to, _)) => to,
+            None => self.cpus[cpu].current,
+        }
+    }
+
     fn make_runnable(&mut self, id: usize, now: Ns, direct: bool) {
         let cpu = self.threads[id].cpu;
         self.sequence += 1;
         // A sleeper keeps up to one slice of credit (see the scheduler module).
         let floor = self.cpus[cpu].min_vruntime - self.base_slice as f64;
-        let running = self.cpus[cpu]
-            .current
+        let running = self
+            .on_cpu(cpu)
             .filter(|&c| c != id && self.threads[c].state == State::Runnable)
             .map(|c| (self.threads[c].priority, self.threads[c].vruntime));
         let thread = &mut self.threads[id];
@@ -839,9 +847,7 @@ impl<'a> Engine<'a> {
                     // 001 §3: the target is the handler thread now; with DIS (§4), an
                     // urgent target skips the deferrable part of wakeup and switch.
                     let target_cpu = self.threads[target].cpu;
-                    let running = self.cpus[target_cpu]
-                        .current
-                        .map(|t| self.threads[t].priority);
+                    let running = self.on_cpu(target_cpu).map(|t| self.threads[t].priority);
                     let direct =
                         self.direct && scheduler::preempts(self.threads[target].priority, running);
                     self.threads[target].migrated_handler = true;
