@@ -1147,3 +1147,69 @@ impl<'a> Engine<'a> {
         Some((cost, Work::Consume))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_have_their_distributions_mean() {
+        let mut random = Random::new(9, 0);
+        for dist in [
+            Dist::constant(4.0),
+            Dist::Uniform {
+                min_us: 2.0,
+                max_us: 6.0,
+            },
+            Dist::Exponential { mean_us: 5.0 },
+            Dist::Quantiles {
+                points: vec![[0.0, 1.0], [0.5, 2.0], [0.99, 10.0], [1.0, 40.0]],
+            },
+        ] {
+            let n = 200_000;
+            let mean = (0..n).map(|_| random.sample(&dist) as f64).sum::<f64>() / n as f64 / 1e3;
+            let expected = dist.mean();
+            assert!(
+                (mean - expected).abs() < 0.01 * expected,
+                "{dist:?}: {mean} vs {expected}"
+            );
+        }
+    }
+
+    fn times(arrival: Arrival) -> Vec<Ns> {
+        let mut arrivals = Arrivals {
+            arrival,
+            random: Random::new(1, 1),
+            count: 0,
+            last: 0.0,
+        };
+        std::iter::from_fn(|| arrivals.next()).take(7).collect()
+    }
+
+    #[test]
+    fn arrival_processes_give_their_times() {
+        assert_eq!(
+            times(Arrival::Periodic {
+                period_us: 10.0,
+                phase_us: 5.0
+            })[..3],
+            [5_000, 15_000, 25_000]
+        );
+        assert_eq!(
+            times(Arrival::Bursts {
+                every_us: 100.0,
+                size: 3,
+                gap_us: 1.0
+            }),
+            [0, 1_000, 2_000, 100_000, 101_000, 102_000, 200_000]
+        );
+        assert_eq!(
+            times(Arrival::Replay {
+                times_us: vec![1.0, 2.5, 2.5]
+            }),
+            [1_000, 2_500, 2_500]
+        );
+        let poisson = times(Arrival::Poisson { rate_per_s: 1e5 });
+        assert!(poisson.windows(2).all(|w| w[0] <= w[1]));
+    }
+}
