@@ -600,6 +600,8 @@ pub struct DesignResult {
     pub context_switches: u64,
     /// Context switches per arrival.
     pub switches_per_arrival: f64,
+    /// Context switches per hardirq.
+    pub switches_per_interrupt: f64,
     /// Interrupt-driven tasks.
     pub consumers: Vec<ConsumerResult>,
     /// Periodic tasks.

@@ -133,6 +133,7 @@ mod tests {
                 arrivals: 10,
                 context_switches: 20,
                 switches_per_arrival: 2.0,
+                switches_per_interrupt: 2.0,
                 consumers: vec![ConsumerResult {
                     task: "udp-server".into(),
                     latency,

@@ -4,6 +4,11 @@
 //! scheduling (Lee & Park), niced threads with capped batches (Chubb & Song), bottom
 //! halves at the priority of the process they serve (Zhang & West). Every design runs on
 //! the same arrivals; a seed gives the same results.
+//!
+//! Not modelled (each would need a cost nobody has calibrated yet): the IPI of a wakeup
+//! across CPUs, cache effects (001's cache-hit gain from IHM), the timer interrupts that
+//! release periodic tasks, RPS/RFS steering, busy polling, PREEMPT_RT's preemptible
+//! bottom halves, and the load balancer (threads stay on their CPU).
 
 mod designs;
 mod engine;
@@ -80,6 +85,7 @@ pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
         arrivals: outcome.arrivals,
         context_switches: outcome.context_switches,
         switches_per_arrival: outcome.context_switches as f64 / outcome.arrivals.max(1) as f64,
+        switches_per_interrupt: outcome.context_switches as f64 / outcome.interrupts.max(1) as f64,
         consumers,
         periodic,
         cpu: CpuSplit {
