@@ -257,7 +257,9 @@ impl Default for Costs {
 pub struct Limits {
     /// net.core.netdev_budget: packets per net_rx_action.
     pub netdev_budget: u32,
-    /// net.core.netdev_budget_usecs: time per net_rx_action, µs.
+    /// net.core.netdev_budget_usecs: time per net_rx_action, µs. The kernel's default is
+    /// two jiffies (net/core/hotdata.c: 2 * USEC_PER_SEC / HZ): 2000 at HZ=1000, 8000 at
+    /// HZ=250; give the machine's /proc/sys/net/core/netdev_budget_usecs.
     pub netdev_budget_usecs: f64,
     /// NAPI weight: packets per poll of one device (NAPI_POLL_WEIGHT).
     pub napi_weight: u32,
@@ -265,7 +267,8 @@ pub struct Limits {
     pub softirq_restarts: u32,
     /// __do_softirq's time limit (MAX_SOFTIRQ_TIME), µs.
     pub softirq_time_us: f64,
-    /// SCHED_OTHER slice (sysctl_sched_base_slice), µs.
+    /// SCHED_OTHER slice (sysctl_sched_base_slice), µs: 750 scaled by 1 + log2(CPUs) by
+    /// the kernel; give the machine's (/sys/kernel/debug/sched/base_slice_ns).
     pub base_slice_us: f64,
 }
 

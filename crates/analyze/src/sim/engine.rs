@@ -10,13 +10,15 @@
 //! - A NAPI device's hardirq only schedules polling and leaves its line masked until a
 //!   poll finds the ring empty (net/core/dev.c: napi_schedule, napi_complete_done).
 //! - At hardirq exit, unless bottom halves are disabled there, pending softirqs run
-//!   (kernel/softirq.c: irq_exit → invoke_softirq → __do_softirq).
+//!   (kernel/softirq.c: irq_exit → invoke_softirq → __do_softirq), even while ksoftirqd
+//!   is runnable (older kernels skipped them then: ksoftirqd_running(), not modelled).
 //! - net_rx_action polls the devices on the CPU's poll list, each for up to its weight,
-//!   and stops when netdev_budget packets or netdev_budget_usecs are used; what is left
-//!   re-raises NET_RX (net/core/dev.c: net_rx_action).
-//! - __do_softirq restarts while softirqs are pending, at most MAX_SOFTIRQ_RESTART=10
-//!   rounds, within MAX_SOFTIRQ_TIME=2 ms and while no reschedule is needed; then it
-//!   wakes ksoftirqd, a SCHED_OTHER nice 0 thread (kernel/softirq.c).
+//!   and stops when netdev_budget packets or netdev_budget_usecs are used, checked after
+//!   each poll; what is left re-raises NET_RX (net/core/dev.c: net_rx_action).
+//! - __do_softirq restarts while softirqs are pending, within MAX_SOFTIRQ_TIME=2 ms,
+//!   while !need_resched() and while --max_restart from MAX_SOFTIRQ_RESTART=10 is not 0
+//!   (10 rounds in all); then it wakes ksoftirqd, a SCHED_OTHER nice 0 thread
+//!   (kernel/softirq.c).
 //! - Threaded NAPI and irq threads are threads with their own policy; each poll runs
 //!   under local_bh_disable() and the thread can be preempted only between polls
 //!   (net/core/dev.c: napi_threaded_poll).
