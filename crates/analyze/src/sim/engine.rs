@@ -759,8 +759,10 @@ impl<'a> Engine<'a> {
         };
         if let Some(from) = state.current
             && self.threads[from].state == State::Runnable
+            && !scheduler::is_realtime(self.threads[from].priority)
         {
-            // A preempted thread goes back to its queue.
+            // A preempted SCHED_OTHER thread queues again; a preempted real-time one
+            // keeps its place at the head of its priority's list.
             self.sequence += 1;
             self.threads[from].queued_at = self.sequence;
         }

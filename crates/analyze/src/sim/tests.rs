@@ -455,3 +455,26 @@ fn a_sleeping_other_task_preempts_a_hog_on_waking_and_hogs_share_by_slices() {
     println!("two hogs and a light task: {per_second} switches/s, {slices} slices/s");
     assert!(per_second > 0.9 * slices && per_second < 1.1 * slices + 300.0);
 }
+
+#[test]
+fn a_preempted_fifo_task_resumes_before_its_peers() {
+    let config = config(
+        0.01,
+        vec![],
+        vec![
+            task("first", "f:50", periodic(20_000.0, 0.0, 300.0)),
+            task("peer", "f:50", periodic(20_000.0, 100.0, 100.0)),
+            task("urgent", "f:90", periodic(20_000.0, 200.0, 50.0)),
+        ],
+        free_costs(),
+        &["stock"],
+    );
+    let result = &run(&config)[0];
+    let response = |i: usize| result.periodic[i].response.max_us;
+    // first: 0-200, preempted 200-250, resumes at the head of its list 250-350; the
+    // peer, which came at 100, runs 350-450.
+    assert_eq!(
+        [response(0), response(1), response(2)],
+        [350.0, 350.0, 50.0]
+    );
+}
