@@ -11,6 +11,7 @@ pub mod histogram;
 
 pub mod loss;
 pub mod noise;
+pub mod sim;
 pub mod steer;
 pub mod timeline;
 pub mod trial;

@@ -8,6 +8,7 @@ use anyhow::{Result, anyhow};
 use clap::{Args, Parser, Subcommand};
 
 use irqlens_model::sched::Priority;
+use irqlens_model::sim::Design;
 use irqlens_model::stimulus::{LoadScenario, TriggerKind};
 use irqlens_model::units::CpuList;
 
@@ -75,6 +76,10 @@ pub enum Command {
     /// Bottom-half designs side by side under a load, on a private test bed: throughput,
     /// latency, a cyclic real-time task's latency and the CPU's time per offered rate
     Trial(Box<TrialCommand>),
+    /// What other interrupt-handling designs would do to a workload: a discrete-event
+    /// simulation of hardirqs, softirqs, NAPI, bottom-half threads and the scheduler
+    /// (stock, threaded, niced, IHM/DIS of Lee & Park, process-aware of Zhang & West)
+    Sim(SimArgs),
 }
 
 #[derive(Debug, Args)]
@@ -178,6 +183,30 @@ fn parse_rate(text: &str) -> Result<u64, String> {
             format!("'{text}' is not a rate from 1 to 10M datagrams/s (such as 50000 or 50k)")
         })?;
     Ok(rate as u64)
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// The model as JSON (CPUs, interrupt sources, tasks, costs, designs; see --example);
+    /// default: the built-in example
+    #[arg(value_name = "MODEL")]
+    pub model: Option<PathBuf>,
+    /// Print the built-in example model as JSON, a start for one's own, and exit
+    #[arg(long, conflicts_with = "model")]
+    pub example: bool,
+    /// Simulate this design instead of the model's; repeat for more: stock, threaded-fifo
+    /// or threaded-niced, with +budget[=N], +ihm, +ihm-dis, +process-aware
+    #[arg(long = "design", value_name = "DESIGN")]
+    pub designs: Vec<Design>,
+    /// The seed of every random choice instead of the model's (same seed, same results)
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Simulated time instead of the model's (10s, 500ms)
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
+    pub duration: Option<Duration>,
+    /// Print the results as one JSON document
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -83,5 +83,6 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Trial(command) => match &command.load {
             cli::TrialLoad::Net(args) => command::trial::run(args).map(|()| Ended::Normally),
         },
+        Command::Sim(args) => command::sim::run(&args).map(|()| Ended::Normally),
     }
 }

@@ -378,7 +378,8 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
         | Command::Advise(_)
         | Command::Tune(_)
         | Command::Steer(_)
-        | Command::Trial(_) => {
+        | Command::Trial(_)
+        | Command::Sim(_) => {
             bail!("not a measurement's recording")
         }
     })

@@ -13,6 +13,7 @@ pub mod noise;
 pub mod options;
 pub mod run;
 pub mod sched;
+pub mod sim;
 pub mod steer;
 pub mod stimulus;
 pub mod system;

@@ -11,6 +11,7 @@ pub mod noise;
 pub mod perfetto;
 pub mod plot;
 pub mod prometheus;
+pub mod sim;
 pub mod steer;
 mod table;
 pub mod trial;

@@ -8,6 +8,7 @@ pub mod bh;
 pub mod compare;
 pub mod noise;
 pub mod report;
+pub mod sim;
 pub mod steer;
 pub mod trial;
 pub mod tune;

@@ -24,6 +24,7 @@ mod record_cli;
 mod record_root;
 mod rtla_cli;
 mod rtla_root;
+mod sim_cli;
 mod steer_root;
 mod storm_root;
 mod trial_cli;

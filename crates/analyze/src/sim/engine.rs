@@ -1,0 +1,1219 @@
+//! The discrete-event engine: one design, one run.
+//!
+//! Each CPU runs, from the top: the hardirq at the head of its queue (hardirqs do not
+//! nest), an interrupted or running softirq, a context switch in progress, or the thread
+//! the scheduler picks. Whatever runs has work left in nanoseconds; an event at the time
+//! it would end lets the CPU settle again, and every other event first charges the time
+//! since the last one to what was running.
+//!
+//! Linux's deferral, and where it comes from:
+//! - A NAPI device's hardirq only schedules polling and leaves its line masked until a
+//!   poll finds the ring empty (net/core/dev.c: napi_schedule, napi_complete_done).
+//! - At hardirq exit, unless bottom halves are disabled there, pending softirqs run
+//!   (kernel/softirq.c: irq_exit → invoke_softirq → __do_softirq), even while ksoftirqd
+//!   is runnable (older kernels skipped them then: ksoftirqd_running(), not modelled).
+//! - net_rx_action polls the devices on the CPU's poll list, each for up to its weight,
+//!   and stops when netdev_budget packets or netdev_budget_usecs are used, checked after
+//!   each poll; what is left re-raises NET_RX (net/core/dev.c: net_rx_action).
+//! - __do_softirq restarts while softirqs are pending, within MAX_SOFTIRQ_TIME=2 ms,
+//!   while !need_resched() and while --max_restart from MAX_SOFTIRQ_RESTART=10 is not 0
+//!   (10 rounds in all); then it wakes ksoftirqd, a SCHED_OTHER nice 0 thread
+//!   (kernel/softirq.c).
+//! - Threaded NAPI and irq threads are threads with their own policy; each poll runs
+//!   under local_bh_disable() and the thread can be preempted only between polls
+//!   (net/core/dev.c: napi_threaded_poll).
+//!
+//! Costs: the waker pays the wakeup, the CPU pays a context switch at each change of
+//! thread (idle included, as the kernel counts them), and a woken consumer pays the
+//! return to user space before it starts on its first packet.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use irqlens_model::sched::Priority;
+use irqlens_model::sim::{Arrival, Design, Dist, SimConfig, TaskKind};
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+
+use super::designs::{self, BottomHalf};
+use super::scheduler::{self, Candidate, NICE_0_WEIGHT};
+
+/// Simulated time, ns.
+pub(super) type Ns = u64;
+
+fn us_to_ns(us: f64) -> Ns {
+    (us * 1000.0).round().max(0.0) as Ns
+}
+
+/// Random numbers from a seed and a stream: each source's arrivals and the costs have
+/// their own stream, so every design sees the same arrivals.
+struct Random(ChaCha8Rng);
+
+impl Random {
+    fn new(seed: u64, stream: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(stream);
+        Random(rng)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn exponential(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.unit()).ln()
+    }
+
+    fn sample(&mut self, dist: &Dist) -> Ns {
+        let us = match dist {
+            Dist::Constant { us } => *us,
+            Dist::Uniform { min_us, max_us } => min_us + (max_us - min_us) * self.unit(),
+            Dist::Exponential { mean_us } => self.exponential(*mean_us),
+            Dist::Quantiles { points } => {
+                let u = self.unit();
+                let at = points
+                    .partition_point(|p| p[0] <= u)
+                    .clamp(1, points.len() - 1);
+                let ([q0, v0], [q1, v1]) = (points[at - 1], points[at]);
+                v0 + (v1 - v0) * (u - q0) / (q1 - q0)
+            }
+        };
+        us_to_ns(us)
+    }
+}
+
+/// A source's arrival times, one after the other.
+struct Arrivals {
+    arrival: Arrival,
+    random: Random,
+    count: u64,
+    last: f64,
+}
+
+impl Arrivals {
+    fn next(&mut self) -> Option<Ns> {
+        let n = self.count;
+        self.count += 1;
+        let us = match &self.arrival {
+            Arrival::Periodic {
+                period_us,
+                phase_us,
+            } => phase_us + n as f64 * period_us,
+            Arrival::Poisson { rate_per_s } => {
+                self.last += self.random.exponential(1e6 / rate_per_s);
+                self.last
+            }
+            Arrival::Bursts {
+                every_us,
+                size,
+                gap_us,
+            } => {
+                let size = u64::from(*size);
+                (n / size) as f64 * every_us + (n % size) as f64 * gap_us
+            }
+            Arrival::Replay { times_us } => *times_us.get(n as usize)?,
+        };
+        Some(us_to_ns(us))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Arrival(usize),
+    Release(usize),
+    /// What runs on the CPU ends, unless the CPU settled again since (generation).
+    Done(usize, u64),
+    /// Another CPU made a thread of this one runnable: settle.
+    Kick(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Work {
+    /// Receive one packet (arrived at the time given) of a source.
+    Packet(usize, Ns),
+    /// Wake a thread.
+    Wake(usize),
+    /// Wake an urgent target under direct interrupt scheduling (its switch is shorter).
+    WakeDirect(usize),
+    /// Wake ksoftirqd and leave the softirq.
+    WakeKsoftirqd,
+    /// A hardirq handler (for a non-NAPI source, with the event it hands over).
+    Handler(usize, Option<Ns>),
+    /// A woken consumer's return to user space.
+    ReturnToUser,
+    /// A consumer's user-space work on one packet.
+    Consume,
+    /// A periodic job.
+    Job,
+    /// A hog's endless work.
+    Spin,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    left: Ns,
+    work: Work,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Role {
+    Periodic,
+    Consumer(usize),
+    Hog,
+    Ksoftirqd,
+    BottomHalf(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Sleeping,
+    /// A wakeup is under way (its cost being paid).
+    Waking,
+    Runnable,
+}
+
+struct Thread {
+    role: Role,
+    task: Option<usize>,
+    cpu: usize,
+    priority: Priority,
+    weight: f64,
+    state: State,
+    vruntime: f64,
+    queued_at: u64,
+    piece: Option<Piece>,
+    /// Packets it may still take in the poll it is in; `Some`: bottom halves disabled,
+    /// not preemptible by threads.
+    poll: Option<u32>,
+    /// Its poll size.
+    batch: u32,
+    // Consumer:
+    socket: VecDeque<Ns>,
+    socket_cap: usize,
+    return_pending: bool,
+    migrated_handler: bool,
+    direct_switch: bool,
+    cost: Dist,
+    // Periodic:
+    jobs: VecDeque<Ns>,
+    started: bool,
+}
+
+struct SourceState {
+    cpu: usize,
+    napi: bool,
+    hardirq: Dist,
+    per_packet: Dist,
+    ring: VecDeque<Ns>,
+    ring_cap: usize,
+    masked: bool,
+    consumer: Option<usize>,
+    bottom_half: Option<BottomHalf>,
+    thread: Option<usize>,
+    offered: u64,
+    dropped_ring: u64,
+    dropped_socket: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Running {
+    Idle,
+    Hardirq,
+    Softirq,
+    Switch,
+    Thread(usize),
+}
+
+struct Softirq {
+    start: Ns,
+    restarts_left: u32,
+    round_start: Ns,
+    budget_left: i64,
+    weight_left: u32,
+    piece: Option<Piece>,
+}
+
+struct Cpu {
+    hardirqs: VecDeque<Piece>,
+    softirq: Option<Softirq>,
+    switching: Option<(Option<usize>, Ns)>,
+    current: Option<usize>,
+    running: Running,
+    since: Ns,
+    generation: u64,
+    poll_list: VecDeque<usize>,
+    /// Softirqs left pending by a hardirq that interrupted a bh-disabled section: they
+    /// run at its local_bh_enable().
+    softirq_at_bh_enable: bool,
+    slice_used: Ns,
+    /// A woken SCHED_OTHER thread is ahead of the running one: it preempts it.
+    wakeup_preempt: bool,
+    min_vruntime: f64,
+    /// Direct interrupt scheduling's deferred work, paid at the next switch.
+    deferred: Ns,
+    ksoftirqd: usize,
+    threads: Vec<usize>,
+}
+
+/// Time per CPU-split category, ns.
+#[derive(Default)]
+pub(super) struct Split {
+    pub hardirq: Ns,
+    pub softirq: Ns,
+    pub bh_threads: Ns,
+    pub tasks: Ns,
+    pub switching: Ns,
+    pub idle: Ns,
+}
+
+/// What one run gives back, raw.
+pub(super) struct Outcome {
+    pub interrupts: u64,
+    pub arrivals: u64,
+    pub context_switches: u64,
+    pub split: Split,
+    /// Per task in the configuration's order.
+    pub tasks: Vec<TaskOutcome>,
+    /// Per source in the configuration's order: (offered, dropped at ring, at socket).
+    pub sources: Vec<(u64, u64, u64)>,
+}
+
+/// One task's samples, ns.
+#[derive(Default)]
+pub(super) struct TaskOutcome {
+    pub latencies: Vec<Ns>,
+    pub responses: Vec<Ns>,
+    pub delivered: u64,
+    pub wakeups: u64,
+}
+
+pub(super) struct Engine<'a> {
+    config: &'a SimConfig,
+    end: Ns,
+    events: BinaryHeap<Reverse<(Ns, u64, Event)>>,
+    sequence: u64,
+    cpus: Vec<Cpu>,
+    threads: Vec<Thread>,
+    sources: Vec<SourceState>,
+    arrivals: Vec<Arrivals>,
+    costs: Random,
+    migrate: bool,
+    direct: bool,
+    softirq_time: Ns,
+    budget_time: Ns,
+    base_slice: Ns,
+    out: Outcome,
+}
+
+impl<'a> Engine<'a> {
+    /// Sets up `config` (already checked) under `design`.
+    pub(super) fn new(config: &'a SimConfig, design: &Design) -> Self {
+        let limits = &config.limits;
+        let (migrate, direct) = designs::migrates(design);
+        let mut engine = Engine {
+            config,
+            end: us_to_ns(config.duration_s * 1e6),
+            events: BinaryHeap::new(),
+            sequence: 0,
+            cpus: Vec::new(),
+            threads: Vec::new(),
+            sources: Vec::new(),
+            arrivals: Vec::new(),
+            costs: Random::new(config.seed, 0),
+            migrate,
+            direct,
+            softirq_time: us_to_ns(limits.softirq_time_us),
+            budget_time: us_to_ns(limits.netdev_budget_usecs),
+            base_slice: us_to_ns(limits.base_slice_us),
+            out: Outcome {
+                interrupts: 0,
+                arrivals: 0,
+                context_switches: 0,
+                split: Split::default(),
+                tasks: config
+                    .tasks
+                    .iter()
+                    .map(|_| TaskOutcome::default())
+                    .collect(),
+                sources: Vec::new(),
+            },
+        };
+        for cpu in 0..config.cpus as usize {
+            let ksoftirqd =
+                engine.add_thread(Role::Ksoftirqd, None, cpu, Priority::Other { nice: 0 });
+            engine.cpus.push(Cpu {
+                hardirqs: VecDeque::new(),
+                softirq: None,
+                switching: None,
+                current: None,
+                running: Running::Idle,
+                since: 0,
+                generation: 0,
+                poll_list: VecDeque::new(),
+                softirq_at_bh_enable: false,
+                slice_used: 0,
+                wakeup_preempt: false,
+                min_vruntime: 0.0,
+                deferred: 0,
+                ksoftirqd,
+                threads: Vec::new(),
+            });
+        }
+        for (index, task) in config.tasks.iter().enumerate() {
+            let role = match &task.kind {
+                TaskKind::Periodic { .. } => Role::Periodic,
+                TaskKind::Consumer { source, .. } => Role::Consumer(
+                    config
+                        .sources
+                        .iter()
+                        .position(|s| &s.name == source)
+                        .expect("checked"),
+                ),
+                TaskKind::Hog => Role::Hog,
+            };
+            let id = engine.add_thread(role, Some(index), task.cpu as usize, task.priority);
+            if let TaskKind::Periodic { phase_us, .. } = &task.kind {
+                engine.push(us_to_ns(*phase_us), Event::Release(id));
+            }
+            let thread = &mut engine.threads[id];
+            match &task.kind {
+                TaskKind::Periodic { cost, .. } => thread.cost = cost.clone(),
+                TaskKind::Consumer {
+                    cost_per_packet,
+                    socket_queue,
+                    ..
+                } => {
+                    thread.cost = cost_per_packet.clone();
+                    thread.socket_cap = *socket_queue as usize;
+                }
+                TaskKind::Hog => thread.state = State::Runnable,
+            }
+        }
+        for (index, source) in config.sources.iter().enumerate() {
+            let consumer = engine
+                .threads
+                .iter()
+                .position(|t| t.role == Role::Consumer(index));
+            let bottom_half = source.napi.then(|| {
+                designs::bottom_half(design, limits, consumer.map(|c| engine.threads[c].priority))
+            });
+            let thread = match bottom_half {
+                Some(BottomHalf::Thread { priority, batch }) => {
+                    let id = engine.add_thread(
+                        Role::BottomHalf(index),
+                        None,
+                        source.cpu as usize,
+                        priority,
+                    );
+                    engine.threads[id].batch = batch;
+                    Some(id)
+                }
+                _ => None,
+            };
+            engine.sources.push(SourceState {
+                cpu: source.cpu as usize,
+                napi: source.napi,
+                hardirq: source
+                    .hardirq
+                    .clone()
+                    .unwrap_or_else(|| config.costs.hardirq.clone()),
+                per_packet: source
+                    .softirq_per_packet
+                    .clone()
+                    .unwrap_or_else(|| config.costs.softirq_per_packet.clone()),
+                ring: VecDeque::new(),
+                ring_cap: source.ring as usize,
+                masked: false,
+                consumer,
+                bottom_half,
+                thread,
+                offered: 0,
+                dropped_ring: 0,
+                dropped_socket: 0,
+            });
+            let mut arrivals = Arrivals {
+                arrival: source.arrival.clone(),
+                random: Random::new(config.seed, 1 + index as u64),
+                count: 0,
+                last: 0.0,
+            };
+            if let Some(first) = arrivals.next() {
+                engine.push(first, Event::Arrival(index));
+            }
+            engine.arrivals.push(arrivals);
+        }
+        for id in 0..engine.threads.len() {
+            let cpu = engine.threads[id].cpu;
+            engine.cpus[cpu].threads.push(id);
+        }
+        for cpu in 0..engine.cpus.len() {
+            engine.push(0, Event::Kick(cpu));
+        }
+        engine
+    }
+
+    fn add_thread(
+        &mut self,
+        role: Role,
+        task: Option<usize>,
+        cpu: usize,
+        priority: Priority,
+    ) -> usize {
+        self.threads.push(Thread {
+            role,
+            task,
+            cpu,
+            priority,
+            weight: scheduler::weight(priority),
+            state: State::Sleeping,
+            vruntime: 0.0,
+            queued_at: 0,
+            piece: None,
+            poll: None,
+            batch: self.config.limits.napi_weight,
+            socket: VecDeque::new(),
+            socket_cap: 0,
+            return_pending: false,
+            migrated_handler: false,
+            direct_switch: false,
+            cost: Dist::constant(0.0),
+            jobs: VecDeque::new(),
+            started: false,
+        });
+        self.threads.len() - 1
+    }
+
+    fn push(&mut self, at: Ns, event: Event) {
+        self.sequence += 1;
+        self.events.push(Reverse((at, self.sequence, event)));
+    }
+
+    /// Runs to the end of the simulated time.
+    pub(super) fn run(mut self) -> Outcome {
+        while let Some(Reverse((now, _, event))) = self.events.pop() {
+            if now > self.end {
+                break;
+            }
+            match event {
+                Event::Arrival(source) => self.arrive(source, now),
+                Event::Release(thread) => self.release(thread, now),
+                Event::Done(cpu, generation) => {
+                    if self.cpus[cpu].generation == generation {
+                        self.charge(cpu, now);
+                        self.settle(cpu, now);
+                    }
+                }
+                Event::Kick(cpu) => {
+                    self.charge(cpu, now);
+                    self.settle(cpu, now);
+                }
+            }
+        }
+        for cpu in 0..self.cpus.len() {
+            self.charge(cpu, self.end);
+        }
+        self.out.sources = self
+            .sources
+            .iter()
+            .map(|s| (s.offered, s.dropped_ring, s.dropped_socket))
+            .collect();
+        self.out
+    }
+
+    fn arrive(&mut self, index: usize, now: Ns) {
+        if let Some(next) = self.arrivals[index].next() {
+            self.push(next.max(now), Event::Arrival(index));
+        }
+        let cpu = self.sources[index].cpu;
+        self.charge(cpu, now);
+        self.out.arrivals += 1;
+        let cost = self.costs.sample(&self.sources[index].hardirq);
+        let source = &mut self.sources[index];
+        source.offered += 1;
+        if !source.napi {
+            self.cpus[cpu].hardirqs.push_back(Piece {
+                left: cost,
+                work: Work::Handler(index, Some(now)),
+            });
+        } else if source.ring.len() >= source.ring_cap {
+            source.dropped_ring += 1;
+        } else {
+            source.ring.push_back(now);
+            if !source.masked {
+                source.masked = true;
+                self.cpus[cpu].hardirqs.push_back(Piece {
+                    left: cost,
+                    work: Work::Handler(index, None),
+                });
+            }
+        }
+        self.settle(cpu, now);
+    }
+
+    fn release(&mut self, id: usize, now: Ns) {
+        let Some(task) = self.threads[id].task else {
+            return;
+        };
+        if let TaskKind::Periodic { period_us, .. } = &self.config.tasks[task].kind {
+            self.push(now + us_to_ns(*period_us), Event::Release(id));
+        }
+        let cpu = self.threads[id].cpu;
+        self.charge(cpu, now);
+        self.threads[id].jobs.push_back(now);
+        if self.threads[id].state == State::Sleeping {
+            // The timer's own interrupt and wakeup are not modelled: the release is exact.
+            self.make_runnable(id, now, false);
+        }
+        self.settle(cpu, now);
+    }
+
+    /// Charges the time since the CPU last settled to what ran.
+    fn charge(&mut self, cpu: usize, now: Ns) {
+        let state = &mut self.cpus[cpu];
+        let ran = now.saturating_sub(state.since);
+        state.since = now;
+        if ran == 0 {
+            return;
+        }
+        let split = &mut self.out.split;
+        match state.running {
+            Running::Idle => split.idle += ran,
+            Running::Hardirq => {
+                split.hardirq += ran;
+                if let Some(piece) = state.hardirqs.front_mut() {
+                    piece.left = piece.left.saturating_sub(ran);
+                }
+            }
+            Running::Softirq => {
+                split.softirq += ran;
+                if let Some(piece) = state.softirq.as_mut().and_then(|s| s.piece.as_mut()) {
+                    piece.left = piece.left.saturating_sub(ran);
+                }
+            }
+            Running::Switch => {
+                split.switching += ran;
+                if let Some((_, left)) = state.switching.as_mut() {
+                    *left = left.saturating_sub(ran);
+                }
+            }
+            Running::Thread(id) => {
+                let thread = &mut self.threads[id];
+                match thread.role {
+                    Role::Ksoftirqd | Role::BottomHalf(_) => split.bh_threads += ran,
+                    _ => split.tasks += ran,
+                }
+                if let Some(piece) = thread.piece.as_mut() {
+                    piece.left = piece.left.saturating_sub(ran);
+                }
+                if !scheduler::is_realtime(thread.priority) {
+                    thread.vruntime += ran as f64 * NICE_0_WEIGHT / thread.weight;
+                    state.slice_used += ran;
+                    let floor = state
+                        .threads
+                        .iter()
+                        .map(|&t| &self.threads[t])
+                        .filter(|t| {
+                            t.state == State::Runnable && !scheduler::is_realtime(t.priority)
+                        })
+                        .map(|t| t.vruntime)
+                        .fold(f64::INFINITY, f64::min);
+                    if floor.is_finite() {
+                        state.min_vruntime = state.min_vruntime.max(floor);
+                    }
+                }
+            }
+        }
+    }
+
+    fn run_for(&mut self, cpu: usize, now: Ns, running: Running, left: Ns) {
+        let state = &mut self.cpus[cpu];
+        state.running = running;
+        state.generation += 1;
+        let generation = state.generation;
+        if running != Running::Idle {
+            self.push(now + left, Event::Done(cpu, generation));
+        }
+    }
+
+    fn candidates(&self, cpu: usize) -> Vec<Candidate> {
+        self.cpus[cpu]
+            .threads
+            .iter()
+            .map(|&id| (id, &self.threads[id]))
+            .filter(|(_, t)| t.state == State::Runnable)
+            .map(|(id, t)| Candidate {
+                id,
+                priority: t.priority,
+                vruntime: t.vruntime,
+                queued_at: t.queued_at,
+            })
+            .collect()
+    }
+
+    fn pick(&self, cpu: usize) -> Option<usize> {
+        let state = &self.cpus[cpu];
+        scheduler::pick(
+            &self.candidates(cpu),
+            state.current,
+            state.slice_used >= self.base_slice || state.wakeup_preempt,
+        )
+    }
+
+    /// Whether the scheduler would run another thread than the current one.
+    fn need_resched(&self, cpu: usize) -> bool {
+        self.pick(cpu) != self.cpus[cpu].current
+    }
+
+    /// Runs what is due on the CPU until something takes time.
+    fn settle(&mut self, cpu: usize, now: Ns) {
+        loop {
+            if let Some(piece) = self.cpus[cpu].hardirqs.front() {
+                if piece.left > 0 {
+                    return self.run_for(cpu, now, Running::Hardirq, piece.left);
+                }
+                let piece = self.cpus[cpu].hardirqs.pop_front().expect("front");
+                self.end_hardirq(cpu, now, piece.work);
+                if self.cpus[cpu].hardirqs.is_empty() {
+                    self.irq_exit(cpu, now);
+                }
+                continue;
+            }
+            if let Some(softirq) = &self.cpus[cpu].softirq {
+                match softirq.piece {
+                    Some(piece) if piece.left > 0 => {
+                        return self.run_for(cpu, now, Running::Softirq, piece.left);
+                    }
+                    _ => {
+                        self.advance_softirq(cpu, now);
+                        continue;
+                    }
+                }
+            }
+            if let Some((to, left)) = self.cpus[cpu].switching {
+                if left > 0 {
+                    return self.run_for(cpu, now, Running::Switch, left);
+                }
+                let state = &mut self.cpus[cpu];
+                state.switching = None;
+                state.current = to;
+                state.slice_used = 0;
+                continue;
+            }
+            let current = self.cpus[cpu].current;
+            let in_poll = current.is_some_and(|t| self.threads[t].poll.is_some());
+            if !in_poll {
+                let next = self.pick(cpu);
+                if next != current {
+                    self.start_switch(cpu, next);
+                    continue;
+                }
+                let state = &mut self.cpus[cpu];
+                if state.slice_used >= self.base_slice {
+                    state.slice_used = 0;
+                }
+                state.wakeup_preempt = false;
+            }
+            let Some(id) = current else {
+                return self.run_for(cpu, now, Running::Idle, 0);
+            };
+            match self.threads[id].piece {
+                Some(piece) if piece.left > 0 => {
+                    let mut left = piece.left;
+                    let others = self.cpus[cpu].threads.iter().any(|&t| {
+                        t != id
+                            && self.threads[t].state == State::Runnable
+                            && !scheduler::is_realtime(self.threads[t].priority)
+                    });
+                    if others && !in_poll && !scheduler::is_realtime(self.threads[id].priority) {
+                        left = left.min(
+                            self.base_slice
+                                .saturating_sub(self.cpus[cpu].slice_used)
+                                .max(1),
+                        );
+                    }
+                    return self.run_for(cpu, now, Running::Thread(id), left);
+                }
+                Some(piece) => {
+                    self.threads[id].piece = None;
+                    self.end_piece(id, now, piece.work);
+                }
+                None => self.next_piece(id, now),
+            }
+        }
+    }
+
+    fn start_switch(&mut self, cpu: usize, to: Option<usize>) {
+        self.out.context_switches += 1;
+        let cost = self.costs.sample(&self.config.costs.context_switch);
+        let fraction = self.config.costs.dis_deferrable;
+        let state = &mut self.cpus[cpu];
+        let left = match to {
+            Some(t) if self.threads[t].direct_switch => {
+                self.threads[t].direct_switch = false;
+                let deferred = (cost as f64 * fraction).round() as Ns;
+                state.deferred += deferred;
+                cost - deferred
+            }
+            _ => cost + std::mem::take(&mut state.deferred),
+        };
+        if let Some(from) = state.current
+            && self.threads[from].state == State::Runnable
+            && !scheduler::is_realtime(self.threads[from].priority)
+        {
+            // A preempted SCHED_OTHER thread queues again; a preempted real-time one
+            // keeps its place at the head of its priority's list.
+            self.sequence += 1;
+            self.threads[from].queued_at = self.sequence;
+        }
+        state.switching = Some((to, left));
+        state.wakeup_preempt = false;
+    }
+
+    /// The thread on the CPU, or the one it is switching to.
+    fn on_cpu(&self, cpu: usize) -> Option<usize> {
+        match self.cpus[cpu].switching {
+            Some((to, _)) => to,
+            None => self.cpus[cpu].current,
+        }
+    }
+
+    fn make_runnable(&mut self, id: usize, now: Ns, direct: bool) {
+        let cpu = self.threads[id].cpu;
+        self.sequence += 1;
+        // A sleeper keeps up to one slice of credit (see the scheduler module).
+        let floor = self.cpus[cpu].min_vruntime - self.base_slice as f64;
+        let running = self
+            .on_cpu(cpu)
+            .filter(|&c| c != id && self.threads[c].state == State::Runnable)
+            .map(|c| (self.threads[c].priority, self.threads[c].vruntime));
+        let thread = &mut self.threads[id];
+        thread.state = State::Runnable;
+        thread.queued_at = self.sequence;
+        thread.vruntime = thread.vruntime.max(floor);
+        thread.direct_switch = direct;
+        if let Some((priority, vruntime)) = running
+            && !scheduler::is_realtime(priority)
+            && !scheduler::is_realtime(thread.priority)
+            && thread.vruntime < vruntime
+        {
+            self.cpus[cpu].wakeup_preempt = true;
+        }
+        if let Some(task) = thread.task {
+            self.out.tasks[task].wakeups += 1;
+        }
+        if matches!(thread.role, Role::Consumer(_)) {
+            thread.return_pending = true;
+        }
+        // A wakeup from another CPU: that CPU settles on its own (no reentry here).
+        self.push(now, Event::Kick(cpu));
+    }
+
+    /// The work to wake a sleeping thread, or none if it is awake or being woken.
+    fn wake(&mut self, id: usize) -> Option<Piece> {
+        (self.threads[id].state == State::Sleeping).then(|| {
+            self.threads[id].state = State::Waking;
+            Piece {
+                left: self.costs.sample(&self.config.costs.wakeup),
+                work: Work::Wake(id),
+            }
+        })
+    }
+
+    /// Hands a received packet to its consumer's socket; the wakeup it needs, if any.
+    fn deliver(&mut self, index: usize, arrived: Ns) -> Option<Piece> {
+        let source = &mut self.sources[index];
+        let consumer = source.consumer?;
+        let thread = &mut self.threads[consumer];
+        if thread.socket.len() >= thread.socket_cap {
+            source.dropped_socket += 1;
+            return None;
+        }
+        thread.socket.push_back(arrived);
+        self.wake(consumer)
+    }
+
+    fn end_hardirq(&mut self, cpu: usize, now: Ns, work: Work) {
+        match work {
+            Work::Handler(index, event) => {
+                self.out.interrupts += 1;
+                if let Some(arrived) = event {
+                    if let Some(wake) = self.deliver(index, arrived) {
+                        self.cpus[cpu].hardirqs.push_front(wake);
+                    }
+                    return;
+                }
+                let source = &self.sources[index];
+                let waiting = source
+                    .consumer
+                    .filter(|&c| self.migrate && self.threads[c].state == State::Sleeping);
+                if let Some(target) = waiting {
+                    // 001 §3: the target is the handler thread now; with DIS (§4), an
+                    // urgent target skips the deferrable part of wakeup and switch.
+                    let target_cpu = self.threads[target].cpu;
+                    let running = self.on_cpu(target_cpu).map(|t| self.threads[t].priority);
+                    let direct =
+                        self.direct && scheduler::preempts(self.threads[target].priority, running);
+                    self.threads[target].migrated_handler = true;
+                    let mut wake = self.wake(target).expect("sleeping");
+                    if direct {
+                        let deferred =
+                            (wake.left as f64 * self.config.costs.dis_deferrable).round() as Ns;
+                        wake.left -= deferred;
+                        self.cpus[target_cpu].deferred += deferred;
+                        wake.work = Work::WakeDirect(target);
+                    }
+                    self.cpus[cpu].hardirqs.push_front(wake);
+                    return;
+                }
+                match source.bottom_half {
+                    Some(BottomHalf::Thread { .. }) => {
+                        let thread = source.thread.expect("bottom-half thread");
+                        if let Some(wake) = self.wake(thread) {
+                            self.cpus[cpu].hardirqs.push_front(wake);
+                        }
+                    }
+                    _ => {
+                        if !self.cpus[cpu].poll_list.contains(&index) {
+                            self.cpus[cpu].poll_list.push_back(index);
+                        }
+                    }
+                }
+            }
+            Work::Wake(id) => self.make_runnable(id, now, false),
+            Work::WakeDirect(id) => self.make_runnable(id, now, true),
+            _ => unreachable!("hardirqs only handle and wake"),
+        }
+    }
+
+    /// Hardirq exit: pending softirqs run unless bottom halves are disabled here.
+    fn irq_exit(&mut self, cpu: usize, now: Ns) {
+        let state = &self.cpus[cpu];
+        if state.softirq.is_some() || state.poll_list.is_empty() {
+            return;
+        }
+        let bh_disabled = state.switching.is_none()
+            && state
+                .current
+                .is_some_and(|t| self.threads[t].poll.is_some());
+        if bh_disabled {
+            self.cpus[cpu].softirq_at_bh_enable = true;
+        } else {
+            self.start_softirq(cpu, now);
+        }
+    }
+
+    fn softirq_limits(&self) -> (u32, u32) {
+        // Every source on the softirq path shares the design's figures.
+        self.sources
+            .iter()
+            .find_map(|s| match s.bottom_half {
+                Some(BottomHalf::Softirq { budget, weight }) => Some((budget, weight)),
+                _ => None,
+            })
+            .unwrap_or((
+                self.config.limits.netdev_budget,
+                self.config.limits.napi_weight,
+            ))
+    }
+
+    fn start_softirq(&mut self, cpu: usize, now: Ns) {
+        let (budget, weight) = self.softirq_limits();
+        self.cpus[cpu].softirq_at_bh_enable = false;
+        self.cpus[cpu].softirq = Some(Softirq {
+            start: now,
+            restarts_left: self.config.limits.softirq_restarts,
+            round_start: now,
+            budget_left: i64::from(budget),
+            weight_left: weight,
+            piece: None,
+        });
+    }
+
+    /// The softirq's piece ended (or it just started): what it does next.
+    fn advance_softirq(&mut self, cpu: usize, now: Ns) {
+        let finished = self.cpus[cpu].softirq.as_mut().and_then(|s| s.piece.take());
+        match finished.map(|p| p.work) {
+            Some(Work::Packet(index, arrived)) => {
+                if let Some(wake) = self.deliver(index, arrived) {
+                    self.softirq_mut(cpu).piece = Some(wake);
+                    return;
+                }
+            }
+            Some(Work::Wake(id)) => self.make_runnable(id, now, false),
+            Some(Work::WakeKsoftirqd) => {
+                let ksoftirqd = self.cpus[cpu].ksoftirqd;
+                self.make_runnable(ksoftirqd, now, false);
+                self.cpus[cpu].softirq = None;
+                return;
+            }
+            _ => {}
+        }
+        let (budget, weight) = self.softirq_limits();
+        let (budget_time, softirq_time) = (self.budget_time, self.softirq_time);
+        loop {
+            let Some(&index) = self.cpus[cpu].poll_list.front() else {
+                self.cpus[cpu].softirq = None;
+                return;
+            };
+            if self.softirq_mut(cpu).weight_left > 0
+                && let Some(arrived) = self.sources[index].ring.pop_front()
+            {
+                let left = self.costs.sample(&self.sources[index].per_packet);
+                let softirq = self.softirq_mut(cpu);
+                softirq.weight_left -= 1;
+                softirq.budget_left -= 1;
+                softirq.piece = Some(Piece {
+                    left,
+                    work: Work::Packet(index, arrived),
+                });
+                return;
+            }
+            self.end_poll(cpu, index);
+            self.softirq_mut(cpu).weight_left = weight;
+            let list_empty = self.cpus[cpu].poll_list.is_empty();
+            let softirq = self.softirq_mut(cpu);
+            let round_over =
+                softirq.budget_left <= 0 || now - softirq.round_start >= budget_time || list_empty;
+            if !round_over {
+                continue;
+            }
+            if self.cpus[cpu].poll_list.is_empty() {
+                self.cpus[cpu].softirq = None;
+                return;
+            }
+            let need_resched = self.need_resched(cpu);
+            let softirq = self.softirq_mut(cpu);
+            if now - softirq.start < softirq_time && !need_resched && softirq.restarts_left > 1 {
+                softirq.restarts_left -= 1;
+                softirq.round_start = now;
+                softirq.budget_left = i64::from(budget);
+                continue;
+            }
+            let ksoftirqd = self.cpus[cpu].ksoftirqd;
+            match self.wake(ksoftirqd) {
+                Some(mut wake) => {
+                    wake.work = Work::WakeKsoftirqd;
+                    self.softirq_mut(cpu).piece = Some(wake);
+                }
+                None => self.cpus[cpu].softirq = None,
+            }
+            return;
+        }
+    }
+
+    fn softirq_mut(&mut self, cpu: usize) -> &mut Softirq {
+        self.cpus[cpu].softirq.as_mut().expect("in softirq")
+    }
+
+    /// A poll of a device on the CPU's list ended: off the list (and unmasked) if its
+    /// ring is empty, else to the list's tail.
+    fn end_poll(&mut self, cpu: usize, index: usize) {
+        let list = &mut self.cpus[cpu].poll_list;
+        list.retain(|&i| i != index);
+        if self.sources[index].ring.is_empty() {
+            self.sources[index].masked = false;
+        } else {
+            list.push_back(index);
+        }
+    }
+
+    /// A thread's piece ended.
+    fn end_piece(&mut self, id: usize, now: Ns, work: Work) {
+        match work {
+            Work::Packet(index, arrived) => {
+                if let Some(wake) = self.deliver(index, arrived) {
+                    self.threads[id].piece = Some(wake);
+                }
+            }
+            Work::Wake(other) => self.make_runnable(other, now, false),
+            Work::ReturnToUser => self.threads[id].return_pending = false,
+            Work::Consume => {
+                let task = self.threads[id].task.expect("a task");
+                self.out.tasks[task].delivered += 1;
+            }
+            Work::Job => {
+                let task = self.threads[id].task.expect("a task");
+                let thread = &mut self.threads[id];
+                let released = thread.jobs.pop_front().expect("a job");
+                thread.started = false;
+                self.out.tasks[task].responses.push(now - released);
+            }
+            Work::Spin => {}
+            Work::WakeKsoftirqd | Work::WakeDirect(_) | Work::Handler(..) => {
+                unreachable!("not thread work")
+            }
+        }
+    }
+
+    /// The thread runs and has nothing under way: what it does next (or it sleeps).
+    fn next_piece(&mut self, id: usize, now: Ns) {
+        let (role, cpu) = (self.threads[id].role, self.threads[id].cpu);
+        let piece = match role {
+            Role::Hog => Some((Ns::MAX / 4, Work::Spin)),
+            Role::Periodic => self.next_job(id, now),
+            Role::Consumer(index) => self.next_consumer_piece(id, index, now),
+            Role::Ksoftirqd => {
+                self.cpus[cpu].softirq_at_bh_enable = false;
+                match self.cpus[cpu].poll_list.front() {
+                    Some(&index) => self.poll_piece(id, index, true),
+                    None => None,
+                }
+            }
+            Role::BottomHalf(index) => self.poll_piece(id, index, false),
+        };
+        match piece {
+            Some((left, work)) => self.threads[id].piece = Some(Piece { left, work }),
+            // A poll just ended (a preemption point) or there is nothing to do.
+            None if self.threads[id].poll.is_none()
+                && self.threads[id].state == State::Runnable
+                && self.thread_idle(id) =>
+            {
+                self.threads[id].state = State::Sleeping;
+            }
+            None => {}
+        }
+    }
+
+    /// Whether a thread has nothing left to do (it sleeps).
+    fn thread_idle(&self, id: usize) -> bool {
+        let thread = &self.threads[id];
+        match thread.role {
+            Role::Hog => false,
+            Role::Periodic => thread.jobs.is_empty(),
+            Role::Consumer(_) => {
+                thread.socket.is_empty() && !thread.migrated_handler && !thread.return_pending
+            }
+            Role::Ksoftirqd => self.cpus[thread.cpu].poll_list.is_empty(),
+            Role::BottomHalf(index) => self.sources[index].ring.is_empty(),
+        }
+    }
+
+    /// The next packet of a poll by a thread, or the end of the poll (None).
+    fn poll_piece(&mut self, id: usize, index: usize, on_list: bool) -> Option<(Ns, Work)> {
+        let batch = self.threads[id].batch;
+        let allowed = self.threads[id].poll.unwrap_or(batch);
+        if allowed > 0
+            && let Some(arrived) = self.sources[index].ring.pop_front()
+        {
+            self.threads[id].poll = Some(allowed - 1);
+            let left = self.costs.sample(&self.sources[index].per_packet);
+            return Some((left, Work::Packet(index, arrived)));
+        }
+        // The poll ends: bottom halves enabled again, pending softirqs run.
+        self.threads[id].poll = None;
+        let cpu = self.threads[id].cpu;
+        if on_list {
+            self.end_poll(cpu, index);
+        } else if self.sources[index].ring.is_empty() {
+            self.sources[index].masked = false;
+        }
+        if std::mem::take(&mut self.cpus[cpu].softirq_at_bh_enable)
+            && self.cpus[cpu].softirq.is_none()
+            && !self.cpus[cpu].poll_list.is_empty()
+        {
+            self.start_softirq(cpu, self.cpus[cpu].since);
+        }
+        None
+    }
+
+    fn next_job(&mut self, id: usize, now: Ns) -> Option<(Ns, Work)> {
+        let thread = &mut self.threads[id];
+        let released = *thread.jobs.front()?;
+        if !thread.started {
+            thread.started = true;
+            let task = thread.task.expect("a task");
+            self.out.tasks[task].latencies.push(now - released);
+        }
+        let cost = self.costs.sample(&self.threads[id].cost);
+        Some((cost, Work::Job))
+    }
+
+    fn next_consumer_piece(&mut self, id: usize, index: usize, now: Ns) -> Option<(Ns, Work)> {
+        if self.threads[id].migrated_handler {
+            // The migrated bottom half, in the target's context (001 §3.4: hardirq and
+            // softirq handlers both run there).
+            if let Some(arrived) = self.sources[index].ring.pop_front() {
+                let left = self.costs.sample(&self.sources[index].per_packet);
+                return Some((left, Work::Packet(index, arrived)));
+            }
+            self.threads[id].migrated_handler = false;
+            self.sources[index].masked = false;
+        }
+        if self.threads[id].return_pending {
+            let left = self.costs.sample(&self.config.costs.return_to_user);
+            return Some((left, Work::ReturnToUser));
+        }
+        let arrived = self.threads[id].socket.pop_front()?;
+        let task = self.threads[id].task.expect("a task");
+        self.out.tasks[task].latencies.push(now - arrived);
+        let cost = self.costs.sample(&self.threads[id].cost);
+        Some((cost, Work::Consume))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_have_their_distributions_mean() {
+        let mut random = Random::new(9, 0);
+        for dist in [
+            Dist::constant(4.0),
+            Dist::Uniform {
+                min_us: 2.0,
+                max_us: 6.0,
+            },
+            Dist::Exponential { mean_us: 5.0 },
+            Dist::Quantiles {
+                points: vec![[0.0, 1.0], [0.5, 2.0], [0.99, 10.0], [1.0, 40.0]],
+            },
+        ] {
+            let n = 200_000;
+            let mean = (0..n).map(|_| random.sample(&dist) as f64).sum::<f64>() / n as f64 / 1e3;
+            let expected = dist.mean();
+            assert!(
+                (mean - expected).abs() < 0.01 * expected,
+                "{dist:?}: {mean} vs {expected}"
+            );
+        }
+    }
+
+    fn times(arrival: Arrival) -> Vec<Ns> {
+        let mut arrivals = Arrivals {
+            arrival,
+            random: Random::new(1, 1),
+            count: 0,
+            last: 0.0,
+        };
+        std::iter::from_fn(|| arrivals.next()).take(7).collect()
+    }
+
+    #[test]
+    fn arrival_processes_give_their_times() {
+        assert_eq!(
+            times(Arrival::Periodic {
+                period_us: 10.0,
+                phase_us: 5.0
+            })[..3],
+            [5_000, 15_000, 25_000]
+        );
+        assert_eq!(
+            times(Arrival::Bursts {
+                every_us: 100.0,
+                size: 3,
+                gap_us: 1.0
+            }),
+            [0, 1_000, 2_000, 100_000, 101_000, 102_000, 200_000]
+        );
+        assert_eq!(
+            times(Arrival::Replay {
+                times_us: vec![1.0, 2.5, 2.5]
+            }),
+            [1_000, 2_500, 2_500]
+        );
+        let poisson = times(Arrival::Poisson { rate_per_s: 1e5 });
+        assert!(poisson.windows(2).all(|w| w[0] <= w[1]));
+    }
+}

@@ -1,0 +1,683 @@
+//! `irqlens sim`: the model a discrete-event simulation of Linux's interrupt handling runs
+//! (CPUs, interrupt sources, tasks, costs, the designs to compare) and what it gives back
+//! per design. Times in the configuration are microseconds (`_us`) so that a person can
+//! write and edit one; the costs are meant to be filled from a calibration file later.
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::sched::Priority;
+use crate::units::deserialize_text;
+
+/// A cost or a time as a distribution, in microseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Dist {
+    /// Always the same.
+    Constant {
+        /// The value, µs.
+        us: f64,
+    },
+    /// Uniform between two values.
+    Uniform {
+        /// Smallest value, µs.
+        min_us: f64,
+        /// Largest value, µs.
+        max_us: f64,
+    },
+    /// Exponential with this mean.
+    Exponential {
+        /// Mean, µs.
+        mean_us: f64,
+    },
+    /// An empirical distribution given by quantiles (as a recording's histogram gives
+    /// them), linear between them: `[[0.0, 2.1], [0.5, 3.0], [0.99, 9.5], [1.0, 14.0]]`.
+    Quantiles {
+        /// `[fraction, µs]` pairs, fractions rising from 0 to 1, values not falling.
+        points: Vec<[f64; 2]>,
+    },
+}
+
+impl Dist {
+    /// A constant of `us` microseconds.
+    pub fn constant(us: f64) -> Self {
+        Dist::Constant { us }
+    }
+
+    /// Why this distribution cannot be sampled, if it cannot.
+    pub fn check(&self) -> Result<(), String> {
+        let finite = |v: f64| v.is_finite() && v >= 0.0;
+        match self {
+            Dist::Constant { us } if finite(*us) => Ok(()),
+            Dist::Uniform { min_us, max_us }
+                if finite(*min_us) && finite(*max_us) && min_us <= max_us =>
+            {
+                Ok(())
+            }
+            Dist::Exponential { mean_us } if finite(*mean_us) => Ok(()),
+            Dist::Quantiles { points }
+                if points.len() >= 2
+                    && points.first().is_some_and(|p| p[0] == 0.0)
+                    && points.last().is_some_and(|p| p[0] == 1.0)
+                    && points.iter().all(|p| finite(p[1]))
+                    && points
+                        .windows(2)
+                        .all(|w| w[0][0] < w[1][0] && w[0][1] <= w[1][1]) =>
+            {
+                Ok(())
+            }
+            Dist::Quantiles { .. } => Err(
+                "quantiles need >= 2 [fraction, µs] points from 0 to 1, both rising".to_string(),
+            ),
+            other => Err(format!(
+                "{other:?}: values must be finite, >= 0, min <= max"
+            )),
+        }
+    }
+
+    /// The mean, µs.
+    pub fn mean(&self) -> f64 {
+        match self {
+            Dist::Constant { us } => *us,
+            Dist::Uniform { min_us, max_us } => (min_us + max_us) / 2.0,
+            Dist::Exponential { mean_us } => *mean_us,
+            Dist::Quantiles { points } => points
+                .windows(2)
+                .map(|w| (w[1][0] - w[0][0]) * (w[0][1] + w[1][1]) / 2.0)
+                .sum(),
+        }
+    }
+}
+
+/// When a source's interrupts (packets, events) arrive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Arrival {
+    /// Every `period_us`, the first at `phase_us`.
+    Periodic {
+        /// Time between two arrivals, µs.
+        period_us: f64,
+        /// Time of the first arrival, µs.
+        #[serde(default)]
+        phase_us: f64,
+    },
+    /// A Poisson process.
+    Poisson {
+        /// Mean arrivals per second.
+        rate_per_s: f64,
+    },
+    /// `size` arrivals `gap_us` apart, a burst every `every_us`.
+    Bursts {
+        /// Time between the starts of two bursts, µs.
+        every_us: f64,
+        /// Arrivals per burst.
+        size: u32,
+        /// Time between two arrivals of a burst, µs.
+        gap_us: f64,
+    },
+    /// These arrival times (µs from the start), as a recording gives them.
+    Replay {
+        /// Arrival times, µs, not falling.
+        times_us: Vec<f64>,
+    },
+}
+
+/// A device interrupt line and what it brings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Source {
+    /// Its name (results and `consumer`s refer to it).
+    pub name: String,
+    /// The CPU its hardirq (and stock softirq) runs on.
+    pub cpu: u32,
+    /// When its events arrive.
+    pub arrival: Arrival,
+    /// Hardirq cost; default: `costs.hardirq`.
+    #[serde(default)]
+    pub hardirq: Option<Dist>,
+    /// A NAPI device: the hardirq only schedules polling (and masks the line until the
+    /// poll finds the ring empty); each packet costs a bottom-half run. Without it, the
+    /// hardirq itself hands the event to its consumer.
+    #[serde(default)]
+    pub napi: bool,
+    /// Bottom-half (receive) cost per packet; default: `costs.softirq_per_packet`.
+    #[serde(default)]
+    pub softirq_per_packet: Option<Dist>,
+    /// Receive ring size: packets that find it full are dropped.
+    #[serde(default = "default_ring")]
+    pub ring: u32,
+}
+
+fn default_ring() -> u32 {
+    1024
+}
+
+/// What a task does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum TaskKind {
+    /// Released every `period_us` (first at `phase_us`), runs `cost` per job. Its timer
+    /// interrupt is not modelled: the release is exact.
+    Periodic {
+        /// Time between releases, µs.
+        period_us: f64,
+        /// First release, µs.
+        #[serde(default)]
+        phase_us: f64,
+        /// Run time per job.
+        cost: Dist,
+    },
+    /// Sleeps on a socket fed by `source`, handles each packet (a UDP server).
+    Consumer {
+        /// The source whose packets it reads.
+        source: String,
+        /// Run time per packet, in user space.
+        cost_per_packet: Dist,
+        /// Socket queue length in packets: more are dropped.
+        #[serde(default = "default_socket_queue")]
+        socket_queue: u32,
+    },
+    /// Always runnable.
+    Hog,
+}
+
+fn default_socket_queue() -> u32 {
+    256
+}
+
+/// A thread of the workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Task {
+    /// Its name.
+    pub name: String,
+    /// The CPU it is pinned to.
+    pub cpu: u32,
+    /// Its policy and priority (`o:NICE`, `f:PRIO`, `r:PRIO`; SCHED_DEADLINE is not
+    /// simulated).
+    #[schemars(with = "String")]
+    pub priority: Priority,
+    /// What it does.
+    pub kind: TaskKind,
+}
+
+/// The costs of the kernel's paths. Defaults: `Costs::default()`, not calibrated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Costs {
+    /// Where these figures come from (a calibration's recordings, or "default").
+    pub origin: String,
+    /// Hardirq handler, entry to exit.
+    pub hardirq: Dist,
+    /// Receive processing per packet in a bottom half (NAPI poll to socket queue).
+    pub softirq_per_packet: Dist,
+    /// Waking a sleeping thread (try_to_wake_up), in the waker's context.
+    pub wakeup: Dist,
+    /// One context switch (schedule() from pick to the new thread running).
+    pub context_switch: Dist,
+    /// A woken task's return to user space (end of the blocking system call).
+    pub return_to_user: Dist,
+    /// The share of wakeup + context switch that direct interrupt scheduling defers
+    /// until after the target runs (001 §4.2, Fig. 9: all but `switch`).
+    pub dis_deferrable: f64,
+}
+
+impl Default for Costs {
+    /// Default, not calibrated: orders of magnitude seen on a small VM by `irqlens
+    /// wakeup` and `irqlens bh` (wakeup to run 5-20 µs, context switch 2-5 µs).
+    fn default() -> Self {
+        Costs {
+            origin: "default, not calibrated (orders of magnitude from irqlens wakeup/bh on a \
+                     small VM: wakeup to run 5-20 µs, context switch 2-5 µs)"
+                .to_string(),
+            hardirq: Dist::Uniform {
+                min_us: 1.0,
+                max_us: 3.0,
+            },
+            softirq_per_packet: Dist::Uniform {
+                min_us: 2.0,
+                max_us: 4.0,
+            },
+            wakeup: Dist::Uniform {
+                min_us: 1.0,
+                max_us: 3.0,
+            },
+            context_switch: Dist::Uniform {
+                min_us: 2.0,
+                max_us: 5.0,
+            },
+            return_to_user: Dist::constant(1.0),
+            dis_deferrable: 0.5,
+        }
+    }
+}
+
+/// Linux's limits on deferred work, with the kernel's defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Limits {
+    /// net.core.netdev_budget: packets per net_rx_action.
+    pub netdev_budget: u32,
+    /// net.core.netdev_budget_usecs: time per net_rx_action, µs. The kernel's default is
+    /// two jiffies (net/core/hotdata.c: 2 * USEC_PER_SEC / HZ): 2000 at HZ=1000, 8000 at
+    /// HZ=250; give the machine's /proc/sys/net/core/netdev_budget_usecs.
+    pub netdev_budget_usecs: f64,
+    /// NAPI weight: packets per poll of one device (NAPI_POLL_WEIGHT).
+    pub napi_weight: u32,
+    /// __do_softirq's restarts (MAX_SOFTIRQ_RESTART) before ksoftirqd takes over.
+    pub softirq_restarts: u32,
+    /// __do_softirq's time limit (MAX_SOFTIRQ_TIME), µs.
+    pub softirq_time_us: f64,
+    /// SCHED_OTHER slice (sysctl_sched_base_slice), µs: 750 scaled by 1 + log2(CPUs) by
+    /// the kernel; give the machine's (/sys/kernel/debug/sched/base_slice_ns).
+    pub base_slice_us: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            netdev_budget: 300,
+            netdev_budget_usecs: 2000.0,
+            napi_weight: 64,
+            softirq_restarts: 10,
+            softirq_time_us: 2000.0,
+            base_slice_us: 750.0,
+        }
+    }
+}
+
+/// Where bottom halves run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BottomHalves {
+    /// Softirq at hardirq exit, then ksoftirqd (a stock kernel).
+    Stock,
+    /// A thread per source at SCHED_FIFO 50 (the irq-thread default).
+    ThreadedFifo,
+    /// A thread per source at SCHED_OTHER, at its consumer's nice (003).
+    ThreadedNiced,
+}
+
+/// How the interrupt handler reaches its target process (001).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Migration {
+    /// No migration.
+    None,
+    /// Interrupt handler migration (001 §3): when the target waits, the hardirq wakes it
+    /// and the bottom half runs in its context.
+    Ihm,
+    /// IHM plus direct interrupt scheduling (001 §4): for an urgent target, the
+    /// deferrable part of wakeup and switch runs after the target.
+    IhmDis,
+}
+
+/// An interrupt-handling design: `stock`, `threaded-fifo` or `threaded-niced`, with
+/// `+budget[=N]`, `+ihm`, `+ihm-dis`, `+process-aware` (e.g. `threaded-niced+budget`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Design {
+    /// Where bottom halves run.
+    pub bottom_halves: BottomHalves,
+    /// Packets per non-preemptible batch and per net_rx_action (003: 32).
+    pub budget: Option<u32>,
+    /// Handler migration.
+    pub migration: Migration,
+    /// Bottom halves at the priority of the process they serve (004 §3.2).
+    pub process_aware: bool,
+}
+
+/// 003's batch cap.
+pub const DEFAULT_BUDGET: u32 = 32;
+
+impl Design {
+    /// A design with no option.
+    pub fn plain(bottom_halves: BottomHalves) -> Self {
+        Design {
+            bottom_halves,
+            budget: None,
+            migration: Migration::None,
+            process_aware: false,
+        }
+    }
+
+    /// The six designs the issue compares.
+    pub fn six() -> Vec<Design> {
+        [
+            "stock",
+            "threaded-fifo",
+            "threaded-niced+budget",
+            "threaded-fifo+ihm",
+        ]
+        .into_iter()
+        .chain(["threaded-fifo+ihm-dis", "stock+process-aware"])
+        .map(|text| text.parse().expect("known design"))
+        .collect()
+    }
+}
+
+impl FromStr for Design {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mut parts = text.split('+');
+        let bottom_halves = match parts.next().unwrap_or_default() {
+            "stock" => BottomHalves::Stock,
+            "threaded-fifo" => BottomHalves::ThreadedFifo,
+            "threaded-niced" => BottomHalves::ThreadedNiced,
+            other => {
+                return Err(format!(
+                    "'{other}' is not a design (stock, threaded-fifo, threaded-niced)"
+                ));
+            }
+        };
+        let mut design = Design::plain(bottom_halves);
+        for option in parts {
+            match option.split_once('=') {
+                None if option == "budget" => design.budget = Some(DEFAULT_BUDGET),
+                Some(("budget", n)) => match n.parse::<u32>() {
+                    Ok(n @ 1..) => design.budget = Some(n),
+                    _ => return Err(format!("'{text}': budget is a packet count >= 1")),
+                },
+                None if option == "ihm" => design.migration = Migration::Ihm,
+                None if option == "ihm-dis" => design.migration = Migration::IhmDis,
+                None if option == "process-aware" => design.process_aware = true,
+                _ => {
+                    return Err(format!(
+                        "'{text}': '{option}' is not an option (budget[=N], ihm, ihm-dis, process-aware)"
+                    ));
+                }
+            }
+        }
+        Ok(design)
+    }
+}
+
+impl fmt::Display for Design {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.bottom_halves {
+            BottomHalves::Stock => "stock",
+            BottomHalves::ThreadedFifo => "threaded-fifo",
+            BottomHalves::ThreadedNiced => "threaded-niced",
+        })?;
+        match self.budget {
+            Some(DEFAULT_BUDGET) => f.write_str("+budget")?,
+            Some(n) => write!(f, "+budget={n}")?,
+            None => {}
+        }
+        match self.migration {
+            Migration::None => {}
+            Migration::Ihm => f.write_str("+ihm")?,
+            Migration::IhmDis => f.write_str("+ihm-dis")?,
+        }
+        if self.process_aware {
+            f.write_str("+process-aware")?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Design {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Design {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserialize_text(deserializer)
+    }
+}
+
+/// In JSON, the design's text: `"threaded-niced+budget"`.
+impl JsonSchema for Design {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Design".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+}
+
+/// A whole simulation: the machine, the workload, the costs, the designs to compare.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SimConfig {
+    /// Number of CPUs.
+    pub cpus: u32,
+    /// Simulated time, seconds.
+    pub duration_s: f64,
+    /// Seeds every random choice: the same seed gives the same results.
+    #[serde(default)]
+    pub seed: u64,
+    /// Interrupt sources.
+    pub sources: Vec<Source>,
+    /// Tasks.
+    pub tasks: Vec<Task>,
+    /// Costs of the kernel's paths.
+    #[serde(default)]
+    pub costs: Costs,
+    /// Deferral limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// The designs to simulate, each on the same arrivals.
+    #[schemars(with = "Vec<String>")]
+    pub designs: Vec<Design>,
+}
+
+impl SimConfig {
+    /// A small model to start from (`irqlens sim --example`): on CPU 0, a NIC at 20k
+    /// packets/s feeding a UDP server, a 1 kHz real-time control task and a niced batch
+    /// job; the six designs compared, with the default (uncalibrated) costs.
+    pub fn example() -> Self {
+        let task = |name: &str, priority: Priority, kind| Task {
+            name: name.into(),
+            cpu: 0,
+            priority,
+            kind,
+        };
+        SimConfig {
+            cpus: 1,
+            duration_s: 2.0,
+            seed: 1,
+            sources: vec![Source {
+                name: "nic".into(),
+                cpu: 0,
+                arrival: Arrival::Poisson {
+                    rate_per_s: 20_000.0,
+                },
+                hardirq: None,
+                napi: true,
+                softirq_per_packet: None,
+                ring: default_ring(),
+            }],
+            tasks: vec![
+                task(
+                    "udp-server",
+                    Priority::Other { nice: 0 },
+                    TaskKind::Consumer {
+                        source: "nic".into(),
+                        cost_per_packet: Dist::constant(5.0),
+                        socket_queue: default_socket_queue(),
+                    },
+                ),
+                task(
+                    "control",
+                    Priority::Fifo(80),
+                    TaskKind::Periodic {
+                        period_us: 1000.0,
+                        phase_us: 0.0,
+                        cost: Dist::constant(100.0),
+                    },
+                ),
+                task("batch", Priority::Other { nice: 5 }, TaskKind::Hog),
+            ],
+            costs: Costs::default(),
+            limits: Limits::default(),
+            designs: Design::six(),
+        }
+    }
+}
+
+/// A latency distribution's summary, µs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LatencySummary {
+    /// Samples.
+    pub count: u64,
+    /// Mean.
+    pub mean_us: f64,
+    /// Smallest.
+    pub min_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Largest.
+    pub max_us: f64,
+    /// CDF points `[µs, fraction <= it]`, for plotting.
+    pub cdf: Vec<[f64; 2]>,
+}
+
+/// An interrupt-driven task's results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConsumerResult {
+    /// The task.
+    pub task: String,
+    /// Packet arrival to the task starting on it in user space (the OS latency of 001).
+    pub latency: LatencySummary,
+    /// Packets it handled.
+    pub delivered: u64,
+    /// Packets it handled per simulated second.
+    pub delivered_per_s: f64,
+    /// Packets its source brought.
+    pub offered: u64,
+    /// Dropped at the receive ring.
+    pub dropped_ring: u64,
+    /// Dropped at its full socket queue.
+    pub dropped_socket: u64,
+    /// Wakeups that made it runnable.
+    pub wakeups: u64,
+}
+
+/// A periodic task's results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PeriodicResult {
+    /// The task.
+    pub task: String,
+    /// Release to start.
+    pub wakeup_latency: LatencySummary,
+    /// Release to completion.
+    pub response: LatencySummary,
+}
+
+/// Where CPU time went, fractions of all CPUs' time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuSplit {
+    /// Hardirq handlers.
+    pub hardirq: f64,
+    /// Softirqs at hardirq exit.
+    pub softirq: f64,
+    /// Bottom-half threads (ksoftirqd, irq/NAPI threads).
+    pub bh_threads: f64,
+    /// The workload's tasks (with migrated handlers under IHM).
+    pub tasks: f64,
+    /// Context switches.
+    pub switching: f64,
+    /// Idle.
+    pub idle: f64,
+}
+
+/// One design's results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DesignResult {
+    /// The design.
+    #[schemars(with = "String")]
+    pub design: Design,
+    /// Hardirqs handled.
+    pub interrupts: u64,
+    /// Events (packets) that arrived, all sources.
+    pub arrivals: u64,
+    /// Context switches.
+    pub context_switches: u64,
+    /// Context switches per arrival.
+    pub switches_per_arrival: f64,
+    /// Context switches per hardirq.
+    pub switches_per_interrupt: f64,
+    /// Interrupt-driven tasks.
+    pub consumers: Vec<ConsumerResult>,
+    /// Periodic tasks.
+    pub periodic: Vec<PeriodicResult>,
+    /// CPU split.
+    pub cpu: CpuSplit,
+}
+
+/// What `irqlens sim` gives back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SimReport {
+    /// Simulated time, seconds.
+    pub duration_s: f64,
+    /// The seed.
+    pub seed: u64,
+    /// Where the costs came from.
+    pub costs_origin: String,
+    /// Per design, in the configuration's order.
+    pub designs: Vec<DesignResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn designs_parse_and_display_alike() {
+        for text in [
+            "stock",
+            "threaded-fifo+ihm-dis",
+            "threaded-niced+budget",
+            "stock+budget=8+process-aware",
+        ] {
+            assert_eq!(text.parse::<Design>().unwrap().to_string(), text);
+        }
+        for bad in ["", "fast", "stock+ihm2", "stock+budget=0", "stock+budget=x"] {
+            assert!(bad.parse::<Design>().is_err(), "{bad}");
+        }
+        assert_eq!(Design::six().len(), 6);
+    }
+
+    #[test]
+    fn quantile_dists_are_checked() {
+        let good = Dist::Quantiles {
+            points: vec![[0.0, 1.0], [0.5, 2.0], [1.0, 4.0]],
+        };
+        assert!(good.check().is_ok());
+        assert!((good.mean() - 2.25).abs() < 1e-12);
+        let falling = Dist::Quantiles {
+            points: vec![[0.0, 3.0], [1.0, 2.0]],
+        };
+        assert!(falling.check().is_err());
+        assert!(Dist::constant(-1.0).check().is_err());
+    }
+
+    #[test]
+    fn a_config_reads_back() {
+        let config = SimConfig {
+            cpus: 1,
+            duration_s: 1.0,
+            seed: 7,
+            sources: vec![],
+            tasks: vec![Task {
+                name: "rt".into(),
+                cpu: 0,
+                priority: Priority::Fifo(80),
+                kind: TaskKind::Hog,
+            }],
+            costs: Costs::default(),
+            limits: Limits::default(),
+            designs: Design::six(),
+        };
+        let text = serde_json::to_string(&config).unwrap();
+        assert_eq!(serde_json::from_str::<SimConfig>(&text).unwrap(), config);
+    }
+}
