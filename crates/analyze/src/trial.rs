@@ -162,6 +162,7 @@ mod tests {
                 ..Default::default()
             }),
             cpu: CpuSplit::default(),
+            napi_scheduling: Vec::new(),
         }
     }
 

@@ -158,6 +158,10 @@ pub struct TrialNetArgs {
     /// largest latency against the offered rate, a line per design, and the tables
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
+    /// Also keep the whole result in FILE (gzip-compressed JSON): `irqlens report FILE`
+    /// shows it again, as text, --json or --html
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
     /// No progress lines on stderr (one per point otherwise, with --json too)
     #[arg(short, long)]
     pub quiet: bool,

@@ -245,6 +245,10 @@ pub struct TrialPoint {
     pub cyclic: Option<CyclicLatency>,
     /// The receiving CPU's time.
     pub cpu: CpuSplit,
+    /// The NAPI threads' scheduling at the end of the measuring window (`o:NICE`,
+    /// `f:PRIO`; threaded designs): what the design set, or steer chose (process-aware).
+    #[serde(default)]
+    pub napi_scheduling: Vec<String>,
 }
 
 /// How one design behaved over the ladder.

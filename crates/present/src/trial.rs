@@ -215,6 +215,7 @@ mod tests {
                 user_percent: 4.0,
                 ..Default::default()
             },
+            napi_scheduling: vec!["f:50".into()],
         };
         let report = TrialReport {
             tool: "irqlens".into(),

@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 mod reader;
+pub mod result;
 mod sink;
 mod writer;
 

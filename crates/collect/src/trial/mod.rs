@@ -190,7 +190,16 @@ fn measure(
             let full = sleep_unless(stop, duration);
             flow.close_window();
             let after = snapshot(options.receiving_cpu, &bed.napi_threads)?;
-            Ok(full.then_some((before, after)))
+            // what the NAPI threads run at now, before steer (process-aware) puts them back
+            let scheduling = bed
+                .napi_threads
+                .iter()
+                .map(|&tid| {
+                    crate::sched::thread_priority(tid)
+                        .map_or_else(|_| "?".into(), |p| p.to_string())
+                })
+                .collect::<Vec<String>>();
+            Ok(full.then_some((before, after, scheduling)))
         })();
         cyclic_stop.store(true, Ordering::Relaxed);
         steer_stop.store(true, Ordering::Relaxed);
@@ -207,7 +216,7 @@ fn measure(
     });
     let counts = flow.finish(ECHO_GRACE)?;
     let (window, outcome) = measured?;
-    let Some(((cpu_before, napi_before), (cpu_after, napi_after))) = window else {
+    let Some(((cpu_before, napi_before), (cpu_after, napi_after), napi_scheduling)) = window else {
         return Ok(None);
     };
     let seconds = duration.as_secs_f64();
@@ -226,6 +235,7 @@ fn measure(
             &cpu_after,
             napi_after.saturating_sub(napi_before),
         ),
+        napi_scheduling,
     }))
 }
 

@@ -3,11 +3,12 @@
 
 use std::io::Write;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use super::{Outcome, print_json, recorded_names, replay};
 use crate::cli::ReportArgs;
 use irqlens_model::run::RecordingSummary;
+use irqlens_model::trial::TrialReport;
 use irqlens_present::html::Page;
 use irqlens_present::perfetto;
 use irqlens_record::Reader;
@@ -24,6 +25,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         // the functions' names are in the end line, the trace is written as it is read
         let symbols = recorded_names(Reader::open(recording)?.skip_inputs()?).symbols;
         perfetto::convert(recording, trace, symbols)?;
+    }
+    if let Some(trial) = trial_result(args)? {
+        return report_trial(args, &trial);
     }
     let replayed = args
         .files
@@ -61,6 +65,46 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         outcome.write_text(&mut out)?;
     }
     Ok(())
+}
+
+/// The trial a result recording (`trial net --record`) holds, if the one file given is
+/// one; a result recording among others is refused (it has no place in their report).
+fn trial_result(args: &ReportArgs) -> Result<Option<(String, TrialReport)>> {
+    let mut found = None;
+    for path in &args.files {
+        let Some(document) = irqlens_record::result::read(path)? else {
+            continue;
+        };
+        if args.files.len() > 1 {
+            bail!(
+                "{}: a trial's recording is reported alone, not with other recordings",
+                path.display()
+            );
+        }
+        if args.perfetto.is_some() {
+            bail!(
+                "{}: a trial's recording has no timeline for --perfetto",
+                path.display()
+            );
+        }
+        let trial: TrialReport = serde_json::from_value(document)
+            .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))?;
+        found = Some((path.display().to_string(), trial));
+    }
+    Ok(found)
+}
+
+/// A trial's recording shown as the run showed it.
+fn report_trial(args: &ReportArgs, (file, trial): &(String, TrialReport)) -> Result<()> {
+    if let Some(path) = &args.html {
+        super::trial::write_html(trial, &format!("{file}: irqlens trial net"), path)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        return print_json(&mut out, &serde_json::to_value(trial)?);
+    }
+    writeln!(out, "# {file}: irqlens trial net, kernel {}", trial.kernel)?;
+    Ok(irqlens_present::trial::write_text(&mut out, trial)?)
 }
 
 /// One line telling which run this was: file, command line, when, where.

@@ -25,9 +25,12 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
         );
     }
     system::check_can_trace()?;
-    if let Some(path) = &args.html {
-        // written at the end: a path that cannot be is refused before anything is built
-        std::fs::File::create(path).with_context(|| format!("--html {}", path.display()))?;
+    // the files are written at the end: a path that cannot be is refused before anything
+    // is built
+    for (option, path) in [("--html", &args.html), ("--record", &args.record)] {
+        if let Some(path) = path {
+            std::fs::File::create(path).with_context(|| format!("{option} {}", path.display()))?;
+        }
     }
     let progress = !args.quiet;
     let mut session = Session(Some(Journal::begin(Path::new(JOURNAL_PATH), "trial")?));
@@ -69,10 +72,11 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
         interrupted: interrupted() || STOP.load(Ordering::Relaxed),
         points,
     };
+    if let Some(path) = &args.record {
+        irqlens_record::result::write(path, &report)?;
+    }
     if let Some(path) = &args.html {
-        let mut page = Page::new("irqlens trial net", &report.kernel);
-        page.trial("irqlens trial net", &report);
-        super::write_html(&page, path)?;
+        write_html(&report, "irqlens trial net", path)?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -87,6 +91,13 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
 }
 
 /// A point's progress line.
+/// The trial's HTML page, under `heading`.
+pub fn write_html(report: &TrialReport, heading: &str, path: &Path) -> Result<()> {
+    let mut page = Page::new("irqlens trial net", &report.kernel);
+    page.trial(heading, report);
+    super::write_html(&page, path)
+}
+
 fn summary_line(point: &TrialPoint) -> String {
     let cyclic = point.cyclic.as_ref().map_or("-".into(), |c| {
         format!("{} us", irqlens_present::us(c.max_ns))
