@@ -185,6 +185,8 @@ pub enum Document {
     Steer(crate::steer::SteerReport),
     /// `irqlens trial net --json`.
     Trial(crate::trial::TrialReport),
+    /// `irqlens sim --json`.
+    Sim(crate::sim::SimDocument),
 }
 
 /// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the
@@ -215,6 +217,7 @@ pub fn json_schema() -> serde_json::Value {
         ("TuneReport", "tune"),
         ("SteerReport", "steer"),
         ("TrialReport", "trial"),
+        ("SimDocument", "sim"),
     ] {
         definitions[definition]["properties"]["command"] = serde_json::json!({
             "description": format!("Always \"{command}\"."),

@@ -626,6 +626,23 @@ pub struct SimReport {
     pub designs: Vec<DesignResult>,
 }
 
+/// What `irqlens sim --json` prints: the envelope every command's document has, and the
+/// simulation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SimDocument {
+    /// Always "irqlens".
+    pub tool: String,
+    /// The irqlens version that printed it.
+    pub version: String,
+    /// Always "sim".
+    pub command: String,
+    /// The model's CPUs (simulated, not this machine's).
+    pub cpus: crate::units::CpuList,
+    /// The simulation.
+    #[serde(flatten)]
+    pub report: SimReport,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

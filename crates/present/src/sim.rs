@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use irqlens_model::sim::{LatencySummary, SimReport};
+use irqlens_model::sim::{LatencySummary, SimDocument, SimReport};
 
 /// The tables, one row per design.
 pub fn write_report(out: &mut dyn Write, report: &SimReport) -> io::Result<()> {
@@ -105,8 +105,8 @@ fn quantiles(latency: &LatencySummary) -> String {
 }
 
 /// The report as JSON.
-pub fn to_json(report: &SimReport) -> serde_json::Value {
-    serde_json::to_value(report).expect("a document of plain data")
+pub fn to_json(document: &SimDocument) -> serde_json::Value {
+    serde_json::to_value(document).expect("a document of plain data")
 }
 
 #[cfg(test)]
@@ -175,9 +175,18 @@ mod tests {
     }
 
     #[test]
-    fn json_reads_back() {
-        let report = report();
-        let back: SimReport = serde_json::from_value(to_json(&report)).unwrap();
-        assert_eq!(back, report);
+    fn json_reads_back_with_the_envelope() {
+        let document = SimDocument {
+            tool: "irqlens".into(),
+            version: "0".into(),
+            command: "sim".into(),
+            cpus: "0-1".parse().unwrap(),
+            report: report(),
+        };
+        let json = to_json(&document);
+        assert_eq!(json["command"], "sim");
+        assert_eq!(json["seed"], 7, "the report's fields are at the top level");
+        let back: SimDocument = serde_json::from_value(json).unwrap();
+        assert_eq!(back, document);
     }
 }

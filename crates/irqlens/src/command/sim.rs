@@ -7,7 +7,7 @@ use anyhow::{Context, Result, anyhow};
 use super::print_json;
 use crate::cli::SimArgs;
 use irqlens_analyze::sim::simulate;
-use irqlens_model::sim::SimConfig;
+use irqlens_model::sim::{SimConfig, SimDocument};
 use irqlens_present::sim as show;
 
 pub fn run(args: &SimArgs) -> Result<()> {
@@ -35,7 +35,14 @@ pub fn run(args: &SimArgs) -> Result<()> {
     }
     let report = simulate(&config).map_err(|e| anyhow!(e))?;
     if args.json {
-        print_json(&mut out, &show::to_json(&report))
+        let document = SimDocument {
+            tool: irqlens_model::run::TOOL.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            command: "sim".into(),
+            cpus: (0..config.cpus).collect(),
+            report,
+        };
+        print_json(&mut out, &show::to_json(&document))
     } else {
         Ok(show::write_report(&mut out, &report)?)
     }

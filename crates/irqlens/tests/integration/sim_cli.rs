@@ -8,7 +8,10 @@ use crate::common::*;
 #[test]
 fn the_example_model_runs_every_design_the_same_way_twice() {
     let args = ["sim", "-d", "200ms"];
-    let document = run_json(&args).unwrap();
+    // checked against the published schema
+    let document = irqlens_json(&args);
+    assert_eq!(document["command"], "sim");
+    assert_eq!(document["cpus"], serde_json::json!([0]));
     let designs = document["designs"].as_array().unwrap();
     let names: Vec<_> = designs
         .iter()
