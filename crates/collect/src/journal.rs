@@ -108,6 +108,18 @@ pub struct Unrestored {
     pub error: anyhow::Error,
 }
 
+impl std::fmt::Display for Unrestored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "could not put back {} to {}: {:#}",
+            crate::knob::describe(&self.change.knob),
+            self.change.from,
+            self.error
+        )
+    }
+}
+
 impl Journal {
     /// Starts the journal of `irqlens COMMAND` at `path`; refused while another run's
     /// journal is there (alive: who it is; dead: run `irqlens tune --revert` first).
@@ -195,6 +207,16 @@ impl Journal {
     /// Marks change `index` as kept at exit.
     pub fn keep(&mut self, index: usize) -> Result<()> {
         self.set(index, State::Kept)
+    }
+
+    /// As [`finish`](Self::finish), saying on stderr each change that could not be put
+    /// back (the journal keeps it for `--revert`); returns how many.
+    pub fn close(self, knobs: &dyn Knobs, leave_kept: bool) -> usize {
+        let failed = self.finish(knobs, leave_kept);
+        for unrestored in &failed {
+            eprintln!("irqlens: {unrestored}");
+        }
+        failed.len()
     }
 
     /// Puts back every change not put back (kept ones too unless `leave_kept`), last

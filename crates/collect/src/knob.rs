@@ -226,13 +226,11 @@ fn in_netns(ns: &str, command: &[&str]) -> Result<String> {
 
 /// A thread id reused by another thread is not the thread that was advised.
 fn check_comm(tid: u32, comm: &str) -> Result<()> {
-    let path = format!("/proc/{tid}/comm");
-    let now =
-        fs::read_to_string(&path).with_context(|| format!("thread {tid} ({comm}) is gone"))?;
+    let now = crate::system::thread_comm(tid)
+        .with_context(|| format!("thread {tid} ({comm}) is gone"))?;
     ensure!(
-        now.trim() == comm,
-        "thread {tid} is now {}, not {comm}: left alone",
-        now.trim()
+        now == comm,
+        "thread {tid} is now {now}, not {comm}: left alone"
     );
     Ok(())
 }
@@ -316,9 +314,9 @@ pub fn parse_change(spec: &str) -> Result<(Knob, String)> {
     };
     let thread = || -> Result<(u32, String)> {
         let tid = number(what, "a thread")?;
-        let comm = fs::read_to_string(format!("/proc/{tid}/comm"))
-            .map_err(|_| bad(&format!("there is no thread {tid}")))?;
-        Ok((tid, comm.trim().to_owned()))
+        let comm = crate::system::thread_comm(tid)
+            .ok_or_else(|| bad(&format!("there is no thread {tid}")))?;
+        Ok((tid, comm))
     };
     let knob = match kind {
         "irq" => Knob::IrqAffinity {

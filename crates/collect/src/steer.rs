@@ -52,16 +52,9 @@ pub fn run(
         Some(Journal::begin(Path::new(JOURNAL_PATH), "steer")?)
     };
     let outcome = run_in(options, stop, journal.as_mut(), on_change);
-    let failed = journal
-        .map(|j| j.finish(&SystemKnobs, false))
-        .unwrap_or_default();
-    if let Some(first) = failed.first() {
-        bail!(
-            "{} thread(s) could not be put back, the first: {}: {:#} (run `irqlens tune --revert`)",
-            failed.len(),
-            crate::knob::describe(&first.change.knob),
-            first.error
-        );
+    let failed = journal.map_or(0, |j| j.close(&SystemKnobs, false));
+    if failed > 0 {
+        bail!("{failed} thread change(s) could not be put back: run `irqlens tune --revert`");
     }
     outcome
 }
@@ -196,11 +189,7 @@ impl Names {
     fn get(&mut self, tid: u32) -> Option<&str> {
         self.0
             .entry(tid)
-            .or_insert_with(|| {
-                std::fs::read_to_string(format!("/proc/{tid}/comm"))
-                    .ok()
-                    .map(|comm| comm.trim_end().to_owned())
-            })
+            .or_insert_with(|| system::thread_comm(tid))
             .as_deref()
     }
 

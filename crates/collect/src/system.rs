@@ -135,6 +135,13 @@ pub fn kernel_release() -> String {
         .unwrap_or_default()
 }
 
+/// Thread `tid`'s name (`/proc/TID/comm`); none once it is gone.
+pub fn thread_comm(tid: u32) -> Option<String> {
+    fs::read_to_string(format!("/proc/{tid}/comm"))
+        .ok()
+        .map(|comm| comm.trim_end().to_owned())
+}
+
 /// Every thread's CPU time so far, as the kernel accounts it (the first field of
 /// /proc/PID/task/TID/schedstat, sum_exec_runtime in ns), with its process and name.
 pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {

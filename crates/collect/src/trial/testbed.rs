@@ -250,9 +250,7 @@ impl Testbed {
 }
 
 fn thread_comm(tid: u32) -> Result<String> {
-    let comm = fs::read_to_string(format!("/proc/{tid}/comm"))
-        .with_context(|| format!("thread {tid} is gone"))?;
-    Ok(comm.trim().to_owned())
+    crate::system::thread_comm(tid).with_context(|| format!("thread {tid} is gone"))
 }
 
 /// The `napi/DEVICE-ID` kernel threads of `device`.

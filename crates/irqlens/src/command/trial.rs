@@ -11,7 +11,7 @@ use super::{STOP, interrupted};
 use crate::cli::TrialNetArgs;
 use irqlens_analyze::trial::summarize;
 use irqlens_collect::journal::{JOURNAL_PATH, Journal, SystemKnobs};
-use irqlens_collect::{knob, system, trial as trial_run};
+use irqlens_collect::{system, trial as trial_run};
 use irqlens_model::trial::{TrialPoint, TrialReport};
 use irqlens_present::html::Page;
 
@@ -114,19 +114,9 @@ struct Session(Option<Journal>);
 impl Session {
     /// Puts everything back; returns how many changes could not be.
     fn finish(&mut self) -> usize {
-        let Some(journal) = self.0.take() else {
-            return 0;
-        };
-        let failed = journal.finish(&SystemKnobs, false);
-        for f in &failed {
-            eprintln!(
-                "irqlens: could not put back {} to {}: {:#}",
-                knob::describe(&f.change.knob),
-                f.change.from,
-                f.error
-            );
-        }
-        failed.len()
+        self.0
+            .take()
+            .map_or(0, |journal| journal.close(&SystemKnobs, false))
     }
 }
 

@@ -152,11 +152,8 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     if interrupted() {
         eprintln!("irqlens: interrupted: the remedies not tried yet were left alone");
     }
-    if !failed.is_empty() {
-        bail!(
-            "{} change(s) could not be put back: run `irqlens tune --revert`",
-            failed.len()
-        );
+    if failed > 0 {
+        bail!("{failed} change(s) could not be put back: run `irqlens tune --revert`");
     }
     Ok(())
 }
@@ -326,21 +323,11 @@ impl Session {
         }))
     }
 
-    /// Puts back what is to go back; returns what could not be.
-    fn finish(&mut self) -> Vec<irqlens_collect::journal::Unrestored> {
-        let Some(journal) = self.journal.take() else {
-            return Vec::new();
-        };
-        let failed = journal.finish(&SystemKnobs, self.keep);
-        for f in &failed {
-            eprintln!(
-                "irqlens: could not put back {} to {}: {:#}",
-                knob::describe(&f.change.knob),
-                f.change.from,
-                f.error
-            );
-        }
-        failed
+    /// Puts back what is to go back; returns how many changes could not be.
+    fn finish(&mut self) -> usize {
+        self.journal
+            .take()
+            .map_or(0, |journal| journal.close(&SystemKnobs, self.keep))
     }
 }
 

@@ -5,6 +5,26 @@ pub use irqlens_test_support::runner::*;
 #[allow(unused_imports)]
 pub use irqlens_test_support::spinner::Spinner;
 
+/// A file's content, trimmed (the test fails if it cannot be read).
+pub fn read(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .trim()
+        .to_owned()
+}
+
+/// Waits until `done`, failing the test after `limit`.
+pub fn wait_until(what: &str, limit: std::time::Duration, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The row of the causes table whose label starts with `prefix`.
 pub fn cause<'a>(doc: &'a serde_json::Value, prefix: &str) -> Option<&'a serde_json::Value> {
     doc["causes"]

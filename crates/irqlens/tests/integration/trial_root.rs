@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::*;
 
@@ -15,13 +15,6 @@ const NETDEV_BUDGET: &str = "/proc/sys/net/core/netdev_budget";
 const NETDEV_BUDGET_USECS: &str = "/proc/sys/net/core/netdev_budget_usecs";
 /// Far beyond what CPU 1 of the 2-CPU test VM carries (it echoes 60k to 130k/s at most).
 const FLOOD: &str = "1M";
-
-fn read(path: &str) -> String {
-    fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-        .trim()
-        .to_owned()
-}
 
 /// The trial namespaces that exist now.
 fn trial_namespaces() -> Vec<String> {
@@ -60,14 +53,6 @@ fn assert_left_as_found(before: &MachineState, when: &str) {
         Vec::<String>::new(),
         "{when}: BPF programs left"
     );
-}
-
-fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn point<'a>(doc: &'a serde_json::Value, design: &str) -> &'a serde_json::Value {

@@ -8,19 +8,12 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::*;
 
 const JOURNAL: &str = "/run/irqlens/tune.journal";
 const NETDEV_BUDGET: &str = "/proc/sys/net/core/netdev_budget";
-
-fn read(path: &str) -> String {
-    fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-        .trim()
-        .to_owned()
-}
 
 fn affinity_path(irq: u32) -> String {
     format!("/proc/irq/{irq}/smp_affinity_list")
@@ -271,14 +264,6 @@ fn a_knob_unrelated_to_the_noise_is_put_back() {
     assert_eq!(remedy["verdict"], "no_effect", "{remedy:#}");
     assert_eq!(read(NETDEV_BUDGET), budget);
     assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
-}
-
-fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
