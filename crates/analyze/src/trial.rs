@@ -163,6 +163,7 @@ mod tests {
             }),
             cpu: CpuSplit::default(),
             napi_scheduling: Vec::new(),
+            runtimes: None,
         }
     }
 

@@ -178,6 +178,27 @@ pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
     threads
 }
 
+/// One thread's CPU time so far, ns (sum_exec_runtime: exact, not sampled at the tick);
+/// `None` once it is gone.
+pub fn thread_runtime_ns(tid: u32) -> Option<u64> {
+    parse_schedstat_runtime(&fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?)
+}
+
+/// The time CPU `cpu` spent in its idle states so far, ns (cpuidle's residency: exact,
+/// where /proc/stat's idle samples at the tick); `None` without cpuidle.
+pub fn cpu_idle_ns(cpu: u32) -> Option<u64> {
+    let states = fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle")).ok()?;
+    let mut total_us = 0u64;
+    let mut any = false;
+    for state in states.flatten() {
+        if let Some(us) = read_number(&state.path().join("time").to_string_lossy()) {
+            total_us += us as u64;
+            any = true;
+        }
+    }
+    any.then_some(total_us * 1_000)
+}
+
 /// The number a /proc entry is named by (a process or thread id), if it is one.
 fn numbered(entry: &fs::DirEntry) -> Option<u32> {
     entry.file_name().to_str()?.parse().ok()
@@ -314,4 +335,30 @@ mod tests {
         assert_eq!(symbols.name(0xffffffff81200010), "flush_to_ldisc+0x10");
         assert_eq!(symbols.name(0x1234), "0x1234");
     }
+}
+
+/// A number read from a file, if the file reads and holds one.
+fn read_number(path: &str) -> Option<f64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The deferral limits a simulation of this machine gets: the kernel's defaults with the
+/// netdev budget sysctls and the scheduler's base slice (debugfs, when mounted) read here.
+pub fn sim_limits() -> irqlens_model::sim::Limits {
+    let mut limits = irqlens_model::sim::Limits::default();
+    if let Some(budget) = read_number("/proc/sys/net/core/netdev_budget") {
+        limits.netdev_budget = budget as u32;
+    }
+    if let Some(usecs) = read_number("/proc/sys/net/core/netdev_budget_usecs") {
+        limits.netdev_budget_usecs = usecs;
+    }
+    if let Some(ns) = read_number("/sys/kernel/debug/sched/base_slice_ns") {
+        limits.base_slice_us = ns / 1e3;
+    }
+    limits
+}
+
+/// A socket's default receive buffer (net.core.rmem_default), bytes.
+pub fn socket_receive_buffer() -> Option<u32> {
+    read_number("/proc/sys/net/core/rmem_default").map(|bytes| bytes as u32)
 }

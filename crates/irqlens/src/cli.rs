@@ -208,6 +208,25 @@ pub struct SimArgs {
     /// Simulated time instead of the model's (10s, 500ms)
     #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
     pub duration: Option<Duration>,
+    /// The costs (and the machine's limits) from this calibration file instead of the
+    /// model's (written by --calibrate)
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<PathBuf>,
+    /// Derive the costs from these recordings of wakeup, bh, account or trial (--record)
+    /// and write them as a calibration file (to -o FILE, or standard output)
+    #[arg(long, value_name = "REC", num_args = 1.., conflicts_with_all = ["model", "example", "designs", "costs", "against", "html"])]
+    pub calibrate: Vec<PathBuf>,
+    /// Where --calibrate writes the calibration
+    #[arg(short, long, value_name = "FILE", requires = "calibrate")]
+    pub output: Option<PathBuf>,
+    /// Simulate the test bed, designs and rates of this trial recording (--record, or its
+    /// --json) and set the simulation next to what trial measured; needs --costs with
+    /// the trial's designs calibrated. -d is then the time simulated per point (1 s)
+    #[arg(long, value_name = "TRIAL", requires = "costs", conflicts_with_all = ["model", "example", "designs"])]
+    pub against: Option<PathBuf>,
+    /// Write an HTML report: every design's latency CDF on one plot, and the tables
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Print the results as one JSON document
     #[arg(long)]
     pub json: bool,

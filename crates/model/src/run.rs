@@ -187,6 +187,10 @@ pub enum Document {
     Trial(crate::trial::TrialReport),
     /// `irqlens sim --json`.
     Sim(crate::sim::SimDocument),
+    /// `irqlens sim --against TRIAL --json`.
+    SimAgainstTrial(crate::sim::TrialComparison),
+    /// The calibration `irqlens sim --calibrate` writes.
+    SimCalibration(crate::sim::Calibration),
 }
 
 /// The JSON Schema of every document irqlens prints (docs/irqlens.schema.json): the

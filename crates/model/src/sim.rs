@@ -643,6 +643,171 @@ pub struct SimDocument {
     pub report: SimReport,
 }
 
+/// A cost of the model that a recording measures.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CostName {
+    /// [`Costs::hardirq`].
+    Hardirq,
+    /// [`Costs::softirq_per_packet`].
+    SoftirqPerPacket,
+    /// [`Costs::wakeup`].
+    Wakeup,
+    /// [`Costs::context_switch`].
+    ContextSwitch,
+    /// [`Costs::return_to_user`].
+    ReturnToUser,
+}
+
+impl CostName {
+    /// The field of [`Costs`] it fills.
+    pub fn of(self, costs: &mut Costs) -> &mut Dist {
+        match self {
+            CostName::Hardirq => &mut costs.hardirq,
+            CostName::SoftirqPerPacket => &mut costs.softirq_per_packet,
+            CostName::Wakeup => &mut costs.wakeup,
+            CostName::ContextSwitch => &mut costs.context_switch,
+            CostName::ReturnToUser => &mut costs.return_to_user,
+        }
+    }
+}
+
+/// One cost as one recording measured it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MeasuredCost {
+    /// The cost.
+    pub cost: CostName,
+    /// Its distribution.
+    pub dist: Dist,
+    /// Samples it comes from.
+    pub samples: u64,
+    /// What of the recording it is, and why it stands for the cost.
+    pub what: String,
+    /// The recording.
+    #[serde(default)]
+    pub from: String,
+}
+
+/// What one `irqlens trial net` design costs per datagram on the receiving CPU, fitted on
+/// the points where the echo followed the offered rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TrialCosts {
+    /// The trial design.
+    pub design: crate::trial::Design,
+    /// Bottom-half time (softirq, NAPI thread, hard IRQ) per echoed datagram, µs.
+    pub bottom_half_per_datagram_us: f64,
+    /// The echo server's time (user and system: the receive and the send) per echoed
+    /// datagram, µs.
+    pub consumer_per_datagram_us: f64,
+    /// The receiving CPU's busy share that does not grow with the rate (the cyclic task
+    /// with irqlens wakeup's probes, the tick), percent: the simulated cyclic task runs
+    /// it.
+    #[serde(default)]
+    pub background_percent: f64,
+    /// The part of the echo latency outside the receiving CPU (the sending stack, the
+    /// echo's way back, the collector's wakeup), µs: the lowest rate's measured median
+    /// less the simulated one.
+    pub path_us: f64,
+    /// The echo server's socket queue, datagrams: its receive buffer
+    /// (net.core.rmem_default) over a small datagram's truesize.
+    pub socket_queue: u32,
+    /// The following points the costs come from.
+    pub points: usize,
+    /// The recording.
+    pub from: String,
+}
+
+/// What `irqlens sim --calibrate` writes and `--costs` reads: the costs measured on a
+/// machine, with where each came from. A person can read and edit it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Calibration {
+    /// Always "irqlens".
+    pub tool: String,
+    /// The irqlens version that wrote it.
+    pub version: String,
+    /// Always "sim-calibration".
+    pub command: String,
+    /// Every cost the recordings measured (more than one recording may measure a cost).
+    pub measured: Vec<MeasuredCost>,
+    /// The costs a model gets: per cost, the measurement with the most samples, the
+    /// default for a cost nothing measured (its origin says which).
+    pub costs: Costs,
+    /// The deferral limits of the machine calibrated on.
+    pub limits: Limits,
+    /// Per `irqlens trial net` design recorded, its per-datagram costs.
+    #[serde(default)]
+    pub trial: Vec<TrialCosts>,
+}
+
+/// One design at one offered rate, as `trial` measured it and as the simulation of its
+/// test bed predicts it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComparedPoint {
+    /// The trial design.
+    pub design: crate::trial::Design,
+    /// Offered datagrams/s.
+    pub offered_pps: u64,
+    /// Sent per second, measured.
+    pub sent_pps: f64,
+    /// Echoed per second, measured.
+    pub measured_echoed_pps: f64,
+    /// Echoed per second, simulated (offered at the measured sent rate).
+    pub simulated_echoed_pps: f64,
+    /// Median echo latency, measured, µs.
+    pub measured_p50_us: Option<f64>,
+    /// Median echo latency, simulated (arrival to the server in user space, plus the
+    /// calibrated path), µs.
+    pub simulated_p50_us: Option<f64>,
+}
+
+/// One design over the ladder, measured and simulated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComparedDesign {
+    /// The trial design.
+    pub design: crate::trial::Design,
+    /// The simulated design it corresponds to.
+    #[schemars(with = "String")]
+    pub simulated_as: Design,
+    /// The highest offered rate up to which every point followed (echoed 95% of what
+    /// was sent), measured.
+    pub measured_follows_up_to_pps: Option<u64>,
+    /// Likewise, simulated.
+    pub simulated_follows_up_to_pps: Option<u64>,
+    /// The most echoed per second at any rate, measured.
+    pub measured_peak_pps: f64,
+    /// Likewise, simulated.
+    pub simulated_peak_pps: f64,
+    /// Simulated peak over measured peak, less 1.
+    pub peak_error: f64,
+    /// Over the points both followed, the median of |simulated - measured| / measured
+    /// median latency.
+    pub median_latency_error: Option<f64>,
+}
+
+/// What `irqlens sim --against TRIAL.rec` prints: a recorded trial next to the
+/// simulation of the same test bed, designs and rates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TrialComparison {
+    /// Always "irqlens".
+    pub tool: String,
+    /// The irqlens version that printed it.
+    pub version: String,
+    /// Always "sim".
+    pub command: String,
+    /// The trial recording.
+    pub against: String,
+    /// Where the costs came from.
+    pub costs_origin: String,
+    /// Simulated seconds per point.
+    pub seconds_per_point: f64,
+    /// Per design and rate.
+    pub points: Vec<ComparedPoint>,
+    /// Per design.
+    pub designs: Vec<ComparedDesign>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

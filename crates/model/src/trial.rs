@@ -222,6 +222,25 @@ pub struct CpuSplit {
     pub idle_percent: f64,
 }
 
+/// The window's time, ns, from counters that do not sample (cpuidle's residency, the
+/// scheduler's sum_exec_runtime), where the CPU split samples at the tick: a CPU idle
+/// between short bursts reads too idle or too busy there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Runtimes {
+    /// The window's length.
+    pub window_ns: u64,
+    /// The receiving CPU out of its idle states (none without cpuidle).
+    pub busy_ns: Option<u64>,
+    /// The sending CPU out of its idle states (the generator, the collector and their
+    /// network stack).
+    #[serde(default)]
+    pub sender_busy_ns: Option<u64>,
+    /// The echo server's thread (with the softirqs that ran in it).
+    pub echo_ns: u64,
+    /// The NAPI threads (threaded designs).
+    pub napi_ns: u64,
+}
+
 /// One design at one offered rate.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TrialPoint {
@@ -249,6 +268,9 @@ pub struct TrialPoint {
     /// `f:PRIO`; threaded designs): what the design set, or steer chose (process-aware).
     #[serde(default)]
     pub napi_scheduling: Vec<String>,
+    /// The exact times of the window (older recordings have none).
+    #[serde(default)]
+    pub runtimes: Option<Runtimes>,
 }
 
 /// How one design behaved over the ladder.

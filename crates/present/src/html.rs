@@ -37,6 +37,7 @@ use irqlens_analyze::wakeup::{
 use irqlens_model::account::AccountRunInfo;
 use irqlens_model::bh::BhRunInfo;
 use irqlens_model::noise::NoiseRunInfo;
+use irqlens_model::sim::SimReport;
 use irqlens_model::trial::TrialReport;
 use irqlens_model::wakeup::WakeupRunInfo;
 
@@ -669,6 +670,73 @@ impl Page {
                 .collect();
             section.table(&headings(&super::trial::POINT_COLUMNS), &rows);
         }
+    }
+
+    /// `irqlens sim`: per interrupt-driven task, every design's latency CDF on one plot
+    /// (as Lee & Park's Fig. 13), then the tables the terminal shows.
+    pub fn sim(&mut self, heading: &str, report: &SimReport) {
+        use super::sim::{
+            CONSUMER_COLUMNS, CONSUMER_TITLE, CPU_COLUMNS, CPU_TITLE, PERIODIC_COLUMNS,
+            PERIODIC_TITLE, consumer_rows, cpu_rows, periodic_rows,
+        };
+        let section = self.section(heading);
+        section.facts(&[
+            (
+                "simulated",
+                format!("{} s, seed {}", report.duration_s, report.seed),
+            ),
+            ("costs", report.costs_origin.clone()),
+        ]);
+        let mut tasks: Vec<&str> = Vec::new();
+        for consumer in report.designs.iter().flat_map(|d| &d.consumers) {
+            if !tasks.contains(&consumer.task.as_str()) {
+                tasks.push(&consumer.task);
+            }
+        }
+        for task in tasks {
+            let lines: Vec<Line> = report
+                .designs
+                .iter()
+                .filter_map(|design| {
+                    let latency = &design.consumers.iter().find(|c| c.task == task)?.latency;
+                    let points = latency.cdf.iter().map(|p| (p[0], p[1])).collect();
+                    (latency.count > 0).then(|| Line::new(design.design.to_string(), points))
+                })
+                .collect();
+            let values = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+            let (Some(low), Some(high)) = (values().reduce(f64::min), values().reduce(f64::max))
+            else {
+                continue;
+            };
+            section.chart(&XyChart {
+                kind: Kind::Cdf,
+                title: format!("{task}: packet arrival to its start on it, every design"),
+                x: Axis::new("latency (us)", Scale::for_span(low, high)),
+                y: Axis::new("fraction of packets", Scale::Linear).with_bounds(0.0..1.0),
+                lines,
+            });
+        }
+        section.h3(CONSUMER_TITLE);
+        section.table(
+            &headings(&CONSUMER_COLUMNS),
+            &consumer_rows(report)
+                .into_iter()
+                .map(Vec::from)
+                .collect::<Vec<_>>(),
+        );
+        let periodic: Vec<Vec<String>> = periodic_rows(report).into_iter().map(Vec::from).collect();
+        if !periodic.is_empty() {
+            section.h3(PERIODIC_TITLE);
+            section.table(&headings(&PERIODIC_COLUMNS), &periodic);
+        }
+        section.h3(CPU_TITLE);
+        section.table(
+            &headings(&CPU_COLUMNS),
+            &cpu_rows(report)
+                .into_iter()
+                .map(Vec::from)
+                .collect::<Vec<_>>(),
+        );
     }
 
     /// `irqlens account`: the totals, the table, and the top victims and causers.

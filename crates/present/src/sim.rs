@@ -1,9 +1,136 @@
 //! `irqlens sim`'s results: per design, the interrupt-driven tasks' latency and
-//! throughput, the periodic tasks' latency, and where the CPU time went.
+//! throughput, the periodic tasks' latency, and where the CPU time went; and `--against`:
+//! a recorded trial next to its simulation.
 
 use std::io::{self, Write};
 
-use irqlens_model::sim::{LatencySummary, SimDocument, SimReport};
+use irqlens_model::sim::{LatencySummary, SimDocument, SimReport, TrialComparison};
+
+use super::table::{Column, TextTable};
+
+/// Interrupt-driven tasks: packet arrival to the task's start on it.
+pub(crate) const CONSUMER_COLUMNS: [Column; 9] = [
+    Column::left("design", 6),
+    Column::left("task", 12).gap(2),
+    Column::right("median", 8),
+    Column::right("p99", 8),
+    Column::right("max", 8),
+    Column::right("mean", 9),
+    Column::right("delivered/s", 11),
+    Column::right("dropped", 10),
+    Column::right("switches/pkt", 12),
+];
+
+/// Periodic tasks: release to completion.
+pub(crate) const PERIODIC_COLUMNS: [Column; 6] = [
+    Column::left("design", 6),
+    Column::left("task", 12).gap(2),
+    Column::right("median", 8),
+    Column::right("p99", 8),
+    Column::right("max", 8),
+    Column::right("wakeup p99 (µs)", 16),
+];
+
+/// Where the CPU time went, % of all CPUs.
+pub(crate) const CPU_COLUMNS: [Column; 7] = [
+    Column::left("design", 6),
+    Column::right("hardirq", 7).gap(2),
+    Column::right("softirq", 7),
+    Column::right("bh threads", 10),
+    Column::right("tasks", 7),
+    Column::right("switching", 9),
+    Column::right("idle", 7),
+];
+
+fn one(value: f64) -> String {
+    format!("{value:.1}")
+}
+
+/// A row per design and interrupt-driven task (µs).
+pub(crate) fn consumer_rows(report: &SimReport) -> Vec<[String; 9]> {
+    report
+        .designs
+        .iter()
+        .flat_map(|design| {
+            design.consumers.iter().map(move |consumer| {
+                let [p50, p99, max] = quantiles(&consumer.latency);
+                [
+                    design.design.to_string(),
+                    consumer.task.clone(),
+                    p50,
+                    p99,
+                    max,
+                    one(consumer.latency.mean_us),
+                    format!("{:.0}", consumer.delivered_per_s),
+                    (consumer.dropped_ring + consumer.dropped_socket).to_string(),
+                    format!("{:.2}", design.switches_per_arrival),
+                ]
+            })
+        })
+        .collect()
+}
+
+/// A row per design and periodic task (µs).
+pub(crate) fn periodic_rows(report: &SimReport) -> Vec<[String; 6]> {
+    report
+        .designs
+        .iter()
+        .flat_map(|design| {
+            design.periodic.iter().map(move |task| {
+                let [p50, p99, max] = quantiles(&task.response);
+                [
+                    design.design.to_string(),
+                    task.task.clone(),
+                    p50,
+                    p99,
+                    max,
+                    one(task.wakeup_latency.p99_us),
+                ]
+            })
+        })
+        .collect()
+}
+
+/// A row per design (% of all CPUs).
+pub(crate) fn cpu_rows(report: &SimReport) -> Vec<[String; 7]> {
+    report
+        .designs
+        .iter()
+        .map(|design| {
+            let cpu = &design.cpu;
+            [
+                design.design.to_string(),
+                one(cpu.hardirq * 100.0),
+                one(cpu.softirq * 100.0),
+                one(cpu.bh_threads * 100.0),
+                one(cpu.tasks * 100.0),
+                one(cpu.switching * 100.0),
+                one(cpu.idle * 100.0),
+            ]
+        })
+        .collect()
+}
+
+fn quantiles(latency: &LatencySummary) -> [String; 3] {
+    [latency.p50_us, latency.p99_us, latency.max_us].map(one)
+}
+
+fn write_table<const N: usize>(
+    out: &mut dyn Write,
+    title: &str,
+    columns: &[Column; N],
+    rows: &[[String; N]],
+) -> io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n{title}")?;
+    let mut table = TextTable::new("", columns).headings();
+    for row in rows {
+        table.row(row);
+    }
+    table.write(out)
+}
 
 /// The tables, one row per design.
 pub fn write_report(out: &mut dyn Write, report: &SimReport) -> io::Result<()> {
@@ -12,101 +139,108 @@ pub fn write_report(out: &mut dyn Write, report: &SimReport) -> io::Result<()> {
         "sim: {} s simulated, seed {}; costs: {}",
         report.duration_s, report.seed, report.costs_origin
     )?;
-    let width = report
-        .designs
-        .iter()
-        .map(|d| d.design.to_string().len())
-        .max()
-        .unwrap_or(6)
-        .max("design".len());
-    let consumers = report.designs.iter().flat_map(|d| &d.consumers).count();
-    if consumers > 0 {
-        writeln!(
-            out,
-            "\nInterrupt-driven tasks: packet arrival to the task's start on it (µs)"
-        )?;
-        writeln!(
-            out,
-            "{:<width$}  {:<12} {:>8} {:>8} {:>8} {:>9} {:>10} {:>10} {:>9}",
-            "design",
-            "task",
-            "median",
-            "p99",
-            "max",
-            "mean",
-            "delivered/s",
-            "dropped",
-            "switches/pkt"
-        )?;
-        for design in &report.designs {
-            for consumer in &design.consumers {
-                writeln!(
-                    out,
-                    "{:<width$}  {:<12} {} {:>9.1} {:>11.0} {:>10} {:>12.2}",
-                    design.design.to_string(),
-                    consumer.task,
-                    quantiles(&consumer.latency),
-                    consumer.latency.mean_us,
-                    consumer.delivered_per_s,
-                    consumer.dropped_ring + consumer.dropped_socket,
-                    design.switches_per_arrival,
-                )?;
-            }
-        }
-    }
-    if report.designs.iter().any(|d| !d.periodic.is_empty()) {
-        writeln!(out, "\nPeriodic tasks: release to completion (µs)")?;
-        writeln!(
-            out,
-            "{:<width$}  {:<12} {:>8} {:>8} {:>8} {:>16}",
-            "design", "task", "median", "p99", "max", "wakeup p99 (µs)"
-        )?;
-        for design in &report.designs {
-            for task in &design.periodic {
-                writeln!(
-                    out,
-                    "{:<width$}  {:<12} {} {:>16.1}",
-                    design.design.to_string(),
-                    task.task,
-                    quantiles(&task.response),
-                    task.wakeup_latency.p99_us,
-                )?;
-            }
-        }
-    }
-    writeln!(out, "\nCPU time (% of all CPUs)")?;
-    writeln!(
+    write_table(
         out,
-        "{:<width$}  {:>7} {:>7} {:>10} {:>7} {:>9} {:>7}",
-        "design", "hardirq", "softirq", "bh threads", "tasks", "switching", "idle"
+        CONSUMER_TITLE,
+        &CONSUMER_COLUMNS,
+        &consumer_rows(report),
     )?;
-    for design in &report.designs {
-        let cpu = &design.cpu;
-        writeln!(
-            out,
-            "{:<width$}  {:>7.1} {:>7.1} {:>10.1} {:>7.1} {:>9.1} {:>7.1}",
-            design.design.to_string(),
-            cpu.hardirq * 100.0,
-            cpu.softirq * 100.0,
-            cpu.bh_threads * 100.0,
-            cpu.tasks * 100.0,
-            cpu.switching * 100.0,
-            cpu.idle * 100.0,
-        )?;
-    }
-    Ok(())
+    write_table(
+        out,
+        PERIODIC_TITLE,
+        &PERIODIC_COLUMNS,
+        &periodic_rows(report),
+    )?;
+    write_table(out, CPU_TITLE, &CPU_COLUMNS, &cpu_rows(report))
 }
 
-fn quantiles(latency: &LatencySummary) -> String {
-    format!(
-        "{:>8.1} {:>8.1} {:>8.1}",
-        latency.p50_us, latency.p99_us, latency.max_us
-    )
-}
+/// The tables' titles, the same in the HTML report.
+pub(crate) const CONSUMER_TITLE: &str =
+    "Interrupt-driven tasks: packet arrival to the task's start on it (µs)";
+pub(crate) const PERIODIC_TITLE: &str = "Periodic tasks: release to completion (µs)";
+pub(crate) const CPU_TITLE: &str = "CPU time (% of all CPUs)";
 
 /// The report as JSON.
 pub fn to_json(document: &SimDocument) -> serde_json::Value {
     serde_json::to_value(document).expect("a document of plain data")
+}
+
+/// `--against`: per point, trial's measurement next to the simulation.
+const COMPARED_COLUMNS: [Column; 7] = [
+    Column::left("design", 14),
+    Column::right("OFFERED", 8).gap(2),
+    Column::right("SENT/s", 8),
+    Column::right("ECHOED/s", 9).gap(2),
+    Column::right("sim", 9),
+    Column::right("ECHO p50", 9).gap(2),
+    Column::right("sim", 9),
+];
+
+/// `--against`: per design, the knee, the peak and the median latency's error.
+const COMPARED_DESIGN_COLUMNS: [Column; 8] = [
+    Column::left("design", 14),
+    Column::left("simulated as", 14).gap(2),
+    Column::right("FOLLOWS TO", 10).gap(2),
+    Column::right("sim", 9),
+    Column::right("PEAK/s", 9).gap(2),
+    Column::right("sim", 9),
+    Column::right("error", 6),
+    Column::right("p50 error", 9).gap(2),
+];
+
+fn rate(pps: Option<u64>) -> String {
+    pps.map_or("none".into(), |r| r.to_string())
+}
+
+fn share(fraction: f64) -> String {
+    format!("{:+.0}%", fraction * 100.0)
+}
+
+/// `--against`'s tables: measured (capitals) and simulated (`sim`) side by side.
+pub fn write_comparison(out: &mut dyn Write, comparison: &TrialComparison) -> io::Result<()> {
+    writeln!(
+        out,
+        "sim against {}: {} s simulated per point; costs: {}",
+        comparison.against, comparison.seconds_per_point, comparison.costs_origin
+    )?;
+    writeln!(
+        out,
+        "\nPer point: echoed/s and median echo latency (µs), measured and simulated"
+    )?;
+    let mut table = TextTable::new("", &COMPARED_COLUMNS).headings();
+    let latency = |us: Option<f64>| us.map_or("-".into(), |us| format!("{us:.0}"));
+    for p in &comparison.points {
+        table.row(&[
+            p.design.to_string(),
+            p.offered_pps.to_string(),
+            format!("{:.0}", p.sent_pps),
+            format!("{:.0}", p.measured_echoed_pps),
+            format!("{:.0}", p.simulated_echoed_pps),
+            latency(p.measured_p50_us),
+            latency(p.simulated_p50_us),
+        ]);
+    }
+    table.write(out)?;
+    writeln!(
+        out,
+        "\nPer design: where the echo stops following (95% echoed), the peak echo rate, \
+         and the median latency's error where both follow"
+    )?;
+    let mut table = TextTable::new("", &COMPARED_DESIGN_COLUMNS).headings();
+    for d in &comparison.designs {
+        table.row(&[
+            d.design.to_string(),
+            d.simulated_as.to_string(),
+            rate(d.measured_follows_up_to_pps),
+            rate(d.simulated_follows_up_to_pps),
+            format!("{:.0}", d.measured_peak_pps),
+            format!("{:.0}", d.simulated_peak_pps),
+            share(d.peak_error),
+            d.median_latency_error
+                .map_or("-".into(), |e| format!("{:.0}%", e * 100.0)),
+        ]);
+    }
+    table.write(out)
 }
 
 #[cfg(test)]

@@ -216,6 +216,7 @@ mod tests {
                 ..Default::default()
             },
             napi_scheduling: vec!["f:50".into()],
+            runtimes: None,
         };
         let report = TrialReport {
             tool: "irqlens".into(),

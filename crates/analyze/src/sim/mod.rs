@@ -10,6 +10,7 @@
 //! release periodic tasks, RPS/RFS steering, busy polling, PREEMPT_RT's preemptible
 //! bottom halves, and the load balancer (threads stay on their CPU).
 
+pub mod calibrate;
 mod designs;
 mod engine;
 mod scheduler;

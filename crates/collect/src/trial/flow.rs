@@ -96,6 +96,8 @@ pub struct Flow {
     server: Option<JoinHandle<Result<()>>>,
     generator: Option<JoinHandle<Result<()>>>,
     collector: Option<JoinHandle<Result<Echoes>>>,
+    /// The echo server's thread id.
+    pub echo_tid: u32,
 }
 
 /// What a flow measured in its window.
@@ -133,6 +135,7 @@ impl Flow {
             server: None,
             generator: None,
             collector: None,
+            echo_tid: 0,
         };
         let (bound_tx, bound) = std::sync::mpsc::channel();
         let stop = flow.stop.clone();
@@ -146,7 +149,7 @@ impl Flow {
                     .context("binding the echo server");
                 let socket = match socket {
                     Ok(socket) => {
-                        let _ = bound_tx.send(Ok(()));
+                        let _ = bound_tx.send(Ok(crate::sched::gettid()));
                         socket
                     }
                     Err(err) => {
@@ -158,7 +161,7 @@ impl Flow {
             },
         )?);
         // no datagram before the server is bound: it would be lost for nothing
-        bound
+        flow.echo_tid = bound
             .recv_timeout(Duration::from_secs(5))
             .context("the echo server did not start")??;
         let (socket_tx, socket_rx) = std::sync::mpsc::channel();

@@ -21,7 +21,7 @@ use irqlens_analyze::trial::{CpuTimes, cpu_split, echo_latency, loss_percent};
 use irqlens_analyze::wakeup::Component;
 use irqlens_model::sched::Priority;
 use irqlens_model::steer::SteerOptions;
-use irqlens_model::trial::{BottomHalf, CyclicLatency, Design, TrialOptions, TrialPoint};
+use irqlens_model::trial::{BottomHalf, CyclicLatency, Design, Runtimes, TrialOptions, TrialPoint};
 use irqlens_model::wakeup::WakeupOptions;
 use testbed::Testbed;
 
@@ -62,12 +62,44 @@ fn thread_ticks(tid: u32) -> u64 {
     fields.iter().sum()
 }
 
-/// The receiving CPU and its NAPI threads' time, at one moment.
-fn snapshot(cpu: u32, napi_threads: &[u32]) -> Result<(CpuTimes, u64)> {
-    Ok((
-        cpu_times(cpu)?,
-        napi_threads.iter().map(|&tid| thread_ticks(tid)).sum(),
-    ))
+/// The receiving CPU's and its threads' times at one moment.
+struct Snapshot {
+    cpu: CpuTimes,
+    napi_ticks: u64,
+    idle_ns: Option<u64>,
+    sender_idle_ns: Option<u64>,
+    echo_ns: u64,
+    napi_ns: u64,
+}
+
+fn snapshot(options: &TrialOptions, napi_threads: &[u32], echo: u32) -> Result<Snapshot> {
+    let runtime = |tid| system::thread_runtime_ns(tid).unwrap_or(0);
+    let cpu = options.receiving_cpu;
+    Ok(Snapshot {
+        cpu: cpu_times(cpu)?,
+        napi_ticks: napi_threads.iter().map(|&tid| thread_ticks(tid)).sum(),
+        idle_ns: system::cpu_idle_ns(cpu),
+        sender_idle_ns: system::cpu_idle_ns(options.sending_cpu),
+        echo_ns: runtime(echo),
+        napi_ns: napi_threads.iter().map(|&tid| runtime(tid)).sum(),
+    })
+}
+
+/// The exact times between two snapshots `window` apart.
+fn runtimes(before: &Snapshot, after: &Snapshot, window: Duration) -> Runtimes {
+    let window_ns = window.as_nanos() as u64;
+    let busy = |after: Option<u64>, before: Option<u64>| {
+        after
+            .zip(before)
+            .map(|(a, b)| window_ns.saturating_sub(a.saturating_sub(b)))
+    };
+    Runtimes {
+        window_ns,
+        busy_ns: busy(after.idle_ns, before.idle_ns),
+        sender_busy_ns: busy(after.sender_idle_ns, before.sender_idle_ns),
+        echo_ns: after.echo_ns.saturating_sub(before.echo_ns),
+        napi_ns: after.napi_ns.saturating_sub(before.napi_ns),
+    }
 }
 
 /// Sleeps `duration`, or less if `stop` is set meanwhile; says whether it slept it all.
@@ -185,11 +217,13 @@ fn measure(
             if !sleep_unless(stop, warm_up) {
                 return Ok(None);
             }
-            let before = snapshot(options.receiving_cpu, &bed.napi_threads)?;
+            let before = snapshot(options, &bed.napi_threads, flow.echo_tid)?;
+            let opened = Instant::now();
             flow.open_window();
             let full = sleep_unless(stop, duration);
             flow.close_window();
-            let after = snapshot(options.receiving_cpu, &bed.napi_threads)?;
+            let after = snapshot(options, &bed.napi_threads, flow.echo_tid)?;
+            let window = opened.elapsed();
             // what the NAPI threads run at now, before steer (process-aware) puts them back
             let scheduling = bed
                 .napi_threads
@@ -199,7 +233,7 @@ fn measure(
                         .map_or_else(|_| "?".into(), |p| p.to_string())
                 })
                 .collect::<Vec<String>>();
-            Ok(full.then_some((before, after, scheduling)))
+            Ok(full.then_some((runtimes(&before, &after, window), before, after, scheduling)))
         })();
         cyclic_stop.store(true, Ordering::Relaxed);
         steer_stop.store(true, Ordering::Relaxed);
@@ -216,7 +250,7 @@ fn measure(
     });
     let counts = flow.finish(ECHO_GRACE)?;
     let (window, outcome) = measured?;
-    let Some(((cpu_before, napi_before), (cpu_after, napi_after), napi_scheduling)) = window else {
+    let Some((runtimes, before, after, napi_scheduling)) = window else {
         return Ok(None);
     };
     let seconds = duration.as_secs_f64();
@@ -231,11 +265,12 @@ fn measure(
         echo_latency: echo_latency(&counts.latencies),
         cyclic: cyclic_latency(&outcome, options.receiving_cpu),
         cpu: cpu_split(
-            &cpu_before,
-            &cpu_after,
-            napi_after.saturating_sub(napi_before),
+            &before.cpu,
+            &after.cpu,
+            after.napi_ticks.saturating_sub(before.napi_ticks),
         ),
         napi_scheduling,
+        runtimes: Some(runtimes),
     }))
 }
 

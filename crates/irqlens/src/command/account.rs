@@ -166,6 +166,10 @@ impl Outcome for AccountResult {
         &mut self.info
     }
 
+    fn costs(&self) -> Vec<irqlens_model::sim::MeasuredCost> {
+        irqlens_analyze::sim::calibrate::account_costs(&self.whole.ledger)
+    }
+
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         Some(irqlens_analyze::advise::account_causes(
             &self.whole.ledger,

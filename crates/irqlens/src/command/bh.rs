@@ -98,6 +98,10 @@ impl Outcome for BhResult {
         &mut self.outcome.info
     }
 
+    fn costs(&self) -> Vec<irqlens_model::sim::MeasuredCost> {
+        irqlens_analyze::sim::calibrate::bh_costs(&self.outcome.stats)
+    }
+
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         let symbols = |address| self.names.symbols.name(address);
         Some(irqlens_analyze::advise::bh_causes(

@@ -98,6 +98,10 @@ pub trait Outcome {
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         None
     }
+    /// The simulation's costs it measures, for `irqlens sim --calibrate`.
+    fn costs(&self) -> Vec<irqlens_model::sim::MeasuredCost> {
+        Vec::new()
+    }
 }
 
 /// How a live run ended, for its exit status.

@@ -1,29 +1,47 @@
-//! `irqlens sim [MODEL]`: the designs of a model simulated on the same arrivals.
+//! `irqlens sim [MODEL]`: the designs of a model simulated on the same arrivals;
+//! `--calibrate REC...`: the costs from recordings; `--against TRIAL`: a recorded trial
+//! next to the simulation of its test bed.
 
 use std::fs;
+use std::io::Write;
+use std::path::Path;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 
-use super::print_json;
+use super::{print_json, replay};
 use crate::cli::SimArgs;
+use irqlens_analyze::sim::calibrate::{DATAGRAM_TRUESIZE, compare_trial, costs_from, trial_costs};
 use irqlens_analyze::sim::simulate;
-use irqlens_model::sim::{SimConfig, SimDocument};
+use irqlens_collect::system;
+use irqlens_model::run::TOOL;
+use irqlens_model::sim::{Calibration, Costs, SimConfig, SimDocument, TrialComparison};
+use irqlens_model::trial::TrialReport;
+use irqlens_present::html::Page;
 use irqlens_present::sim as show;
 
+/// What `--calibrate` assumes when net.core.rmem_default cannot be read (its default).
+const RMEM_DEFAULT: u32 = 212_992;
+
 pub fn run(args: &SimArgs) -> Result<()> {
+    if !args.calibrate.is_empty() {
+        return calibrate(args);
+    }
+    if let Some(trial) = &args.against {
+        return against(args, trial);
+    }
     let mut out = std::io::stdout().lock();
     if args.example {
         return print_json(&mut out, &serde_json::to_value(SimConfig::example())?);
     }
     let mut config = match &args.model {
-        Some(path) => {
-            let text = fs::read_to_string(path)
-                .with_context(|| format!("cannot read the model {}", path.display()))?;
-            serde_json::from_str::<SimConfig>(&text)
-                .with_context(|| format!("{} is not a sim model", path.display()))?
-        }
+        Some(path) => read_json::<SimConfig>(path, "a sim model")?,
         None => SimConfig::example(),
     };
+    if let Some(path) = &args.costs {
+        let calibration = read_calibration(path)?;
+        config.costs = calibration.costs;
+        config.limits = calibration.limits;
+    }
     if !args.designs.is_empty() {
         config.designs = args.designs.clone();
     }
@@ -34,9 +52,14 @@ pub fn run(args: &SimArgs) -> Result<()> {
         config.duration_s = duration.as_secs_f64();
     }
     let report = simulate(&config).map_err(|e| anyhow!(e))?;
+    if let Some(path) = &args.html {
+        let mut page = Page::new("irqlens sim", "simulated");
+        page.sim("irqlens sim", &report);
+        super::write_html(&page, path)?;
+    }
     if args.json {
         let document = SimDocument {
-            tool: irqlens_model::run::TOOL.into(),
+            tool: TOOL.into(),
             version: env!("CARGO_PKG_VERSION").into(),
             command: "sim".into(),
             cpus: (0..config.cpus).collect(),
@@ -45,5 +68,150 @@ pub fn run(args: &SimArgs) -> Result<()> {
         print_json(&mut out, &show::to_json(&document))
     } else {
         Ok(show::write_report(&mut out, &report)?)
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    let text =
+        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not {what}", path.display()))
+}
+
+fn read_calibration(path: &Path) -> Result<Calibration> {
+    read_json(path, "a calibration (irqlens sim --calibrate writes one)")
+}
+
+/// A trial's recording (`--record`) or its `--json` document; `None` for anything else.
+fn read_trial(path: &Path) -> Result<Option<TrialReport>> {
+    let document = match irqlens_record::result::read(path)? {
+        Some(document) => document,
+        None => match fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        {
+            Some(document) => document,
+            None => return Ok(None),
+        },
+    };
+    if document["tool"] != TOOL || document["command"] != "trial" {
+        return Ok(None);
+    }
+    serde_json::from_value(document)
+        .map(Some)
+        .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))
+}
+
+/// `--calibrate REC...`: each recording's costs, the best per cost, the machine's
+/// limits, and per trial design its per-datagram costs; written as JSON.
+fn calibrate(args: &SimArgs) -> Result<()> {
+    let mut measured = Vec::new();
+    let mut trials = Vec::new();
+    for path in &args.calibrate {
+        let file = path.display().to_string();
+        if let Some(trial) = read_trial(path)? {
+            trials.push((file, trial));
+            continue;
+        }
+        let (_, outcome) = replay(path)?;
+        let found = outcome.costs();
+        if found.is_empty() {
+            let document = outcome.json();
+            let capability = document["command"].as_str().unwrap_or("unknown");
+            bail!(
+                "{file}: this recording of {capability} measures none of the simulation's \
+                 costs: calibrate from wakeup (timer mode), bh or account recordings with \
+                 NET_RX, or trial recordings"
+            );
+        }
+        measured.extend(
+            found
+                .into_iter()
+                .map(|cost| irqlens_model::sim::MeasuredCost {
+                    from: file.clone(),
+                    ..cost
+                }),
+        );
+    }
+    let costs = costs_from(&measured, &Costs::default());
+    let mut calibration = Calibration {
+        tool: TOOL.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: "sim-calibration".into(),
+        measured,
+        costs,
+        limits: system::sim_limits(),
+        trial: Vec::new(),
+    };
+    let socket_queue = system::socket_receive_buffer().unwrap_or(RMEM_DEFAULT) / DATAGRAM_TRUESIZE;
+    for (file, trial) in &trials {
+        let found = trial_costs(
+            &trial.options,
+            &trial.points,
+            &calibration,
+            socket_queue,
+            file,
+        );
+        if found.is_empty() {
+            bail!(
+                "{file}: no design of this trial echoed 95% at any rate: nothing to fit the \
+                 costs on (record one with lower --rates)"
+            );
+        }
+        calibration.trial.extend(found);
+    }
+    let text = serde_json::to_string_pretty(&calibration)? + "\n";
+    match &args.output {
+        Some(path) => {
+            fs::write(path, text).with_context(|| format!("-o {}", path.display()))?;
+            eprintln!(
+                "irqlens: wrote {} ({} measured costs, {} trial designs); costs: {}",
+                path.display(),
+                calibration.measured.len(),
+                calibration.trial.len(),
+                calibration.costs.origin
+            );
+        }
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(())
+}
+
+/// `--against TRIAL --costs CAL`: every point of the trial simulated on its test bed.
+fn against(args: &SimArgs, path: &Path) -> Result<()> {
+    if args.html.is_some() {
+        bail!("--against writes no HTML report: it compares rates, not one latency CDF");
+    }
+    let costs = args.costs.as_deref().expect("clap requires --costs");
+    let calibration = read_calibration(costs)?;
+    let trial = read_trial(path)?.ok_or_else(|| {
+        anyhow!(
+            "{}: not a trial recording (irqlens trial net --record FILE, or its --json)",
+            path.display()
+        )
+    })?;
+    let seconds = args.duration.map_or(1.0, |d| d.as_secs_f64());
+    let (points, designs) = compare_trial(
+        &trial.options,
+        &trial.points,
+        &calibration,
+        seconds,
+        args.seed.unwrap_or(1),
+    )
+    .map_err(|e| anyhow!(e))?;
+    let comparison = TrialComparison {
+        tool: TOOL.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: "sim".into(),
+        against: path.display().to_string(),
+        costs_origin: calibration.costs.origin,
+        seconds_per_point: seconds,
+        points,
+        designs,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        print_json(&mut out, &serde_json::to_value(&comparison)?)
+    } else {
+        Ok(show::write_comparison(&mut out, &comparison)?)
     }
 }

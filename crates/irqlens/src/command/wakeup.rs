@@ -119,6 +119,10 @@ impl Outcome for WakeupResult {
         self.outcome.stats.stop.is_some()
     }
 
+    fn costs(&self) -> Vec<irqlens_model::sim::MeasuredCost> {
+        irqlens_analyze::sim::calibrate::wakeup_costs(&self.outcome.stats)
+    }
+
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         let symbols = |address| self.names.symbols.name(address);
         Some(irqlens_analyze::advise::wakeup_causes(

@@ -1,0 +1,673 @@
+//! `irqlens sim --calibrate`: the model's costs from irqlens's own recordings (wakeup,
+//! bh, account, trial), and `--against`: a recorded `trial net` next to the simulation of
+//! its test bed, which is what makes the calibrated model credible.
+
+use irqlens_model::sched::Priority;
+use irqlens_model::sim::{
+    Arrival, Calibration, ComparedDesign, ComparedPoint, CostName, Costs, Design, Dist,
+    MeasuredCost, SimConfig, Source, Task, TaskKind, TrialCosts,
+};
+use irqlens_model::trial::{BottomHalf, Design as TrialDesign, TrialOptions, TrialPoint};
+
+use super::simulate_design;
+use crate::account::{Ledger, Source as AccountSource};
+use crate::bh::Mechanism;
+use crate::bh::{BhStats, Source as BhSource, stats::Series};
+use crate::histogram::Distribution;
+use crate::trial::{FOLLOWING_SHARE, follows};
+use crate::wakeup::{Component, WakeupStats};
+
+/// The NET_RX softirq's vector (include/linux/interrupt.h).
+const NET_RX: u16 = 3;
+
+/// The fractions a measured distribution keeps. Its top is the 90th percentile: the
+/// rarer long ones are the waits behind other work (a preemption, a busy CPU) that the
+/// simulation produces itself, or the hypervisor's steal it does not model.
+const FRACTIONS: [f64; 6] = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9];
+
+/// A quantile distribution (µs) from a quantile function (ns), its top at p90.
+fn quantile_dist(quantile_ns: impl Fn(f64) -> Option<u64>) -> Option<Dist> {
+    let mut points: Vec<[f64; 2]> = Vec::with_capacity(FRACTIONS.len());
+    for (i, &q) in FRACTIONS.iter().enumerate() {
+        let us = quantile_ns(q)? as f64 / 1e3;
+        let floor = points.last().map_or(0.0, |p| p[1]);
+        let fraction = if i + 1 == FRACTIONS.len() { 1.0 } else { q };
+        points.push([fraction, us.max(floor)]);
+    }
+    Some(Dist::Quantiles { points })
+}
+
+fn distribution(series: &Distribution) -> Option<Dist> {
+    quantile_dist(|q| series.quantile_ns(q))
+}
+
+/// From a wakeup recording: the hrtimer handler (it runs try_to_wake_up) as the wakeup,
+/// wakeup to switch-in as the context switch, switch-in to user space as the return; each
+/// from the CPU with the most samples of it.
+pub fn wakeup_costs(stats: &WakeupStats) -> Vec<MeasuredCost> {
+    [
+        (Component::Handler, CostName::Wakeup),
+        (Component::Sched, CostName::ContextSwitch),
+        (Component::Return, CostName::ReturnToUser),
+    ]
+    .into_iter()
+    .filter_map(|(component, cost)| {
+        let (cpu, series) = stats
+            .cpus
+            .iter()
+            .filter_map(|(cpu, s)| Some((cpu, s.series(component)?)))
+            .max_by_key(|(_, series)| series.count())?;
+        Some(MeasuredCost {
+            cost,
+            dist: distribution(series)?,
+            samples: series.count(),
+            what: format!(
+                "wakeup's {component} component ({}) on CPU {cpu}, up to its p90",
+                component.describe()
+            ),
+            from: String::new(),
+        })
+    })
+    .collect()
+}
+
+/// From a bh recording: NET_RX's run time per run. A flow slow enough to bring one
+/// packet per run makes it the per-packet cost; a faster one makes it an upper bound.
+pub fn bh_costs(stats: &BhStats) -> Vec<MeasuredCost> {
+    let Some(series) = stats
+        .sources
+        .get(&(Mechanism::Softirq, BhSource::Vector(NET_RX)))
+    else {
+        return Vec::new();
+    };
+    let runtime = |q| Series::runtime_quantile_ns(series, q);
+    quantile_dist(runtime)
+        .map(|dist| MeasuredCost {
+            cost: CostName::SoftirqPerPacket,
+            dist,
+            samples: series.count,
+            what: "bh's NET_RX run time per run (one packet per run at a low rate), up to its \
+                   p90"
+            .into(),
+            from: String::new(),
+        })
+        .into_iter()
+        .collect()
+}
+
+/// From an account recording: the NET_RX time served to the thread served the most
+/// units (deliveries and wakeups), per unit: a mean, so a constant.
+pub fn account_costs(ledger: &Ledger) -> Vec<MeasuredCost> {
+    let net_rx = AccountSource::Softirq { vector: NET_RX };
+    ledger
+        .threads
+        .iter()
+        .filter(|(tid, account)| {
+            !ledger.is_irqlens(**tid) && account.units > 0 && account.served.contains_key(&net_rx)
+        })
+        .max_by_key(|(tid, account)| (account.units, std::cmp::Reverse(**tid)))
+        .map(|(tid, account)| {
+            let comm = ledger
+                .seen
+                .get(tid)
+                .map_or_else(|| tid.to_string(), |(_, comm)| comm.to_string());
+            MeasuredCost {
+                cost: CostName::SoftirqPerPacket,
+                dist: Dist::constant(account.served[&net_rx] as f64 / account.units as f64 / 1e3),
+                samples: account.units,
+                what: format!("account's NET_RX time served to {comm} per unit it was served"),
+                from: String::new(),
+            }
+        })
+        .into_iter()
+        .collect()
+}
+
+/// The costs a model gets: per cost, the measurement with the most samples; the rest
+/// stay `defaults`. The origin names what was measured and what was not.
+pub fn costs_from(measured: &[MeasuredCost], defaults: &Costs) -> Costs {
+    let mut costs = defaults.clone();
+    let mut origin = Vec::new();
+    let names = [
+        (CostName::Hardirq, "hardirq"),
+        (CostName::SoftirqPerPacket, "softirq_per_packet"),
+        (CostName::Wakeup, "wakeup"),
+        (CostName::ContextSwitch, "context_switch"),
+        (CostName::ReturnToUser, "return_to_user"),
+    ];
+    let mut defaulted = Vec::new();
+    for (name, label) in names {
+        match measured
+            .iter()
+            .filter(|m| m.cost == name)
+            .max_by_key(|m| m.samples)
+        {
+            Some(best) => {
+                *name.of(&mut costs) = best.dist.clone();
+                origin.push(format!("{label} from {}", best.from));
+            }
+            None => defaulted.push(label),
+        }
+    }
+    if !defaulted.is_empty() {
+        origin.push(format!("default {}", defaulted.join(", ")));
+    }
+    costs.origin = format!("calibrated: {}", origin.join("; "));
+    costs
+}
+
+/// A small datagram's skb truesize in the echo server's receive buffer, bytes: with
+/// net.core.rmem_default (212992) it gives the ~200 datagrams trial's echo queues past
+/// its knee on the machines measured (median latency times echo rate).
+pub const DATAGRAM_TRUESIZE: u32 = 1024;
+/// Datagrams per send of trial's load generator (one GSO batch).
+const TRIAL_BATCH: u32 = 8;
+/// veth's receive ring (VETH_RING_SIZE), where threaded NAPI's datagrams wait.
+const VETH_RING: u32 = 256;
+/// The cyclic task's work per activation, µs: it reads the clock and sleeps again.
+const CYCLIC_WORK_US: f64 = 1.0;
+
+/// The simulated design a trial design corresponds to. A threaded `+budget` caps NET_RX
+/// rounds (the RPS backlog), which the threaded simulation does not have: it is
+/// simulated without.
+pub fn simulated_design(design: TrialDesign, options: &TrialOptions) -> Design {
+    let text = match design.bottom_half {
+        BottomHalf::Softirq if design.budget => {
+            format!("stock+budget={}", options.budget_packets.max(1))
+        }
+        BottomHalf::Softirq => "stock".into(),
+        BottomHalf::ThreadedFifo => "threaded-fifo".into(),
+        BottomHalf::ThreadedNiced => "threaded-niced".into(),
+        BottomHalf::ProcessAware => "threaded-fifo+process-aware".into(),
+    };
+    text.parse().expect("a known design")
+}
+
+/// The model of trial's receiving CPU at `rate_pps`: datagrams in GSO batches, the
+/// design's bottom half at the calibrated cost per datagram, the echo server and the
+/// cyclic task at trial's priorities.
+pub fn trial_model(
+    options: &TrialOptions,
+    calibration: &Calibration,
+    costs: &TrialCosts,
+    rate_pps: f64,
+    seconds: f64,
+    seed: u64,
+) -> SimConfig {
+    let design = simulated_design(costs.design, options);
+    let threaded = costs.design.threaded();
+    let mut limits = calibration.limits.clone();
+    if costs.design.budget {
+        limits.netdev_budget = options.budget_packets.max(1);
+    }
+    SimConfig {
+        cpus: 1,
+        duration_s: seconds,
+        seed,
+        sources: vec![Source {
+            name: "veth".into(),
+            cpu: 0,
+            arrival: Arrival::Bursts {
+                every_us: 1e6 * f64::from(TRIAL_BATCH) / rate_pps.max(1.0),
+                size: TRIAL_BATCH,
+                gap_us: 0.0,
+            },
+            hardirq: None,
+            napi: true,
+            softirq_per_packet: Some(Dist::constant(costs.bottom_half_per_datagram_us)),
+            // threaded: veth's ring; softirq: RPS's backlog (netdev_max_backlog)
+            ring: if threaded { VETH_RING } else { 1000 },
+        }],
+        tasks: vec![
+            Task {
+                name: "echo".into(),
+                cpu: 0,
+                priority: Priority::Other {
+                    nice: options.consumer_nice,
+                },
+                kind: TaskKind::Consumer {
+                    source: "veth".into(),
+                    cost_per_packet: Dist::constant(costs.consumer_per_datagram_us),
+                    socket_queue: costs.socket_queue,
+                },
+            },
+            Task {
+                name: "cyclic".into(),
+                cpu: 0,
+                priority: options.cyclic_priority,
+                kind: TaskKind::Periodic {
+                    period_us: options.cyclic_period_ns as f64 / 1e3,
+                    phase_us: 0.0,
+                    // the CPU's time that does not grow with the rate runs as it
+                    cost: Dist::constant(
+                        CYCLIC_WORK_US
+                            + costs.background_percent / 100.0 * options.cyclic_period_ns as f64
+                                / 1e3,
+                    ),
+                },
+            },
+        ],
+        costs: calibration.costs.clone(),
+        limits,
+        designs: vec![design],
+    }
+}
+
+/// Without exact times: the least busy share of the receiving CPU (percent) a point
+/// needs for its costs to count: /proc/stat samples at the tick (HZ=250 gives 500 samples in 2 s), and a CPU
+/// mostly idle between short bursts of work is under-sampled, so quieter points read too
+/// low (20k datagrams/s read as 3% busy here, 40k as 45%).
+pub const FIT_BUSY_PERCENT: f64 = 25.0;
+
+/// A least-squares line `y = intercept + slope x` through the points, if they have two
+/// distinct x and it rises.
+fn rising_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let sxx: f64 = points.iter().map(|(x, _)| (x - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    (sxx > 0.0 && sxy > 0.0).then(|| {
+        let slope = sxy / sxx;
+        (my - slope * mx, slope)
+    })
+}
+
+/// What the receiving CPU spends, from the points' exact times if they all have them:
+/// per echoed datagram, µs, the bottom half (the CPU's busy time outside the echo
+/// server: softirqs, the NAPI thread; without cpuidle the NAPI threads alone) and the
+/// echo server; and the busy share that does not grow with the rate (the cyclic task,
+/// its probes, the tick), percent. Each is a line fitted over the rates (the marginal
+/// cost: at low rates wakeups and switches weigh more, and the simulation adds those
+/// itself), or the plain ratio with one rate or no rise.
+fn exact_per_datagram_us(points: &[&TrialPoint]) -> Option<(f64, f64, f64)> {
+    let mut bottom_half = Vec::new();
+    let mut consumer = Vec::new();
+    let mut busy = Vec::new();
+    for point in points {
+        let times = point.runtimes?;
+        let seconds = times.window_ns as f64 / 1e9;
+        let rate = point.echoed as f64 / seconds;
+        let us_per_s = |ns: u64| ns as f64 / 1e3 / seconds;
+        let rest = match times.busy_ns {
+            Some(all) => {
+                busy.push((rate, us_per_s(all)));
+                all.saturating_sub(times.echo_ns)
+            }
+            None if times.napi_ns > 0 => times.napi_ns,
+            None => return None,
+        };
+        bottom_half.push((rate, us_per_s(rest)));
+        consumer.push((rate, us_per_s(times.echo_ns)));
+    }
+    if points.is_empty() || points.iter().all(|p| p.echoed == 0) {
+        return None;
+    }
+    // the part of the whole that does not grow with the rate, then each part's slope
+    // with that background left to the bottom half's side
+    let background = rising_line(&busy).map_or(0.0, |(intercept, _)| intercept.max(0.0));
+    let per = |xy: &[(f64, f64)], fixed: f64| {
+        rising_line(xy).map_or_else(
+            || {
+                let (x, y) = xy.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+                ((y - fixed * xy.len() as f64) / x.max(1.0)).max(0.0)
+            },
+            |(_, slope)| slope,
+        )
+    };
+    Some((
+        per(&bottom_half, background),
+        per(&consumer, 0.0),
+        background / 1e6 * 100.0,
+    ))
+}
+
+/// Time per datagram, µs, of a CPU share (percent) as /proc/stat samples it: over the
+/// points, the share's sum over the echo rates' sum.
+fn sampled_per_datagram_us(points: &[&TrialPoint], share: impl Fn(&TrialPoint) -> f64) -> f64 {
+    let (percent, rate) = points
+        .iter()
+        .fold((0.0, 0.0), |(s, r), p| (s + share(p), r + p.echoed_pps));
+    percent / rate.max(1.0) / 100.0 * 1e6
+}
+
+/// From a trial recording: per design that followed the offered rate at one rate or more,
+/// the per-datagram costs from those points (the busy ones, if any), and the path outside the receiving CPU
+/// (the lowest following rate's measured median less the simulated one under
+/// `calibration`'s costs).
+pub fn trial_costs(
+    options: &TrialOptions,
+    points: &[TrialPoint],
+    calibration: &Calibration,
+    socket_queue: u32,
+    from: &str,
+) -> Vec<TrialCosts> {
+    let mut designs: Vec<TrialDesign> = Vec::new();
+    for point in points {
+        if !designs.contains(&point.design) {
+            designs.push(point.design);
+        }
+    }
+    designs
+        .into_iter()
+        .filter_map(|design| {
+            let mut following: Vec<&TrialPoint> = points
+                .iter()
+                .filter(|p| p.design == design && follows(p))
+                .collect();
+            following.sort_by_key(|p| p.offered_pps);
+            let lowest = *following.first()?;
+            let (bottom_half, consumer, background, fitted) =
+                match exact_per_datagram_us(&following) {
+                    Some((bottom_half, consumer, background)) => {
+                        (bottom_half, consumer, background, following.len())
+                    }
+                    None => {
+                        let busy: Vec<&TrialPoint> = following
+                            .iter()
+                            .copied()
+                            .filter(|p| 100.0 - p.cpu.idle_percent >= FIT_BUSY_PERCENT)
+                            .collect();
+                        let fitted = if busy.is_empty() { following } else { busy };
+                        let bottom_half = sampled_per_datagram_us(&fitted, |p| {
+                            p.cpu.softirq_percent + p.cpu.napi_thread_percent + p.cpu.irq_percent
+                        });
+                        let consumer = sampled_per_datagram_us(&fitted, |p| {
+                            p.cpu.user_percent + p.cpu.system_percent
+                        });
+                        (bottom_half, consumer, 0.0, fitted.len())
+                    }
+                };
+            let mut costs = TrialCosts {
+                design,
+                bottom_half_per_datagram_us: bottom_half,
+                consumer_per_datagram_us: consumer,
+                background_percent: background,
+                path_us: 0.0,
+                socket_queue,
+                points: fitted,
+                from: from.to_string(),
+            };
+            if let Some(measured) = lowest.echo_latency {
+                let model = trial_model(options, calibration, &costs, lowest.sent_pps, 1.0, 1);
+                let simulated = simulate_design(&model, &model.designs[0]);
+                let p50 = simulated
+                    .consumers
+                    .first()
+                    .map_or(0.0, |c| c.latency.p50_us);
+                costs.path_us = (measured.p50_ns as f64 / 1e3 - p50).max(0.0);
+            }
+            Some(costs)
+        })
+        .collect()
+}
+
+/// A recorded trial's points next to the simulation of each (offered at the rate the
+/// kernel took), and per design the knee, the peak and the median latency's error.
+pub fn compare_trial(
+    options: &TrialOptions,
+    points: &[TrialPoint],
+    calibration: &Calibration,
+    seconds: f64,
+    seed: u64,
+) -> Result<(Vec<ComparedPoint>, Vec<ComparedDesign>), String> {
+    let mut compared = Vec::with_capacity(points.len());
+    for point in points {
+        let costs = calibration
+            .trial
+            .iter()
+            .find(|c| c.design == point.design)
+            .ok_or_else(|| {
+                format!(
+                    "the calibration has no trial costs for design {}: calibrate with a trial \
+                     recording that measured it (--calibrate TRIAL.rec)",
+                    point.design
+                )
+            })?;
+        let model = trial_model(options, calibration, costs, point.sent_pps, seconds, seed);
+        super::check(&model)?;
+        let simulated = simulate_design(&model, &model.designs[0]);
+        let echo = simulated.consumers.first().expect("the model has its echo");
+        compared.push(ComparedPoint {
+            design: point.design,
+            offered_pps: point.offered_pps,
+            sent_pps: point.sent_pps,
+            measured_echoed_pps: point.echoed_pps,
+            simulated_echoed_pps: echo.delivered_per_s,
+            measured_p50_us: point.echo_latency.map(|l| l.p50_ns as f64 / 1e3),
+            simulated_p50_us: (echo.latency.count > 0).then(|| echo.latency.p50_us + costs.path_us),
+        });
+    }
+    let mut designs: Vec<TrialDesign> = Vec::new();
+    for point in &compared {
+        if !designs.contains(&point.design) {
+            designs.push(point.design);
+        }
+    }
+    let summaries = designs
+        .into_iter()
+        .map(|design| summarize_design(design, options, &compared))
+        .collect();
+    Ok((compared, summaries))
+}
+
+fn summarize_design(
+    design: TrialDesign,
+    options: &TrialOptions,
+    compared: &[ComparedPoint],
+) -> ComparedDesign {
+    let mut ladder: Vec<&ComparedPoint> = compared.iter().filter(|p| p.design == design).collect();
+    ladder.sort_by_key(|p| p.offered_pps);
+    let following = |echoed: fn(&ComparedPoint) -> f64| {
+        move |p: &&&ComparedPoint| p.sent_pps > 0.0 && echoed(p) >= FOLLOWING_SHARE * p.sent_pps
+    };
+    let measured = |p: &ComparedPoint| p.measured_echoed_pps;
+    let simulated = |p: &ComparedPoint| p.simulated_echoed_pps;
+    let up_to = |echoed: fn(&ComparedPoint) -> f64| {
+        ladder
+            .iter()
+            .take_while(following(echoed))
+            .last()
+            .map(|p| p.offered_pps)
+    };
+    let peak =
+        |echoed: fn(&ComparedPoint) -> f64| ladder.iter().map(|p| echoed(p)).fold(0.0, f64::max);
+    let mut errors: Vec<f64> = ladder
+        .iter()
+        .filter(following(measured))
+        .filter(following(simulated))
+        .filter_map(|p| {
+            let (m, s) = (p.measured_p50_us?, p.simulated_p50_us?);
+            (m > 0.0).then(|| (s - m).abs() / m)
+        })
+        .collect();
+    errors.sort_by(f64::total_cmp);
+    let (measured_peak, simulated_peak) = (peak(measured), peak(simulated));
+    ComparedDesign {
+        design,
+        simulated_as: simulated_design(design, options),
+        measured_follows_up_to_pps: up_to(measured),
+        simulated_follows_up_to_pps: up_to(simulated),
+        measured_peak_pps: measured_peak,
+        simulated_peak_pps: simulated_peak,
+        peak_error: simulated_peak / measured_peak.max(1.0) - 1.0,
+        median_latency_error: (!errors.is_empty()).then(|| errors[errors.len() / 2]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irqlens_model::trial::{CpuSplit, EchoLatency, Runtimes};
+
+    fn options() -> TrialOptions {
+        TrialOptions {
+            receiving_cpu: 1,
+            sending_cpu: 0,
+            rates: vec![],
+            designs: vec![],
+            duration_ns: 2_000_000_000,
+            warm_up_ns: 0,
+            payload_bytes: 64,
+            consumer_nice: -10,
+            napi_nice: -10,
+            napi_fifo_priority: 50,
+            cyclic_priority: Priority::Fifo(95),
+            cyclic_period_ns: 500_000,
+            budget_packets: 32,
+            budget_usecs: None,
+        }
+    }
+
+    /// A point of `design` at `rate` echoing `echoed` of it per second for 2 s, whose
+    /// exact times are `echo_us` and `rest_us` per echo and `background` of the CPU.
+    fn point(design: &str, rate: u64, echoed: f64, echo_us: f64, rest_us: f64) -> TrialPoint {
+        let seconds = 2.0;
+        let n = (echoed * seconds) as u64;
+        let ns = |us_per_echo: f64| (us_per_echo * 1e3 * n as f64) as u64;
+        let background_ns = (0.1 * seconds * 1e9) as u64;
+        TrialPoint {
+            design: design.parse().unwrap(),
+            offered_pps: rate,
+            sent: rate * 2,
+            sent_pps: rate as f64,
+            echoed: n,
+            echoed_pps: echoed,
+            loss_percent: 0.0,
+            echo_latency: Some(EchoLatency {
+                count: n,
+                p50_ns: 40_000,
+                p99_ns: 90_000,
+                max_ns: 200_000,
+            }),
+            cyclic: None,
+            cpu: CpuSplit::default(),
+            napi_scheduling: vec![],
+            runtimes: Some(Runtimes {
+                window_ns: 2_000_000_000,
+                busy_ns: Some(ns(echo_us) + ns(rest_us) + background_ns),
+                sender_busy_ns: None,
+                echo_ns: ns(echo_us),
+                napi_ns: 0,
+            }),
+        }
+    }
+
+    fn calibration() -> Calibration {
+        Calibration {
+            tool: "irqlens".into(),
+            version: "0".into(),
+            command: "sim-calibration".into(),
+            measured: vec![],
+            costs: Costs::default(),
+            limits: irqlens_model::sim::Limits::default(),
+            trial: vec![],
+        }
+    }
+
+    #[test]
+    fn a_distribution_keeps_its_quantiles_up_to_p90_and_never_falls() {
+        let dist = quantile_dist(|q| {
+            Some(if q < 0.5 {
+                3_000
+            } else {
+                (q * 10_000.0) as u64
+            })
+        })
+        .unwrap();
+        let Dist::Quantiles { points } = &dist else {
+            panic!("{dist:?}");
+        };
+        assert_eq!(points.first().unwrap(), &[0.0, 3.0]);
+        assert_eq!(points.last().unwrap(), &[1.0, 9.0], "the top is p90");
+        assert!(dist.check().is_ok());
+        assert!(quantile_dist(|_| None).is_none());
+    }
+
+    #[test]
+    fn each_cost_comes_from_the_measurement_with_the_most_samples() {
+        let measured = |cost, us, samples, from: &str| MeasuredCost {
+            cost,
+            dist: Dist::constant(us),
+            samples,
+            what: String::new(),
+            from: from.into(),
+        };
+        let costs = costs_from(
+            &[
+                measured(CostName::SoftirqPerPacket, 4.0, 10, "bh.rec"),
+                measured(CostName::SoftirqPerPacket, 2.5, 900, "account.rec"),
+                measured(CostName::ContextSwitch, 6.0, 50, "wakeup.rec"),
+            ],
+            &Costs::default(),
+        );
+        assert_eq!(costs.softirq_per_packet, Dist::constant(2.5));
+        assert_eq!(costs.context_switch, Dist::constant(6.0));
+        assert_eq!(costs.wakeup, Costs::default().wakeup);
+        assert!(costs.origin.contains("softirq_per_packet from account.rec"));
+        assert!(
+            costs
+                .origin
+                .contains("default hardirq, wakeup, return_to_user")
+        );
+    }
+
+    #[test]
+    fn exact_times_give_the_marginal_costs_and_the_background() {
+        // 6 µs of echo server and 1.5 µs of bottom half per echo, 10% of the CPU besides
+        let points: Vec<TrialPoint> = [10_000, 20_000, 40_000]
+            .map(|rate| point("softirq", rate, rate as f64, 6.0, 1.5))
+            .into();
+        let refs: Vec<&TrialPoint> = points.iter().collect();
+        let (bottom_half, consumer, background) = exact_per_datagram_us(&refs).unwrap();
+        assert!((bottom_half - 1.5).abs() < 0.01, "{bottom_half}");
+        assert!((consumer - 6.0).abs() < 0.01, "{consumer}");
+        assert!((background - 10.0).abs() < 0.1, "{background}");
+        // one rate: the plain ratio, the background not told apart
+        let (bottom_half, _, background) = exact_per_datagram_us(&refs[..1]).unwrap();
+        assert_eq!(background, 0.0);
+        assert!((bottom_half - (1.5 + 10.0)).abs() < 0.01, "{bottom_half}");
+        let mut untimed = points[0].clone();
+        untimed.runtimes = None;
+        assert!(exact_per_datagram_us(&[&untimed]).is_none());
+    }
+
+    #[test]
+    fn the_simulated_test_bed_stops_following_where_its_costs_say() {
+        // 8.5 µs per echo and 10% besides: about 100k/s fit in the CPU
+        let mut calibration = calibration();
+        let measured: Vec<TrialPoint> = [20_000u64, 40_000, 80_000, 160_000, 320_000]
+            .into_iter()
+            .map(|rate| {
+                let echoed = (rate as f64).min(100_000.0);
+                let mut p = point("threaded-niced", rate, echoed, 7.0, 1.5);
+                p.echoed = (echoed * 2.0) as u64;
+                p
+            })
+            .collect();
+        calibration.trial = trial_costs(&options(), &measured[..3], &calibration, 208, "t.rec");
+        let costs = &calibration.trial[0];
+        assert!(
+            (costs.consumer_per_datagram_us - 7.0).abs() < 0.01,
+            "{costs:?}"
+        );
+        assert!((costs.background_percent - 10.0).abs() < 0.1, "{costs:?}");
+        let (points, designs) = compare_trial(&options(), &measured, &calibration, 0.3, 1).unwrap();
+        assert_eq!(points.len(), 5);
+        let design = &designs[0];
+        assert_eq!(design.simulated_as.to_string(), "threaded-niced");
+        assert_eq!(design.measured_follows_up_to_pps, Some(80_000));
+        assert_eq!(
+            design.simulated_follows_up_to_pps,
+            Some(80_000),
+            "{points:?}"
+        );
+        assert!(design.simulated_peak_pps < 110_000.0, "{design:?}");
+        assert!(design.median_latency_error.is_some());
+        // a design the calibration does not have is refused
+        let other = point("softirq", 20_000, 20_000.0, 6.0, 1.0);
+        let err = compare_trial(&options(), &[other], &calibration, 0.1, 1).unwrap_err();
+        assert!(err.contains("no trial costs for design softirq"), "{err}");
+    }
+}
