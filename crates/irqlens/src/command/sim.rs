@@ -72,9 +72,8 @@ pub fn run(args: &SimArgs) -> Result<()> {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
-    let text =
-        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not {what}", path.display()))
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("{} is not {what}", path.display()))
 }
 
 fn read_calibration(path: &Path) -> Result<Calibration> {

@@ -25,6 +25,7 @@ mod record_root;
 mod rtla_cli;
 mod rtla_root;
 mod sim_cli;
+mod sim_root;
 mod steer_root;
 mod storm_root;
 mod trial_cli;

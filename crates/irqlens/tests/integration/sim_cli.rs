@@ -77,3 +77,97 @@ fn an_edited_model_is_read_and_bad_input_refused() {
     assert_fails_with(&["sim", "--design", "fast"], "is not a design");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A recording of the fixtures (format 1, made on a test VM).
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/v1/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn a_calibration_from_a_recording_drives_the_model_and_its_html_plots_every_design() {
+    let calibration = temp_path("sim-cli-calibration.json");
+    let html = temp_path("sim-cli.html");
+    let (calibration, html) = (calibration.to_str().unwrap(), html.to_str().unwrap());
+    let output = irqlens_ok(&[
+        "sim",
+        "--calibrate",
+        &fixture("wakeup-hist.jsonl.gz"),
+        "-o",
+        calibration,
+    ]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("3 measured costs"));
+    let written = fs::read(calibration).unwrap();
+    assert_valid_document(&written);
+    let file: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    let measured: Vec<&str> = file["measured"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["cost"].as_str().unwrap())
+        .collect();
+    assert_eq!(measured, ["wakeup", "context_switch", "return_to_user"]);
+    // the file is the model's costs: a person's edit is what the simulation uses
+    let mut edited = file.clone();
+    edited["costs"]["context_switch"] = serde_json::json!({"kind": "constant", "us": 40.0});
+    fs::write(calibration, edited.to_string()).unwrap();
+    let slow = irqlens_json(&["sim", "--costs", calibration, "-d", "200ms", "--html", html]);
+    assert!(
+        slow["costs_origin"]
+            .as_str()
+            .unwrap()
+            .contains("wakeup-hist")
+    );
+    fs::write(calibration, &written).unwrap();
+    let fast = irqlens_json(&["sim", "--costs", calibration, "-d", "200ms"]);
+    let switching =
+        |doc: &serde_json::Value| doc["designs"][0]["cpu"]["switching"].as_f64().unwrap();
+    assert!(switching(&slow) > switching(&fast), "{slow} {fast}");
+
+    let page = fs::read_to_string(html).unwrap();
+    let cdf = page
+        .split("<svg")
+        .find(|plot| plot.contains("data-plot=\"cdf\""))
+        .expect("a CDF plot");
+    for design in ["stock", "threaded-fifo+ihm-dis", "stock+process-aware"] {
+        assert!(cdf.contains(design), "{design} on the CDF plot");
+    }
+    assert!(page.contains("CPU time (% of all CPUs)"));
+    let _ = fs::remove_file(calibration);
+    let _ = fs::remove_file(html);
+}
+
+#[test]
+fn what_cannot_be_calibrated_or_compared_is_refused() {
+    assert_fails_with(
+        &["sim", "--calibrate", &fixture("noise-hist.jsonl.gz")],
+        "measures none of the simulation's costs",
+    );
+    assert_fails_with(
+        &["sim", "--against", &fixture("noise-hist.jsonl.gz")],
+        "--costs",
+    );
+    let calibration = temp_path("sim-cli-refused.json");
+    let calibration = calibration.to_str().unwrap();
+    irqlens_ok(&[
+        "sim",
+        "--calibrate",
+        &fixture("wakeup-hist.jsonl.gz"),
+        "-o",
+        calibration,
+    ]);
+    assert_fails_with(
+        &[
+            "sim",
+            "--against",
+            &fixture("noise-hist.jsonl.gz"),
+            "--costs",
+            calibration,
+        ],
+        "not a trial recording",
+    );
+    assert_fails_with(
+        &["sim", "--costs", &fixture("noise-hist.jsonl.gz")],
+        "is not a calibration",
+    );
+    let _ = fs::remove_file(calibration);
+}

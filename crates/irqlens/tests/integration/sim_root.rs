@@ -1,0 +1,125 @@
+//! irqlens sim against this machine: calibrated from recordings made here (wakeup, bh
+//! with NET_RX, a trial at low rates), the simulated `trial net` test bed must stop
+//! following the offered rate where a second, independent trial does, for `softirq` and
+//! `threaded-niced`. The figures (knee, peak, median latency) are printed: the closing
+//! note reports them. Needs root (CI runs as root).
+
+use std::fs;
+
+use crate::common::*;
+
+/// The ladders: the calibration's stays below the knee (about 100k/s echoed on CPU 1 of
+/// the test VM), the checked one crosses it.
+const CALIBRATION_RATES: &str = "10k,20k,40k";
+const CHECKED_RATES: &str = "20k,40k,80k,160k,320k";
+const DESIGNS: &str = "softirq,threaded-niced";
+
+/// About 80 s: a wakeup and a bh recording of 3 s, then two trials (6 and 10 points of
+/// 2 s after 0.5 s of warm-up).
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn the_calibrated_simulation_stops_following_where_trial_does() {
+    assert_root();
+    let path = |name: &str| temp_path(name).to_string_lossy().into_owned();
+    let (wakeup, bh, calibration_trial, checked_trial, calibration) = (
+        path("sim-wakeup.rec"),
+        path("sim-bh.rec"),
+        path("sim-trial-low.rec"),
+        path("sim-trial.rec"),
+        path("sim-calibration.json"),
+    );
+    irqlens_ok(&["wakeup", "-c", "1", "-d", "3", "-q", "--record", &wakeup]);
+    irqlens_ok(&[
+        "bh", "-c", "1", "-t", "net", "--rate", "1000", "-d", "3", "-q", "--record", &bh,
+    ]);
+    for (rates, record) in [
+        (CALIBRATION_RATES, &calibration_trial),
+        (CHECKED_RATES, &checked_trial),
+    ] {
+        irqlens_ok(&[
+            "trial",
+            "net",
+            "--rates",
+            rates,
+            "--designs",
+            DESIGNS,
+            "-d",
+            "2",
+            "-q",
+            "--record",
+            record,
+        ]);
+    }
+    irqlens_ok(&[
+        "sim",
+        "--calibrate",
+        &wakeup,
+        &bh,
+        &calibration_trial,
+        "-o",
+        &calibration,
+    ]);
+    let written = fs::read(&calibration).unwrap();
+    assert_valid_document(&written);
+    let file: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    let origin = file["costs"]["origin"].as_str().unwrap();
+    for cost in [
+        "softirq_per_packet from",
+        "context_switch from",
+        "wakeup from",
+    ] {
+        assert!(origin.contains(cost), "{cost} in {origin}");
+    }
+    let trial_costs = file["trial"].as_array().unwrap();
+    assert_eq!(trial_costs.len(), 2, "{file:#}");
+    for costs in trial_costs {
+        let consumer = costs["consumer_per_datagram_us"].as_f64().unwrap();
+        // an echo is a receive and a send system call: microseconds, not nothing
+        assert!((1.0..50.0).contains(&consumer), "{costs}");
+        eprintln!("calibrated {costs}");
+    }
+
+    let compared = irqlens_json(&["sim", "--against", &checked_trial, "--costs", &calibration]);
+    for design in compared["designs"].as_array().unwrap() {
+        eprintln!("trial vs sim: {design}");
+        let knee = |key: &str| design[key].as_u64();
+        let (measured, simulated) = (
+            knee("measured_follows_up_to_pps"),
+            knee("simulated_follows_up_to_pps"),
+        );
+        // the ladder doubles: within one step either way
+        let (Some(measured), Some(simulated)) = (measured, simulated) else {
+            panic!("both follow at the lowest rate: {design}");
+        };
+        assert!(
+            simulated * 2 >= measured && simulated <= measured * 2,
+            "knee: simulated {simulated}/s against measured {measured}/s: {design}"
+        );
+    }
+    for point in compared["points"].as_array().unwrap() {
+        eprintln!(
+            "{} {}: echoed {:.0} sim {:.0}; p50 {} sim {} us",
+            point["design"],
+            point["offered_pps"],
+            point["measured_echoed_pps"].as_f64().unwrap(),
+            point["simulated_echoed_pps"].as_f64().unwrap(),
+            point["measured_p50_us"],
+            point["simulated_p50_us"],
+        );
+    }
+
+    // the calibration drives a model of one's own: the six designs, costs from here
+    let simulated = irqlens_json(&["sim", "--costs", &calibration, "-d", "200ms"]);
+    assert_eq!(simulated["designs"].as_array().unwrap().len(), 6);
+    assert!(
+        simulated["costs_origin"]
+            .as_str()
+            .unwrap()
+            .starts_with("calibrated"),
+        "{simulated}"
+    );
+    for file in [wakeup, bh, calibration_trial, checked_trial, calibration] {
+        let _ = fs::remove_file(file);
+    }
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
