@@ -184,6 +184,18 @@ pub fn thread_runtime_ns(tid: u32) -> Option<u64> {
     parse_schedstat_runtime(&fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?)
 }
 
+/// How many times a thread gave up its CPU by blocking so far (voluntary_ctxt_switches
+/// of /proc/TID/status); `None` once it is gone.
+pub fn thread_sleeps(tid: u32) -> Option<u64> {
+    fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The time CPU `cpu` spent in its idle states so far, ns (cpuidle's residency: exact,
 /// where /proc/stat's idle samples at the tick); `None` without cpuidle.
 pub fn cpu_idle_ns(cpu: u32) -> Option<u64> {

@@ -217,6 +217,10 @@ pub struct Costs {
     pub context_switch: Dist,
     /// A woken task's return to user space (end of the blocking system call).
     pub return_to_user: Dist,
+    /// Leaving the idle state when an interrupt finds the CPU idle (on a VM, the exit
+    /// from the halt), added to that hardirq; the default is none.
+    #[serde(default = "no_cost")]
+    pub idle_exit: Dist,
     /// The share of wakeup + context switch that direct interrupt scheduling defers
     /// until after the target runs (001 §4.2, Fig. 9: all but `switch`).
     pub dis_deferrable: f64,
@@ -247,9 +251,14 @@ impl Default for Costs {
                 max_us: 5.0,
             },
             return_to_user: Dist::constant(1.0),
+            idle_exit: no_cost(),
             dis_deferrable: 0.5,
         }
     }
+}
+
+fn no_cost() -> Dist {
+    Dist::constant(0.0)
 }
 
 /// Linux's limits on deferred work, with the kernel's defaults.
@@ -701,11 +710,12 @@ pub struct TrialCosts {
     /// The echo server's time (user and system: the receive and the send) per echoed
     /// datagram, µs.
     pub consumer_per_datagram_us: f64,
-    /// The receiving CPU's busy share that does not grow with the rate (the cyclic task
-    /// with irqlens wakeup's probes, the tick), percent: the simulated cyclic task runs
-    /// it.
+    /// The receiving CPU's time per idle cycle (the echo server's sleeps and the cyclic
+    /// task's activations) beyond the context switch the simulation charges itself, µs:
+    /// the exit from the idle state (on a VM, the halt's), which a saturated CPU does not
+    /// pay. The simulated test bed gets it as `idle_exit`.
     #[serde(default)]
-    pub background_percent: f64,
+    pub idle_exit_us: f64,
     /// The part of the echo latency outside the receiving CPU (the sending stack, the
     /// echo's way back, the collector's wakeup), µs: the lowest rate's measured median
     /// less the simulated one.

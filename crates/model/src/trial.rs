@@ -237,6 +237,9 @@ pub struct Runtimes {
     pub sender_busy_ns: Option<u64>,
     /// The echo server's thread (with the softirqs that ran in it).
     pub echo_ns: u64,
+    /// How many times the echo server blocked (waited for a datagram).
+    #[serde(default)]
+    pub echo_sleeps: Option<u64>,
     /// The NAPI threads (threaded designs).
     pub napi_ns: u64,
 }

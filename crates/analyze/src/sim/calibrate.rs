@@ -238,16 +238,14 @@ pub fn trial_model(
                 kind: TaskKind::Periodic {
                     period_us: options.cyclic_period_ns as f64 / 1e3,
                     phase_us: 0.0,
-                    // the CPU's time that does not grow with the rate runs as it
-                    cost: Dist::constant(
-                        CYCLIC_WORK_US
-                            + costs.background_percent / 100.0 * options.cyclic_period_ns as f64
-                                / 1e3,
-                    ),
+                    cost: Dist::constant(CYCLIC_WORK_US),
                 },
             },
         ],
-        costs: calibration.costs.clone(),
+        costs: Costs {
+            idle_exit: Dist::constant(costs.idle_exit_us),
+            ..calibration.costs.clone()
+        },
         limits,
         designs: vec![design],
     }
@@ -274,53 +272,62 @@ fn rising_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     })
 }
 
-/// What the receiving CPU spends, from the points' exact times if they all have them:
-/// per echoed datagram, µs, the bottom half (the CPU's busy time outside the echo
-/// server: softirqs, the NAPI thread; without cpuidle the NAPI threads alone) and the
-/// echo server; and the busy share that does not grow with the rate (the cyclic task,
-/// its probes, the tick), percent. Each is a line fitted over the rates (the marginal
-/// cost: at low rates wakeups and switches weigh more, and the simulation adds those
-/// itself), or the plain ratio with one rate or no rise.
-fn exact_per_datagram_us(points: &[&TrialPoint]) -> Option<(f64, f64, f64)> {
-    let mut bottom_half = Vec::new();
+/// `y = a u + b v` by least squares (no intercept), if both come out >= 0 and the two
+/// inputs are not proportional.
+fn two_costs(points: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
+    let sum = |f: &dyn Fn(&(f64, f64, f64)) -> f64| points.iter().map(f).sum::<f64>();
+    let (uu, vv, uv) = (
+        sum(&|p| p.0 * p.0),
+        sum(&|p| p.1 * p.1),
+        sum(&|p| p.0 * p.1),
+    );
+    let (uy, vy) = (sum(&|p| p.0 * p.2), sum(&|p| p.1 * p.2));
+    let det = uu * vv - uv * uv;
+    if det.abs() <= 1e-9 * uu * vv {
+        return None;
+    }
+    let (a, b) = ((uy * vv - vy * uv) / det, (vy * uu - uy * uv) / det);
+    (a >= 0.0 && b >= 0.0).then_some((a, b))
+}
+
+/// What the receiving CPU spends, from the points' exact times if they all have them
+/// (µs): per echoed datagram, the bottom half and the echo server; per idle cycle (the
+/// echo server's sleeps and the cyclic task's activations), the rest. The echo server's
+/// cost is the slope of its time over the rates (the marginal cost: at low rates its
+/// wakeups weigh more, and the simulation adds those itself), or the plain ratio with
+/// one rate. The bottom half is the CPU's busy time outside the echo server (softirqs,
+/// the NAPI thread; without cpuidle the NAPI threads alone), split by least squares
+/// between datagrams and idle cycles; with too few points to split it, all of it per
+/// datagram.
+fn exact_per_datagram_us(points: &[&TrialPoint], cyclic_hz: f64) -> Option<(f64, f64, f64)> {
+    let mut rest = Vec::new();
     let mut consumer = Vec::new();
-    let mut busy = Vec::new();
     for point in points {
         let times = point.runtimes?;
         let seconds = times.window_ns as f64 / 1e9;
         let rate = point.echoed as f64 / seconds;
-        let us_per_s = |ns: u64| ns as f64 / 1e3 / seconds;
-        let rest = match times.busy_ns {
-            Some(all) => {
-                busy.push((rate, us_per_s(all)));
-                all.saturating_sub(times.echo_ns)
-            }
+        let per_s = |ns: u64| ns as f64 / 1e3 / seconds;
+        let outside = match times.busy_ns {
+            Some(all) => all.saturating_sub(times.echo_ns),
             None if times.napi_ns > 0 => times.napi_ns,
             None => return None,
         };
-        bottom_half.push((rate, us_per_s(rest)));
-        consumer.push((rate, us_per_s(times.echo_ns)));
+        let cycles = times.echo_sleeps.map_or(0.0, |n| n as f64 / seconds) + cyclic_hz;
+        rest.push((rate, cycles, per_s(outside)));
+        consumer.push((rate, per_s(times.echo_ns)));
     }
-    if points.is_empty() || points.iter().all(|p| p.echoed == 0) {
+    if points.iter().all(|p| p.echoed == 0) {
         return None;
     }
-    // the part of the whole that does not grow with the rate, then each part's slope
-    // with that background left to the bottom half's side
-    let background = rising_line(&busy).map_or(0.0, |(intercept, _)| intercept.max(0.0));
-    let per = |xy: &[(f64, f64)], fixed: f64| {
-        rising_line(xy).map_or_else(
-            || {
-                let (x, y) = xy.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-                ((y - fixed * xy.len() as f64) / x.max(1.0)).max(0.0)
-            },
-            |(_, slope)| slope,
-        )
+    let ratio = |xy: &mut dyn Iterator<Item = (f64, f64)>| {
+        let (x, y) = xy.fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+        y / x.max(1.0)
     };
-    Some((
-        per(&bottom_half, background),
-        per(&consumer, 0.0),
-        background / 1e6 * 100.0,
-    ))
+    let echo = rising_line(&consumer)
+        .map_or_else(|| ratio(&mut consumer.iter().copied()), |(_, slope)| slope);
+    let (bottom_half, idle_cycle) =
+        two_costs(&rest).unwrap_or_else(|| (ratio(&mut rest.iter().map(|&(r, _, y)| (r, y))), 0.0));
+    Some((bottom_half, echo, idle_cycle))
 }
 
 /// Time per datagram, µs, of a CPU share (percent) as /proc/stat samples it: over the
@@ -358,10 +365,11 @@ pub fn trial_costs(
                 .collect();
             following.sort_by_key(|p| p.offered_pps);
             let lowest = *following.first()?;
-            let (bottom_half, consumer, background, fitted) =
-                match exact_per_datagram_us(&following) {
-                    Some((bottom_half, consumer, background)) => {
-                        (bottom_half, consumer, background, following.len())
+            let cyclic_hz = 1e9 / options.cyclic_period_ns.max(1) as f64;
+            let (bottom_half, consumer, idle_cycle, fitted) =
+                match exact_per_datagram_us(&following, cyclic_hz) {
+                    Some((bottom_half, consumer, idle_cycle)) => {
+                        (bottom_half, consumer, idle_cycle, following.len())
                     }
                     None => {
                         let busy: Vec<&TrialPoint> = following
@@ -383,7 +391,8 @@ pub fn trial_costs(
                 design,
                 bottom_half_per_datagram_us: bottom_half,
                 consumer_per_datagram_us: consumer,
-                background_percent: background,
+                // the simulation switches itself on each wakeup from idle
+                idle_exit_us: (idle_cycle - calibration.costs.context_switch.mean()).max(0.0),
                 path_us: 0.0,
                 socket_queue,
                 points: fitted,
@@ -520,13 +529,26 @@ mod tests {
         }
     }
 
-    /// A point of `design` at `rate` echoing `echoed` of it per second for 2 s, whose
-    /// exact times are `echo_us` and `rest_us` per echo and `background` of the CPU.
-    fn point(design: &str, rate: u64, echoed: f64, echo_us: f64, rest_us: f64) -> TrialPoint {
+    /// The cyclic task's activations per second in `options()`.
+    const CYCLIC_HZ: f64 = 2_000.0;
+    /// Per idle cycle in the points below, µs.
+    const IDLE_CYCLE_US: f64 = 9.0;
+
+    /// A point of `design` at `rate` echoing `echoed` of it per second for 2 s, the echo
+    /// server sleeping `sleeps` times a second; exact times of `echo_us` and `rest_us`
+    /// per echo and [`IDLE_CYCLE_US`] per idle cycle.
+    fn point(
+        design: &str,
+        rate: u64,
+        echoed: f64,
+        sleeps: f64,
+        echo_us: f64,
+        rest_us: f64,
+    ) -> TrialPoint {
         let seconds = 2.0;
         let n = (echoed * seconds) as u64;
-        let ns = |us_per_echo: f64| (us_per_echo * 1e3 * n as f64) as u64;
-        let background_ns = (0.1 * seconds * 1e9) as u64;
+        let ns = |us: f64| (us * 1e3) as u64;
+        let cycles = (sleeps + CYCLIC_HZ) * seconds;
         TrialPoint {
             design: design.parse().unwrap(),
             offered_pps: rate,
@@ -546,9 +568,10 @@ mod tests {
             napi_scheduling: vec![],
             runtimes: Some(Runtimes {
                 window_ns: 2_000_000_000,
-                busy_ns: Some(ns(echo_us) + ns(rest_us) + background_ns),
+                busy_ns: Some(ns((echo_us + rest_us) * n as f64 + IDLE_CYCLE_US * cycles)),
                 sender_busy_ns: None,
-                echo_ns: ns(echo_us),
+                echo_ns: ns(echo_us * n as f64),
+                echo_sleeps: Some((sleeps * seconds) as u64),
                 napi_ns: 0,
             }),
         }
@@ -614,34 +637,46 @@ mod tests {
     }
 
     #[test]
-    fn exact_times_give_the_marginal_costs_and_the_background() {
-        // 6 µs of echo server and 1.5 µs of bottom half per echo, 10% of the CPU besides
-        let points: Vec<TrialPoint> = [10_000, 20_000, 40_000]
-            .map(|rate| point("softirq", rate, rate as f64, 6.0, 1.5))
+    fn exact_times_give_the_costs_per_datagram_and_per_idle_cycle() {
+        // 6 µs of echo server and 1.5 µs of bottom half per echo, 9 µs per idle cycle;
+        // the server sleeps once per datagram at 8k/s, then 10k times a second
+        let points: Vec<TrialPoint> = [8_000u64, 20_000, 40_000, 80_000]
+            .map(|rate| {
+                point(
+                    "softirq",
+                    rate,
+                    rate as f64,
+                    (rate as f64).min(10_000.0),
+                    6.0,
+                    1.5,
+                )
+            })
             .into();
         let refs: Vec<&TrialPoint> = points.iter().collect();
-        let (bottom_half, consumer, background) = exact_per_datagram_us(&refs).unwrap();
+        let (bottom_half, consumer, idle_cycle) = exact_per_datagram_us(&refs, CYCLIC_HZ).unwrap();
         assert!((bottom_half - 1.5).abs() < 0.01, "{bottom_half}");
         assert!((consumer - 6.0).abs() < 0.01, "{consumer}");
-        assert!((background - 10.0).abs() < 0.1, "{background}");
-        // one rate: the plain ratio, the background not told apart
-        let (bottom_half, _, background) = exact_per_datagram_us(&refs[..1]).unwrap();
-        assert_eq!(background, 0.0);
-        assert!((bottom_half - (1.5 + 10.0)).abs() < 0.01, "{bottom_half}");
+        assert!((idle_cycle - IDLE_CYCLE_US).abs() < 0.01, "{idle_cycle}");
+        // one rate: the plain ratio, the idle cycles not told apart
+        let (bottom_half, _, idle_cycle) = exact_per_datagram_us(&refs[..1], CYCLIC_HZ).unwrap();
+        assert_eq!(idle_cycle, 0.0);
+        let all_per_echo = 1.5 + IDLE_CYCLE_US * (8_000.0 + CYCLIC_HZ) / 8_000.0;
+        assert!((bottom_half - all_per_echo).abs() < 0.01, "{bottom_half}");
         let mut untimed = points[0].clone();
         untimed.runtimes = None;
-        assert!(exact_per_datagram_us(&[&untimed]).is_none());
+        assert!(exact_per_datagram_us(&[&untimed], CYCLIC_HZ).is_none());
     }
 
     #[test]
     fn the_simulated_test_bed_stops_following_where_its_costs_say() {
-        // 8.5 µs per echo and 10% besides: about 100k/s fit in the CPU
+        // 8.5 µs per echo: about 100k/s fit in the CPU
         let mut calibration = calibration();
         let measured: Vec<TrialPoint> = [20_000u64, 40_000, 80_000, 160_000, 320_000]
             .into_iter()
             .map(|rate| {
                 let echoed = (rate as f64).min(100_000.0);
-                let mut p = point("threaded-niced", rate, echoed, 7.0, 1.5);
+                let sleeps = (rate as f64).min(10_000.0);
+                let mut p = point("threaded-niced", rate, echoed, sleeps, 7.0, 1.5);
                 p.echoed = (echoed * 2.0) as u64;
                 p
             })
@@ -652,7 +687,9 @@ mod tests {
             (costs.consumer_per_datagram_us - 7.0).abs() < 0.01,
             "{costs:?}"
         );
-        assert!((costs.background_percent - 10.0).abs() < 0.1, "{costs:?}");
+        // the simulation's own switch (the default's mean) taken out of the idle cycle
+        let idle_exit = IDLE_CYCLE_US - Costs::default().context_switch.mean();
+        assert!((costs.idle_exit_us - idle_exit).abs() < 0.05, "{costs:?}");
         let (points, designs) = compare_trial(&options(), &measured, &calibration, 0.3, 1).unwrap();
         assert_eq!(points.len(), 5);
         let design = &designs[0];
@@ -666,7 +703,7 @@ mod tests {
         assert!(design.simulated_peak_pps < 110_000.0, "{design:?}");
         assert!(design.median_latency_error.is_some());
         // a design the calibration does not have is refused
-        let other = point("softirq", 20_000, 20_000.0, 6.0, 1.0);
+        let other = point("softirq", 20_000, 20_000.0, 10_000.0, 6.0, 1.0);
         let err = compare_trial(&options(), &[other], &calibration, 0.1, 1).unwrap_err();
         assert!(err.contains("no trial costs for design softirq"), "{err}");
     }

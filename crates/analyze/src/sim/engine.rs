@@ -528,7 +528,10 @@ impl<'a> Engine<'a> {
         let cpu = self.sources[index].cpu;
         self.charge(cpu, now);
         self.out.arrivals += 1;
-        let cost = self.costs.sample(&self.sources[index].hardirq);
+        let mut cost = self.costs.sample(&self.sources[index].hardirq);
+        if self.cpus[cpu].running == Running::Idle {
+            cost += self.costs.sample(&self.config.costs.idle_exit);
+        }
         let source = &mut self.sources[index];
         source.offered += 1;
         if !source.napi {

@@ -130,6 +130,7 @@ pub fn check(config: &SimConfig) -> Result<(), String> {
         ("wakeup", &costs.wakeup),
         ("context_switch", &costs.context_switch),
         ("return_to_user", &costs.return_to_user),
+        ("idle_exit", &costs.idle_exit),
     ] {
         dist.check()
             .map_err(|e| format!("sim: costs.{what}: {e}"))?;

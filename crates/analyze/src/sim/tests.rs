@@ -19,6 +19,7 @@ fn free_costs() -> Costs {
         wakeup: us(0.0),
         context_switch: us(0.0),
         return_to_user: us(0.0),
+        idle_exit: us(0.0),
         dis_deferrable: 0.5,
     }
 }
@@ -184,6 +185,7 @@ fn migration_setup() -> (SimConfig, Costs) {
         wakeup: us(8.0),
         context_switch: us(4.0),
         return_to_user: us(2.0),
+        idle_exit: us(0.0),
         dis_deferrable: 0.5,
     };
     let nic = source(
@@ -476,5 +478,39 @@ fn a_preempted_fifo_task_resumes_before_its_peers() {
     assert_eq!(
         [response(0), response(1), response(2)],
         [350.0, 350.0, 50.0]
+    );
+}
+
+#[test]
+fn an_interrupt_that_finds_the_cpu_idle_pays_the_idle_exit_and_a_busy_one_does_not() {
+    let latency = |idle_exit: f64, hog: bool| {
+        let mut costs = free_costs();
+        costs.hardirq = us(2.0);
+        costs.idle_exit = us(idle_exit);
+        let nic = source(
+            "nic",
+            Arrival::Periodic {
+                period_us: 1000.0,
+                phase_us: 10.0,
+            },
+            false,
+        );
+        let mut tasks = vec![task("server", "f:50", consumer("nic", 1.0, 16))];
+        if hog {
+            tasks.push(task("batch", "o:0", TaskKind::Hog));
+        }
+        let result = run(&config(0.05, vec![nic], tasks, costs, &["stock"]));
+        the_consumer(&result[0]).latency.p50_us
+    };
+    assert_eq!(latency(0.0, false), 2.0);
+    assert_eq!(
+        latency(10.0, false),
+        12.0,
+        "the idle CPU's exit comes first"
+    );
+    assert_eq!(
+        latency(10.0, true),
+        2.0,
+        "a busy CPU has no idle state to leave"
     );
 }

@@ -69,6 +69,7 @@ struct Snapshot {
     idle_ns: Option<u64>,
     sender_idle_ns: Option<u64>,
     echo_ns: u64,
+    echo_sleeps: u64,
     napi_ns: u64,
 }
 
@@ -81,6 +82,7 @@ fn snapshot(options: &TrialOptions, napi_threads: &[u32], echo: u32) -> Result<S
         idle_ns: system::cpu_idle_ns(cpu),
         sender_idle_ns: system::cpu_idle_ns(options.sending_cpu),
         echo_ns: runtime(echo),
+        echo_sleeps: system::thread_sleeps(echo).unwrap_or(0),
         napi_ns: napi_threads.iter().map(|&tid| runtime(tid)).sum(),
     })
 }
@@ -98,6 +100,7 @@ fn runtimes(before: &Snapshot, after: &Snapshot, window: Duration) -> Runtimes {
         busy_ns: busy(after.idle_ns, before.idle_ns),
         sender_busy_ns: busy(after.sender_idle_ns, before.sender_idle_ns),
         echo_ns: after.echo_ns.saturating_sub(before.echo_ns),
+        echo_sleeps: Some(after.echo_sleeps.saturating_sub(before.echo_sleeps)),
         napi_ns: after.napi_ns.saturating_sub(before.napi_ns),
     }
 }
