@@ -300,9 +300,48 @@ fn kernel_config() -> Option<String> {
     }
 }
 
+/// A number read from a file, if the file reads and holds one.
+fn read_number(path: &str) -> Option<f64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The deferral limits a simulation of this machine gets: the kernel's defaults with the
+/// netdev budget sysctls and the scheduler's base slice (debugfs, when mounted) read here.
+pub fn sim_limits() -> irqlens_model::sim::Limits {
+    let mut limits = irqlens_model::sim::Limits::default();
+    if let Some(budget) = read_number("/proc/sys/net/core/netdev_budget") {
+        limits.netdev_budget = budget as u32;
+    }
+    if let Some(usecs) = read_number("/proc/sys/net/core/netdev_budget_usecs") {
+        limits.netdev_budget_usecs = usecs;
+    }
+    if let Some(ns) = read_number("/sys/kernel/debug/sched/base_slice_ns") {
+        limits.base_slice_us = ns / 1e3;
+    }
+    limits
+}
+
+/// A socket's default receive buffer (net.core.rmem_default), bytes.
+pub fn socket_receive_buffer() -> Option<u32> {
+    read_number("/proc/sys/net/core/rmem_default").map(|bytes| bytes as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threads_runtime_and_sleeps_are_read_and_a_gone_one_has_none() {
+        let tid = crate::sched::gettid();
+        let spun = std::time::Instant::now();
+        while spun.elapsed() < std::time::Duration::from_millis(5) {}
+        let before = thread_sleeps(tid).expect("this thread's status");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(thread_sleeps(tid).unwrap() > before, "a sleep counts");
+        assert!(thread_runtime_ns(tid).unwrap() >= 5_000_000, "5 ms of spinning");
+        assert_eq!(thread_runtime_ns(u32::MAX), None);
+        assert_eq!(thread_sleeps(u32::MAX), None);
+    }
 
     #[test]
     fn schedstat_and_jiffies_parse() {
@@ -347,30 +386,4 @@ mod tests {
         assert_eq!(symbols.name(0xffffffff81200010), "flush_to_ldisc+0x10");
         assert_eq!(symbols.name(0x1234), "0x1234");
     }
-}
-
-/// A number read from a file, if the file reads and holds one.
-fn read_number(path: &str) -> Option<f64> {
-    fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-/// The deferral limits a simulation of this machine gets: the kernel's defaults with the
-/// netdev budget sysctls and the scheduler's base slice (debugfs, when mounted) read here.
-pub fn sim_limits() -> irqlens_model::sim::Limits {
-    let mut limits = irqlens_model::sim::Limits::default();
-    if let Some(budget) = read_number("/proc/sys/net/core/netdev_budget") {
-        limits.netdev_budget = budget as u32;
-    }
-    if let Some(usecs) = read_number("/proc/sys/net/core/netdev_budget_usecs") {
-        limits.netdev_budget_usecs = usecs;
-    }
-    if let Some(ns) = read_number("/sys/kernel/debug/sched/base_slice_ns") {
-        limits.base_slice_us = ns / 1e3;
-    }
-    limits
-}
-
-/// A socket's default receive buffer (net.core.rmem_default), bytes.
-pub fn socket_receive_buffer() -> Option<u32> {
-    read_number("/proc/sys/net/core/rmem_default").map(|bytes| bytes as u32)
 }

@@ -445,7 +445,8 @@ pub fn compare_trial(
             measured_echoed_pps: point.echoed_pps,
             simulated_echoed_pps: echo.delivered_per_s,
             measured_p50_us: point.echo_latency.map(|l| l.p50_ns as f64 / 1e3),
-            simulated_p50_us: (echo.latency.count > 0).then(|| echo.latency.p50_us + costs.path_us),
+            simulated_p50_us: (echo.latency.count > 0)
+                .then_some(echo.latency.p50_us + costs.path_us),
         });
     }
     let mut designs: Vec<TrialDesign> = Vec::new();
