@@ -716,6 +716,12 @@ pub struct TrialCosts {
     /// pay. The simulated test bed gets it as `idle_exit`.
     #[serde(default)]
     pub idle_exit_us: f64,
+    /// How many times a second datagrams arrive together: the echo server's sleeps a
+    /// second where it kept up (trial's generator wakes that often and sends what fell
+    /// due, up to 8 datagrams at 80k/s here, one at 10k/s); none: one GSO batch of 8 per
+    /// arrival.
+    #[serde(default)]
+    pub arrivals_per_s: Option<f64>,
     /// The part of the echo latency outside the receiving CPU (the sending stack, the
     /// echo's way back, the collector's wakeup), µs: the lowest rate's measured median
     /// less the simulated one.

@@ -242,6 +242,9 @@ pub struct Runtimes {
     pub echo_sleeps: Option<u64>,
     /// The NAPI threads (threaded designs).
     pub napi_ns: u64,
+    /// How many times the NAPI threads blocked (waited for packets).
+    #[serde(default)]
+    pub napi_sleeps: Option<u64>,
 }
 
 /// One design at one offered rate.

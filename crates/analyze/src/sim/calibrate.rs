@@ -207,11 +207,7 @@ pub fn trial_model(
         sources: vec![Source {
             name: "veth".into(),
             cpu: 0,
-            arrival: Arrival::Bursts {
-                every_us: 1e6 * f64::from(TRIAL_BATCH) / rate_pps.max(1.0),
-                size: TRIAL_BATCH,
-                gap_us: 0.0,
-            },
+            arrival: trial_arrivals(rate_pps, costs.arrivals_per_s),
             hardirq: None,
             napi: true,
             softirq_per_packet: Some(Dist::constant(costs.bottom_half_per_datagram_us)),
@@ -257,6 +253,36 @@ pub fn trial_model(
 /// low (20k datagrams/s read as 3% busy here, 40k as 45%).
 pub const FIT_BUSY_PERCENT: f64 = 25.0;
 
+/// Trial's datagrams at `rate_pps` in bursts: `arrivals_per_s` of them a second (each
+/// what fell due since the last), or GSO batches of 8.
+fn trial_arrivals(rate_pps: f64, arrivals_per_s: Option<f64>) -> Arrival {
+    let rate = rate_pps.max(1.0);
+    let size = match arrivals_per_s {
+        Some(bursts) if bursts > 0.0 => (rate / bursts).ceil().max(1.0) as u32,
+        _ => TRIAL_BATCH,
+    };
+    Arrival::Bursts {
+        every_us: 1e6 * f64::from(size) / rate,
+        size,
+        gap_us: 0.0,
+    }
+}
+
+/// The arrivals a second trial's generator made: the median of the echo server's sleeps
+/// a second over the points it kept up at (it sleeps once per arrival then).
+fn arrivals_per_s(points: &[&TrialPoint]) -> Option<f64> {
+    let mut rates: Vec<f64> = points
+        .iter()
+        .filter_map(|p| {
+            let times = p.runtimes?;
+            Some(times.echo_sleeps? as f64 / (times.window_ns as f64 / 1e9))
+        })
+        .filter(|&rate| rate > 0.0)
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    (!rates.is_empty()).then(|| rates[rates.len() / 2])
+}
+
 /// A least-squares line `y = intercept + slope x` through the points, if they have two
 /// distinct x and it rises.
 fn rising_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
@@ -292,7 +318,7 @@ fn two_costs(points: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
 
 /// What the receiving CPU spends, from the points' exact times if they all have them
 /// (µs): per echoed datagram, the bottom half and the echo server; per idle cycle (the
-/// echo server's sleeps and the cyclic task's activations), the rest. The echo server's
+/// echo server's and the NAPI threads' sleeps, the cyclic task's activations), the rest. The echo server's
 /// cost is the slope of its time over the rates (the marginal cost: at low rates its
 /// wakeups weigh more, and the simulation adds those itself), or the plain ratio with
 /// one rate. The bottom half is the CPU's busy time outside the echo server (softirqs,
@@ -312,7 +338,8 @@ fn exact_per_datagram_us(points: &[&TrialPoint], cyclic_hz: f64) -> Option<(f64,
             None if times.napi_ns > 0 => times.napi_ns,
             None => return None,
         };
-        let cycles = times.echo_sleeps.map_or(0.0, |n| n as f64 / seconds) + cyclic_hz;
+        let sleeps = times.echo_sleeps.unwrap_or(0) + times.napi_sleeps.unwrap_or(0);
+        let cycles = sleeps as f64 / seconds + cyclic_hz;
         rest.push((rate, cycles, per_s(outside)));
         consumer.push((rate, per_s(times.echo_ns)));
     }
@@ -365,6 +392,7 @@ pub fn trial_costs(
                 .collect();
             following.sort_by_key(|p| p.offered_pps);
             let lowest = *following.first()?;
+            let arrivals = arrivals_per_s(&following);
             let cyclic_hz = 1e9 / options.cyclic_period_ns.max(1) as f64;
             let (bottom_half, consumer, idle_cycle, fitted) =
                 match exact_per_datagram_us(&following, cyclic_hz) {
@@ -393,6 +421,7 @@ pub fn trial_costs(
                 consumer_per_datagram_us: consumer,
                 // the simulation switches itself on each wakeup from idle
                 idle_exit_us: (idle_cycle - calibration.costs.context_switch.mean()).max(0.0),
+                arrivals_per_s: arrivals,
                 path_us: 0.0,
                 socket_queue,
                 points: fitted,
@@ -574,6 +603,7 @@ mod tests {
                 echo_ns: ns(echo_us * n as f64),
                 echo_sleeps: Some((sleeps * seconds) as u64),
                 napi_ns: 0,
+                napi_sleeps: None,
             }),
         }
     }

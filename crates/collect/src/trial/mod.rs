@@ -71,6 +71,7 @@ struct Snapshot {
     echo_ns: u64,
     echo_sleeps: u64,
     napi_ns: u64,
+    napi_sleeps: u64,
 }
 
 fn snapshot(options: &TrialOptions, napi_threads: &[u32], echo: u32) -> Result<Snapshot> {
@@ -84,6 +85,10 @@ fn snapshot(options: &TrialOptions, napi_threads: &[u32], echo: u32) -> Result<S
         echo_ns: runtime(echo),
         echo_sleeps: system::thread_sleeps(echo).unwrap_or(0),
         napi_ns: napi_threads.iter().map(|&tid| runtime(tid)).sum(),
+        napi_sleeps: napi_threads
+            .iter()
+            .map(|&tid| system::thread_sleeps(tid).unwrap_or(0))
+            .sum(),
     })
 }
 
@@ -102,6 +107,7 @@ fn runtimes(before: &Snapshot, after: &Snapshot, window: Duration) -> Runtimes {
         echo_ns: after.echo_ns.saturating_sub(before.echo_ns),
         echo_sleeps: Some(after.echo_sleeps.saturating_sub(before.echo_sleeps)),
         napi_ns: after.napi_ns.saturating_sub(before.napi_ns),
+        napi_sleeps: Some(after.napi_sleeps.saturating_sub(before.napi_sleeps)),
     }
 }
 
