@@ -338,7 +338,10 @@ mod tests {
         let before = thread_sleeps(tid).expect("this thread's status");
         std::thread::sleep(std::time::Duration::from_millis(2));
         assert!(thread_sleeps(tid).unwrap() > before, "a sleep counts");
-        assert!(thread_runtime_ns(tid).unwrap() >= 5_000_000, "5 ms of spinning");
+        assert!(
+            thread_runtime_ns(tid).unwrap() >= 5_000_000,
+            "5 ms of spinning"
+        );
         assert_eq!(thread_runtime_ns(u32::MAX), None);
         assert_eq!(thread_sleeps(u32::MAX), None);
     }

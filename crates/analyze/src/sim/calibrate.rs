@@ -718,6 +718,24 @@ mod tests {
             (costs.consumer_per_datagram_us - 7.0).abs() < 0.01,
             "{costs:?}"
         );
+        // the server kept up at 10k sleeps a second: datagrams come 10k times a second
+        assert_eq!(costs.arrivals_per_s, Some(10_000.0));
+        assert_eq!(
+            trial_arrivals(20_000.0, costs.arrivals_per_s),
+            Arrival::Bursts {
+                every_us: 100.0,
+                size: 2,
+                gap_us: 0.0
+            }
+        );
+        assert_eq!(
+            trial_arrivals(5_000.0, costs.arrivals_per_s),
+            Arrival::Bursts {
+                every_us: 200.0,
+                size: 1,
+                gap_us: 0.0
+            }
+        );
         // the simulation's own switch (the default's mean) taken out of the idle cycle
         let idle_exit = IDLE_CYCLE_US - Costs::default().context_switch.mean();
         assert!((costs.idle_exit_us - idle_exit).abs() < 0.05, "{costs:?}");
