@@ -103,15 +103,20 @@ pub fn follows(point: &TrialPoint) -> bool {
     point.sent > 0 && point.echoed as f64 >= FOLLOWING_SHARE * point.sent as f64
 }
 
-/// One summary per design, in the order the designs were first measured.
-pub fn summarize(points: &[TrialPoint]) -> Vec<DesignSummary> {
+/// Each design once, in the order first seen.
+pub fn designs_in_order(seen: impl IntoIterator<Item = Design>) -> Vec<Design> {
     let mut designs: Vec<Design> = Vec::new();
-    for point in points {
-        if !designs.contains(&point.design) {
-            designs.push(point.design);
+    for design in seen {
+        if !designs.contains(&design) {
+            designs.push(design);
         }
     }
     designs
+}
+
+/// One summary per design, in the order the designs were first measured.
+pub fn summarize(points: &[TrialPoint]) -> Vec<DesignSummary> {
+    designs_in_order(points.iter().map(|p| p.design))
         .into_iter()
         .map(|design| {
             let mut ladder: Vec<&TrialPoint> =

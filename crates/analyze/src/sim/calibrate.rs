@@ -14,7 +14,7 @@ use crate::account::{Ledger, Source as AccountSource};
 use crate::bh::Mechanism;
 use crate::bh::{BhStats, Source as BhSource, stats::Series};
 use crate::histogram::Distribution;
-use crate::trial::{FOLLOWING_SHARE, follows};
+use crate::trial::{FOLLOWING_SHARE, designs_in_order, follows};
 use crate::wakeup::{Component, WakeupStats};
 
 /// The NET_RX softirq's vector (include/linux/interrupt.h).
@@ -377,13 +377,7 @@ pub fn trial_costs(
     socket_queue: u32,
     from: &str,
 ) -> Vec<TrialCosts> {
-    let mut designs: Vec<TrialDesign> = Vec::new();
-    for point in points {
-        if !designs.contains(&point.design) {
-            designs.push(point.design);
-        }
-    }
-    designs
+    designs_in_order(points.iter().map(|p| p.design))
         .into_iter()
         .filter_map(|design| {
             let mut following: Vec<&TrialPoint> = points
@@ -478,13 +472,7 @@ pub fn compare_trial(
                 .then_some(echo.latency.p50_us + costs.path_us),
         });
     }
-    let mut designs: Vec<TrialDesign> = Vec::new();
-    for point in &compared {
-        if !designs.contains(&point.design) {
-            designs.push(point.design);
-        }
-    }
-    let summaries = designs
+    let summaries = designs_in_order(compared.iter().map(|p| p.design))
         .into_iter()
         .map(|design| summarize_design(design, options, &compared))
         .collect();
