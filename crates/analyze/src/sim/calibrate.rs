@@ -164,12 +164,15 @@ pub const DATAGRAM_TRUESIZE: u32 = 1024;
 const TRIAL_BATCH: u32 = 8;
 /// veth's receive ring (VETH_RING_SIZE), where threaded NAPI's datagrams wait.
 const VETH_RING: u32 = 256;
+/// net.core.netdev_max_backlog's default: RPS's backlog, where softirq's datagrams wait.
+const NETDEV_MAX_BACKLOG: u32 = 1000;
 /// The cyclic task's work per activation, µs: it reads the clock and sleeps again.
 const CYCLIC_WORK_US: f64 = 1.0;
 
 /// The simulated design a trial design corresponds to. A threaded `+budget` caps NET_RX
 /// rounds (the RPS backlog), which the threaded simulation does not have: it is
-/// simulated without.
+/// simulated without. threaded-niced's thread runs at the echo server's nice, trial's
+/// default (another `--napi-nice` is not simulated).
 pub fn simulated_design(design: TrialDesign, options: &TrialOptions) -> Design {
     let text = match design.bottom_half {
         BottomHalf::Softirq if design.budget => {
@@ -183,9 +186,9 @@ pub fn simulated_design(design: TrialDesign, options: &TrialOptions) -> Design {
     text.parse().expect("a known design")
 }
 
-/// The model of trial's receiving CPU at `rate_pps`: datagrams in GSO batches, the
-/// design's bottom half at the calibrated cost per datagram, the echo server and the
-/// cyclic task at trial's priorities.
+/// The model of trial's receiving CPU at `rate_pps`: datagrams in the bursts the
+/// calibration saw, the design's bottom half at the calibrated cost per datagram, the
+/// echo server and the cyclic task at trial's priorities.
 pub fn trial_model(
     options: &TrialOptions,
     calibration: &Calibration,
@@ -211,8 +214,11 @@ pub fn trial_model(
             hardirq: None,
             napi: true,
             softirq_per_packet: Some(Dist::constant(costs.bottom_half_per_datagram_us)),
-            // threaded: veth's ring; softirq: RPS's backlog (netdev_max_backlog)
-            ring: if threaded { VETH_RING } else { 1000 },
+            ring: if threaded {
+                VETH_RING
+            } else {
+                NETDEV_MAX_BACKLOG
+            },
         }],
         tasks: vec![
             Task {
@@ -248,9 +254,9 @@ pub fn trial_model(
 }
 
 /// Without exact times: the least busy share of the receiving CPU (percent) a point
-/// needs for its costs to count: /proc/stat samples at the tick (HZ=250 gives 500 samples in 2 s), and a CPU
-/// mostly idle between short bursts of work is under-sampled, so quieter points read too
-/// low (20k datagrams/s read as 3% busy here, 40k as 45%).
+/// needs for its costs to count. /proc/stat samples at the tick (HZ=250: 500 samples in
+/// 2 s), and a CPU mostly idle between short bursts of work is under-sampled, so quieter
+/// points read too low (20k datagrams/s read as 3% busy here, 40k as 45%).
 pub const FIT_BUSY_PERCENT: f64 = 25.0;
 
 /// Trial's datagrams at `rate_pps` in bursts: `arrivals_per_s` of them a second (each
@@ -318,10 +324,10 @@ fn two_costs(points: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
 
 /// What the receiving CPU spends, from the points' exact times if they all have them
 /// (µs): per echoed datagram, the bottom half and the echo server; per idle cycle (the
-/// echo server's and the NAPI threads' sleeps, the cyclic task's activations), the rest. The echo server's
-/// cost is the slope of its time over the rates (the marginal cost: at low rates its
-/// wakeups weigh more, and the simulation adds those itself), or the plain ratio with
-/// one rate. The bottom half is the CPU's busy time outside the echo server (softirqs,
+/// echo server's and the NAPI threads' sleeps, the cyclic task's activations), the rest.
+/// The echo server's cost is the slope of its time over the rates (the marginal cost: at
+/// low rates its wakeups weigh more, and the simulation adds those itself), or the plain
+/// ratio with one rate. The bottom half is the CPU's busy time outside the echo server (softirqs,
 /// the NAPI thread; without cpuidle the NAPI threads alone), split by least squares
 /// between datagrams and idle cycles; with too few points to split it, all of it per
 /// datagram.
