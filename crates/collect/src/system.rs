@@ -196,19 +196,22 @@ pub fn thread_sleeps(tid: u32) -> Option<u64> {
         .ok()
 }
 
-/// The time CPU `cpu` spent in its idle states so far, ns (cpuidle's residency: exact,
-/// where /proc/stat's idle samples at the tick); `None` without cpuidle.
-pub fn cpu_idle_ns(cpu: u32) -> Option<u64> {
+/// CPU `cpu`'s idle states so far, from cpuidle (exact, where /proc/stat's idle samples
+/// at the tick): the time spent in them, ns, and how many times it entered one; `None`
+/// without cpuidle.
+pub fn cpu_idle(cpu: u32) -> Option<(u64, u64)> {
     let states = fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle")).ok()?;
-    let mut total_us = 0u64;
+    let (mut time_us, mut entries) = (0u64, 0u64);
     let mut any = false;
     for state in states.flatten() {
-        if let Some(us) = read_number(&state.path().join("time").to_string_lossy()) {
-            total_us += us as u64;
+        let read = |name: &str| read_number(&state.path().join(name).to_string_lossy());
+        if let (Some(us), Some(usage)) = (read("time"), read("usage")) {
+            time_us += us as u64;
+            entries += usage as u64;
             any = true;
         }
     }
-    any.then_some(total_us * 1_000)
+    any.then_some((time_us * 1_000, entries))
 }
 
 /// The number a /proc entry is named by (a process or thread id), if it is one.
@@ -333,15 +336,18 @@ mod tests {
     #[test]
     fn a_threads_runtime_and_sleeps_are_read_and_a_gone_one_has_none() {
         let tid = crate::sched::gettid();
+        let start = thread_runtime_ns(tid).expect("this thread's schedstat");
         let spun = std::time::Instant::now();
-        while spun.elapsed() < std::time::Duration::from_millis(5) {}
+        // spins until the thread has run 5 ms more, however long the machine takes
+        while thread_runtime_ns(tid).unwrap() < start + 5_000_000 {
+            assert!(
+                spun.elapsed() < std::time::Duration::from_secs(10),
+                "never ran"
+            );
+        }
         let before = thread_sleeps(tid).expect("this thread's status");
         std::thread::sleep(std::time::Duration::from_millis(2));
         assert!(thread_sleeps(tid).unwrap() > before, "a sleep counts");
-        assert!(
-            thread_runtime_ns(tid).unwrap() >= 5_000_000,
-            "5 ms of spinning"
-        );
         assert_eq!(thread_runtime_ns(u32::MAX), None);
         assert_eq!(thread_sleeps(u32::MAX), None);
     }

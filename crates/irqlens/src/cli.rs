@@ -196,7 +196,7 @@ pub struct SimArgs {
     #[arg(value_name = "MODEL")]
     pub model: Option<PathBuf>,
     /// Print the built-in example model as JSON, a start for one's own, and exit
-    #[arg(long, conflicts_with = "model")]
+    #[arg(long, conflicts_with_all = ["model", "costs", "html", "json"])]
     pub example: bool,
     /// Simulate this design instead of the model's; repeat for more: stock, threaded-fifo
     /// or threaded-niced, with +budget[=N], +ihm, +ihm-dis, +process-aware
@@ -214,7 +214,7 @@ pub struct SimArgs {
     pub costs: Option<PathBuf>,
     /// Derive the costs from these recordings of wakeup, bh, account or trial (--record)
     /// and write them as a calibration file (to -o FILE, or standard output)
-    #[arg(long, value_name = "REC", num_args = 1.., conflicts_with_all = ["model", "example", "designs", "costs", "against", "html"])]
+    #[arg(long, value_name = "REC", num_args = 1.., conflicts_with_all = ["model", "example", "designs", "costs", "against", "html", "json", "seed", "duration"])]
     pub calibrate: Vec<PathBuf>,
     /// Where --calibrate writes the calibration
     #[arg(short, long, value_name = "FILE", requires = "calibrate")]
@@ -222,7 +222,7 @@ pub struct SimArgs {
     /// Simulate the test bed, designs and rates of this trial recording (--record, or its
     /// --json) and set the simulation next to what trial measured; needs --costs with
     /// the trial's designs calibrated. -d is then the time simulated per point (1 s)
-    #[arg(long, value_name = "TRIAL", requires = "costs", conflicts_with_all = ["model", "example", "designs"])]
+    #[arg(long, value_name = "TRIAL", requires = "costs", conflicts_with_all = ["model", "example", "designs", "html"])]
     pub against: Option<PathBuf>,
     /// Write an HTML report: every design's latency CDF on one plot, and the tables
     #[arg(long, value_name = "FILE")]

@@ -795,8 +795,8 @@ pub struct ComparedDesign {
     pub measured_peak_pps: f64,
     /// Likewise, simulated.
     pub simulated_peak_pps: f64,
-    /// Simulated peak over measured peak, less 1.
-    pub peak_error: f64,
+    /// Simulated peak over measured peak, less 1 (none if nothing was echoed).
+    pub peak_error: Option<f64>,
     /// Over the points both followed, the median of |simulated - measured| / measured
     /// median latency.
     pub median_latency_error: Option<f64>,

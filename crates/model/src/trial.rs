@@ -231,6 +231,9 @@ pub struct Runtimes {
     pub window_ns: u64,
     /// The receiving CPU out of its idle states (none without cpuidle).
     pub busy_ns: Option<u64>,
+    /// How many times the receiving CPU entered an idle state.
+    #[serde(default)]
+    pub idle_entries: Option<u64>,
     /// The sending CPU out of its idle states (the generator, the collector and their
     /// network stack).
     #[serde(default)]

@@ -235,7 +235,7 @@ pub fn write_comparison(out: &mut dyn Write, comparison: &TrialComparison) -> io
             rate(d.simulated_follows_up_to_pps),
             format!("{:.0}", d.measured_peak_pps),
             format!("{:.0}", d.simulated_peak_pps),
-            share(d.peak_error),
+            d.peak_error.map_or("-".into(), share),
             d.median_latency_error
                 .map_or("-".into(), |e| format!("{:.0}%", e * 100.0)),
         ]);

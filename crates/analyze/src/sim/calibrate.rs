@@ -149,10 +149,15 @@ pub fn costs_from(measured: &[MeasuredCost], defaults: &Costs) -> Costs {
             None => defaulted.push(label),
         }
     }
+    let measured_any = !origin.is_empty();
     if !defaulted.is_empty() {
         origin.push(format!("default {}", defaulted.join(", ")));
     }
-    costs.origin = format!("calibrated: {}", origin.join("; "));
+    costs.origin = if measured_any {
+        format!("calibrated: {}", origin.join("; "))
+    } else {
+        format!("not calibrated: {}", origin.join("; "))
+    };
     costs
 }
 
@@ -202,6 +207,9 @@ pub fn trial_model(
     let mut limits = calibration.limits.clone();
     if costs.design.budget {
         limits.netdev_budget = options.budget_packets.max(1);
+        if let Some(usecs) = options.budget_usecs {
+            limits.netdev_budget_usecs = f64::from(usecs);
+        }
     }
     SimConfig {
         cpus: 1,
@@ -280,7 +288,7 @@ fn arrivals_per_s(points: &[&TrialPoint]) -> Option<f64> {
     let mut rates: Vec<f64> = points
         .iter()
         .filter_map(|p| {
-            let times = p.runtimes?;
+            let times = p.runtimes.filter(|t| t.window_ns > 0)?;
             Some(times.echo_sleeps? as f64 / (times.window_ns as f64 / 1e9))
         })
         .filter(|&rate| rate > 0.0)
@@ -324,7 +332,8 @@ fn two_costs(points: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
 
 /// What the receiving CPU spends, from the points' exact times if they all have them
 /// (µs): per echoed datagram, the bottom half and the echo server; per idle cycle (the
-/// echo server's and the NAPI threads' sleeps, the cyclic task's activations), the rest.
+/// CPU's entries into idle; without cpuidle, the echo server's and the NAPI threads'
+/// sleeps and the cyclic task's activations), the rest.
 /// The echo server's cost is the slope of its time over the rates (the marginal cost: at
 /// low rates its wakeups weigh more, and the simulation adds those itself), or the plain
 /// ratio with one rate. The bottom half is the CPU's busy time outside the echo server (softirqs,
@@ -335,7 +344,7 @@ fn exact_per_datagram_us(points: &[&TrialPoint], cyclic_hz: f64) -> Option<(f64,
     let mut rest = Vec::new();
     let mut consumer = Vec::new();
     for point in points {
-        let times = point.runtimes?;
+        let times = point.runtimes.filter(|t| t.window_ns > 0)?;
         let seconds = times.window_ns as f64 / 1e9;
         let rate = point.echoed as f64 / seconds;
         let per_s = |ns: u64| ns as f64 / 1e3 / seconds;
@@ -344,8 +353,14 @@ fn exact_per_datagram_us(points: &[&TrialPoint], cyclic_hz: f64) -> Option<(f64,
             None if times.napi_ns > 0 => times.napi_ns,
             None => return None,
         };
-        let sleeps = times.echo_sleeps.unwrap_or(0) + times.napi_sleeps.unwrap_or(0);
-        let cycles = sleeps as f64 / seconds + cyclic_hz;
+        // the CPU's entries into idle, or without cpuidle its threads' sleeps
+        let cycles = match times.idle_entries {
+            Some(entries) => entries as f64 / seconds,
+            None => {
+                let sleeps = times.echo_sleeps.unwrap_or(0) + times.napi_sleeps.unwrap_or(0);
+                sleeps as f64 / seconds + cyclic_hz
+            }
+        };
         rest.push((rate, cycles, per_s(outside)));
         consumer.push((rate, per_s(times.echo_ns)));
     }
@@ -382,63 +397,84 @@ pub fn trial_costs(
     calibration: &Calibration,
     socket_queue: u32,
     from: &str,
-) -> Vec<TrialCosts> {
-    designs_in_order(points.iter().map(|p| p.design))
-        .into_iter()
-        .filter_map(|design| {
-            let mut following: Vec<&TrialPoint> = points
-                .iter()
-                .filter(|p| p.design == design && follows(p))
-                .collect();
-            following.sort_by_key(|p| p.offered_pps);
-            let lowest = *following.first()?;
-            let arrivals = arrivals_per_s(&following);
-            let cyclic_hz = 1e9 / options.cyclic_period_ns.max(1) as f64;
-            let (bottom_half, consumer, idle_cycle, fitted) =
-                match exact_per_datagram_us(&following, cyclic_hz) {
-                    Some((bottom_half, consumer, idle_cycle)) => {
-                        (bottom_half, consumer, idle_cycle, following.len())
-                    }
-                    None => {
-                        let busy: Vec<&TrialPoint> = following
-                            .iter()
-                            .copied()
-                            .filter(|p| 100.0 - p.cpu.idle_percent >= FIT_BUSY_PERCENT)
-                            .collect();
-                        let fitted = if busy.is_empty() { following } else { busy };
-                        let bottom_half = sampled_per_datagram_us(&fitted, |p| {
-                            p.cpu.softirq_percent + p.cpu.napi_thread_percent + p.cpu.irq_percent
-                        });
-                        let consumer = sampled_per_datagram_us(&fitted, |p| {
-                            p.cpu.user_percent + p.cpu.system_percent
-                        });
-                        (bottom_half, consumer, 0.0, fitted.len())
-                    }
-                };
-            let mut costs = TrialCosts {
-                design,
-                bottom_half_per_datagram_us: bottom_half,
-                consumer_per_datagram_us: consumer,
-                // the simulation switches itself on each wakeup from idle
-                idle_exit_us: (idle_cycle - calibration.costs.context_switch.mean()).max(0.0),
-                arrivals_per_s: arrivals,
-                path_us: 0.0,
-                socket_queue,
-                points: fitted,
-                from: from.to_string(),
-            };
-            if let Some(measured) = lowest.echo_latency {
-                let model = trial_model(options, calibration, &costs, lowest.sent_pps, 1.0, 1);
-                let simulated = simulate_design(&model, &model.designs[0]);
-                let p50 = simulated
-                    .consumers
-                    .first()
-                    .map_or(0.0, |c| c.latency.p50_us);
-                costs.path_us = (measured.p50_ns as f64 / 1e3 - p50).max(0.0);
+) -> Result<Vec<TrialCosts>, String> {
+    let mut found = Vec::new();
+    for design in designs_in_order(points.iter().map(|p| p.design)) {
+        if let Some(costs) = design_costs(design, options, points, calibration, socket_queue, from)?
+        {
+            found.push(costs);
+        }
+    }
+    Ok(found)
+}
+
+/// One design's costs from its following points; none if it followed at no rate.
+fn design_costs(
+    design: TrialDesign,
+    options: &TrialOptions,
+    points: &[TrialPoint],
+    calibration: &Calibration,
+    socket_queue: u32,
+    from: &str,
+) -> Result<Option<TrialCosts>, String> {
+    let mut following: Vec<&TrialPoint> = points
+        .iter()
+        .filter(|p| p.design == design && follows(p))
+        .collect();
+    following.sort_by_key(|p| p.offered_pps);
+    let Some(&lowest) = following.first() else {
+        return Ok(None);
+    };
+    let arrivals = arrivals_per_s(&following);
+    let cyclic_hz = 1e9 / options.cyclic_period_ns.max(1) as f64;
+    let (bottom_half, consumer, idle_cycle, fitted) =
+        match exact_per_datagram_us(&following, cyclic_hz) {
+            Some((bottom_half, consumer, idle_cycle)) => {
+                (bottom_half, consumer, idle_cycle, following.len())
             }
-            Some(costs)
-        })
-        .collect()
+            None => {
+                let busy: Vec<&TrialPoint> = following
+                    .iter()
+                    .copied()
+                    .filter(|p| 100.0 - p.cpu.idle_percent >= FIT_BUSY_PERCENT)
+                    .collect();
+                let fitted = if busy.is_empty() { following } else { busy };
+                let bottom_half = sampled_per_datagram_us(&fitted, |p| {
+                    p.cpu.softirq_percent + p.cpu.napi_thread_percent + p.cpu.irq_percent
+                });
+                let consumer =
+                    sampled_per_datagram_us(&fitted, |p| p.cpu.user_percent + p.cpu.system_percent);
+                (bottom_half, consumer, 0.0, fitted.len())
+            }
+        };
+    let mut costs = TrialCosts {
+        design,
+        bottom_half_per_datagram_us: bottom_half,
+        consumer_per_datagram_us: consumer,
+        // what the simulation charges outside the woken thread itself: the wakeup
+        // and the switch from idle (the switch to idle and the return to user run
+        // in the thread's own time, which the echo server's cost holds)
+        idle_exit_us: (idle_cycle
+            - calibration.costs.context_switch.mean()
+            - calibration.costs.wakeup.mean())
+        .max(0.0),
+        arrivals_per_s: arrivals,
+        path_us: 0.0,
+        socket_queue,
+        points: fitted,
+        from: from.to_string(),
+    };
+    if let Some(measured) = lowest.echo_latency {
+        let model = trial_model(options, calibration, &costs, lowest.sent_pps, 1.0, 1);
+        super::check(&model)?;
+        let simulated = simulate_design(&model, &model.designs[0]);
+        let p50 = simulated
+            .consumers
+            .first()
+            .map_or(0.0, |c| c.latency.p50_us);
+        costs.path_us = (measured.p50_ns as f64 / 1e3 - p50).max(0.0);
+    }
+    Ok(Some(costs))
 }
 
 /// A recorded trial's points next to the simulation of each (offered at the rate the
@@ -524,7 +560,7 @@ fn summarize_design(
         simulated_follows_up_to_pps: up_to(simulated),
         measured_peak_pps: measured_peak,
         simulated_peak_pps: simulated_peak,
-        peak_error: simulated_peak / measured_peak.max(1.0) - 1.0,
+        peak_error: (measured_peak > 0.0).then(|| simulated_peak / measured_peak - 1.0),
         median_latency_error: (!errors.is_empty()).then(|| errors[errors.len() / 2]),
     }
 }
@@ -593,6 +629,7 @@ mod tests {
             runtimes: Some(Runtimes {
                 window_ns: 2_000_000_000,
                 busy_ns: Some(ns((echo_us + rest_us) * n as f64 + IDLE_CYCLE_US * cycles)),
+                idle_entries: None,
                 sender_busy_ns: None,
                 echo_ns: ns(echo_us * n as f64),
                 echo_sleeps: Some((sleeps * seconds) as u64),
@@ -706,7 +743,8 @@ mod tests {
                 p
             })
             .collect();
-        calibration.trial = trial_costs(&options(), &measured[..3], &calibration, 208, "t.rec");
+        calibration.trial =
+            trial_costs(&options(), &measured[..3], &calibration, 208, "t.rec").unwrap();
         let costs = &calibration.trial[0];
         assert!(
             (costs.consumer_per_datagram_us - 7.0).abs() < 0.01,
@@ -730,8 +768,10 @@ mod tests {
                 gap_us: 0.0
             }
         );
-        // the simulation's own switch (the default's mean) taken out of the idle cycle
-        let idle_exit = IDLE_CYCLE_US - Costs::default().context_switch.mean();
+        // the simulation's own wakeup and switch (the defaults' means) taken out of the
+        // idle cycle
+        let defaults = Costs::default();
+        let idle_exit = IDLE_CYCLE_US - defaults.context_switch.mean() - defaults.wakeup.mean();
         assert!((costs.idle_exit_us - idle_exit).abs() < 0.05, "{costs:?}");
         let (points, designs) = compare_trial(&options(), &measured, &calibration, 0.3, 1).unwrap();
         assert_eq!(points.len(), 5);

@@ -565,8 +565,21 @@ impl<'a> Engine<'a> {
         self.charge(cpu, now);
         self.threads[id].jobs.push_back(now);
         if self.threads[id].state == State::Sleeping {
-            // The timer's own interrupt and wakeup are not modelled: the release is exact.
-            self.make_runnable(id, now, false);
+            // The timer's own interrupt and wakeup are not modelled: the release is exact,
+            // but for the exit from the idle state the interrupt finds.
+            let exit = if self.cpus[cpu].running == Running::Idle {
+                self.costs.sample(&self.config.costs.idle_exit)
+            } else {
+                0
+            };
+            if exit > 0 {
+                self.cpus[cpu].hardirqs.push_back(Piece {
+                    left: exit,
+                    work: Work::Wake(id),
+                });
+            } else {
+                self.make_runnable(id, now, false);
+            }
         }
         self.settle(cpu, now);
     }

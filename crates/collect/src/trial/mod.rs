@@ -66,8 +66,8 @@ fn thread_ticks(tid: u32) -> u64 {
 struct Snapshot {
     cpu: CpuTimes,
     napi_ticks: u64,
-    idle_ns: Option<u64>,
-    sender_idle_ns: Option<u64>,
+    idle: Option<(u64, u64)>,
+    sender_idle: Option<(u64, u64)>,
     echo_ns: u64,
     echo_sleeps: u64,
     napi_ns: u64,
@@ -80,8 +80,8 @@ fn snapshot(options: &TrialOptions, napi_threads: &[u32], echo: u32) -> Result<S
     Ok(Snapshot {
         cpu: cpu_times(cpu)?,
         napi_ticks: napi_threads.iter().map(|&tid| thread_ticks(tid)).sum(),
-        idle_ns: system::cpu_idle_ns(cpu),
-        sender_idle_ns: system::cpu_idle_ns(options.sending_cpu),
+        idle: system::cpu_idle(cpu),
+        sender_idle: system::cpu_idle(options.sending_cpu),
         echo_ns: runtime(echo),
         echo_sleeps: system::thread_sleeps(echo).unwrap_or(0),
         napi_ns: napi_threads.iter().map(|&tid| runtime(tid)).sum(),
@@ -95,15 +95,19 @@ fn snapshot(options: &TrialOptions, napi_threads: &[u32], echo: u32) -> Result<S
 /// The exact times between two snapshots `window` apart.
 fn runtimes(before: &Snapshot, after: &Snapshot, window: Duration) -> Runtimes {
     let window_ns = window.as_nanos() as u64;
-    let busy = |after: Option<u64>, before: Option<u64>| {
+    let busy = |after: Option<(u64, u64)>, before: Option<(u64, u64)>| {
         after
             .zip(before)
-            .map(|(a, b)| window_ns.saturating_sub(a.saturating_sub(b)))
+            .map(|(a, b)| window_ns.saturating_sub(a.0.saturating_sub(b.0)))
     };
     Runtimes {
         window_ns,
-        busy_ns: busy(after.idle_ns, before.idle_ns),
-        sender_busy_ns: busy(after.sender_idle_ns, before.sender_idle_ns),
+        busy_ns: busy(after.idle, before.idle),
+        idle_entries: after
+            .idle
+            .zip(before.idle)
+            .map(|(a, b)| a.1.saturating_sub(b.1)),
+        sender_busy_ns: busy(after.sender_idle, before.sender_idle),
         echo_ns: after.echo_ns.saturating_sub(before.echo_ns),
         echo_sleeps: Some(after.echo_sleeps.saturating_sub(before.echo_sleeps)),
         napi_ns: after.napi_ns.saturating_sub(before.napi_ns),
@@ -226,8 +230,8 @@ fn measure(
             if !sleep_unless(stop, warm_up) {
                 return Ok(None);
             }
-            let before = snapshot(options, &bed.napi_threads, flow.echo_tid)?;
             let opened = Instant::now();
+            let before = snapshot(options, &bed.napi_threads, flow.echo_tid)?;
             flow.open_window();
             let full = sleep_unless(stop, duration);
             flow.close_window();

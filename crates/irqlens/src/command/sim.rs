@@ -84,9 +84,11 @@ fn read_calibration(path: &Path) -> Result<Calibration> {
 fn read_trial(path: &Path) -> Result<Option<TrialReport>> {
     let document = match irqlens_record::result::read(path)? {
         Some(document) => document,
-        None => match fs::read_to_string(path)
+        // a trial's --json (a recording of a measurement is gzip, not JSON)
+        None => match fs::read(path)
             .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .filter(|bytes| bytes.first() == Some(&b'{'))
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         {
             Some(document) => document,
             None => return Ok(None),
@@ -149,7 +151,17 @@ fn calibrate(args: &SimArgs) -> Result<()> {
             &calibration,
             socket_queue,
             file,
-        );
+        )
+        .map_err(|e| anyhow!("{file}: {e}"))?;
+        if let Some(twice) = found
+            .iter()
+            .find(|new| calibration.trial.iter().any(|old| old.design == new.design))
+        {
+            bail!(
+                "{file}: design {} is in another trial recording too: calibrate from one",
+                twice.design
+            );
+        }
         if found.is_empty() {
             bail!(
                 "{file}: no design of this trial echoed 95% at any rate: nothing to fit the \
@@ -161,7 +173,7 @@ fn calibrate(args: &SimArgs) -> Result<()> {
     let text = serde_json::to_string_pretty(&calibration)? + "\n";
     match &args.output {
         Some(path) => {
-            fs::write(path, text).with_context(|| format!("-o {}", path.display()))?;
+            fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
                 "irqlens: wrote {} ({} measured costs, {} trial designs); costs: {}",
                 path.display(),
@@ -177,9 +189,6 @@ fn calibrate(args: &SimArgs) -> Result<()> {
 
 /// `--against TRIAL --costs CAL`: every point of the trial simulated on its test bed.
 fn against(args: &SimArgs, path: &Path) -> Result<()> {
-    if args.html.is_some() {
-        bail!("--against writes no HTML report: it compares rates, not one latency CDF");
-    }
     let costs = args.costs.as_deref().expect("clap requires --costs");
     let calibration = read_calibration(costs)?;
     let trial = read_trial(path)?.ok_or_else(|| {
