@@ -171,3 +171,81 @@ fn what_cannot_be_calibrated_or_compared_is_refused() {
     );
     let _ = fs::remove_file(calibration);
 }
+
+/// A trial recorded on the test VM (`irqlens report REC --json` of a `trial net --record`).
+fn trial_fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/trial/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
+    let calibration = temp_path("sim-cli-trial-calibration.json");
+    let calibration = calibration.to_str().unwrap();
+    irqlens_ok(&[
+        "sim",
+        "--calibrate",
+        &fixture("wakeup-hist.jsonl.gz"),
+        &trial_fixture("calibration.json"),
+        "-o",
+        calibration,
+    ]);
+    let file: serde_json::Value = serde_json::from_slice(&fs::read(calibration).unwrap()).unwrap();
+    let designs: Vec<&str> = file["trial"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|costs| costs["design"].as_str().unwrap())
+        .collect();
+    assert_eq!(designs, ["softirq", "threaded-niced"]);
+    for costs in file["trial"].as_array().unwrap() {
+        // fitted from the recording's exact times on its four following points
+        assert_eq!(costs["points"], 4, "{costs}");
+        let echo = costs["consumer_per_datagram_us"].as_f64().unwrap();
+        assert!((2.0..20.0).contains(&echo), "{costs}");
+    }
+
+    let compared = irqlens_json(&[
+        "sim",
+        "--against",
+        &trial_fixture("ladder.json"),
+        "--costs",
+        calibration,
+        "-d",
+        "300ms",
+    ]);
+    assert_eq!(compared["points"].as_array().unwrap().len(), 14);
+    for design in compared["designs"].as_array().unwrap() {
+        let measured = design["measured_follows_up_to_pps"].as_u64().unwrap();
+        let simulated = design["simulated_follows_up_to_pps"].as_u64().unwrap();
+        assert!(
+            simulated * 2 >= measured && simulated <= measured * 2,
+            "within a step of the ladder: {design}"
+        );
+        assert!(
+            design["median_latency_error"].as_f64().unwrap() < 1.0,
+            "{design}"
+        );
+    }
+    let text = irqlens_ok(&[
+        "sim",
+        "--against",
+        &trial_fixture("ladder.json"),
+        "--costs",
+        calibration,
+        "-d",
+        "300ms",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("FOLLOWS TO"), "{text}");
+    // a design calibrated twice is refused
+    assert_fails_with(
+        &[
+            "sim",
+            "--calibrate",
+            &trial_fixture("calibration.json"),
+            &trial_fixture("calibration.json"),
+        ],
+        "is in another trial recording too",
+    );
+    let _ = fs::remove_file(calibration);
+}
