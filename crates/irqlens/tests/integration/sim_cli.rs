@@ -204,15 +204,17 @@ fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
         assert!((2.0..20.0).contains(&echo), "{costs}");
     }
 
-    let compared = irqlens_json(&[
+    let ladder = trial_fixture("ladder.json");
+    let against = [
         "sim",
         "--against",
-        &trial_fixture("ladder.json"),
+        &ladder,
         "--costs",
         calibration,
         "-d",
         "300ms",
-    ]);
+    ];
+    let compared = irqlens_json(&against);
     assert_eq!(compared["points"].as_array().unwrap().len(), 14);
     for design in compared["designs"].as_array().unwrap() {
         let measured = design["measured_follows_up_to_pps"].as_u64().unwrap();
@@ -226,15 +228,7 @@ fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
             "{design}"
         );
     }
-    let text = irqlens_ok(&[
-        "sim",
-        "--against",
-        &trial_fixture("ladder.json"),
-        "--costs",
-        calibration,
-        "-d",
-        "300ms",
-    ]);
+    let text = irqlens_ok(&against);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("FOLLOWS TO"), "{text}");
     // a design calibrated twice is refused
