@@ -265,7 +265,7 @@ pub fn trial_model(
 /// needs for its costs to count. /proc/stat samples at the tick (HZ=250: 500 samples in
 /// 2 s), and a CPU mostly idle between short bursts of work is under-sampled, so quieter
 /// points read too low (20k datagrams/s read as 3% busy here, 40k as 45%).
-pub const FIT_BUSY_PERCENT: f64 = 25.0;
+const FIT_BUSY_PERCENT: f64 = 25.0;
 
 /// Trial's datagrams at `rate_pps` in bursts: `arrivals_per_s` of them a second (each
 /// what fell due since the last), or GSO batches of 8.
@@ -297,19 +297,16 @@ fn arrivals_per_s(points: &[&TrialPoint]) -> Option<f64> {
     (!rates.is_empty()).then(|| rates[rates.len() / 2])
 }
 
-/// A least-squares line `y = intercept + slope x` through the points, if they have two
-/// distinct x and it rises.
-fn rising_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+/// The slope of the least-squares line through the points, if they have two distinct x
+/// and it rises.
+fn rising_slope(points: &[(f64, f64)]) -> Option<f64> {
     let n = points.len() as f64;
     let (mx, my) = points
         .iter()
         .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
     let sxx: f64 = points.iter().map(|(x, _)| (x - mx).powi(2)).sum();
     let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-    (sxx > 0.0 && sxy > 0.0).then(|| {
-        let slope = sxy / sxx;
-        (my - slope * mx, slope)
-    })
+    (sxx > 0.0 && sxy > 0.0).then(|| sxy / sxx)
 }
 
 /// `y = a u + b v` by least squares (no intercept), if both come out >= 0 and the two
@@ -367,24 +364,22 @@ fn exact_per_datagram_us(points: &[&TrialPoint], cyclic_hz: f64) -> Option<(f64,
     if points.iter().all(|p| p.echoed == 0) {
         return None;
     }
-    let ratio = |xy: &mut dyn Iterator<Item = (f64, f64)>| {
-        let (x, y) = xy.fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-        y / x.max(1.0)
-    };
-    let echo = rising_line(&consumer)
-        .map_or_else(|| ratio(&mut consumer.iter().copied()), |(_, slope)| slope);
+    let echo = rising_slope(&consumer).unwrap_or_else(|| ratio(consumer.iter().copied()));
     let (bottom_half, idle_cycle) =
-        two_costs(&rest).unwrap_or_else(|| (ratio(&mut rest.iter().map(|&(r, _, y)| (r, y))), 0.0));
+        two_costs(&rest).unwrap_or_else(|| (ratio(rest.iter().map(|&(r, _, y)| (r, y))), 0.0));
     Some((bottom_half, echo, idle_cycle))
 }
 
 /// Time per datagram, µs, of a CPU share (percent) as /proc/stat samples it: over the
 /// points, the share's sum over the echo rates' sum.
 fn sampled_per_datagram_us(points: &[&TrialPoint], share: impl Fn(&TrialPoint) -> f64) -> f64 {
-    let (percent, rate) = points
-        .iter()
-        .fold((0.0, 0.0), |(s, r), p| (s + share(p), r + p.echoed_pps));
-    percent / rate.max(1.0) / 100.0 * 1e6
+    ratio(points.iter().map(|p| (p.echoed_pps, share(p)))) / 100.0 * 1e6
+}
+
+/// The sum of the y over the sum of the x.
+fn ratio(points: impl Iterator<Item = (f64, f64)>) -> f64 {
+    let (x, y) = points.fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    y / x.max(1.0)
 }
 
 /// From a trial recording: per design that followed the offered rate at one rate or more,

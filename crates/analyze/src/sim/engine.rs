@@ -528,10 +528,7 @@ impl<'a> Engine<'a> {
         let cpu = self.sources[index].cpu;
         self.charge(cpu, now);
         self.out.arrivals += 1;
-        let mut cost = self.costs.sample(&self.sources[index].hardirq);
-        if self.cpus[cpu].running == Running::Idle {
-            cost += self.costs.sample(&self.config.costs.idle_exit);
-        }
+        let cost = self.costs.sample(&self.sources[index].hardirq) + self.idle_exit(cpu);
         let source = &mut self.sources[index];
         source.offered += 1;
         if !source.napi {
@@ -567,11 +564,7 @@ impl<'a> Engine<'a> {
         if self.threads[id].state == State::Sleeping {
             // The timer's own interrupt and wakeup are not modelled: the release is exact,
             // but for the exit from the idle state the interrupt finds.
-            let exit = if self.cpus[cpu].running == Running::Idle {
-                self.costs.sample(&self.config.costs.idle_exit)
-            } else {
-                0
-            };
+            let exit = self.idle_exit(cpu);
             if exit > 0 {
                 self.cpus[cpu].hardirqs.push_back(Piece {
                     left: exit,
@@ -582,6 +575,16 @@ impl<'a> Engine<'a> {
             }
         }
         self.settle(cpu, now);
+    }
+
+    /// What an interrupt arriving now pays to leave the CPU's idle state: nothing on a
+    /// busy CPU (call after `charge`).
+    fn idle_exit(&mut self, cpu: usize) -> Ns {
+        if self.cpus[cpu].running == Running::Idle {
+            self.costs.sample(&self.config.costs.idle_exit)
+        } else {
+            0
+        }
     }
 
     /// Charges the time since the CPU last settled to what ran.

@@ -246,8 +246,12 @@ fn ihm_saves_one_switch_per_wakeup_and_dis_shortens_the_path_further() {
     assert!((busy(ihm) - busy(dis)).abs() < 1e-9);
 }
 
-#[test]
-fn a_fifo_bottom_half_thread_starves_an_other_consumer_under_a_flood_a_niced_one_does_not() {
+/// Packets a second of [`flood`], above what its CPU can receive and echo.
+const FLOOD_PER_S: f64 = 120_000.0;
+
+/// A Poisson flood of NAPI packets (9 µs of bottom half each) into a SCHED_OTHER echo
+/// server (3 µs each), under `designs`.
+fn flood(designs: &[&str]) -> SimConfig {
     let costs = Costs {
         hardirq: us(2.0),
         softirq_per_packet: us(9.0),
@@ -256,20 +260,25 @@ fn a_fifo_bottom_half_thread_starves_an_other_consumer_under_a_flood_a_niced_one
         return_to_user: us(1.0),
         ..free_costs()
     };
-    let offered = 120_000.0;
-    let config = config(
+    config(
         0.5,
         vec![source(
             "flood",
             Arrival::Poisson {
-                rate_per_s: offered,
+                rate_per_s: FLOOD_PER_S,
             },
             true,
         )],
         vec![task("echo", "o:0", consumer("flood", 3.0, 256))],
         costs,
-        &["threaded-fifo", "threaded-niced", "threaded-niced+budget"],
-    );
+        designs,
+    )
+}
+
+#[test]
+fn a_fifo_bottom_half_thread_starves_an_other_consumer_under_a_flood_a_niced_one_does_not() {
+    let offered = FLOOD_PER_S;
+    let config = flood(&["threaded-fifo", "threaded-niced", "threaded-niced+budget"]);
     let results = run(&config);
     let delivered = |r: &DesignResult| the_consumer(r).delivered_per_s;
     println!(
@@ -385,28 +394,8 @@ fn bad_configurations_are_refused() {
 
 #[test]
 fn the_softirq_cap_hands_a_flood_to_ksoftirqd_and_keeps_the_consumer_alive() {
-    let costs = Costs {
-        hardirq: us(2.0),
-        softirq_per_packet: us(9.0),
-        wakeup: us(1.0),
-        context_switch: us(2.0),
-        return_to_user: us(1.0),
-        ..free_costs()
-    };
-    let offered = 120_000.0;
-    let capped = config(
-        0.5,
-        vec![source(
-            "flood",
-            Arrival::Poisson {
-                rate_per_s: offered,
-            },
-            true,
-        )],
-        vec![task("echo", "o:0", consumer("flood", 3.0, 256))],
-        costs,
-        &["stock"],
-    );
+    let offered = FLOOD_PER_S;
+    let capped = flood(&["stock"]);
     let mut uncapped = capped.clone();
     uncapped.limits.softirq_restarts = u32::MAX;
     uncapped.limits.softirq_time_us = 1e9;
