@@ -24,6 +24,7 @@ pub struct Spinner {
     activations: Arc<AtomicU64>,
     busy_ns: Arc<AtomicU64>,
     stolen_ns: Arc<AtomicU64>,
+    longest_ns: Arc<AtomicU64>,
     tid: Arc<AtomicU32>,
     handle: Option<JoinHandle<u32>>,
 }
@@ -57,11 +58,13 @@ impl Spinner {
         let activations = Arc::new(AtomicU64::new(0));
         let busy_ns = Arc::new(AtomicU64::new(0));
         let stolen_ns = Arc::new(AtomicU64::new(0));
-        let (stop2, activations2, busy_ns2, stolen_ns2) = (
+        let longest_ns = Arc::new(AtomicU64::new(0));
+        let (stop2, activations2, busy_ns2, stolen_ns2, longest_ns2) = (
             stop.clone(),
             activations.clone(),
             busy_ns.clone(),
             stolen_ns.clone(),
+            longest_ns.clone(),
         );
         let tid = Arc::new(AtomicU32::new(0));
         let tid2 = tid.clone();
@@ -91,7 +94,9 @@ impl Spinner {
                     }
                     last = now;
                 }
-                busy_ns2.fetch_add((last - start).as_nanos() as u64, Ordering::Relaxed);
+                let spun_ns = (last - start).as_nanos() as u64;
+                busy_ns2.fetch_add(spun_ns, Ordering::Relaxed);
+                longest_ns2.fetch_max(spun_ns, Ordering::Relaxed);
                 activations2.fetch_add(1, Ordering::Relaxed);
                 // a period that is already over is skipped, not made up for
                 next = skip_missed(next + period_ns, period_ns, monotonic_ns()).0;
@@ -103,6 +108,7 @@ impl Spinner {
             activations,
             busy_ns,
             stolen_ns,
+            longest_ns,
             tid,
             handle: Some(handle),
         }
@@ -140,6 +146,13 @@ impl Spinner {
     /// Time taken from its busy periods so far (gaps between its clock reads).
     pub fn stolen_ns(&self) -> u64 {
         self.stolen_ns.load(Ordering::Relaxed)
+    }
+
+    /// Its longest busy period so far by its own clock. A busy period can outlast `busy`:
+    /// the CPU taken away (the hypervisor, invisible to the guest) just before the last
+    /// clock read ends the period that much later.
+    pub fn longest_busy_ns(&self) -> u64 {
+        self.longest_ns.load(Ordering::Relaxed)
     }
 
     /// Stops the thread and returns its tid.

@@ -40,6 +40,7 @@ fn injected_thread_noise_is_attributed_to_its_thread() {
     let (period, busy) = (Duration::from_millis(20), Duration::from_millis(2));
     let spinner = Spinner::start("il-spinner", cpu, period, busy);
     let doc = irqlens_json(&["noise", "-c", &cpu.to_string(), "-d", "5", "-q"]);
+    let longest_ns = spinner.longest_busy_ns() as f64;
     let tid = spinner.stop();
 
     let runtime_ns = ns(&doc["per_cpu"][0]["runtime_ns"]);
@@ -59,10 +60,11 @@ fn injected_thread_noise_is_attributed_to_its_thread() {
         total <= expected_total * 1.02 && total >= expected_total * 0.85,
         "total {total} ns, expected about {expected_total} ns"
     );
+    // a busy period that the hypervisor stretched is longer by the spinner's clock too
     let max = ns(&row["max_ns"]);
     assert!(
-        max <= 1.1 * busy.as_nanos() as f64,
-        "max {max} ns for a {busy:?} busy time"
+        max <= longest_ns.max(busy.as_nanos() as f64) + 0.1 * busy.as_nanos() as f64,
+        "max {max} ns for a {busy:?} busy time (longest by the spinner's clock {longest_ns} ns)"
     );
     // it is the largest thread cause, and its time is part of the measured noise
     let first_thread = doc["causes"]
