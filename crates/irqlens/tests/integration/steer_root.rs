@@ -141,12 +141,16 @@ fn pin(tid: u32, cpu: u32) {
     assert!(status.success(), "pinning {tid} to CPU {cpu}");
 }
 
-/// Starts steer in the background and waits until it has traced for a moment.
+/// Starts steer in the background and waits until it has traced for a moment: a second,
+/// and longer if its programs are not loaded by then (a slow VM).
 fn steering(args: &[&str]) -> Child {
     let mut all = vec!["steer"];
     all.extend_from_slice(args);
     let child = start(&all);
     std::thread::sleep(Duration::from_millis(1000));
+    wait_until("steer's BPF programs", Duration::from_secs(20), || {
+        !loaded_irqlens_programs().is_empty()
+    });
     child
 }
 

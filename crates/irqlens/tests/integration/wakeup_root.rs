@@ -54,11 +54,13 @@ fn every_timer_activation_is_counted_and_decomposed() {
     for cpu in [0, 1] {
         let entry = cpu_entry(&doc, cpu);
         let activations = count(&entry["activations"]);
-        // 4 s of 1 ms periods, the first two spent arming, less the periods missed
-        let expected = 4_000.0 - 2.0 - missed as f64;
+        // 4 s of 1 ms periods, the first two spent arming, less the periods missed (one
+        // count for all the timer threads: up to all of them on this CPU)
+        let all = 4_000.0 - 2.0;
+        let tolerance = all * 0.01 + 3.0;
         assert!(
-            (activations as f64 - expected).abs() <= expected * 0.01 + 3.0,
-            "CPU {cpu}: {activations} activations, expected about {expected}"
+            (all - missed as f64 - tolerance..=all + tolerance).contains(&(activations as f64)),
+            "CPU {cpu}: {activations} activations, expected about {all} less up to {missed} missed"
         );
         let samples = count(&entry["samples"]);
         assert!(
@@ -176,10 +178,12 @@ fn task_mode_follows_an_existing_process() {
         .expect("woken threads");
     assert_eq!(busiest["comm"], "cyclictest");
     assert_ne!(busiest["tid"].to_string(), pid, "not the main thread");
-    let woken = count(&busiest["samples"]);
+    // 1000 wakeups a second of the run (which ends a little after its 3 s)
+    let woken = count(&busiest["samples"]) as f64;
+    let expected = count(&doc["run"]["elapsed_ns"]) as f64 / 1e6;
     assert!(
-        (2_940..=3_010).contains(&woken),
-        "cyclictest's thread is woken 1000 times a second: {woken} samples in 3 s"
+        (woken - expected).abs() <= expected * 0.02 + 5.0,
+        "cyclictest's thread is woken 1000 times a second: {woken} samples in {expected} ms"
     );
     let samples = count(&cpu_entry(&doc, 1)["samples"]);
     let by_timer = origin(&doc, "local_timer").map_or(0, |o| count(&o["samples"]));
