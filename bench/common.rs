@@ -22,6 +22,7 @@ pub use irqlens_test_support::storm;
 use storm::terminated_with_parent;
 
 const SECONDS_VAR: &str = "IRQLENS_BENCH_SECONDS";
+const ROUNDS_VAR: &str = "IRQLENS_BENCH_ROUNDS";
 const QUICK_VAR: &str = "IRQLENS_BENCH_QUICK";
 
 /// IRQLENS_BENCH_QUICK=1 (any value but empty or 0): a few seconds per step, to check
@@ -38,6 +39,19 @@ pub fn run_seconds(default: u64) -> Result<u64> {
             Ok(s) if s > 0 => Ok(s),
             _ => bail!("{SECONDS_VAR}={text}: expected a whole number of seconds above 0"),
         },
+    }
+}
+
+/// Rounds of a bench that alternates its variants: IRQLENS_BENCH_ROUNDS, or `default`.
+pub fn run_rounds(default: usize) -> Result<usize> {
+    match std::env::var(ROUNDS_VAR) {
+        Err(_) => Ok(default),
+        Ok(text) => text
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("{ROUNDS_VAR}={text}: expected a whole number above 0")),
     }
 }
 

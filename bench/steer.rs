@@ -13,9 +13,9 @@ use std::time::Duration;
 #[path = "common.rs"]
 mod common;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
-use common::{median, run_seconds};
+use common::{Background, median, run_rounds, run_seconds};
 use irqlens_model::sched::Priority;
 use irqlens_test_support::runner::{binary, require_root};
 use irqlens_test_support::spinner::Spinner;
@@ -27,23 +27,22 @@ const QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 1.0];
 /// The receive delays of one run, with steer running or not (µs at QUANTILES).
 fn run(namespace: &str, seconds: u64, steered: bool) -> Result<[f64; 4]> {
     let steer = if steered {
-        let child = Command::new(binary())
-            .args(["steer", "--hold", "1s"])
-            .stdout(Stdio::null())
-            .spawn()
-            .context("starting irqlens steer")?;
-        std::thread::sleep(Duration::from_secs(1));
-        Some(child)
+        let args = ["steer", "--hold", "1s"].map(String::from);
+        let mut steer = Background::start(binary(), &args)?;
+        steer.wait_until_attached(Duration::from_secs(20))?;
+        Some(steer)
     } else {
         None
     };
     let mut delays = stamped_delays(namespace, seconds);
-    if let Some(mut child) = steer {
-        // SAFETY: kill only sends a signal to the child started above.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let status = child.wait()?;
-        if !status.success() {
-            bail!("irqlens steer failed: {status}");
+    if let Some(steer) = steer {
+        let finished = steer.stop()?;
+        if !finished.status.success() {
+            bail!(
+                "irqlens steer failed: {}: {}",
+                finished.status,
+                finished.stderr.trim()
+            );
         }
     }
     Ok(QUANTILES.map(|q| quantile_us(&mut delays, q)))
@@ -52,10 +51,7 @@ fn run(namespace: &str, seconds: u64, steered: bool) -> Result<[f64; 4]> {
 fn main() -> Result<()> {
     require_root("steer changes thread priorities and loads BPF programs")?;
     let seconds = run_seconds(3)?;
-    let rounds: usize = std::env::var("IRQLENS_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(4);
+    let rounds = run_rounds(4)?;
     let flow = UdpFlow::start(1, 1);
     flow.clear_rps();
     let napi = flow.threaded_napi();

@@ -18,7 +18,7 @@ mod common;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use common::{median, run_seconds};
+use common::{median, run_rounds, run_seconds};
 use irqlens_test_support::runner::{require_root, run_json};
 
 const DEFAULT_SECONDS: u64 = 3;
@@ -30,7 +30,6 @@ const DMA_LATENCY_US: u32 = 0;
 /// load of the machine drifts from second to second and each run's timer lands at a
 /// phase of its own relative to the scheduler tick.
 const DEFAULT_ROUNDS: usize = 18;
-const ROUNDS_VAR: &str = "IRQLENS_BENCH_ROUNDS";
 
 /// A run of a round.
 #[derive(Clone, Copy)]
@@ -75,15 +74,7 @@ struct Round {
 fn main() -> Result<()> {
     require_root("the wakeup bench loads BPF programs and runs SCHED_FIFO threads")?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
-    let rounds_wanted = match std::env::var(ROUNDS_VAR) {
-        Err(_) => DEFAULT_ROUNDS,
-        Ok(text) => text
-            .trim()
-            .parse()
-            .ok()
-            .filter(|&n| n > 0)
-            .with_context(|| format!("{ROUNDS_VAR}={text}: expected a whole number above 0"))?,
-    };
+    let rounds_wanted = run_rounds(DEFAULT_ROUNDS)?;
     println!(
         "wakeup latency: CPU {CPU}, period {PERIOD_US} us, SCHED_FIFO {PRIORITY}, memory locked, cpu_dma_latency {DMA_LATENCY_US} us, {seconds} s per run; {rounds_wanted} rounds of cyclictest, untraced and traced irqlens, in turns of order (us)\n"
     );

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::sched::Priority;
-use crate::units::CpuList;
+use crate::units::{CpuList, deserialize_text};
 
 /// Where the receiving CPU's network receive work runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,14 +37,6 @@ pub struct Design {
 }
 
 impl Design {
-    /// The default designs: the slides' three and the capped softirq.
-    pub fn defaults() -> Vec<Design> {
-        ["softirq", "threaded-fifo", "threaded-niced", "budget"]
-            .iter()
-            .map(|name| name.parse().expect("a known design"))
-            .collect()
-    }
-
     /// Whether the receive work runs in a NAPI thread.
     pub fn threaded(&self) -> bool {
         self.bottom_half != BottomHalf::Softirq
@@ -110,8 +102,7 @@ impl Serialize for Design {
 
 impl<'de> Deserialize<'de> for Design {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        deserialize_text(deserializer)
     }
 }
 
@@ -323,6 +314,13 @@ pub struct TrialReport {
     pub points: Vec<TrialPoint>,
     /// One per design.
     pub designs: Vec<DesignSummary>,
+}
+
+impl TrialReport {
+    /// The points of one design, in the order measured.
+    pub fn points_of(&self, design: Design) -> impl Iterator<Item = &TrialPoint> {
+        self.points.iter().filter(move |p| p.design == design)
+    }
 }
 
 #[cfg(test)]

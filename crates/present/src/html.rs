@@ -97,7 +97,7 @@ impl Section {
     }
 
     /// Numbers right-aligned, as in the terminal tables.
-    fn table(&mut self, headers: &[&str], rows: &[Vec<String>]) {
+    fn table<Row: AsRef<[String]>>(&mut self, headers: &[&str], rows: &[Row]) {
         let mut html = String::from("<table>\n");
         if !headers.is_empty() {
             html += "<tr>";
@@ -108,7 +108,7 @@ impl Section {
         }
         for row in rows {
             html += "<tr>";
-            for cell in row {
+            for cell in row.as_ref() {
                 let class = if looks_numeric(cell) {
                     " class=\"n\""
                 } else {
@@ -397,17 +397,17 @@ impl Page {
         noise_run_info(section, analysis, info);
         section.h3("Per CPU (time in us)");
         let losses = info.losses();
-        let rows: Vec<Vec<String>> = analysis
+        let rows: Vec<_> = analysis
             .summaries()
-            .map(|s| summary_cells(s, &losses, Form::Html).to_vec())
+            .map(|s| summary_cells(s, &losses, Form::Html))
             .collect();
         section.table(&headings(&SUMMARY_COLUMNS), &rows);
         section.legend(&losses, "rows");
         section.h3(BREAKDOWN_HEADING);
         section.note(&BREAKDOWN_NOTE.join(" "));
-        let rows: Vec<Vec<String>> = analysis
+        let rows: Vec<_> = analysis
             .breakdowns()
-            .map(|(summary, parts)| breakdown_cells(summary, &parts).to_vec())
+            .map(|(summary, parts)| breakdown_cells(summary, &parts))
             .collect();
         section.table(&headings(&BREAKDOWN_COLUMNS), &rows);
         section.h3("Noise samples");
@@ -569,11 +569,10 @@ impl Page {
 
         section.h3("Latency components per CPU (us)");
         let losses = info.losses();
-        let rows: Vec<Vec<String>> = stats
+        let rows: Vec<_> = stats
             .cpus
             .iter()
             .flat_map(|(&cpu, cpu_stats)| wakeup::cpu_rows(cpu, cpu_stats, info, Form::Html))
-            .map(|cells| cells.to_vec())
             .collect();
         section.table(&headings(&wakeup::SUMMARY_COLUMNS), &rows);
         section.legend(&losses, "rows");
@@ -621,7 +620,7 @@ impl Page {
                     o.consumer_nice,
                     o.sending_cpu,
                     o.cyclic_priority,
-                    o.cyclic_period_ns / 1_000
+                    super::us(o.cyclic_period_ns)
                 ),
             ),
             ("per point", clock_time(o.duration_ns)),
@@ -633,9 +632,7 @@ impl Page {
                 .iter()
                 .map(|summary| {
                     let points = report
-                        .points
-                        .iter()
-                        .filter(|p| p.design == summary.design)
+                        .points_of(summary.design)
                         .filter_map(|p| Some((p.offered_pps as f64, value(p)?)))
                         .collect();
                     Line::new(summary.design.to_string(), points)
@@ -657,15 +654,12 @@ impl Page {
             title: "The cyclic task's largest latency against offered rate".into(),
             x: x(),
             y: Axis::new("cyclic max (us)", Scale::Linear),
-            lines: line(&|p| Some(p.cyclic.as_ref()?.max_ns as f64 / 1e3)),
+            lines: line(&|p| Some(micros(p.cyclic.as_ref()?.max_ns))),
         });
         for summary in &report.designs {
-            let design = summary.design.to_string();
-            section.h3(&super::trial::describe(&design, report));
-            let rows: Vec<Vec<String>> = report
-                .points
-                .iter()
-                .filter(|p| p.design == summary.design)
+            section.h3(&super::trial::describe(summary.design, report));
+            let rows: Vec<_> = report
+                .points_of(summary.design)
                 .map(super::trial::cells)
                 .collect();
             section.table(&headings(&super::trial::POINT_COLUMNS), &rows);
@@ -717,26 +711,14 @@ impl Page {
             });
         }
         section.h3(CONSUMER_TITLE);
-        section.table(
-            &headings(&CONSUMER_COLUMNS),
-            &consumer_rows(report)
-                .into_iter()
-                .map(Vec::from)
-                .collect::<Vec<_>>(),
-        );
-        let periodic: Vec<Vec<String>> = periodic_rows(report).into_iter().map(Vec::from).collect();
+        section.table(&headings(&CONSUMER_COLUMNS), &consumer_rows(report));
+        let periodic = periodic_rows(report);
         if !periodic.is_empty() {
             section.h3(PERIODIC_TITLE);
             section.table(&headings(&PERIODIC_COLUMNS), &periodic);
         }
         section.h3(CPU_TITLE);
-        section.table(
-            &headings(&CPU_COLUMNS),
-            &cpu_rows(report)
-                .into_iter()
-                .map(Vec::from)
-                .collect::<Vec<_>>(),
-        );
+        section.table(&headings(&CPU_COLUMNS), &cpu_rows(report));
     }
 
     /// `irqlens account`: the totals, the table, and the top victims and causers.

@@ -4,9 +4,9 @@
 
 use std::io::{self, Write};
 
-use irqlens_model::trial::{TrialPoint, TrialReport};
+use irqlens_model::trial::{BottomHalf, Design, TrialPoint, TrialReport};
 
-use super::table::{Column, TextTable};
+use super::table::{Column, Form, TextTable};
 
 /// Columns of a design's ladder (rtla's style: whole µs, percentages of the CPU).
 pub(crate) const POINT_COLUMNS: [Column; 17] = [
@@ -34,8 +34,8 @@ fn percent(value: f64) -> String {
 }
 
 /// A point's cells, as both the text table and the HTML report show them.
-pub(crate) fn cells(point: &TrialPoint) -> Vec<String> {
-    let us = |ns: Option<u64>| ns.map_or("-".into(), |ns| super::us(ns).to_string());
+pub(crate) fn cells(point: &TrialPoint) -> [String; POINT_COLUMNS.len()] {
+    let us = |ns| Form::Text.opt_us(ns);
     let echo = point.echo_latency.as_ref();
     let cyclic = point.cyclic.as_ref();
     let cause = cyclic
@@ -48,7 +48,7 @@ pub(crate) fn cells(point: &TrialPoint) -> Vec<String> {
         })
         .unwrap_or_else(|| "-".into());
     let cpu = &point.cpu;
-    vec![
+    [
         point.offered_pps.to_string(),
         format!("{:.0}", point.sent_pps),
         format!("{:.0}", point.echoed_pps),
@@ -81,7 +81,7 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         o.consumer_nice,
         o.sending_cpu,
         o.cyclic_priority,
-        o.cyclic_period_ns / 1_000,
+        super::us(o.cyclic_period_ns),
         o.receiving_cpu,
         o.duration_ns as f64 / 1e9,
         o.warm_up_ns as f64 / 1e9,
@@ -89,9 +89,9 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
     )?;
     for summary in &report.designs {
         writeln!(out)?;
-        writeln!(out, "{}", describe(&summary.design.to_string(), report))?;
+        writeln!(out, "{}", describe(summary.design, report))?;
         let mut table = TextTable::new("  ", &POINT_COLUMNS).headings();
-        for point in report.points.iter().filter(|p| p.design == summary.design) {
+        for point in report.points_of(summary.design) {
             table.row(&cells(point));
         }
         table.write(out)?;
@@ -132,26 +132,25 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
 }
 
 /// A design in words, as measured.
-pub(crate) fn describe(design: &str, report: &TrialReport) -> String {
+pub(crate) fn describe(design: Design, report: &TrialReport) -> String {
     let o = &report.options;
-    let parsed: irqlens_model::trial::Design = design.parse().expect("a design prints back");
-    let bottom_half = match parsed.bottom_half {
-        irqlens_model::trial::BottomHalf::Softirq => {
+    let bottom_half = match design.bottom_half {
+        BottomHalf::Softirq => {
             "NAPI in softirq, NET_RX steered to the receiving CPU by RPS".to_string()
         }
-        irqlens_model::trial::BottomHalf::ThreadedFifo => {
+        BottomHalf::ThreadedFifo => {
             format!("threaded NAPI at SCHED_FIFO {}", o.napi_fifo_priority)
         }
-        irqlens_model::trial::BottomHalf::ThreadedNiced => {
+        BottomHalf::ThreadedNiced => {
             format!("threaded NAPI at SCHED_OTHER nice {}", o.napi_nice)
         }
-        irqlens_model::trial::BottomHalf::ProcessAware => format!(
+        BottomHalf::ProcessAware => format!(
             "threaded NAPI started at SCHED_FIFO {}, steered to the priority of the process it \
              serves (irqlens steer)",
             o.napi_fifo_priority
         ),
     };
-    let budget = match (parsed.budget, o.budget_usecs) {
+    let budget = match (design.budget, o.budget_usecs) {
         (false, _) => String::new(),
         (true, None) => format!(", netdev_budget {}", o.budget_packets),
         (true, Some(usecs)) => format!(

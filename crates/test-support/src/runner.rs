@@ -154,21 +154,28 @@ pub fn interrupted_run(args: &[&str], signal: i32) -> String {
         !loaded_irqlens_programs().is_empty(),
         "irqlens {args:?} should be tracing now"
     );
-    // SAFETY: kill takes integers; the child is not waited for yet, so its pid cannot
-    // name another process.
-    unsafe { libc::kill(child.id() as i32, signal) };
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "irqlens {args:?}, signal {signal}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = signal_and_wait(child, signal);
     assert_eq!(
         programs_left_after_exit(),
         Vec::<String>::new(),
         "irqlens {args:?}, signal {signal}"
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Sends `signal` to an irqlens started with [`start`] and waits for it, which must exit
+/// successfully (Ctrl-C and SIGTERM end a run as its duration does). Returns its output.
+pub fn signal_and_wait(child: Child, signal: i32) -> Output {
+    // SAFETY: kill takes integers; the child is not waited for yet, so its pid cannot
+    // name another process.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "signal {signal}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
 }
 
 /// Names of irqlens's BPF programs still loaded once the kernel has had up to 3 s to

@@ -13,6 +13,11 @@ pub fn read(path: &str) -> String {
         .to_owned()
 }
 
+/// The path of a test fixture: `relative` under tests/fixtures.
+pub fn fixture(relative: &str) -> String {
+    format!("{}/tests/fixtures/{relative}", env!("CARGO_MANIFEST_DIR"))
+}
+
 /// Waits until `done`, failing the test after `limit`.
 pub fn wait_until(what: &str, limit: std::time::Duration, done: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + limit;

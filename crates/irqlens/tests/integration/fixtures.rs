@@ -12,12 +12,10 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde_json::Value;
 
-use crate::common::{binary, temp_path};
+use crate::common::{binary, fixture, temp_path};
 
 fn fixtures(version: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(version)
+    PathBuf::from(fixture(version))
 }
 
 /// irqlens run in `dir`, so that file names print as the fixtures' outputs have them.

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::chromium::{
     assert_drawn, assert_self_contained, chromium_dom, chromium_screenshot, plots, scratch,
@@ -25,10 +25,8 @@ const RECORDINGS: [(&str, &[&str]); 4] = [
     ("account", &["causes"]),
 ];
 
-fn recording(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/v1")
-        .join(format!("{name}.jsonl.gz"))
+fn recording(name: &str) -> String {
+    fixture(&format!("v1/{name}.jsonl.gz"))
 }
 
 /// The text of every `<title>` in `svg`.
@@ -63,11 +61,7 @@ fn report_page_renders_every_plot_in_chromium() {
     let dir = scratch("report");
     let page = dir.join("report.html");
     let mut args = vec!["report".to_owned()];
-    args.extend(
-        RECORDINGS
-            .iter()
-            .map(|(name, _)| recording(name).display().to_string()),
-    );
+    args.extend(RECORDINGS.iter().map(|(name, _)| recording(name)));
     args.extend(["--html".to_owned(), page.display().to_string()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     irqlens_ok(&args);

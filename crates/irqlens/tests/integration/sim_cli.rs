@@ -42,7 +42,7 @@ fn the_example_model_runs_every_design_the_same_way_twice() {
 
 #[test]
 fn an_edited_model_is_read_and_bad_input_refused() {
-    let dir = std::env::temp_dir().join(format!("irqlens-sim-cli-{}", std::process::id()));
+    let dir = temp_path("sim-cli");
     fs::create_dir_all(&dir).unwrap();
     let example = irqlens_ok(&["sim", "--example"]).stdout;
     let mut model: serde_json::Value = serde_json::from_slice(&example).unwrap();
@@ -78,11 +78,6 @@ fn an_edited_model_is_read_and_bad_input_refused() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A recording of the fixtures (format 1, made on a test VM).
-fn fixture(name: &str) -> String {
-    format!("{}/tests/fixtures/v1/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
 #[test]
 fn a_calibration_from_a_recording_drives_the_model_and_its_html_plots_every_design() {
     let calibration = temp_path("sim-cli-calibration.json");
@@ -91,7 +86,7 @@ fn a_calibration_from_a_recording_drives_the_model_and_its_html_plots_every_desi
     let output = irqlens_ok(&[
         "sim",
         "--calibrate",
-        &fixture("wakeup-hist.jsonl.gz"),
+        &fixture("v1/wakeup-hist.jsonl.gz"),
         "-o",
         calibration,
     ]);
@@ -139,11 +134,11 @@ fn a_calibration_from_a_recording_drives_the_model_and_its_html_plots_every_desi
 #[test]
 fn what_cannot_be_calibrated_or_compared_is_refused() {
     assert_fails_with(
-        &["sim", "--calibrate", &fixture("noise-hist.jsonl.gz")],
+        &["sim", "--calibrate", &fixture("v1/noise-hist.jsonl.gz")],
         "measures none of the simulation's costs",
     );
     assert_fails_with(
-        &["sim", "--against", &fixture("noise-hist.jsonl.gz")],
+        &["sim", "--against", &fixture("v1/noise-hist.jsonl.gz")],
         "--costs",
     );
     let calibration = temp_path("sim-cli-refused.json");
@@ -151,7 +146,7 @@ fn what_cannot_be_calibrated_or_compared_is_refused() {
     irqlens_ok(&[
         "sim",
         "--calibrate",
-        &fixture("wakeup-hist.jsonl.gz"),
+        &fixture("v1/wakeup-hist.jsonl.gz"),
         "-o",
         calibration,
     ]);
@@ -159,22 +154,17 @@ fn what_cannot_be_calibrated_or_compared_is_refused() {
         &[
             "sim",
             "--against",
-            &fixture("noise-hist.jsonl.gz"),
+            &fixture("v1/noise-hist.jsonl.gz"),
             "--costs",
             calibration,
         ],
         "not a trial recording",
     );
     assert_fails_with(
-        &["sim", "--costs", &fixture("noise-hist.jsonl.gz")],
+        &["sim", "--costs", &fixture("v1/noise-hist.jsonl.gz")],
         "is not a calibration",
     );
     let _ = fs::remove_file(calibration);
-}
-
-/// A trial recorded on the test VM (`irqlens report REC --json` of a `trial net --record`).
-fn trial_fixture(name: &str) -> String {
-    format!("{}/tests/fixtures/trial/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 #[test]
@@ -184,8 +174,8 @@ fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
     irqlens_ok(&[
         "sim",
         "--calibrate",
-        &fixture("wakeup-hist.jsonl.gz"),
-        &trial_fixture("calibration.json"),
+        &fixture("v1/wakeup-hist.jsonl.gz"),
+        &fixture("trial/calibration.json"),
         "-o",
         calibration,
     ]);
@@ -204,7 +194,7 @@ fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
         assert!((2.0..20.0).contains(&echo), "{costs}");
     }
 
-    let ladder = trial_fixture("ladder.json");
+    let ladder = fixture("trial/ladder.json");
     let against = [
         "sim",
         "--against",
@@ -236,8 +226,8 @@ fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
         &[
             "sim",
             "--calibrate",
-            &trial_fixture("calibration.json"),
-            &trial_fixture("calibration.json"),
+            &fixture("trial/calibration.json"),
+            &fixture("trial/calibration.json"),
         ],
         "is in another trial recording too",
     );

@@ -122,11 +122,8 @@ fn a_napi_thread_serving_a_normal_receiver_is_lowered_and_sigterm_puts_it_back()
         Duration::from_secs(3),
         || thread_priority(napi).ok() == Some(Priority::Other { nice: 5 }),
     );
-    // SAFETY: kill only sends a signal to the child started above.
-    unsafe { libc::kill(steer.id() as i32, libc::SIGTERM) };
-    let status = steer.wait().unwrap();
+    signal_and_wait(steer, libc::SIGTERM);
     flow.stop_sending();
-    assert!(status.success(), "{status}");
     assert_eq!(thread_priority(napi).unwrap(), Priority::Fifo(60));
     set_thread_priority(napi, Priority::Other { nice: 0 }).unwrap();
 }
@@ -154,13 +151,6 @@ fn steering(args: &[&str]) -> Child {
     child
 }
 
-fn stop(steer: Child) {
-    // SAFETY: kill only sends a signal to the child started by the test.
-    unsafe { libc::kill(steer.id() as i32, libc::SIGTERM) };
-    let output = steer.wait_with_output().unwrap();
-    assert!(output.status.success(), "{output:?}");
-}
-
 /// Zhang & West's second direction: a FIFO 80 receiver of a sparse flow, and a FIFO 50
 /// CPU hog (30 ms busy of every 50 ms) on its CPU, with the NAPI thread at SCHED_OTHER:
 /// datagrams wait behind the hog's bursts. With steer the thread runs at 80 while the
@@ -182,7 +172,7 @@ fn a_real_time_receiver_is_served_ahead_of_a_lower_priority_hog() {
     let steer = steering(&["--hold", "1s"]);
     let mut steered = stamped_delays(flow.namespace(), 3);
     let raised = thread_priority(napi).unwrap();
-    stop(steer);
+    signal_and_wait(steer, libc::SIGTERM);
     hog.stop();
     let put_back = thread_priority(napi).unwrap();
     let (before, after) = (

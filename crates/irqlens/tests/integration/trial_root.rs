@@ -75,7 +75,7 @@ fn point<'a>(doc: &'a serde_json::Value, design: &str) -> &'a serde_json::Value 
 fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
     assert_root();
     let before = machine_state();
-    let output = irqlens_ok(&[
+    let doc = irqlens_json(&[
         "trial",
         "net",
         "--designs",
@@ -84,10 +84,7 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
         FLOOD,
         "-d",
         "2",
-        "--json",
     ]);
-    assert_valid_document(&output.stdout);
-    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(doc["command"], "trial");
     let number = |p: &serde_json::Value, path: &[&str]| {
         path.iter()
@@ -141,7 +138,7 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
 fn a_fifo_napi_thread_starves_the_echo_server_and_a_niced_one_does_not() {
     assert_root();
     let before = machine_state();
-    let output = irqlens_ok(&[
+    let doc = irqlens_json(&[
         "trial",
         "net",
         "--designs",
@@ -154,10 +151,7 @@ fn a_fifo_napi_thread_starves_the_echo_server_and_a_niced_one_does_not() {
         "-10",
         "--napi-nice",
         "5",
-        "--json",
     ]);
-    assert_valid_document(&output.stdout);
-    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let (fifo, niced) = (point(&doc, "threaded-fifo"), point(&doc, "threaded-niced"));
     let echoed = |p: &serde_json::Value| p["echoed_pps"].as_f64().unwrap();
     let figures = format!(
@@ -204,7 +198,7 @@ fn a_steered_napi_thread_no_longer_delays_a_real_time_task() {
     let before = machine_state();
     let recording = temp_path("trial.json.gz");
     let path = recording.to_str().unwrap();
-    let output = irqlens_ok(&[
+    let doc = irqlens_json(&[
         "trial",
         "net",
         "--designs",
@@ -219,10 +213,7 @@ fn a_steered_napi_thread_no_longer_delays_a_real_time_task() {
         "f:50",
         "--record",
         path,
-        "--json",
     ]);
-    assert_valid_document(&output.stdout);
-    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     // the recording shows the same result again
     let reported = irqlens_json(&["report", path]);
     let text = String::from_utf8(irqlens_ok(&["report", path]).stdout).unwrap();
@@ -281,14 +272,7 @@ fn sigterm_mid_point_puts_everything_back() {
     let trial = start_budget_trial();
     // into the point: the load and the cyclic task run
     std::thread::sleep(Duration::from_secs(2));
-    // SAFETY: kill only sends a signal to the child started above, not yet waited for.
-    unsafe { libc::kill(trial.id() as i32, libc::SIGTERM) };
-    let output = trial.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = signal_and_wait(trial, libc::SIGTERM);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("interrupted"), "{text}");
     assert_left_as_found(&before, "after SIGTERM");

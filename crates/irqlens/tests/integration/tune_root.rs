@@ -309,16 +309,13 @@ fn sigterm_puts_everything_back() {
     let budget = read(NETDEV_BUDGET);
     let other = (budget.parse::<u32>().unwrap() + 9).to_string();
     let change = format!("sysctl:net.core.netdev_budget={other}");
-    let mut tune = start(&[
+    let tune = start(&[
         "tune", "-c", "1", "--change", &change, "-d", "2", "--rounds", "3",
     ]);
     wait_until("tune to change the budget", Duration::from_secs(20), || {
         read(NETDEV_BUDGET) == other
     });
-    // SAFETY: kill only sends a signal to the child started above.
-    unsafe { libc::kill(tune.id() as i32, libc::SIGTERM) };
-    let status = tune.wait().unwrap();
-    assert!(status.success(), "{status}");
+    signal_and_wait(tune, libc::SIGTERM);
     assert_eq!(read(NETDEV_BUDGET), budget);
     assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
 }

@@ -302,16 +302,8 @@ fn the_dma_latency_is_held_while_the_run_goes_and_given_back_after() {
     // Ctrl-C
     let args = ["wakeup", "-c", "0", "-d", "60", "-q"];
     let (child, seen) = start_until_dma_latency(&args, 0);
-    // SAFETY: kill takes integers; the child is not waited for yet, so its pid cannot
-    // name another process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let output = child.wait_with_output().unwrap();
+    let output = signal_and_wait(child, libc::SIGINT);
     assert!(seen, "the target never read 0 us");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     assert!(String::from_utf8_lossy(&output.stdout).contains("Interrupted"));
     assert_eq!(dma_latency(), before, "not given back after SIGINT");
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
