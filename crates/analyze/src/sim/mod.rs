@@ -19,8 +19,8 @@ mod tests;
 
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::{
-    Arrival, ConsumerResult, CpuSplit, Design, DesignResult, LatencySummary, PeriodicResult,
-    SimConfig, SimReport, TaskKind,
+    Arrival, ConsumerResult, CostName, CpuSplit, Design, DesignResult, LatencySummary,
+    PeriodicResult, SimConfig, SimReport, TaskKind,
 };
 
 use engine::{Engine, Ns};
@@ -130,14 +130,8 @@ pub fn check(config: &SimConfig) -> Result<(), String> {
         }
     };
     let costs = &config.costs;
-    for (what, dist) in [
-        ("hardirq", &costs.hardirq),
-        ("softirq_per_packet", &costs.softirq_per_packet),
-        ("wakeup", &costs.wakeup),
-        ("context_switch", &costs.context_switch),
-        ("return_to_user", &costs.return_to_user),
-        ("idle_exit", &costs.idle_exit),
-    ] {
+    let named = CostName::ALL.map(|name| (name.label(), name.get(costs)));
+    for (what, dist) in named.into_iter().chain([("idle_exit", &costs.idle_exit)]) {
         dist.check()
             .map_err(|e| format!("sim: costs.{what}: {e}"))?;
     }
