@@ -8,7 +8,10 @@
 use std::time::Instant;
 
 use irqlens_analyze::sim::simulate_design;
-use irqlens_model::sim::{Arrival, Costs, Design, Dist, Limits, SimConfig, Source, Task, TaskKind};
+use irqlens_model::sim::{
+    Arrival, Costs, DEFAULT_RING, DEFAULT_SOCKET_QUEUE, Design, Dist, Limits, SimConfig, Source,
+    Task, TaskKind,
+};
 
 const SIMULATED_S: f64 = 10.0;
 
@@ -26,7 +29,7 @@ fn model(napi: bool) -> SimConfig {
             hardirq: None,
             napi,
             softirq_per_packet: None,
-            ring: 1024,
+            ring: DEFAULT_RING,
         });
         let task = |name: &str, priority: &str, kind| Task {
             name: format!("{name}{cpu}"),
@@ -40,7 +43,7 @@ fn model(napi: bool) -> SimConfig {
             TaskKind::Consumer {
                 source: nic,
                 cost_per_packet: Dist::constant(3.0),
-                socket_queue: 256,
+                socket_queue: DEFAULT_SOCKET_QUEUE,
             },
         ));
         tasks.push(task(

@@ -100,7 +100,27 @@ pub fn cpu_split(before: &CpuTimes, after: &CpuTimes, napi_thread_ticks: u64) ->
 
 /// Whether a point echoed at least [`FOLLOWING_SHARE`] of what it sent.
 pub fn follows(point: &TrialPoint) -> bool {
-    point.sent > 0 && point.echoed as f64 >= FOLLOWING_SHARE * point.sent as f64
+    keeps_up(point.sent as f64, point.echoed as f64)
+}
+
+/// Whether `echoed` (a count or a rate) is at least [`FOLLOWING_SHARE`] of `sent` (the
+/// same unit), something having been sent.
+pub fn keeps_up(sent: f64, echoed: f64) -> bool {
+    sent > 0.0 && echoed >= FOLLOWING_SHARE * sent
+}
+
+/// The highest offered rate of a `ladder` (sorted by offered rate) up to which every
+/// point `follows`; none if the lowest does not.
+pub fn follows_up_to<P>(
+    ladder: &[&P],
+    follows: impl Fn(&P) -> bool,
+    offered_pps: impl Fn(&P) -> u64,
+) -> Option<u64> {
+    ladder
+        .iter()
+        .take_while(|p| follows(p))
+        .last()
+        .map(|p| offered_pps(p))
 }
 
 /// Each design once, in the order first seen.
@@ -122,11 +142,7 @@ pub fn summarize(points: &[TrialPoint]) -> Vec<DesignSummary> {
             let mut ladder: Vec<&TrialPoint> =
                 points.iter().filter(|p| p.design == design).collect();
             ladder.sort_by_key(|p| p.offered_pps);
-            let follows_up_to_pps = ladder
-                .iter()
-                .take_while(|p| follows(p))
-                .last()
-                .map(|p| p.offered_pps);
+            let follows_up_to_pps = follows_up_to(&ladder, follows, |p| p.offered_pps);
             let peak = ladder
                 .iter()
                 .max_by(|a, b| a.echoed_pps.total_cmp(&b.echoed_pps))

@@ -150,8 +150,11 @@ pub struct Source {
     pub ring: u32,
 }
 
+/// A source's receive ring when the model does not say, packets.
+pub const DEFAULT_RING: u32 = 1024;
+
 fn default_ring() -> u32 {
-    1024
+    DEFAULT_RING
 }
 
 /// What a task does.
@@ -183,8 +186,11 @@ pub enum TaskKind {
     Hog,
 }
 
+/// A consumer's socket queue when the model does not say, packets.
+pub const DEFAULT_SOCKET_QUEUE: u32 = 256;
+
 fn default_socket_queue() -> u32 {
-    256
+    DEFAULT_SOCKET_QUEUE
 }
 
 /// A thread of the workload.
@@ -355,9 +361,10 @@ impl Design {
             "threaded-fifo",
             "threaded-niced+budget",
             "threaded-fifo+ihm",
+            "threaded-fifo+ihm-dis",
+            "stock+process-aware",
         ]
         .into_iter()
-        .chain(["threaded-fifo+ihm-dis", "stock+process-aware"])
         .map(|text| text.parse().expect("known design"))
         .collect()
     }
@@ -671,6 +678,37 @@ pub enum CostName {
 }
 
 impl CostName {
+    /// Every cost, in [`Costs`]'s order.
+    pub const ALL: [CostName; 5] = [
+        CostName::Hardirq,
+        CostName::SoftirqPerPacket,
+        CostName::Wakeup,
+        CostName::ContextSwitch,
+        CostName::ReturnToUser,
+    ];
+
+    /// Its field's name in [`Costs`] (its name in JSON too).
+    pub fn label(self) -> &'static str {
+        match self {
+            CostName::Hardirq => "hardirq",
+            CostName::SoftirqPerPacket => "softirq_per_packet",
+            CostName::Wakeup => "wakeup",
+            CostName::ContextSwitch => "context_switch",
+            CostName::ReturnToUser => "return_to_user",
+        }
+    }
+
+    /// The field of [`Costs`] it reads.
+    pub fn get(self, costs: &Costs) -> &Dist {
+        match self {
+            CostName::Hardirq => &costs.hardirq,
+            CostName::SoftirqPerPacket => &costs.softirq_per_packet,
+            CostName::Wakeup => &costs.wakeup,
+            CostName::ContextSwitch => &costs.context_switch,
+            CostName::ReturnToUser => &costs.return_to_user,
+        }
+    }
+
     /// The field of [`Costs`] it fills.
     pub fn of(self, costs: &mut Costs) -> &mut Dist {
         match self {
@@ -842,6 +880,21 @@ mod tests {
             assert!(bad.parse::<Design>().is_err(), "{bad}");
         }
         assert_eq!(Design::six().len(), 6);
+    }
+
+    #[test]
+    fn cost_labels_are_their_json_names_and_fields() {
+        let mut costs = Costs::default();
+        for (i, name) in CostName::ALL.into_iter().enumerate() {
+            *name.of(&mut costs) = Dist::constant(i as f64 + 10.0);
+        }
+        let json = serde_json::to_value(&costs).unwrap();
+        for (i, name) in CostName::ALL.into_iter().enumerate() {
+            let dist = Dist::constant(i as f64 + 10.0);
+            assert_eq!(serde_json::to_value(name).unwrap(), name.label());
+            assert_eq!(name.get(&costs), &dist, "{name:?}");
+            assert_eq!(json[name.label()], serde_json::to_value(&dist).unwrap());
+        }
     }
 
     #[test]

@@ -4,8 +4,8 @@
 
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::{
-    Arrival, Calibration, ComparedDesign, ComparedPoint, CostName, Costs, Design, Dist,
-    MeasuredCost, SimConfig, Source, Task, TaskKind, TrialCosts,
+    Arrival, BottomHalves, Calibration, ComparedDesign, ComparedPoint, CostName, Costs, Design,
+    Dist, MeasuredCost, SimConfig, Source, Task, TaskKind, TrialCosts,
 };
 use irqlens_model::trial::{BottomHalf, Design as TrialDesign, TrialOptions, TrialPoint};
 
@@ -14,7 +14,7 @@ use crate::account::{Ledger, Source as AccountSource};
 use crate::bh::Mechanism;
 use crate::bh::{BhStats, Source as BhSource, stats::Series};
 use crate::histogram::Distribution;
-use crate::trial::{FOLLOWING_SHARE, designs_in_order, follows};
+use crate::trial::{designs_in_order, follows, follows_up_to, keeps_up};
 use crate::wakeup::{Component, WakeupStats};
 
 /// The NET_RX softirq's vector (include/linux/interrupt.h).
@@ -128,15 +128,9 @@ pub fn account_costs(ledger: &Ledger) -> Vec<MeasuredCost> {
 pub fn costs_from(measured: &[MeasuredCost], defaults: &Costs) -> Costs {
     let mut costs = defaults.clone();
     let mut origin = Vec::new();
-    let names = [
-        (CostName::Hardirq, "hardirq"),
-        (CostName::SoftirqPerPacket, "softirq_per_packet"),
-        (CostName::Wakeup, "wakeup"),
-        (CostName::ContextSwitch, "context_switch"),
-        (CostName::ReturnToUser, "return_to_user"),
-    ];
     let mut defaulted = Vec::new();
-    for (name, label) in names {
+    for name in CostName::ALL {
+        let label = name.label();
         match measured
             .iter()
             .filter(|m| m.cost == name)
@@ -179,16 +173,23 @@ const CYCLIC_WORK_US: f64 = 1.0;
 /// simulated without. threaded-niced's thread runs at the echo server's nice, trial's
 /// default (another `--napi-nice` is not simulated).
 pub fn simulated_design(design: TrialDesign, options: &TrialOptions) -> Design {
-    let text = match design.bottom_half {
-        BottomHalf::Softirq if design.budget => {
-            format!("stock+budget={}", options.budget_packets.max(1))
-        }
-        BottomHalf::Softirq => "stock".into(),
-        BottomHalf::ThreadedFifo => "threaded-fifo".into(),
-        BottomHalf::ThreadedNiced => "threaded-niced".into(),
-        BottomHalf::ProcessAware => "threaded-fifo+process-aware".into(),
-    };
-    text.parse().expect("a known design")
+    match design.bottom_half {
+        BottomHalf::Softirq => Design {
+            budget: design.budget.then(|| budget_packets(options)),
+            ..Design::plain(BottomHalves::Stock)
+        },
+        BottomHalf::ThreadedFifo => Design::plain(BottomHalves::ThreadedFifo),
+        BottomHalf::ThreadedNiced => Design::plain(BottomHalves::ThreadedNiced),
+        BottomHalf::ProcessAware => Design {
+            process_aware: true,
+            ..Design::plain(BottomHalves::ThreadedFifo)
+        },
+    }
+}
+
+/// Trial's `+budget` in packets (at least one).
+fn budget_packets(options: &TrialOptions) -> u32 {
+    options.budget_packets.max(1)
 }
 
 /// The model of trial's receiving CPU at `rate_pps`: datagrams in the bursts the
@@ -206,7 +207,7 @@ pub fn trial_model(
     let threaded = costs.design.threaded();
     let mut limits = calibration.limits.clone();
     if costs.design.budget {
-        limits.netdev_budget = options.budget_packets.max(1);
+        limits.netdev_budget = budget_packets(options);
         if let Some(usecs) = options.budget_usecs {
             limits.netdev_budget_usecs = f64::from(usecs);
         }
@@ -285,7 +286,7 @@ fn trial_arrivals(rate_pps: f64, arrivals_per_s: Option<f64>) -> Arrival {
 /// The arrivals a second trial's generator made: the median of the echo server's sleeps
 /// a second over the points it kept up at (it sleeps once per arrival then).
 fn arrivals_per_s(points: &[&TrialPoint]) -> Option<f64> {
-    let mut rates: Vec<f64> = points
+    let rates = points
         .iter()
         .filter_map(|p| {
             let times = p.runtimes.filter(|t| t.window_ns > 0)?;
@@ -293,8 +294,13 @@ fn arrivals_per_s(points: &[&TrialPoint]) -> Option<f64> {
         })
         .filter(|&rate| rate > 0.0)
         .collect();
-    rates.sort_by(f64::total_cmp);
-    (!rates.is_empty()).then(|| rates[rates.len() / 2])
+    median(rates)
+}
+
+/// The middle value (the upper one of an even count); none of no values.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    (!values.is_empty()).then(|| values[values.len() / 2])
 }
 
 /// The slope of the least-squares line through the points, if they have two distinct x
@@ -524,29 +530,22 @@ fn summarize_design(
     let mut ladder: Vec<&ComparedPoint> = compared.iter().filter(|p| p.design == design).collect();
     ladder.sort_by_key(|p| p.offered_pps);
     let following = |echoed: fn(&ComparedPoint) -> f64| {
-        move |p: &&&ComparedPoint| p.sent_pps > 0.0 && echoed(p) >= FOLLOWING_SHARE * p.sent_pps
+        move |p: &ComparedPoint| keeps_up(p.sent_pps, echoed(p))
     };
     let measured = |p: &ComparedPoint| p.measured_echoed_pps;
     let simulated = |p: &ComparedPoint| p.simulated_echoed_pps;
-    let up_to = |echoed: fn(&ComparedPoint) -> f64| {
-        ladder
-            .iter()
-            .take_while(following(echoed))
-            .last()
-            .map(|p| p.offered_pps)
-    };
+    let up_to = |echoed| follows_up_to(&ladder, following(echoed), |p| p.offered_pps);
     let peak =
         |echoed: fn(&ComparedPoint) -> f64| ladder.iter().map(|p| echoed(p)).fold(0.0, f64::max);
-    let mut errors: Vec<f64> = ladder
+    let (measured_follows, simulated_follows) = (following(measured), following(simulated));
+    let errors = ladder
         .iter()
-        .filter(following(measured))
-        .filter(following(simulated))
+        .filter(|p| measured_follows(p) && simulated_follows(p))
         .filter_map(|p| {
             let (m, s) = (p.measured_p50_us?, p.simulated_p50_us?);
             (m > 0.0).then(|| (s - m).abs() / m)
         })
         .collect();
-    errors.sort_by(f64::total_cmp);
     let (measured_peak, simulated_peak) = (peak(measured), peak(simulated));
     ComparedDesign {
         design,
@@ -556,7 +555,7 @@ fn summarize_design(
         measured_peak_pps: measured_peak,
         simulated_peak_pps: simulated_peak,
         peak_error: (measured_peak > 0.0).then(|| simulated_peak / measured_peak - 1.0),
-        median_latency_error: (!errors.is_empty()).then(|| errors[errors.len() / 2]),
+        median_latency_error: median(errors),
     }
 }
 

@@ -196,6 +196,7 @@ struct Thread {
     direct_switch: bool,
     cost: Dist,
     // Periodic:
+    period: Ns,
     jobs: VecDeque<Ns>,
     started: bool,
 }
@@ -209,7 +210,7 @@ struct SourceState {
     ring_cap: usize,
     masked: bool,
     consumer: Option<usize>,
-    bottom_half: Option<BottomHalf>,
+    /// Its bottom-half thread; none: its bottom half is the NET_RX softirq.
     thread: Option<usize>,
     offered: u64,
     dropped_ring: u64,
@@ -270,7 +271,6 @@ pub(super) struct Split {
 /// What one run gives back, raw.
 pub(super) struct Outcome {
     pub interrupts: u64,
-    pub arrivals: u64,
     pub context_switches: u64,
     pub split: Split,
     /// Per task in the configuration's order.
@@ -303,6 +303,11 @@ pub(super) struct Engine<'a> {
     softirq_time: Ns,
     budget_time: Ns,
     base_slice: Ns,
+    /// The softirq's budget and weight: every source on the softirq path shares the
+    /// design's figures.
+    softirq_limits: (u32, u32),
+    /// [`Engine::pick`]'s candidates (kept to reuse its allocation).
+    runnable: Vec<Candidate>,
     out: Outcome,
 }
 
@@ -326,9 +331,10 @@ impl<'a> Engine<'a> {
             softirq_time: us_to_ns(limits.softirq_time_us),
             budget_time: us_to_ns(limits.netdev_budget_usecs),
             base_slice: us_to_ns(limits.base_slice_us),
+            softirq_limits: (limits.netdev_budget, limits.napi_weight),
+            runnable: Vec::new(),
             out: Outcome {
                 interrupts: 0,
-                arrivals: 0,
                 context_switches: 0,
                 split: Split::default(),
                 tasks: config
@@ -361,33 +367,39 @@ impl<'a> Engine<'a> {
             });
         }
         for (index, task) in config.tasks.iter().enumerate() {
-            let role = match &task.kind {
-                TaskKind::Periodic { .. } => Role::Periodic,
-                TaskKind::Consumer { source, .. } => Role::Consumer(
-                    config
+            let mut add =
+                |role| engine.add_thread(role, Some(index), task.cpu as usize, task.priority);
+            match &task.kind {
+                TaskKind::Periodic {
+                    period_us,
+                    phase_us,
+                    cost,
+                } => {
+                    let id = add(Role::Periodic);
+                    let thread = &mut engine.threads[id];
+                    thread.cost = cost.clone();
+                    thread.period = us_to_ns(*period_us);
+                    engine.push(us_to_ns(*phase_us), Event::Release(id));
+                }
+                TaskKind::Consumer {
+                    source,
+                    cost_per_packet,
+                    socket_queue,
+                } => {
+                    let source = config
                         .sources
                         .iter()
                         .position(|s| &s.name == source)
-                        .expect("checked"),
-                ),
-                TaskKind::Hog => Role::Hog,
-            };
-            let id = engine.add_thread(role, Some(index), task.cpu as usize, task.priority);
-            if let TaskKind::Periodic { phase_us, .. } = &task.kind {
-                engine.push(us_to_ns(*phase_us), Event::Release(id));
-            }
-            let thread = &mut engine.threads[id];
-            match &task.kind {
-                TaskKind::Periodic { cost, .. } => thread.cost = cost.clone(),
-                TaskKind::Consumer {
-                    cost_per_packet,
-                    socket_queue,
-                    ..
-                } => {
+                        .expect("checked");
+                    let id = add(Role::Consumer(source));
+                    let thread = &mut engine.threads[id];
                     thread.cost = cost_per_packet.clone();
                     thread.socket_cap = *socket_queue as usize;
                 }
-                TaskKind::Hog => thread.state = State::Runnable,
+                TaskKind::Hog => {
+                    let id = add(Role::Hog);
+                    engine.threads[id].state = State::Runnable;
+                }
             }
         }
         for (index, source) in config.sources.iter().enumerate() {
@@ -409,7 +421,11 @@ impl<'a> Engine<'a> {
                     engine.threads[id].batch = batch;
                     Some(id)
                 }
-                _ => None,
+                Some(BottomHalf::Softirq { budget, weight }) => {
+                    engine.softirq_limits = (budget, weight);
+                    None
+                }
+                None => None,
             };
             engine.sources.push(SourceState {
                 cpu: source.cpu as usize,
@@ -426,7 +442,6 @@ impl<'a> Engine<'a> {
                 ring_cap: source.ring as usize,
                 masked: false,
                 consumer,
-                bottom_half,
                 thread,
                 offered: 0,
                 dropped_ring: 0,
@@ -478,6 +493,7 @@ impl<'a> Engine<'a> {
             migrated_handler: false,
             direct_switch: false,
             cost: Dist::constant(0.0),
+            period: 0,
             jobs: VecDeque::new(),
             started: false,
         });
@@ -527,7 +543,6 @@ impl<'a> Engine<'a> {
         }
         let cpu = self.sources[index].cpu;
         self.charge(cpu, now);
-        self.out.arrivals += 1;
         let cost = self.costs.sample(&self.sources[index].hardirq) + self.idle_exit(cpu);
         let source = &mut self.sources[index];
         source.offered += 1;
@@ -551,13 +566,9 @@ impl<'a> Engine<'a> {
         self.settle(cpu, now);
     }
 
+    /// A periodic thread's next job is released.
     fn release(&mut self, id: usize, now: Ns) {
-        let Some(task) = self.threads[id].task else {
-            return;
-        };
-        if let TaskKind::Periodic { period_us, .. } = &self.config.tasks[task].kind {
-            self.push(now + us_to_ns(*period_us), Event::Release(id));
-        }
+        self.push(now + self.threads[id].period, Event::Release(id));
         let cpu = self.threads[id].cpu;
         self.charge(cpu, now);
         self.threads[id].jobs.push_back(now);
@@ -655,32 +666,36 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn candidates(&self, cpu: usize) -> Vec<Candidate> {
-        self.cpus[cpu]
-            .threads
-            .iter()
-            .map(|&id| (id, &self.threads[id]))
-            .filter(|(_, t)| t.state == State::Runnable)
-            .map(|(id, t)| Candidate {
-                id,
-                priority: t.priority,
-                vruntime: t.vruntime,
-                queued_at: t.queued_at,
-            })
-            .collect()
-    }
-
-    fn pick(&self, cpu: usize) -> Option<usize> {
+    /// The thread the scheduler runs next on the CPU.
+    fn pick(&mut self, cpu: usize) -> Option<usize> {
+        // Called several times per packet: the candidates' buffer is reused.
+        let mut runnable = std::mem::take(&mut self.runnable);
+        runnable.clear();
+        runnable.extend(
+            self.cpus[cpu]
+                .threads
+                .iter()
+                .map(|&id| (id, &self.threads[id]))
+                .filter(|(_, t)| t.state == State::Runnable)
+                .map(|(id, t)| Candidate {
+                    id,
+                    priority: t.priority,
+                    vruntime: t.vruntime,
+                    queued_at: t.queued_at,
+                }),
+        );
         let state = &self.cpus[cpu];
-        scheduler::pick(
-            &self.candidates(cpu),
+        let next = scheduler::pick(
+            &runnable,
             state.current,
             state.slice_used >= self.base_slice || state.wakeup_preempt,
-        )
+        );
+        self.runnable = runnable;
+        next
     }
 
     /// Whether the scheduler would run another thread than the current one.
-    fn need_resched(&self, cpu: usize) -> bool {
+    fn need_resched(&mut self, cpu: usize) -> bool {
         self.pick(cpu) != self.cpus[cpu].current
     }
 
@@ -765,17 +780,14 @@ impl<'a> Engine<'a> {
     fn start_switch(&mut self, cpu: usize, to: Option<usize>) {
         self.out.context_switches += 1;
         let cost = self.costs.sample(&self.config.costs.context_switch);
-        let fraction = self.config.costs.dis_deferrable;
-        let state = &mut self.cpus[cpu];
         let left = match to {
             Some(t) if self.threads[t].direct_switch => {
                 self.threads[t].direct_switch = false;
-                let deferred = (cost as f64 * fraction).round() as Ns;
-                state.deferred += deferred;
-                cost - deferred
+                self.defer(cpu, cost)
             }
-            _ => cost + std::mem::take(&mut state.deferred),
+            _ => cost + std::mem::take(&mut self.cpus[cpu].deferred),
         };
+        let state = &mut self.cpus[cpu];
         if let Some(from) = state.current
             && self.threads[from].state == State::Runnable
             && !scheduler::is_realtime(self.threads[from].priority)
@@ -787,6 +799,14 @@ impl<'a> Engine<'a> {
         }
         state.switching = Some((to, left));
         state.wakeup_preempt = false;
+    }
+
+    /// Direct interrupt scheduling: the deferrable part of `cost` is left to the CPU's
+    /// next switch; what is paid now.
+    fn defer(&mut self, cpu: usize, cost: Ns) -> Ns {
+        let deferred = (cost as f64 * self.config.costs.dis_deferrable).round() as Ns;
+        self.cpus[cpu].deferred += deferred;
+        cost - deferred
     }
 
     /// The thread on the CPU, or the one it is switching to.
@@ -876,23 +896,19 @@ impl<'a> Engine<'a> {
                     self.threads[target].migrated_handler = true;
                     let mut wake = self.wake(target).expect("sleeping");
                     if direct {
-                        let deferred =
-                            (wake.left as f64 * self.config.costs.dis_deferrable).round() as Ns;
-                        wake.left -= deferred;
-                        self.cpus[target_cpu].deferred += deferred;
+                        wake.left = self.defer(target_cpu, wake.left);
                         wake.work = Work::WakeDirect(target);
                     }
                     self.cpus[cpu].hardirqs.push_front(wake);
                     return;
                 }
-                match source.bottom_half {
-                    Some(BottomHalf::Thread { .. }) => {
-                        let thread = source.thread.expect("bottom-half thread");
+                match source.thread {
+                    Some(thread) => {
                         if let Some(wake) = self.wake(thread) {
                             self.cpus[cpu].hardirqs.push_front(wake);
                         }
                     }
-                    _ => {
+                    None => {
                         if !self.cpus[cpu].poll_list.contains(&index) {
                             self.cpus[cpu].poll_list.push_back(index);
                         }
@@ -922,22 +938,8 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn softirq_limits(&self) -> (u32, u32) {
-        // Every source on the softirq path shares the design's figures.
-        self.sources
-            .iter()
-            .find_map(|s| match s.bottom_half {
-                Some(BottomHalf::Softirq { budget, weight }) => Some((budget, weight)),
-                _ => None,
-            })
-            .unwrap_or((
-                self.config.limits.netdev_budget,
-                self.config.limits.napi_weight,
-            ))
-    }
-
     fn start_softirq(&mut self, cpu: usize, now: Ns) {
-        let (budget, weight) = self.softirq_limits();
+        let (budget, weight) = self.softirq_limits;
         self.cpus[cpu].softirq_at_bh_enable = false;
         self.cpus[cpu].softirq = Some(Softirq {
             start: now,
@@ -968,7 +970,7 @@ impl<'a> Engine<'a> {
             }
             _ => {}
         }
-        let (budget, weight) = self.softirq_limits();
+        let (budget, weight) = self.softirq_limits;
         let (budget_time, softirq_time) = (self.budget_time, self.softirq_time);
         loop {
             let Some(&index) = self.cpus[cpu].poll_list.front() else {
@@ -989,17 +991,14 @@ impl<'a> Engine<'a> {
                 return;
             }
             self.end_poll(cpu, index);
-            self.softirq_mut(cpu).weight_left = weight;
-            let list_empty = self.cpus[cpu].poll_list.is_empty();
-            let softirq = self.softirq_mut(cpu);
-            let round_over =
-                softirq.budget_left <= 0 || now - softirq.round_start >= budget_time || list_empty;
-            if !round_over {
-                continue;
-            }
             if self.cpus[cpu].poll_list.is_empty() {
                 self.cpus[cpu].softirq = None;
                 return;
+            }
+            let softirq = self.softirq_mut(cpu);
+            softirq.weight_left = weight;
+            if softirq.budget_left > 0 && now - softirq.round_start < budget_time {
+                continue;
             }
             let need_resched = self.need_resched(cpu);
             let softirq = self.softirq_mut(cpu);

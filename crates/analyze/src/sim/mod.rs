@@ -19,8 +19,8 @@ mod tests;
 
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::{
-    Arrival, ConsumerResult, CpuSplit, Design, DesignResult, LatencySummary, PeriodicResult,
-    SimConfig, SimReport, TaskKind,
+    Arrival, ConsumerResult, CostName, CpuSplit, Design, DesignResult, LatencySummary,
+    PeriodicResult, SimConfig, SimReport, TaskKind,
 };
 
 use engine::{Engine, Ns};
@@ -45,11 +45,11 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport, String> {
 
 /// Simulates one design (`config` must pass [`check`]).
 pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
-    let outcome = Engine::new(config, design).run();
+    let mut outcome = Engine::new(config, design).run();
     let seconds = config.duration_s;
     let mut consumers = Vec::new();
     let mut periodic = Vec::new();
-    for (task, samples) in config.tasks.iter().zip(&outcome.tasks) {
+    for (task, samples) in config.tasks.iter().zip(&mut outcome.tasks) {
         match &task.kind {
             TaskKind::Consumer { source, .. } => {
                 let index = config
@@ -60,7 +60,7 @@ pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
                 let (offered, dropped_ring, dropped_socket) = outcome.sources[index];
                 consumers.push(ConsumerResult {
                     task: task.name.clone(),
-                    latency: summarize(&samples.latencies),
+                    latency: summarize(&mut samples.latencies),
                     delivered: samples.delivered,
                     delivered_per_s: samples.delivered as f64 / seconds,
                     offered,
@@ -71,8 +71,8 @@ pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
             }
             TaskKind::Periodic { .. } => periodic.push(PeriodicResult {
                 task: task.name.clone(),
-                wakeup_latency: summarize(&samples.latencies),
-                response: summarize(&samples.responses),
+                wakeup_latency: summarize(&mut samples.latencies),
+                response: summarize(&mut samples.responses),
             }),
             TaskKind::Hog => {}
         }
@@ -80,12 +80,18 @@ pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
     let total = (seconds * 1e9 * f64::from(config.cpus)).max(1.0);
     let share = |ns: Ns| ns as f64 / total;
     let split = &outcome.split;
+    // Every arrival is offered to its source.
+    let arrivals = outcome
+        .sources
+        .iter()
+        .map(|&(offered, ..)| offered)
+        .sum::<u64>();
     DesignResult {
         design: *design,
         interrupts: outcome.interrupts,
-        arrivals: outcome.arrivals,
+        arrivals,
         context_switches: outcome.context_switches,
-        switches_per_arrival: outcome.context_switches as f64 / outcome.arrivals.max(1) as f64,
+        switches_per_arrival: outcome.context_switches as f64 / arrivals.max(1) as f64,
         switches_per_interrupt: outcome.context_switches as f64 / outcome.interrupts.max(1) as f64,
         consumers,
         periodic,
@@ -124,14 +130,8 @@ pub fn check(config: &SimConfig) -> Result<(), String> {
         }
     };
     let costs = &config.costs;
-    for (what, dist) in [
-        ("hardirq", &costs.hardirq),
-        ("softirq_per_packet", &costs.softirq_per_packet),
-        ("wakeup", &costs.wakeup),
-        ("context_switch", &costs.context_switch),
-        ("return_to_user", &costs.return_to_user),
-        ("idle_exit", &costs.idle_exit),
-    ] {
+    let named = CostName::ALL.map(|name| (name.label(), name.get(costs)));
+    for (what, dist) in named.into_iter().chain([("idle_exit", &costs.idle_exit)]) {
         dist.check()
             .map_err(|e| format!("sim: costs.{what}: {e}"))?;
     }
@@ -237,13 +237,13 @@ pub fn check(config: &SimConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// Quantiles, mean and CDF of latencies in ns, in µs.
-fn summarize(samples: &[Ns]) -> LatencySummary {
+/// Quantiles, mean and CDF of latencies in ns, in µs (it sorts them).
+fn summarize(samples: &mut [Ns]) -> LatencySummary {
     if samples.is_empty() {
         return LatencySummary::default();
     }
-    let mut sorted = samples.to_vec();
-    sorted.sort_unstable();
+    samples.sort_unstable();
+    let sorted = &*samples;
     let n = sorted.len();
     let us = |ns: Ns| ns as f64 / 1000.0;
     let quantile = |q: f64| us(sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1]);
