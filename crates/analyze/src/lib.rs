@@ -17,6 +17,18 @@ pub mod timeline;
 pub mod trial;
 pub mod wakeup;
 
+/// Each item once, in the order first seen (designs in the order measured; a handful,
+/// so a linear search).
+pub fn first_seen<T: PartialEq>(seen: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut once: Vec<T> = Vec::new();
+    for item in seen {
+        if !once.contains(&item) {
+            once.push(item);
+        }
+    }
+    once
+}
+
 /// Keeps `worst` (largest `key` first, at most `keep`) with `item` in its place: after
 /// the items of an equal key, and not at all if `worst` is full of items as large.
 pub(crate) fn keep_worst<T>(worst: &mut Vec<T>, item: T, keep: usize, key: impl Fn(&T) -> u64) {

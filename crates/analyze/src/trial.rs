@@ -1,7 +1,7 @@
 //! `irqlens trial`'s figures: echo latency quantiles, loss, the receiving CPU's time
 //! split, and where each design's echo stops following the offered rate.
 
-use irqlens_model::trial::{CpuSplit, Design, DesignSummary, EchoLatency, TrialPoint};
+use irqlens_model::trial::{CpuSplit, DesignSummary, EchoLatency, TrialPoint};
 
 use crate::histogram::Distribution;
 
@@ -123,20 +123,9 @@ pub fn follows_up_to<P>(
         .map(|p| offered_pps(p))
 }
 
-/// Each design once, in the order first seen.
-pub fn designs_in_order(seen: impl IntoIterator<Item = Design>) -> Vec<Design> {
-    let mut designs: Vec<Design> = Vec::new();
-    for design in seen {
-        if !designs.contains(&design) {
-            designs.push(design);
-        }
-    }
-    designs
-}
-
 /// One summary per design, in the order the designs were first measured.
 pub fn summarize(points: &[TrialPoint]) -> Vec<DesignSummary> {
-    designs_in_order(points.iter().map(|p| p.design))
+    crate::first_seen(points.iter().map(|p| p.design))
         .into_iter()
         .map(|design| {
             let mut ladder: Vec<&TrialPoint> =

@@ -28,6 +28,7 @@ use super::{Names, clock_time, micros, percent, us1};
 use irqlens_analyze::account::report::{Row, top, totals};
 use irqlens_analyze::account::{BySource, Period, Source as AccountSource};
 use irqlens_analyze::bh::{BhStats, DelayCause};
+use irqlens_analyze::first_seen;
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::noise::{NoiseAnalysis, TimelinePoint};
@@ -681,13 +682,8 @@ impl Page {
             ),
             ("costs", report.costs_origin.clone()),
         ]);
-        let mut tasks: Vec<&str> = Vec::new();
-        for consumer in report.designs.iter().flat_map(|d| &d.consumers) {
-            if !tasks.contains(&consumer.task.as_str()) {
-                tasks.push(&consumer.task);
-            }
-        }
-        for task in tasks {
+        let consumers = report.designs.iter().flat_map(|d| &d.consumers);
+        for task in first_seen(consumers.map(|c| c.task.as_str())) {
             let lines: Vec<Line> = report
                 .designs
                 .iter()

@@ -13,8 +13,9 @@ use super::simulate_design;
 use crate::account::{Ledger, Source as AccountSource};
 use crate::bh::Mechanism;
 use crate::bh::{BhStats, Source as BhSource, stats::Series};
+use crate::first_seen;
 use crate::histogram::Distribution;
-use crate::trial::{designs_in_order, follows, follows_up_to, keeps_up};
+use crate::trial::{follows, follows_up_to, keeps_up};
 use crate::wakeup::{Component, WakeupStats};
 
 /// The NET_RX softirq's vector (include/linux/interrupt.h).
@@ -400,7 +401,7 @@ pub fn trial_costs(
     from: &str,
 ) -> Result<Vec<TrialCosts>, String> {
     let mut found = Vec::new();
-    for design in designs_in_order(points.iter().map(|p| p.design)) {
+    for design in first_seen(points.iter().map(|p| p.design)) {
         if let Some(costs) = design_costs(design, options, points, calibration, socket_queue, from)?
         {
             found.push(costs);
@@ -515,7 +516,7 @@ pub fn compare_trial(
                 .then_some(echo.latency.p50_us + costs.path_us),
         });
     }
-    let summaries = designs_in_order(compared.iter().map(|p| p.design))
+    let summaries = first_seen(compared.iter().map(|p| p.design))
         .into_iter()
         .map(|design| summarize_design(design, options, &compared))
         .collect();
