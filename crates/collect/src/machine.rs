@@ -379,13 +379,11 @@ fn tids_named(comms: &[&str]) -> Vec<u32> {
     tids
 }
 
-/// Every thread whose name starts with `prefix` (kernel threads are processes of their own).
+/// Every thread whose name starts with `prefix`.
 fn threads_named(prefix: &str) -> Vec<ThreadPolicy> {
-    dir_names(Path::new("/proc"))
-        .iter()
-        .filter_map(|pid| pid.parse().ok())
+    crate::system::threads_named(prefix)
+        .into_iter()
         .filter_map(thread_policy)
-        .filter(|thread| thread.comm.starts_with(prefix))
         .collect()
 }
 

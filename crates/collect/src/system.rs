@@ -142,6 +142,21 @@ pub fn thread_comm(tid: u32) -> Option<String> {
         .map(|comm| comm.trim_end().to_owned())
 }
 
+/// The processes whose name starts with `prefix`, in tid order: kernel threads (`napi/…`,
+/// `ksoftirqd/…`) are processes of their own. comm is cut at 15 bytes: so is `prefix`.
+pub fn threads_named(prefix: &str) -> Vec<u32> {
+    let prefix = &prefix[..prefix.len().min(15)];
+    let mut tids: Vec<u32> = fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| numbered(&entry))
+        .filter(|&tid| thread_comm(tid).is_some_and(|comm| comm.starts_with(prefix)))
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
 /// Every thread's CPU time so far, as the kernel accounts it (the first field of
 /// /proc/PID/task/TID/schedstat, sum_exec_runtime in ns), with its process and name.
 pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {

@@ -3,7 +3,6 @@
 //! irqlens in its side's network namespace. Each datagram carries its sequence number
 //! and its send time, so that each echo gives a latency.
 
-use std::fs::File;
 use std::io::ErrorKind;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
@@ -16,6 +15,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::testbed::{ECHO_PORT, RECEIVER_ADDRESS, SENDER_ADDRESS, Testbed};
 use crate::clock::monotonic_ns;
+use crate::netns;
 use crate::sched::{set_affinity, set_priority};
 use irqlens_analyze::histogram::Distribution;
 use irqlens_analyze::trial::echo_distribution;
@@ -38,18 +38,6 @@ const HEADER: usize = 16;
 /// SCHED_OTHER work, so that a busy machine cuts the offered rate less.
 const LOAD_PRIORITY: Priority = Priority::Other { nice: -10 };
 
-/// Moves the calling thread into network namespace `name` (sockets it makes then live
-/// there; the rest of the process stays where it is).
-fn enter_netns(name: &str) -> Result<()> {
-    let path = format!("/run/netns/{name}");
-    let file = File::open(&path).with_context(|| format!("opening {path}"))?;
-    // SAFETY: setns only reads the descriptor, which `file` keeps open during the call.
-    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error()).context(format!("entering netns {name}"));
-    }
-    Ok(())
-}
-
 /// A thread of the flow, set up where and how it runs before it does anything.
 fn spawn<T: Send + 'static>(
     name: &str,
@@ -61,7 +49,7 @@ fn spawn<T: Send + 'static>(
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
-            enter_netns(&netns)?;
+            netns::enter(&netns)?;
             set_affinity(&CpuList::single(cpu))?;
             if let Some(priority) = priority {
                 set_priority(priority)?;
