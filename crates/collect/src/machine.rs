@@ -409,8 +409,8 @@ fn parse_stat_policy(stat: &str) -> Option<(String, String)> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let comm = stat[open + 1..close].to_owned();
-    // fields after the comm, from field 3 (state): nice is 19, rt_priority 40, policy 41
-    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    // nice is field 19, rt_priority 40, policy 41
+    let fields: Vec<&str> = crate::system::stat_fields(stat)?.collect();
     let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<i64>().ok());
     let policy = match field(41)? {
         1 => format!("f:{}", field(40)?),
