@@ -155,7 +155,7 @@ fn measure(
     let consumer = Priority::Other {
         nice: options.consumer_nice,
     };
-    let flow = Flow::start(
+    let mut flow = Flow::start(
         bed,
         rate,
         options.payload_bytes,
