@@ -22,6 +22,12 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 args.files.len()
             );
         };
+        if irqlens_record::result::read(recording)?.is_some() {
+            bail!(
+                "{}: a trial's recording has no timeline for --perfetto",
+                recording.display()
+            );
+        }
         // the functions' names are in the end line, the trace is written as it is read
         let symbols = recorded_names(Reader::open(recording)?.skip_inputs()?).symbols;
         perfetto::convert(recording, trace, symbols)?;
@@ -78,12 +84,6 @@ fn trial_result(args: &ReportArgs) -> Result<Option<(String, TrialReport)>> {
         if args.files.len() > 1 {
             bail!(
                 "{}: a trial's recording is reported alone, not with other recordings",
-                path.display()
-            );
-        }
-        if args.perfetto.is_some() {
-            bail!(
-                "{}: a trial's recording has no timeline for --perfetto",
                 path.display()
             );
         }
