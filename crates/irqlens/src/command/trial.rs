@@ -3,7 +3,6 @@
 //! after a SIGKILL).
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result, bail};
 
@@ -69,7 +68,8 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
         cpus: options.cpus(),
         designs: summarize(&points),
         options,
-        interrupted: interrupted() || STOP.load(Ordering::Relaxed),
+        // STOP is set only by the signal handler, with INTERRUPTED
+        interrupted: interrupted(),
         points,
     };
     if let Some(path) = &args.record {
@@ -90,7 +90,6 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
     Ok(())
 }
 
-/// A point's progress line.
 /// The trial's HTML page, under `heading`.
 pub fn write_html(report: &TrialReport, heading: &str, path: &Path) -> Result<()> {
     let mut page = Page::new("irqlens trial net", &report.kernel);
@@ -98,6 +97,7 @@ pub fn write_html(report: &TrialReport, heading: &str, path: &Path) -> Result<()
     super::write_html(&page, path)
 }
 
+/// A point's progress line.
 fn summary_line(point: &TrialPoint) -> String {
     let cyclic = point.cyclic.as_ref().map_or("-".into(), |c| {
         format!("{} us", irqlens_present::us(c.max_ns))
