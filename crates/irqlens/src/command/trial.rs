@@ -126,3 +126,31 @@ impl Drop for Session {
         self.finish();
     }
 }
+
+/// The trial a result recording (`trial net --record`) holds; `None` for any other file.
+pub(super) fn read_recording(path: &Path) -> Result<Option<TrialReport>> {
+    irqlens_record::result::read(path)?.map_or(Ok(None), |document| trial_in(path, document))
+}
+
+/// A trial's recording or its `--json` document; `None` for anything else.
+pub(super) fn read_recording_or_document(path: &Path) -> Result<Option<TrialReport>> {
+    if let Some(trial) = read_recording(path)? {
+        return Ok(Some(trial));
+    }
+    // a measurement's recording is gzip, not JSON text
+    let document = std::fs::read(path)
+        .ok()
+        .filter(|bytes| irqlens_record::is_json_text(bytes))
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    document.map_or(Ok(None), |document| trial_in(path, document))
+}
+
+/// The trial `document` (read from `path`) is, if it is one.
+fn trial_in(path: &Path, document: serde_json::Value) -> Result<Option<TrialReport>> {
+    if document["tool"] != irqlens_model::run::TOOL || document["command"] != "trial" {
+        return Ok(None);
+    }
+    serde_json::from_value(document)
+        .map(Some)
+        .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))
+}

@@ -264,7 +264,6 @@ struct NoiseDefaults {
     noise: NoiseArgs,
 }
 
-
 /// The journal, whose changes are put back when the session ends, however it ends.
 struct Session {
     journal: Option<Journal>,
