@@ -1,7 +1,7 @@
 //! The load of one point: a UDP echo server (the consumer) on the receiving CPU, a paced
 //! load generator and the collector of its echoes on the sending CPU, each a thread of
-//! irqlens with a socket made in its side's network namespace. Each datagram carries its sequence number
-//! and its send time, so that each echo gives a latency.
+//! irqlens with a socket made in its side's network namespace. Each datagram carries its
+//! sequence number and its send time, so that each echo gives a latency.
 
 use std::io::ErrorKind;
 use std::net::UdpSocket;
@@ -115,7 +115,7 @@ impl Flow {
         let load_socket = netns::bind_udp(&bed.sender.netns, (SENDER_ADDRESS, 0).into())
             .context("binding the generator")?;
         load_socket.connect((RECEIVER_ADDRESS, ECHO_PORT))?;
-        let echo_socket = load_socket.try_clone()?;
+        let collector_socket = load_socket.try_clone()?;
         let mut flow = Flow {
             stop: Arc::new(AtomicBool::new(false)),
             offered: Arc::new(AtomicU64::new(0)),
@@ -161,7 +161,7 @@ impl Flow {
             "trial-collect",
             sending_cpu,
             LOAD_PRIORITY,
-            move || collect(&echo_socket, &stop, &window),
+            move || collect(&collector_socket, &stop, &window),
         )?);
         Ok(flow)
     }
