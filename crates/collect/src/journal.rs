@@ -367,10 +367,9 @@ fn alive(pid: u32) -> bool {
         return false;
     }
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // the state follows the name, which is in parentheses and may hold spaces
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Ok(stat) => crate::system::stat_fields(&stat)
+            .and_then(|mut fields| fields.next())
+            .is_some_and(|state| !state.starts_with(['Z', 'X'])),
         Err(_) => false,
     }
 }

@@ -9,11 +9,10 @@
 use std::fs;
 use std::io;
 use std::path::PathBuf;
-use std::process::Command;
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 
-use crate::sched;
+use crate::{netns, sched};
 use irqlens_model::sched::Priority;
 use irqlens_model::tune::Knob;
 use irqlens_model::units::CpuList;
@@ -96,7 +95,7 @@ pub fn read(knob: &Knob) -> Result<String> {
             sched::thread_priority(*tid).map(|p| p.to_string())
         }
         Knob::DmaLatency => bail!("{}", not_keepable(knob).unwrap_or_default()),
-        Knob::Netns { name } => Ok(if netns_exists(name) {
+        Knob::Netns { name } => Ok(if netns::exists(name) {
             NETNS_PRESENT
         } else {
             NETNS_ABSENT
@@ -105,7 +104,7 @@ pub fn read(knob: &Knob) -> Result<String> {
         _ => {
             let path = path(knob).expect("a file knob");
             let text = match netns(knob) {
-                Some(ns) => in_netns(ns, &["cat", &path.to_string_lossy()])?,
+                Some(ns) => netns::exec(ns, &["cat", &path.to_string_lossy()])?,
                 None => fs::read_to_string(&path)
                     .with_context(|| format!("reading {}", path.display()))?,
             };
@@ -142,7 +141,7 @@ pub fn write(knob: &Knob, value: &str) -> Result<()> {
             let path = path(knob).expect("a file knob");
             let shown = describe(knob);
             let written = match netns(knob) {
-                Some(ns) => in_netns(
+                Some(ns) => netns::exec(
                     ns,
                     &[
                         "sh",
@@ -184,44 +183,16 @@ pub const NETNS_PRESENT: &str = "present";
 /// A [`Knob::Netns`]'s value when it does not.
 pub const NETNS_ABSENT: &str = "absent";
 
-fn netns_exists(name: &str) -> bool {
-    std::path::Path::new("/run/netns").join(name).exists()
-}
-
 /// Makes network namespace `name` (`present`) or removes it with its devices (`absent`);
 /// either is done already if the namespace is as asked.
 fn write_netns(name: &str, value: &str) -> Result<()> {
     let verb = match value {
-        NETNS_PRESENT if !netns_exists(name) => "add",
-        NETNS_ABSENT if netns_exists(name) => "del",
+        NETNS_PRESENT if !netns::exists(name) => "add",
+        NETNS_ABSENT if netns::exists(name) => "del",
         NETNS_PRESENT | NETNS_ABSENT => return Ok(()),
         _ => bail!("a network namespace is {NETNS_PRESENT} or {NETNS_ABSENT}, not '{value}'"),
     };
-    let output = Command::new("ip")
-        .args(["netns", verb, name])
-        .output()
-        .context("running ip netns (iproute2)")?;
-    ensure!(
-        output.status.success(),
-        "ip netns {verb} {name}: {}",
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    Ok(())
-}
-
-/// Runs `command` inside network namespace `ns` and returns its stdout.
-fn in_netns(ns: &str, command: &[&str]) -> Result<String> {
-    let output = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .args(command)
-        .output()
-        .context("running ip netns exec (iproute2)")?;
-    ensure!(
-        output.status.success(),
-        "in netns {ns}: {}",
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    netns::ip(&["netns", verb, name]).map(drop)
 }
 
 /// A thread id reused by another thread is not the thread that was advised.

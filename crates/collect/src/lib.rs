@@ -12,6 +12,7 @@ pub mod journal;
 pub mod knob;
 pub mod load;
 pub mod machine;
+pub mod netns;
 pub mod noise;
 pub mod sched;
 pub mod steer;

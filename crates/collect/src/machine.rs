@@ -379,13 +379,11 @@ fn tids_named(comms: &[&str]) -> Vec<u32> {
     tids
 }
 
-/// Every thread whose name starts with `prefix` (kernel threads are processes of their own).
+/// Every thread whose name starts with `prefix`.
 fn threads_named(prefix: &str) -> Vec<ThreadPolicy> {
-    dir_names(Path::new("/proc"))
-        .iter()
-        .filter_map(|pid| pid.parse().ok())
+    crate::system::threads_named(prefix)
+        .into_iter()
         .filter_map(thread_policy)
-        .filter(|thread| thread.comm.starts_with(prefix))
         .collect()
 }
 
@@ -411,8 +409,8 @@ fn parse_stat_policy(stat: &str) -> Option<(String, String)> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let comm = stat[open + 1..close].to_owned();
-    // fields after the comm, from field 3 (state): nice is 19, rt_priority 40, policy 41
-    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    // nice is field 19, rt_priority 40, policy 41
+    let fields: Vec<&str> = crate::system::stat_fields(stat)?.collect();
     let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<i64>().ok());
     let policy = match field(41)? {
         1 => format!("f:{}", field(40)?),

@@ -4,13 +4,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 use std::io::Read;
 
+use irqlens_analyze::trial::CpuTimes;
 use irqlens_model::account::ThreadInfo;
 use irqlens_model::kernel::KernelSymbols;
 use irqlens_model::system::SystemSnapshot;
+use irqlens_model::tune::Knob;
 use irqlens_model::units::CpuList;
 
 const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -142,6 +144,21 @@ pub fn thread_comm(tid: u32) -> Option<String> {
         .map(|comm| comm.trim_end().to_owned())
 }
 
+/// The processes whose name starts with `prefix`, in tid order: kernel threads (`napi/…`,
+/// `ksoftirqd/…`) are processes of their own. comm is cut at 15 bytes: so is `prefix`.
+pub fn threads_named(prefix: &str) -> Vec<u32> {
+    let prefix = &prefix[..prefix.len().min(15)];
+    let mut tids: Vec<u32> = fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| numbered(&entry))
+        .filter(|&tid| thread_comm(tid).is_some_and(|comm| comm.starts_with(prefix)))
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
 /// Every thread's CPU time so far, as the kernel accounts it (the first field of
 /// /proc/PID/task/TID/schedstat, sum_exec_runtime in ns), with its process and name.
 pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
@@ -194,6 +211,38 @@ pub fn thread_sleeps(tid: u32) -> Option<u64> {
         .trim()
         .parse()
         .ok()
+}
+
+/// The fields of a /proc/PID/stat line after the name, from field 3 (state) on: the name
+/// is in parentheses and may hold spaces and parentheses of its own.
+pub(crate) fn stat_fields(stat: &str) -> Option<std::str::SplitWhitespace<'_>> {
+    stat.rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace())
+}
+
+/// A thread's utime + stime, clock ticks (0 once it is gone).
+pub fn thread_ticks(tid: u32) -> u64 {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{tid}/stat")) else {
+        return 0;
+    };
+    // utime and stime are fields 14 and 15
+    stat_fields(&stat).map_or(0, |fields| {
+        fields
+            .skip(11)
+            .take(2)
+            .filter_map(|f| f.parse::<u64>().ok())
+            .sum()
+    })
+}
+
+/// CPU `cpu`'s line of /proc/stat.
+pub fn cpu_times(cpu: u32) -> Result<CpuTimes> {
+    let stat = fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+    let name = format!("cpu{cpu}");
+    stat.lines()
+        .find(|line| line.split_whitespace().next() == Some(name.as_str()))
+        .and_then(CpuTimes::parse)
+        .ok_or_else(|| anyhow!("/proc/stat has no {name} line"))
 }
 
 /// CPU `cpu`'s idle states so far, from cpuidle (exact, where /proc/stat's idle samples
@@ -308,14 +357,22 @@ fn read_number(path: &str) -> Option<f64> {
     fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
+/// A sysctl's value (dotted name), if it reads as a number.
+fn sysctl_number(name: &str) -> Option<f64> {
+    crate::knob::read(&Knob::Sysctl { name: name.into() })
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// The deferral limits a simulation of this machine gets: the kernel's defaults with the
 /// netdev budget sysctls and the scheduler's base slice (debugfs, when mounted) read here.
 pub fn sim_limits() -> irqlens_model::sim::Limits {
     let mut limits = irqlens_model::sim::Limits::default();
-    if let Some(budget) = read_number("/proc/sys/net/core/netdev_budget") {
+    if let Some(budget) = sysctl_number("net.core.netdev_budget") {
         limits.netdev_budget = budget as u32;
     }
-    if let Some(usecs) = read_number("/proc/sys/net/core/netdev_budget_usecs") {
+    if let Some(usecs) = sysctl_number("net.core.netdev_budget_usecs") {
         limits.netdev_budget_usecs = usecs;
     }
     if let Some(ns) = read_number("/sys/kernel/debug/sched/base_slice_ns") {
@@ -326,7 +383,7 @@ pub fn sim_limits() -> irqlens_model::sim::Limits {
 
 /// A socket's default receive buffer (net.core.rmem_default), bytes.
 pub fn socket_receive_buffer() -> Option<u32> {
-    read_number("/proc/sys/net/core/rmem_default").map(|bytes| bytes as u32)
+    sysctl_number("net.core.rmem_default").map(|bytes| bytes as u32)
 }
 
 #[cfg(test)]
@@ -394,5 +451,19 @@ mod tests {
         assert_eq!(symbols.name(0xffffffff81200000), "flush_to_ldisc");
         assert_eq!(symbols.name(0xffffffff81200010), "flush_to_ldisc+0x10");
         assert_eq!(symbols.name(0x1234), "0x1234");
+    }
+
+    #[test]
+    fn a_threads_ticks_and_a_cpus_times_are_read() {
+        use std::time::{Duration, Instant};
+        // this thread's own, after 50 ms of spinning (12 ticks at 250 Hz)
+        let tid = crate::sched::gettid();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(50) {
+            std::hint::black_box(0u64);
+        }
+        assert!(thread_ticks(tid) > 0, "50 ms of CPU count ticks");
+        assert_eq!(thread_ticks(u32::MAX), 0);
+        assert!(cpu_times(0).is_ok());
     }
 }

@@ -8,16 +8,16 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
+use super::netns::{self, ip};
 use super::sched::{gettid, set_affinity};
 use irqlens_model::stimulus::TriggerKind;
 use irqlens_model::units::CpuList;
@@ -164,21 +164,6 @@ struct NetNamespace {
     name: String,
 }
 
-fn ip(args: &[&str]) -> Result<()> {
-    let output = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running iproute2's ip (scripts/setup installs it)")?;
-    if !output.status.success() {
-        bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 impl NetNamespace {
     /// Addresses of the host end and the namespace end: a /30 of 169.254/16 (link-local,
     /// never routed) picked by pid, so concurrent runs do not collide.
@@ -218,24 +203,9 @@ impl NetNamespace {
         Ok((namespace, peer_addr))
     }
 
-    /// A UDP socket bound inside the namespace (sockets keep the namespace they were
-    /// made in, whichever thread uses them later).
+    /// A UDP socket bound inside the namespace.
     fn bind(&self, addr: Ipv4Addr) -> Result<UdpSocket> {
-        let path = format!("/var/run/netns/{}", self.name);
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| -> Result<UdpSocket> {
-                    let ns = File::open(&path).with_context(|| format!("opening {path}"))?;
-                    // SAFETY: `ns` is an open namespace file for the call; setns moves only
-                    // this scoped thread, which ends after binding the socket.
-                    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                        return Err(io::Error::last_os_error()).context("entering the namespace");
-                    }
-                    Ok(UdpSocket::bind((addr, 0))?)
-                })
-                .join()
-                .map_err(|_| anyhow!("the namespace thread panicked"))?
-        })
+        netns::bind_udp(&self.name, (addr, 0).into())
     }
 }
 

@@ -592,6 +592,19 @@ pub struct WakeupArgs {
     pub output: OutputArgs,
 }
 
+impl WakeupArgs {
+    /// `irqlens wakeup`'s options as its command line leaves them, for the commands that
+    /// run it themselves (tune, trial's cyclic task).
+    pub fn defaults() -> clap::error::Result<Self> {
+        #[derive(Parser)]
+        struct WakeupDefaults {
+            #[command(flatten)]
+            wakeup: WakeupArgs,
+        }
+        Ok(WakeupDefaults::try_parse_from(["irqlens"])?.wakeup)
+    }
+}
+
 #[derive(Clone, Debug, Args)]
 pub struct WakeupHistArgs {
     #[command(flatten)]

@@ -332,12 +332,7 @@ impl TrialNetArgs {
     /// The cyclic task: irqlens wakeup's timer thread on the receiving CPU, its defaults
     /// otherwise (the point's end stops it).
     pub fn cyclic(&self) -> Result<WakeupOptions> {
-        #[derive(Parser)]
-        struct WakeupDefaults {
-            #[command(flatten)]
-            wakeup: WakeupArgs,
-        }
-        let mut wakeup = WakeupDefaults::try_parse_from(["trial"])?.wakeup;
+        let mut wakeup = WakeupArgs::defaults()?;
         wakeup.priority = self.priority;
         wakeup.period = self.period;
         // no warm-up of its own: the point's starts once it measures

@@ -123,7 +123,7 @@ impl Reader {
 
 /// Whether `start`, the first bytes of a file, is plain JSON text (not gzip, whose magic
 /// bytes cannot begin text): a `--json` document given where a recording goes.
-fn is_json_text(start: &[u8]) -> bool {
+pub fn is_json_text(start: &[u8]) -> bool {
     matches!(
         start.iter().find(|b| !b.is_ascii_whitespace()),
         Some(b'{' | b'[')

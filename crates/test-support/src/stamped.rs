@@ -3,11 +3,11 @@
 //! and bench: Zhang & West's high-priority receiver).
 
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use irqlens_collect::clock::monotonic_ns;
+use irqlens_collect::netns;
 use irqlens_collect::sched::{set_affinity, set_priority};
 use irqlens_model::sched::Priority;
 use irqlens_model::units::CpuList;
@@ -21,15 +21,11 @@ const STAMPED_PORT: u16 = 7;
 /// a receiver in `namespace`: a thread at FIFO 80 on CPU 1. Returns each datagram's delay
 /// from its send to its receive, ns. The calling thread is pinned to CPU 0.
 pub fn stamped_delays(namespace: &str, seconds: u64) -> Vec<u64> {
-    let netns = std::fs::File::open(format!("/var/run/netns/{namespace}")).unwrap();
     let stop = &AtomicBool::new(false);
-    let netns = &netns;
     std::thread::scope(|scope| {
         let (bound, is_bound) = std::sync::mpsc::channel();
         let receiver = scope.spawn(move || {
-            // SAFETY: setns on a valid namespace fd; it moves only this thread.
-            let entered = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(entered, 0, "entering the namespace");
+            netns::enter(namespace).unwrap();
             set_affinity(&CpuList::single(1)).unwrap();
             set_priority(Priority::Fifo(80)).unwrap();
             let socket = UdpSocket::bind((PEER, STAMPED_PORT)).unwrap();

@@ -163,11 +163,9 @@ impl UdpFlow {
         );
         let prefix = format!("napi/{peer}-");
         let find = || {
-            std::fs::read_dir("/proc").ok()?.find_map(|entry| {
-                let tid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
-                let comm = std::fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
-                comm.starts_with(&prefix).then_some(tid)
-            })
+            irqlens_collect::system::threads_named(&prefix)
+                .first()
+                .copied()
         };
         let deadline = Instant::now() + Duration::from_secs(2);
         loop {

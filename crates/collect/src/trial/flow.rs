@@ -1,9 +1,8 @@
 //! The load of one point: a UDP echo server (the consumer) on the receiving CPU, a paced
 //! load generator and the collector of its echoes on the sending CPU, each a thread of
-//! irqlens in its side's network namespace. Each datagram carries its sequence number
-//! and its send time, so that each echo gives a latency.
+//! irqlens with a socket made in its side's network namespace. Each datagram carries its
+//! sequence number and its send time, so that each echo gives a latency.
 
-use std::fs::File;
 use std::io::ErrorKind;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
@@ -16,6 +15,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::testbed::{ECHO_PORT, RECEIVER_ADDRESS, SENDER_ADDRESS, Testbed};
 use crate::clock::monotonic_ns;
+use crate::netns;
 use crate::sched::{set_affinity, set_priority};
 use irqlens_analyze::histogram::Distribution;
 use irqlens_analyze::trial::echo_distribution;
@@ -38,34 +38,18 @@ const HEADER: usize = 16;
 /// SCHED_OTHER work, so that a busy machine cuts the offered rate less.
 const LOAD_PRIORITY: Priority = Priority::Other { nice: -10 };
 
-/// Moves the calling thread into network namespace `name` (sockets it makes then live
-/// there; the rest of the process stays where it is).
-fn enter_netns(name: &str) -> Result<()> {
-    let path = format!("/run/netns/{name}");
-    let file = File::open(&path).with_context(|| format!("opening {path}"))?;
-    // SAFETY: setns only reads the descriptor, which `file` keeps open during the call.
-    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error()).context(format!("entering netns {name}"));
-    }
-    Ok(())
-}
-
-/// A thread of the flow, set up where and how it runs before it does anything.
+/// A thread of the flow, placed and prioritized before it does anything.
 fn spawn<T: Send + 'static>(
     name: &str,
-    netns: String,
     cpu: u32,
-    priority: Option<Priority>,
+    priority: Priority,
     body: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<JoinHandle<Result<T>>> {
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
-            enter_netns(&netns)?;
             set_affinity(&CpuList::single(cpu))?;
-            if let Some(priority) = priority {
-                set_priority(priority)?;
-            }
+            set_priority(priority)?;
             body()
         })
         .context("starting a thread")
@@ -75,8 +59,6 @@ fn spawn<T: Send + 'static>(
 struct Window {
     first: AtomicU64,
     end: AtomicU64,
-    sent_at_open: AtomicU64,
-    sent_at_close: AtomicU64,
 }
 
 /// What the collector counted in the window.
@@ -93,6 +75,9 @@ pub struct Flow {
     /// Datagrams the kernel took.
     sent: Arc<AtomicU64>,
     window: Arc<Window>,
+    /// `sent` when the window opened and when it closed.
+    sent_at_open: u64,
+    sent_at_close: u64,
     server: Option<JoinHandle<Result<()>>>,
     generator: Option<JoinHandle<Result<()>>>,
     collector: Option<JoinHandle<Result<Echoes>>>,
@@ -122,6 +107,15 @@ impl Flow {
         sending_cpu: u32,
         consumer: Priority,
     ) -> Result<Flow> {
+        // bound before any thread starts: no datagram comes before the server is bound
+        // (it would be lost for nothing); a socket stays in the namespace it was made in
+        let server_socket =
+            netns::bind_udp(&bed.receiver.netns, (RECEIVER_ADDRESS, ECHO_PORT).into())
+                .context("binding the echo server")?;
+        let load_socket = netns::bind_udp(&bed.sender.netns, (SENDER_ADDRESS, 0).into())
+            .context("binding the generator")?;
+        load_socket.connect((RECEIVER_ADDRESS, ECHO_PORT))?;
+        let collector_socket = load_socket.try_clone()?;
         let mut flow = Flow {
             stop: Arc::new(AtomicBool::new(false)),
             offered: Arc::new(AtomicU64::new(0)),
@@ -129,89 +123,63 @@ impl Flow {
             window: Arc::new(Window {
                 first: AtomicU64::new(u64::MAX),
                 end: AtomicU64::new(u64::MAX),
-                sent_at_open: AtomicU64::new(0),
-                sent_at_close: AtomicU64::new(0),
             }),
+            sent_at_open: 0,
+            sent_at_close: 0,
             server: None,
             generator: None,
             collector: None,
             echo_tid: 0,
         };
-        let (bound_tx, bound) = std::sync::mpsc::channel();
+        let (tid_tx, tid) = std::sync::mpsc::channel();
         let stop = flow.stop.clone();
-        flow.server = Some(spawn(
-            "trial-echo",
-            bed.receiver.netns.clone(),
-            receiving_cpu,
-            Some(consumer),
-            move || {
-                let socket = UdpSocket::bind((RECEIVER_ADDRESS, ECHO_PORT))
-                    .context("binding the echo server");
-                let socket = match socket {
-                    Ok(socket) => {
-                        let _ = bound_tx.send(Ok(crate::sched::gettid()));
-                        socket
-                    }
-                    Err(err) => {
-                        let _ = bound_tx.send(Err(anyhow!("{err:#}")));
-                        return Err(err);
-                    }
-                };
-                echo(&socket, &stop)
-            },
-        )?);
-        // no datagram before the server is bound: it would be lost for nothing
-        flow.echo_tid = bound
-            .recv_timeout(Duration::from_secs(5))
-            .context("the echo server did not start")??;
-        let (socket_tx, socket_rx) = std::sync::mpsc::channel();
+        flow.server = Some(spawn("trial-echo", receiving_cpu, consumer, move || {
+            let _ = tid_tx.send(crate::sched::gettid());
+            echo(&server_socket, &stop)
+        })?);
+        // the load starts once the consumer runs where and as it should
+        flow.echo_tid = match tid.recv() {
+            Ok(tid) => tid,
+            // it ended before it ran: its error says why
+            Err(_) => {
+                return Err(join(flow.server.take())
+                    .err()
+                    .unwrap_or_else(|| anyhow!("the echo server ended before it started")));
+            }
+        };
         let (stop, offered, sent) = (flow.stop.clone(), flow.offered.clone(), flow.sent.clone());
+        // generate writes a header into every datagram
         let payload = payload.max(HEADER);
         flow.generator = Some(spawn(
             "trial-load",
-            bed.sender.netns.clone(),
             sending_cpu,
-            Some(LOAD_PRIORITY),
-            move || {
-                let socket =
-                    UdpSocket::bind((SENDER_ADDRESS, 0)).context("binding the generator")?;
-                socket.connect((RECEIVER_ADDRESS, ECHO_PORT))?;
-                socket_tx
-                    .send(socket.try_clone()?)
-                    .map_err(|_| anyhow!("the collector is gone"))?;
-                generate(&socket, rate, payload, &stop, &offered, &sent)
-            },
+            LOAD_PRIORITY,
+            move || generate(&load_socket, rate, payload, &stop, &offered, &sent),
         )?);
-        let socket: UdpSocket = socket_rx
-            .recv_timeout(Duration::from_secs(5))
-            .context("the load generator did not start")?;
         let (stop, window) = (flow.stop.clone(), flow.window.clone());
         flow.collector = Some(spawn(
             "trial-collect",
-            bed.sender.netns.clone(),
             sending_cpu,
-            Some(LOAD_PRIORITY),
-            move || collect(&socket, &stop, &window),
+            LOAD_PRIORITY,
+            move || collect(&collector_socket, &stop, &window),
         )?);
         Ok(flow)
     }
 
     /// Starts counting: from the next datagram numbered.
-    pub fn open_window(&self) {
-        let w = &self.window;
-        w.sent_at_open
-            .store(self.sent.load(Ordering::Relaxed), Ordering::Relaxed);
-        w.first
+    pub fn open_window(&mut self) {
+        self.sent_at_open = self.sent.load(Ordering::Relaxed);
+        self.window
+            .first
             .store(self.offered.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// Stops counting the datagrams sent from now on (their echoes still come).
-    pub fn close_window(&self) {
-        let w = &self.window;
-        w.end
+    pub fn close_window(&mut self) {
+        self.window
+            .end
             .store(self.offered.load(Ordering::Relaxed), Ordering::Relaxed);
-        w.sent_at_close
-            .store(self.sent.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.sent_at_close = self.sent.load(Ordering::Relaxed);
     }
 
     /// Waits `grace` for the last echoes, stops every thread and returns the counts.
@@ -221,12 +189,8 @@ impl Flow {
         join(self.generator.take())?;
         let echoes = join(self.collector.take())?;
         join(self.server.take())?;
-        let w = &self.window;
         Ok(FlowCounts {
-            sent: w
-                .sent_at_close
-                .load(Ordering::Relaxed)
-                .saturating_sub(w.sent_at_open.load(Ordering::Relaxed)),
+            sent: self.sent_at_close.saturating_sub(self.sent_at_open),
             echoed: echoes.count,
             latencies: echoes.latencies,
         })
@@ -258,30 +222,6 @@ impl Drop for Flow {
 
 fn timed_out(err: &std::io::Error) -> bool {
     matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
-}
-
-/// Sets an integer socket option.
-fn set_socket_option(
-    socket: &UdpSocket,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-    what: &str,
-) -> Result<()> {
-    // SAFETY: `value` is a live c_int whose size is passed; the kernel only reads it.
-    let ret = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if ret != 0 {
-        return Err(std::io::Error::last_os_error()).context(what.to_owned());
-    }
-    Ok(())
 }
 
 /// The consumer: one datagram at a time, received and sent back (as inetd's echo).
@@ -351,13 +291,22 @@ const UDP_SEGMENT: libc::c_int = 103;
 /// than the receiving one, which segments the batch in its bottom half (the socket of
 /// the echo server asks for single datagrams), can carry.
 fn segment_sends(socket: &UdpSocket, size: usize) -> Result<()> {
-    set_socket_option(
-        socket,
-        libc::IPPROTO_UDP,
-        UDP_SEGMENT,
-        size as libc::c_int,
-        "asking for UDP segmentation offload (UDP_SEGMENT, Linux 4.18)",
-    )
+    let size = size as libc::c_int;
+    // SAFETY: `size` is a live c_int whose size is passed; the kernel only reads it.
+    let ret = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_UDP,
+            UDP_SEGMENT,
+            (&size as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if ret != 0 {
+        return Err(std::io::Error::last_os_error())
+            .context("asking for UDP segmentation offload (UDP_SEGMENT, Linux 4.18)");
+    }
+    Ok(())
 }
 
 /// Sends `batch` (whole datagrams of the socket's segment size) in one call; returns

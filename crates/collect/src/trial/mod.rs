@@ -5,7 +5,6 @@
 pub mod flow;
 pub mod testbed;
 
-use std::fs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -33,35 +32,6 @@ const STEER_HOLD: Duration = Duration::from_millis(500);
 /// How long the collector waits for the echoes of the last datagrams of a window.
 const ECHO_GRACE: Duration = Duration::from_millis(200);
 
-/// CPU `cpu`'s line of /proc/stat.
-fn cpu_times(cpu: u32) -> Result<CpuTimes> {
-    let stat = fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
-    let name = format!("cpu{cpu}");
-    stat.lines()
-        .find(|line| line.split_whitespace().next() == Some(name.as_str()))
-        .and_then(CpuTimes::parse)
-        .ok_or_else(|| anyhow!("/proc/stat has no {name} line"))
-}
-
-/// A thread's utime + stime, clock ticks (0 once it is gone).
-fn thread_ticks(tid: u32) -> u64 {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{tid}/stat")) else {
-        return 0;
-    };
-    // the fields after the name, which is in parentheses and may hold spaces: state is
-    // the first, utime and stime the 12th and 13th
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0;
-    };
-    let fields: Vec<u64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    fields.iter().sum()
-}
-
 /// The receiving CPU's and its threads' times at one moment.
 struct Snapshot {
     cpu: CpuTimes,
@@ -78,8 +48,11 @@ fn snapshot(options: &TrialOptions, napi_threads: &[u32], echo: u32) -> Result<S
     let runtime = |tid| system::thread_runtime_ns(tid).unwrap_or(0);
     let cpu = options.receiving_cpu;
     Ok(Snapshot {
-        cpu: cpu_times(cpu)?,
-        napi_ticks: napi_threads.iter().map(|&tid| thread_ticks(tid)).sum(),
+        cpu: system::cpu_times(cpu)?,
+        napi_ticks: napi_threads
+            .iter()
+            .map(|&tid| system::thread_ticks(tid))
+            .sum(),
         idle: system::cpu_idle(cpu),
         sender_idle: system::cpu_idle(options.sending_cpu),
         echo_ns: runtime(echo),
@@ -135,15 +108,17 @@ fn cyclic_latency(outcome: &WakeupOutcome, cpu: u32) -> Option<CyclicLatency> {
     let total = stats.series(Component::Total)?;
     let ranked = stats.ranked_causes();
     let all_ns: u64 = ranked.iter().map(|(_, c)| c.total_ns).sum();
-    let irq_names = system::irq_line_names();
-    let symbols = system::kernel_symbols();
     let top = ranked.first().filter(|(_, c)| c.total_ns > 0);
     Some(CyclicLatency {
         activations: stats.activations,
         avg_ns: total.avg_ns()?,
         p99_ns: total.quantile_ns(0.99)?,
         max_ns: total.max_ns()?,
-        top_cause: top.map(|(cause, _)| cause.label(&irq_names, &|a| symbols.name(a))),
+        // the names are read only for a cause to name: /proc/kallsyms is long
+        top_cause: top.map(|(cause, _)| {
+            let symbols = system::kernel_symbols();
+            cause.label(&system::irq_line_names(), &|a| symbols.name(a))
+        }),
         top_cause_percent: top.map(|(_, c)| 100.0 * c.total_ns as f64 / all_ns.max(1) as f64),
     })
 }
@@ -180,7 +155,7 @@ fn measure(
     let consumer = Priority::Other {
         nice: options.consumer_nice,
     };
-    let flow = Flow::start(
+    let mut flow = Flow::start(
         bed,
         rate,
         options.payload_bytes,
@@ -285,22 +260,4 @@ fn measure(
         napi_scheduling,
         runtimes: Some(runtimes),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_threads_ticks_and_a_cpus_times_are_read() {
-        // this thread's own, after 50 ms of spinning (12 ticks at 250 Hz)
-        let tid = crate::sched::gettid();
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_millis(50) {
-            std::hint::black_box(0u64);
-        }
-        assert!(thread_ticks(tid) > 0, "50 ms of CPU count ticks");
-        assert_eq!(thread_ticks(u32::MAX), 0);
-        assert!(cpu_times(0).is_ok());
-    }
 }

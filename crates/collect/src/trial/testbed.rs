@@ -6,15 +6,15 @@
 
 use std::fs;
 use std::net::Ipv4Addr;
-use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
 use crate::journal::{Journal, Knobs, SystemKnobs};
 use crate::knob::NETNS_PRESENT;
+use crate::netns;
 use irqlens_model::sched::Priority;
 use irqlens_model::trial::{BottomHalf, Design, TrialOptions};
-use irqlens_model::tune::{Change, Knob};
+use irqlens_model::tune::{Change, Knob, cpu_mask_hex};
 use irqlens_model::units::CpuList;
 
 /// The load generator's address, in the sending namespace.
@@ -61,30 +61,6 @@ fn change(journal: &mut Journal, knob: Knob, to: &str) -> Result<usize> {
     )
 }
 
-fn ip(args: &[&str]) -> Result<()> {
-    let output = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running ip (iproute2)")?;
-    ensure!(
-        output.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    Ok(())
-}
-
-/// A hex CPU mask of one CPU, as rps_cpus takes it.
-fn mask(cpu: u32) -> String {
-    let mut words: Vec<String> = Vec::new();
-    let (word, bit) = (cpu / 32, cpu % 32);
-    for w in (0..=word).rev() {
-        words.push(format!("{:08x}", if w == word { 1u32 << bit } else { 0 }));
-    }
-    words.join(",")
-}
-
 impl Testbed {
     /// Builds the bed for `design` (names made of this process's id, so that two trials
     /// cannot meet and a dead one's leftovers are told apart).
@@ -129,7 +105,7 @@ impl Testbed {
             }
             self.apply(journal, knob, NETNS_PRESENT)?;
         }
-        ip(&[
+        netns::ip(&[
             "link",
             "add",
             &sender.device,
@@ -145,7 +121,7 @@ impl Testbed {
         ])?;
         for (side, address) in [(&sender, SENDER_ADDRESS), (&receiver, RECEIVER_ADDRESS)] {
             let address = format!("{address}/30");
-            ip(&[
+            netns::ip(&[
                 "-n",
                 &side.netns,
                 "addr",
@@ -154,12 +130,12 @@ impl Testbed {
                 "dev",
                 &side.device,
             ])?;
-            ip(&["-n", &side.netns, "link", "set", &side.device, "up"])?;
+            netns::ip(&["-n", &side.netns, "link", "set", &side.device, "up"])?;
         }
         let ethtool = |side: &Side, args: &[&str]| -> Result<()> {
             let mut all = vec!["netns", "exec", &side.netns, "ethtool", "-K", &side.device];
             all.extend(args);
-            ip(&all)
+            netns::ip(&all).map(drop)
         };
         // GRO gives the receiving veth a NAPI instance, which threaded mode needs; veth
         // hands a UDP datagram to it only if the sending device has no TSO (else to the
@@ -172,7 +148,11 @@ impl Testbed {
             device: side.device.clone(),
             queue: 0,
         };
-        self.apply(journal, rps(&sender), &mask(options.sending_cpu))?;
+        self.apply(
+            journal,
+            rps(&sender),
+            &cpu_mask_hex(&CpuList::single(options.sending_cpu)),
+        )?;
         if design.threaded() {
             self.apply(
                 journal,
@@ -209,7 +189,11 @@ impl Testbed {
         } else {
             // the veth's NAPI runs where the sender sends; RPS moves NET_RX's protocol
             // work (IP, UDP, the socket) to the receiving CPU
-            self.apply(journal, rps(&receiver), &mask(options.receiving_cpu))?;
+            self.apply(
+                journal,
+                rps(&receiver),
+                &cpu_mask_hex(&CpuList::single(options.receiving_cpu)),
+            )?;
         }
         if design.budget {
             let sysctl = |name: &str| Knob::Sysctl {
@@ -256,37 +240,10 @@ fn thread_comm(tid: u32) -> Result<String> {
 /// The `napi/DEVICE-ID` kernel threads of `device`.
 fn napi_threads(device: &str) -> Result<Vec<u32>> {
     // comm is cut at 15 bytes: the id may be missing, the device is not (it is short)
-    let prefix = format!("napi/{device}-");
-    let prefix = &prefix[..prefix.len().min(15)];
-    let mut tids = Vec::new();
-    for entry in fs::read_dir("/proc").context("reading /proc")? {
-        let entry = entry?;
-        let Some(tid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if thread_comm(tid).is_ok_and(|comm| comm.starts_with(prefix)) {
-            tids.push(tid);
-        }
-    }
+    let tids = crate::system::threads_named(&format!("napi/{device}-"));
     ensure!(
         !tids.is_empty(),
         "{device} has no NAPI thread after threaded=1 (the kernel did not make one)"
     );
     Ok(tids)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn masks_name_one_cpu() {
-        assert_eq!(mask(0), "00000001");
-        assert_eq!(mask(1), "00000002");
-        assert_eq!(mask(33), "00000002,00000000");
-    }
 }

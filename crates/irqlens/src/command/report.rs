@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use super::{Outcome, print_json, recorded_names, replay};
 use crate::cli::ReportArgs;
@@ -22,6 +22,12 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 args.files.len()
             );
         };
+        if irqlens_record::result::read(recording)?.is_some() {
+            bail!(
+                "{}: a trial's recording has no timeline for --perfetto",
+                recording.display()
+            );
+        }
         // the functions' names are in the end line, the trace is written as it is read
         let symbols = recorded_names(Reader::open(recording)?.skip_inputs()?).symbols;
         perfetto::convert(recording, trace, symbols)?;
@@ -72,7 +78,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
 fn trial_result(args: &ReportArgs) -> Result<Option<(String, TrialReport)>> {
     let mut found = None;
     for path in &args.files {
-        let Some(document) = irqlens_record::result::read(path)? else {
+        let Some(trial) = super::trial::read_recording(path)? else {
             continue;
         };
         if args.files.len() > 1 {
@@ -81,14 +87,6 @@ fn trial_result(args: &ReportArgs) -> Result<Option<(String, TrialReport)>> {
                 path.display()
             );
         }
-        if args.perfetto.is_some() {
-            bail!(
-                "{}: a trial's recording has no timeline for --perfetto",
-                path.display()
-            );
-        }
-        let trial: TrialReport = serde_json::from_value(document)
-            .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))?;
         found = Some((path.display().to_string(), trial));
     }
     Ok(found)

@@ -15,7 +15,6 @@ use irqlens_analyze::sim::simulate;
 use irqlens_collect::system;
 use irqlens_model::run::TOOL;
 use irqlens_model::sim::{Calibration, Costs, SimConfig, SimDocument, TrialComparison};
-use irqlens_model::trial::TrialReport;
 use irqlens_present::html::Page;
 use irqlens_present::sim as show;
 
@@ -80,28 +79,6 @@ fn read_calibration(path: &Path) -> Result<Calibration> {
     read_json(path, "a calibration (irqlens sim --calibrate writes one)")
 }
 
-/// A trial's recording (`--record`) or its `--json` document; `None` for anything else.
-fn read_trial(path: &Path) -> Result<Option<TrialReport>> {
-    let document = match irqlens_record::result::read(path)? {
-        Some(document) => document,
-        // a trial's --json (a recording of a measurement is gzip, not JSON)
-        None => match fs::read(path)
-            .ok()
-            .filter(|bytes| bytes.first() == Some(&b'{'))
-            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        {
-            Some(document) => document,
-            None => return Ok(None),
-        },
-    };
-    if document["tool"] != TOOL || document["command"] != "trial" {
-        return Ok(None);
-    }
-    serde_json::from_value(document)
-        .map(Some)
-        .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))
-}
-
 /// `--calibrate REC...`: each recording's costs, the best per cost, the machine's
 /// limits, and per trial design its per-datagram costs; written as JSON.
 fn calibrate(args: &SimArgs) -> Result<()> {
@@ -109,7 +86,7 @@ fn calibrate(args: &SimArgs) -> Result<()> {
     let mut trials = Vec::new();
     for path in &args.calibrate {
         let file = path.display().to_string();
-        if let Some(trial) = read_trial(path)? {
+        if let Some(trial) = super::trial::read_recording_or_document(path)? {
             trials.push((file, trial));
             continue;
         }
@@ -191,7 +168,7 @@ fn calibrate(args: &SimArgs) -> Result<()> {
 fn against(args: &SimArgs, path: &Path) -> Result<()> {
     let costs = args.costs.as_deref().expect("clap requires --costs");
     let calibration = read_calibration(costs)?;
-    let trial = read_trial(path)?.ok_or_else(|| {
+    let trial = super::trial::read_recording_or_document(path)?.ok_or_else(|| {
         anyhow!(
             "{}: not a trial recording (irqlens trial net --record FILE, or its --json)",
             path.display()

@@ -3,7 +3,6 @@
 //! after a SIGKILL).
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result, bail};
 
@@ -69,7 +68,8 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
         cpus: options.cpus(),
         designs: summarize(&points),
         options,
-        interrupted: interrupted() || STOP.load(Ordering::Relaxed),
+        // STOP is set only by the signal handler, with INTERRUPTED
+        interrupted: interrupted(),
         points,
     };
     if let Some(path) = &args.record {
@@ -90,7 +90,6 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
     Ok(())
 }
 
-/// A point's progress line.
 /// The trial's HTML page, under `heading`.
 pub fn write_html(report: &TrialReport, heading: &str, path: &Path) -> Result<()> {
     let mut page = Page::new("irqlens trial net", &report.kernel);
@@ -98,6 +97,7 @@ pub fn write_html(report: &TrialReport, heading: &str, path: &Path) -> Result<()
     super::write_html(&page, path)
 }
 
+/// A point's progress line.
 fn summary_line(point: &TrialPoint) -> String {
     let cyclic = point.cyclic.as_ref().map_or("-".into(), |c| {
         format!("{} us", irqlens_present::us(c.max_ns))
@@ -125,4 +125,32 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// The trial a result recording (`trial net --record`) holds; `None` for any other file.
+pub(super) fn read_recording(path: &Path) -> Result<Option<TrialReport>> {
+    irqlens_record::result::read(path)?.map_or(Ok(None), |document| trial_in(path, document))
+}
+
+/// A trial's recording or its `--json` document; `None` for anything else.
+pub(super) fn read_recording_or_document(path: &Path) -> Result<Option<TrialReport>> {
+    if let Some(trial) = read_recording(path)? {
+        return Ok(Some(trial));
+    }
+    // a measurement's recording is gzip, not JSON text
+    let document = std::fs::read(path)
+        .ok()
+        .filter(|bytes| irqlens_record::is_json_text(bytes))
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    document.map_or(Ok(None), |document| trial_in(path, document))
+}
+
+/// The trial `document` (read from `path`) is, if it is one.
+fn trial_in(path: &Path, document: serde_json::Value) -> Result<Option<TrialReport>> {
+    if document["tool"] != irqlens_model::run::TOOL || document["command"] != "trial" {
+        return Ok(None);
+    }
+    serde_json::from_value(document)
+        .map(Some)
+        .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))
 }

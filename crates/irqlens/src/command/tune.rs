@@ -252,7 +252,7 @@ fn noise_options(cpus: &CpuList, duration: Duration) -> Result<NoiseOptions> {
 /// A wakeup run (timer mode) on `cpus` for `duration`, `irqlens wakeup`'s defaults
 /// otherwise.
 pub(super) fn wakeup_options(cpus: &CpuList, duration: Duration) -> Result<WakeupOptions> {
-    let wakeup = WakeupDefaults::try_parse_from(["tune"])?.wakeup;
+    let wakeup = WakeupArgs::defaults()?;
     let mut options = wakeup.options_on(None, cpus.clone())?;
     options.duration = Some(duration);
     Ok(options)
@@ -262,12 +262,6 @@ pub(super) fn wakeup_options(cpus: &CpuList, duration: Duration) -> Result<Wakeu
 struct NoiseDefaults {
     #[command(flatten)]
     noise: NoiseArgs,
-}
-
-#[derive(Parser)]
-struct WakeupDefaults {
-    #[command(flatten)]
-    wakeup: WakeupArgs,
 }
 
 /// The journal, whose changes are put back when the session ends, however it ends.

@@ -30,3 +30,22 @@ fn bad_input_is_refused_in_one_line() {
         assert_fails_with(args, expected);
     }
 }
+
+#[test]
+fn a_trials_recording_has_no_timeline_for_perfetto() {
+    let path =
+        std::env::temp_dir().join(format!("irqlens-trial-perfetto-{}.gz", std::process::id()));
+    let document = serde_json::json!({"tool": "irqlens", "command": "trial", "points": []});
+    irqlens_record::result::write(&path, &document).unwrap();
+    let file = path.to_string_lossy();
+    let refused = std::panic::catch_unwind(|| {
+        assert_fails_with(
+            &["report", &file, "--perfetto", "x.json"],
+            "a trial's recording has no timeline for --perfetto",
+        )
+    });
+    std::fs::remove_file(&path).unwrap();
+    if let Err(panic) = refused {
+        std::panic::resume_unwind(panic);
+    }
+}
