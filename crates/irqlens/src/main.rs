@@ -41,10 +41,6 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 
 /// Runs the command; a live run says how it ended (a stop threshold hit exits with 2).
 fn run(cli: Cli) -> Result<Ended> {
-    ctrlc::set_handler(|| {
-        INTERRUPTED.store(true, Ordering::Relaxed);
-        STOP.store(true, Ordering::Relaxed);
-    })?;
     let Some(command) = cli.command else {
         let Some(kind) = cli.generate else {
             // only `irqlens` with nothing else, which clap answers with the help
@@ -53,6 +49,15 @@ fn run(cli: Cli) -> Result<Ended> {
         generate::write(kind, &mut std::io::stdout().lock())?;
         return Ok(Ended::Normally);
     };
+    // report and compare only read files and change nothing: Ctrl-C and SIGTERM end them
+    // as they end any reader, even blocked in a read from a FIFO or a pipe. Every other
+    // command stops at the flag, to put back what it changed and print what it has.
+    if !matches!(command, Command::Report(_) | Command::Compare(_)) {
+        ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, Ordering::Relaxed);
+            STOP.store(true, Ordering::Relaxed);
+        })?;
+    }
     match command {
         Command::Noise(command) => {
             let (mut args, hist) = command.split()?;

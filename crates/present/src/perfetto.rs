@@ -122,7 +122,7 @@ impl TraceWriter {
     /// for a live run, the recording's for a replay).
     pub fn create(path: &Path, header: &Header, symbols: KernelSymbols) -> Result<Self> {
         let name = format!("--perfetto {}", path.display());
-        let file = File::create(path).with_context(|| name.clone())?;
+        let file = irqlens_record::output::create(path).with_context(|| name.clone())?;
         let other_data = json!({
             "irqlens_version": header.irqlens_version,
             "capability": header.capability,

@@ -32,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+pub mod output;
 mod reader;
 pub mod result;
 mod sink;

@@ -14,7 +14,8 @@ use serde::Serialize;
 
 /// Writes `document` to `path`.
 pub fn write(path: &Path, document: &impl Serialize) -> Result<()> {
-    let file = File::create(path).with_context(|| format!("--record {}", path.display()))?;
+    let file =
+        crate::output::create(path).with_context(|| format!("--record {}", path.display()))?;
     let mut encoder = GzEncoder::new(file, Compression::default());
     serde_json::to_writer(&mut encoder, document)?;
     encoder.write_all(b"\n")?;

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
+use super::output;
 use super::sink::Sink;
 use super::{End, Header, Line};
 
@@ -21,7 +22,7 @@ impl Recorder {
     /// Creates `path` and writes the header, so a path that cannot be written fails
     /// before anything is measured.
     pub fn create(path: &Path, header: Header) -> Result<Self> {
-        let file = File::create(path).with_context(|| format!("--record {}", path.display()))?;
+        let file = output::create(path).with_context(|| format!("--record {}", path.display()))?;
         // the fast level: a busy run writes from the collector thread as it goes
         let out = GzEncoder::new(BufWriter::new(file), Compression::fast());
         let mut recorder = Recorder {

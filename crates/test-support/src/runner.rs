@@ -178,6 +178,25 @@ pub fn signal_and_wait(child: Child, signal: i32) -> Output {
     output
 }
 
+/// Sends `signal` to an irqlens started with [`start`] and returns its output once it
+/// ended, however it ended; panics if it is still running `limit` after the signal (then
+/// it is killed): a command that ignores the signal hangs, and that is what this catches.
+pub fn signal_and_expect_end(mut child: Child, signal: i32, limit: Duration) -> Output {
+    // SAFETY: kill takes integers; the child is not waited for yet, so its pid cannot
+    // name another process.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("waiting for irqlens").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("irqlens was still running {limit:?} after signal {signal}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("irqlens's output")
+}
+
 /// Names of irqlens's BPF programs still loaded once the kernel has had up to 3 s to
 /// free them (it releases a program asynchronously after its last file is closed).
 pub fn programs_left_after_exit() -> Vec<String> {

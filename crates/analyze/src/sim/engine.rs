@@ -29,6 +29,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::{Arrival, Design, Dist, SimConfig, TaskKind};
@@ -37,6 +38,9 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 
 use super::designs::{self, BottomHalf};
 use super::scheduler::{self, Candidate, NICE_0_WEIGHT};
+
+/// How many events the engine handles between two looks at its stop flag.
+const STOP_CHECK_EVENTS: u32 = 1 << 16;
 
 /// Simulated time, ns.
 pub(super) type Ns = u64;
@@ -505,11 +509,17 @@ impl<'a> Engine<'a> {
         self.events.push(Reverse((at, self.sequence, event)));
     }
 
-    /// Runs to the end of the simulated time.
-    pub(super) fn run(mut self) -> Outcome {
+    /// Runs to the end of the simulated time; `None` if `stop` was set first.
+    pub(super) fn run(mut self, stop: &AtomicBool) -> Option<Outcome> {
+        let mut handled: u32 = 0;
         while let Some(Reverse((now, _, event))) = self.events.pop() {
             if now > self.end {
                 break;
+            }
+            handled = handled.wrapping_add(1);
+            // often enough for Ctrl-C to feel immediate, rarely enough to cost nothing
+            if handled % STOP_CHECK_EVENTS == 0 && stop.load(Ordering::Relaxed) {
+                return None;
             }
             match event {
                 Event::Arrival(source) => self.arrive(source, now),
@@ -534,7 +544,7 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|s| (s.offered, s.dropped_ring, s.dropped_socket))
             .collect();
-        self.out
+        Some(self.out)
     }
 
     fn arrive(&mut self, index: usize, now: Ns) {

@@ -17,6 +17,8 @@ mod scheduler;
 #[cfg(test)]
 mod tests;
 
+use std::sync::atomic::AtomicBool;
+
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::{
     Arrival, ConsumerResult, CostName, CpuSplit, Design, DesignResult, LatencySummary,
@@ -28,8 +30,17 @@ use engine::{Engine, Ns};
 /// CDF points per latency summary.
 const CDF_POINTS: usize = 100;
 
+/// A stop flag nobody sets: the simulation runs to its end.
+static NEVER: AtomicBool = AtomicBool::new(false);
+
 /// Simulates every design of `config`; a one-line error if the configuration is wrong.
 pub fn simulate(config: &SimConfig) -> Result<SimReport, String> {
+    simulate_until(config, &NEVER)
+}
+
+/// [`simulate`], until `stop` is set (Ctrl-C): the report then holds the designs
+/// simulated to the end before it, in order, and not the one cut short.
+pub fn simulate_until(config: &SimConfig, stop: &AtomicBool) -> Result<SimReport, String> {
     check(config)?;
     Ok(SimReport {
         duration_s: config.duration_s,
@@ -38,14 +49,19 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport, String> {
         designs: config
             .designs
             .iter()
-            .map(|design| simulate_design(config, design))
+            .map_while(|design| design_until(config, design, stop))
             .collect(),
     })
 }
 
 /// Simulates one design (`config` must pass [`check`]).
 pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
-    let mut outcome = Engine::new(config, design).run();
+    design_until(config, design, &NEVER).expect("nobody stops NEVER")
+}
+
+/// Simulates one design until `stop` is set; `None` if it was before the end.
+fn design_until(config: &SimConfig, design: &Design, stop: &AtomicBool) -> Option<DesignResult> {
+    let mut outcome = Engine::new(config, design).run(stop)?;
     let seconds = config.duration_s;
     let mut consumers = Vec::new();
     let mut periodic = Vec::new();
@@ -86,7 +102,7 @@ pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
         .iter()
         .map(|&(offered, ..)| offered)
         .sum::<u64>();
-    DesignResult {
+    Some(DesignResult {
         design: *design,
         interrupts: outcome.interrupts,
         arrivals,
@@ -103,7 +119,7 @@ pub fn simulate_design(config: &SimConfig, design: &Design) -> DesignResult {
             switching: share(split.switching),
             idle: share(split.idle),
         },
-    }
+    })
 }
 
 /// Why `config` cannot be simulated, if it cannot.

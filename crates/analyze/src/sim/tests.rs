@@ -503,3 +503,14 @@ fn an_interrupt_that_finds_the_cpu_idle_pays_the_idle_exit_and_a_busy_one_does_n
         "a busy CPU has no idle state to leave"
     );
 }
+
+#[test]
+fn a_simulation_stopped_before_its_end_keeps_only_the_designs_it_finished() {
+    use std::sync::atomic::AtomicBool;
+    let config = SimConfig::example();
+    let stopped = super::simulate_until(&config, &AtomicBool::new(true)).unwrap();
+    // the example's designs each handle far more events than one stop check's worth
+    assert!(stopped.designs.is_empty(), "{:?}", stopped.designs.len());
+    let whole = super::simulate_until(&config, &AtomicBool::new(false)).unwrap();
+    assert_eq!(whole.designs.len(), config.designs.len());
+}

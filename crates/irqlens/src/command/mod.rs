@@ -33,7 +33,7 @@ use irqlens_present::html::Page;
 use irqlens_present::perfetto::TraceWriter;
 use irqlens_present::prometheus::Exporter;
 use irqlens_present::{self, Names};
-use irqlens_record::{End, Reader, Recorder};
+use irqlens_record::{End, Reader, Recorder, output};
 
 /// Set by Ctrl-C/SIGTERM (and by the run itself when it ends): every loop checks it.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -262,7 +262,7 @@ pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
 fn open_tap(output: &OutputArgs, options: &RunOptions, created: &mut Vec<PathBuf>) -> Result<Tap> {
     if let Some(path) = &output.html {
         // the page is written at the end: a path that cannot be is refused before the run
-        std::fs::File::create(path).with_context(|| format!("--html {}", path.display()))?;
+        output::create(path).with_context(|| format!("--html {}", path.display()))?;
         created.push(path.clone());
     }
     let mut tap = Tap::default();
@@ -312,7 +312,7 @@ pub fn recorded_names(end: &End) -> Names {
 
 pub fn write_html(page: &Page, path: &Path) -> Result<()> {
     let write = || -> std::io::Result<()> {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        let mut out = std::io::BufWriter::new(output::create(path)?);
         page.write(&mut out)?;
         out.flush()
     };

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::{print_json, replay};
+use super::{STOP, interrupted, print_json, replay};
 use crate::cli::SimArgs;
 use irqlens_analyze::sim::calibrate::{DATAGRAM_TRUESIZE, compare_trial, costs_from, trial_costs};
-use irqlens_analyze::sim::simulate;
+use irqlens_analyze::sim::simulate_until;
 use irqlens_collect::system;
 use irqlens_model::run::TOOL;
 use irqlens_model::sim::{Calibration, Costs, SimConfig, SimDocument, TrialComparison};
@@ -50,7 +50,14 @@ pub fn run(args: &SimArgs) -> Result<()> {
     if let Some(duration) = args.duration {
         config.duration_s = duration.as_secs_f64();
     }
-    let report = simulate(&config).map_err(|e| anyhow!(e))?;
+    let report = simulate_until(&config, &STOP).map_err(|e| anyhow!(e))?;
+    if interrupted() {
+        let (done, asked) = (report.designs.len(), config.designs.len());
+        if done == 0 {
+            bail!("interrupted before the first of {asked} designs was simulated to its end");
+        }
+        eprintln!("irqlens: sim interrupted: {done} of {asked} designs simulated to the end");
+    }
     if let Some(path) = &args.html {
         let mut page = Page::new("irqlens sim", "simulated");
         page.sim("irqlens sim", &report);
@@ -150,7 +157,9 @@ fn calibrate(args: &SimArgs) -> Result<()> {
     let text = serde_json::to_string_pretty(&calibration)? + "\n";
     match &args.output {
         Some(path) => {
-            fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+            irqlens_record::output::create(path)
+                .and_then(|mut file| file.write_all(text.as_bytes()))
+                .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
                 "irqlens: wrote {} ({} measured costs, {} trial designs); costs: {}",
                 path.display(),

@@ -28,7 +28,8 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
     // is built
     for (option, path) in [("--html", &args.html), ("--record", &args.record)] {
         if let Some(path) = path {
-            std::fs::File::create(path).with_context(|| format!("{option} {}", path.display()))?;
+            irqlens_record::output::create(path)
+                .with_context(|| format!("{option} {}", path.display()))?;
         }
     }
     let progress = !args.quiet;

@@ -233,3 +233,15 @@ fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
     );
     let _ = fs::remove_file(calibration);
 }
+
+#[test]
+fn a_long_simulation_stops_at_sigterm_with_one_line() {
+    let sim = start(&["sim", "-d", "600s"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let output = signal_and_expect_end(sim, libc::SIGTERM, std::time::Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // no design of 600 simulated seconds ends in half a second: nothing to print
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted before the first"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}
