@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::Design;
@@ -15,6 +15,52 @@ use irqlens_model::units::CpuList;
 use crate::parse::{
     Action, parse_action, parse_bucket_size, parse_count, parse_micros, parse_run_duration,
 };
+
+/// The command line as irqlens parses it, documents it (`--help`, man pages) and completes
+/// it: clap's, with what derive cannot say once for every subcommand.
+pub fn command() -> clap::Command {
+    let command = accept_negative_values(Cli::command());
+    command.mut_subcommands(|subcommand| with_examples(subcommand, ""))
+}
+
+/// Shows `subcommand`'s examples after its options in `--help` (its man page has them in
+/// EXAMPLES); `parent` is the words before it (`trial` for `trial net`).
+fn with_examples(subcommand: clap::Command, parent: &str) -> clap::Command {
+    let name = format!("{parent} {}", subcommand.get_name());
+    let name = name.trim_start().to_owned();
+    let subcommand = subcommand.mut_subcommands(|nested| with_examples(nested, &name));
+    match crate::examples::help_text(&name) {
+        Some(text) => subcommand.after_help(text),
+        None => subcommand,
+    }
+}
+
+/// Parses the process's arguments.
+pub fn parse() -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// A value that starts with '-' (`--causes -1`, `--hold -1s`) is taken as the option's
+/// value, for the option to refuse it with a message about the value, not as an unknown
+/// option. Durations take any text after a hyphen (`-1s`), other values negative numbers;
+/// a duration that may be left out (`-A`) does not, or it would take the next option.
+fn accept_negative_values(command: clap::Command) -> clap::Command {
+    command
+        .allow_negative_numbers(true)
+        .mut_args(|arg| {
+            let duration = arg
+                .get_value_names()
+                .is_some_and(|names| names.iter().any(|n| n == "TIME" || n == "US"));
+            let optional = arg.get_num_args().is_some_and(|n| n.min_values() == 0);
+            if duration && !optional {
+                arg.allow_hyphen_values(true)
+            } else {
+                arg
+            }
+        })
+        .mut_subcommands(accept_negative_values)
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,6 +75,9 @@ pub struct Cli {
     /// and exit (as ripgrep's --generate)
     #[arg(long, value_name = "KIND")]
     pub generate: Option<Generate>,
+    /// Where --generate man-pages writes the pages
+    #[arg(long, value_name = "DIR", requires = "generate")]
+    pub man_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -36,8 +85,11 @@ pub struct Cli {
 /// What `--generate` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Generate {
-    /// The man page, roff (man 1 irqlens)
+    /// The man page irqlens(1), roff
     Man,
+    /// Every man page, irqlens(1) and one per subcommand (irqlens-noise(1), ...), written
+    /// into --man-dir
+    ManPages,
     /// Bash completions
     CompleteBash,
     /// Zsh completions

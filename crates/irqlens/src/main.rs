@@ -3,6 +3,7 @@
 #[allow(rustdoc::broken_intra_doc_links)]
 mod cli;
 mod command;
+mod examples;
 mod generate;
 mod parse;
 mod resolve;
@@ -11,7 +12,6 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use anyhow::Result;
-use clap::Parser;
 
 use crate::cli::{Cli, Command, StopActions};
 use command::account::AccountTool;
@@ -21,13 +21,50 @@ use command::wakeup::WakeupTool;
 use command::{Ended, INTERRUPTED, STOP};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match cli::parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
     match run(cli) {
         Ok(ended) => ended.exit_code(),
         // a reader that has seen enough (`| head`) is no error
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("irqlens: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--help` and `--version` exit 0; `irqlens` alone shows the help and exits 1; any other
+/// usage error is one line and exits 1, as every error does: 2 is kept for a stop
+/// threshold hit (rtla's statuses), so that a script's `[ $? -eq 2 ]` never reads a typo
+/// as a latency spike.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = err.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            ExitCode::FAILURE
+        }
+        _ => {
+            // clap's message runs to the first blank line (a list of missing or
+            // conflicting options may follow its first line); its usage and tips after
+            // that are left to --help
+            let rendered = err.render().to_string();
+            let message: Vec<&str> = rendered
+                .lines()
+                .take_while(|line| !line.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            eprintln!(
+                "irqlens: {}",
+                message.join(" ").trim_start_matches("error: ")
+            );
             ExitCode::FAILURE
         }
     }
@@ -46,7 +83,7 @@ fn run(cli: Cli) -> Result<Ended> {
             // only `irqlens` with nothing else, which clap answers with the help
             anyhow::bail!("a command is needed: see irqlens --help");
         };
-        generate::write(kind, &mut std::io::stdout().lock())?;
+        generate::write(kind, cli.man_dir.as_deref(), &mut std::io::stdout().lock())?;
         return Ok(Ended::Normally);
     };
     // report and compare only read files and change nothing: Ctrl-C and SIGTERM end them

@@ -51,7 +51,7 @@ fn stop_options_are_where_a_stop_exists() {
         ("account", "--warm-up"),
     ] {
         let output = irqlens(&[command, option, "1", "-d", "1"]);
-        assert_eq!(output.status.code(), Some(2), "clap's usage error");
+        assert_eq!(output.status.code(), Some(1), "a usage error");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("unexpected argument"), "{stderr}");
     }
@@ -67,4 +67,67 @@ fn hist_takes_no_header_and_no_index() {
             "{command} hist: {help}"
         );
     }
+}
+
+/// Every usage error exits 1 with one line, whatever part of the command line is wrong:
+/// 2 means a stop threshold was hit, and a script that gates on it must not read a typo
+/// as a latency spike. Values that start with '-' are refused for their value.
+#[test]
+fn usage_errors_exit_1_with_one_line() {
+    let bad: &[(&[&str], &str)] = &[
+        (&["noise", "-c", "a"], "'a' is not a CPU list"),
+        (&["noise", "-d", "0"], "longer than zero"),
+        (&["noise", "-T", "-1"], "'-1' must be positive"),
+        (&["noise", "--causes", "-1"], "'-1' for '--causes"),
+        (&["noise", "--bogus"], "unexpected argument '--bogus'"),
+        (&["bh", "-d"], "a value is required"),
+        (&["wakeup", "-c", "0-"], "not a CPU list"),
+        (&["tune", "--rounds", "1"], "'1' for '--rounds"),
+        (&["steer", "--hold", "-1s"], "'-1s' must be positive"),
+        (
+            &["trial", "net", "--consumer-nice", "-40"],
+            "'-40' for '--consumer-nice",
+        ),
+        (&["sim", "--seed", "x"], "'x' for '--seed"),
+        (&["frobnicate"], "unrecognized subcommand 'frobnicate'"),
+        (&["--generate", "nothing"], "'nothing' for '--generate"),
+    ];
+    for (args, expected) in bad {
+        let output = irqlens(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "irqlens {args:?}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "irqlens {args:?}: expected '{expected}' in {stderr}"
+        );
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "irqlens {args:?}: {stderr}"
+        );
+        assert!(
+            stderr.starts_with("irqlens: "),
+            "irqlens {args:?}: {stderr}"
+        );
+    }
+    // asked-for help and version are no error; irqlens alone shows the help and fails
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["noise", "--help"],
+        &["trial", "net", "-h"],
+    ] {
+        assert_eq!(irqlens(args).status.code(), Some(0), "irqlens {args:?}");
+    }
+    let alone = irqlens(&[]);
+    assert_eq!(alone.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("Usage:"));
+}
+
+/// `--help` shows the subcommand's examples after its options.
+#[test]
+fn help_ends_with_examples() {
+    let output = irqlens(&["noise", "--help"]);
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("Examples:\n  irqlens noise"), "{help}");
 }
