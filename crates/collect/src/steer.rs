@@ -1,6 +1,7 @@
 //! Runs `irqlens steer`: the socket checkpoints on every CPU say which bottom-half thread
-//! queued data for which reader; the steering decides each thread's scheduling and every
-//! change goes through the journal, so any exit puts the threads back.
+//! queued data for which reader; the steering decides each thread's scheduling, and each
+//! thread it changes is journaled (once, with its own scheduling), so any exit puts the
+//! threads back.
 
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;

@@ -676,7 +676,7 @@ pub struct TuneArgs {
     #[arg(long, conflicts_with_all = ["cpus", "apply", "all", "change", "dry_run", "keep"])]
     pub revert: bool,
     /// With --revert: put back the changes --keep left in place too
-    #[arg(long, requires = "revert")]
+    #[arg(long)]
     pub kept: bool,
     /// What the verdict is judged on
     #[arg(long, value_enum, default_value_t = TuneMetric::Noise)]

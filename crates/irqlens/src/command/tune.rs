@@ -84,6 +84,10 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     if args.revert {
         return revert(journal, args.kept);
     }
+    // checked here: clap's `requires = "revert"` let --kept through without it
+    if args.kept {
+        bail!("--kept goes with --revert: irqlens tune --revert --kept");
+    }
     let cpus = system::select_cpus(args.cpus.as_ref())?;
     let mut changes = Vec::new();
     for spec in &args.change {
