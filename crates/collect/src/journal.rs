@@ -1,12 +1,16 @@
 //! The write-ahead journal of everything irqlens changes on a machine (`tune`'s remedies,
-//! `trial`'s and `steer`'s thread policies and sysctls): every change is written down and
-//! fsync'ed before it is made, so that whatever ends irqlens (an error, a signal, SIGKILL,
-//! a crash) the values it found can be written back: by the run itself at its exit, or by
-//! `irqlens tune --revert` after it died. One journal for all of them: one command that
-//! changes the machine runs at a time.
+//! `trial`'s and `steer`'s thread policies and sysctls, the network namespaces of `trial`'s
+//! and `bh -t net`'s test beds): every change is written down and fsync'ed before it is
+//! made, so that whatever ends irqlens (an error, a signal, SIGKILL, a crash) the values it
+//! found can be written back: by the run itself at its exit, or by `irqlens tune --revert`
+//! after it died. One journal for all of them: one command that changes the machine runs
+//! at a time. Changes `tune --keep` left in place stay in it, owned by no run, until
+//! `irqlens tune --revert --kept`; the next run takes the journal over with them in it.
 
-use std::fs::{self, File, OpenOptions};
+use std::collections::BTreeMap;
+use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,6 +28,9 @@ pub trait Knobs {
     fn read(&self, knob: &Knob) -> Result<String>;
     /// Writes `value` to the knob.
     fn write(&self, knob: &Knob, value: &str) -> Result<()>;
+    /// Why what the knob acts on is gone (a thread that exited, a device or a namespace
+    /// deleted), if it is: there is then nothing to put back.
+    fn gone(&self, knob: &Knob) -> Option<String>;
 }
 
 /// The machine's knobs.
@@ -37,6 +44,10 @@ impl Knobs for SystemKnobs {
     fn write(&self, knob: &Knob, value: &str) -> Result<()> {
         crate::knob::write(knob, value)
     }
+
+    fn gone(&self, knob: &Knob) -> Option<String> {
+        crate::knob::gone(knob)
+    }
 }
 
 /// Where a change is.
@@ -47,9 +58,10 @@ pub enum State {
     Planned,
     /// Made.
     Applied,
-    /// Made and left in place at exit (`--keep`): `--revert` still undoes it.
+    /// Made and left in place at exit (`tune --keep`): later runs leave it alone, and
+    /// `tune --revert --kept` undoes it.
     Kept,
-    /// Put back.
+    /// Put back (or nothing to put back: what it changed is gone).
     Reverted,
 }
 
@@ -68,8 +80,14 @@ pub struct Entry {
 pub struct Document {
     /// The irqlens process that writes it; 0 once it ended leaving changes in place.
     pub owner_pid: u32,
-    /// The command that writes it: `tune`, `trial` or `steer` (all journal here, so that
-    /// one `irqlens tune --revert` undoes any of them, and they cannot run together).
+    /// The owner's start time (field 22 of /proc/PID/stat, clock ticks since boot), so
+    /// that another process given the same pid is not taken for it; journals written
+    /// before it was recorded have none (the pid alone is checked).
+    #[serde(default)]
+    pub owner_start: Option<u64>,
+    /// The command that writes it: `tune`, `trial`, `steer` or `bh` (all journal here,
+    /// so that one `irqlens tune --revert` undoes any of them, and they cannot run
+    /// together).
     #[serde(default = "tune")]
     pub owner: String,
     /// When it started, seconds since the epoch.
@@ -91,9 +109,35 @@ impl Document {
             .enumerate()
             .filter(|(_, e)| e.state != State::Reverted)
     }
+
+    /// The changes a run left that were to be put back (not kept): a run that died.
+    fn unfinished(&self) -> usize {
+        self.outstanding()
+            .filter(|(_, e)| e.state != State::Kept)
+            .count()
+    }
+
+    /// The changes left in place by `tune --keep`.
+    fn kept(&self) -> Vec<Change> {
+        self.outstanding()
+            .filter(|(_, e)| e.state == State::Kept)
+            .map(|(_, e)| e.change.clone())
+            .collect()
+    }
+
+    /// Whether the process that writes it runs: the same pid, started at the same time.
+    fn owner_runs(&self) -> bool {
+        running_since(self.owner_pid)
+            .is_some_and(|start| self.owner_start.is_none_or(|owner| owner == start))
+    }
+
+    /// Whether this process writes it.
+    fn owned_here(&self) -> bool {
+        self.owner_pid == std::process::id() && self.owner_runs()
+    }
 }
 
-/// The journal of a running `tune`: it owns the file until it is dropped.
+/// The journal of a running command: it owns the file until it is finished.
 pub struct Journal {
     path: PathBuf,
     document: Document,
@@ -120,50 +164,84 @@ impl std::fmt::Display for Unrestored {
     }
 }
 
+/// A change whose target is gone (a thread that exited, a device or a namespace deleted):
+/// dropped from the journal, as there is nothing to put back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vanished {
+    /// The change.
+    pub change: Change,
+    /// Why it is gone.
+    pub why: String,
+}
+
+impl std::fmt::Display for Vanished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "dropped {} from the journal: {}, nothing to put back",
+            crate::knob::describe(&self.change.knob),
+            self.why
+        )
+    }
+}
+
+/// What putting changes back did.
+#[derive(Debug, Default)]
+pub struct Restoration {
+    /// The changes put back, in the order they were (last made first).
+    pub put_back: Vec<Change>,
+    /// The changes whose target is gone.
+    pub dropped: Vec<Vanished>,
+    /// The changes that could not be put back (the journal keeps them).
+    pub failed: Vec<Unrestored>,
+    /// The changes `tune --keep` left in place, which stay.
+    pub kept: Vec<Change>,
+}
+
 impl Journal {
-    /// Starts the journal of `irqlens COMMAND` at `path`; refused while another run's
-    /// journal is there (alive: who it is; dead: run `irqlens tune --revert` first).
+    /// Starts the journal of `irqlens COMMAND` at `path`. Refused while another run owns
+    /// it (who it is), or while a run that died left changes in it (run `irqlens tune
+    /// --revert` first); changes `tune --keep` left stay in it, as they are.
     pub fn begin(path: &Path, command: &str) -> Result<Journal> {
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let document = Document {
+        let _lock = lock_directory(path)?;
+        let mut document = Document {
             owner_pid: std::process::id(),
+            owner_start: running_since(std::process::id()),
             owner: command.into(),
             started_unix_s: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             changes: Vec::new(),
         };
-        // create_new: of two tunes starting together, one gets the file
-        match OpenOptions::new().write(true).create_new(true).open(path) {
-            Ok(file) => write_synced(file, &document)?,
-            Err(err) if err.kind() == ErrorKind::AlreadyExists => {
-                let other = load(path)?;
-                let what = describe_owner(&other);
-                if alive(other.owner_pid) {
-                    bail!(
-                        "another irqlens {} is running ({what}; journal {}): wait for it to end",
-                        other.owner,
-                        path.display()
-                    );
-                }
+        if let Some(other) = load_if_there(path)? {
+            let what = describe_owner(&other);
+            if other.owner_runs() {
                 bail!(
-                    "{} left by {what}, no longer running, holds {} change(s) not put back: \
-                     run `irqlens tune --revert` first",
-                    path.display(),
-                    other.outstanding().count()
+                    "another irqlens {} is running ({what}; journal {}): wait for it to end",
+                    other.owner,
+                    path.display()
                 );
             }
-            Err(err) => {
-                return Err(err).with_context(|| format!("creating {}", path.display()));
+            let unfinished = other.unfinished();
+            if unfinished > 0 {
+                bail!(
+                    "{} left by {what}, no longer running, holds {unfinished} change(s) not put \
+                     back: run `irqlens tune --revert` first",
+                    path.display(),
+                );
             }
+            // only what `tune --keep` left: it stays, and goes back only with --kept
+            document.changes = other
+                .outstanding()
+                .map(|(_, entry)| entry.clone())
+                .collect();
         }
-        sync_dir(path)?;
-        Ok(Journal {
+        let journal = Journal {
             path: path.to_owned(),
             document,
-        })
+        };
+        journal.save()?;
+        Ok(journal)
     }
 
     /// The journal's changes.
@@ -191,17 +269,26 @@ impl Journal {
         Ok(index)
     }
 
-    /// Writes change `index`'s value before back.
-    pub fn revert(&mut self, knobs: &dyn Knobs, index: usize) -> Result<()> {
-        let change = &self.document.changes[index].change;
-        knobs.write(&change.knob, &change.from)?;
-        self.set(index, State::Reverted)
+    /// Writes `to` to `knob`, its value now journaled as the one to put back; returns the
+    /// entry.
+    pub fn change(&mut self, knobs: &dyn Knobs, knob: Knob, to: &str) -> Result<usize> {
+        let from = knobs.read(&knob)?;
+        self.apply(
+            knobs,
+            Change {
+                knob,
+                from,
+                to: to.into(),
+            },
+        )
     }
 
-    /// Marks change `index` as put back without writing anything: what it changed is
-    /// gone (a thread that ended with its device).
-    pub fn forget(&mut self, index: usize) -> Result<()> {
-        self.set(index, State::Reverted)
+    /// Writes change `index`'s value before back; if what it changed is gone, there is
+    /// nothing to write: it is dropped, and returned.
+    pub fn revert(&mut self, knobs: &dyn Knobs, index: usize) -> Result<Option<Vanished>> {
+        let vanished = put_back(knobs, &self.document.changes[index].change)?;
+        self.set(index, State::Reverted)?;
+        Ok(vanished)
     }
 
     /// Marks change `index` as kept at exit.
@@ -209,32 +296,28 @@ impl Journal {
         self.set(index, State::Kept)
     }
 
-    /// As [`finish`](Self::finish), saying on stderr each change that could not be put
-    /// back (the journal keeps it for `--revert`); returns how many.
-    pub fn close(self, knobs: &dyn Knobs, leave_kept: bool) -> usize {
-        let failed = self.finish(knobs, leave_kept);
-        for unrestored in &failed {
+    /// As [`finish`](Self::finish), saying on stderr each change dropped and each that
+    /// could not be put back (the journal keeps it for `--revert`); returns how many
+    /// could not.
+    pub fn close(self, knobs: &dyn Knobs) -> usize {
+        let restoration = self.finish(knobs);
+        for vanished in &restoration.dropped {
+            eprintln!("irqlens: {vanished}");
+        }
+        for unrestored in &restoration.failed {
             eprintln!("irqlens: {unrestored}");
         }
-        failed.len()
+        restoration.failed.len()
     }
 
-    /// Puts back every change not put back (kept ones too unless `leave_kept`), last
-    /// first; the journal file goes once nothing is left in it. Returns what failed.
-    pub fn finish(mut self, knobs: &dyn Knobs, leave_kept: bool) -> Vec<Unrestored> {
-        let failed = restore(&mut self.document, knobs, leave_kept);
-        let done = self.document.outstanding().next().is_none();
-        let saved = if done {
-            fs::remove_file(&self.path).map_err(anyhow::Error::from)
-        } else {
-            // kept or failed changes stay for `--revert`, owned by no one
-            self.document.owner_pid = 0;
-            self.save()
-        };
-        if let Err(err) = saved {
+    /// Puts back every change not put back but the kept ones, last first; the journal
+    /// file goes once nothing is left in it, and is owned by no run otherwise.
+    pub fn finish(mut self, knobs: &dyn Knobs) -> Restoration {
+        let restoration = restore(&mut self.document, knobs, false);
+        if let Err(err) = settle(&self.path, self.document) {
             eprintln!("irqlens: {}: {err:#}", self.path.display());
         }
-        failed
+        restoration
     }
 
     fn set(&mut self, index: usize, state: State) -> Result<()> {
@@ -242,33 +325,72 @@ impl Journal {
         self.save()
     }
 
-    /// Replaces the file with the document, durably (a rename of a synced file).
+    /// Replaces the file with the document, durably.
     fn save(&self) -> Result<()> {
-        let temporary = self.path.with_extension("journal.new");
-        let file =
-            File::create(&temporary).with_context(|| format!("writing {}", temporary.display()))?;
-        write_synced(file, &self.document)?;
-        fs::rename(&temporary, &self.path)
-            .with_context(|| format!("renaming to {}", self.path.display()))?;
-        sync_dir(&self.path)
+        save(&self.path, &self.document)
     }
 }
 
-/// `irqlens tune --revert`: puts back every change in the journal at `path`, kept ones
-/// too, and removes it. Returns the changes put back; refused while its owner runs.
-pub fn revert_file(path: &Path, knobs: &dyn Knobs) -> Result<Vec<Change>> {
-    let mut document = match load(path) {
-        Ok(document) => document,
-        Err(err)
-            if err
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|e| e.kind() == ErrorKind::NotFound) =>
-        {
-            return Ok(Vec::new());
+/// Changes a run makes to the same knobs again and again (steer's threads): each knob is
+/// journaled once, the first time, with the value it had then; later values are written
+/// to the knob alone, since that first value is what goes back. The journal holds one
+/// entry per knob however long the run, and putting back writes each knob once.
+#[derive(Debug, Default)]
+pub struct Repeated(BTreeMap<Knob, usize>);
+
+impl Repeated {
+    /// Writes `change.to` to its knob: through the journal the first time, straight to
+    /// the knob after.
+    pub fn apply(
+        &mut self,
+        journal: &mut Journal,
+        knobs: &dyn Knobs,
+        change: Change,
+    ) -> Result<()> {
+        if self.0.contains_key(&change.knob) {
+            return knobs.write(&change.knob, &change.to);
         }
-        Err(err) => return Err(err),
+        let knob = change.knob.clone();
+        let index = journal.apply(knobs, change)?;
+        self.0.insert(knob, index);
+        Ok(())
+    }
+
+    /// Puts every knob back, the last journaled first; returns those whose target is gone
+    /// and, by journal index, those that could not be put back (the journal keeps them).
+    pub fn put_back(
+        &mut self,
+        journal: &mut Journal,
+        knobs: &dyn Knobs,
+    ) -> (Vec<Vanished>, Vec<(usize, anyhow::Error)>) {
+        let mut indices: Vec<usize> = std::mem::take(&mut self.0).into_values().collect();
+        indices.sort_unstable_by(|a, b| b.cmp(a));
+        let (mut dropped, mut failed) = (Vec::new(), Vec::new());
+        for index in indices {
+            match journal.revert(knobs, index) {
+                Ok(vanished) => dropped.extend(vanished),
+                Err(err) => failed.push((index, err)),
+            }
+        }
+        (dropped, failed)
+    }
+}
+
+/// The changes `tune --keep` left in the journal at `path` (none without one).
+pub fn kept_in(path: &Path) -> Result<Vec<Change>> {
+    Ok(load_if_there(path)?.map_or_else(Vec::new, |document| document.kept()))
+}
+
+/// `irqlens tune --revert`: puts back every change in the journal at `path` that a run
+/// which ended left (after a crash, SIGKILL, a failed write), and those `tune --keep` left
+/// too with `kept`; the journal file goes once nothing is left in it. Refused while its
+/// owner runs.
+pub fn revert_file(path: &Path, knobs: &dyn Knobs, kept: bool) -> Result<Restoration> {
+    let _lock = lock_directory(path)?;
+    let Some(mut document) = load_if_there(path)? else {
+        return Ok(Restoration::default());
     };
-    if alive(document.owner_pid) && document.owner_pid != std::process::id() {
+    if document.owner_runs() && !document.owned_here() {
         bail!(
             "{} belongs to a running irqlens {} ({}): it puts its changes back when it ends \
              (send it SIGTERM)",
@@ -277,60 +399,115 @@ pub fn revert_file(path: &Path, knobs: &dyn Knobs) -> Result<Vec<Change>> {
             describe_owner(&document)
         );
     }
-    let restored: Vec<Change> = document
-        .outstanding()
-        .rev()
-        .map(|(_, e)| e.change.clone())
-        .collect();
-    let failed = restore(&mut document, knobs, false);
-    if let Some(first) = failed.first() {
-        let journal = Journal {
-            path: path.to_owned(),
-            document,
-        };
-        journal.save()?;
+    let restoration = restore(&mut document, knobs, kept);
+    settle(path, document)?;
+    if let Some(first) = restoration.failed.first() {
         bail!(
             "{} change(s) could not be put back, the first: {}: {:#} (the journal {} keeps them)",
-            failed.len(),
+            restoration.failed.len(),
             crate::knob::describe(&first.change.knob),
             first.error,
             path.display()
         );
     }
-    fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
-    Ok(restored)
+    Ok(restoration)
 }
 
-/// Writes back the value before of each change not put back, last first.
-fn restore(document: &mut Document, knobs: &dyn Knobs, leave_kept: bool) -> Vec<Unrestored> {
+/// Writes `change`'s value before back: None once written, or why there was nothing to
+/// write to (the error stands if what it changed is still there).
+fn put_back(knobs: &dyn Knobs, change: &Change) -> Result<Option<Vanished>> {
+    match knobs.write(&change.knob, &change.from) {
+        Ok(()) => Ok(None),
+        Err(err) => match knobs.gone(&change.knob) {
+            Some(why) => Ok(Some(Vanished {
+                change: change.clone(),
+                why,
+            })),
+            None => Err(err),
+        },
+    }
+}
+
+/// Writes back the value before of each change not put back, last first; the kept ones
+/// only with `kept`.
+fn restore(document: &mut Document, knobs: &dyn Knobs, kept: bool) -> Restoration {
     let indices: Vec<usize> = document
         .outstanding()
         .rev()
-        .filter(|(_, e)| !(leave_kept && e.state == State::Kept))
+        .filter(|(_, e)| kept || e.state != State::Kept)
         .map(|(i, _)| i)
         .collect();
-    let mut failed = Vec::new();
+    let mut restoration = Restoration::default();
     for index in indices {
         let entry = &mut document.changes[index];
-        match knobs.write(&entry.change.knob, &entry.change.from) {
-            Ok(()) => entry.state = State::Reverted,
-            Err(error) => failed.push(Unrestored {
+        match put_back(knobs, &entry.change) {
+            Ok(vanished) => {
+                entry.state = State::Reverted;
+                match vanished {
+                    Some(vanished) => restoration.dropped.push(vanished),
+                    None => restoration.put_back.push(entry.change.clone()),
+                }
+            }
+            Err(error) => restoration.failed.push(Unrestored {
                 change: entry.change.clone(),
                 error,
             }),
         }
     }
-    failed
+    restoration.kept = document.kept();
+    restoration
 }
 
-fn load(path: &Path) -> Result<Document> {
-    let text = fs::read_to_string(path)?;
-    serde_json::from_str(&text).with_context(|| {
+/// Removes the journal file once nothing is left in it; otherwise leaves what is left
+/// (kept changes, and those that could not be put back) owned by no run.
+fn settle(path: &Path, mut document: Document) -> Result<()> {
+    document.changes.retain(|e| e.state != State::Reverted);
+    if document.changes.is_empty() {
+        return fs::remove_file(path).with_context(|| format!("removing {}", path.display()));
+    }
+    document.owner_pid = 0;
+    document.owner_start = None;
+    save(path, &document)
+}
+
+/// Replaces the file with the document, durably (a rename of a synced file).
+fn save(path: &Path, document: &Document) -> Result<()> {
+    let temporary = path.with_extension("journal.new");
+    let file =
+        File::create(&temporary).with_context(|| format!("writing {}", temporary.display()))?;
+    write_synced(file, document)?;
+    fs::rename(&temporary, path).with_context(|| format!("renaming to {}", path.display()))?;
+    sync_dir(path)
+}
+
+/// The journal at `path`, if there is one.
+fn load_if_there(path: &Path) -> Result<Option<Document>> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
+    };
+    serde_json::from_str(&text).map(Some).with_context(|| {
         format!(
             "{} is not an irqlens journal (remove it if nothing of it is needed)",
             path.display()
         )
     })
+}
+
+/// Holds the journal's directory locked while a run takes the journal over or `--revert`
+/// reads it: of two that start together, the second sees the first's journal. The lock
+/// goes with the file returned (or the process).
+fn lock_directory(path: &Path) -> Result<File> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+    // SAFETY: flock only takes the descriptor, which `file` keeps open during the call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("locking {}", dir.display()));
+    }
+    Ok(file)
 }
 
 fn write_synced(mut file: File, document: &Document) -> Result<()> {
@@ -361,31 +538,36 @@ fn describe_owner(document: &Document) -> String {
     }
 }
 
-/// Whether process `pid` exists (a zombie's /proc entry counts as gone; 0 is no one).
-fn alive(pid: u32) -> bool {
+/// When process `pid` started (field 22 of /proc/PID/stat, clock ticks since boot), if
+/// it runs (a zombie counts as gone; 0 is no one).
+fn running_since(pid: u32) -> Option<u64> {
     if pid == 0 {
-        return false;
+        return None;
     }
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => crate::system::stat_fields(&stat)
-            .and_then(|mut fields| fields.next())
-            .is_some_and(|state| !state.starts_with(['Z', 'X'])),
-        Err(_) => false,
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // the fields from 3 (the state) on
+    let fields: Vec<&str> = crate::system::stat_fields(&stat)?.collect();
+    let state = fields.first()?;
+    if state.starts_with(['Z', 'X']) {
+        return None;
     }
+    fields.get(22 - 3)?.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
-    use std::collections::BTreeMap;
+    use std::collections::BTreeSet;
 
     use super::*;
 
-    /// Knobs in a map; writes to `broken` fail.
+    /// Knobs in a map; writes to `broken` fail, and so do those to a knob in `gone`,
+    /// whose target is gone.
     #[derive(Default)]
     struct FakeKnobs {
         values: RefCell<BTreeMap<String, String>>,
         broken: Option<String>,
+        gone: RefCell<BTreeSet<String>>,
     }
 
     fn key(knob: &Knob) -> String {
@@ -401,8 +583,18 @@ mod tests {
             if self.broken.as_deref() == Some(key(knob).as_str()) {
                 bail!("broken");
             }
+            if self.gone.borrow().contains(&key(knob)) {
+                bail!("no such thread");
+            }
             self.values.borrow_mut().insert(key(knob), value.into());
             Ok(())
+        }
+
+        fn gone(&self, knob: &Knob) -> Option<String> {
+            self.gone
+                .borrow()
+                .contains(&key(knob))
+                .then(|| "the thread exited".into())
         }
     }
 
@@ -416,10 +608,18 @@ mod tests {
         }
     }
 
+    fn thread() -> Knob {
+        Knob::ThreadPriority {
+            tid: 4321,
+            comm: "napi/veth1-8193".into(),
+        }
+    }
+
     fn knobs() -> FakeKnobs {
         let knobs = FakeKnobs::default();
         knobs.write(&irq(24), "0-1").unwrap();
         knobs.write(&sysctl(), "1").unwrap();
+        knobs.write(&thread(), "o:0").unwrap();
         knobs
     }
 
@@ -438,6 +638,27 @@ mod tests {
         dir.join("tune.journal")
     }
 
+    fn load(path: &Path) -> Document {
+        load_if_there(path).unwrap().expect("a journal")
+    }
+
+    /// Writes `document` where a run that died would have left it.
+    fn leave(path: &Path, document: &Document) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        write_synced(File::create(path).unwrap(), document).unwrap();
+    }
+
+    fn applied(change: Change) -> Entry {
+        Entry {
+            change,
+            state: State::Applied,
+        }
+    }
+
+    fn begin_error(path: &Path) -> String {
+        Journal::begin(path, "tune").err().unwrap().to_string()
+    }
+
     #[test]
     fn a_change_is_on_disk_before_it_is_made() {
         struct Watching<'a>(&'a Path, FakeKnobs);
@@ -446,10 +667,13 @@ mod tests {
                 self.1.read(knob)
             }
             fn write(&self, knob: &Knob, value: &str) -> Result<()> {
-                let on_disk = load(self.0)?;
+                let on_disk = load(self.0);
                 let last = on_disk.changes.last().expect("written down first");
                 assert_eq!((&last.change.knob, last.change.to.as_str()), (knob, value));
                 self.1.write(knob, value)
+            }
+            fn gone(&self, knob: &Knob) -> Option<String> {
+                self.1.gone(knob)
             }
         }
         let path = temp_journal("ahead");
@@ -457,8 +681,8 @@ mod tests {
         let mut journal = Journal::begin(&path, "tune").unwrap();
         let c = change(&knobs.1, irq(24), "0");
         let index = journal.apply(&knobs, c).unwrap();
-        assert_eq!(load(&path).unwrap().changes[index].state, State::Applied);
-        assert!(journal.finish(&knobs.1, false).is_empty());
+        assert_eq!(load(&path).changes[index].state, State::Applied);
+        assert!(journal.finish(&knobs.1).failed.is_empty());
         assert!(!path.exists(), "an empty journal goes");
     }
 
@@ -472,82 +696,214 @@ mod tests {
         // the same knob twice: the first value must win, so the last goes back first
         let second = change(&knobs, irq(24), "1");
         journal.apply(&knobs, second).unwrap();
-        let third = change(&knobs, sysctl(), "0");
-        let i = journal.apply(&knobs, third).unwrap();
+        let i = journal.change(&knobs, sysctl(), "0").unwrap();
         journal.revert(&knobs, i).unwrap();
         assert_eq!(knobs.read(&sysctl()).unwrap(), "1");
         assert_eq!(knobs.read(&irq(24)).unwrap(), "1");
-        assert!(journal.finish(&knobs, false).is_empty());
+        assert!(journal.finish(&knobs).failed.is_empty());
         assert_eq!(knobs.read(&irq(24)).unwrap(), "0-1");
         assert!(!path.exists());
     }
 
     #[test]
-    fn kept_changes_stay_and_revert_still_undoes_them() {
+    fn a_kept_change_stays_through_later_runs_until_revert_kept() {
         let path = temp_journal("keep");
         let knobs = knobs();
         let mut journal = Journal::begin(&path, "tune").unwrap();
-        let kept = journal.apply(&knobs, change(&knobs, irq(24), "0")).unwrap();
+        let kept = journal.change(&knobs, irq(24), "0").unwrap();
         journal.keep(kept).unwrap();
-        journal
-            .apply(&knobs, change(&knobs, sysctl(), "0"))
-            .unwrap();
-        assert!(journal.finish(&knobs, true).is_empty());
+        journal.change(&knobs, sysctl(), "0").unwrap();
+        let finished = journal.finish(&knobs);
+        assert!(finished.failed.is_empty());
+        assert_eq!(finished.kept.len(), 1);
         assert_eq!(knobs.read(&irq(24)).unwrap(), "0");
         assert_eq!(knobs.read(&sysctl()).unwrap(), "1");
-        // the journal stays for --revert, and a new tune is told to run it first
-        let err = Journal::begin(&path, "tune").err().unwrap().to_string();
-        assert!(err.contains("1 change(s) not put back"), "{err}");
-        assert!(err.contains("--revert"), "{err}");
-        let restored = revert_file(&path, &knobs).unwrap();
-        assert_eq!(restored.len(), 1);
+        let left = load(&path);
+        assert_eq!((left.owner_pid, left.owner_start), (0, None), "no one's");
+        assert_eq!(left.changes.len(), 1, "only the kept change: {left:?}");
+        // the next run is not refused, and its own changes go back without the kept one
+        let mut next = Journal::begin(&path, "steer").unwrap();
+        assert_eq!(next.entries()[0].state, State::Kept);
+        next.change(&knobs, irq(24), "1").unwrap();
+        assert!(next.finish(&knobs).failed.is_empty());
+        assert_eq!(knobs.read(&irq(24)).unwrap(), "0", "the kept value");
+        // --revert lists it and leaves it; --revert --kept puts it back
+        let listed = kept_in(&path).unwrap();
+        assert_eq!(listed, vec![change_of(irq(24), "0-1", "0")]);
+        let reverted = revert_file(&path, &knobs, false).unwrap();
+        assert!(reverted.put_back.is_empty());
+        assert_eq!(reverted.kept, listed);
+        assert_eq!(knobs.read(&irq(24)).unwrap(), "0");
+        assert!(path.exists());
+        let reverted = revert_file(&path, &knobs, true).unwrap();
+        assert_eq!(reverted.put_back, listed);
+        assert!(reverted.kept.is_empty());
         assert_eq!(knobs.read(&irq(24)).unwrap(), "0-1");
         assert!(!path.exists());
-        assert!(revert_file(&path, &knobs).unwrap().is_empty());
+        assert!(
+            revert_file(&path, &knobs, true)
+                .unwrap()
+                .put_back
+                .is_empty()
+        );
+    }
+
+    fn change_of(knob: Knob, from: &str, to: &str) -> Change {
+        Change {
+            knob,
+            from: from.into(),
+            to: to.into(),
+        }
     }
 
     #[test]
-    fn a_dead_owners_journal_is_restored_by_revert() {
+    fn a_dead_owners_journal_is_restored_by_revert_and_its_kept_changes_stay() {
         let path = temp_journal("dead");
         let knobs = knobs();
         knobs.write(&irq(24), "1").unwrap();
         knobs.write(&sysctl(), "0").unwrap();
-        // as a SIGKILLed tune leaves it: one change made, one planned (maybe made)
+        // as a SIGKILLed trial leaves it after a tune --keep: one kept change, one made,
+        // one planned (maybe made)
         let document = Document {
             owner_pid: u32::MAX,
+            owner_start: Some(1),
             owner: "trial".into(),
             started_unix_s: 0,
             changes: vec![
                 Entry {
-                    change: Change {
-                        knob: irq(24),
-                        from: "0-1".into(),
-                        to: "1".into(),
-                    },
-                    state: State::Applied,
+                    change: change_of(thread(), "o:0", "f:10"),
+                    state: State::Kept,
                 },
+                applied(change_of(irq(24), "0-1", "1")),
                 Entry {
-                    change: Change {
-                        knob: sysctl(),
-                        from: "1".into(),
-                        to: "0".into(),
-                    },
+                    change: change_of(sysctl(), "1", "0"),
                     state: State::Planned,
                 },
             ],
         };
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        write_synced(File::create(&path).unwrap(), &document).unwrap();
-        let err = Journal::begin(&path, "tune").err().unwrap().to_string();
+        knobs.write(&thread(), "f:10").unwrap();
+        leave(&path, &document);
+        let err = begin_error(&path);
         assert!(
             err.contains("left by irqlens trial pid")
                 && err.contains("no longer running")
+                && err.contains("2 change(s) not put back")
                 && err.contains("--revert"),
             "{err}"
         );
-        revert_file(&path, &knobs).unwrap();
+        let reverted = revert_file(&path, &knobs, false).unwrap();
+        assert_eq!(reverted.put_back.len(), 2);
         assert_eq!(knobs.read(&irq(24)).unwrap(), "0-1");
         assert_eq!(knobs.read(&sysctl()).unwrap(), "1");
+        assert_eq!(reverted.kept, vec![document.changes[0].change.clone()]);
+        assert_eq!(knobs.read(&thread()).unwrap(), "f:10", "kept");
+        Journal::begin(&path, "tune").unwrap().finish(&knobs);
+        revert_file(&path, &knobs, true).unwrap();
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn an_owner_whose_pid_was_reused_is_dead() {
+        let path = temp_journal("reused");
+        let knobs = knobs();
+        knobs.write(&sysctl(), "0").unwrap();
+        // pid 1 runs, but it is not the process that started then
+        let init_start = running_since(1).expect("pid 1 runs");
+        let document = Document {
+            owner_pid: 1,
+            owner_start: Some(init_start + 1),
+            owner: "tune".into(),
+            started_unix_s: 0,
+            changes: vec![applied(change_of(sysctl(), "1", "0"))],
+        };
+        leave(&path, &document);
+        let err = begin_error(&path);
+        assert!(err.contains("no longer running"), "{err}");
+        assert!(!err.contains("is running"), "{err}");
+        revert_file(&path, &knobs, false).expect("not refused for pid 1");
+        assert_eq!(knobs.read(&sysctl()).unwrap(), "1");
+        assert!(!path.exists());
+        // a journal written before the start time was recorded: the pid alone decides
+        let old = r#"{"owner_pid": 1, "owner": "tune", "started_unix_s": 0, "changes": []}"#;
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, old).unwrap();
+        let read = load(&path);
+        assert_eq!(read.owner_start, None);
+        assert!(read.owner_runs(), "pid 1 runs");
+        assert!(begin_error(&path).contains("another irqlens tune is running"));
+        fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_vanished_thread_is_dropped_and_does_not_keep_the_journal() {
+        let path = temp_journal("vanished");
+        let knobs = knobs();
+        let mut journal = Journal::begin(&path, "steer").unwrap();
+        journal.change(&knobs, sysctl(), "0").unwrap();
+        journal.change(&knobs, thread(), "f:80").unwrap();
+        // irqlens dies, the thread exits
+        drop(journal);
+        let mut document = load(&path);
+        document.owner_pid = u32::MAX;
+        leave(&path, &document);
+        knobs.gone.borrow_mut().insert(key(&thread()));
+        let reverted = revert_file(&path, &knobs, false).unwrap();
+        assert_eq!(reverted.put_back, vec![change_of(sysctl(), "1", "0")]);
+        assert_eq!(reverted.dropped.len(), 1);
+        assert_eq!(
+            reverted.dropped[0].to_string(),
+            "dropped priority of napi/veth1-8193:4321 from the journal: the thread exited, \
+             nothing to put back"
+        );
+        assert!(!path.exists(), "nothing left to keep it");
+        // a run's own exit drops it too
+        let mut journal = Journal::begin(&path, "steer").unwrap();
+        knobs.gone.borrow_mut().clear();
+        let index = journal.change(&knobs, thread(), "f:80").unwrap();
+        knobs.gone.borrow_mut().insert(key(&thread()));
+        assert_eq!(
+            journal.revert(&knobs, index).unwrap().map(|v| v.why),
+            Some("the thread exited".into())
+        );
+        assert!(journal.finish(&knobs).failed.is_empty());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_knob_changed_again_and_again_is_one_entry() {
+        let path = temp_journal("repeated");
+        let knobs = knobs();
+        let mut journal = Journal::begin(&path, "steer").unwrap();
+        let mut repeated = Repeated::default();
+        let mut sizes = Vec::new();
+        for round in 0..50 {
+            // a flow that starts and stops: raised, then lowered to its own
+            let to = if round % 2 == 0 { "f:80" } else { "o:0" };
+            let c = change(&knobs, thread(), to);
+            repeated.apply(&mut journal, &knobs, c).unwrap();
+            assert_eq!(knobs.read(&thread()).unwrap(), to);
+            sizes.push(fs::metadata(&path).unwrap().len());
+        }
+        repeated
+            .apply(&mut journal, &knobs, change(&knobs, sysctl(), "0"))
+            .unwrap();
+        knobs.write(&thread(), "f:80").unwrap();
+        assert_eq!(journal.entries().len(), 2, "one entry per knob");
+        assert_eq!(
+            journal.entries()[0].change.from,
+            "o:0",
+            "the value first found"
+        );
+        assert!(sizes.iter().all(|&s| s == sizes[0]), "{sizes:?}");
+        let (dropped, failed) = repeated.put_back(&mut journal, &knobs);
+        assert!(dropped.is_empty() && failed.is_empty());
+        assert_eq!(knobs.read(&thread()).unwrap(), "o:0");
+        assert_eq!(knobs.read(&sysctl()).unwrap(), "1");
+        assert!(
+            journal.finish(&knobs).put_back.is_empty(),
+            "all back already"
+        );
+        assert!(!path.exists());
     }
 
     #[test]
@@ -555,15 +911,15 @@ mod tests {
         let path = temp_journal("live");
         let knobs = knobs();
         let mut journal = Journal::begin(&path, "tune").unwrap();
-        journal.apply(&knobs, change(&knobs, irq(24), "0")).unwrap();
-        let err = Journal::begin(&path, "tune").err().unwrap().to_string();
+        journal.change(&knobs, irq(24), "0").unwrap();
+        let err = begin_error(&path);
         assert!(err.contains("another irqlens tune is running"), "{err}");
         assert!(
             err.contains(&format!("pid {}", std::process::id())),
             "{err}"
         );
         assert_eq!(knobs.read(&irq(24)).unwrap(), "0");
-        journal.finish(&knobs, false);
+        journal.finish(&knobs);
     }
 
     #[test]
@@ -571,18 +927,17 @@ mod tests {
         let path = temp_journal("broken");
         let mut knobs = knobs();
         let mut journal = Journal::begin(&path, "tune").unwrap();
-        journal.apply(&knobs, change(&knobs, irq(24), "0")).unwrap();
-        journal
-            .apply(&knobs, change(&knobs, sysctl(), "0"))
-            .unwrap();
+        journal.change(&knobs, irq(24), "0").unwrap();
+        journal.change(&knobs, sysctl(), "0").unwrap();
         knobs.broken = Some(key(&irq(24)));
-        let failed = journal.finish(&knobs, false);
+        let failed = journal.finish(&knobs).failed;
         assert_eq!(failed.len(), 1);
         assert_eq!(knobs.read(&sysctl()).unwrap(), "1");
-        let left = load(&path).unwrap();
+        let left = load(&path);
         assert_eq!(left.outstanding().count(), 1);
+        assert!(begin_error(&path).contains("1 change(s) not put back"));
         knobs.broken = None;
-        revert_file(&path, &knobs).unwrap();
+        revert_file(&path, &knobs, false).unwrap();
         assert_eq!(knobs.read(&irq(24)).unwrap(), "0-1");
     }
 
@@ -592,10 +947,9 @@ mod tests {
         let mut knobs = knobs();
         knobs.broken = Some(key(&irq(24)));
         let mut journal = Journal::begin(&path, "tune").unwrap();
-        let c = change(&knobs, irq(24), "0");
-        assert!(journal.apply(&knobs, c).is_err());
+        assert!(journal.change(&knobs, irq(24), "0").is_err());
         assert_eq!(journal.entries()[0].state, State::Reverted);
-        assert!(journal.finish(&knobs, false).is_empty());
+        assert!(journal.finish(&knobs).failed.is_empty());
         assert!(!path.exists());
     }
 }

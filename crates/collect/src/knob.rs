@@ -195,6 +195,48 @@ fn write_netns(name: &str, value: &str) -> Result<()> {
     netns::ip(&["netns", verb, name]).map(drop)
 }
 
+/// Why what `knob` acts on is gone, if it is: a thread that exited (or whose tid another
+/// thread has now), an IRQ line, device, namespace or sysctl that was removed. Nothing is
+/// then left to put back.
+pub fn gone(knob: &Knob) -> Option<String> {
+    let missing = |path: PathBuf| !path.exists();
+    match knob {
+        Knob::ThreadAffinity { tid, comm } | Knob::ThreadPriority { tid, comm } => {
+            match crate::system::thread_comm(*tid) {
+                None => Some("the thread exited".into()),
+                Some(now) if now != *comm => {
+                    Some(format!("the thread exited (tid {tid} is {now} now)"))
+                }
+                Some(_) => None,
+            }
+        }
+        Knob::RpsCpus {
+            netns: Some(ns), ..
+        }
+        | Knob::XpsCpus {
+            netns: Some(ns), ..
+        }
+        | Knob::NapiThreaded {
+            netns: Some(ns), ..
+        } if !netns::exists(ns) => Some(format!("network namespace {ns} was deleted")),
+        Knob::RpsCpus { netns, device, .. }
+        | Knob::XpsCpus { netns, device, .. }
+        | Knob::NapiThreaded { netns, device } => {
+            let there = match netns {
+                Some(ns) => netns::ip(&["-n", ns, "link", "show", "dev", device]).is_ok(),
+                None => !missing(PathBuf::from("/sys/class/net").join(device)),
+            };
+            (!there).then(|| format!("device {device} was deleted"))
+        }
+        Knob::IrqAffinity { irq } => missing(PathBuf::from(format!("/proc/irq/{irq}")))
+            .then(|| format!("IRQ {irq} is gone (its device was removed)")),
+        Knob::Sysctl { name } => missing(sysctl_path(name))
+            .then(|| format!("sysctl {name} is gone (its module was unloaded)")),
+        // writing `absent` to a deleted namespace is done already
+        Knob::Netns { .. } | Knob::WorkqueueCpumask | Knob::DmaLatency => None,
+    }
+}
+
 /// A thread id reused by another thread is not the thread that was advised.
 fn check_comm(tid: u32, comm: &str) -> Result<()> {
     let now = crate::system::thread_comm(tid)

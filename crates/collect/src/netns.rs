@@ -7,7 +7,11 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use anyhow::{Context, Result, anyhow, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
+
+use crate::journal::{Journal, Knobs, SystemKnobs};
+use crate::knob::NETNS_PRESENT;
+use irqlens_model::tune::Knob;
 
 /// Where `ip netns` keeps its namespaces (bind mounts named after them).
 pub const NETNS_DIR: &str = "/run/netns";
@@ -20,6 +24,18 @@ pub fn path(name: &str) -> PathBuf {
 /// Whether namespace `name` exists.
 pub fn exists(name: &str) -> bool {
     path(name).exists()
+}
+
+/// Makes namespace `name` for a test bed of irqlens's own, journaled before it is made
+/// (knob `netns:NAME`), so that whatever ends irqlens it is removed with its devices: by
+/// the journal's owner at its exit, or by `irqlens tune --revert` after a SIGKILL. Returns
+/// the journal entry; refused if the namespace exists.
+pub fn add_journaled(journal: &mut Journal, name: &str) -> Result<usize> {
+    let knob = Knob::Netns { name: name.into() };
+    if SystemKnobs.read(&knob)? == NETNS_PRESENT {
+        bail!("network namespace {name} exists already");
+    }
+    journal.change(&SystemKnobs, knob, NETNS_PRESENT)
 }
 
 fn run(args: &[&str]) -> Result<Output> {

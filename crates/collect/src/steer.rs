@@ -1,6 +1,7 @@
 //! Runs `irqlens steer`: the socket checkpoints on every CPU say which bottom-half thread
-//! queued data for which reader; the steering decides each thread's scheduling and every
-//! change goes through the journal, so any exit puts the threads back.
+//! queued data for which reader; the steering decides each thread's scheduling, and each
+//! thread it changes is journaled (once, with its own scheduling), so any exit puts the
+//! threads back.
 
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::clock::monotonic_ns;
-use super::journal::{JOURNAL_PATH, Journal, SystemKnobs};
+use super::journal::{JOURNAL_PATH, Journal, Repeated, SystemKnobs};
 use super::{EventStream, RunPace, sched, system};
 use irqlens_analyze::steer::{Decision, Steering, is_bottom_half_thread};
 use irqlens_model::event::EventData;
@@ -52,7 +53,7 @@ pub fn run(
         Some(Journal::begin(Path::new(JOURNAL_PATH), "steer")?)
     };
     let outcome = run_in(options, stop, journal.as_mut(), on_change);
-    let failed = journal.map_or(0, |j| j.close(&SystemKnobs, false));
+    let failed = journal.map_or(0, |j| j.close(&SystemKnobs));
     if failed > 0 {
         bail!("{failed} thread change(s) could not be put back: run `irqlens tune --revert`");
     }
@@ -79,7 +80,7 @@ pub fn run_in(
     let mut events = EventStream::new(probe.events()?);
     let mut steered = Steered {
         journal,
-        made: Vec::new(),
+        made: Repeated::default(),
     };
     let cpu_time_before = own_cpu_time();
     let started = Instant::now();
@@ -201,8 +202,9 @@ impl Names {
 /// The changes made, in the journal; put back when dropped, however the run ends.
 struct Steered<'j> {
     journal: Option<&'j mut Journal>,
-    /// The journal's indices of the changes made here.
-    made: Vec<usize>,
+    /// The threads changed here, each journaled once with its own scheduling (a flow
+    /// that starts and stops changes a thread again and again: the journal does not grow).
+    made: Repeated,
 }
 
 impl Steered<'_> {
@@ -227,7 +229,7 @@ impl Steered<'_> {
         };
         let made = match &mut self.journal {
             Some(journal) => {
-                self.made.push(journal.apply(&SystemKnobs, change.clone())?);
+                self.made.apply(journal, &SystemKnobs, change.clone())?;
                 true
             }
             None => false,
@@ -243,17 +245,15 @@ impl Steered<'_> {
         })
     }
 
-    /// Puts every thread back, last change first; an error names the first that could
-    /// not be (the journal keeps it).
+    /// Puts every thread back (one that exited is dropped from the journal, and said);
+    /// an error names the first that could not be (the journal keeps it).
     fn put_back(&mut self) -> Result<()> {
         let Some(journal) = self.journal.as_mut() else {
             return Ok(());
         };
-        let mut failed = Vec::new();
-        for index in std::mem::take(&mut self.made).into_iter().rev() {
-            if let Err(err) = journal.revert(&SystemKnobs, index) {
-                failed.push((index, err));
-            }
+        let (dropped, failed) = self.made.put_back(journal, &SystemKnobs);
+        for vanished in dropped {
+            eprintln!("irqlens: {vanished}");
         }
         if let Some((index, error)) = failed.first() {
             let knob = &journal.entries()[*index].change.knob;

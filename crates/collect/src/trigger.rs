@@ -7,7 +7,7 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
+use super::journal::{JOURNAL_PATH, Journal, SystemKnobs};
 use super::netns::{self, ip};
 use super::sched::{gettid, set_affinity};
 use irqlens_model::stimulus::TriggerKind;
@@ -158,10 +159,12 @@ impl Fire for TimerStimulus {
     }
 }
 
-/// A private network namespace with one end of a veth pair; deleted on drop (which
-/// takes the pair with it).
+/// A private network namespace with one end of a veth pair, journaled (owner `bh`) before
+/// it is made; deleted on drop (which takes the pair with it), or by `irqlens tune
+/// --revert` after a SIGKILL.
 struct NetNamespace {
     name: String,
+    journal: Option<Journal>,
 }
 
 impl NetNamespace {
@@ -177,29 +180,33 @@ impl NetNamespace {
 
     fn create() -> Result<(Self, Ipv4Addr)> {
         let pid = std::process::id();
-        let namespace = NetNamespace {
+        // from here on, whatever fails is undone when `namespace` is dropped
+        let mut namespace = NetNamespace {
             name: format!("irqlens-{pid}"),
+            journal: Some(Journal::begin(Path::new(JOURNAL_PATH), "bh")?),
         };
-        ip(&["netns", "add", &namespace.name])?;
+        let ns = namespace.name.clone();
+        let journal = namespace.journal.as_mut().expect("just begun");
+        netns::add_journaled(journal, &ns)?;
         let (host, peer) = (format!("ilv{pid}a"), format!("ilv{pid}b"));
         let (host_addr, peer_addr) = Self::addresses(pid);
-        let ns = namespace.name.as_str();
+        // the peer is made inside the namespace: deleting it deletes the pair
         ip(&[
-            "link", "add", &host, "type", "veth", "peer", "name", &peer, "netns", ns,
+            "link", "add", &host, "type", "veth", "peer", "name", &peer, "netns", &ns,
         ])?;
         ip(&["addr", "add", &format!("{host_addr}/30"), "dev", &host])?;
         ip(&["link", "set", &host, "up"])?;
         ip(&[
             "-n",
-            ns,
+            &ns,
             "addr",
             "add",
             &format!("{peer_addr}/30"),
             "dev",
             &peer,
         ])?;
-        ip(&["-n", ns, "link", "set", &peer, "up"])?;
-        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        ip(&["-n", &ns, "link", "set", &peer, "up"])?;
+        ip(&["-n", &ns, "link", "set", "lo", "up"])?;
         Ok((namespace, peer_addr))
     }
 
@@ -211,7 +218,9 @@ impl NetNamespace {
 
 impl Drop for NetNamespace {
     fn drop(&mut self) {
-        let _ = ip(&["netns", "del", &self.name]);
+        if let Some(journal) = self.journal.take() {
+            journal.close(&SystemKnobs);
+        }
     }
 }
 

@@ -723,10 +723,13 @@ pub struct TuneArgs {
     /// Leave the remedies that helped in place at exit (the journal keeps them for --revert)
     #[arg(long)]
     pub keep: bool,
-    /// Put back every change the journal of a tune that ended holds (after a crash,
-    /// SIGKILL or --keep), and exit
+    /// Put back every change a tune, trial, steer or bh that ended left in the journal
+    /// (after a crash or SIGKILL), list those --keep left in place, and exit
     #[arg(long, conflicts_with_all = ["cpus", "apply", "all", "change", "dry_run", "keep"])]
     pub revert: bool,
+    /// With --revert: put back the changes --keep left in place too
+    #[arg(long)]
+    pub kept: bool,
     /// What the verdict is judged on
     #[arg(long, value_enum, default_value_t = TuneMetric::Noise)]
     pub metric: TuneMetric,

@@ -64,8 +64,8 @@ pub enum Knob {
         /// Its name when advised.
         comm: String,
     },
-    /// A network namespace irqlens makes for its own test bed (`irqlens trial`), by its
-    /// `ip netns` name: `present` or `absent`. Journaled before it is made, so that
+    /// A network namespace irqlens makes for its own test bed (`irqlens trial`, `irqlens
+    /// bh -t net`), by its `ip netns` name: `present` or `absent`. Journaled before it is made, so that
     /// `irqlens tune --revert` removes it after a SIGKILL (with its devices and their
     /// NAPI threads).
     Netns {

@@ -4,17 +4,15 @@
 //! (the namespaces too, as [`Knob::Netns`]), and put back by [`Testbed::tear_down`], or
 //! by the journal's owner at its exit, or by `irqlens tune --revert` after a SIGKILL.
 
-use std::fs;
 use std::net::Ipv4Addr;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 
-use crate::journal::{Journal, Knobs, SystemKnobs};
-use crate::knob::NETNS_PRESENT;
+use crate::journal::{Journal, SystemKnobs};
 use crate::netns;
 use irqlens_model::sched::Priority;
 use irqlens_model::trial::{BottomHalf, Design, TrialOptions};
-use irqlens_model::tune::{Change, Knob, cpu_mask_hex};
+use irqlens_model::tune::{Knob, cpu_mask_hex};
 use irqlens_model::units::CpuList;
 
 /// The load generator's address, in the sending namespace.
@@ -48,19 +46,6 @@ pub struct Testbed {
     applied: Vec<usize>,
 }
 
-/// Writes `to` to `knob`, journaled first; returns the entry.
-fn change(journal: &mut Journal, knob: Knob, to: &str) -> Result<usize> {
-    let from = SystemKnobs.read(&knob)?;
-    journal.apply(
-        &SystemKnobs,
-        Change {
-            knob,
-            from,
-            to: to.into(),
-        },
-    )
-}
-
 impl Testbed {
     /// Builds the bed for `design` (names made of this process's id, so that two trials
     /// cannot meet and a dead one's leftovers are told apart).
@@ -85,7 +70,7 @@ impl Testbed {
     }
 
     fn apply(&mut self, journal: &mut Journal, knob: Knob, to: &str) -> Result<()> {
-        self.applied.push(change(journal, knob, to)?);
+        self.applied.push(journal.change(&SystemKnobs, knob, to)?);
         Ok(())
     }
 
@@ -97,13 +82,8 @@ impl Testbed {
     ) -> Result<()> {
         let (sender, receiver) = (self.sender.clone(), self.receiver.clone());
         for side in [&sender, &receiver] {
-            let knob = Knob::Netns {
-                name: side.netns.clone(),
-            };
-            if SystemKnobs.read(&knob)? == NETNS_PRESENT {
-                bail!("network namespace {} exists already", side.netns);
-            }
-            self.apply(journal, knob, NETNS_PRESENT)?;
+            self.applied
+                .push(netns::add_journaled(journal, &side.netns)?);
         }
         netns::ip(&[
             "link",
@@ -216,16 +196,8 @@ impl Testbed {
     pub fn tear_down(self, journal: &mut Journal) -> Result<()> {
         let mut first_error = None;
         for &index in self.applied.iter().rev() {
-            let knob = &journal.entries()[index].change.knob;
             // a thread that went with its device has nothing to put back
-            let gone = matches!(knob, Knob::ThreadAffinity { tid, .. } | Knob::ThreadPriority { tid, .. }
-                if fs::metadata(format!("/proc/{tid}")).is_err());
-            let reverted = if gone {
-                journal.forget(index)
-            } else {
-                journal.revert(&SystemKnobs, index)
-            };
-            if let Err(err) = reverted {
+            if let Err(err) = journal.revert(&SystemKnobs, index) {
                 first_error.get_or_insert(err);
             }
         }

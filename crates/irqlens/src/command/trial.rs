@@ -117,7 +117,7 @@ impl Session {
     fn finish(&mut self) -> usize {
         self.0
             .take()
-            .map_or(0, |journal| journal.close(&SystemKnobs, false))
+            .map_or(0, |journal| journal.close(&SystemKnobs))
     }
 }
 

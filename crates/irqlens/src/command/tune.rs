@@ -82,7 +82,11 @@ fn advised_changes(advice: Vec<Advice>, ids: &[String], all: bool) -> Result<Vec
 pub fn run(args: &TuneArgs) -> Result<()> {
     let journal = Path::new(JOURNAL_PATH);
     if args.revert {
-        return revert(journal);
+        return revert(journal, args.kept);
+    }
+    // checked here: clap's `requires = "revert"` let --kept through without it
+    if args.kept {
+        bail!("--kept goes with --revert: irqlens tune --revert --kept");
     }
     let cpus = system::select_cpus(args.cpus.as_ref())?;
     let mut changes = Vec::new();
@@ -158,21 +162,58 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     Ok(())
 }
 
-fn revert(journal: &Path) -> Result<()> {
-    let restored = irqlens_collect::journal::revert_file(journal, &SystemKnobs)?;
-    if restored.is_empty() {
-        println!(
-            "nothing to put back ({} holds no change)",
-            journal.display()
-        );
-    }
-    for change in restored {
-        println!(
-            "put back {} to {} (was {})",
+/// `--revert`: puts back what runs that ended left, and with `kept` what `--keep` left
+/// (listed before it is undone); the changes kept and left in place are listed after.
+fn revert(journal: &Path, kept: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let shown = |change: &Change| {
+        format!(
+            "{} to {} (was {})",
             knob::describe(&change.knob),
             change.from,
             change.to
-        );
+        )
+    };
+    let to_undo = if kept {
+        irqlens_collect::journal::kept_in(journal)?
+    } else {
+        Vec::new()
+    };
+    if !to_undo.is_empty() {
+        writeln!(
+            out,
+            "undoing {} change(s) `irqlens tune --keep` left in place (--kept):",
+            to_undo.len()
+        )?;
+        for change in &to_undo {
+            writeln!(out, "  {}", shown(change))?;
+        }
+    }
+    let restoration = irqlens_collect::journal::revert_file(journal, &SystemKnobs, kept)?;
+    if restoration.put_back.is_empty()
+        && restoration.dropped.is_empty()
+        && restoration.kept.is_empty()
+    {
+        writeln!(
+            out,
+            "nothing to put back ({} holds no change)",
+            journal.display()
+        )?;
+    }
+    for vanished in &restoration.dropped {
+        writeln!(out, "{vanished}")?;
+    }
+    for change in &restoration.put_back {
+        writeln!(out, "put back {}", shown(change))?;
+    }
+    for change in &restoration.kept {
+        writeln!(
+            out,
+            "left in place, kept by `irqlens tune --keep`: {} is {} (was {});              `irqlens tune --revert --kept` puts it back",
+            knob::describe(&change.knob),
+            change.to,
+            change.from
+        )?;
     }
     Ok(())
 }
@@ -284,7 +325,9 @@ impl Session {
             before.push(without);
             let index = journal.apply(&SystemKnobs, change.clone())?;
             let with = meter.measure(&figure);
-            journal.revert(&SystemKnobs, index)?;
+            if let Some(vanished) = journal.revert(&SystemKnobs, index)? {
+                eprintln!("irqlens: {vanished}");
+            }
             let Some(with) = with? else {
                 return Ok(None);
             };
@@ -321,7 +364,7 @@ impl Session {
     fn finish(&mut self) -> usize {
         self.journal
             .take()
-            .map_or(0, |journal| journal.close(&SystemKnobs, self.keep))
+            .map_or(0, |journal| journal.close(&SystemKnobs))
     }
 }
 

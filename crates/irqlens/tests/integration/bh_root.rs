@@ -3,7 +3,9 @@
 //! count must match the kernel's own /proc/softirqs counters; load threads must show up
 //! as what delayed work items. Needs root (CI runs as root).
 
+use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::common::*;
 use serde_json::Value;
@@ -63,6 +65,48 @@ fn net_trigger() {
         !netns_list().contains("irqlens-"),
         "a network namespace was left behind"
     );
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+}
+
+const JOURNAL: &str = "/run/irqlens/tune.journal";
+
+/// Whether network device `name` exists in irqlens's own namespace.
+fn device_exists(name: &str) -> bool {
+    Path::new("/sys/class/net").join(name).exists()
+}
+
+/// The net trigger's namespace is journaled before it is made: after a SIGKILL, `tune
+/// --revert` removes it, and the veth pair with it.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_killed_net_trigger_is_undone_by_tune_revert() {
+    assert_root();
+    let mut bh = start(&["bh", "-t", "net", "-d", "30", "-q"]);
+    let (namespace, veth) = (format!("irqlens-{}", bh.id()), format!("ilv{}a", bh.id()));
+    wait_until("bh's namespace and veth", Duration::from_secs(20), || {
+        netns_list().contains(&namespace) && device_exists(&veth)
+    });
+    bh.kill().unwrap();
+    bh.wait().unwrap();
+    assert!(
+        netns_list().contains(&namespace),
+        "SIGKILL left the namespace"
+    );
+    assert!(device_exists(&veth), "SIGKILL left the veth");
+    assert_fails_with(
+        &["bh", "-t", "net", "-d", "1"],
+        "run `irqlens tune --revert` first",
+    );
+    let reverted = irqlens_ok(&["tune", "--revert"]);
+    let text = String::from_utf8_lossy(&reverted.stdout);
+    assert!(
+        text.contains(&format!("put back network namespace {namespace} to absent")),
+        "{text}"
+    );
+    assert!(!netns_list().contains(&namespace), "the namespace is gone");
+    assert!(!device_exists(&veth), "the veth is gone");
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
 
 #[test]

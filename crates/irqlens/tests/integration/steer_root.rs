@@ -192,3 +192,69 @@ fn a_real_time_receiver_is_served_ahead_of_a_lower_priority_hog() {
         after[1]
     );
 }
+
+/// The journal's changes and its size in bytes, while steer runs.
+fn journal_now() -> (usize, u64) {
+    let text = read(JOURNAL);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    (doc["changes"].as_array().unwrap().len(), text.len() as u64)
+}
+
+const JOURNAL: &str = "/run/irqlens/tune.journal";
+
+/// A flow that starts and stops: steer raises and lowers its NAPI thread on each burst,
+/// and journals the thread once (its own scheduling, what goes back), so the journal does
+/// not grow with the changes.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_flow_that_starts_and_stops_keeps_one_journal_entry_per_thread() {
+    assert_root();
+    let (mut flow, napi) = threaded_flow();
+    let original = thread_priority(napi).unwrap();
+    set_thread_priority(flow.receiver_pid(), Priority::Fifo(80)).unwrap();
+    let device = flow.receiving_device().to_owned();
+    let mut steer = steering(&[
+        "--dev",
+        &device,
+        "--no-ksoftirqd",
+        "--hold",
+        "100ms",
+        "--json",
+    ]);
+    let mut journal = Vec::new();
+    for _ in 0..5 {
+        flow.send(2000);
+        wait_for(&mut steer, "the raise", Duration::from_secs(3), || {
+            thread_priority(napi).ok() == Some(Priority::Fifo(80))
+        });
+        flow.stop_sending();
+        wait_for(&mut steer, "the lowering", Duration::from_secs(3), || {
+            thread_priority(napi).ok() == Some(original)
+        });
+        journal.push(journal_now());
+    }
+    let output = signal_and_wait(steer, libc::SIGTERM);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let changes = doc["changes"].as_array().unwrap();
+    let threads: std::collections::BTreeSet<_> =
+        changes.iter().filter_map(|c| c["tid"].as_u64()).collect();
+    println!(
+        "steer made {} changes to {} thread(s); the journal after each burst (entries, bytes): \
+         {journal:?}",
+        changes.len(),
+        threads.len()
+    );
+    assert!(changes.len() >= 10, "raised and lowered 5 times: {doc:#}");
+    for &(entries, bytes) in &journal {
+        assert_eq!(entries, threads.len(), "one entry per thread: {journal:?}");
+        assert_eq!(
+            bytes, journal[0].1,
+            "the journal does not grow: {journal:?}"
+        );
+    }
+    assert_eq!(thread_priority(napi).unwrap(), original, "put back at exit");
+    assert!(
+        !std::path::Path::new(JOURNAL).exists(),
+        "the journal is gone"
+    );
+}

@@ -51,6 +51,11 @@ fn bad_input_is_refused_and_changes_nothing() {
             &["tune", "-c", "1", "--rounds", "1", "--change", "irq:1=0"],
             "--rounds",
         ),
+        // undoing kept remedies is a kind of --revert only
+        (
+            &["tune", "-c", "1", "--kept", "--change", "irq:1=0"],
+            "--revert",
+        ),
     ] {
         assert_fails_with(args, expected);
     }

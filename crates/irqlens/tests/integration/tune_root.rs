@@ -69,6 +69,20 @@ fn tune_json(args: &[&str]) -> serde_json::Value {
     irqlens_json(&all)
 }
 
+/// `irqlens tune` of netdev_budget to `budget` on CPU 1, rounds of 1 s.
+fn tune_budget(budget: &str, rounds: &str) -> serde_json::Value {
+    tune_json(&[
+        "-c",
+        "1",
+        "--change",
+        &format!("sysctl:net.core.netdev_budget={budget}"),
+        "-d",
+        "1",
+        "--rounds",
+        rounds,
+    ])
+}
+
 /// Reads `path` from a thread pinned to CPU 0 until dropped.
 struct Reader {
     stop: Arc<AtomicBool>,
@@ -250,16 +264,7 @@ fn a_knob_unrelated_to_the_noise_is_put_back() {
     let budget = read(NETDEV_BUDGET);
     let other = (budget.parse::<u32>().unwrap() * 2).to_string();
     // no network traffic on the idle CPU: the budget of NET_RX batches changes nothing
-    let doc = tune_json(&[
-        "-c",
-        "1",
-        "--change",
-        &format!("sysctl:net.core.netdev_budget={other}"),
-        "-d",
-        "1",
-        "--rounds",
-        "4",
-    ]);
+    let doc = tune_budget(&other, "4");
     let remedy = remedy(&doc);
     assert_eq!(remedy["verdict"], "no_effect", "{remedy:#}");
     assert_eq!(read(NETDEV_BUDGET), budget);
@@ -401,9 +406,12 @@ fn the_wakeup_metric_judges_on_the_timer_latency() {
     assert_eq!(read(NETDEV_BUDGET), budget);
 }
 
+/// `--keep` leaves what helped in place and ends the session: a later tune runs (and
+/// leaves it), `--revert` lists it and leaves it too, `--revert --kept` says it undoes it
+/// and does.
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
-fn keep_leaves_what_helped_and_revert_still_undoes_it() {
+fn keep_leaves_what_helped_through_later_runs_until_revert_kept() {
     assert_root();
     let Some(MisroutedIrq {
         irq,
@@ -423,11 +431,119 @@ fn keep_leaves_what_helped_and_revert_still_undoes_it() {
     assert_eq!(remedy["verdict"], "kept", "{remedy:#}");
     assert_eq!(remedy["left_in_place"], true);
     assert_eq!(read(&path), "0", "kept in place");
-    assert_fails_with(&["tune", "-c", "1", "--change", &change], "--revert");
-    irqlens_ok(&["tune", "--revert"]);
-    assert_eq!(read(&path), "1", "--revert undid the kept change");
+    let budget = read(NETDEV_BUDGET);
+    let other = (budget.parse::<u32>().unwrap() + 13).to_string();
+    let second = tune_budget(&other, "2");
+    assert_eq!(
+        second["remedies"].as_array().unwrap().len(),
+        1,
+        "{second:#}"
+    );
+    assert_eq!(
+        read(NETDEV_BUDGET),
+        budget,
+        "the second tune put its change back"
+    );
+    assert_eq!(read(&path), "0", "and left the kept one");
+    let listed = irqlens_ok(&["tune", "--revert"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        text.contains(&format!(
+            "left in place, kept by `irqlens tune --keep`: {path} is 0 (was 1)"
+        )),
+        "{text}"
+    );
+    assert_eq!(read(&path), "0", "--revert leaves the kept change");
+    let undone = irqlens_ok(&["tune", "--revert", "--kept"]);
+    let text = String::from_utf8_lossy(&undone.stdout);
+    let (listed_at, undone_at) = (
+        text.find("undoing 1 change(s)")
+            .unwrap_or_else(|| panic!("{text}")),
+        text.find(&format!("put back {path} to 1 (was 0)"))
+            .unwrap_or_else(|| panic!("{text}")),
+    );
+    assert!(listed_at < undone_at, "listed before it is undone: {text}");
+    assert_eq!(read(&path), "1", "--revert --kept undid the kept change");
     assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
     drop(misrouted);
+}
+
+/// A thread of the test's own, parked until told to exit.
+struct Parked {
+    tid: u32,
+    exit: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Parked {
+    fn start(name: &str) -> Parked {
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (exit, exit_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                tid_tx.send(irqlens_collect::sched::gettid()).unwrap();
+                let _ = exit_rx.recv();
+            })
+            .unwrap();
+        Parked {
+            tid: tid_rx.recv().unwrap(),
+            exit,
+            thread,
+        }
+    }
+
+    fn exit(self) {
+        self.exit.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
+}
+
+/// A tune killed while it had a thread's priority changed, and the thread exited since:
+/// `--revert` has nothing to write it to, drops it and says so, and the journal goes.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_change_to_a_thread_that_exited_is_dropped_by_revert() {
+    use irqlens_collect::sched::thread_priority;
+    use irqlens_model::sched::Priority;
+    assert_root();
+    let parked = Parked::start("il-vanishing");
+    let tid = parked.tid;
+    let mut tune = start(&[
+        "tune",
+        "-c",
+        "1",
+        "--change",
+        &format!("priority:{tid}=o:7"),
+        "-d",
+        "2",
+        "--rounds",
+        "3",
+    ]);
+    wait_until("tune to change the thread", Duration::from_secs(20), || {
+        thread_priority(tid).ok() == Some(Priority::Other { nice: 7 })
+    });
+    tune.kill().unwrap();
+    tune.wait().unwrap();
+    parked.exit();
+    assert!(
+        !Path::new(&format!("/proc/{tid}")).exists(),
+        "the thread exited"
+    );
+    let reverted = irqlens_ok(&["tune", "--revert"]);
+    let text = String::from_utf8_lossy(&reverted.stdout);
+    assert!(
+        text.contains(&format!(
+            "dropped priority of il-vanishing:{tid} from the journal: the thread exited"
+        )),
+        "{text}"
+    );
+    assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
+    // and nothing is refused after it
+    assert!(
+        String::from_utf8_lossy(&irqlens_ok(&["tune", "--revert"]).stdout)
+            .contains("nothing to put back")
+    );
 }
 
 /// The CPUs a thread may run on, as /proc lists them.
