@@ -59,10 +59,7 @@ fn a_napi_thread_takes_its_real_time_receivers_priority_and_gives_it_back() {
     let original = thread_priority(napi).unwrap();
     set_thread_priority(flow.receiver_pid(), Priority::Fifo(80)).unwrap();
     let device = flow.receiving_device().to_owned();
-    let mut steer = start(&[
-        "steer", "--dev", &device, "-d", "4", "--hold", "300ms", "--json",
-    ]);
-    std::thread::sleep(Duration::from_millis(500));
+    let mut steer = steering(&["--dev", &device, "-d", "4", "--hold", "300ms", "--json"]);
     flow.send(2000);
     wait_for(
         &mut steer,
@@ -78,6 +75,7 @@ fn a_napi_thread_takes_its_real_time_receivers_priority_and_gives_it_back() {
         Duration::from_secs(2),
         || thread_priority(napi).ok() == Some(original),
     );
+    let sent = flow.sent();
     let output = steer.wait_with_output().unwrap();
     assert!(output.status.success(), "{output:?}");
     assert_valid_document(&output.stdout);
@@ -100,7 +98,11 @@ fn a_napi_thread_takes_its_real_time_receivers_priority_and_gives_it_back() {
         .iter()
         .find(|t| t["tid"] == napi)
         .unwrap_or_else(|| panic!("{doc:#}"));
-    assert!(thread["deliveries"].as_u64().unwrap() > 500, "{thread:#}");
+    // every datagram sent went through the NAPI thread while steer traced it
+    assert!(
+        thread["deliveries"].as_u64().unwrap() > sent / 2,
+        "{sent} sent: {thread:#}"
+    );
     assert_eq!(thread_priority(napi).unwrap(), original, "put back at exit");
 }
 
@@ -113,8 +115,7 @@ fn a_napi_thread_serving_a_normal_receiver_is_lowered_and_sigterm_puts_it_back()
     let (mut flow, napi) = threaded_flow();
     set_thread_priority(napi, Priority::Fifo(60)).unwrap();
     set_thread_priority(flow.receiver_pid(), Priority::Other { nice: 5 }).unwrap();
-    let mut steer = start(&["steer", "-d", "20", "--json"]);
-    std::thread::sleep(Duration::from_millis(500));
+    let mut steer = steering(&["-d", "20", "--json"]);
     flow.send(2000);
     wait_for(
         &mut steer,
@@ -139,7 +140,8 @@ fn pin(tid: u32, cpu: u32) {
 }
 
 /// Starts steer in the background and waits until it has traced for a moment: a second,
-/// and longer if its programs are not loaded by then (a slow VM).
+/// and longer if its programs are not loaded by then (a slow VM: its duration and its
+/// view of the flow start only then).
 fn steering(args: &[&str]) -> Child {
     let mut all = vec!["steer"];
     all.extend_from_slice(args);
