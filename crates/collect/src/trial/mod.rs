@@ -123,10 +123,10 @@ fn cyclic_latency(outcome: &WakeupOutcome, cpu: u32) -> Option<CyclicLatency> {
     })
 }
 
-/// Measures `design` at `rate` in `round`: builds its bed, starts the load, then the cyclic task
-/// (`cyclic`, timer mode on the receiving CPU, measuring from its first second under
-/// load to the window's end), warms up and measures for the duration, and takes the
-/// bed down. `None` if `stop` was set meanwhile (the bed is taken down too).
+/// Measures `design` at `rate` in `round`: builds its bed, starts the load, then the
+/// cyclic task (`cyclic`, timer mode on the receiving CPU, measuring from its first
+/// second under load to the window's end), warms up and measures for the duration, and
+/// takes the bed down. `None` if `stop` was set meanwhile (the bed is taken down too).
 pub fn run_point(
     journal: &mut Journal,
     design: Design,

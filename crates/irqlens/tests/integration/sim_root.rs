@@ -91,11 +91,24 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
     }
     let trial_costs = file["trial"].as_array().unwrap();
     assert_eq!(trial_costs.len(), 2, "{file:#}");
+    let calibration_points = irqlens_json(&["report", &calibration_trial])["points"].clone();
     for costs in trial_costs {
-        let consumer = costs["consumer_per_datagram_us"].as_f64().unwrap();
-        // an echo is a receive and a send system call: microseconds, not nothing
-        assert!((1.0..50.0).contains(&consumer), "{costs}");
         eprintln!("calibrated {costs}");
+        let consumer = costs["consumer_per_datagram_us"].as_f64().unwrap();
+        // an echo is a receive and a send system call: some time, and no more than the
+        // CPU had: at the most the calibration trial echoed, the echo server's share of
+        // CPU 1 cannot pass the whole of it (a stalled VM scatters the fit between these)
+        let most_echoed = calibration_points
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["design"] == costs["design"])
+            .map(|p| p["echoed_pps"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!(
+            consumer > 0.0 && consumer * most_echoed < 1e6,
+            "{most_echoed:.0}/s echoed at most: {costs}"
+        );
     }
 
     let compared = irqlens_json(&["sim", "--against", &checked_trial, "--costs", &calibration]);
