@@ -6,8 +6,10 @@
 //! note reports them. Needs root (CI runs as root).
 
 use std::fs;
+use std::time::Duration;
 
 use crate::common::*;
+use irqlens_collect::system::cpu_times;
 
 /// The ladders: the calibration's stays at or below the knee (80k to 160k/s on CPU 1 of
 /// the test VM; a point that did not echo 95% is left out of the fit), the checked one
@@ -30,6 +32,18 @@ fn rung(knee: Option<u64>) -> usize {
     })
 }
 
+/// The share of CPU 1 (0 to 1) that work other than the test's kept busy over a second in
+/// which nothing of the test runs: /proc/stat's user, system, irq and softirq time against
+/// its total (the hypervisor's steal is not counted: it is noise the test must bear).
+fn others_busy_share() -> f64 {
+    let before = cpu_times(1).unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let after = cpu_times(1).unwrap();
+    let busy = |t: &irqlens_analyze::trial::CpuTimes| t.user + t.system + t.irq + t.softirq;
+    let total = |t: &irqlens_analyze::trial::CpuTimes| busy(t) + t.idle + t.steal;
+    (busy(&after) - busy(&before)) as f64 / (total(&after) - total(&before)).max(1) as f64
+}
+
 /// About 150 s: a wakeup and a bh recording of 3 s, then two trials (8 points of 2 s, and
 /// 3 rounds of 10 points of 1 s, each after 0.5 s of warm-up).
 #[test]
@@ -49,10 +63,15 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
         "bh", "-c", "1", "-t", "net", "--rate", "1000", "-d", "3", "-q", "--record", &bh,
     ]);
     let checked_rates = CHECKED_RATES.map(|rate| rate.to_string()).join(",");
+    // the model has the test bed's load alone: other work that keeps CPU 1 busy (other
+    // builds on a shared VM) enters a trial's busy time, hence the calibrated bottom
+    // half, and the knee cannot be judged then
+    let mut others_busy = Vec::new();
     for (rates, rounds, seconds, record) in [
         (CALIBRATION_RATES, "1", "2", &calibration_trial),
         (checked_rates.as_str(), CHECKED_ROUNDS, "1", &checked_trial),
     ] {
+        others_busy.push(others_busy_share());
         irqlens_ok(&[
             "trial",
             "net",
@@ -69,6 +88,7 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
             record,
         ]);
     }
+    eprintln!("other work's share of CPU 1 before each trial: {others_busy:.2?}");
     irqlens_ok(&[
         "sim",
         "--calibrate",
@@ -135,8 +155,17 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
         );
         // the model, fitted below the knee, puts it within one rung of the ladder (which
         // doubles) of where the machine did
+        let within = rung(simulated) + 1 >= lowest && rung(simulated) <= highest + 1;
+        if others_busy.iter().any(|&share| share > 0.5) {
+            eprintln!(
+                "knee not judged (simulated {simulated:?}/s, measured {measured:?}/s, rounds \
+                 {by_round:?}; within a rung: {within}): other work kept CPU 1 busy \
+                 {others_busy:.2?} of the second before each trial"
+            );
+            continue;
+        }
         assert!(
-            rung(simulated) + 1 >= lowest && rung(simulated) <= highest + 1,
+            within,
             "knee: simulated {simulated:?}/s against measured {measured:?}/s, rounds \
              {by_round:?}: {design}"
         );
