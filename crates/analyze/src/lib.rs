@@ -29,6 +29,18 @@ pub fn first_seen<T: PartialEq>(seen: impl IntoIterator<Item = T>) -> Vec<T> {
     once
 }
 
+/// The median of `values` (the mean of the middle two of an even count); none of none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
 /// Keeps `worst` (largest `key` first, at most `keep`) with `item` in its place: after
 /// the items of an equal key, and not at all if `worst` is full of items as large.
 pub(crate) fn keep_worst<T>(worst: &mut Vec<T>, item: T, keep: usize, key: impl Fn(&T) -> u64) {

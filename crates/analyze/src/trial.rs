@@ -1,6 +1,8 @@
 //! `irqlens trial`'s figures: echo latency quantiles, loss, the receiving CPU's time
 //! split, and where each design's echo stops following the offered rate.
 
+use std::collections::BTreeMap;
+
 use irqlens_model::trial::{CpuSplit, DesignSummary, EchoLatency, TrialPoint};
 
 use crate::histogram::Distribution;
@@ -109,39 +111,90 @@ pub fn keeps_up(sent: f64, echoed: f64) -> bool {
     sent > 0.0 && echoed >= FOLLOWING_SHARE * sent
 }
 
-/// The highest offered rate of a `ladder` (sorted by offered rate) up to which every
-/// point `follows`; none if the lowest does not.
-pub fn follows_up_to<P>(
-    ladder: &[&P],
-    follows: impl Fn(&P) -> bool,
-    offered_pps: impl Fn(&P) -> u64,
-) -> Option<u64> {
-    ladder
-        .iter()
-        .take_while(|p| follows(p))
-        .last()
-        .map(|p| offered_pps(p))
+/// Where a design's echo stops following the offered rate (its knee), over the rounds of
+/// its ladder.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Knee {
+    /// The highest offered rate whose rung follows: a rung follows when at least half of
+    /// its rounds did. It is the last rung followed before the ladder stops following for
+    /// good: a rung below it that did not follow was a slow moment of the machine (the
+    /// hypervisor's steal, another load), which lowers a rung, never the knee. None if no
+    /// rung followed.
+    pub follows_up_to_pps: Option<u64>,
+    /// Each round's own knee by the same rule, in round order: how far the machine's
+    /// noise moves it.
+    pub by_round: Vec<Option<u64>>,
 }
 
-/// One summary per design, in the order the designs were first measured.
+/// The knee of a design's `points` (any order, any number of rounds per offered rate).
+pub fn knee<P>(
+    points: &[&P],
+    offered_pps: impl Fn(&P) -> u64,
+    round: impl Fn(&P) -> u32,
+    follows: impl Fn(&P) -> bool,
+) -> Knee {
+    let mut rungs: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+    let mut by_round: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+    for &point in points {
+        let (offered, followed) = (offered_pps(point), follows(point));
+        let rung = rungs.entry(offered).or_default();
+        rung.0 += usize::from(followed);
+        rung.1 += 1;
+        let highest = by_round.entry(round(point)).or_default();
+        if followed {
+            *highest = (*highest).max(Some(offered));
+        }
+    }
+    Knee {
+        follows_up_to_pps: rungs
+            .into_iter()
+            .filter(|(_, (followed, rounds))| 2 * followed >= *rounds)
+            .map(|(offered, _)| offered)
+            .next_back(),
+        by_round: by_round.into_values().collect(),
+    }
+}
+
+/// Per offered rate (lowest first), the median over its rounds of `value`.
+pub fn rung_medians<P>(
+    points: &[&P],
+    offered_pps: impl Fn(&P) -> u64,
+    value: impl Fn(&P) -> f64,
+) -> Vec<(u64, f64)> {
+    let mut rungs: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for &point in points {
+        rungs
+            .entry(offered_pps(point))
+            .or_default()
+            .push(value(point));
+    }
+    rungs
+        .into_iter()
+        .filter_map(|(offered, values)| Some((offered, crate::median(&values)?)))
+        .collect()
+}
+
+/// One summary per design, in the order the designs were first measured: the knee and
+/// the echo from the medians of each rate's rounds.
 pub fn summarize(points: &[TrialPoint]) -> Vec<DesignSummary> {
     crate::first_seen(points.iter().map(|p| p.design))
         .into_iter()
         .map(|design| {
-            let mut ladder: Vec<&TrialPoint> =
-                points.iter().filter(|p| p.design == design).collect();
-            ladder.sort_by_key(|p| p.offered_pps);
-            let follows_up_to_pps = follows_up_to(&ladder, follows, |p| p.offered_pps);
-            let peak = ladder
+            let ladder: Vec<&TrialPoint> = points.iter().filter(|p| p.design == design).collect();
+            let knee = knee(&ladder, |p| p.offered_pps, |p| p.round, follows);
+            let echoed = rung_medians(&ladder, |p| p.offered_pps, |p| p.echoed_pps);
+            let (peak_at_offered_pps, peak_echoed_pps) = echoed
                 .iter()
-                .max_by(|a, b| a.echoed_pps.total_cmp(&b.echoed_pps))
+                .copied()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
                 .expect("a design has points");
             DesignSummary {
                 design,
-                follows_up_to_pps,
-                peak_echoed_pps: peak.echoed_pps,
-                peak_at_offered_pps: peak.offered_pps,
-                echoed_at_highest_pps: ladder.last().map_or(0.0, |p| p.echoed_pps),
+                follows_up_to_pps: knee.follows_up_to_pps,
+                follows_up_to_by_round_pps: knee.by_round,
+                peak_echoed_pps,
+                peak_at_offered_pps,
+                echoed_at_highest_pps: echoed.last().map_or(0.0, |rung| rung.1),
                 cyclic_max_ns: ladder
                     .iter()
                     .filter_map(|p| p.cyclic.as_ref().map(|c| c.max_ns))
@@ -161,6 +214,7 @@ mod tests {
         TrialPoint {
             design: design.parse().unwrap(),
             offered_pps: offered,
+            round: 1,
             sent,
             sent_pps: sent as f64,
             echoed,
@@ -216,30 +270,109 @@ mod tests {
         assert_eq!(CpuTimes::parse("cpu1 1 2 x 4 5 6 7"), None);
     }
 
+    /// The ladder of the fresh-clone CI run that failed: 80k/s measured in a slow moment,
+    /// 160k/s followed again.
+    const SLOW_RUNG: [(u64, u64); 5] = [
+        (20_000, 20_000),
+        (40_000, 40_000),
+        (80_000, 61_000),
+        (160_000, 158_000),
+        (320_000, 230_000),
+    ];
+
+    fn ladder(design: &str, round: u32, echoes: &[(u64, u64)]) -> Vec<TrialPoint> {
+        echoes
+            .iter()
+            .map(|&(rate, echoed)| TrialPoint {
+                round,
+                ..point(design, rate, rate, echoed, 1_000)
+            })
+            .collect()
+    }
+
+    fn knee_of(points: &[TrialPoint]) -> Knee {
+        let refs: Vec<&TrialPoint> = points.iter().collect();
+        knee(&refs, |p| p.offered_pps, |p| p.round, follows)
+    }
+
     #[test]
-    fn a_design_follows_until_its_first_lossy_point() {
+    fn one_slow_rung_below_the_knee_does_not_move_it() {
+        let points = ladder("softirq", 1, &SLOW_RUNG);
+        // up to the first rung that did not follow, the knee would be 40k
+        assert_eq!(knee_of(&points).follows_up_to_pps, Some(160_000));
+        assert_eq!(knee_of(&points).by_round, [Some(160_000)]);
+        // whatever the order measured
+        let reversed: Vec<TrialPoint> = points.into_iter().rev().collect();
+        assert_eq!(knee_of(&reversed).follows_up_to_pps, Some(160_000));
+        let lossy_from_the_start = ladder("softirq", 1, &[(1_000, 10), (2_000, 20)]);
+        assert_eq!(
+            knee_of(&lossy_from_the_start),
+            Knee {
+                follows_up_to_pps: None,
+                by_round: vec![None],
+            }
+        );
+    }
+
+    #[test]
+    fn one_outlying_round_moves_neither_the_knee_nor_the_medians() {
+        let steady = [
+            (20_000, 20_000),
+            (40_000, 40_000),
+            (80_000, 79_000),
+            (160_000, 120_000),
+            (320_000, 110_000),
+        ];
+        // the third round: 80k/s in a slow moment, and a pass at 160k/s (a fast one)
+        let outlying = [
+            (20_000, 20_000),
+            (40_000, 40_000),
+            (80_000, 50_000),
+            (160_000, 155_000),
+            (320_000, 100_000),
+        ];
+        let mut points = ladder("threaded-niced", 1, &steady);
+        points.extend(ladder("threaded-niced", 2, &steady));
+        points.extend(ladder("threaded-niced", 3, &outlying));
+        let knee = knee_of(&points);
+        assert_eq!(knee.follows_up_to_pps, Some(80_000));
+        assert_eq!(knee.by_round, [Some(80_000), Some(80_000), Some(160_000)]);
+        let summary = &summarize(&points)[0];
+        assert_eq!(summary.follows_up_to_pps, Some(80_000));
+        assert_eq!(
+            summary.follows_up_to_by_round_pps,
+            [Some(80_000), Some(80_000), Some(160_000)]
+        );
+        // medians of the rounds: the outlying 155k/s is not the peak
+        assert_eq!(summary.peak_echoed_pps, 120_000.0);
+        assert_eq!(summary.peak_at_offered_pps, 160_000);
+        assert_eq!(summary.echoed_at_highest_pps, 110_000.0);
+        // of two rounds, one that follows is half of them: the rung follows
+        let two: Vec<TrialPoint> = points.iter().filter(|p| p.round != 2).cloned().collect();
+        assert_eq!(knee_of(&two).follows_up_to_pps, Some(160_000));
+    }
+
+    #[test]
+    fn each_design_is_summarized_in_the_order_first_measured() {
         let points = vec![
             point("threaded-fifo", 10_000, 10_000, 10_000, 30_000),
             point("threaded-niced", 10_000, 10_000, 9_990, 20_000),
             point("threaded-fifo", 50_000, 50_000, 2_000, 9_000_000),
             point("threaded-niced", 50_000, 50_000, 30_000, 40_000),
-            // a lower rate measured later, and a recovery that does not count
+            // a lower rate measured later
             point("threaded-fifo", 5_000, 5_000, 5_000, 10_000),
-            point("threaded-fifo", 90_000, 90_000, 89_000, 10_000),
         ];
         let summaries = summarize(&points);
         assert_eq!(summaries.len(), 2);
         let fifo = &summaries[0];
         assert_eq!(fifo.design.to_string(), "threaded-fifo");
         assert_eq!(fifo.follows_up_to_pps, Some(10_000));
-        assert_eq!(fifo.peak_echoed_pps, 89_000.0);
-        assert_eq!(fifo.peak_at_offered_pps, 90_000);
-        assert_eq!(fifo.echoed_at_highest_pps, 89_000.0);
+        assert_eq!(fifo.peak_echoed_pps, 10_000.0);
+        assert_eq!(fifo.peak_at_offered_pps, 10_000);
+        assert_eq!(fifo.echoed_at_highest_pps, 2_000.0);
         assert_eq!(fifo.cyclic_max_ns, Some(9_000_000));
         let niced = &summaries[1];
         assert_eq!(niced.follows_up_to_pps, Some(10_000));
         assert_eq!(niced.echoed_at_highest_pps, 30_000.0);
-        let lossy_from_the_start = summarize(&[point("softirq", 1_000, 1_000, 10, 0)]);
-        assert_eq!(lossy_from_the_start[0].follows_up_to_pps, None);
     }
 }

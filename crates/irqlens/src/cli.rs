@@ -166,6 +166,11 @@ pub struct TrialNetArgs {
     /// How long each point is measured (3, 3s, 500ms)
     #[arg(short, long, value_name = "TIME", default_value = "3", value_parser = parse_run_duration)]
     pub duration: Duration,
+    /// Measure the whole ladder N times, one round after the other (1 to 20): each rate's
+    /// figures are then the medians of its rounds, a rate follows when half of its rounds
+    /// did, and each round's own knee shows how far the machine's noise moves it
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub rounds: u32,
     /// How long each point runs before it is measured
     #[arg(long, value_name = "TIME", default_value = "500ms", value_parser = parse_run_duration)]
     pub warm_up: Duration,

@@ -316,6 +316,7 @@ impl TrialNetArgs {
             sending_cpu: self.sending_cpu,
             rates,
             designs,
+            rounds: self.rounds,
             duration_ns: self.duration.as_nanos() as u64,
             warm_up_ns: self.warm_up.as_nanos() as u64,
             payload_bytes: self.payload.into(),

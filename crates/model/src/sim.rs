@@ -795,7 +795,7 @@ pub struct Calibration {
     pub trial: Vec<TrialCosts>,
 }
 
-/// One design at one offered rate, as `trial` measured it and as the simulation of its
+/// One design at one offered rate in one round, as `trial` measured it and as the simulation of its
 /// test bed predicts it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ComparedPoint {
@@ -803,6 +803,9 @@ pub struct ComparedPoint {
     pub design: crate::trial::Design,
     /// Offered datagrams/s.
     pub offered_pps: u64,
+    /// The trial's round, from 1.
+    #[serde(default = "crate::trial::one_round")]
+    pub round: u32,
     /// Sent per second, measured.
     pub sent_pps: f64,
     /// Echoed per second, measured.
@@ -824,12 +827,16 @@ pub struct ComparedDesign {
     /// The simulated design it corresponds to.
     #[schemars(with = "String")]
     pub simulated_as: Design,
-    /// The highest offered rate up to which every point followed (echoed 95% of what
-    /// was sent), measured.
+    /// The knee, measured: the highest offered rate at which at least half of the rounds
+    /// followed (echoed 95% of what was sent), as trial's `follows_up_to_pps`.
     pub measured_follows_up_to_pps: Option<u64>,
-    /// Likewise, simulated.
+    /// Each round's own measured knee, in round order: how far the machine's noise
+    /// moves it.
+    #[serde(default)]
+    pub measured_follows_up_to_by_round_pps: Vec<Option<u64>>,
+    /// Likewise, simulated (each round simulated at its own sent rate).
     pub simulated_follows_up_to_pps: Option<u64>,
-    /// The most echoed per second at any rate, measured.
+    /// The most echoed per second at any rate (the median of its rounds), measured.
     pub measured_peak_pps: f64,
     /// Likewise, simulated.
     pub simulated_peak_pps: f64,
@@ -856,7 +863,7 @@ pub struct TrialComparison {
     pub costs_origin: String,
     /// Simulated seconds per point.
     pub seconds_per_point: f64,
-    /// Per design and rate.
+    /// Per design, rate and round.
     pub points: Vec<ComparedPoint>,
     /// Per design.
     pub designs: Vec<ComparedDesign>,

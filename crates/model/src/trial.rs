@@ -133,6 +133,10 @@ pub struct TrialOptions {
     pub rates: Vec<u64>,
     /// The designs, in the order measured.
     pub designs: Vec<Design>,
+    /// How many times the whole ladder (every design at every rate) is measured, one
+    /// round after the other (older recordings: 1).
+    #[serde(default = "one_round")]
+    pub rounds: u32,
     /// How long each point is measured, ns.
     pub duration_ns: u64,
     /// How long each point runs before it is measured, ns.
@@ -241,13 +245,21 @@ pub struct Runtimes {
     pub napi_sleeps: Option<u64>,
 }
 
-/// One design at one offered rate.
+/// The first round's number (and the only one of older recordings).
+pub(crate) fn one_round() -> u32 {
+    1
+}
+
+/// One design at one offered rate, in one round.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TrialPoint {
     /// The design.
     pub design: Design,
     /// The rate asked of the load generator, packets/s.
     pub offered_pps: u64,
+    /// The round it was measured in, from 1.
+    #[serde(default = "one_round")]
+    pub round: u32,
     /// Datagrams sent while measuring.
     pub sent: u64,
     /// Sent per second (below offered when the sending CPU cannot keep up).
@@ -278,14 +290,18 @@ pub struct TrialPoint {
 pub struct DesignSummary {
     /// The design.
     pub design: Design,
-    /// The highest offered rate up to which every point echoed at least
-    /// `FOLLOWING_SHARE` of what was sent; none if the lowest did not.
+    /// The knee: the highest offered rate at which at least half of the rounds echoed
+    /// `FOLLOWING_SHARE` of what was sent (a rate below it that did not is not the
+    /// knee); none if no rate did.
     pub follows_up_to_pps: Option<u64>,
-    /// The most echoed per second at any rate.
+    /// Each round's own knee by the same rule, in round order (older recordings: none).
+    #[serde(default)]
+    pub follows_up_to_by_round_pps: Vec<Option<u64>>,
+    /// The most echoed per second at any rate (the median of its rounds).
     pub peak_echoed_pps: f64,
     /// The offered rate of that peak.
     pub peak_at_offered_pps: u64,
-    /// Echoed per second at the highest offered rate.
+    /// Echoed per second at the highest offered rate (the median of its rounds).
     pub echoed_at_highest_pps: f64,
     /// The cyclic task's largest latency over the ladder, ns.
     pub cyclic_max_ns: Option<u64>,
@@ -310,16 +326,19 @@ pub struct TrialReport {
     pub options: TrialOptions,
     /// Whether Ctrl-C/SIGTERM cut the ladder short (the points after it were not run).
     pub interrupted: bool,
-    /// One per design and rate, in the order measured.
+    /// One per design, rate and round, in the order measured.
     pub points: Vec<TrialPoint>,
     /// One per design.
     pub designs: Vec<DesignSummary>,
 }
 
 impl TrialReport {
-    /// The points of one design, in the order measured.
-    pub fn points_of(&self, design: Design) -> impl Iterator<Item = &TrialPoint> {
-        self.points.iter().filter(move |p| p.design == design)
+    /// The points of one design by offered rate, each rate's rounds in order.
+    pub fn points_of(&self, design: Design) -> Vec<&TrialPoint> {
+        let mut ladder: Vec<&TrialPoint> =
+            self.points.iter().filter(|p| p.design == design).collect();
+        ladder.sort_by_key(|p| (p.offered_pps, p.round));
+        ladder
     }
 }
 

@@ -32,6 +32,7 @@ use irqlens_analyze::first_seen;
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::noise::{NoiseAnalysis, TimelinePoint};
+use irqlens_analyze::trial::rung_medians;
 use irqlens_analyze::wakeup::{
     Cause as WakeupCause, Component, Sample as WakeupSample, WakeupStats,
 };
@@ -632,9 +633,17 @@ impl Page {
                 .designs
                 .iter()
                 .map(|summary| {
-                    let points = report
+                    // a rate's rounds: their median
+                    let ladder: Vec<_> = report
                         .points_of(summary.design)
-                        .filter_map(|p| Some((p.offered_pps as f64, value(p)?)))
+                        .into_iter()
+                        .filter(|p| value(p).is_some())
+                        .collect();
+                    let medians =
+                        rung_medians(&ladder, |p| p.offered_pps, |p| value(p).unwrap_or_default());
+                    let points = medians
+                        .into_iter()
+                        .map(|(offered, median)| (offered as f64, median))
                         .collect();
                     Line::new(summary.design.to_string(), points)
                 })
@@ -661,6 +670,7 @@ impl Page {
             section.h3(&super::trial::describe(summary.design, report));
             let rows: Vec<_> = report
                 .points_of(summary.design)
+                .into_iter()
                 .map(super::trial::cells)
                 .collect();
             section.table(&headings(&super::trial::POINT_COLUMNS), &rows);

@@ -75,8 +75,8 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
     writeln!(
         out,
         "trial net: echo server on CPU {} (SCHED_OTHER nice {}), load from CPU {}, cyclic task \
-         {} every {} us on CPU {}; {} s per point after {} s of warm-up; times in us, CPU split \
-         of CPU {}",
+         {} every {} us on CPU {}; {} s per point after {} s of warm-up{}; times in us, CPU \
+         split of CPU {}",
         o.receiving_cpu,
         o.consumer_nice,
         o.sending_cpu,
@@ -85,6 +85,7 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         o.receiving_cpu,
         o.duration_ns as f64 / 1e9,
         o.warm_up_ns as f64 / 1e9,
+        rounds(o.rounds),
         o.receiving_cpu,
     )?;
     for summary in &report.designs {
@@ -100,15 +101,27 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         writeln!(out)?;
         writeln!(
             out,
-            "Where the echo stops following the offered rate (95% echoed):"
+            "Where the echo stops following the offered rate (95% echoed{}):",
+            if o.rounds > 1 {
+                " in half of the rounds; each round's own in brackets"
+            } else {
+                ""
+            }
         )?;
     }
     for s in &report.designs {
-        let follows = s
+        let knee = |pps: Option<u64>| pps.map_or("-".to_string(), |pps| pps.to_string());
+        let mut follows = s
             .follows_up_to_pps
-            .map_or("not at the lowest rate".into(), |pps| {
-                format!("up to {pps}/s")
-            });
+            .map_or("at no rate".into(), |pps| format!("up to {pps}/s"));
+        if s.follows_up_to_by_round_pps.len() > 1 {
+            let by_round: Vec<String> = s
+                .follows_up_to_by_round_pps
+                .iter()
+                .map(|&pps| knee(pps))
+                .collect();
+            follows += &format!(" [{}]", by_round.join(", "));
+        }
         let cyclic = s
             .cyclic_max_ns
             .map_or("-".into(), |ns| format!("{} us", super::us(ns)));
@@ -129,6 +142,15 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// ", N rounds" past the first.
+fn rounds(rounds: u32) -> String {
+    if rounds > 1 {
+        format!(", {rounds} rounds")
+    } else {
+        String::new()
+    }
 }
 
 /// A design in words, as measured.
@@ -176,6 +198,7 @@ mod tests {
             sending_cpu: 0,
             rates: vec![50_000],
             designs: vec![design],
+            rounds: 1,
             duration_ns: 3_000_000_000,
             warm_up_ns: 500_000_000,
             payload_bytes: 64,
@@ -190,6 +213,7 @@ mod tests {
         let point = TrialPoint {
             design,
             offered_pps: 50_000,
+            round: 1,
             sent: 150_000,
             sent_pps: 50_000.0,
             echoed: 3_000,
@@ -230,6 +254,7 @@ mod tests {
             designs: vec![DesignSummary {
                 design,
                 follows_up_to_pps: None,
+                follows_up_to_by_round_pps: vec![None],
                 peak_echoed_pps: 1_000.0,
                 peak_at_offered_pps: 50_000,
                 echoed_at_highest_pps: 1_000.0,
@@ -259,7 +284,7 @@ mod tests {
             assert!(row.contains(cell), "{cell} in {row}");
         }
         assert!(
-            text.contains("follows not at the lowest rate; peak 1000/s echoed at 50000/s"),
+            text.contains("follows at no rate; peak 1000/s echoed at 50000/s"),
             "{text}"
         );
     }

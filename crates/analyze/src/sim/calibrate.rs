@@ -15,7 +15,7 @@ use crate::bh::Mechanism;
 use crate::bh::{BhStats, Source as BhSource, stats::Series};
 use crate::first_seen;
 use crate::histogram::Distribution;
-use crate::trial::{follows, follows_up_to, keeps_up};
+use crate::trial::{follows, keeps_up, knee, rung_medians};
 use crate::wakeup::{Component, WakeupStats};
 
 /// The NET_RX softirq's vector (include/linux/interrupt.h).
@@ -480,7 +480,8 @@ fn design_costs(
 }
 
 /// A recorded trial's points next to the simulation of each (offered at the rate the
-/// kernel took), and per design the knee, the peak and the median latency's error.
+/// kernel took), and per design the knee (measured: also each round's), the peak and the
+/// median latency's error.
 pub fn compare_trial(
     options: &TrialOptions,
     points: &[TrialPoint],
@@ -508,6 +509,7 @@ pub fn compare_trial(
         compared.push(ComparedPoint {
             design: point.design,
             offered_pps: point.offered_pps,
+            round: point.round,
             sent_pps: point.sent_pps,
             measured_echoed_pps: point.echoed_pps,
             simulated_echoed_pps: echo.delivered_per_s,
@@ -528,16 +530,19 @@ fn summarize_design(
     options: &TrialOptions,
     compared: &[ComparedPoint],
 ) -> ComparedDesign {
-    let mut ladder: Vec<&ComparedPoint> = compared.iter().filter(|p| p.design == design).collect();
-    ladder.sort_by_key(|p| p.offered_pps);
+    let ladder: Vec<&ComparedPoint> = compared.iter().filter(|p| p.design == design).collect();
     let following = |echoed: fn(&ComparedPoint) -> f64| {
         move |p: &ComparedPoint| keeps_up(p.sent_pps, echoed(p))
     };
     let measured = |p: &ComparedPoint| p.measured_echoed_pps;
     let simulated = |p: &ComparedPoint| p.simulated_echoed_pps;
-    let up_to = |echoed| follows_up_to(&ladder, following(echoed), |p| p.offered_pps);
-    let peak =
-        |echoed: fn(&ComparedPoint) -> f64| ladder.iter().map(|p| echoed(p)).fold(0.0, f64::max);
+    let knee_of = |echoed| knee(&ladder, |p| p.offered_pps, |p| p.round, following(echoed));
+    let peak = |echoed: fn(&ComparedPoint) -> f64| {
+        rung_medians(&ladder, |p| p.offered_pps, echoed)
+            .into_iter()
+            .map(|(_, echo)| echo)
+            .fold(0.0, f64::max)
+    };
     let (measured_follows, simulated_follows) = (following(measured), following(simulated));
     let errors = ladder
         .iter()
@@ -548,11 +553,13 @@ fn summarize_design(
         })
         .collect();
     let (measured_peak, simulated_peak) = (peak(measured), peak(simulated));
+    let measured_knee = knee_of(measured);
     ComparedDesign {
         design,
         simulated_as: simulated_design(design, options),
-        measured_follows_up_to_pps: up_to(measured),
-        simulated_follows_up_to_pps: up_to(simulated),
+        measured_follows_up_to_pps: measured_knee.follows_up_to_pps,
+        measured_follows_up_to_by_round_pps: measured_knee.by_round,
+        simulated_follows_up_to_pps: knee_of(simulated).follows_up_to_pps,
         measured_peak_pps: measured_peak,
         simulated_peak_pps: simulated_peak,
         peak_error: (measured_peak > 0.0).then(|| simulated_peak / measured_peak - 1.0),
@@ -571,6 +578,7 @@ mod tests {
             sending_cpu: 0,
             rates: vec![],
             designs: vec![],
+            rounds: 1,
             duration_ns: 2_000_000_000,
             warm_up_ns: 0,
             payload_bytes: 64,
@@ -607,6 +615,7 @@ mod tests {
         TrialPoint {
             design: design.parse().unwrap(),
             offered_pps: rate,
+            round: 1,
             sent: rate * 2,
             sent_pps: rate as f64,
             echoed: n,

@@ -123,20 +123,22 @@ fn cyclic_latency(outcome: &WakeupOutcome, cpu: u32) -> Option<CyclicLatency> {
     })
 }
 
-/// Measures `design` at `rate`: builds its bed, starts the load, then the cyclic task
-/// (`cyclic`, timer mode on the receiving CPU, measuring from its first second under
-/// load to the window's end), warms up and measures for the duration, and takes the
-/// bed down. `None` if `stop` was set meanwhile (the bed is taken down too).
+/// Measures `design` at `rate` in `round`: builds its bed, starts the load, then the
+/// cyclic task (`cyclic`, timer mode on the receiving CPU, measuring from its first
+/// second under load to the window's end), warms up and measures for the duration, and
+/// takes the bed down. `None` if `stop` was set meanwhile (the bed is taken down too).
 pub fn run_point(
     journal: &mut Journal,
     design: Design,
     rate: u64,
+    round: u32,
     options: &TrialOptions,
     cyclic: &WakeupOptions,
     stop: &AtomicBool,
 ) -> Result<Option<TrialPoint>> {
     let bed = Testbed::build(journal, design, options)?;
-    let measured = measure(&bed, journal, design, rate, options, cyclic, stop);
+    let measured = measure(&bed, journal, design, rate, options, cyclic, stop)
+        .map(|point| point.map(|point| TrialPoint { round, ..point }));
     let torn_down = bed.tear_down(journal);
     let point = measured?;
     torn_down.context("taking the test bed down")?;
@@ -245,6 +247,8 @@ fn measure(
     Ok(Some(TrialPoint {
         design,
         offered_pps: rate,
+        // run_point numbers it
+        round: 1,
         sent: counts.sent,
         sent_pps: counts.sent as f64 / seconds,
         echoed: counts.echoed,

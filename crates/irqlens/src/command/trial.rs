@@ -35,29 +35,39 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
     let progress = !args.quiet;
     let mut session = Session(Some(Journal::begin(Path::new(JOURNAL_PATH), "trial")?));
     let mut points = Vec::new();
-    let total = options.designs.len() * options.rates.len();
-    'ladder: for &design in &options.designs {
-        for &rate in &options.rates {
-            if interrupted() {
-                break 'ladder;
-            }
-            if progress {
-                eprintln!(
-                    "irqlens: trial {}/{total}: {design} at {rate}/s ...",
-                    points.len() + 1
-                );
-            }
-            let journal = session.0.as_mut().expect("a live session");
-            let Some(point) =
-                trial_run::run_point(journal, design, rate, &options, &cyclic, &STOP)?
-            else {
-                break 'ladder;
-            };
-            if progress {
-                eprintln!("irqlens:   {}", summary_line(&point));
-            }
-            points.push(point);
+    let total = options.rounds as usize * options.designs.len() * options.rates.len();
+    // round after round of the whole ladder: a slow stretch of the machine (the
+    // hypervisor's steal, another load) falls on different points in each
+    let ladder = (1..=options.rounds).flat_map(|round| {
+        let rates = &options.rates;
+        (options.designs.iter())
+            .flat_map(move |&design| rates.iter().map(move |&rate| (round, design, rate)))
+    });
+    for (round, design, rate) in ladder {
+        if interrupted() {
+            break;
         }
+        if progress {
+            let of_rounds = if options.rounds > 1 {
+                format!(" (round {round}/{})", options.rounds)
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "irqlens: trial {}/{total}: {design} at {rate}/s{of_rounds} ...",
+                points.len() + 1
+            );
+        }
+        let journal = session.0.as_mut().expect("a live session");
+        let Some(point) =
+            trial_run::run_point(journal, design, rate, round, &options, &cyclic, &STOP)?
+        else {
+            break;
+        };
+        if progress {
+            eprintln!("irqlens:   {}", summary_line(&point));
+        }
+        points.push(point);
     }
     let failed = session.finish();
     let report = TrialReport {

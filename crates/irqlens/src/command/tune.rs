@@ -529,14 +529,7 @@ fn bounds(values: &[f64]) -> (f64, f64) {
 }
 
 fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => sorted[n / 2],
-        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
+    irqlens_analyze::median(values).unwrap_or(0.0)
 }
 
 /// The change of `after` from `before`, percent (`None` from 0).

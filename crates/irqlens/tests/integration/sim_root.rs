@@ -1,22 +1,51 @@
 //! irqlens sim against this machine: calibrated from recordings made here (wakeup, bh
 //! with NET_RX, a trial at low rates), the simulated `trial net` test bed must stop
-//! following the offered rate where a second, independent trial does, for `softirq` and
+//! following the offered rate where a second, independent trial does (within what the
+//! machine's noise moves that trial's knee between its rounds), for `softirq` and
 //! `threaded-niced`. The figures (knee, peak, median latency) are printed: the closing
 //! note reports them. Needs root (CI runs as root).
 
 use std::fs;
+use std::time::Duration;
 
 use crate::common::*;
+use irqlens_collect::system::cpu_times;
 
 /// The ladders: the calibration's stays at or below the knee (80k to 160k/s on CPU 1 of
 /// the test VM; a point that did not echo 95% is left out of the fit), the checked one
 /// crosses it.
 const CALIBRATION_RATES: &str = "10k,20k,40k,80k";
-const CHECKED_RATES: &str = "20k,40k,80k,160k,320k";
+const CHECKED_RATES: [u64; 5] = [20_000, 40_000, 80_000, 160_000, 320_000];
 const DESIGNS: &str = "softirq,threaded-niced";
+/// The checked trial's rounds: its knee is where most of them follow, and how far apart
+/// their own knees fall is the machine's noise in rungs of the ladder.
+const CHECKED_ROUNDS: &str = "3";
 
-/// About 90 s: a wakeup and a bh recording of 3 s, then two trials (8 and 10 points of
-/// 2 s after 0.5 s of warm-up).
+/// A knee's place on the checked ladder: 0 below the lowest rate (followed at none), then
+/// 1 for the lowest and so on.
+fn rung(knee: Option<u64>) -> usize {
+    knee.map_or(0, |pps| {
+        1 + CHECKED_RATES
+            .iter()
+            .position(|&rate| rate == pps)
+            .unwrap_or_else(|| panic!("{pps}/s is not a rate of the ladder"))
+    })
+}
+
+/// The share of CPU 1 (0 to 1) that work other than the test's kept busy over a second in
+/// which nothing of the test runs: /proc/stat's user, system, irq and softirq time against
+/// its total (the hypervisor's steal is not counted: it is noise the test must bear).
+fn others_busy_share() -> f64 {
+    let before = cpu_times(1).unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let after = cpu_times(1).unwrap();
+    let busy = |t: &irqlens_analyze::trial::CpuTimes| t.user + t.system + t.irq + t.softirq;
+    let total = |t: &irqlens_analyze::trial::CpuTimes| busy(t) + t.idle + t.steal;
+    (busy(&after) - busy(&before)) as f64 / (total(&after) - total(&before)).max(1) as f64
+}
+
+/// About 150 s: a wakeup and a bh recording of 3 s, then two trials (8 points of 2 s, and
+/// 3 rounds of 10 points of 1 s, each after 0.5 s of warm-up).
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn the_calibrated_simulation_stops_following_where_trial_does() {
@@ -33,10 +62,16 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
     irqlens_ok(&[
         "bh", "-c", "1", "-t", "net", "--rate", "1000", "-d", "3", "-q", "--record", &bh,
     ]);
-    for (rates, record) in [
-        (CALIBRATION_RATES, &calibration_trial),
-        (CHECKED_RATES, &checked_trial),
+    let checked_rates = CHECKED_RATES.map(|rate| rate.to_string()).join(",");
+    // the model has the test bed's load alone: other work that keeps CPU 1 busy (other
+    // builds on a shared VM) enters a trial's busy time, hence the calibrated bottom
+    // half, and the knee cannot be judged then
+    let mut others_busy = Vec::new();
+    for (rates, rounds, seconds, record) in [
+        (CALIBRATION_RATES, "1", "2", &calibration_trial),
+        (checked_rates.as_str(), CHECKED_ROUNDS, "1", &checked_trial),
     ] {
+        others_busy.push(others_busy_share());
         irqlens_ok(&[
             "trial",
             "net",
@@ -44,13 +79,16 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
             rates,
             "--designs",
             DESIGNS,
+            "--rounds",
+            rounds,
             "-d",
-            "2",
+            seconds,
             "-q",
             "--record",
             record,
         ]);
     }
+    eprintln!("other work's share of CPU 1 before each trial: {others_busy:.2?}");
     irqlens_ok(&[
         "sim",
         "--calibrate",
@@ -73,11 +111,24 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
     }
     let trial_costs = file["trial"].as_array().unwrap();
     assert_eq!(trial_costs.len(), 2, "{file:#}");
+    let calibration_points = irqlens_json(&["report", &calibration_trial])["points"].clone();
     for costs in trial_costs {
-        let consumer = costs["consumer_per_datagram_us"].as_f64().unwrap();
-        // an echo is a receive and a send system call: microseconds, not nothing
-        assert!((1.0..50.0).contains(&consumer), "{costs}");
         eprintln!("calibrated {costs}");
+        let consumer = costs["consumer_per_datagram_us"].as_f64().unwrap();
+        // an echo is a receive and a send system call: some time, and no more than the
+        // CPU had: at the most the calibration trial echoed, the echo server's share of
+        // CPU 1 cannot pass the whole of it (a stalled VM scatters the fit between these)
+        let most_echoed = calibration_points
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["design"] == costs["design"])
+            .map(|p| p["echoed_pps"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!(
+            consumer > 0.0 && consumer * most_echoed < 1e6,
+            "{most_echoed:.0}/s echoed at most: {costs}"
+        );
     }
 
     let compared = irqlens_json(&["sim", "--against", &checked_trial, "--costs", &calibration]);
@@ -88,20 +139,43 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
             knee("measured_follows_up_to_pps"),
             knee("simulated_follows_up_to_pps"),
         );
-        // the ladder doubles: within one step either way
-        let (Some(measured), Some(simulated)) = (measured, simulated) else {
-            panic!("both follow at the lowest rate: {design}");
-        };
+        // the rungs the machine's noise put the knee on: the rounds' own knees and theirs
+        // together
+        let by_round: Vec<Option<u64>> = design["measured_follows_up_to_by_round_pps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|knee| knee.as_u64())
+            .collect();
+        assert_eq!(by_round.len(), 3, "{design}");
+        let measured_rungs = by_round.iter().chain([&measured]).map(|&k| rung(k));
+        let (lowest, highest) = (
+            measured_rungs.clone().min().unwrap(),
+            measured_rungs.max().unwrap(),
+        );
+        // the model, fitted below the knee, puts it within one rung of the ladder (which
+        // doubles) of where the machine did
+        let within = rung(simulated) + 1 >= lowest && rung(simulated) <= highest + 1;
+        if others_busy.iter().any(|&share| share > 0.5) {
+            eprintln!(
+                "knee not judged (simulated {simulated:?}/s, measured {measured:?}/s, rounds \
+                 {by_round:?}; within a rung: {within}): other work kept CPU 1 busy \
+                 {others_busy:.2?} of the second before each trial"
+            );
+            continue;
+        }
         assert!(
-            simulated * 2 >= measured && simulated <= measured * 2,
-            "knee: simulated {simulated}/s against measured {measured}/s: {design}"
+            within,
+            "knee: simulated {simulated:?}/s against measured {measured:?}/s, rounds \
+             {by_round:?}: {design}"
         );
     }
     for point in compared["points"].as_array().unwrap() {
         eprintln!(
-            "{} {}: echoed {:.0} sim {:.0}; p50 {} sim {} us",
+            "{} {} round {}: echoed {:.0} sim {:.0}; p50 {} sim {} us",
             point["design"],
             point["offered_pps"],
+            point["round"],
             point["measured_echoed_pps"].as_f64().unwrap(),
             point["simulated_echoed_pps"].as_f64().unwrap(),
             point["measured_p50_us"],

@@ -5,6 +5,7 @@
 
 use std::io::Read;
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -59,10 +60,7 @@ fn a_napi_thread_takes_its_real_time_receivers_priority_and_gives_it_back() {
     let original = thread_priority(napi).unwrap();
     set_thread_priority(flow.receiver_pid(), Priority::Fifo(80)).unwrap();
     let device = flow.receiving_device().to_owned();
-    let mut steer = start(&[
-        "steer", "--dev", &device, "-d", "4", "--hold", "300ms", "--json",
-    ]);
-    std::thread::sleep(Duration::from_millis(500));
+    let mut steer = steering(&["--dev", &device, "-d", "4", "--hold", "300ms", "--json"]);
     flow.send(2000);
     wait_for(
         &mut steer,
@@ -78,6 +76,7 @@ fn a_napi_thread_takes_its_real_time_receivers_priority_and_gives_it_back() {
         Duration::from_secs(2),
         || thread_priority(napi).ok() == Some(original),
     );
+    let sent = flow.sent();
     let output = steer.wait_with_output().unwrap();
     assert!(output.status.success(), "{output:?}");
     assert_valid_document(&output.stdout);
@@ -100,7 +99,11 @@ fn a_napi_thread_takes_its_real_time_receivers_priority_and_gives_it_back() {
         .iter()
         .find(|t| t["tid"] == napi)
         .unwrap_or_else(|| panic!("{doc:#}"));
-    assert!(thread["deliveries"].as_u64().unwrap() > 500, "{thread:#}");
+    // every datagram sent went through the NAPI thread while steer traced it
+    assert!(
+        thread["deliveries"].as_u64().unwrap() > sent / 2,
+        "{sent} sent: {thread:#}"
+    );
     assert_eq!(thread_priority(napi).unwrap(), original, "put back at exit");
 }
 
@@ -113,8 +116,7 @@ fn a_napi_thread_serving_a_normal_receiver_is_lowered_and_sigterm_puts_it_back()
     let (mut flow, napi) = threaded_flow();
     set_thread_priority(napi, Priority::Fifo(60)).unwrap();
     set_thread_priority(flow.receiver_pid(), Priority::Other { nice: 5 }).unwrap();
-    let mut steer = start(&["steer", "-d", "20", "--json"]);
-    std::thread::sleep(Duration::from_millis(500));
+    let mut steer = steering(&["-d", "20", "--json"]);
     flow.send(2000);
     wait_for(
         &mut steer,
@@ -139,7 +141,8 @@ fn pin(tid: u32, cpu: u32) {
 }
 
 /// Starts steer in the background and waits until it has traced for a moment: a second,
-/// and longer if its programs are not loaded by then (a slow VM).
+/// and longer if its programs are not loaded by then (a slow VM: its duration and its
+/// view of the flow start only then).
 fn steering(args: &[&str]) -> Child {
     let mut all = vec!["steer"];
     all.extend_from_slice(args);
@@ -170,8 +173,26 @@ fn a_real_time_receiver_is_served_ahead_of_a_lower_priority_hog() {
     );
     let mut unsteered = stamped_delays(flow.namespace(), 3);
     let steer = steering(&["--hold", "1s"]);
-    let mut steered = stamped_delays(flow.namespace(), 3);
-    let raised = thread_priority(napi).unwrap();
+    // the NAPI thread's scheduling is watched while the flow runs: read after it, a
+    // stalled VM can let the hold run out first
+    let flowing = AtomicBool::new(true);
+    let (mut steered, seen) = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let mut seen: Vec<Priority> = Vec::new();
+            while flowing.load(Ordering::Relaxed) {
+                if let Ok(priority) = thread_priority(napi)
+                    && !seen.contains(&priority)
+                {
+                    seen.push(priority);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            seen
+        });
+        let delays = stamped_delays(flow.namespace(), 3);
+        flowing.store(false, Ordering::Relaxed);
+        (delays, watcher.join().unwrap())
+    });
     signal_and_wait(steer, libc::SIGTERM);
     hog.stop();
     let put_back = thread_priority(napi).unwrap();
@@ -181,9 +202,12 @@ fn a_real_time_receiver_is_served_ahead_of_a_lower_priority_hog() {
     );
     println!(
         "receive delay p50/p90/max of a FIFO 80 receiver behind a FIFO 50 hog: NAPI thread at \
-         o:0 {before:.0?} µs, steered to {raised} {after:.0?} µs"
+         o:0 {before:.0?} µs, steered ({seen:?} seen meanwhile) {after:.0?} µs"
     );
-    assert_eq!(raised, Priority::Fifo(80), "steer raised it");
+    assert!(
+        seen.contains(&Priority::Fifo(80)),
+        "steer raised it: {seen:?}"
+    );
     assert_eq!(put_back, Priority::Other { nice: 0 }, "and put it back");
     assert!(
         after[1] * 10.0 < before[1],

@@ -24,6 +24,7 @@ fn bad_input_is_refused_in_one_line() {
             "CPU 4095 is offline or does not exist",
         ),
         (&["trial", "net", "-d", "0"], "must be longer than zero"),
+        (&["trial", "net", "--rounds", "0"], "0 is not in 1..=20"),
         (&["trial", "net", "--consumer-nice", "20"], "20"),
         (&["trial", "net", "--payload", "8"], "8"),
     ] {
