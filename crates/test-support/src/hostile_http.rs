@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The pieces a large body or header is sent in, so that the client holds little.
-const PIECE: [u8; 64 * 1024] = [b'a'; 64 * 1024];
+static PIECE: [u8; 64 * 1024] = [b'a'; 64 * 1024];
 
 /// `method` `path` with `Connection: close`: the whole response, head and body, within
 /// 5 s.
