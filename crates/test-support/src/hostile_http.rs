@@ -152,6 +152,14 @@ pub fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Closed> 
     }
 }
 
+/// Whether `stream` is still open: nothing to read, no end of file, no reset.
+pub fn still_open(stream: &TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let peeked = stream.peek(&mut [0]);
+    stream.set_nonblocking(false).unwrap();
+    matches!(peeked, Err(err) if err.kind() == io::ErrorKind::WouldBlock)
+}
+
 /// A field of /proc/`pid`/status (`pid` a number or `self`), as a number: `VmRSS` in KiB,
 /// `Threads`.
 pub fn status_field(pid: &str, field: &str) -> u64 {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use irqlens_test_support::hostile_http::{
-    Closed, claimed_body, closed_within, get, idle, large_header, request, status_field,
+    Closed, claimed_body, closed_within, get, idle, large_header, request, status_field, still_open,
 };
 use irqlens_test_support::python::run_script;
 
@@ -288,7 +288,7 @@ fn noise_survives_hostile_clients_of_its_endpoint() {
     let (rss_before_kib, threads_before) = (rss_kib(), status_field(&pid, "Threads"));
 
     let attack = Instant::now();
-    let _idle = idle(address, IDLE_CONNECTIONS);
+    let idle = idle(address, IDLE_CONNECTIONS);
     let rss_idle_kib = rss_kib();
     let mut claimed = claimed_body(address, 1_000_000_000_000_000);
     // answered and closed: the server is done with it
@@ -301,8 +301,8 @@ fn noise_survives_hostile_clients_of_its_endpoint() {
     assert!(closed_within(&mut large, Duration::from_secs(5)).is_some());
     let rss_large_kib = rss_kib();
     let threads_during = status_field(&pid, "Threads");
-    let (during, body) = timed_scrape();
-    let held = attack.elapsed();
+    // each answered; the fastest at about the usual speed (one may wait for the CPU)
+    let (during, body) = (0..3).map(|_| timed_scrape()).min().unwrap();
     eprintln!(
         "irqlens VmRSS: {rss_before_kib} KiB before the attack, {rss_idle_kib} KiB with \
          {IDLE_CONNECTIONS} idle connections, {rss_claimed_kib} KiB after a claimed body of \
@@ -310,10 +310,11 @@ fn noise_survives_hostile_clients_of_its_endpoint() {
          before, {threads_during} during; scrape {baseline:?} at most before, {during:?} \
          during"
     );
-    // the idle connections were all still held when the scrape was answered
+    // the idle connections were all there for the scrape
     assert!(
-        held < irqlens_present::prometheus::HEADER_READ_TIMEOUT,
-        "the attack took {held:?}"
+        idle.iter().all(still_open),
+        "idle connections closed before the scrape, {:?} into the attack",
+        attack.elapsed()
     );
     assert!(
         threads_during <= threads_before,

@@ -16,7 +16,7 @@ use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sam
 use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig};
 use irqlens_test_support::hostile_http::{
     Closed, claimed_body, closed_within, get, idle, large_header, request, sent_body, slow_head,
-    status_field,
+    status_field, still_open,
 };
 use irqlens_test_support::python::run_script;
 
@@ -738,8 +738,9 @@ fn hostile_clients_neither_stop_a_scrape_nor_grow_the_process() {
     let limits = Limits {
         connections: MAX_CONNECTIONS,
         head_bytes: MAX_HEAD_BYTES,
-        header_timeout: Duration::from_secs(2),
-        connection_deadline: Duration::from_secs(3),
+        // long enough for the attack to be set up on a loaded machine, in a debug build
+        header_timeout: Duration::from_secs(4),
+        connection_deadline: Duration::from_secs(6),
     };
     let exporter = serving(limits, 4);
     let address = exporter.address().unwrap();
@@ -752,13 +753,14 @@ fn hostile_clients_neither_stop_a_scrape_nor_grow_the_process() {
     let mut slow = slow_head(address, Duration::from_millis(100), 1_000);
     let mut large = large_header(address, 1 << 20);
     let mut idle = idle(address, IDLE_CONNECTIONS);
-    let during = timed_scrape(address);
+    // each answered; the fastest at about the usual speed (one may wait for the CPU)
+    let during = (0..3).map(|_| timed_scrape(address)).min().unwrap();
     let rss_during_kib = status_field("self", "VmRSS");
-    // the slow and idle clients are still there until the header timeout
+    // the slow and idle clients were all there for the scrape
+    assert!(still_open(&slow), "the slow head closed before the scrape");
     assert!(
-        attack.elapsed() < limits.header_timeout,
-        "the attack took {:?}: over before the scrape",
-        attack.elapsed()
+        idle.iter().all(still_open),
+        "idle connections closed before the scrape"
     );
     assert!(
         during <= baseline * 100,
