@@ -427,7 +427,7 @@ pub struct OutputArgs {
     /// No live table or progress line; only the final results
     #[arg(short, long)]
     pub quiet: bool,
-    /// Serve OpenMetrics for Prometheus at http://ADDR/metrics while the run goes on: a port (on 127.0.0.1), or IP:PORT such as 0.0.0.0:9464 or [::]:9464
+    /// Serve OpenMetrics for Prometheus at http://ADDR/metrics while the run goes on: a port (on 127.0.0.1), or IP:PORT such as 0.0.0.0:9464 or [::]:9464 (anyone who reaches it reads the metrics: CPUs' noise, IRQ and thread names)
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,
     /// Also write a self-contained HTML report with plots to FILE (opens offline)

@@ -11,16 +11,15 @@
 //! `source`, ...; never a pid, never prose).
 
 mod families;
+mod server;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
-use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet, text};
 use prometheus_client::metrics::MetricType;
@@ -35,6 +34,8 @@ use irqlens_analyze::bh::BhStats;
 use irqlens_analyze::histogram::{DECADE_BOUNDS_NS, Histogram};
 use irqlens_analyze::noise::NoiseAnalysis;
 use irqlens_analyze::wakeup::WakeupStats;
+pub use server::{CONNECTION_DEADLINE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD_BYTES};
+use server::{Limits, Serving};
 
 /// The Content-Type of a scrape's answer (OpenMetrics text).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -321,6 +322,7 @@ struct Endpoint {
     /// Bound at the start (so a taken port fails the run before anything is loaded),
     /// served from the first snapshot on.
     listener: Option<TcpListener>,
+    limits: Limits,
     serving: Option<Serving>,
 }
 
@@ -328,6 +330,14 @@ impl Exporter {
     /// Listens on `address`; serving begins with the first snapshot. `names` (asked
     /// only when there is an address) name IRQ lines and kernel functions in the labels.
     pub fn start(address: Option<SocketAddr>, names: impl FnOnce() -> Names) -> Result<Self> {
+        Exporter::with_limits(address, names, Limits::default())
+    }
+
+    fn with_limits(
+        address: Option<SocketAddr>,
+        names: impl FnOnce() -> Names,
+        limits: Limits,
+    ) -> Result<Self> {
         let Some(address) = address else {
             return Ok(Exporter { endpoint: None });
         };
@@ -340,6 +350,7 @@ impl Exporter {
                 names: names(),
                 address,
                 listener: Some(listener),
+                limits,
                 serving: None,
             }),
         })
@@ -372,7 +383,7 @@ impl Exporter {
     }
 
     /// Replaces the snapshot. The first call starts the server from the calling thread,
-    /// the run's collector: tiny_http's threads inherit its CPU affinity, which the noise
+    /// the run's collector: the server's thread inherits its CPU affinity, which the noise
     /// run has by then moved off the measured CPUs.
     fn publish(&mut self, capability: &str, families: impl FnOnce(&Names) -> Vec<Family>) {
         let Some(endpoint) = &mut self.endpoint else {
@@ -382,66 +393,12 @@ impl Exporter {
         families.push(build_info(capability));
         endpoint.snapshot.replace(families);
         if let Some(listener) = endpoint.listener.take() {
-            match Serving::start(listener, Arc::clone(&endpoint.snapshot)) {
+            let registry = registry(Arc::clone(&endpoint.snapshot));
+            match Serving::start(listener, registry, endpoint.limits) {
                 Ok(serving) => endpoint.serving = Some(serving),
                 // the run goes on: its own results matter more than the endpoint
                 Err(err) => eprintln!("irqlens: --prometheus: {err:#}"),
             }
         }
     }
-}
-
-/// The HTTP server and the thread that answers its requests. Dropping it stops both and
-/// closes the listening socket.
-struct Serving {
-    server: Arc<tiny_http::Server>,
-    responder: Option<JoinHandle<()>>,
-}
-
-impl Serving {
-    fn start(listener: TcpListener, snapshot: Arc<Snapshot>) -> Result<Self> {
-        let server = tiny_http::Server::from_listener(listener, None)
-            .map_err(|err| anyhow!("cannot serve: {err}"))?;
-        let server = Arc::new(server);
-        let registry = registry(snapshot);
-        let requests = Arc::clone(&server);
-        let responder = std::thread::Builder::new()
-            .name("irqlens/metrics".into())
-            .spawn(move || {
-                for request in requests.incoming_requests() {
-                    // a scraper that went away is its own problem
-                    let _ = respond(request, &registry);
-                }
-            })?;
-        Ok(Serving {
-            server,
-            responder: Some(responder),
-        })
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(responder) = self.responder.take() {
-            let _ = responder.join();
-        }
-        // the last Arc of the server goes with self: tiny_http then closes the listener
-    }
-}
-
-fn respond(request: tiny_http::Request, registry: &Registry) -> io::Result<()> {
-    let path = request.url().split('?').next().unwrap_or_default();
-    if *request.method() != tiny_http::Method::Get || path != "/metrics" {
-        let response = tiny_http::Response::from_string("Not found: irqlens serves GET /metrics\n")
-            .with_status_code(404);
-        return request.respond(response);
-    }
-    let content_type =
-        tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE).expect("a valid header");
-    // the body is whole: sent with its length, never in chunks, for the simplest scrapers
-    let response = tiny_http::Response::from_string(encode(registry))
-        .with_header(content_type)
-        .with_chunked_threshold(usize::MAX);
-    request.respond(response)
 }

@@ -1,11 +1,13 @@
 //! Ground truth for irqlens's tests and benches: known noise (a pinned spinning thread),
 //! a UDP flow through a private network namespace, a Perfetto trace checker, and a busy
 //! machine (hackbench and a UDP flood), synthetic checkpoint streams for the analysis's
-//! unit tests; and the runner of the irqlens binary they share. Without the `live`
-//! feature only the stream builder and the trace checker are left: no BPF tooling needed.
+//! unit tests, hostile clients of an HTTP server; and the runner of the irqlens binary
+//! they share. Without the `live` feature only the stream builder, the trace checker and
+//! the HTTP clients are left: no BPF tooling needed.
 
 #![warn(missing_docs)]
 
+pub mod hostile_http;
 pub mod perfetto_check;
 pub mod python;
 #[cfg(feature = "live")]

@@ -1,13 +1,16 @@
 //! `--prometheus` on real runs: the endpoint parses with the reference OpenMetrics parser
 //! (Python's prometheus_client, installed by scripts/setup), its counters grow while the
-//! run goes on, and the port closes when the run ends. Needs root (CI runs as root).
+//! run goes on, hostile clients neither stop it nor grow the process, and the port closes
+//! when the run ends. Needs root (CI runs as root).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::common::*;
+use irqlens_test_support::hostile_http::{
+    Closed, claimed_body, closed_within, get, idle, large_header, request, status_field, still_open,
+};
 use irqlens_test_support::python::run_script;
 
 /// A sample as the parser read it: (name, labels, value).
@@ -30,12 +33,15 @@ fn free_port() -> u16 {
         .port()
 }
 
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
 fn start(args: &[&str], port: u16) -> Child {
-    let address = format!("127.0.0.1:{port}");
     Command::new(binary())
         .args(args)
-        .args(["-q", "--prometheus", &address])
-        .stdout(Stdio::null())
+        .args(["-q", "--prometheus", &loopback(port).to_string()])
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting irqlens")
@@ -43,17 +49,7 @@ fn start(args: &[&str], port: u16) -> Child {
 
 /// GET /metrics: the content type and the body.
 fn scrape(port: u16) -> (String, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("the endpoint listens");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let response = get(loopback(port), "/metrics");
     let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let content_type = head
@@ -95,7 +91,8 @@ fn scrape_parsed(port: u16) -> Parsed {
 }
 
 /// Waits for the run to end well, then checks nothing listens on its port any more.
-fn finish(child: Child, port: u16) {
+/// Returns what it printed.
+fn finish(child: Child, port: u16) -> Vec<u8> {
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
@@ -103,9 +100,10 @@ fn finish(child: Child, port: u16) {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(
-        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        TcpStream::connect(loopback(port)).is_err(),
         "port {port} still open after the run"
     );
+    output.stdout
 }
 
 #[test]
@@ -252,4 +250,96 @@ fn wakeup_latency_and_causes_are_served_per_cpu() {
         );
     }
     finish(child, port);
+}
+
+/// What an attack may add to irqlens's resident memory (the old server's took more than a
+/// GiB of it, locked).
+const RSS_GROWTH_BOUND_KIB: u64 = 64 * 1024;
+
+const IDLE_CONNECTIONS: usize = 500;
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn noise_survives_hostile_clients_of_its_endpoint() {
+    assert_root();
+    let port = free_port();
+    let address = loopback(port);
+    let child = start(&["noise", "-c", "1", "-d", "8", "--json"], port);
+    let pid = child.id().to_string();
+    // until it serves some measured time
+    let measuring = || {
+        let response = request(address, "GET", "/metrics").unwrap_or_default();
+        let runtime = response
+            .lines()
+            .find_map(|line| line.strip_prefix("irqlens_noise_runtime_seconds_total{cpu=\"1\"} "));
+        runtime
+            .and_then(|s| s.parse::<f64>().ok())
+            .is_some_and(|s| s > 0.0)
+    };
+    wait_until("the endpoint to serve", Duration::from_secs(10), measuring);
+    // the HTTP exchange alone, not the parser
+    let timed_scrape = || {
+        let started = Instant::now();
+        let (_, body) = scrape(port);
+        (started.elapsed(), body)
+    };
+    let baseline = (0..5).map(|_| timed_scrape().0).max().unwrap();
+    let rss_kib = || status_field(&pid, "VmRSS");
+    let (rss_before_kib, threads_before) = (rss_kib(), status_field(&pid, "Threads"));
+
+    let attack = Instant::now();
+    let idle = idle(address, IDLE_CONNECTIONS);
+    let rss_idle_kib = rss_kib();
+    let mut claimed = claimed_body(address, 1_000_000_000_000_000);
+    // answered and closed: the server is done with it
+    assert_eq!(
+        closed_within(&mut claimed, Duration::from_secs(5)),
+        Some(Closed::Eof)
+    );
+    let rss_claimed_kib = rss_kib();
+    let mut large = large_header(address, 100 << 20);
+    assert!(closed_within(&mut large, Duration::from_secs(5)).is_some());
+    let rss_large_kib = rss_kib();
+    let threads_during = status_field(&pid, "Threads");
+    // each answered; the fastest at about the usual speed (one may wait for the CPU)
+    let (during, body) = (0..3).map(|_| timed_scrape()).min().unwrap();
+    eprintln!(
+        "irqlens VmRSS: {rss_before_kib} KiB before the attack, {rss_idle_kib} KiB with \
+         {IDLE_CONNECTIONS} idle connections, {rss_claimed_kib} KiB after a claimed body of \
+         1e15 bytes, {rss_large_kib} KiB after a 100 MiB header; threads {threads_before} \
+         before, {threads_during} during; scrape {baseline:?} at most before, {during:?} \
+         during"
+    );
+    // the idle connections were all there for the scrape
+    assert!(
+        idle.iter().all(still_open),
+        "idle connections closed before the scrape, {:?} into the attack",
+        attack.elapsed()
+    );
+    assert!(
+        threads_during <= threads_before,
+        "{threads_before} threads before the attack, {threads_during} during it"
+    );
+    let largest_kib = rss_idle_kib.max(rss_claimed_kib).max(rss_large_kib);
+    assert!(
+        largest_kib < rss_before_kib + RSS_GROWTH_BOUND_KIB,
+        "VmRSS went from {rss_before_kib} KiB to {largest_kib} KiB"
+    );
+    assert!(
+        during <= baseline * 100,
+        "a scrape took {during:?} under attack, {baseline:?} at most before"
+    );
+    let cpu1 = [("cpu", "1")];
+    let served_runtime = total(&parse(&body), "irqlens_noise_runtime_seconds_total", &cpu1);
+    assert!(served_runtime > 0.0);
+
+    // the run went on and ended as usual, its whole document printed
+    let stdout = finish(child, port);
+    assert_valid_document(&stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    let runtime_s = doc["per_cpu"][0]["runtime_ns"].as_f64().unwrap() / 1e9;
+    assert!(
+        runtime_s > served_runtime,
+        "measured {runtime_s} s in all, {served_runtime} s already during the attack"
+    );
 }

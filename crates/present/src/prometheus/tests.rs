@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -15,6 +14,10 @@ use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
 use irqlens_model::kernel::Comm;
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
 use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig};
+use irqlens_test_support::hostile_http::{
+    Closed, claimed_body, closed_within, get, idle, large_header, request, sent_body, slow_head,
+    status_field, still_open,
+};
 use irqlens_test_support::python::run_script;
 
 const NS_PER_US: u64 = 1_000;
@@ -628,21 +631,6 @@ fn series_with_the_same_labels_are_folded() {
     assert_eq!(maxima.metrics[&labels()], Value::Float(2e-6));
 }
 
-fn get(address: SocketAddr, path: &str) -> String {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
-
 #[test]
 fn serves_the_latest_snapshot_until_dropped() {
     let mut exporter =
@@ -668,17 +656,16 @@ fn serves_the_latest_snapshot_until_dropped() {
     assert!(response.contains(&build), "{response}");
     assert!(response.ends_with("# EOF\n"));
     assert!(get(address, "/").starts_with("HTTP/1.1 404"));
+    let refused = request(address, "POST", "/metrics").unwrap();
+    assert!(refused.starts_with("HTTP/1.1 405"), "{refused}");
+    assert!(refused.contains("\r\nAllow: GET\r\n"), "{refused}");
 
+    // the server's thread is joined: nothing listens any more
     drop(exporter);
-    // tiny_http's accept thread closes the socket as it wakes up
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while TcpStream::connect(address).is_ok() {
-        assert!(
-            Instant::now() < deadline,
-            "{address} still accepts after the run"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        TcpStream::connect(address).is_err(),
+        "{address} still accepts after the run"
+    );
 }
 
 #[test]
@@ -686,11 +673,11 @@ fn a_large_scrape_is_sent_whole_with_its_length() {
     let mut exporter =
         Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
     let address = exporter.address().unwrap();
-    // past tiny_http's 32 KiB, where it would send chunks
+    // larger than the connection's buffer (MAX_HEAD_BYTES)
     exporter.noise(&noise_analysis_on(0..64));
     let response = get(address, "/metrics");
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    assert!(body.len() > 32 * 1024, "{} bytes", body.len());
+    assert!(body.len() > 2 * MAX_HEAD_BYTES, "{} bytes", body.len());
     assert!(!head.contains("chunked"), "{head}");
     let length = format!("Content-Length: {}", body.len());
     assert!(head.split("\r\n").any(|line| line == length), "{head}");
@@ -702,4 +689,251 @@ fn without_an_address_nothing_listens() {
     let mut exporter = Exporter::start(None, Names::default).unwrap();
     exporter.noise(&noise_analysis());
     assert_eq!(exporter.address(), None);
+}
+
+/// An endpoint on a port of loopback, serving a noise snapshot of `cpus` CPUs.
+fn serving(limits: Limits, cpus: u32) -> Exporter {
+    let address = Some("127.0.0.1:0".parse().unwrap());
+    let mut exporter = Exporter::with_limits(address, Names::default, limits).unwrap();
+    exporter.noise(&noise_analysis_on(0..cpus));
+    exporter
+}
+
+/// A whole scrape of `address`: how long it took.
+fn timed_scrape(address: SocketAddr) -> Duration {
+    let started = Instant::now();
+    let response = get(address, "/metrics");
+    let elapsed = started.elapsed();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.ends_with("# EOF\n"), "{response}");
+    elapsed
+}
+
+/// Raises the soft limit on open files to `needed` (within the hard limit), for a test
+/// that holds many connections, both ends of each in this process.
+fn allow_open_files(needed: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a live rlimit for getrlimit to fill and setrlimit to read.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        if limit.rlim_cur < needed {
+            limit.rlim_cur = needed.min(limit.rlim_max);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+        }
+    }
+}
+
+const IDLE_CONNECTIONS: usize = 500;
+
+/// What the attack may add to the process's resident memory (the old server's took more
+/// than a GiB of it).
+const RSS_GROWTH_BOUND_KIB: u64 = 64 * 1024;
+
+#[test]
+fn hostile_clients_neither_stop_a_scrape_nor_grow_the_process() {
+    allow_open_files(4 * IDLE_CONNECTIONS as u64);
+    let limits = Limits {
+        connections: MAX_CONNECTIONS,
+        head_bytes: MAX_HEAD_BYTES,
+        // long enough for the attack to be set up on a loaded machine, in a debug build
+        header_timeout: Duration::from_secs(4),
+        connection_deadline: Duration::from_secs(6),
+    };
+    let exporter = serving(limits, 4);
+    let address = exporter.address().unwrap();
+    let baseline = (0..10).map(|_| timed_scrape(address)).max().unwrap();
+    let rss_before_kib = status_field("self", "VmRSS");
+
+    let attack = Instant::now();
+    let mut claimed = claimed_body(address, 1_000_000_000_000_000);
+    let body = sent_body(address, 4 << 20);
+    let mut slow = slow_head(address, Duration::from_millis(100), 1_000);
+    let mut large = large_header(address, 1 << 20);
+    let mut idle = idle(address, IDLE_CONNECTIONS);
+    // each answered; the fastest at about the usual speed (one may wait for the CPU)
+    let during = (0..3).map(|_| timed_scrape(address)).min().unwrap();
+    let rss_during_kib = status_field("self", "VmRSS");
+    // the slow and idle clients were all there for the scrape
+    assert!(still_open(&slow), "the slow head closed before the scrape");
+    assert!(
+        idle.iter().all(still_open),
+        "idle connections closed before the scrape"
+    );
+    assert!(
+        during <= baseline * 100,
+        "a scrape took {during:?} under attack, {baseline:?} at most before"
+    );
+    eprintln!(
+        "scrape {baseline:?} at most before the attack, {during:?} during it; VmRSS {rss_before_kib} KiB before, {rss_during_kib} KiB during"
+    );
+    let grown_kib = rss_during_kib.saturating_sub(rss_before_kib);
+    assert!(
+        grown_kib < RSS_GROWTH_BOUND_KIB,
+        "VmRSS grew by {grown_kib} KiB under attack (from {rss_before_kib} KiB)"
+    );
+
+    // answered, or refused for its head, then closed, long before any timeout
+    let promptly = |stream: &mut TcpStream| {
+        closed_within(
+            stream,
+            limits.header_timeout.saturating_sub(attack.elapsed()),
+        )
+    };
+    assert_eq!(promptly(&mut claimed), Some(Closed::Eof), "claimed body");
+    assert!(promptly(&mut body.join().unwrap()).is_some(), "sent body");
+    assert!(promptly(&mut large).is_some(), "large header");
+    // the slow head by the header timeout, before the connection's deadline
+    let slow_closed = closed_within(&mut slow, limits.connection_deadline);
+    assert!(slow_closed.is_some(), "the slow head still open");
+    assert!(
+        attack.elapsed() < limits.connection_deadline,
+        "the slow head closed after {:?}",
+        attack.elapsed()
+    );
+    // the idle ones, each by the server (an end of file), by the deadline
+    let until_deadline = limits.connection_deadline * 2;
+    for (n, stream) in idle.iter_mut().enumerate() {
+        let closed = closed_within(stream, until_deadline.saturating_sub(attack.elapsed()));
+        assert_eq!(closed, Some(Closed::Eof), "idle connection {n}");
+    }
+    timed_scrape(address);
+}
+
+#[test]
+fn a_kept_alive_connection_ends_at_the_deadline() {
+    let limits = Limits {
+        header_timeout: Duration::from_secs(1),
+        connection_deadline: Duration::from_secs(2),
+        ..Limits::default()
+    };
+    let exporter = serving(limits, 1);
+    let address = exporter.address().unwrap();
+    let mut stream = idle(address, 1).pop().unwrap();
+    let started = Instant::now();
+    let mut answers = 0;
+    // a request every half header timeout, each answered: only the deadline ends it
+    let closed = loop {
+        if stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+            .is_err()
+        {
+            break true;
+        }
+        let mut head = [0; 12];
+        match stream.read_exact(&mut head) {
+            Ok(()) if head.starts_with(b"HTTP/1.1 200") => answers += 1,
+            _ => break true,
+        }
+        let length = content_length(&mut stream);
+        std::io::copy(&mut (&mut stream).take(length), &mut std::io::sink()).unwrap();
+        if started.elapsed() > limits.connection_deadline * 3 {
+            break false;
+        }
+        std::thread::sleep(limits.header_timeout / 2);
+    };
+    assert!(closed, "the connection lived {:?}", started.elapsed());
+    assert!(answers >= 2, "{answers} answers");
+    assert!(
+        started.elapsed() < limits.connection_deadline + limits.header_timeout,
+        "closed after {:?}",
+        started.elapsed()
+    );
+}
+
+/// Reads the rest of a response's head: its Content-Length.
+fn content_length(stream: &mut TcpStream) -> u64 {
+    let mut head = Vec::new();
+    let mut byte = [0];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    String::from_utf8(head)
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("Content-Length: "))
+        .expect("a Content-Length")
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn past_the_connection_limit_a_connection_is_closed_at_once() {
+    let long = Duration::from_secs(60);
+    let limits = Limits {
+        connections: 3,
+        header_timeout: long,
+        connection_deadline: long,
+        ..Limits::default()
+    };
+    let exporter = serving(limits, 1);
+    let address = exporter.address().unwrap();
+    let mut held = idle(address, 3);
+    let mut refused = idle(address, 1);
+    assert_eq!(
+        closed_within(&mut refused[0], Duration::from_secs(5)),
+        Some(Closed::Eof)
+    );
+    // a place is free again once the server sees a client go
+    drop(held.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !request(address, "GET", "/metrics").is_ok_and(|r| r.starts_with("HTTP/1.1 200")) {
+        assert!(Instant::now() < deadline, "no scrape after a client left");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // dropping the exporter closes the connections it holds, long before their deadline
+    let started = Instant::now();
+    drop(exporter);
+    for stream in &mut held {
+        assert_eq!(
+            closed_within(stream, Duration::from_secs(5)),
+            Some(Closed::Eof)
+        );
+    }
+    assert!(started.elapsed() < long, "{:?}", started.elapsed());
+}
+
+/// The KiB locked of the mapping of this process that holds `address` (/proc/self/smaps).
+fn locked_kib_at(address: usize) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        let range = line
+            .split_once(' ')
+            .and_then(|(range, _)| range.split_once('-'));
+        if let Some((start, end)) = range
+            && let (Ok(start), Ok(end)) = (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            )
+        {
+            inside = (start..end).contains(&address);
+        } else if inside && let Some(kib) = line.strip_prefix("Locked:") {
+            return kib.trim().trim_end_matches(" kB").parse().unwrap();
+        }
+    }
+    panic!("no mapping holds {address:#x}")
+}
+
+#[test]
+fn a_thread_unlocks_its_own_stack() {
+    std::thread::spawn(|| {
+        let local = std::hint::black_box([0u8; 64]);
+        // SAFETY: sysconf takes a constant and reads nothing of ours.
+        let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = local.as_ptr() as usize & !(page_size - 1);
+        // SAFETY: the page is part of this thread's stack, mapped while it runs; mlock
+        // only keeps it resident.
+        let locked = unsafe { libc::mlock(page as *const libc::c_void, page_size) };
+        assert_eq!(locked, 0, "mlock: {}", std::io::Error::last_os_error());
+        assert!(locked_kib_at(page) > 0);
+        server::unlock_own_stack();
+        assert_eq!(locked_kib_at(page), 0);
+    })
+    .join()
+    .unwrap();
 }
