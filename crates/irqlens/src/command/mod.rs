@@ -168,6 +168,12 @@ pub fn run_live<T: Tool>(
     let recorded = T::recorded(&options);
     // bound before any file is written: a port in use fails with nothing truncated
     let mut exporter = Exporter::start(output.prometheus_address()?, names)?;
+    if let Some(address) = exporter.address().filter(|a| !a.ip().is_loopback()) {
+        eprintln!(
+            "irqlens: --prometheus {address} serves this machine's thread names, IRQ lines and \
+             latencies to anyone who can reach it, without authentication (see docs/output.md)"
+        );
+    }
     let mut created = Vec::new();
     let mut tap =
         open_tap(output, &recorded, &mut created).inspect_err(|_| remove_created(&created))?;
