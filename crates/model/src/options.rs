@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::account::AccountOptions;
 use crate::bh::BhOptions;
+use crate::bounds::{Check, Checked};
 use crate::noise::NoiseOptions;
 use crate::system::Capability;
 use crate::units::CpuList;
@@ -52,6 +53,18 @@ impl RunOptions {
             RunOptions::Bh(o) => &o.cpus,
             RunOptions::Wakeup(o) => &o.cpus,
             RunOptions::Account(o) => &o.cpus,
+        }
+    }
+}
+
+/// What a recording's header says is checked as the command line is.
+impl Check for RunOptions {
+    fn check(&self) -> Checked {
+        match self {
+            RunOptions::Noise(o) => o.check(),
+            RunOptions::Bh(o) => o.check(),
+            RunOptions::Wakeup(o) => o.check(),
+            RunOptions::Account(o) => o.check(),
         }
     }
 }
