@@ -326,36 +326,6 @@ impl TrialReport {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn designs_parse_and_print_back() {
-        for name in [
-            "softirq",
-            "threaded-fifo",
-            "threaded-niced",
-            "budget",
-            "threaded-fifo+budget",
-            "threaded-niced+budget",
-        ] {
-            let design: Design = name.parse().unwrap();
-            assert_eq!(design.to_string(), name);
-            let json = serde_json::to_string(&design).unwrap();
-            assert_eq!(serde_json::from_str::<Design>(&json).unwrap(), design);
-        }
-        assert_eq!(
-            "softirq+budget".parse::<Design>().unwrap().to_string(),
-            "budget"
-        );
-        for bad in ["", "fifo", "budget+budget", "threaded-fifo+"] {
-            let err = bad.parse::<Design>().unwrap_err();
-            assert!(err.contains("is not a design"), "{bad}: {err}");
-        }
-    }
-}
-
 /// The highest offered rate (`--rates`), datagrams/s.
 pub const MAX_RATE: u64 = 10_000_000;
 /// The UDP payload's bounds (`--payload`), bytes: a sequence number and a send time, and
@@ -448,5 +418,35 @@ impl Check for TrialReport {
                 .map_err(|e| format!("design {}: {e}", design.design))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn designs_parse_and_print_back() {
+        for name in [
+            "softirq",
+            "threaded-fifo",
+            "threaded-niced",
+            "budget",
+            "threaded-fifo+budget",
+            "threaded-niced+budget",
+        ] {
+            let design: Design = name.parse().unwrap();
+            assert_eq!(design.to_string(), name);
+            let json = serde_json::to_string(&design).unwrap();
+            assert_eq!(serde_json::from_str::<Design>(&json).unwrap(), design);
+        }
+        assert_eq!(
+            "softirq+budget".parse::<Design>().unwrap().to_string(),
+            "budget"
+        );
+        for bad in ["", "fifo", "budget+budget", "threaded-fifo+"] {
+            let err = bad.parse::<Design>().unwrap_err();
+            assert!(err.contains("is not a design"), "{bad}: {err}");
+        }
     }
 }

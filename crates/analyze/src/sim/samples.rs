@@ -15,7 +15,7 @@ pub const EXACT_SAMPLES: usize = 1 << 20;
 
 /// What a folded series holds, bytes, at most: the histogram grows 8 KiB per doubling of
 /// the largest value (see [`crate::histogram::quantiles`]), 64 doublings of ns at most.
-pub const FOLDED_BYTES: u64 = 64 * 8 << 10;
+pub const FOLDED_BYTES: u64 = 64 * (8 << 10);
 
 /// CDF points per latency summary.
 const CDF_POINTS: usize = 100;
