@@ -379,7 +379,20 @@ fn sim_cases(random: &mut Random, cases: &mut Vec<Case>) {
     for (what, bytes) in damaged(model.to_string().as_bytes(), 10, random) {
         cases.push(sim(format!("sim model {what}"), &["sim", "{}"], bytes));
     }
-    let calibration_path = fixture("trial/calibration.json");
+    // a calibration made from the committed recordings (trial/calibration.json is the
+    // trial it is calibrated on)
+    let calibration_path = temp_path("fuzz-calibration.json")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    irqlens_ok(&[
+        "sim",
+        "--calibrate",
+        &fixture("v1/wakeup-hist.jsonl.gz"),
+        &fixture("trial/calibration.json"),
+        "-o",
+        &calibration_path,
+    ]);
     let calibration: Value =
         serde_json::from_str(&std::fs::read_to_string(&calibration_path).unwrap()).unwrap();
     for (what, text) in extreme_lines(&calibration, "", Leaves::Sample(30), random) {
@@ -434,6 +447,13 @@ fn sim_cases(random: &mut Random, cases: &mut Vec<Case>) {
     }
     for (what, bytes) in damaged(ladder.to_string().as_bytes(), 5, random) {
         cases.push(against(format!("sim --against {what}"), bytes, true));
+    }
+    for (what, bytes) in damaged(calibration.to_string().as_bytes(), 5, random) {
+        cases.push(against(
+            format!("sim --against --costs {what}"),
+            bytes,
+            false,
+        ));
     }
 }
 
