@@ -1175,3 +1175,79 @@ mod tests {
         assert_eq!(serde_json::from_str::<SimConfig>(&text).unwrap(), config);
     }
 }
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn each_bound_of_a_model_is_refused_with_its_message() {
+        assert_eq!(SimConfig::example().check(), Ok(()));
+        let cases: [(fn(&mut SimConfig), &str); 9] = [
+            (|c| c.cpus = 1_000_000_000, "cpus must be 1 to 1024"),
+            (
+                |c| c.duration_s = 1e9,
+                "duration_s must be a number from 0 to 1000000, not 1e9",
+            ),
+            (|c| c.duration_s = f64::NAN, "duration_s must be > 0"),
+            (
+                |c| c.sources[0].arrival = Arrival::Poisson { rate_per_s: 1e308 },
+                "rate_per_s must be a number from 0 to 1e8, not 1e308",
+            ),
+            (
+                |c| {
+                    c.sources[0].arrival = Arrival::Periodic {
+                        period_us: 1e-300,
+                        phase_us: 0.0,
+                    }
+                },
+                "period_us must be a number from 0.01",
+            ),
+            (
+                |c| c.sources[0].ring = u32::MAX,
+                "ring must be 0 to 1048576",
+            ),
+            (|c| c.costs.wakeup = Dist::constant(1e308), "costs.wakeup"),
+            (|c| c.limits.base_slice_us = 1e-300, "the limits' times"),
+            (
+                |c| {
+                    if let TaskKind::Consumer { socket_queue, .. } = &mut c.tasks[0].kind {
+                        *socket_queue = u32::MAX;
+                    }
+                },
+                "socket_queue must be 1 to 1048576",
+            ),
+        ];
+        for (edit, message) in cases {
+            let mut config = SimConfig::example();
+            edit(&mut config);
+            let err = config.check().unwrap_err();
+            assert!(err.contains(message), "{message}: {err}");
+            assert!(err.len() < 120, "{err}");
+        }
+    }
+
+    #[test]
+    fn a_calibrations_costs_and_trial_costs_are_checked() {
+        let mut calibration = Calibration {
+            tool: "irqlens".into(),
+            version: "0".into(),
+            command: "sim-calibration".into(),
+            measured: vec![],
+            costs: Costs::default(),
+            limits: Limits::default(),
+            trial: vec![],
+        };
+        assert_eq!(calibration.check(), Ok(()));
+        calibration.limits.netdev_budget_usecs = f64::INFINITY;
+        assert!(
+            calibration
+                .check()
+                .unwrap_err()
+                .contains("the limits' times")
+        );
+        calibration.limits = Limits::default();
+        calibration.costs.dis_deferrable = f64::NAN;
+        assert!(calibration.check().unwrap_err().contains("dis_deferrable"));
+    }
+}
