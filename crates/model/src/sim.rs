@@ -1180,10 +1180,13 @@ mod tests {
 mod bound_tests {
     use super::*;
 
+    /// An edit of the example model and what the check must say of it.
+    type Case = (fn(&mut SimConfig), &'static str);
+
     #[test]
     fn each_bound_of_a_model_is_refused_with_its_message() {
         assert_eq!(SimConfig::example().check(), Ok(()));
-        let cases: [(fn(&mut SimConfig), &str); 9] = [
+        let cases: [Case; 9] = [
             (|c| c.cpus = 1_000_000_000, "cpus must be 1 to 1024"),
             (
                 |c| c.duration_s = 1e9,
