@@ -10,6 +10,7 @@ use clap::Parser;
 use irqlens_collect::{system, wakeup};
 use irqlens_model::account::AccountOptions;
 use irqlens_model::bh::{BhOptions, Selection, StatsConfig, TriggerOptions};
+use irqlens_model::bounds::Check;
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::{AnalysisConfig, NoiseOptions, WorkloadConfig};
 use irqlens_model::options::RunOptions;
@@ -42,10 +43,7 @@ const AUTO_NOISE_THRESHOLD: Duration = Duration::from_micros(1);
 impl HistFlags {
     /// The layout, checked.
     pub fn options(&self) -> Result<HistOptions> {
-        if self.bucket_size == 0 || self.entries == 0 || self.entries > 1_000_000 {
-            bail!("histogram needs a bucket size above 0 and 1 to 1000000 entries");
-        }
-        Ok(HistOptions {
+        checked(HistOptions {
             bucket_size: self.bucket_size,
             entries: self.entries,
             with_zeros: self.with_zeros,
@@ -65,10 +63,7 @@ impl BhArgs {
     /// The options of a run on `cpus` (checked against the machine, or recorded).
     pub fn options_on(&self, hist: Option<HistOptions>, cpus: CpuList) -> Result<BhOptions> {
         let layout = hist.unwrap_or_default();
-        if !(1..=10_000).contains(&self.rate) {
-            bail!("--rate must be 1 to 10000 requests per second");
-        }
-        Ok(BhOptions {
+        checked(BhOptions {
             cpus,
             duration: self.duration,
             warm_up: self.warm_up,
@@ -87,6 +82,12 @@ impl BhArgs {
             causes: self.causes,
         })
     }
+}
+
+/// `options` if they pass their type's check, the one every reader of options calls.
+fn checked<T: Check>(options: T) -> Result<T> {
+    options.check().map_err(|e| anyhow!(e))?;
+    Ok(options)
 }
 
 impl WakeupArgs {
@@ -117,21 +118,12 @@ impl WakeupArgs {
                 }
                 WakeupMode::Task(watched)
             }
-            None => {
-                if self.period < Duration::from_micros(100) || self.period > Duration::from_secs(10)
-                {
-                    bail!("--period must be 100 us to 10 s");
-                }
-                if self.aligned.is_some_and(|offset| offset > self.period) {
-                    bail!("--aligned must not exceed the period");
-                }
-                WakeupMode::Timer(TimerOptions {
-                    period: self.period,
-                    priority: self.priority,
-                    trace: !self.no_trace,
-                    aligned_ns: self.aligned.map(|offset| offset.as_nanos() as u64),
-                })
-            }
+            None => WakeupMode::Timer(TimerOptions {
+                period: self.period,
+                priority: self.priority,
+                trace: !self.no_trace,
+                aligned_ns: self.aligned.map(|offset| offset.as_nanos() as u64),
+            }),
         };
         // timer mode holds it at 0 unless told otherwise, as cyclictest; task mode measures
         // the machine as it is
@@ -144,7 +136,7 @@ impl WakeupArgs {
             DmaLatency::Untouched => None,
         };
         let nanos = |d: Option<Duration>| d.map(|d| d.as_nanos() as u64);
-        Ok(WakeupOptions {
+        checked(WakeupOptions {
             cpus,
             duration: self.duration,
             warm_up: self.warm_up,
@@ -178,25 +170,12 @@ impl NoiseArgs {
     /// The options of a run on `cpus` (checked against the machine, or recorded).
     pub fn options_on(&self, hist: Option<HistOptions>, cpus: CpuList) -> Result<NoiseOptions> {
         let layout = hist.unwrap_or_default();
-        if self.runtime > self.period {
-            bail!(
-                "runtime ({} us) must not exceed period ({} us)",
-                self.runtime.as_micros(),
-                self.period.as_micros()
-            );
-        }
-        if self.runtime < Duration::from_micros(100) {
-            bail!("runtime must be at least 100 us");
-        }
         // -a is rtla's -s US -T 1: an explicit -s or -T still wins
         let threshold = self.threshold.unwrap_or(match self.auto {
             Some(_) => AUTO_NOISE_THRESHOLD,
             None => NOISE_THRESHOLD,
         });
-        if threshold.is_zero() || threshold >= self.runtime {
-            bail!("threshold must be above 0 and below the runtime");
-        }
-        Ok(NoiseOptions {
+        checked(NoiseOptions {
             cpus,
             duration: self.duration,
             warm_up: self.warm_up,
@@ -229,18 +208,7 @@ impl AccountArgs {
 
     /// The options of a run on `cpus` (checked against the machine, or recorded).
     pub fn options_on(&self, cpus: CpuList) -> Result<AccountOptions> {
-        if let Some(interval) = self.interval {
-            if interval < Duration::from_millis(100) {
-                bail!("--interval must be at least 100 ms");
-            }
-            if self.duration.is_some_and(|d| interval > d) {
-                bail!("--interval is longer than --duration: there would be no periodic report");
-            }
-        }
-        if self.top == 0 {
-            bail!("--top must be at least 1");
-        }
-        Ok(AccountOptions {
+        checked(AccountOptions {
             cpus,
             duration: self.duration,
             interval: self.interval,
@@ -311,7 +279,7 @@ impl TrialNetArgs {
                 designs.push(*design);
             }
         }
-        Ok(TrialOptions {
+        checked(TrialOptions {
             receiving_cpu: self.receiving_cpu,
             sending_cpu: self.sending_cpu,
             rates,

@@ -5,6 +5,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::bounds::{Check, Checked, check_cpus, check_optional_time, check_rows, check_time};
 use crate::run::RunCommon;
 
 use crate::units::CpuList;
@@ -46,4 +47,31 @@ pub struct AccountRunInfo {
     pub common: RunCommon,
     /// The tick rate the compensation settled on (measured).
     pub hz: Option<u32>,
+}
+
+/// The shortest periodic report (`--interval`).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+impl Check for AccountOptions {
+    /// Whether the options are ones `irqlens account` takes (see [`crate::bounds`]).
+    fn check(&self) -> Checked {
+        check_cpus("--cpus", &self.cpus)?;
+        check_optional_time("--duration", self.duration, false)?;
+        if let Some(interval) = self.interval {
+            if interval < MIN_INTERVAL {
+                return Err("--interval must be at least 100 ms".into());
+            }
+            check_time("--interval", interval, false)?;
+            if self.duration.is_some_and(|d| interval > d) {
+                return Err(
+                    "--interval is longer than --duration: there would be no periodic report"
+                        .into(),
+                );
+            }
+        }
+        if self.top == 0 {
+            return Err("--top must be at least 1".into());
+        }
+        check_rows("--top", self.top)
+    }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::bounds::{Check, Checked, check_buckets, check_cpus, check_optional_time, check_rows};
 use crate::run::RunCommon;
 
 use crate::hist::HistOptions;
@@ -139,4 +140,27 @@ pub struct MatchCounts {
     pub unended_works: u64,
     /// Samples whose window was not fully traced.
     pub incomplete_windows: u64,
+}
+
+/// The fastest trigger (`--rate`), requests per second.
+pub const MAX_TRIGGER_RATE: u32 = 10_000;
+
+impl Check for BhOptions {
+    /// Whether the options are ones `irqlens bh` takes (see [`crate::bounds`]).
+    fn check(&self) -> Checked {
+        check_cpus("--cpus", &self.cpus)?;
+        check_optional_time("--duration", self.duration, false)?;
+        check_optional_time("--warm-up", self.warm_up, true)?;
+        if let Some(trigger) = &self.trigger
+            && !(1..=MAX_TRIGGER_RATE).contains(&trigger.rate_hz)
+        {
+            return Err(format!(
+                "--rate must be 1 to {MAX_TRIGGER_RATE} requests per second"
+            ));
+        }
+        check_buckets(self.stats.bucket_ns, self.stats.entries)?;
+        check_rows("--worst", self.stats.worst)?;
+        self.hist.as_ref().map_or(Ok(()), HistOptions::check)?;
+        check_rows("--causes", self.causes)
+    }
 }

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bounds::{Check, Checked, MAX_BUCKET_US, MAX_ENTRIES};
+
 /// Buckets of `bucket_size` µs, `entries` of them, and what to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistOptions {
@@ -26,6 +28,20 @@ impl HistOptions {
     /// The bucket size in ns.
     pub fn bucket_ns(&self) -> u64 {
         self.bucket_size.saturating_mul(1_000)
+    }
+}
+
+impl Check for HistOptions {
+    /// Whether the layout is one a histogram can have (see [`crate::bounds`]).
+    fn check(&self) -> Checked {
+        if !(1..=MAX_BUCKET_US).contains(&self.bucket_size)
+            || !(1..=MAX_ENTRIES).contains(&self.entries)
+        {
+            return Err(format!(
+                "histogram needs a bucket size of 1 us to 1 h and 1 to {MAX_ENTRIES} entries"
+            ));
+        }
+        Ok(())
     }
 }
 

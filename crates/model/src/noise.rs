@@ -5,6 +5,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::bounds::{
+    Check, Checked, MAX_KEEP_RECENT, MAX_SAMPLES_PER_WINDOW, check_buckets, check_cpus,
+    check_optional_time, check_rows, within,
+};
 use crate::run::RunCommon;
 
 use crate::hist::HistOptions;
@@ -189,4 +193,58 @@ pub struct WorkloadConfig {
     pub priority: Priority,
     /// Room for samples in one runtime window, allocated before it starts.
     pub max_samples: usize,
+}
+
+/// Runtime windows shorter than this leave the measurement thread no time to measure.
+pub const MIN_RUNTIME: Duration = Duration::from_micros(100);
+/// The longest period (rtla osnoise's).
+pub const MAX_PERIOD: Duration = Duration::from_secs(10);
+
+impl Check for NoiseOptions {
+    /// Whether the options are ones `irqlens noise` takes (see [`crate::bounds`]).
+    fn check(&self) -> Checked {
+        check_cpus("--cpus", &self.cpus)?;
+        if let Some(housekeeping) = &self.housekeeping {
+            check_cpus("--house-keeping", housekeeping)?;
+        }
+        check_optional_time("--duration", self.duration, false)?;
+        check_optional_time("--warm-up", self.warm_up, true)?;
+        self.workload.check()?;
+        self.analysis.check()?;
+        self.hist.as_ref().map_or(Ok(()), HistOptions::check)?;
+        check_rows("--causes", self.causes)
+    }
+}
+
+impl Check for WorkloadConfig {
+    /// Whether a measurement thread can run with this configuration.
+    fn check(&self) -> Checked {
+        if self.runtime > self.period {
+            return Err(format!(
+                "runtime ({} us) must not exceed period ({} us)",
+                self.runtime.as_micros(),
+                self.period.as_micros()
+            ));
+        }
+        if self.runtime < MIN_RUNTIME {
+            return Err("runtime must be at least 100 us".into());
+        }
+        if self.period > MAX_PERIOD {
+            return Err("period must be at most 10 s".into());
+        }
+        if self.threshold.is_zero() || self.threshold >= self.runtime {
+            return Err("threshold must be above 0 and below the runtime".into());
+        }
+        check_optional_time("--stop", self.stop_single, true)?;
+        check_optional_time("--stop-total", self.stop_total, true)?;
+        within("max_samples", self.max_samples, 1, MAX_SAMPLES_PER_WINDOW)
+    }
+}
+
+impl Check for AnalysisConfig {
+    /// Whether the analysis can keep what this asks for.
+    fn check(&self) -> Checked {
+        check_buckets(self.bucket_ns, self.entries)?;
+        within("keep_recent", self.keep_recent, 0, MAX_KEEP_RECENT)
+    }
 }

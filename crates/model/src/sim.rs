@@ -9,6 +9,7 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::bounds::{Check, Checked, finite_within, within};
 use crate::sched::Priority;
 use crate::units::deserialize_text;
 
@@ -47,9 +48,10 @@ impl Dist {
         Dist::Constant { us }
     }
 
-    /// Why this distribution cannot be sampled, if it cannot.
+    /// Why this distribution cannot be sampled, if it cannot: every value finite, from 0
+    /// to [`MAX_SIM_US`].
     pub fn check(&self) -> Result<(), String> {
-        let finite = |v: f64| v.is_finite() && v >= 0.0;
+        let finite = |v: f64| v.is_finite() && (0.0..=MAX_SIM_US).contains(&v);
         match self {
             Dist::Constant { us } if finite(*us) => Ok(()),
             Dist::Uniform { min_us, max_us }
@@ -69,11 +71,11 @@ impl Dist {
             {
                 Ok(())
             }
-            Dist::Quantiles { .. } => Err(
-                "quantiles need >= 2 [fraction, µs] points from 0 to 1, both rising".to_string(),
-            ),
+            Dist::Quantiles { .. } => Err(format!(
+                "quantiles need >= 2 [fraction, µs] points from 0 to 1, both rising, µs up to {MAX_SIM_US:e}"
+            )),
             other => Err(format!(
-                "{other:?}: values must be finite, >= 0, min <= max"
+                "{other:?}: values must be finite, from 0 to {MAX_SIM_US:e} µs, min <= max"
             )),
         }
     }
@@ -533,6 +535,247 @@ impl SimConfig {
     }
 }
 
+/// The most CPUs a model has.
+pub const MAX_SIM_CPUS: u32 = 1024;
+/// The most sources, tasks and designs a model has.
+pub const MAX_SIM_ITEMS: usize = 1024;
+/// The longest simulated time, s (about 11 days).
+pub const MAX_SIM_SECONDS: f64 = 1e6;
+/// The longest time or cost in a model, µs (the longest simulated time).
+pub const MAX_SIM_US: f64 = MAX_SIM_SECONDS * 1e6;
+/// The shortest time between two arrivals or releases, µs: 10 ns (shorter rounds to the
+/// same simulated ns, and an event stream that never leaves one instant never ends).
+pub const MIN_SIM_PERIOD_US: f64 = 0.01;
+/// The highest Poisson rate, arrivals per second (one per [`MIN_SIM_PERIOD_US`]).
+pub const MAX_SIM_RATE: f64 = 1e6 / MIN_SIM_PERIOD_US;
+/// The longest queue (receive ring, socket queue) and the largest burst, packets: each
+/// queued packet is memory the simulation holds.
+pub const MAX_SIM_QUEUE: u32 = 1 << 20;
+
+impl Check for SimConfig {
+    /// Why the model cannot be simulated, if it cannot: every CPU, source and task
+    /// consistent, every number finite and within the bounds above.
+    fn check(&self) -> Checked {
+        let config = self;
+        within("sim: cpus", config.cpus, 1, MAX_SIM_CPUS)?;
+        if !(config.duration_s.is_finite() && config.duration_s > 0.0) {
+            return Err("sim: duration_s must be > 0".into());
+        }
+        finite_within("sim: duration_s", config.duration_s, 0.0, MAX_SIM_SECONDS)?;
+        if config.designs.is_empty() {
+            return Err("sim: no design to simulate".into());
+        }
+        within("sim: designs", config.designs.len(), 1, MAX_SIM_ITEMS)?;
+        within("sim: sources", config.sources.len(), 0, MAX_SIM_ITEMS)?;
+        within("sim: tasks", config.tasks.len(), 0, MAX_SIM_ITEMS)?;
+        let on_cpu = |what: &str, name: &str, cpu: u32| {
+            if cpu < config.cpus {
+                Ok(())
+            } else {
+                Err(format!(
+                    "sim: {what} '{name}' is on CPU {cpu}, the model has {}",
+                    config.cpus
+                ))
+            }
+        };
+        config
+            .costs
+            .check()
+            .and_then(|()| config.limits.check())
+            .map_err(|e| format!("sim: {e}"))?;
+        for source in &config.sources {
+            on_cpu("source", &source.name, source.cpu)?;
+            source
+                .check()
+                .map_err(|e| format!("sim: source '{}': {e}", source.name))?;
+            let consumers = config
+                .tasks
+                .iter()
+                .filter(
+                    |t| matches!(&t.kind, TaskKind::Consumer { source: s, .. } if s == &source.name),
+                )
+                .count();
+            if consumers > 1 {
+                return Err(format!(
+                    "sim: source '{}': more than one consumer (one socket per source)",
+                    source.name
+                ));
+            }
+        }
+        for task in &config.tasks {
+            on_cpu("task", &task.name, task.cpu)?;
+            let bad = |why: String| Err(format!("sim: task '{}': {why}", task.name));
+            if let Priority::Deadline { .. } = task.priority {
+                return bad("SCHED_DEADLINE is not simulated".into());
+            }
+            match &task.kind {
+                TaskKind::Periodic {
+                    period_us,
+                    phase_us,
+                    cost,
+                } => {
+                    check_period("period_us", *period_us)
+                        .and_then(|()| check_sim_time("phase_us", *phase_us))
+                        .and_then(|()| cost.check())
+                        .or_else(bad)?;
+                }
+                TaskKind::Consumer {
+                    source,
+                    cost_per_packet,
+                    socket_queue,
+                } => {
+                    if !config.sources.iter().any(|s| &s.name == source) {
+                        return bad(format!("no source '{source}'"));
+                    }
+                    within("socket_queue", *socket_queue, 1, MAX_SIM_QUEUE)
+                        .and_then(|()| cost_per_packet.check())
+                        .or_else(bad)?;
+                }
+                TaskKind::Hog => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A time between two events, µs.
+fn check_period(what: &str, us: f64) -> Checked {
+    finite_within(what, us, MIN_SIM_PERIOD_US, MAX_SIM_US)
+}
+
+/// A time in the model (a phase, an arrival, a gap), µs.
+fn check_sim_time(what: &str, us: f64) -> Checked {
+    finite_within(what, us, 0.0, MAX_SIM_US)
+}
+
+impl Check for Source {
+    /// Its arrivals, costs and ring (the CPU is the model's to check).
+    fn check(&self) -> Checked {
+        match &self.arrival {
+            Arrival::Periodic {
+                period_us,
+                phase_us,
+            } => {
+                check_period("period_us", *period_us)?;
+                check_sim_time("phase_us", *phase_us)?;
+            }
+            Arrival::Poisson { rate_per_s } => {
+                finite_within("rate_per_s", *rate_per_s, 0.0, MAX_SIM_RATE)?;
+                if *rate_per_s <= 0.0 {
+                    return Err("rate_per_s must be > 0".into());
+                }
+            }
+            Arrival::Bursts {
+                every_us,
+                size,
+                gap_us,
+            } => {
+                check_period("every_us", *every_us)?;
+                within("size", *size, 1, MAX_SIM_QUEUE)?;
+                check_sim_time("gap_us", *gap_us)?;
+            }
+            Arrival::Replay { times_us } => {
+                if times_us.windows(2).any(|w| w[0] > w[1])
+                    || !times_us
+                        .iter()
+                        .all(|&t| t.is_finite() && (0.0..=MAX_SIM_US).contains(&t))
+                {
+                    return Err(format!(
+                        "replayed times must be from 0 to {MAX_SIM_US:e} µs and not falling"
+                    ));
+                }
+            }
+        }
+        for dist in [&self.hardirq, &self.softirq_per_packet]
+            .into_iter()
+            .flatten()
+        {
+            dist.check()?;
+        }
+        if self.napi && self.ring == 0 {
+            return Err("a NAPI source needs a ring of >= 1 packet".into());
+        }
+        within("ring", self.ring, 0, MAX_SIM_QUEUE)
+    }
+}
+
+impl Check for Costs {
+    /// Every cost a distribution that can be sampled, the deferrable share a fraction.
+    fn check(&self) -> Checked {
+        let named = CostName::ALL.map(|name| (name.label(), name.get(self)));
+        for (what, dist) in named.into_iter().chain([("idle_exit", &self.idle_exit)]) {
+            dist.check().map_err(|e| format!("costs.{what}: {e}"))?;
+        }
+        if !(0.0..=1.0).contains(&self.dis_deferrable) {
+            return Err("costs.dis_deferrable is a fraction from 0 to 1".into());
+        }
+        Ok(())
+    }
+}
+
+impl Check for Limits {
+    /// Counts of 1 at least, times above 0.
+    fn check(&self) -> Checked {
+        if self.netdev_budget == 0 || self.napi_weight == 0 || self.softirq_restarts == 0 {
+            return Err("netdev_budget, napi_weight and softirq_restarts must be >= 1".into());
+        }
+        let times = [
+            self.netdev_budget_usecs,
+            self.softirq_time_us,
+            self.base_slice_us,
+        ];
+        if !times.into_iter().all(|us| check_period("", us).is_ok()) {
+            return Err(format!(
+                "the limits' times must be {MIN_SIM_PERIOD_US} to {MAX_SIM_US:e} µs"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Check for MeasuredCost {
+    /// Its distribution.
+    fn check(&self) -> Checked {
+        self.dist
+            .check()
+            .map_err(|e| format!("measured {}: {e}", self.cost.label()))
+    }
+}
+
+impl Check for TrialCosts {
+    /// Every cost a time of the model, the rates and the queue within the model's bounds.
+    fn check(&self) -> Checked {
+        let bad = |e: String| format!("trial costs of {}: {e}", self.design);
+        for (what, us) in [
+            (
+                "bottom_half_per_datagram_us",
+                self.bottom_half_per_datagram_us,
+            ),
+            ("consumer_per_datagram_us", self.consumer_per_datagram_us),
+            ("idle_exit_us", self.idle_exit_us),
+            ("path_us", self.path_us),
+        ] {
+            check_sim_time(what, us).map_err(bad)?;
+        }
+        if let Some(rate) = self.arrivals_per_s {
+            finite_within("arrivals_per_s", rate, 0.0, MAX_SIM_RATE).map_err(bad)?;
+        }
+        within("socket_queue", self.socket_queue, 1, MAX_SIM_QUEUE).map_err(bad)
+    }
+}
+
+impl Check for Calibration {
+    /// Everything a model takes from it.
+    fn check(&self) -> Checked {
+        self.costs.check()?;
+        self.limits.check()?;
+        for measured in &self.measured {
+            measured.check()?;
+        }
+        self.trial.iter().try_for_each(Check::check)
+    }
+}
+
 /// A latency distribution's summary, µs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySummary {
@@ -937,5 +1180,84 @@ mod tests {
         };
         let text = serde_json::to_string(&config).unwrap();
         assert_eq!(serde_json::from_str::<SimConfig>(&text).unwrap(), config);
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    /// An edit of the example model and what the check must say of it.
+    type Case = (fn(&mut SimConfig), &'static str);
+
+    #[test]
+    fn each_bound_of_a_model_is_refused_with_its_message() {
+        assert_eq!(SimConfig::example().check(), Ok(()));
+        let cases: [Case; 9] = [
+            (|c| c.cpus = 1_000_000_000, "cpus must be 1 to 1024"),
+            (
+                |c| c.duration_s = 1e9,
+                "duration_s must be a number from 0 to 1000000, not 1e9",
+            ),
+            (|c| c.duration_s = f64::NAN, "duration_s must be > 0"),
+            (
+                |c| c.sources[0].arrival = Arrival::Poisson { rate_per_s: 1e308 },
+                "rate_per_s must be a number from 0 to 1e8, not 1e308",
+            ),
+            (
+                |c| {
+                    c.sources[0].arrival = Arrival::Periodic {
+                        period_us: 1e-300,
+                        phase_us: 0.0,
+                    }
+                },
+                "period_us must be a number from 0.01",
+            ),
+            (
+                |c| c.sources[0].ring = u32::MAX,
+                "ring must be 0 to 1048576",
+            ),
+            (|c| c.costs.wakeup = Dist::constant(1e308), "costs.wakeup"),
+            (|c| c.limits.base_slice_us = 1e-300, "the limits' times"),
+            (
+                |c| {
+                    if let TaskKind::Consumer { socket_queue, .. } = &mut c.tasks[0].kind {
+                        *socket_queue = u32::MAX;
+                    }
+                },
+                "socket_queue must be 1 to 1048576",
+            ),
+        ];
+        for (edit, message) in cases {
+            let mut config = SimConfig::example();
+            edit(&mut config);
+            let err = config.check().unwrap_err();
+            assert!(err.contains(message), "{message}: {err}");
+            assert!(err.len() < 120, "{err}");
+        }
+    }
+
+    #[test]
+    fn a_calibrations_costs_and_trial_costs_are_checked() {
+        let mut calibration = Calibration {
+            tool: "irqlens".into(),
+            version: "0".into(),
+            command: "sim-calibration".into(),
+            measured: vec![],
+            costs: Costs::default(),
+            limits: Limits::default(),
+            trial: vec![],
+        };
+        assert_eq!(calibration.check(), Ok(()));
+        calibration.limits.netdev_budget_usecs = f64::INFINITY;
+        assert!(
+            calibration
+                .check()
+                .unwrap_err()
+                .contains("the limits' times")
+        );
+        calibration.limits = Limits::default();
+        calibration.costs.dis_deferrable = f64::NAN;
+        assert!(calibration.check().unwrap_err().contains("dis_deferrable"));
     }
 }

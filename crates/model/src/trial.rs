@@ -8,6 +8,9 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use std::time::Duration;
+
+use crate::bounds::{Check, Checked, check_cpus, check_time, finite_within, within};
 use crate::sched::Priority;
 use crate::units::{CpuList, deserialize_text};
 
@@ -339,6 +342,101 @@ impl TrialReport {
             self.points.iter().filter(|p| p.design == design).collect();
         ladder.sort_by_key(|p| (p.offered_pps, p.round));
         ladder
+    }
+}
+
+/// The highest offered rate (`--rates`), datagrams/s.
+pub const MAX_RATE: u64 = 10_000_000;
+/// The UDP payload's bounds (`--payload`), bytes: a sequence number and a send time, and
+/// what fits a 1500-byte MTU.
+pub const PAYLOAD_BYTES: std::ops::RangeInclusive<usize> = 16..=1400;
+
+impl Check for TrialOptions {
+    /// Whether `irqlens trial net` takes them (see [`crate::bounds`]).
+    fn check(&self) -> Checked {
+        check_cpus("--receiving-cpu/--sending-cpu", &self.cpus())?;
+        if self.rates.is_empty() {
+            return Err("--rates: no rate".into());
+        }
+        for &rate in &self.rates {
+            within("--rates", rate, 1, MAX_RATE)?;
+        }
+        if self.designs.is_empty() {
+            return Err("--designs: no design".into());
+        }
+        check_time("--duration", Duration::from_nanos(self.duration_ns), false)?;
+        check_time("--warm-up", Duration::from_nanos(self.warm_up_ns), true)?;
+        within(
+            "--payload",
+            self.payload_bytes,
+            *PAYLOAD_BYTES.start(),
+            *PAYLOAD_BYTES.end(),
+        )?;
+        within("--consumer-nice", self.consumer_nice, -20, 19)?;
+        within("--napi-nice", self.napi_nice, -20, 19)?;
+        within("--napi-priority", self.napi_fifo_priority, 1, 99)?;
+        let period = Duration::from_nanos(self.cyclic_period_ns);
+        if !(crate::wakeup::MIN_PERIOD..=crate::wakeup::MAX_PERIOD).contains(&period) {
+            return Err("--period must be 100 us to 10 s".into());
+        }
+        within("--budget", self.budget_packets, 1, u32::MAX)?;
+        if let Some(usecs) = self.budget_usecs {
+            within("--budget-usecs", usecs, 1, u32::MAX)?;
+        }
+        Ok(())
+    }
+}
+
+impl Check for TrialReport {
+    /// Its options, and every point's figures finite and within what a point can measure
+    /// (a hostile file's NaN or 1e308 would reach the simulation and the tables).
+    fn check(&self) -> Checked {
+        self.options.check()?;
+        for point in &self.points {
+            let bad = |e: String| {
+                format!(
+                    "the point of {} at {}/s: {e}",
+                    point.design, point.offered_pps
+                )
+            };
+            within("offered_pps", point.offered_pps, 0, MAX_RATE).map_err(bad)?;
+            let cpu = &point.cpu;
+            let percents = [
+                ("loss_percent", point.loss_percent),
+                ("cpu.user_percent", cpu.user_percent),
+                ("cpu.system_percent", cpu.system_percent),
+                ("cpu.softirq_percent", cpu.softirq_percent),
+                ("cpu.irq_percent", cpu.irq_percent),
+                ("cpu.napi_thread_percent", cpu.napi_thread_percent),
+                ("cpu.idle_percent", cpu.idle_percent),
+            ];
+            let top_cause = point.cyclic.as_ref().and_then(|c| c.top_cause_percent);
+            for (what, percent) in percents
+                .into_iter()
+                .chain(top_cause.map(|p| ("cyclic.top_cause_percent", p)))
+            {
+                finite_within(what, percent, 0.0, 100.0).map_err(bad)?;
+            }
+            for (what, rate) in [
+                ("sent_pps", point.sent_pps),
+                ("echoed_pps", point.echoed_pps),
+            ] {
+                finite_within(what, rate, 0.0, MAX_RATE as f64 * 2.0).map_err(bad)?;
+            }
+        }
+        for design in &self.designs {
+            finite_within("peak_echoed_pps", design.peak_echoed_pps, 0.0, f64::MAX)
+                .and_then(|()| {
+                    finite_within(
+                        "echoed_at_highest_pps",
+                        design.echoed_at_highest_pps,
+                        0.0,
+                        f64::MAX,
+                    )
+                })
+                .map_err(|e| format!("design {}: {e}", design.design))?;
+        }
+        Ok(())
     }
 }
 

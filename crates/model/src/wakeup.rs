@@ -5,6 +5,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::bounds::{
+    Check, Checked, check_buckets, check_cpus, check_optional_time, check_rows, within,
+};
 use crate::run::RunCommon;
 
 use crate::hist::HistOptions;
@@ -230,6 +233,45 @@ impl std::fmt::Display for Watched {
             Watched::Process(pid) => write!(f, "pid {pid}"),
             Watched::Name(name) => write!(f, "comm {name}"),
         }
+    }
+}
+
+/// The timer's period bounds (`--period`).
+pub const MIN_PERIOD: Duration = Duration::from_micros(100);
+/// See [`MIN_PERIOD`].
+pub const MAX_PERIOD: Duration = Duration::from_secs(10);
+
+impl Check for WakeupOptions {
+    /// Whether the options are ones `irqlens wakeup` takes (see [`crate::bounds`]).
+    fn check(&self) -> Checked {
+        check_cpus("--cpus", &self.cpus)?;
+        check_optional_time("--duration", self.duration, false)?;
+        check_optional_time("--warm-up", self.warm_up, true)?;
+        if let WakeupMode::Timer(timer) = &self.mode {
+            if timer.period < MIN_PERIOD || timer.period > MAX_PERIOD {
+                return Err("--period must be 100 us to 10 s".into());
+            }
+            if timer
+                .aligned_ns
+                .is_some_and(|offset| u128::from(offset) > timer.period.as_nanos())
+            {
+                return Err("--aligned must not exceed the period".into());
+            }
+        }
+        if let Some(us) = self.dma_latency_us {
+            within("--dma-latency", us, 0, i32::MAX as u32)?;
+        }
+        let stats = &self.stats;
+        check_buckets(stats.bucket_ns, stats.entries)?;
+        check_rows("--worst", stats.worst)?;
+        for (what, stop) in [
+            ("--thread", stats.stop_total_ns),
+            ("--irq", stats.stop_irq_ns),
+        ] {
+            check_optional_time(what, stop.map(Duration::from_nanos), true)?;
+        }
+        self.hist.as_ref().map_or(Ok(()), HistOptions::check)?;
+        check_rows("--causes", self.causes)
     }
 }
 

@@ -11,8 +11,24 @@ use flate2::read::MultiGzDecoder;
 use super::{End, FORMAT, Header, Line, VERSION};
 use irqlens_model::system::Capability;
 
-/// A longer line is not irqlens's (the longest are the header's /proc snapshots).
-const MAX_LINE: u64 = 64 << 20;
+/// A longer line is not irqlens's (the longest are the header's /proc snapshots: a few
+/// MiB on a machine of 1024 CPUs). It bounds what one line costs to parse: a JSON value
+/// takes up to 16 times its text (`[0,0,...]`), so 256 MiB at most.
+pub const MAX_LINE: u64 = 16 << 20;
+
+/// The whole of a JSON file (a sim model, a calibration, a trial's `--json` document),
+/// refused past [`MAX_LINE`] bytes, as a recording's line is.
+pub fn read_document(path: &Path) -> Result<Vec<u8>> {
+    let file = File::open(path).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_LINE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_LINE {
+        bail!("{}: longer than {MAX_LINE} bytes", path.display());
+    }
+    Ok(bytes)
+}
 
 /// A recording being read: its header at once, then its inputs in order, then its end.
 pub struct Reader {

@@ -3,7 +3,7 @@
 //! document on one line, gzip-compressed. `irqlens report` shows it again as the run did.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -31,7 +31,9 @@ pub fn write(path: &Path, document: &impl Serialize) -> Result<()> {
 pub fn read(path: &Path) -> Result<Option<serde_json::Value>> {
     let file = File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let mut line = String::new();
+    // one line, bounded as a recording's: a gzip bomb inflates no further
     if BufReader::new(MultiGzDecoder::new(file))
+        .take(crate::MAX_LINE)
         .read_line(&mut line)
         .is_err()
     {

@@ -37,6 +37,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
 use super::designs::{self, BottomHalf};
+use super::samples::{EXACT_SAMPLES, FOLDED_BYTES, Latencies};
 use super::scheduler::{self, Candidate, NICE_0_WEIGHT};
 
 /// How many events the engine handles between two looks at its stop flag.
@@ -48,6 +49,112 @@ pub(super) type Ns = u64;
 fn us_to_ns(us: f64) -> Ns {
     (us * 1000.0).round().max(0.0) as Ns
 }
+
+/// What simulating one design of a model takes, at most, before it runs.
+pub(super) struct Footprint {
+    /// Arrivals, releases and slice ends: the engine's work.
+    pub events: f64,
+    /// Bytes held: queues at their caps, samples, periodic jobs waiting.
+    pub bytes: f64,
+    /// What to lower if either is too much: the item that adds the most.
+    pub heaviest: String,
+}
+
+/// The [`Footprint`] of `config` (already checked).
+pub(super) fn footprint(config: &SimConfig) -> Footprint {
+    let seconds = config.duration_s;
+    let us = seconds * 1e6;
+    let samples = |count: f64| {
+        let kept = count.min(EXACT_SAMPLES as f64) * size_of::<Ns>() as f64;
+        kept + if count > EXACT_SAMPLES as f64 {
+            FOLDED_BYTES as f64
+        } else {
+            0.0
+        }
+    };
+    // (events, bytes, what to lower) per item
+    let mut items: Vec<(f64, f64, String)> = Vec::new();
+    let mut arrivals = Vec::with_capacity(config.sources.len());
+    for source in &config.sources {
+        let count = match &source.arrival {
+            Arrival::Periodic { period_us, .. } => us / period_us + 1.0,
+            Arrival::Poisson { rate_per_s } => rate_per_s * seconds,
+            Arrival::Bursts { every_us, size, .. } => f64::from(*size) * (us / every_us + 1.0),
+            Arrival::Replay { times_us } => times_us.len() as f64,
+        };
+        arrivals.push(count);
+        let queued = f64::from(source.ring.max(1)) * size_of::<Piece>().max(size_of::<Ns>()) as f64;
+        items.push((
+            count,
+            queued,
+            format!(
+                "duration_s or the arrivals of source '{}' (or its ring)",
+                source.name
+            ),
+        ));
+    }
+    let mut busy = vec![false; config.cpus as usize];
+    for task in &config.tasks {
+        busy[task.cpu as usize] = true;
+        let lower = |what: &str| format!("duration_s or {what} of task '{}'", task.name);
+        items.push(match &task.kind {
+            TaskKind::Periodic { period_us, .. } => {
+                let releases = us / period_us + 1.0;
+                // jobs wait in a queue when the task cannot keep up
+                let jobs = releases * size_of::<Ns>() as f64;
+                (
+                    releases,
+                    jobs + 2.0 * samples(releases),
+                    lower("the period_us"),
+                )
+            }
+            TaskKind::Consumer {
+                source,
+                socket_queue,
+                ..
+            } => {
+                let index = config.sources.iter().position(|s| &s.name == source);
+                let packets = index.map_or(0.0, |i| arrivals[i]);
+                let queued = f64::from(*socket_queue) * size_of::<Ns>() as f64;
+                (0.0, queued + samples(packets), lower("the socket_queue"))
+            }
+            TaskKind::Hog => (0.0, 0.0, lower("the number")),
+        });
+    }
+    // threads sharing a CPU take turns of a slice
+    let slices = us / config.limits.base_slice_us;
+    let busy = busy.iter().filter(|&&b| b).count() as f64;
+    items.push((
+        busy * slices,
+        0.0,
+        "duration_s or raise limits.base_slice_us".into(),
+    ));
+    let fixed = (config.cpus as usize * size_of::<Cpu>()
+        + (config.tasks.len() + config.cpus as usize * 2) * size_of::<Thread>()
+        + config.sources.len() * size_of::<SourceState>()) as f64;
+    let events = items.iter().map(|i| i.0).sum();
+    let bytes = fixed + items.iter().map(|i| i.1).sum::<f64>();
+    let heaviest = items
+        .into_iter()
+        .max_by(|a, b| {
+            (a.0 / MAX_EVENTS + a.1 / MEMORY_BOUND as f64)
+                .total_cmp(&(b.0 / MAX_EVENTS + b.1 / MEMORY_BOUND as f64))
+        })
+        .map_or_else(|| "duration_s".into(), |i| i.2);
+    Footprint {
+        events,
+        bytes,
+        heaviest,
+    }
+}
+
+/// The most one design's simulation may hold, bytes (designs run one after the other).
+pub const MEMORY_BOUND: u64 = 256 << 20;
+
+/// The most events (arrivals, releases, slices) one design may take: some 300,000 a
+/// second go through this engine on a small VM (each arrival is several steps), so about
+/// five minutes.
+pub const MAX_EVENTS: f64 = 1e8;
 
 /// Random numbers from a seed and a stream: each source's arrivals and the costs have
 /// their own stream, so every design sees the same arrivals.
@@ -212,6 +319,8 @@ struct SourceState {
     per_packet: Dist,
     ring: VecDeque<Ns>,
     ring_cap: usize,
+    /// Not NAPI: events whose handler has not ended (the ring caps them too).
+    handlers_waiting: usize,
     masked: bool,
     consumer: Option<usize>,
     /// Its bottom-half thread; none: its bottom half is the NET_RX softirq.
@@ -286,8 +395,8 @@ pub(super) struct Outcome {
 /// One task's samples, ns.
 #[derive(Default)]
 pub(super) struct TaskOutcome {
-    pub latencies: Vec<Ns>,
-    pub responses: Vec<Ns>,
+    pub latencies: Latencies,
+    pub responses: Latencies,
     pub delivered: u64,
     pub wakeups: u64,
 }
@@ -444,6 +553,7 @@ impl<'a> Engine<'a> {
                     .unwrap_or_else(|| config.costs.softirq_per_packet.clone()),
                 ring: VecDeque::new(),
                 ring_cap: source.ring as usize,
+                handlers_waiting: 0,
                 masked: false,
                 consumer,
                 thread,
@@ -557,10 +667,17 @@ impl<'a> Engine<'a> {
         let source = &mut self.sources[index];
         source.offered += 1;
         if !source.napi {
-            self.cpus[cpu].hardirqs.push_back(Piece {
-                left: cost,
-                work: Work::Handler(index, Some(now)),
-            });
+            // an event per interrupt: past the ring's worth waiting for their handler,
+            // events are dropped (so that a flood is memory bounded, as a NAPI ring is)
+            if source.handlers_waiting >= source.ring_cap.max(1) {
+                source.dropped_ring += 1;
+            } else {
+                source.handlers_waiting += 1;
+                self.cpus[cpu].hardirqs.push_back(Piece {
+                    left: cost,
+                    work: Work::Handler(index, Some(now)),
+                });
+            }
         } else if source.ring.len() >= source.ring_cap {
             source.dropped_ring += 1;
         } else {
@@ -887,6 +1004,7 @@ impl<'a> Engine<'a> {
             Work::Handler(index, event) => {
                 self.out.interrupts += 1;
                 if let Some(arrived) = event {
+                    self.sources[index].handlers_waiting -= 1;
                     if let Some(wake) = self.deliver(index, arrived) {
                         self.cpus[cpu].hardirqs.push_front(wake);
                     }

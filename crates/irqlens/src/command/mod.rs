@@ -26,6 +26,7 @@ use crate::cli::{OutputArgs, StopActions};
 use crate::parse::{Action, SignalTarget};
 use irqlens_collect::system;
 use irqlens_collect::tap::{Tap, recording_header};
+use irqlens_model::bounds::Check;
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::{Measurement, RunInfo, TOOL};
@@ -253,6 +254,10 @@ pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
         None => crate::resolve::recorded_options(&header.argv, header.cpus.clone())
             .with_context(|| reader.name().to_owned())?,
     };
+    // a file can say anything: its options are held to the command line's bounds
+    options
+        .check()
+        .map_err(|e| anyhow::anyhow!("{}: its options: {e}", reader.name()))?;
     let outcome: Box<dyn Outcome> = match options {
         RunOptions::Noise(o) => Box::new(noise::NoiseTool::replay(o, &mut reader)?),
         RunOptions::Bh(o) => Box::new(bh::BhTool::replay(o, &mut reader)?),

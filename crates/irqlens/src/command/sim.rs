@@ -2,7 +2,6 @@
 //! `--calibrate REC...`: the costs from recordings; `--against TRIAL`: a recorded trial
 //! next to the simulation of its test bed.
 
-use std::fs;
 use std::io::Write;
 use std::path::Path;
 
@@ -13,6 +12,7 @@ use crate::cli::SimArgs;
 use irqlens_analyze::sim::calibrate::{DATAGRAM_TRUESIZE, compare_trial, costs_from, trial_costs};
 use irqlens_analyze::sim::simulate_until;
 use irqlens_collect::system;
+use irqlens_model::bounds::Check;
 use irqlens_model::run::TOOL;
 use irqlens_model::sim::{Calibration, Costs, SimConfig, SimDocument, TrialComparison};
 use irqlens_present::html::Page;
@@ -78,12 +78,17 @@ pub fn run(args: &SimArgs) -> Result<()> {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
-    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = irqlens_record::read_document(path)?;
     serde_json::from_slice(&bytes).with_context(|| format!("{} is not {what}", path.display()))
 }
 
 fn read_calibration(path: &Path) -> Result<Calibration> {
-    read_json(path, "a calibration (irqlens sim --calibrate writes one)")
+    let calibration: Calibration =
+        read_json(path, "a calibration (irqlens sim --calibrate writes one)")?;
+    calibration
+        .check()
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    Ok(calibration)
 }
 
 /// `--calibrate REC...`: each recording's costs, the best per cost, the machine's

@@ -11,6 +11,7 @@ use crate::cli::TrialNetArgs;
 use irqlens_analyze::trial::summarize;
 use irqlens_collect::journal::{JOURNAL_PATH, Journal, SystemKnobs};
 use irqlens_collect::{system, trial as trial_run};
+use irqlens_model::bounds::Check;
 use irqlens_model::trial::{TrialPoint, TrialReport};
 use irqlens_present::html::Page;
 
@@ -149,7 +150,7 @@ pub(super) fn read_recording_or_document(path: &Path) -> Result<Option<TrialRepo
         return Ok(Some(trial));
     }
     // a measurement's recording is gzip, not JSON text
-    let document = std::fs::read(path)
+    let document = irqlens_record::read_document(path)
         .ok()
         .filter(|bytes| irqlens_record::is_json_text(bytes))
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());
@@ -161,7 +162,11 @@ fn trial_in(path: &Path, document: serde_json::Value) -> Result<Option<TrialRepo
     if document["tool"] != irqlens_model::run::TOOL || document["command"] != "trial" {
         return Ok(None);
     }
-    serde_json::from_value(document)
-        .map(Some)
-        .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))
+    let trial: TrialReport = serde_json::from_value(document)
+        .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))?;
+    // a file can say anything: held to the bounds the command line's options are
+    trial
+        .check()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(Some(trial))
 }

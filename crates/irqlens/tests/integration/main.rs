@@ -12,6 +12,7 @@ mod bh_root;
 mod chromium;
 mod common;
 mod fixtures;
+mod fuzz_cli;
 mod generate_cli;
 mod html_cli;
 mod html_root;
