@@ -18,6 +18,24 @@ pub fn fixture(relative: &str) -> String {
     format!("{}/tests/fixtures/{relative}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Calibrates the simulation from the committed recordings (a wakeup recording, and
+/// trial/calibration.json, the trial the test bed is fitted on) into the temp file `name`;
+/// returns its path and its content.
+pub fn calibration_from_fixtures(name: &str) -> (String, serde_json::Value) {
+    let path = temp_path(name).to_str().unwrap().to_owned();
+    irqlens_ok(&[
+        "sim",
+        "--calibrate",
+        &fixture("v1/wakeup-hist.jsonl.gz"),
+        &fixture("trial/calibration.json"),
+        "-o",
+        &path,
+    ]);
+    let content = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let document = serde_json::from_slice(&content).unwrap_or_else(|e| panic!("{path}: {e}"));
+    (path, document)
+}
+
 /// Waits until `done`, failing the test after `limit`.
 pub fn wait_until(what: &str, limit: std::time::Duration, done: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + limit;

@@ -381,20 +381,7 @@ fn sim_cases(random: &mut Random, cases: &mut Vec<Case>) {
     }
     // a calibration made from the committed recordings (trial/calibration.json is the
     // trial it is calibrated on)
-    let calibration_path = temp_path("fuzz-calibration.json")
-        .to_str()
-        .unwrap()
-        .to_owned();
-    irqlens_ok(&[
-        "sim",
-        "--calibrate",
-        &fixture("v1/wakeup-hist.jsonl.gz"),
-        &fixture("trial/calibration.json"),
-        "-o",
-        &calibration_path,
-    ]);
-    let calibration: Value =
-        serde_json::from_str(&std::fs::read_to_string(&calibration_path).unwrap()).unwrap();
+    let (calibration_path, calibration) = calibration_from_fixtures("fuzz-calibration.json");
     for (what, text) in extreme_lines(&calibration, "", Leaves::Sample(30), random) {
         cases.push(sim(
             format!("sim --costs {what}"),

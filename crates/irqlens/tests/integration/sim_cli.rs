@@ -169,17 +169,8 @@ fn what_cannot_be_calibrated_or_compared_is_refused() {
 
 #[test]
 fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
-    let calibration = temp_path("sim-cli-trial-calibration.json");
-    let calibration = calibration.to_str().unwrap();
-    irqlens_ok(&[
-        "sim",
-        "--calibrate",
-        &fixture("v1/wakeup-hist.jsonl.gz"),
-        &fixture("trial/calibration.json"),
-        "-o",
-        calibration,
-    ]);
-    let file: serde_json::Value = serde_json::from_slice(&fs::read(calibration).unwrap()).unwrap();
+    let (calibration, file) = calibration_from_fixtures("sim-cli-trial-calibration.json");
+    let calibration = calibration.as_str();
     let designs: Vec<&str> = file["trial"]
         .as_array()
         .unwrap()
