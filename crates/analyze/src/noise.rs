@@ -215,18 +215,7 @@ impl CauseStats {
     }
 }
 
-/// The sample that hit a stop condition, what was inside it and what came just before.
-#[derive(Clone, Debug, Serialize)]
-pub struct StopReport {
-    /// Which limit it passed.
-    pub reason: String,
-    /// The sample.
-    pub sample: Sample,
-    /// The records inside it.
-    pub causes: Vec<Record>,
-    /// The records just before it, oldest first.
-    pub before: Vec<Record>,
-}
+pub use irqlens_model::tables::NoiseStop as StopReport;
 
 /// Noise of consecutive periods of one CPU: one period, or after coarsening several.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
