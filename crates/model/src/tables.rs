@@ -89,9 +89,23 @@ pub struct NoiseOptionsTable {
     pub house_keeping: Option<CpuList>,
 }
 
-/// One CPU's noise: rtla osnoise's columns and a few more.
-#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+/// One CPU's noise: its summary, the parts of its noise and its causes.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct NoiseCpu {
+    /// rtla osnoise's columns and a few more.
+    #[serde(flatten)]
+    pub summary: CpuSummary,
+    /// rtla's % CPU Aval: the share of the runtime that was not noise.
+    pub cpu_available_percent: f64,
+    /// The noise's parts; they add up to `noise_ns`.
+    pub breakdown: NoiseBreakdown,
+    /// This CPU's causes, the largest first.
+    pub causes: Vec<NoiseCause>,
+}
+
+/// A CPU's summary line: rtla osnoise's columns and a few more.
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+pub struct CpuSummary {
     /// The measured CPU.
     pub cpu: u32,
     /// Runtime windows measured.
@@ -110,7 +124,7 @@ pub struct NoiseCpu {
     pub dropped_samples: u64,
     /// Samples in which no interference happened.
     pub hw: u64,
-    /// Interferences that began while sampling, per class: NMIs.
+    /// Interferences that began while sampling, per class (from the probe's counters).
     pub nmi: u64,
     /// Hardirqs, likewise.
     pub irq: u64,
@@ -118,31 +132,44 @@ pub struct NoiseCpu {
     pub softirq: u64,
     /// Threads, likewise.
     pub thread: u64,
-    /// Interferences inside samples whose record never arrived.
+    /// Interferences inside samples whose record never arrived (lost, or begun before
+    /// sampling started).
     pub unexplained: u64,
-    /// Record time beyond what was left of its sample (not charged).
+    /// Record time beyond what was left of its sample (the records' clock runs a little
+    /// apart from the samples'): not charged, shown so the clipping is visible.
     pub clipped_ns: u64,
-    /// rtla's % CPU Aval: the share of the runtime that was not noise.
-    pub cpu_available_percent: f64,
-    /// The noise's parts; they add up to `noise_ns`.
-    pub breakdown: NoiseBreakdown,
-    /// This CPU's causes, the largest first.
-    pub causes: Vec<NoiseCause>,
 }
 
-/// The parts of a CPU's noise.
-#[derive(Clone, Copy, Debug, Default, Serialize, JsonSchema)]
+impl CpuSummary {
+    /// rtla's % CPU Aval: the share of the runtime that was not noise.
+    pub fn cpu_available_percent(&self) -> f64 {
+        if self.runtime_ns == 0 {
+            return 100.0;
+        }
+        100.0 * self.runtime_ns.saturating_sub(self.noise_ns) as f64 / self.runtime_ns as f64
+    }
+}
+
+/// The parts of a CPU's noise; `total_ns` is its noise exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct NoiseBreakdown {
     /// Interference-free time of the traced interferences (the causes).
     pub causes_ns: u64,
-    /// Sample time around the traced interferences.
+    /// Sample time around the traced interferences (`Cause::EntryExit`).
     pub entry_exit_ns: u64,
     /// Samples without interference.
     pub hw_ns: u64,
-    /// Untraced time of samples with a record missing.
+    /// Untraced time of samples with a record missing (`Cause::NoRecord`).
     pub no_record_ns: u64,
     /// Samples that did not fit the sample buffer.
     pub dropped_ns: u64,
+}
+
+impl NoiseBreakdown {
+    /// The CPU's noise: the sum of the parts.
+    pub fn total_ns(&self) -> u64 {
+        self.causes_ns + self.entry_exit_ns + self.hw_ns + self.no_record_ns + self.dropped_ns
+    }
 }
 
 /// The noise charged to one cause.
@@ -564,8 +591,8 @@ pub struct AccountPeriod {
     pub lost: Lost,
 }
 
-/// Interrupt time of a period.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
+/// Totals of the run (or of a period).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct AccountTotals {
     /// Hardirq time charged to threads (the idle task included).
     pub hardirq_ns: u64,
@@ -573,14 +600,21 @@ pub struct AccountTotals {
     pub softirq_ns: u64,
     /// NMI time charged likewise.
     pub nmi_ns: u64,
-    /// Interrupt time on idle CPUs, irqlens's own work left out.
+    /// Interrupt time on idle CPUs (charged to no process), irqlens's own work left out.
     pub idle_ns: u64,
-    /// Interrupt time of irqlens's own work.
+    /// Interrupt time of irqlens's own work, wherever it ran (charged to `[irqlens]`).
     pub irqlens_ns: u64,
     /// Interrupt time done on some thread's behalf.
     pub served_ns: u64,
     /// Interrupt time done for no thread.
     pub orphan_ns: u64,
+}
+
+impl AccountTotals {
+    /// All interrupt time: hardirqs, softirqs and NMIs.
+    pub fn interrupt_ns(&self) -> u64 {
+        self.hardirq_ns + self.softirq_ns + self.nmi_ns
+    }
 }
 
 /// One process (or thread) of the accounting table.

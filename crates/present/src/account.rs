@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use irqlens_model::tables::{AccountPeriod, AccountRow, AccountTables, AccountTotals};
+use irqlens_model::tables::{AccountPeriod, AccountRow, AccountTables};
 
 use super::compare::Figure;
 use super::table::{Column, Form, TextTable};
@@ -337,19 +337,10 @@ fn row_json(row: &Row, view: &View) -> AccountRow {
 /// One period as JSON (ns throughout), with what `losses` may have cut short.
 pub fn period_json(period: &Period, view: &View, losses: &Losses) -> AccountPeriod {
     let table = view.table(period);
-    let totals = totals(&period.ledger);
     AccountPeriod {
         start_ns: period.start_ns,
         elapsed_ns: period.elapsed_ns,
-        totals: AccountTotals {
-            hardirq_ns: totals.hardirq_ns,
-            softirq_ns: totals.softirq_ns,
-            nmi_ns: totals.nmi_ns,
-            idle_ns: totals.idle_ns,
-            irqlens_ns: totals.irqlens_ns,
-            served_ns: totals.served_ns,
-            orphan_ns: totals.orphan_ns,
-        },
+        totals: totals(&period.ledger),
         orphan_by: view.sources_json(&period.ledger.orphan),
         idle_by: view.sources_json(&idle_by(&period.ledger)),
         rows: table.rows.iter().map(|row| row_json(row, view)).collect(),

@@ -13,9 +13,7 @@ use irqlens_analyze::noise::{Breakdown, Cause, CauseStats, CpuSummary, NoiseAnal
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::Record;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo};
-use irqlens_model::tables::{
-    CpuHistogram, NoiseBreakdown, NoiseCause, NoiseCpu, NoiseOptionsTable, NoiseTables,
-};
+use irqlens_model::tables::{CpuHistogram, NoiseCause, NoiseCpu, NoiseOptionsTable, NoiseTables};
 
 /// Columns of the per-CPU summary, rtla osnoise top's (time in µs), in the text and the
 /// HTML report alike.
@@ -307,29 +305,9 @@ pub fn to_json(
     let per_cpu = analysis
         .breakdowns()
         .map(|(s, parts)| NoiseCpu {
-            cpu: s.cpu,
-            periods: s.periods,
-            runtime_ns: s.runtime_ns,
-            noise_ns: s.noise_ns,
-            max_noise_ns: s.max_noise_ns,
-            max_single_ns: s.max_single_ns,
-            samples: s.samples,
-            dropped_samples: s.dropped_samples,
-            hw: s.hw,
-            nmi: s.nmi,
-            irq: s.irq,
-            softirq: s.softirq,
-            thread: s.thread,
-            unexplained: s.unexplained,
-            clipped_ns: s.clipped_ns,
+            summary: s.clone(),
             cpu_available_percent: s.cpu_available_percent(),
-            breakdown: NoiseBreakdown {
-                causes_ns: parts.causes_ns,
-                entry_exit_ns: parts.entry_exit_ns,
-                hw_ns: parts.hw_ns,
-                no_record_ns: parts.no_record_ns,
-                dropped_ns: parts.dropped_ns,
-            },
+            breakdown: parts,
             causes: causes_json(&analysis.cpu_causes(s.cpu), s.noise_ns, irq_names),
         })
         .collect();
