@@ -141,6 +141,19 @@ impl Histogram {
         index as u64 * self.bucket_ns
     }
 
+    /// The histogram as the `--json` documents show it.
+    pub fn table(&self) -> irqlens_model::tables::Histogram {
+        irqlens_model::tables::Histogram {
+            bucket_ns: self.bucket_ns,
+            buckets: self.buckets.clone(),
+            overflow: self.overflow,
+            count: self.count,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+            sum_ns: self.sum_ns,
+        }
+    }
+
     /// The fraction of the samples at or below the end of every non-empty bucket, with
     /// that end in ns: the CDF over the buckets (short of 1 when some overflowed).
     pub fn cumulative(&self) -> impl Iterator<Item = (u64, f64)> + '_ {

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use irqlens_model::account::AccountRunInfo;
 use irqlens_model::bh::BhRunInfo;
 use irqlens_model::noise::NoiseRunInfo;
+use irqlens_model::tables::Lost;
 use irqlens_model::wakeup::WakeupRunInfo;
-use serde_json::{Value, json};
 
 /// The mark of a figure that losses may have cut short.
 pub const MARK: &str = "*";
@@ -102,16 +102,16 @@ impl Losses {
 
     /// The `lost` object of a JSON document: `marked` names the keys of the document
     /// whose figures may be short (none when nothing was lost).
-    pub fn json(&self, marked: &[&str]) -> Value {
+    pub fn table(&self, marked: &[&str]) -> Lost {
         let marked: &[&str] = if self.any() { marked } else { &[] };
-        json!({
-            "events": self.events,
-            "what": self.what,
-            "by_cpu": self.by_cpu,
-            "affected": self.any(),
-            "marked": marked,
-            "legend": self.legend("rows and columns"),
-        })
+        Lost {
+            events: self.events,
+            what: self.what.into(),
+            by_cpu: self.by_cpu.clone(),
+            affected: self.any(),
+            marked: marked.iter().map(|&key| key.into()).collect(),
+            legend: self.legend("rows and columns"),
+        }
     }
 }
 
@@ -157,10 +157,10 @@ mod tests {
         let losses = Losses::checkpoints(0);
         assert_eq!((losses.mark(), losses.mark_cpu(3)), ("", ""));
         assert_eq!(losses.legend("rows"), None);
-        let json = losses.json(&["rows"]);
-        assert_eq!(json["affected"], false);
-        assert_eq!(json["marked"], json!([]));
-        assert!(json["legend"].is_null());
+        let lost = losses.table(&["rows"]);
+        assert!(!lost.affected);
+        assert!(lost.marked.is_empty());
+        assert_eq!(lost.legend, None);
     }
 
     #[test]
@@ -174,12 +174,11 @@ mod tests {
             losses.legend("rows").unwrap(),
             "* 12 checkpoints lost (the probe's buffer was full): counts and times in marked rows may be short"
         );
-        let json = losses.json(&["mechanisms", "series"]);
-        assert_eq!(json["events"], 12);
-        assert_eq!(json["what"], "checkpoints");
-        assert_eq!(json["affected"], true);
-        assert_eq!(json["marked"], json!(["mechanisms", "series"]));
-        assert!(json["by_cpu"].is_null());
+        let lost = losses.table(&["mechanisms", "series"]);
+        assert_eq!((lost.events, lost.what.as_str()), (12, "checkpoints"));
+        assert!(lost.affected);
+        assert_eq!(lost.marked, ["mechanisms", "series"]);
+        assert_eq!(lost.by_cpu, None);
     }
 
     #[test]
@@ -196,6 +195,7 @@ mod tests {
                 .unwrap()
                 .starts_with("* 5 records lost (CPU 1 5) ")
         );
-        assert_eq!(losses.json(&[])["by_cpu"], json!({"1": 5, "2": 0}));
+        let by_cpu = serde_json::to_value(losses.table(&[]).by_cpu).unwrap();
+        assert_eq!(by_cpu, serde_json::json!({"1": 5, "2": 0}));
     }
 }

@@ -55,43 +55,24 @@ pub enum Cause {
     Dropped,
 }
 
-/// The parts of a CPU's noise; `total_ns` is its Noise exactly.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Breakdown {
-    /// Interference-free time of the traced interferences (the causes).
-    pub causes_ns: u64,
-    /// Sample time around the traced interferences (`Cause::EntryExit`).
-    pub entry_exit_ns: u64,
-    /// Samples without interference.
-    pub hw_ns: u64,
-    /// Untraced time of samples with a record missing (`Cause::NoRecord`).
-    pub no_record_ns: u64,
-    /// Samples that did not fit the sample buffer.
-    pub dropped_ns: u64,
-}
+pub use irqlens_model::tables::{CpuSummary, NoiseBreakdown as Breakdown};
 
-impl Breakdown {
-    fn of<'a>(causes: impl IntoIterator<Item = (&'a Cause, &'a CauseStats)>) -> Self {
-        let mut parts = Breakdown::default();
-        for (cause, stats) in causes {
-            let part = match cause {
-                Cause::Hardware => &mut parts.hw_ns,
-                Cause::EntryExit(_) => &mut parts.entry_exit_ns,
-                Cause::NoRecord => &mut parts.no_record_ns,
-                Cause::Dropped => &mut parts.dropped_ns,
-                Cause::Nmi | Cause::Irq { .. } | Cause::Softirq(_) | Cause::Thread { .. } => {
-                    &mut parts.causes_ns
-                }
-            };
-            *part += stats.total_ns;
-        }
-        parts
+/// The parts of the noise of `causes`.
+fn breakdown_of<'a>(causes: impl IntoIterator<Item = (&'a Cause, &'a CauseStats)>) -> Breakdown {
+    let mut parts = Breakdown::default();
+    for (cause, stats) in causes {
+        let part = match cause {
+            Cause::Hardware => &mut parts.hw_ns,
+            Cause::EntryExit(_) => &mut parts.entry_exit_ns,
+            Cause::NoRecord => &mut parts.no_record_ns,
+            Cause::Dropped => &mut parts.dropped_ns,
+            Cause::Nmi | Cause::Irq { .. } | Cause::Softirq(_) | Cause::Thread { .. } => {
+                &mut parts.causes_ns
+            }
+        };
+        *part += stats.total_ns;
     }
-
-    /// The CPU's noise: the sum of the parts.
-    pub fn total_ns(&self) -> u64 {
-        self.causes_ns + self.entry_exit_ns + self.hw_ns + self.no_record_ns + self.dropped_ns
-    }
+    parts
 }
 
 impl Cause {
@@ -143,53 +124,6 @@ impl Cause {
     }
 }
 
-/// A CPU's summary line: rtla osnoise's columns and a few more.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CpuSummary {
-    /// The measured CPU.
-    pub cpu: u32,
-    /// Runtime windows measured.
-    pub periods: u64,
-    /// Their total length, ns.
-    pub runtime_ns: u64,
-    /// Total noise, ns.
-    pub noise_ns: u64,
-    /// Largest total noise of one period.
-    pub max_noise_ns: u64,
-    /// Longest single sample, ns.
-    pub max_single_ns: u64,
-    /// Noise samples kept.
-    pub samples: u64,
-    /// Noise samples that did not fit the sample buffer.
-    pub dropped_samples: u64,
-    /// Samples in which no interference happened.
-    pub hw: u64,
-    /// Interferences that began while sampling, per class (from the probe's counters).
-    pub nmi: u64,
-    /// Hardirqs, likewise.
-    pub irq: u64,
-    /// Softirqs, likewise.
-    pub softirq: u64,
-    /// Threads, likewise.
-    pub thread: u64,
-    /// Interferences inside samples whose record never arrived (lost, or begun before
-    /// sampling started).
-    pub unexplained: u64,
-    /// Record time beyond what was left of its sample (the records' clock runs a little
-    /// apart from the samples'): not charged, shown so the clipping is visible.
-    pub clipped_ns: u64,
-}
-
-impl CpuSummary {
-    /// rtla's % CPU Aval: the share of the runtime that was not noise.
-    pub fn cpu_available_percent(&self) -> f64 {
-        if self.runtime_ns == 0 {
-            return 100.0;
-        }
-        100.0 * self.runtime_ns.saturating_sub(self.noise_ns) as f64 / self.runtime_ns as f64
-    }
-}
-
 /// The noise charged to one cause.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct CauseStats {
@@ -215,18 +149,7 @@ impl CauseStats {
     }
 }
 
-/// The sample that hit a stop condition, what was inside it and what came just before.
-#[derive(Clone, Debug, Serialize)]
-pub struct StopReport {
-    /// Which limit it passed.
-    pub reason: String,
-    /// The sample.
-    pub sample: Sample,
-    /// The records inside it.
-    pub causes: Vec<Record>,
-    /// The records just before it, oldest first.
-    pub before: Vec<Record>,
-}
+pub use irqlens_model::tables::NoiseStop as StopReport;
 
 /// Noise of consecutive periods of one CPU: one period, or after coarsening several.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -510,7 +433,7 @@ impl NoiseAnalysis {
     pub fn breakdowns(&self) -> impl Iterator<Item = (&CpuSummary, Breakdown)> {
         self.cpus
             .values()
-            .map(|cpu| (&cpu.summary, Breakdown::of(&cpu.causes)))
+            .map(|cpu| (&cpu.summary, breakdown_of(&cpu.causes)))
     }
 
     /// The sample that stopped the run, if one did.

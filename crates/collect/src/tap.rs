@@ -109,7 +109,7 @@ pub fn recording_header(options: &RunOptions) -> Header {
         capability: options.capability(),
         argv: std::env::args().collect(),
         options: Some(options.clone()),
-        irqlens_version: env!("CARGO_PKG_VERSION").into(),
+        irqlens_version: irqlens_model::run::VERSION.into(),
         started_at: system::now_rfc3339(),
         cpus: options.cpus().clone(),
         load,

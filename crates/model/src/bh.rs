@@ -61,7 +61,7 @@ pub struct BhOptions {
 }
 
 /// Active mode: the bottom half irqlens causes, and how often.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TriggerOptions {
     /// The stimulus.
     pub kind: TriggerKind,

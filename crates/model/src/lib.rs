@@ -18,6 +18,7 @@ pub mod sim;
 pub mod steer;
 pub mod stimulus;
 pub mod system;
+pub mod tables;
 pub mod trial;
 pub mod tune;
 pub mod units;

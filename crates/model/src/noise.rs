@@ -17,7 +17,9 @@ use crate::sched::Priority;
 use crate::units::CpuList;
 
 /// Execution context of an interference; the order is the BPF side's `enum noise_class`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum NoiseClass {
     /// Another thread ran.
@@ -56,7 +58,7 @@ impl NoiseClass {
 }
 
 /// One interference seen by the probe, with its interference-free duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Record {
     /// The measured CPU it ran on.
     pub cpu: u32,
@@ -68,6 +70,7 @@ pub struct Record {
     /// IRQ line or vector, softirq vector, or thread id, by class.
     pub id: u32,
     /// Thread class: the thread's name; empty otherwise.
+    #[schemars(with = "String")]
     pub comm: Comm,
     /// CLOCK_MONOTONIC ns at its entry.
     pub start_ns: u64,
@@ -78,7 +81,7 @@ pub struct Record {
 }
 
 /// A gap above the threshold between two clock reads of a measurement thread.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Sample {
     /// The measured CPU.
     pub cpu: u32,

@@ -84,18 +84,43 @@ fn cpu_keyed<'de, D: serde::Deserializer<'de>>(
 /// The name of the tool in every JSON document.
 pub const TOOL: &str = "irqlens";
 
+/// The irqlens version every JSON document names: the workspace's, which every crate
+/// shares.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What begins every JSON document irqlens prints: which tool, which version, which
+/// command. Flattened into each document; `C` is what names the command (a capability
+/// for measurements).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Header<C = String> {
+    /// Always "irqlens".
+    pub tool: String,
+    /// The irqlens version that printed it.
+    pub version: String,
+    /// The command that printed it.
+    pub command: C,
+}
+
+impl<C> Header<C> {
+    /// The header of `command`'s document, printed by this irqlens.
+    pub fn new(command: impl Into<C>) -> Self {
+        Header {
+            tool: TOOL.into(),
+            version: VERSION.into(),
+            command: command.into(),
+        }
+    }
+}
+
 /// The JSON document of one measurement (`--json` of noise, bh, wakeup, account, and each
 /// recording `report --json` replays): the same envelope for every capability, the
 /// capability's own tables after it.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[schemars(rename = "Measurement_{R}")]
-pub struct Measurement<R> {
-    /// Always "irqlens".
-    pub tool: String,
-    /// The irqlens version that printed it.
-    pub version: String,
-    /// What was measured.
-    pub command: Capability,
+pub struct Measurement<R, T> {
+    /// Which tool, version, and what was measured.
+    #[serde(flatten)]
+    pub header: Header<Capability>,
     /// The kernel release the run was measured on (the recording's, for `report`).
     pub kernel: String,
     /// The CPUs measured.
@@ -107,7 +132,7 @@ pub struct Measurement<R> {
     pub recording: Option<RecordingSummary>,
     /// The capability's tables (times `*_ns`, shares `*_percent`).
     #[serde(flatten)]
-    pub result: serde_json::Map<String, serde_json::Value>,
+    pub tables: T,
 }
 
 /// What a replayed measurement tells of its recording.
@@ -135,18 +160,15 @@ pub struct RecordingSummary {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[schemars(rename = "Comparison")]
 pub struct Comparison<A, B> {
-    /// Always "irqlens".
-    pub tool: String,
-    /// The irqlens version that printed it.
-    pub version: String,
-    /// Always "compare".
-    pub command: String,
+    /// Which tool and version; the command is always "compare".
+    #[serde(flatten)]
+    pub header: Header,
     /// The baseline recording's measurement.
     pub baseline: A,
     /// The measurement compared with it.
     pub other: B,
     /// The figures side by side: each with A's value, B's and the change.
-    pub figures: Vec<serde_json::Value>,
+    pub figures: Vec<crate::tables::ComparedFigure>,
 }
 
 /// Any capability's measurement document.
@@ -156,13 +178,13 @@ pub struct Comparison<A, B> {
 #[serde(untagged)]
 pub enum AnyMeasurement {
     /// `irqlens noise --json`.
-    Noise(Measurement<crate::noise::NoiseRunInfo>),
+    Noise(Measurement<crate::noise::NoiseRunInfo, crate::tables::NoiseTables>),
     /// `irqlens bh --json`.
-    Bh(Measurement<crate::bh::BhRunInfo>),
+    Bh(Measurement<crate::bh::BhRunInfo, crate::tables::BhTables>),
     /// `irqlens wakeup --json`.
-    Wakeup(Measurement<crate::wakeup::WakeupRunInfo>),
+    Wakeup(Measurement<crate::wakeup::WakeupRunInfo, crate::tables::WakeupTables>),
     /// `irqlens account --json`.
-    Account(Measurement<crate::account::AccountRunInfo>),
+    Account(Measurement<crate::account::AccountRunInfo, crate::tables::AccountTables>),
 }
 
 /// Every JSON document irqlens prints: what its published JSON Schema describes

@@ -889,12 +889,9 @@ pub struct SimReport {
 /// simulation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SimDocument {
-    /// Always "irqlens".
-    pub tool: String,
-    /// The irqlens version that printed it.
-    pub version: String,
-    /// Always "sim".
-    pub command: String,
+    /// Which tool and version; the command is always "sim".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
     /// The model's CPUs (simulated, not this machine's).
     pub cpus: crate::units::CpuList,
     /// The simulation.
@@ -1020,12 +1017,9 @@ pub struct TrialCosts {
 /// machine, with where each came from. A person can read and edit it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Calibration {
-    /// Always "irqlens".
-    pub tool: String,
-    /// The irqlens version that wrote it.
-    pub version: String,
-    /// Always "sim-calibration".
-    pub command: String,
+    /// Which tool and version; the command is always "sim-calibration".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
     /// Every cost the recordings measured (more than one recording may measure a cost).
     pub measured: Vec<MeasuredCost>,
     /// The costs a model gets: per cost, the measurement with the most samples, the
@@ -1094,12 +1088,9 @@ pub struct ComparedDesign {
 /// simulation of the same test bed, designs and rates.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TrialComparison {
-    /// Always "irqlens".
-    pub tool: String,
-    /// The irqlens version that printed it.
-    pub version: String,
-    /// Always "sim".
-    pub command: String,
+    /// Which tool and version; the command is always "sim".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
     /// The trial recording.
     pub against: String,
     /// Where the costs came from.

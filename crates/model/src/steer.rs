@@ -81,12 +81,9 @@ pub struct ServedProcess {
 /// What `irqlens steer --json` prints.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SteerReport {
-    /// Always "irqlens".
-    pub tool: String,
-    /// The irqlens version that printed it.
-    pub version: String,
-    /// Always "steer".
-    pub command: String,
+    /// Which tool and version; the command is always "steer".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
     /// The kernel release.
     pub kernel: String,
     /// The CPUs traced (all online ones).

@@ -313,12 +313,9 @@ pub struct DesignSummary {
 /// The JSON document of `irqlens trial net`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TrialReport {
-    /// Always "irqlens".
-    pub tool: String,
-    /// The irqlens version that printed it.
-    pub version: String,
-    /// Always "trial".
-    pub command: String,
+    /// Which tool and version; the command is always "trial".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
     /// What was put under load: "net".
     pub load: String,
     /// The kernel release measured.

@@ -426,12 +426,9 @@ pub fn parse_cpu_mask(text: &str) -> Option<CpuList> {
 /// The JSON document of `irqlens tune`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TuneReport {
-    /// Always "irqlens".
-    pub tool: String,
-    /// The irqlens version that printed it.
-    pub version: String,
-    /// Always "tune".
-    pub command: String,
+    /// Which tool and version; the command is always "tune".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
     /// The kernel release tuned.
     pub kernel: String,
     /// The CPUs measured.

@@ -1,9 +1,9 @@
 //! `irqlens account` output: the accounting table, the victims and causers, JSON.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use serde_json::{Value, json};
+use irqlens_model::tables::{AccountPeriod, AccountRow, AccountTables};
 
 use super::compare::Figure;
 use super::table::{Column, Form, TextTable};
@@ -77,12 +77,11 @@ impl View<'_> {
             .join(", ")
     }
 
-    fn sources_json(&self, by_source: &BySource) -> Value {
+    fn sources_json(&self, by_source: &BySource) -> BTreeMap<String, u64> {
         by_source
             .iter()
-            .map(|(&source, &ns)| (self.label(source), json!(ns)))
-            .collect::<serde_json::Map<_, _>>()
-            .into()
+            .map(|(&source, &ns)| (self.label(source), ns))
+            .collect()
     }
 }
 
@@ -317,45 +316,59 @@ pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<
 }
 
 /// A row as JSON, with its sources by name.
-fn row_json(row: &Row, view: &View) -> Value {
-    let mut value = serde_json::to_value(row).expect("rows serialize");
-    value["charged_by"] = view.sources_json(&row.charged_by);
-    value["served_by"] = view.sources_json(&row.served_by);
-    value
+fn row_json(row: &Row, view: &View) -> AccountRow {
+    AccountRow {
+        id: row.id,
+        comm: row.comm.clone(),
+        kernel_ns: row.kernel_ns,
+        charged_ns: row.charged_ns,
+        served_ns: row.served_ns,
+        irqlens_ns: row.irqlens_ns,
+        units: row.units,
+        corrected_ns: row.corrected_ns,
+        error: row.error,
+        compensated_ns: row.compensated_ns,
+        compensated_error: row.compensated_error,
+        charged_by: view.sources_json(&row.charged_by),
+        served_by: view.sources_json(&row.served_by),
+    }
 }
 
 /// One period as JSON (ns throughout), with what `losses` may have cut short.
-pub fn period_json(period: &Period, view: &View, losses: &Losses) -> Value {
+pub fn period_json(period: &Period, view: &View, losses: &Losses) -> AccountPeriod {
     let table = view.table(period);
-    json!({
-        "start_ns": period.start_ns,
-        "elapsed_ns": period.elapsed_ns,
-        "totals": totals(&period.ledger),
-        "orphan_by": view.sources_json(&period.ledger.orphan),
-        "idle_by": view.sources_json(&idle_by(&period.ledger)),
-        "rows": table.rows.iter().map(|row| row_json(row, view)).collect::<Vec<_>>(),
-        "irqlens": table.irqlens.as_ref().map(|row| row_json(row, view)),
-        "interrupts_per_tick": period.compensator.as_ref().and_then(|c| c.interrupts_per_tick()),
-        "lost": losses.json(&["totals", "orphan_by", "idle_by", "rows", "irqlens"]),
-    })
+    AccountPeriod {
+        start_ns: period.start_ns,
+        elapsed_ns: period.elapsed_ns,
+        totals: totals(&period.ledger),
+        orphan_by: view.sources_json(&period.ledger.orphan),
+        idle_by: view.sources_json(&idle_by(&period.ledger)),
+        rows: table.rows.iter().map(|row| row_json(row, view)).collect(),
+        irqlens: table.irqlens.as_ref().map(|row| row_json(row, view)),
+        interrupts_per_tick: period
+            .compensator
+            .as_ref()
+            .and_then(|c| c.interrupts_per_tick()),
+        lost: losses.table(&["totals", "orphan_by", "idle_by", "rows", "irqlens"]),
+    }
 }
 
-/// The `--json` document: the whole run, its periods (already as JSON) and the run info.
+/// The tables of the `--json` document: the whole run, its periods and the run info.
 pub fn to_json(
     whole: &Period,
-    periods: &[Value],
+    periods: &[AccountPeriod],
     info: &AccountRunInfo,
     options: &AccountOptions,
     view: &View,
-) -> Value {
-    json!({
-        "per": view.per(),
-        "rule": RULE,
-        "compensate": options.compensate,
-        "lost": info.losses().json(&["total", "periods"]),
-        "total": period_json(whole, view, &info.losses()),
-        "periods": periods,
-    })
+) -> AccountTables {
+    AccountTables {
+        per: view.per().into(),
+        rule: RULE.into(),
+        compensate: options.compensate,
+        lost: info.losses().table(&["total", "periods"]),
+        total: period_json(whole, view, &info.losses()),
+        periods: periods.to_vec(),
+    }
 }
 
 /// The numbers `compare` sets side by side: per process (or thread) name with interrupt

@@ -3,7 +3,9 @@
 
 use std::io::{self, Write};
 
-use serde_json::{Value, json};
+use irqlens_model::tables::{
+    BhCause, BhHistogram, BhMechanism, BhOptionsTable, BhSample, BhSeries, BhSourceSeries, BhTables,
+};
 
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, TextTable};
@@ -334,105 +336,103 @@ pub fn write_run_info(
     super::write_cut_short(out, &info.common)
 }
 
-fn series_json(s: &Series) -> Value {
-    json!({
-        "count": s.count,
-        "irq": s.irq,
-        "min_ns": s.min_ns(),
-        "q05_ns": s.quantile_ns(0.05),
-        "q50_ns": s.quantile_ns(0.50),
-        "q95_ns": s.quantile_ns(0.95),
-        "max_ns": s.max_ns(),
-        "max_irq_ns": s.max_irq_ns,
-        "runtime_q50_ns": s.runtime_quantile_ns(0.5),
-        "runtime_max_ns": s.runtime_max_ns(),
-    })
+fn series_json(s: &Series) -> BhSeries {
+    BhSeries {
+        count: s.count,
+        irq: s.irq,
+        min_ns: s.min_ns(),
+        q05_ns: s.quantile_ns(0.05),
+        q50_ns: s.quantile_ns(0.50),
+        q95_ns: s.quantile_ns(0.95),
+        max_ns: s.max_ns(),
+        max_irq_ns: s.max_irq_ns,
+        runtime_q50_ns: s.runtime_quantile_ns(0.5),
+        runtime_max_ns: s.runtime_max_ns(),
+    }
 }
 
-fn sample_json(sample: &Sample, names: &Names) -> Value {
+fn sample_json(sample: &Sample, names: &Names) -> BhSample {
     let d = &sample.delay;
-    json!({
-        "source": names.source(&sample.source),
-        "cpu": sample.cpu,
-        "request_cpu": sample.request_cpu,
-        "request_ns": sample.request_ns,
-        "latency_ns": sample.latency_ns,
-        "runtime_ns": sample.runtime_ns,
-        "requester": sample.requester,
-        "executor": sample.executor,
-        "irqs": d.irqs,
-        "irq_ns": d.irq_ns,
-        "softirqs_first": d.softirqs,
-        "softirqs_first_ns": d.softirq_ns,
-        "works_first": d.works,
-        "works_first_ns": d.work_ns,
-        "switches": d.switches,
-        "ksoftirqd": d.ksoftirqd,
-        "activated_after_ns": d.activated_after_ns,
-        "woken_after_ns": d.woken_after_ns,
-        "switched_in_after_ns": d.switched_in_after_ns,
-        "complete": d.complete,
-        "causes": d.causes.iter().map(|c| names.cause(c)).collect::<Vec<_>>(),
-    })
+    BhSample {
+        source: names.source(&sample.source),
+        cpu: sample.cpu,
+        request_cpu: sample.request_cpu,
+        request_ns: sample.request_ns,
+        latency_ns: sample.latency_ns,
+        runtime_ns: sample.runtime_ns,
+        requester: sample.requester,
+        executor: sample.executor,
+        irqs: d.irqs,
+        irq_ns: d.irq_ns,
+        softirqs_first: d.softirqs,
+        softirqs_first_ns: d.softirq_ns,
+        works_first: d.works,
+        works_first_ns: d.work_ns,
+        switches: d.switches,
+        ksoftirqd: d.ksoftirqd,
+        activated_after_ns: d.activated_after_ns,
+        woken_after_ns: d.woken_after_ns,
+        switched_in_after_ns: d.switched_in_after_ns,
+        complete: d.complete,
+        causes: d.causes.iter().map(|c| names.cause(c)).collect(),
+    }
 }
 
-/// The tables as JSON, for the document's envelope; times are in ns (`*_ns`).
-pub fn to_json(stats: &BhStats, info: &BhRunInfo, options: &BhOptions, names: &Names) -> Value {
-    let mechanisms: Vec<Value> = stats
+/// The tables of the `--json` document; times are in ns (`*_ns`).
+pub fn to_json(stats: &BhStats, info: &BhRunInfo, options: &BhOptions, names: &Names) -> BhTables {
+    let mechanisms = stats
         .mechanisms
         .iter()
-        .map(|(mechanism, m)| {
-            let mut value = series_json(&m.series);
-            value["mechanism"] = json!(mechanism);
-            value["causes"] = m
+        .map(|(mechanism, m)| BhMechanism {
+            mechanism: mechanism.name().into(),
+            series: series_json(&m.series),
+            causes: m
                 .ranked_causes()
                 .into_iter()
-                .map(|(cause, c)| {
-                    json!({
-                        "cause": names.cause(cause),
-                        "samples": c.samples,
-                        "share_percent": percent(c.samples, m.series.count),
-                        "q50_ns": c.median_ns(),
-                        "max_ns": c.max_ns(),
-                    })
+                .map(|(cause, c)| BhCause {
+                    cause: names.cause(cause),
+                    samples: c.samples,
+                    share_percent: percent(c.samples, m.series.count),
+                    q50_ns: c.median_ns(),
+                    max_ns: c.max_ns(),
                 })
-                .collect();
-            value["worst"] = m.worst.iter().map(|s| sample_json(s, names)).collect();
-            value["histogram"] = json!({
-                "bucket_ns": m.series.latency.histogram.bucket_ns,
-                "buckets": m.series.latency.histogram.buckets,
-                "irq": m.series.irq,
-                "oob": m.series.latency.histogram.overflow,
-            });
-            value
+                .collect(),
+            worst: m.worst.iter().map(|s| sample_json(s, names)).collect(),
+            histogram: BhHistogram {
+                bucket_ns: m.series.latency.histogram.bucket_ns,
+                buckets: m.series.latency.histogram.buckets.clone(),
+                irq: m.series.irq,
+                oob: m.series.latency.histogram.overflow,
+            },
         })
         .collect();
-    let series: Vec<Value> = stats
+    let series = stats
         .sources
         .iter()
-        .map(|((mechanism, source), s)| {
-            let mut value = series_json(s);
-            value["mechanism"] = json!(mechanism);
-            value["source"] = json!(names.source(source));
-            value
+        .map(|((mechanism, source), s)| BhSourceSeries {
+            mechanism: mechanism.name().into(),
+            source: names.source(source),
+            series: series_json(s),
         })
         .collect();
-    json!({
-        "options": {
-            "cpus": options.cpus,
-            "duration_ns": options.duration.map(|d| d.as_nanos() as u64),
-            "trigger": options.trigger,
-            "load": options.load,
-            "bucket_ns": options.stats.bucket_ns,
-            "entries": options.stats.entries,
+    BhTables {
+        options: BhOptionsTable {
+            cpus: options.cpus.clone(),
+            duration_ns: options.duration.map(|d| d.as_nanos() as u64),
+            trigger: options.trigger,
+            load: options.load,
+            bucket_ns: options.stats.bucket_ns,
+            entries: options.stats.entries,
         },
-        "lost": info.losses().json(&["mechanisms", "series", "samples", "others"]),
-        "samples": stats.samples(),
-        "others": stats.others,
-        "mechanisms": mechanisms,
-        "series": series,
-        "not_observable": info.not_observable,
-    })
+        lost: info
+            .losses()
+            .table(&["mechanisms", "series", "samples", "others"]),
+        samples: stats.samples(),
+        others: stats.others,
+        mechanisms,
+        series,
+        not_observable: info.not_observable.clone(),
+    }
 }
 
 /// The numbers `compare` sets side by side: per mechanism, its busiest sources, and

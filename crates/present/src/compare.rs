@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use irqlens_model::run::{Comparison, TOOL};
+use irqlens_model::run::{Comparison, Header};
+use irqlens_model::tables::ComparedFigure;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::table::{Column, TextTable};
 
@@ -23,17 +24,7 @@ pub struct Figure {
     pub unit: Unit,
 }
 
-/// The unit of a figure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    /// A time in ns (shown in µs).
-    Ns,
-    /// A count.
-    Count,
-    /// A percentage.
-    Percent,
-}
+pub use irqlens_model::tables::Unit;
 
 impl Figure {
     /// A time, ns.
@@ -203,27 +194,23 @@ pub fn write_table(out: &mut dyn Write, rows: &[Row], a: &str, b: &str) -> io::R
 
 /// The `--json` document: the two runs' descriptions and every row.
 pub fn to_json(rows: &[Row], a: Value, b: Value) -> Value {
-    let rows: Vec<Value> = rows
+    let figures = rows
         .iter()
-        .map(|row| {
-            json!({
-                "group": row.group,
-                "figure": row.name,
-                "unit": row.unit,
-                "a": row.a,
-                "b": row.b,
-                "delta": row.delta(),
-                "change_percent": row.change_percent(),
-            })
+        .map(|row| ComparedFigure {
+            group: row.group.into(),
+            figure: row.name.into(),
+            unit: row.unit,
+            a: row.a,
+            b: row.b,
+            delta: row.delta(),
+            change_percent: row.change_percent(),
         })
         .collect();
     let document = Comparison {
-        tool: TOOL.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: "compare".into(),
+        header: Header::new("compare"),
         baseline: a,
         other: b,
-        figures: rows,
+        figures,
     };
     serde_json::to_value(document).unwrap_or_default()
 }

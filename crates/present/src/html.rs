@@ -846,7 +846,7 @@ impl Page {
         writeln!(
             out,
             "<p class=\"note\">irqlens {} on Linux {}; times in µs unless said otherwise.</p>",
-            env!("CARGO_PKG_VERSION"),
+            irqlens_model::run::VERSION,
             escape(&self.kernel)
         )?;
         writeln!(out, "</body></html>")

@@ -4,8 +4,6 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use serde_json::{Value, json};
-
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, Form, TextTable};
 use super::{clock_time, percent, us1};
@@ -15,6 +13,7 @@ use irqlens_analyze::noise::{Breakdown, Cause, CauseStats, CpuSummary, NoiseAnal
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::Record;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo};
+use irqlens_model::tables::{CpuHistogram, NoiseCause, NoiseCpu, NoiseOptionsTable, NoiseTables};
 
 /// Columns of the per-CPU summary, rtla osnoise top's (time in µs), in the text and the
 /// HTML report alike.
@@ -295,66 +294,64 @@ pub fn write_histogram(
     )
 }
 
-/// The tables as JSON, for the document's envelope; times are in ns (`*_ns`).
+/// The tables of the `--json` document; times are in ns (`*_ns`).
 pub fn to_json(
     analysis: &NoiseAnalysis,
     info: &NoiseRunInfo,
     options: &NoiseOptions,
     irq_names: &HashMap<u32, String>,
-) -> Value {
+) -> NoiseTables {
     let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
-    let cpus: Vec<Value> = analysis
+    let per_cpu = analysis
         .breakdowns()
-        .map(|(s, parts)| {
-            let mut value = serde_json::to_value(s).unwrap_or_default();
-            value["cpu_available_percent"] = json!(s.cpu_available_percent());
-            value["breakdown"] = json!(parts);
-            value["causes"] = causes_json(&analysis.cpu_causes(s.cpu), s.noise_ns, irq_names);
-            value
+        .map(|(s, parts)| NoiseCpu {
+            summary: s.clone(),
+            cpu_available_percent: s.cpu_available_percent(),
+            breakdown: parts,
+            causes: causes_json(&analysis.cpu_causes(s.cpu), s.noise_ns, irq_names),
         })
         .collect();
-    let causes = causes_json(&analysis.top_causes(), noise_ns, irq_names);
-    let histograms: Vec<Value> = analysis
-        .histograms()
-        .map(|(cpu, h)| json!({"cpu": cpu, "histogram": h}))
-        .collect();
     let w = &options.workload;
-    json!({
-        "options": {
-            "cpus": options.cpus,
-            "period_ns": w.period.as_nanos() as u64,
-            "runtime_ns": w.runtime.as_nanos() as u64,
-            "threshold_ns": w.threshold.as_nanos() as u64,
-            "priority": w.priority,
-            "stop_ns": w.stop_single.map(|d| d.as_nanos() as u64),
-            "stop_total_ns": w.stop_total.map(|d| d.as_nanos() as u64),
-            "house_keeping": options.housekeeping,
+    NoiseTables {
+        options: NoiseOptionsTable {
+            cpus: options.cpus.clone(),
+            period_ns: w.period.as_nanos() as u64,
+            runtime_ns: w.runtime.as_nanos() as u64,
+            threshold_ns: w.threshold.as_nanos() as u64,
+            priority: w.priority,
+            stop_ns: w.stop_single.map(|d| d.as_nanos() as u64),
+            stop_total_ns: w.stop_total.map(|d| d.as_nanos() as u64),
+            house_keeping: options.housekeeping.clone(),
         },
-        "lost": info.losses().json(&["per_cpu", "causes"]),
-        "per_cpu": cpus,
-        "causes": causes,
-        "histograms": histograms,
-        "stop": analysis.stop_report(),
-    })
+        lost: info.losses().table(&["per_cpu", "causes"]),
+        per_cpu,
+        causes: causes_json(&analysis.top_causes(), noise_ns, irq_names),
+        histograms: analysis
+            .histograms()
+            .map(|(cpu, h)| CpuHistogram {
+                cpu,
+                histogram: h.table(),
+            })
+            .collect(),
+        stop: analysis.stop_report().cloned(),
+    }
 }
 
 fn causes_json(
     causes: &[(Cause, CauseStats)],
     noise_ns: u64,
     irq_names: &HashMap<u32, String>,
-) -> Value {
+) -> Vec<NoiseCause> {
     causes
         .iter()
-        .map(|(cause, stats)| {
-            json!({
-                "cause": cause.label(irq_names),
-                "class": cause.class_name(),
-                "id": cause_id(cause),
-                "count": stats.count,
-                "total_ns": stats.total_ns,
-                "max_ns": stats.max_ns,
-                "noise_percent": percent(stats.total_ns, noise_ns),
-            })
+        .map(|(cause, stats)| NoiseCause {
+            cause: cause.label(irq_names),
+            class: cause.class_name().into(),
+            id: cause_id(cause),
+            count: stats.count,
+            total_ns: stats.total_ns,
+            max_ns: stats.max_ns,
+            noise_percent: percent(stats.total_ns, noise_ns),
         })
         .collect()
 }

@@ -223,7 +223,7 @@ fn seconds(ns: u64) -> f64 {
 /// The build's version and the capability that runs, as `irqlens_build_info`.
 fn build_info(capability: &str) -> Family {
     let labels = vec![
-        ("version", env!("CARGO_PKG_VERSION").to_owned()),
+        ("version", irqlens_model::run::VERSION.to_owned()),
         ("capability", capability.to_owned()),
     ];
     Family::new(

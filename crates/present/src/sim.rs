@@ -311,9 +311,7 @@ mod tests {
     #[test]
     fn json_reads_back_with_the_envelope() {
         let document = SimDocument {
-            tool: "irqlens".into(),
-            version: "0".into(),
-            command: "sim".into(),
+            header: irqlens_model::run::Header::new("sim"),
             cpus: "0-1".parse().unwrap(),
             report: report(),
         };

@@ -98,9 +98,7 @@ mod tests {
             made: true,
         };
         SteerReport {
-            tool: "irqlens".into(),
-            version: "0".into(),
-            command: "steer".into(),
+            header: irqlens_model::run::Header::new("steer"),
             kernel: "6.18".into(),
             cpus: "0-1".parse().unwrap(),
             run: SteerRun {

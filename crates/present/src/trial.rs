@@ -242,9 +242,7 @@ mod tests {
             runtimes: None,
         };
         let report = TrialReport {
-            tool: "irqlens".into(),
-            version: "0".into(),
-            command: "trial".into(),
+            header: irqlens_model::run::Header::new("trial"),
             load: "net".into(),
             kernel: "6.18".into(),
             cpus: options.cpus(),

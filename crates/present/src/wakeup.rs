@@ -4,7 +4,10 @@
 
 use std::io::{self, Write};
 
-use serde_json::{Value, json};
+use irqlens_model::tables::{
+    FoldedThreads, Quantile, UntracedStop, WakeupCause, WakeupComponent, WakeupCpu, WakeupOrigin,
+    WakeupSample, WakeupSampleCause, WakeupStop, WakeupTables, WakeupThread,
+};
 
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, Form, TextTable};
@@ -436,85 +439,102 @@ pub fn write_run_info(out: &mut dyn Write, info: &WakeupRunInfo) -> io::Result<(
     Ok(())
 }
 
-/// The tables as JSON, for the document's envelope; times are in ns (`*_ns`).
+/// The tables of the `--json` document; times are in ns (`*_ns`).
 pub fn to_json(
     stats: &WakeupStats,
     info: &WakeupRunInfo,
     options: &WakeupOptions,
     names: &Names,
-) -> Value {
-    let cpus: Vec<Value> = stats
+) -> WakeupTables {
+    let per_cpu = stats
         .cpus
         .iter()
-        .map(|(cpu, s)| {
-            let components: serde_json::Map<String, Value> = s
+        .map(|(&cpu, s)| WakeupCpu {
+            cpu,
+            activations: s.activations,
+            samples: s.samples,
+            components: s
                 .components
                 .iter()
                 .map(|(component, series)| {
-                    let quantiles: Vec<Value> = CDF_QUANTILES
-                        .iter()
-                        .map(|&q| json!({"quantile": q, "ns": series.quantile_ns(q)}))
-                        .collect();
-                    (
-                        component.name().to_owned(),
-                        json!({
-                            "count": series.count(),
-                            "min_ns": series.min_ns(),
-                            "avg_ns": series.avg_ns(),
-                            "max_ns": series.max_ns(),
-                            "quantiles": quantiles,
-                            "cdf": series.histogram.cumulative().collect::<Vec<_>>(),
-                            "histogram": series.histogram,
-                        }),
-                    )
+                    let component_table = WakeupComponent {
+                        count: series.count(),
+                        min_ns: series.min_ns(),
+                        avg_ns: series.avg_ns(),
+                        max_ns: series.max_ns(),
+                        quantiles: CDF_QUANTILES
+                            .iter()
+                            .map(|&quantile| Quantile {
+                                quantile,
+                                ns: series.quantile_ns(quantile),
+                            })
+                            .collect(),
+                        cdf: series.histogram.cumulative().collect(),
+                        histogram: series.histogram.table(),
+                    };
+                    (component.name().to_owned(), component_table)
                 })
-                .collect();
-            json!({
-                "cpu": cpu,
-                "activations": s.activations,
-                "samples": s.samples,
-                "components": components,
-            })
+                .collect(),
         })
         .collect();
-    let causes: Vec<Value> = stats
+    let causes = stats
         .ranked_causes()
         .iter()
-        .map(|(cause, s)| {
-            json!({
-                "cause": names.wakeup_cause(cause),
-                "samples": s.samples,
-                "total_ns": s.total_ns,
-                "max_ns": s.max_ns,
-                "share_percent": percent(s.total_ns, stats.latency_ns),
-            })
+        .map(|(cause, s)| WakeupCause {
+            cause: names.wakeup_cause(cause),
+            samples: s.samples,
+            total_ns: s.total_ns,
+            max_ns: s.max_ns,
+            share_percent: percent(s.total_ns, stats.latency_ns),
         })
         .collect();
-    let origins: Vec<Value> = stats
+    let origins = stats
         .origins
         .iter()
-        .map(|(origin, count)| json!({"origin": origin.label(&names.irqs), "samples": count}))
+        .map(|(origin, &samples)| WakeupOrigin {
+            origin: origin.label(&names.irqs),
+            samples,
+        })
         .collect();
     let stop = stats.stop.as_ref().map(|stop| match stop {
-        Stop::Sample(sample) => sample_json(sample, names),
-        Stop::Untraced(report) => json!({
-            "cpu": report.cpu, "tid": report.tid, "total_ns": report.total_ns(),
+        Stop::Sample(sample) => WakeupStop::Sample(sample_json(sample, names)),
+        Stop::Untraced(report) => WakeupStop::Untraced(UntracedStop {
+            cpu: report.cpu,
+            tid: report.tid,
+            total_ns: report.total_ns(),
         }),
     });
-    json!({
-        "mode": describe_mode(options),
-        "per_cpu": cpus,
-        "causes": causes,
-        "origins": origins,
-        "context_switches": stats.switches,
-        "interposed": stats.interposed.iter().map(|(c, n)| (c.to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+    WakeupTables {
+        mode: describe_mode(options),
+        per_cpu,
+        causes,
+        origins,
+        context_switches: stats.switches.clone(),
+        interposed: stats
+            .interposed
+            .iter()
+            .map(|(c, n)| (c.to_string(), *n))
+            .collect(),
         // samples of the interposed threads and woken threads folded to bound memory
-        "interposed_folded": stats.interposed.other().copied().unwrap_or(0),
-        "threads": stats.threads.iter().map(|(tid, t)| json!({"tid": tid, "comm": t.comm, "samples": t.samples, "max_ns": t.max_ns})).collect::<Vec<_>>(),
-        "threads_folded": stats.threads.other().map(|t| json!({"threads": stats.threads.folded(), "samples": t.samples, "max_ns": t.max_ns})),
-        "worst": stats.worst.iter().map(|s| sample_json(s, names)).collect::<Vec<_>>(),
-        "stop": stop,
-        "lost": info.losses().json(&[
+        interposed_folded: stats.interposed.other().copied().unwrap_or(0),
+        threads: stats
+            .threads
+            .iter()
+            .map(|(&tid, t)| WakeupThread {
+                tid,
+                comm: t.comm,
+                samples: t.samples,
+                max_ns: t.max_ns,
+            })
+            .collect(),
+        threads_folded: stats.threads.other().map(|t| FoldedThreads {
+            threads: stats.threads.folded(),
+            samples: t.samples,
+            max_ns: t.max_ns,
+        }),
+        worst: stats.worst.iter().map(|s| sample_json(s, names)).collect(),
+        stop,
+        lost: info.losses().table(&[
             "per_cpu",
             "causes",
             "origins",
@@ -523,30 +543,31 @@ pub fn to_json(
             "threads",
             "worst",
         ]),
-    })
+    }
 }
 
-fn sample_json(sample: &Sample, names: &Names) -> Value {
-    let components: serde_json::Map<String, Value> = Component::ALL
-        .iter()
-        .filter_map(|c| Some((format!("{}_ns", c.name()), json!(sample.component(*c)?))))
-        .collect();
-    let causes: Vec<Value> = sample
-        .causes
-        .iter()
-        .map(|(cause, ns)| json!({"cause": names.wakeup_cause(cause), "ns": ns}))
-        .collect();
-    json!({
-        "cpu": sample.cpu,
-        "waker_cpu": sample.waker_cpu,
-        "tid": sample.tid,
-        "comm": sample.comm,
-        "origin": sample.origin.label(&names.irqs),
-        "interposed": sample.interposed,
-        "context_switches": sample.switches,
-        "components": components,
-        "causes": causes,
-    })
+fn sample_json(sample: &Sample, names: &Names) -> WakeupSample {
+    WakeupSample {
+        cpu: sample.cpu,
+        waker_cpu: sample.waker_cpu,
+        tid: sample.tid,
+        comm: sample.comm,
+        origin: sample.origin.label(&names.irqs),
+        interposed: sample.interposed.clone(),
+        context_switches: sample.switches,
+        components: Component::ALL
+            .iter()
+            .filter_map(|c| Some((format!("{}_ns", c.name()), sample.component(*c)?)))
+            .collect(),
+        causes: sample
+            .causes
+            .iter()
+            .map(|(cause, ns)| WakeupSampleCause {
+                cause: names.wakeup_cause(cause),
+                ns: *ns,
+            })
+            .collect(),
+    }
 }
 
 /// The numbers `compare` sets side by side: per CPU, the total latency; then the

@@ -105,31 +105,7 @@ pub fn relative_error(t: u64, t_o: u64) -> Option<f64> {
     (t_o > 0).then(|| (t as f64 - t_o as f64) / t_o as f64)
 }
 
-/// Totals of the run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Totals {
-    /// Hardirq time charged to threads (the idle task included).
-    pub hardirq_ns: u64,
-    /// Softirq time charged likewise.
-    pub softirq_ns: u64,
-    /// NMI time charged likewise.
-    pub nmi_ns: u64,
-    /// Interrupt time on idle CPUs (charged to no process), irqlens's own work left out.
-    pub idle_ns: u64,
-    /// Interrupt time of irqlens's own work, wherever it ran (charged to `[irqlens]`).
-    pub irqlens_ns: u64,
-    /// Interrupt time done on some thread's behalf.
-    pub served_ns: u64,
-    /// Interrupt time done for no thread.
-    pub orphan_ns: u64,
-}
-
-impl Totals {
-    /// All interrupt time: hardirqs, softirqs and NMIs.
-    pub fn interrupt_ns(&self) -> u64 {
-        self.hardirq_ns + self.softirq_ns + self.nmi_ns
-    }
-}
+pub use irqlens_model::tables::AccountTotals as Totals;
 
 /// The totals of `ledger`.
 pub fn totals(ledger: &Ledger) -> Totals {

@@ -645,9 +645,7 @@ mod tests {
 
     fn calibration() -> Calibration {
         Calibration {
-            tool: "irqlens".into(),
-            version: "0".into(),
-            command: "sim-calibration".into(),
+            header: irqlens_model::run::Header::new("sim-calibration"),
             measured: vec![],
             costs: Costs::default(),
             limits: irqlens_model::sim::Limits::default(),

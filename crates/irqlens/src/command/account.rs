@@ -12,6 +12,7 @@ use irqlens_model::account::{AccountOptions, AccountRunInfo};
 use irqlens_model::kernel::parse_irq_line_names;
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::RunInfo;
+use irqlens_model::tables::AccountPeriod;
 use irqlens_present::account::{self as show, View};
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
@@ -29,7 +30,7 @@ pub struct AccountResult {
     whole: Period,
     info: AccountRunInfo,
     /// Each `--interval` report, as JSON, and as text unless already printed.
-    periods_json: Vec<serde_json::Value>,
+    periods_json: Vec<AccountPeriod>,
     periods_text: Vec<u8>,
     irq_names: HashMap<u32, String>,
 }
@@ -53,7 +54,7 @@ fn view<'a>(options: &AccountOptions, irq_names: &'a HashMap<u32, String>) -> Vi
 struct Periods<'a> {
     options: &'a AccountOptions,
     view: View<'a>,
-    json: Vec<serde_json::Value>,
+    json: Vec<AccountPeriod>,
     text: Vec<u8>,
 }
 

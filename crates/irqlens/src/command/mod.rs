@@ -29,7 +29,7 @@ use irqlens_collect::tap::{Tap, recording_header};
 use irqlens_model::bounds::Check;
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
 use irqlens_model::options::RunOptions;
-use irqlens_model::run::{Measurement, RunInfo, TOOL};
+use irqlens_model::run::{Header, Measurement, RunInfo};
 use irqlens_present::html::Page;
 use irqlens_present::perfetto::TraceWriter;
 use irqlens_present::prometheus::Exporter;
@@ -336,20 +336,15 @@ pub fn measurement_json(
     options: &RunOptions,
     kernel: &str,
     run: &impl Serialize,
-    tables: serde_json::Value,
+    tables: impl Serialize,
 ) -> serde_json::Value {
-    let serde_json::Value::Object(result) = tables else {
-        unreachable!("a capability's tables are a JSON object")
-    };
     let document = Measurement {
-        tool: TOOL.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: options.capability(),
+        header: Header::new(options.capability()),
         kernel: kernel.into(),
         cpus: options.cpus().clone(),
         run,
         recording: None,
-        result,
+        tables,
     };
     serde_json::to_value(document).expect("a document of plain data")
 }

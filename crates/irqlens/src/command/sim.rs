@@ -13,7 +13,7 @@ use irqlens_analyze::sim::calibrate::{DATAGRAM_TRUESIZE, compare_trial, costs_fr
 use irqlens_analyze::sim::simulate_until;
 use irqlens_collect::system;
 use irqlens_model::bounds::Check;
-use irqlens_model::run::TOOL;
+use irqlens_model::run::Header;
 use irqlens_model::sim::{Calibration, Costs, SimConfig, SimDocument, TrialComparison};
 use irqlens_present::html::Page;
 use irqlens_present::sim as show;
@@ -65,9 +65,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     }
     if args.json {
         let document = SimDocument {
-            tool: TOOL.into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            command: "sim".into(),
+            header: Header::new("sim"),
             cpus: (0..config.cpus).collect(),
             report,
         };
@@ -124,9 +122,7 @@ fn calibrate(args: &SimArgs) -> Result<()> {
     }
     let costs = costs_from(&measured, &Costs::default());
     let mut calibration = Calibration {
-        tool: TOOL.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: "sim-calibration".into(),
+        header: Header::new("sim-calibration"),
         measured,
         costs,
         limits: system::sim_limits(),
@@ -198,9 +194,7 @@ fn against(args: &SimArgs, path: &Path) -> Result<()> {
     )
     .map_err(|e| anyhow!(e))?;
     let comparison = TrialComparison {
-        tool: TOOL.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: "sim".into(),
+        header: Header::new("sim"),
         against: path.display().to_string(),
         costs_origin: calibration.costs.origin,
         seconds_per_point: seconds,

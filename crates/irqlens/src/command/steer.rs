@@ -37,9 +37,7 @@ pub fn run(args: &SteerArgs) -> Result<()> {
         }
     })?;
     let report = SteerReport {
-        tool: irqlens_model::run::TOOL.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: "steer".into(),
+        header: irqlens_model::run::Header::new("steer"),
         kernel: system::kernel_release(),
         cpus: outcome.cpus,
         run: outcome.run,

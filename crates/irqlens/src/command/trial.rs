@@ -72,9 +72,7 @@ pub fn run(args: &TrialNetArgs) -> Result<()> {
     }
     let failed = session.finish();
     let report = TrialReport {
-        tool: irqlens_model::run::TOOL.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: "trial".into(),
+        header: irqlens_model::run::Header::new("trial"),
         load: "net".into(),
         kernel: system::kernel_release(),
         cpus: options.cpus(),

@@ -547,9 +547,7 @@ fn print(trials: Vec<Trial>, meter: &Meter, args: &TuneArgs) -> Result<()> {
     let rounds = args.rounds as usize;
     if args.json {
         let report = TuneReport {
-            tool: irqlens_model::run::TOOL.into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            command: "tune".into(),
+            header: irqlens_model::run::Header::new("tune"),
             kernel: system::kernel_release(),
             cpus: cpus.clone(),
             rounds: args.rounds,

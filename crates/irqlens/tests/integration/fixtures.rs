@@ -12,7 +12,7 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde_json::Value;
 
-use crate::common::{binary, fixture, temp_path};
+use crate::common::{binary, fixture, irqlens_json, temp_path};
 
 fn fixtures(version: &str) -> PathBuf {
     PathBuf::from(fixture(version))
@@ -176,8 +176,13 @@ fn report_shows_the_recorded_kernel_not_this_one() {
     std::fs::remove_file(&html).unwrap();
 }
 
+/// Every command's `--json` that needs no root follows the published schema, the tables
+/// of each capability included: report of each recording, compare of each capability's
+/// pair, advise from each, sim (alone, calibrated from a recording and a trial, against
+/// a trial), and the trial documents kept as fixtures. The live commands' documents are
+/// checked by their root tests (`irqlens_json`).
 #[test]
-fn report_and_compare_json_follow_the_published_schema() {
+fn every_commands_json_follows_the_published_schema() {
     for version in ["v1", "v2"] {
         let dir = fixtures(version);
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -193,15 +198,50 @@ fn report_and_compare_json_follow_the_published_schema() {
                     assert!(!document["run"][key].is_null(), "{name}: no run.{key}");
                 }
                 assert!(document["cpus"].is_array(), "{name}: cpus is a list");
+                irqlens_json(&["advise", &fixture(&format!("{version}/{name}"))]);
             }
         }
     }
     let dir = fixtures("v1");
-    let output = irqlens_in(
+    for (a, b) in [
+        ("bh-top", "bh-top-b"),
+        ("noise-top", "noise-hist"),
+        ("wakeup-task", "wakeup-hist"),
+        ("account", "account-threads"),
+    ] {
+        let (a, b) = (format!("{a}.jsonl.gz"), format!("{b}.jsonl.gz"));
+        let output = irqlens_in(&dir, &["compare", &a, &b, "--json"]);
+        crate::common::assert_valid_document(&output.stdout);
+    }
+    irqlens_json(&["sim", "-d", "100ms"]);
+    let calibration = temp_path("fixtures-schema-calibration.json");
+    let calibration = calibration.to_str().unwrap();
+    irqlens_in(
         &dir,
-        &["compare", "bh-top.jsonl.gz", "bh-top-b.jsonl.gz", "--json"],
+        &[
+            "sim",
+            "--calibrate",
+            "wakeup-hist.jsonl.gz",
+            &fixture("trial/calibration.json"),
+            "-o",
+            calibration,
+        ],
     );
-    crate::common::assert_valid_document(&output.stdout);
+    crate::common::assert_valid_document(&std::fs::read(calibration).unwrap());
+    let ladder = fixture("trial/ladder.json");
+    irqlens_json(&[
+        "sim",
+        "--against",
+        &ladder,
+        "--costs",
+        calibration,
+        "-d",
+        "100ms",
+    ]);
+    std::fs::remove_file(calibration).unwrap();
+    for trial in ["trial/ladder.json", "trial/calibration.json"] {
+        crate::common::assert_valid_document(&std::fs::read(fixture(trial)).unwrap());
+    }
 }
 
 /// A change to a document that the schema must refuse.
@@ -212,8 +252,17 @@ fn a_document_that_breaks_the_envelope_is_refused_by_the_schema() {
     let dir = fixtures("v2");
     let output = irqlens_in(&dir, &["report", "noise-hist.jsonl.gz", "--json"]);
     let documents: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let breakages: [(&str, Breakage); 3] = [
+    let breakages: [(&str, Breakage); 5] = [
         ("a CPU list written as text", |d| d["cpus"] = "0-1".into()),
+        ("a CPU's noise written as text", |d| {
+            d["per_cpu"][0]["noise_ns"] = "12".into()
+        }),
+        ("a cause without its share", |d| {
+            d["causes"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("noise_percent");
+        }),
         ("a noise run called bh", |d| d["command"] = "bh".into()),
         ("a run without its events", |d| {
             d["run"].as_object_mut().unwrap().remove("events");

@@ -651,7 +651,7 @@ fn serves_the_latest_snapshot_until_dropped() {
     );
     let build = format!(
         "irqlens_build_info{{version=\"{}\",capability=\"noise\"}} 1\n",
-        env!("CARGO_PKG_VERSION")
+        irqlens_model::run::VERSION
     );
     assert!(response.contains(&build), "{response}");
     assert!(response.ends_with("# EOF\n"));
