@@ -1231,9 +1231,7 @@ mod bound_tests {
     #[test]
     fn a_calibrations_costs_and_trial_costs_are_checked() {
         let mut calibration = Calibration {
-            tool: "irqlens".into(),
-            version: "0".into(),
-            command: "sim-calibration".into(),
+            header: crate::run::Header::new("sim-calibration"),
             measured: vec![],
             costs: Costs::default(),
             limits: Limits::default(),
