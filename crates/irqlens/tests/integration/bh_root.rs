@@ -104,7 +104,12 @@ fn a_killed_net_trigger_is_undone_by_tune_revert() {
         "{text}"
     );
     assert!(!netns_list().contains(&namespace), "the namespace is gone");
-    assert!(!device_exists(&veth), "the veth is gone");
+    // the kernel tears a deleted namespace down (and the pair with it) in its own time
+    wait_until(
+        "the veth to go with its namespace",
+        Duration::from_secs(20),
+        || !device_exists(&veth),
+    );
     assert!(!Path::new(JOURNAL).exists(), "the journal is gone");
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
