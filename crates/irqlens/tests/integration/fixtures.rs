@@ -214,19 +214,9 @@ fn every_commands_json_follows_the_published_schema() {
         crate::common::assert_valid_document(&output.stdout);
     }
     irqlens_json(&["sim", "-d", "100ms"]);
-    let calibration = temp_path("fixtures-schema-calibration.json");
-    let calibration = calibration.to_str().unwrap();
-    irqlens_in(
-        &dir,
-        &[
-            "sim",
-            "--calibrate",
-            "wakeup-hist.jsonl.gz",
-            &fixture("trial/calibration.json"),
-            "-o",
-            calibration,
-        ],
-    );
+    let (calibration, _) =
+        crate::common::calibration_from_fixtures("fixtures-schema-calibration.json");
+    let calibration = calibration.as_str();
     crate::common::assert_valid_document(&std::fs::read(calibration).unwrap());
     let ladder = fixture("trial/ladder.json");
     irqlens_json(&[
