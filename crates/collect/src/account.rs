@@ -33,7 +33,6 @@ pub fn run(
     mut on_tick: impl FnMut(Duration, SoFar<'_>),
     mut on_period: impl FnMut(&Period),
 ) -> Result<(Period, AccountRunInfo)> {
-    system::check_can_trace()?;
     super::keep_freed_memory();
     // the tick only matters to the compensation, and measuring it takes 100 ms
     let hz = options.compensate.then(system::kernel_hz).transpose()?;

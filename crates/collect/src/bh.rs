@@ -35,7 +35,6 @@ pub fn run(
     tap: &mut Tap,
     mut on_tick: impl FnMut(&BhStats, Duration),
 ) -> Result<BhOutcome> {
-    system::check_can_trace()?;
     super::keep_freed_memory();
     let first_cpu = options
         .cpus

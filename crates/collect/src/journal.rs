@@ -331,6 +331,46 @@ impl Journal {
     }
 }
 
+/// The journal of a running command as a guard: however the run ends (an error, a panic
+/// unwinding), the changes in it are put back when it is dropped. The one guard every
+/// command that changes the machine holds.
+pub struct Session(Option<Journal>);
+
+impl Session {
+    /// Begins the journal of `irqlens COMMAND` at [`JOURNAL_PATH`].
+    pub fn begin(command: &str) -> Result<Session> {
+        Ok(Session(Some(Journal::begin(
+            Path::new(JOURNAL_PATH),
+            command,
+        )?)))
+    }
+
+    /// The journal, to make changes in.
+    pub fn journal(&mut self) -> &mut Journal {
+        self.0
+            .as_mut()
+            .expect("a session's journal lives until it is finished")
+    }
+
+    /// Puts everything back (saying on stderr what could not be); how many changes could
+    /// not.
+    pub fn finish(mut self) -> usize {
+        self.close()
+    }
+
+    fn close(&mut self) -> usize {
+        self.0
+            .take()
+            .map_or(0, |journal| journal.close(&SystemKnobs))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 /// Changes a run makes to the same knobs again and again (steer's threads): each knob is
 /// journaled once, the first time, with the value it had then; later values are written
 /// to the knob alone, since that first value is what goes back. The journal holds one

@@ -38,7 +38,6 @@ pub fn run(
     tap: &mut Tap,
     mut on_tick: impl FnMut(&NoiseAnalysis, Duration),
 ) -> Result<NoiseOutcome> {
-    system::check_can_trace()?;
     let collector_cpus = place_collector(options)?;
     let _locked = MemoryLock::new();
 

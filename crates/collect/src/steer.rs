@@ -5,14 +5,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
 use super::clock::monotonic_ns;
-use super::journal::{JOURNAL_PATH, Journal, Repeated, SystemKnobs};
+use super::journal::{Journal, Repeated, SystemKnobs};
 use super::{EventStream, RunPace, sched, system};
 use irqlens_analyze::steer::{Decision, Steering, is_bottom_half_thread};
 use irqlens_model::event::EventData;
@@ -38,31 +37,10 @@ pub struct Outcome {
     pub run: SteerRun,
 }
 
-/// Steers until `options.duration` passes or `stop` is set, with a journal of its own;
-/// `on_change` sees each change as it is made. Every thread changed is put back before it
-/// returns (and on a panic).
-pub fn run(
-    options: &SteerOptions,
-    stop: &AtomicBool,
-    on_change: impl FnMut(&SteerChange),
-) -> Result<Outcome> {
-    system::check_can_trace()?;
-    let mut journal = if options.dry_run {
-        None
-    } else {
-        Some(Journal::begin(Path::new(JOURNAL_PATH), "steer")?)
-    };
-    let outcome = run_in(options, stop, journal.as_mut(), on_change);
-    let failed = journal.map_or(0, |j| j.close(&SystemKnobs));
-    if failed > 0 {
-        bail!("{failed} thread change(s) could not be put back: run `irqlens tune --revert`");
-    }
-    outcome
-}
-
-/// As [`run`], with the changes written to `journal` (another command's, `trial`'s: its
-/// own changes stay) or, without one, only described (`--dry-run`). The changes steer made
-/// are put back before it returns, however it returns.
+/// Steers until `options.duration` passes or `stop` is set; `on_change` sees each change
+/// as it is made. The changes are written to `journal` (steer's own, or `trial`'s: its own
+/// changes stay) or, without one, only described (`--dry-run`); those steer made are put
+/// back before it returns, however it returns (and on a panic).
 pub fn run_in(
     options: &SteerOptions,
     stop: &AtomicBool,

@@ -7,7 +7,7 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
-use super::journal::{JOURNAL_PATH, Journal, SystemKnobs};
+use super::journal::Session;
 use super::netns::{self, ip};
 use super::sched::{gettid, set_affinity};
 use irqlens_model::stimulus::TriggerKind;
@@ -164,7 +164,7 @@ impl Fire for TimerStimulus {
 /// --revert` after a SIGKILL.
 struct NetNamespace {
     name: String,
-    journal: Option<Journal>,
+    journal: Session,
 }
 
 impl NetNamespace {
@@ -183,11 +183,10 @@ impl NetNamespace {
         // from here on, whatever fails is undone when `namespace` is dropped
         let mut namespace = NetNamespace {
             name: format!("irqlens-{pid}"),
-            journal: Some(Journal::begin(Path::new(JOURNAL_PATH), "bh")?),
+            journal: Session::begin("bh")?,
         };
         let ns = namespace.name.clone();
-        let journal = namespace.journal.as_mut().expect("just begun");
-        netns::add_journaled(journal, &ns)?;
+        netns::add_journaled(namespace.journal.journal(), &ns)?;
         let (host, peer) = (format!("ilv{pid}a"), format!("ilv{pid}b"));
         let (host_addr, peer_addr) = Self::addresses(pid);
         // the peer is made inside the namespace: deleting it deletes the pair
@@ -213,14 +212,6 @@ impl NetNamespace {
     /// A UDP socket bound inside the namespace.
     fn bind(&self, addr: Ipv4Addr) -> Result<UdpSocket> {
         netns::bind_udp(&self.name, (addr, 0).into())
-    }
-}
-
-impl Drop for NetNamespace {
-    fn drop(&mut self) {
-        if let Some(journal) = self.journal.take() {
-            journal.close(&SystemKnobs);
-        }
     }
 }
 

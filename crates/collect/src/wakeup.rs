@@ -13,7 +13,6 @@ use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{gettid, set_affinity, set_priority};
 use super::{EventStream, RunPace, StopOnDrop};
 use crate::held::Held;
-use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::wakeup::{Targets, Tracker, WakeupStats};
 use irqlens_model::event::Event;
@@ -47,9 +46,6 @@ pub fn run(
     warn: impl FnMut(String),
 ) -> Result<WakeupOutcome> {
     let traced = options.mode.traced();
-    if traced {
-        system::check_can_trace()?;
-    }
     super::keep_freed_memory();
     // as cyclictest: no deep idle state to wake from, no page fault in a timer thread
     let held = Held::apply(options.dma_latency_us, options.mode.is_timer(), warn);

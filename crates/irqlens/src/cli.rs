@@ -183,10 +183,10 @@ pub struct TrialNetArgs {
     /// The echo server's nice (SCHED_OTHER), which threaded-niced gives its NAPI thread;
     /// below 0 so that the machine's other work takes little of the receiving CPU (the
     /// trial weighs the bottom half against its consumer, not against the rest)
-    #[arg(long, value_name = "NICE", default_value_t = -10, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    #[arg(long, value_name = "NICE", default_value_t = -10, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub consumer_nice: i32,
     /// threaded-niced's NAPI thread nice [default: the consumer's]
-    #[arg(long, value_name = "NICE", allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    #[arg(long, value_name = "NICE", value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub napi_nice: Option<i32>,
     /// threaded-fifo's NAPI thread priority (SCHED_FIFO, as PREEMPT_RT's IRQ threads)
     #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=99))]
@@ -208,20 +208,16 @@ pub struct TrialNetArgs {
     /// UDP payload, bytes (16 to 1400: a sequence number and a send time, then zeros)
     #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = clap::value_parser!(u16).range(16..=1400))]
     pub payload: u16,
-    /// Print the whole result as one JSON document (and nothing else on stdout)
-    #[arg(long)]
-    pub json: bool,
-    /// Also write a self-contained HTML report to FILE: echoed and the cyclic task's
-    /// largest latency against the offered rate, a line per design, and the tables
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub show: ShowArgs,
+    #[command(flatten)]
+    pub page: HtmlArgs,
+    #[command(flatten)]
+    pub end: EndArgs,
     /// Also keep the whole result in FILE (gzip-compressed JSON): `irqlens report FILE`
     /// shows it again, as text, --json or --html
     #[arg(long, value_name = "FILE")]
     pub record: Option<std::path::PathBuf>,
-    /// No progress lines on stderr (one per point otherwise, with --json too)
-    #[arg(short, long)]
-    pub quiet: bool,
 }
 
 /// `50000`, `50k`, `1.5M` datagrams/s.
@@ -281,12 +277,10 @@ pub struct SimArgs {
     /// the trial's designs calibrated. -d is then the time simulated per point (1 s)
     #[arg(long, value_name = "TRIAL", requires = "costs", conflicts_with_all = ["model", "example", "designs", "html"])]
     pub against: Option<PathBuf>,
-    /// Write an HTML report: every design's latency CDF on one plot, and the tables
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Print the results as one JSON document
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub show: ShowArgs,
+    #[command(flatten)]
+    pub page: HtmlArgs,
 }
 
 #[derive(Debug, Args)]
@@ -311,12 +305,11 @@ pub struct ReportArgs {
     /// Recordings made with --record
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    /// Print the results as JSON (an array, one document per recording)
-    #[arg(long)]
-    pub json: bool,
-    /// Also write a self-contained HTML report with plots to FILE, a section per recording
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    // --json prints an array, one document per recording; --html a section per recording
+    #[command(flatten)]
+    pub show: ShowArgs,
+    #[command(flatten)]
+    pub page: HtmlArgs,
     /// Also write the recording's timeline to FILE as a Chrome JSON trace (one
     /// recording only), for ui.perfetto.dev or chrome://tracing
     #[arg(long, value_name = "FILE")]
@@ -331,9 +324,8 @@ pub struct CompareArgs {
     /// The recording compared with it (same capability)
     #[arg(value_name = "B")]
     pub other: PathBuf,
-    /// Print the comparison as JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub show: ShowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -359,36 +351,36 @@ pub struct NoiseArgs {
     #[arg(short, long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
     pub duration: Option<Duration>,
     /// Let the measurement threads run this long before measuring (10, 10s, 1m): their
     /// samples meanwhile are discarded, and --duration counts from its end (as rtla's)
-    #[arg(long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "TIME", value_parser = parse_run_duration)]
     pub warm_up: Option<Duration>,
     /// Period of the measurement threads (µs, or with a unit: 500ms)
-    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros)]
     pub period: Duration,
     /// Time the measurement threads read the clock in each period (µs, or with a unit)
-    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros)]
     pub runtime: Duration,
     /// Smallest gap between two clock reads that counts as noise (µs, or with a unit)
     /// [default: 5; 1 with --auto]
-    #[arg(short = 'T', long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short = 'T', long, value_name = "US", value_parser = parse_micros)]
     pub threshold: Option<Duration>,
     /// Scheduling of the measurement threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
     #[arg(short = 'P', long, value_name = "PRIO", default_value = "o:0")]
     pub priority: Priority,
     /// Stop when a single noise sample is longer than this (µs), and show its causes; the
     /// run then exits with status 2 (as rtla's)
-    #[arg(short = 's', long = "stop", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short = 's', long = "stop", value_name = "US", value_parser = parse_micros)]
     pub stop_single: Option<Duration>,
     /// Stop when the noise of one period adds up to more than this (µs); the run then
     /// exits with status 2 (as rtla's)
-    #[arg(short = 'S', long = "stop-total", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short = 'S', long = "stop-total", value_name = "US", value_parser = parse_micros)]
     pub stop_total: Option<Duration>,
     /// rtla's automatic mode: -s US -T 1, and the run recorded (to irqlens-noise.jsonl.gz
     /// in the current directory, unless --record says where)
-    #[arg(short = 'a', long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short = 'a', long, value_name = "US", value_parser = parse_micros)]
     pub auto: Option<Duration>,
     #[command(flatten)]
     pub stop_actions: StopActions,
@@ -410,12 +402,41 @@ pub struct HistArgs {
     pub hist: HistFlags,
 }
 
-/// How every measuring command prints its result.
-#[derive(Clone, Debug, Args)]
-pub struct OutputArgs {
+/// How every command shows its result: the driver's options.
+#[derive(Clone, Debug, Default, Args)]
+pub struct ShowArgs {
     /// Print the whole result as one JSON document (and nothing else on stdout)
     #[arg(long)]
     pub json: bool,
+    /// No live table or progress lines on stderr; only the result
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// The HTML report of a command that draws one.
+#[derive(Clone, Debug, Default, Args)]
+pub struct HtmlArgs {
+    /// Also write a self-contained HTML report with plots and the tables to FILE (opens
+    /// offline)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// What a live command does when it ends (rtla's --on-end).
+#[derive(Clone, Debug, Default, Args)]
+pub struct EndArgs {
+    /// At the end of the run, whatever ended it: shell,command=CMD (run with sh -c) or
+    /// signal,num=N,pid=P (P a pid or parent); repeat for more, run in order until one
+    /// fails (as rtla's)
+    #[arg(long, value_name = "ACTION", value_parser = parse_action)]
+    pub on_end: Vec<Action>,
+}
+
+/// How every measuring command records and shows its result.
+#[derive(Clone, Debug, Default, Args)]
+pub struct OutputArgs {
+    #[command(flatten)]
+    pub show: ShowArgs,
     /// Record the run's raw inputs and the system's description to FILE (gzip'd JSON
     /// Lines), for `irqlens report` and `compare`, or pandas and DuckDB
     #[arg(long, value_name = "FILE")]
@@ -424,19 +445,13 @@ pub struct OutputArgs {
     /// Chrome JSON trace, for ui.perfetto.dev or chrome://tracing
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
-    /// No live table or progress line; only the final results
-    #[arg(short, long)]
-    pub quiet: bool,
     /// Serve OpenMetrics for Prometheus at http://ADDR/metrics while the run goes on: a port (on 127.0.0.1), or IP:PORT such as 0.0.0.0:9464 or [::]:9464 (anyone who reaches it reads the metrics: CPUs' noise, IRQ and thread names)
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,
-    /// Also write a self-contained HTML report with plots to FILE (opens offline)
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// At the end of the run, whatever ended it: an action as --on-threshold's; repeat for
-    /// more, run in order (as rtla's)
-    #[arg(long, value_name = "ACTION", value_parser = parse_action)]
-    pub on_end: Vec<Action>,
+    #[command(flatten)]
+    pub page: HtmlArgs,
+    #[command(flatten)]
+    pub end: EndArgs,
     /// Set when --auto chose the recording's file, which the run then names at its end.
     #[arg(skip)]
     pub default_record: bool,
@@ -455,7 +470,7 @@ pub struct StopActions {
 impl OutputArgs {
     /// Whether a progress line may go to stderr meanwhile.
     pub fn progress(&self) -> bool {
-        !self.quiet && !self.json && irqlens_present::progress_terminal()
+        !self.show.quiet && !self.show.json && irqlens_present::progress_terminal()
     }
 
     /// Where `--prometheus` listens, if given.
@@ -491,10 +506,10 @@ pub fn parse_listen_address(value: &str) -> Result<SocketAddr> {
 #[derive(Clone, Copy, Debug, Args)]
 pub struct HistFlags {
     /// Histogram bucket size (µs, or with a unit: 2us, 1ms)
-    #[arg(short, long, value_name = "US", default_value = "1", value_parser = parse_bucket_size, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "US", default_value = "1", value_parser = parse_bucket_size)]
     pub bucket_size: u64,
     /// Number of histogram buckets
-    #[arg(short = 'E', long, value_name = "N", default_value = "256", value_parser = parse_count, allow_hyphen_values = true)]
+    #[arg(short = 'E', long, value_name = "N", default_value = "256", value_parser = parse_count)]
     pub entries: usize,
     /// Print buckets with no entries too
     #[arg(long)]
@@ -533,11 +548,11 @@ pub struct BhArgs {
     #[arg(short, long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
     pub duration: Option<Duration>,
     /// Let the --load run this long before tracing (10, 10s, 1m): the trigger starts at its
     /// end, and --duration counts from there (as rtla's)
-    #[arg(long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "TIME", value_parser = parse_run_duration)]
     pub warm_up: Option<Duration>,
     /// Cause bottom halves at a fixed rate and measure only those: timer, net, workqueue, tasklet, block
     #[arg(short, long, value_name = "KIND")]
@@ -589,15 +604,15 @@ pub struct WakeupArgs {
     #[arg(short, long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
     pub duration: Option<Duration>,
     /// Let the timer threads (or the watched task) run this long before measuring (10, 10s,
     /// 1m): the wakeups meanwhile are discarded, and --duration counts from its end (as
     /// rtla's)
-    #[arg(long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "TIME", value_parser = parse_run_duration)]
     pub warm_up: Option<Duration>,
     /// Timer period of the timer threads (µs, or with a unit: 10ms)
-    #[arg(short, long, value_name = "US", default_value = "1000", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "US", default_value = "1000", value_parser = parse_micros)]
     pub period: Duration,
     /// Scheduling of the timer threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
     #[arg(short = 'P', long, value_name = "PRIO", default_value = "f:95")]
@@ -612,17 +627,17 @@ pub struct WakeupArgs {
     /// (µs), and show its decomposition; the run then exits with status 2 (rtla's -T).
     /// -s/--stop is the older name: rtla's -s is a stack-trace threshold, which irqlens
     /// does not have
-    #[arg(short = 'T', long = "thread", visible_short_alias = 's', visible_alias = "stop", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short = 'T', long = "thread", visible_short_alias = 's', visible_alias = "stop", value_name = "US", value_parser = parse_micros)]
     pub stop: Option<Duration>,
     /// Stop when a timer IRQ latency (expiry to handler) reaches this (µs); the run then
     /// exits with status 2 (rtla's -i/--irq)
-    #[arg(short, long = "irq-stop", visible_alias = "irq", value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short, long = "irq-stop", visible_alias = "irq", value_name = "US", value_parser = parse_micros)]
     pub irq_stop: Option<Duration>,
     /// Hold the CPUs' PM QoS latency target (/dev/cpu_dma_latency) at this (µs) while the
     /// run goes, or `off` to leave it; the kernel drops the request when irqlens exits
     /// [default: 0 in timer mode, as cyclictest (rtla timerlat sets it only when given);
     /// off in task mode]
-    #[arg(long, value_name = "US", allow_hyphen_values = true)]
+    #[arg(long, value_name = "US")]
     pub dma_latency: Option<irqlens_model::wakeup::DmaLatency>,
     /// Timer mode: align the threads' expiries, each US after the previous thread's (-A
     /// alone: 0, all at once), as cyclictest's and rtla timerlat's -A; unlike theirs, on
@@ -641,7 +656,7 @@ pub struct WakeupArgs {
     pub worst: usize,
     /// rtla's automatic mode: the total and IRQ stops (-T, -i) at US, and the run recorded
     /// (to irqlens-wakeup.jsonl.gz in the current directory, unless --record says where)
-    #[arg(short = 'a', long, value_name = "US", value_parser = parse_micros, allow_hyphen_values = true)]
+    #[arg(short = 'a', long, value_name = "US", value_parser = parse_micros)]
     pub auto: Option<Duration>,
     #[command(flatten)]
     pub stop_actions: StopActions,
@@ -676,10 +691,10 @@ pub struct AccountArgs {
     #[arg(short, long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
     /// How long to run: 10 (s), 10s, 5m, 1h [default: until Ctrl-C]
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
     pub duration: Option<Duration>,
     /// A report every this long (10, 10s, 1m), then one for the whole run
-    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration, allow_hyphen_values = true)]
+    #[arg(short, long, value_name = "TIME", value_parser = parse_run_duration)]
     pub interval: Option<Duration>,
     /// One row per thread instead of per process
     #[arg(long)]
@@ -738,9 +753,10 @@ pub struct TuneArgs {
     /// What the verdict is judged on
     #[arg(long, value_enum, default_value_t = TuneMetric::Noise)]
     pub metric: TuneMetric,
-    /// Print the result as one JSON document (and nothing else on stdout)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub show: ShowArgs,
+    #[command(flatten)]
+    pub end: EndArgs,
 }
 
 #[derive(Debug, Args)]
@@ -762,9 +778,10 @@ pub struct SteerArgs {
     /// Leave ksoftirqd alone (it runs every deferred softirq of its CPU, not only the flow's)
     #[arg(long)]
     pub no_ksoftirqd: bool,
-    /// Print the result as one JSON document at the end (and nothing else on stdout)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub show: ShowArgs,
+    #[command(flatten)]
+    pub end: EndArgs,
 }
 
 /// What `tune` measures before and after.

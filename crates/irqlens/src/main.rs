@@ -3,22 +3,19 @@
 #[allow(rustdoc::broken_intra_doc_links)]
 mod cli;
 mod command;
+mod driver;
 mod examples;
 mod generate;
+mod measure;
 mod parse;
 mod resolve;
 
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 
 use anyhow::Result;
 
-use crate::cli::{Cli, Command, StopActions};
-use command::account::AccountTool;
-use command::bh::BhTool;
-use command::noise::NoiseTool;
-use command::wakeup::WakeupTool;
-use command::{Ended, INTERRUPTED, STOP};
+use crate::cli::{Cli, Command, TrialLoad};
+use crate::driver::{Ended, run_tool};
 
 fn main() -> ExitCode {
     let cli = match cli::parse() {
@@ -76,7 +73,8 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// Runs the command; a live run says how it ended (a stop threshold hit exits with 2).
+/// Resolves the command line into its tool and runs it through the driver; says how the
+/// run ended (a stop threshold hit exits with 2).
 fn run(cli: Cli) -> Result<Ended> {
     let Some(command) = cli.command else {
         let Some(kind) = cli.generate else {
@@ -86,45 +84,19 @@ fn run(cli: Cli) -> Result<Ended> {
         generate::write(kind, cli.man_dir.as_deref(), &mut std::io::stdout().lock())?;
         return Ok(Ended::Normally);
     };
-    // report and compare only read files and change nothing: Ctrl-C and SIGTERM end them
-    // as they end any reader, even blocked in a read from a FIFO or a pipe. Every other
-    // command stops at the flag, to put back what it changed and print what it has.
-    if !matches!(command, Command::Report(_) | Command::Compare(_)) {
-        ctrlc::set_handler(|| {
-            INTERRUPTED.store(true, Ordering::Relaxed);
-            STOP.store(true, Ordering::Relaxed);
-        })?;
-    }
     match command {
-        Command::Noise(command) => {
-            let (mut args, hist) = command.split()?;
-            args.output
-                .record_by_default(args.auto, "irqlens-noise.jsonl.gz");
-            let options = args.options(hist)?;
-            command::measure::<NoiseTool>(options, &args.output, &args.stop_actions)
-        }
-        Command::Bh(command) => {
-            let (args, hist) = command.split()?;
-            command::measure::<BhTool>(args.options(hist)?, &args.output, &StopActions::default())
-        }
-        Command::Wakeup(command) => {
-            let (mut args, hist) = command.split()?;
-            args.output
-                .record_by_default(args.auto, "irqlens-wakeup.jsonl.gz");
-            let options = args.options(hist)?;
-            command::measure::<WakeupTool>(options, &args.output, &args.stop_actions)
-        }
-        Command::Account(args) => {
-            command::measure::<AccountTool>(args.options()?, &args.output, &StopActions::default())
-        }
-        Command::Report(args) => command::report::run(&args).map(|()| Ended::Normally),
-        Command::Compare(args) => command::compare::run(&args).map(|()| Ended::Normally),
-        Command::Advise(args) => command::advise::run(&args).map(|()| Ended::Normally),
+        Command::Noise(command) => run_tool(command.resolve()?),
+        Command::Bh(command) => run_tool(command.resolve()?),
+        Command::Wakeup(command) => run_tool(command.resolve()?),
+        Command::Account(args) => run_tool(args.resolve()?),
+        Command::Report(args) => run_tool(args),
+        Command::Compare(args) => run_tool(args),
+        Command::Advise(args) => run_tool(*args),
         Command::Tune(args) => command::tune::run(&args).map(|()| Ended::Normally),
-        Command::Steer(args) => command::steer::run(&args).map(|()| Ended::Normally),
-        Command::Trial(command) => match &command.load {
-            cli::TrialLoad::Net(args) => command::trial::run(args).map(|()| Ended::Normally),
+        Command::Steer(args) => run_tool(args),
+        Command::Trial(command) => match command.load {
+            TrialLoad::Net(args) => run_tool(args),
         },
-        Command::Sim(args) => command::sim::run(&args).map(|()| Ended::Normally),
+        Command::Sim(args) => run_tool(args),
     }
 }

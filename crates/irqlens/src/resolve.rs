@@ -24,6 +24,11 @@ use crate::cli::{
     AccountArgs, BhArgs, BhCommand, BhMode, Cli, Command, HistFlags, NoiseArgs, NoiseCommand,
     NoiseMode, OutputArgs, TrialNetArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
 };
+use crate::measure::Measurement;
+use crate::measure::account::AccountTool;
+use crate::measure::bh::BhTool;
+use crate::measure::noise::NoiseTool;
+use crate::measure::wakeup::WakeupTool;
 
 impl OutputArgs {
     /// rtla's `-a` saves the trace of the run to a fixed file: `--auto` records the run
@@ -226,6 +231,57 @@ impl NoiseCommand {
             None => (self.args, None),
             Some(NoiseMode::Top(args)) => (args, None),
             Some(NoiseMode::Hist(hist)) => (hist.noise, Some(hist.hist.options()?)),
+        })
+    }
+}
+
+impl NoiseCommand {
+    /// `irqlens noise` as the driver runs it.
+    pub fn resolve(self) -> Result<Measurement<NoiseTool>> {
+        let (mut args, hist) = self.split()?;
+        args.output
+            .record_by_default(args.auto, "irqlens-noise.jsonl.gz");
+        Ok(Measurement {
+            options: args.options(hist)?,
+            on_threshold: args.stop_actions.on_threshold,
+            output: args.output,
+        })
+    }
+}
+
+impl BhCommand {
+    /// `irqlens bh` as the driver runs it.
+    pub fn resolve(self) -> Result<Measurement<BhTool>> {
+        let (args, hist) = self.split()?;
+        Ok(Measurement {
+            options: args.options(hist)?,
+            on_threshold: Vec::new(),
+            output: args.output,
+        })
+    }
+}
+
+impl WakeupCommand {
+    /// `irqlens wakeup` as the driver runs it.
+    pub fn resolve(self) -> Result<Measurement<WakeupTool>> {
+        let (mut args, hist) = self.split()?;
+        args.output
+            .record_by_default(args.auto, "irqlens-wakeup.jsonl.gz");
+        Ok(Measurement {
+            options: args.options(hist)?,
+            on_threshold: args.stop_actions.on_threshold,
+            output: args.output,
+        })
+    }
+}
+
+impl AccountArgs {
+    /// `irqlens account` as the driver runs it.
+    pub fn resolve(self) -> Result<Measurement<AccountTool>> {
+        Ok(Measurement {
+            options: self.options()?,
+            on_threshold: Vec::new(),
+            output: self.output,
         })
     }
 }

@@ -381,6 +381,9 @@ pub fn comm_matches(recorded: &str, current: &str) -> bool {
 /// What `irqlens advise --json` prints.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AdviceReport {
+    /// Which tool and version; the command is always "advise".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
     /// The remedies, per CPU, ranked by the time their cause took.
     pub advice: Vec<Advice>,
     /// What works against them.

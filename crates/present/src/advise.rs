@@ -117,11 +117,6 @@ fn shown(value: &str) -> &str {
     if value.is_empty() { "?" } else { value }
 }
 
-/// The `--json` document: the model as serde writes it.
-pub fn to_json(report: &AdviceReport) -> serde_json::Value {
-    serde_json::to_value(report).expect("a document of plain data")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +146,7 @@ mod tests {
 
     fn report() -> AdviceReport {
         AdviceReport {
+            header: irqlens_model::run::Header::new("advise"),
             advice: vec![
                 advice(1, "irq-24-affinity", 5_000_000, None),
                 advice(
@@ -213,6 +209,7 @@ mod tests {
     fn no_advice_says_so() {
         let mut out = Vec::new();
         let empty = AdviceReport {
+            header: irqlens_model::run::Header::new("advise"),
             advice: Vec::new(),
             conflicts: Vec::new(),
             machine: MachineState::default(),
@@ -223,7 +220,7 @@ mod tests {
 
     #[test]
     fn the_json_is_the_models() {
-        let json = to_json(&report());
+        let json = crate::document::to_json(&report());
         assert_eq!(json["advice"][0]["id"], "irq-24-affinity");
         assert_eq!(json["advice"][0]["change"]["knob"], "irq_affinity");
         assert_eq!(json["advice"][1]["blocker"]["blocker"], "per_cpu_vector");

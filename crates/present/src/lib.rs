@@ -6,6 +6,7 @@ pub mod account;
 pub mod advise;
 pub mod bh;
 pub mod compare;
+pub mod document;
 pub mod html;
 pub mod noise;
 pub mod perfetto;

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use irqlens_model::sim::{LatencySummary, SimDocument, SimReport, TrialComparison};
+use irqlens_model::sim::{LatencySummary, SimReport, TrialComparison};
 
 use super::table::{Column, TextTable};
 
@@ -160,11 +160,6 @@ pub(crate) const CONSUMER_TITLE: &str =
 pub(crate) const PERIODIC_TITLE: &str = "Periodic tasks: release to completion (µs)";
 pub(crate) const CPU_TITLE: &str = "CPU time (% of all CPUs)";
 
-/// The report as JSON.
-pub fn to_json(document: &SimDocument) -> serde_json::Value {
-    serde_json::to_value(document).expect("a document of plain data")
-}
-
 /// `--against`: per point, trial's measurement next to the simulation.
 const COMPARED_COLUMNS: [Column; 7] = [
     Column::left("design", 14),
@@ -246,7 +241,7 @@ pub fn write_comparison(out: &mut dyn Write, comparison: &TrialComparison) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
-    use irqlens_model::sim::{ConsumerResult, CpuSplit, DesignResult};
+    use irqlens_model::sim::{ConsumerResult, CpuSplit, DesignResult, SimDocument};
 
     fn report() -> SimReport {
         let latency = LatencySummary {
@@ -315,7 +310,7 @@ mod tests {
             cpus: "0-1".parse().unwrap(),
             report: report(),
         };
-        let json = to_json(&document);
+        let json = crate::document::to_json(&document);
         assert_eq!(json["command"], "sim");
         assert_eq!(json["seed"], 7, "the report's fields are at the top level");
         let back: SimDocument = serde_json::from_value(json).unwrap();

@@ -77,11 +77,6 @@ pub fn write_summary(out: &mut dyn Write, report: &SteerReport) -> io::Result<()
     )
 }
 
-/// The `--json` document: the model as serde writes it.
-pub fn to_json(report: &SteerReport) -> serde_json::Value {
-    serde_json::to_value(report).expect("a document of plain data")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

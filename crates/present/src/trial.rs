@@ -183,6 +183,18 @@ pub(crate) fn describe(design: Design, report: &TrialReport) -> String {
     format!("{design}: {bottom_half}{budget}")
 }
 
+/// A point's progress line.
+pub fn progress_line(point: &TrialPoint) -> String {
+    let cyclic = point
+        .cyclic
+        .as_ref()
+        .map_or("-".into(), |c| format!("{} us", crate::us(c.max_ns)));
+    format!(
+        "sent {:.0}/s, echoed {:.0}/s ({:.1}% lost), cyclic max {cyclic}",
+        point.sent_pps, point.echoed_pps, point.loss_percent
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use irqlens_model::sched::Priority;

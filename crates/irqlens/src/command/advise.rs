@@ -5,53 +5,74 @@ use std::sync::atomic::Ordering;
 
 use anyhow::{Result, bail};
 
-use super::noise::NoiseTool;
-use super::wakeup::WakeupTool;
-use super::{Outcome, STOP, Tool, interrupted, print_json, replay, run_live};
-use crate::cli::{AdviseArgs, OutputArgs};
+use std::path::PathBuf;
+
+use crate::cli::{AdviseArgs, OutputArgs, ShowArgs};
+use crate::driver::{Done, Needs, Run, STOP, Tool, interrupted};
+use crate::measure::noise::NoiseTool;
+use crate::measure::wakeup::WakeupTool;
+use crate::measure::{Measure, Outcome, replay, run_live};
 use irqlens_analyze::advise::advise;
 use irqlens_collect::machine;
 use irqlens_model::noise::NoiseOptions;
+use irqlens_model::run::Header;
 use irqlens_model::tune::{AdviceReport, CpuCause};
-use irqlens_present::advise as show;
+use irqlens_present::document::Advised;
 
-pub fn run(args: &AdviseArgs) -> Result<()> {
-    let output = &args.measure.output;
-    if output.html.is_some() {
-        bail!("advise writes no HTML report: measure with `irqlens noise --html` instead");
+impl Tool for AdviseArgs {
+    const NAME: &'static str = "advise";
+
+    fn show(&self) -> &ShowArgs {
+        &self.measure.output.show
     }
-    let causes = if args.files.is_empty() {
-        if args.measure.cpus.is_none() {
-            bail!(
-                "advise needs recordings (REC...) or the CPUs to measure first (-c LIST -d TIME)"
-            );
+
+    /// Recordings are read; without any, noise and wakeup measure first.
+    fn needs(&self) -> Needs {
+        if self.files.is_empty() {
+            Needs::Tracing
+        } else {
+            Needs::Nothing
         }
-        if args.measure.duration.is_none() {
-            bail!("advise -c LIST needs -d TIME: it measures noise, then wakeup, that long each");
+    }
+
+    fn execute(self, _run: &mut Run) -> Result<Done> {
+        let output = &self.measure.output;
+        if output.page.html.is_some() {
+            bail!("advise writes no HTML report: measure with `irqlens noise --html` instead");
         }
-        if output.record.is_some()
-            || output.perfetto.is_some()
-            || output.prometheus.is_some()
-            || args.measure.auto.is_some()
-        {
-            bail!(
-                "advise -c runs two measurements: record or serve them with `irqlens noise` and \
-                 `irqlens wakeup` (then `irqlens advise REC...`)"
-            );
-        }
-        measure_causes(args.measure.options(None)?, output)?
-    } else {
-        if args.measure.cpus.is_some() || args.measure.duration.is_some() {
-            bail!("advise takes recordings or -c/-d to measure, not both");
-        }
-        recorded_causes(args)?
-    };
-    let report = report(&causes, &args.netns)?;
-    let mut out = std::io::stdout().lock();
-    if output.json {
-        print_json(&mut out, &show::to_json(&report))
-    } else {
-        Ok(show::write_text(&mut out, &report, args.measure.causes)?)
+        let causes = if self.files.is_empty() {
+            if self.measure.cpus.is_none() {
+                bail!(
+                    "advise needs recordings (REC...) or the CPUs to measure first (-c LIST -d TIME)"
+                );
+            }
+            if self.measure.duration.is_none() {
+                bail!(
+                    "advise -c LIST needs -d TIME: it measures noise, then wakeup, that long each"
+                );
+            }
+            if output.record.is_some()
+                || output.perfetto.is_some()
+                || output.prometheus.is_some()
+                || self.measure.auto.is_some()
+                || !output.end.on_end.is_empty()
+            {
+                bail!(
+                    "advise -c runs two measurements: record, serve or act on them with \
+                     `irqlens noise` and `irqlens wakeup` (then `irqlens advise REC...`)"
+                );
+            }
+            measure_causes(self.measure.options(None)?, output)?
+        } else {
+            if self.measure.cpus.is_some() || self.measure.duration.is_some() {
+                bail!("advise takes recordings or -c/-d to measure, not both");
+            }
+            recorded_causes(&self.files)?
+        };
+        Ok(Done::new(Advised {
+            report: report(&causes, &self.netns)?,
+            rows: self.measure.causes,
+        }))
     }
 }
 
@@ -64,7 +85,7 @@ pub fn measure_causes(noise: NoiseOptions, output: &OutputArgs) -> Result<Vec<Cp
     };
     let wakeup = super::tune::wakeup_options(&noise.cpus, duration)?;
     let say = |what: &str| {
-        if !output.quiet {
+        if !output.show.quiet {
             eprintln!(
                 "irqlens: measuring {what} on CPUs {} for {duration:?}",
                 wakeup.cpus
@@ -74,7 +95,7 @@ pub fn measure_causes(noise: NoiseOptions, output: &OutputArgs) -> Result<Vec<Cp
     say("noise");
     let mut causes = causes_of::<NoiseTool>(noise, output)?;
     if interrupted() {
-        if !output.quiet {
+        if !output.show.quiet {
             eprintln!("irqlens: interrupted: wakeup was not measured");
         }
         return Ok(causes);
@@ -87,8 +108,8 @@ pub fn measure_causes(noise: NoiseOptions, output: &OutputArgs) -> Result<Vec<Cp
 }
 
 /// The causes a live run of `T` names.
-fn causes_of<T: Tool>(options: T::Options, output: &OutputArgs) -> Result<Vec<CpuCause>> {
-    let (result, closed) = run_live::<T>(options, output)?;
+fn causes_of<M: Measure>(options: M::Options, output: &OutputArgs) -> Result<Vec<CpuCause>> {
+    let (result, closed) = run_live::<M>(options, output)?;
     closed?;
     Ok(result.causes().unwrap_or_default())
 }
@@ -99,6 +120,7 @@ pub fn report(causes: &[CpuCause], netns: &[String]) -> Result<AdviceReport> {
     let machine = machine::read(causes, netns)?;
     let (advice, conflicts) = advise(causes, &machine);
     Ok(AdviceReport {
+        header: Header::new(AdviseArgs::NAME),
         advice,
         conflicts,
         machine,
@@ -107,13 +129,12 @@ pub fn report(causes: &[CpuCause], netns: &[String]) -> Result<AdviceReport> {
 
 /// The causes of every recording; a recording whose capability names none per CPU is an
 /// error, not an empty advice.
-fn recorded_causes(args: &AdviseArgs) -> Result<Vec<CpuCause>> {
+fn recorded_causes(files: &[PathBuf]) -> Result<Vec<CpuCause>> {
     let mut causes = Vec::new();
-    for path in &args.files {
-        let (_, outcome) = replay(path)?;
+    for path in files {
+        let (reader, outcome) = replay(path)?;
         let Some(found) = outcome.causes() else {
-            let document = outcome.json();
-            let capability = document["command"].as_str().unwrap_or("unknown");
+            let capability = reader.header().capability.name();
             bail!(
                 "{}: a recording of {capability}, which names no causes per CPU: advise reads \
                  noise, bh, wakeup and account recordings",

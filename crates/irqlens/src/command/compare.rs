@@ -2,35 +2,41 @@
 
 use anyhow::{Result, bail};
 
-use super::report::{document, heading};
-use super::{print_json, replay};
-use crate::cli::CompareArgs;
+use super::report::section;
+use crate::cli::{CompareArgs, ShowArgs};
+use crate::driver::{Done, Run, Tool};
+use crate::measure::replay;
 use irqlens_present::compare;
+use irqlens_present::document::Compared;
 
-pub fn run(args: &CompareArgs) -> Result<()> {
-    let (reader_a, a) = replay(&args.baseline)?;
-    let (reader_b, b) = replay(&args.other)?;
-    let (capability_a, capability_b) = (reader_a.header().capability, reader_b.header().capability);
-    if capability_a != capability_b {
-        bail!(
-            "{} is a {} recording and {} a {} one: compare two runs of one measurement",
-            reader_a.name(),
-            capability_a.name(),
-            reader_b.name(),
-            capability_b.name()
-        );
+impl Tool for CompareArgs {
+    const NAME: &'static str = "compare";
+    const STOPS_AT_SIGNAL: bool = false;
+
+    fn show(&self) -> &ShowArgs {
+        &self.show
     }
-    let (figures_a, figures_b) = (a.figures(), b.figures());
-    let rows = compare::rows(&figures_a, &figures_b);
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let document = compare::to_json(
-            &rows,
-            document(&reader_a, a.as_ref()),
-            document(&reader_b, b.as_ref()),
-        );
-        return print_json(&mut out, &document);
+
+    fn execute(self, _run: &mut Run) -> Result<Done> {
+        let (reader_a, a) = replay(&self.baseline)?;
+        let (reader_b, b) = replay(&self.other)?;
+        let (capability_a, capability_b) =
+            (reader_a.header().capability, reader_b.header().capability);
+        if capability_a != capability_b {
+            bail!(
+                "{} is a {} recording and {} a {} one: compare two runs of one measurement",
+                reader_a.name(),
+                capability_a.name(),
+                reader_b.name(),
+                capability_b.name()
+            );
+        }
+        let (figures_a, figures_b) = (a.figures(), b.figures());
+        let rows = compare::rows(&figures_a, &figures_b);
+        let (a, b) = (section(&reader_a, a), section(&reader_b, b));
+        Ok(Done::new(Compared {
+            comparison: compare::comparison(&rows, a.json(), b.json()),
+            headings: [a.heading, b.heading],
+        }))
     }
-    compare::write_table(&mut out, &rows, &heading(&reader_a), &heading(&reader_b))?;
-    Ok(())
 }

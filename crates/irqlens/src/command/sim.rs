@@ -7,71 +7,81 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::{STOP, interrupted, print_json, replay};
-use crate::cli::SimArgs;
+use crate::cli::{ShowArgs, SimArgs};
+use crate::driver::{Done, Run, STOP, Tool, interrupted};
+use crate::measure::replay;
 use irqlens_analyze::sim::calibrate::{DATAGRAM_TRUESIZE, compare_trial, costs_from, trial_costs};
 use irqlens_analyze::sim::simulate_until;
 use irqlens_collect::system;
 use irqlens_model::bounds::Check;
 use irqlens_model::run::Header;
 use irqlens_model::sim::{Calibration, Costs, SimConfig, SimDocument, TrialComparison};
-use irqlens_present::html::Page;
-use irqlens_present::sim as show;
+use irqlens_present::document::WrittenTo;
 
 /// What `--calibrate` assumes when net.core.rmem_default cannot be read (its default).
 const RMEM_DEFAULT: u32 = 212_992;
 
-pub fn run(args: &SimArgs) -> Result<()> {
-    if !args.calibrate.is_empty() {
-        return calibrate(args);
+impl Tool for SimArgs {
+    const NAME: &'static str = "sim";
+
+    fn show(&self) -> &ShowArgs {
+        &self.show
     }
-    if let Some(trial) = &args.against {
-        return against(args, trial);
+
+    fn html(&self) -> Option<&Path> {
+        self.page.html.as_deref()
     }
-    let mut out = std::io::stdout().lock();
-    if args.example {
-        return print_json(&mut out, &serde_json::to_value(SimConfig::example())?);
+
+    fn files(&self) -> Vec<(&'static str, &Path)> {
+        (self.output.as_deref().map(|path| ("-o", path)))
+            .into_iter()
+            .collect()
     }
-    let mut config = match &args.model {
-        Some(path) => read_json::<SimConfig>(path, "a sim model")?,
-        None => SimConfig::example(),
-    };
-    if let Some(path) = &args.costs {
-        let calibration = read_calibration(path)?;
-        config.costs = calibration.costs;
-        config.limits = calibration.limits;
-    }
-    if !args.designs.is_empty() {
-        config.designs = args.designs.clone();
-    }
-    if let Some(seed) = args.seed {
-        config.seed = seed;
-    }
-    if let Some(duration) = args.duration {
-        config.duration_s = duration.as_secs_f64();
-    }
-    let report = simulate_until(&config, &STOP).map_err(|e| anyhow!(e))?;
-    if interrupted() {
+
+    fn execute(self, _run: &mut Run) -> Result<Done> {
+        if !self.calibrate.is_empty() {
+            return calibrate(&self);
+        }
+        if let Some(trial) = &self.against {
+            return against(&self, trial);
+        }
+        if self.example {
+            return Ok(Done::new(SimConfig::example()));
+        }
+        let mut config = match &self.model {
+            Some(path) => read_json::<SimConfig>(path, "a sim model")?,
+            None => SimConfig::example(),
+        };
+        if let Some(path) = &self.costs {
+            let calibration = read_calibration(path)?;
+            config.costs = calibration.costs;
+            config.limits = calibration.limits;
+        }
+        if !self.designs.is_empty() {
+            config.designs = self.designs.clone();
+        }
+        if let Some(seed) = self.seed {
+            config.seed = seed;
+        }
+        if let Some(duration) = self.duration {
+            config.duration_s = duration.as_secs_f64();
+        }
+        let report = simulate_until(&config, &STOP).map_err(|e| anyhow!(e))?;
         let (done, asked) = (report.designs.len(), config.designs.len());
+        let document = Done::new(SimDocument {
+            header: Header::new(Self::NAME),
+            cpus: (0..config.cpus).collect(),
+            report,
+        });
+        if !interrupted() {
+            return Ok(document);
+        }
         if done == 0 {
             bail!("interrupted before the first of {asked} designs was simulated to its end");
         }
-        eprintln!("irqlens: sim interrupted: {done} of {asked} designs simulated to the end");
-    }
-    if let Some(path) = &args.html {
-        let mut page = Page::new("irqlens sim", "simulated");
-        page.sim("irqlens sim", &report);
-        super::write_html(&page, path)?;
-    }
-    if args.json {
-        let document = SimDocument {
-            header: Header::new("sim"),
-            cpus: (0..config.cpus).collect(),
-            report,
-        };
-        print_json(&mut out, &show::to_json(&document))
-    } else {
-        Ok(show::write_report(&mut out, &report)?)
+        Ok(document.note(format!(
+            "sim interrupted: {done} of {asked} designs simulated to the end"
+        )))
     }
 }
 
@@ -91,7 +101,7 @@ fn read_calibration(path: &Path) -> Result<Calibration> {
 
 /// `--calibrate REC...`: each recording's costs, the best per cost, the machine's
 /// limits, and per trial design its per-datagram costs; written as JSON.
-fn calibrate(args: &SimArgs) -> Result<()> {
+fn calibrate(args: &SimArgs) -> Result<Done> {
     let mut measured = Vec::new();
     let mut trials = Vec::new();
     for path in &args.calibrate {
@@ -100,11 +110,10 @@ fn calibrate(args: &SimArgs) -> Result<()> {
             trials.push((file, trial));
             continue;
         }
-        let (_, outcome) = replay(path)?;
+        let (reader, outcome) = replay(path)?;
         let found = outcome.costs();
         if found.is_empty() {
-            let document = outcome.json();
-            let capability = document["command"].as_str().unwrap_or("unknown");
+            let capability = reader.header().capability.name();
             bail!(
                 "{file}: this recording of {capability} measures none of the simulation's \
                  costs: calibrate from wakeup (timer mode), bh or account recordings with \
@@ -155,27 +164,24 @@ fn calibrate(args: &SimArgs) -> Result<()> {
         }
         calibration.trial.extend(found);
     }
+    let Some(path) = &args.output else {
+        return Ok(Done::new(calibration));
+    };
     let text = serde_json::to_string_pretty(&calibration)? + "\n";
-    match &args.output {
-        Some(path) => {
-            irqlens_record::output::create(path)
-                .and_then(|mut file| file.write_all(text.as_bytes()))
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!(
-                "irqlens: wrote {} ({} measured costs, {} trial designs); costs: {}",
-                path.display(),
-                calibration.measured.len(),
-                calibration.trial.len(),
-                calibration.costs.origin
-            );
-        }
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
-    }
-    Ok(())
+    irqlens_record::output::create(path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Done::new(WrittenTo).note(format!(
+        "wrote {} ({} measured costs, {} trial designs); costs: {}",
+        path.display(),
+        calibration.measured.len(),
+        calibration.trial.len(),
+        calibration.costs.origin
+    )))
 }
 
 /// `--against TRIAL --costs CAL`: every point of the trial simulated on its test bed.
-fn against(args: &SimArgs, path: &Path) -> Result<()> {
+fn against(args: &SimArgs, path: &Path) -> Result<Done> {
     let costs = args.costs.as_deref().expect("clap requires --costs");
     let calibration = read_calibration(costs)?;
     let trial = super::trial::read_recording_or_document(path)?.ok_or_else(|| {
@@ -194,17 +200,12 @@ fn against(args: &SimArgs, path: &Path) -> Result<()> {
     )
     .map_err(|e| anyhow!(e))?;
     let comparison = TrialComparison {
-        header: Header::new("sim"),
+        header: Header::new(SimArgs::NAME),
         against: path.display().to_string(),
         costs_origin: calibration.costs.origin,
         seconds_per_point: seconds,
         points,
         designs,
     };
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        print_json(&mut out, &serde_json::to_value(&comparison)?)
-    } else {
-        Ok(show::write_comparison(&mut out, &comparison)?)
-    }
+    Ok(Done::new(comparison))
 }

@@ -5,49 +5,69 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::{STOP, print_json};
-use crate::cli::SteerArgs;
+use crate::cli::{ShowArgs, SteerArgs};
+use crate::driver::{Actions, Done, Needs, Run, STOP, Tool};
 use irqlens_collect::{steer, system};
+use irqlens_model::run::Header;
 use irqlens_model::steer::{SteerOptions, SteerReport};
 use irqlens_present::steer as show;
 
-pub fn run(args: &SteerArgs) -> Result<()> {
-    let options = SteerOptions {
-        devices: args.devices.clone(),
-        duration: args.duration,
-        hold: args.hold,
-        dry_run: args.dry_run,
-        no_ksoftirqd: args.no_ksoftirqd,
-    };
-    let json = args.json;
-    if !json {
-        let until = options.duration.map_or("Ctrl-C".into(), |d| {
-            humantime::format_duration(d).to_string()
-        });
-        eprintln!(
-            "irqlens: steering bottom-half threads to the priority of the processes they serve \
-             (hold {}) until {until}",
-            humantime::format_duration(options.hold)
-        );
+impl Tool for SteerArgs {
+    const NAME: &'static str = "steer";
+
+    fn show(&self) -> &ShowArgs {
+        &self.show
     }
-    let outcome = steer::run(&options, &STOP, |change| {
-        if !json {
-            let mut out = std::io::stdout().lock();
-            let _ = show::write_change(&mut out, change).and_then(|()| out.flush());
+
+    fn needs(&self) -> Needs {
+        Needs::Tracing
+    }
+
+    fn actions(&self) -> Actions {
+        Actions {
+            on_end: self.end.on_end.clone(),
+            ..Actions::default()
         }
-    })?;
-    let report = SteerReport {
-        header: irqlens_model::run::Header::new("steer"),
-        kernel: system::kernel_release(),
-        cpus: outcome.cpus,
-        run: outcome.run,
-        changes: outcome.changes,
-        threads: outcome.threads,
-    };
-    let mut out = std::io::stdout().lock();
-    if json {
-        print_json(&mut out, &show::to_json(&report))
-    } else {
-        Ok(show::write_summary(&mut out, &report)?)
+    }
+
+    fn execute(self, run: &mut Run) -> Result<Done> {
+        let options = SteerOptions {
+            devices: self.devices,
+            duration: self.duration,
+            hold: self.hold,
+            dry_run: self.dry_run,
+            no_ksoftirqd: self.no_ksoftirqd,
+        };
+        // the changes go to stdout as they are made, unless it is the JSON document's
+        let log = !self.show.json;
+        if log {
+            let until = options.duration.map_or("Ctrl-C".into(), |d| {
+                humantime::format_duration(d).to_string()
+            });
+            run.say(format_args!(
+                "steering bottom-half threads to the priority of the processes they serve \
+                 (hold {}) until {until}",
+                humantime::format_duration(options.hold)
+            ));
+        }
+        let journal = if options.dry_run {
+            None
+        } else {
+            Some(run.journal()?)
+        };
+        let outcome = steer::run_in(&options, &STOP, journal, |change| {
+            if log {
+                let mut out = std::io::stdout().lock();
+                let _ = show::write_change(&mut out, change).and_then(|()| out.flush());
+            }
+        })?;
+        Ok(Done::new(SteerReport {
+            header: Header::new(Self::NAME),
+            kernel: system::kernel_release(),
+            cpus: outcome.cpus,
+            run: outcome.run,
+            changes: outcome.changes,
+            threads: outcome.threads,
+        }))
     }
 }

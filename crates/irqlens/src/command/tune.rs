@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Parser;
 
-use super::{STOP, interrupted};
 use crate::cli::{NoiseArgs, OutputArgs, TuneArgs, TuneMetric, WakeupArgs};
+use crate::driver::{STOP, interrupted};
 use irqlens_analyze::noise::{Cause, NoiseAnalysis};
 use irqlens_analyze::wakeup::Component;
 use irqlens_analyze::wakeup::stats::WakeupStats;
@@ -29,14 +29,11 @@ use irqlens_present::advise::blocker_text;
 /// on `cpus`, their causes and the machine's state; quiet, as tune's rounds are.
 fn advice_for(cpus: &CpuList, duration: Duration) -> Result<Vec<Advice>> {
     let output = OutputArgs {
-        json: false,
-        record: None,
-        perfetto: None,
-        quiet: true,
-        prometheus: None,
-        html: None,
-        on_end: Vec::new(),
-        default_record: false,
+        show: crate::cli::ShowArgs {
+            json: false,
+            quiet: true,
+        },
+        ..OutputArgs::default()
     };
     let causes = super::advise::measure_causes(noise_options(cpus, duration)?, &output)?;
     if interrupted() {
@@ -545,7 +542,7 @@ fn print(trials: Vec<Trial>, meter: &Meter, args: &TuneArgs) -> Result<()> {
     let cpus = meter.cpus();
     let mut out = std::io::stdout().lock();
     let rounds = args.rounds as usize;
-    if args.json {
+    if args.show.json {
         let report = TuneReport {
             header: irqlens_model::run::Header::new("tune"),
             kernel: system::kernel_release(),
@@ -558,7 +555,8 @@ fn print(trials: Vec<Trial>, meter: &Meter, args: &TuneArgs) -> Result<()> {
             interrupted: interrupted(),
             remedies: trials,
         };
-        return super::print_json(&mut out, &serde_json::to_value(report)?);
+        irqlens_present::document::write_json(&mut out, &serde_json::to_value(report)?)?;
+        return Ok(());
     }
     writeln!(
         out,

@@ -15,8 +15,10 @@ use irqlens_present::html::Page;
 use irqlens_present::{self, noise as show};
 use irqlens_record::Reader;
 
-use super::{Live, Outcome, STOP, Tool};
+use super::{Live, Measure, Outcome};
 use crate::cli::OutputArgs;
+use crate::driver::STOP;
+use irqlens_present::document::Document;
 
 pub struct NoiseTool;
 
@@ -31,13 +33,16 @@ pub struct NoiseResult {
 
 /// Whether the run redraws its summary in place each second, as rtla's top does.
 fn live_table(options: &NoiseOptions, output: &OutputArgs) -> bool {
-    !output.quiet && !output.json && options.hist.is_none() && irqlens_present::live_terminal()
+    !output.show.quiet
+        && !output.show.json
+        && options.hist.is_none()
+        && irqlens_present::live_terminal()
 }
 
-impl Tool for NoiseTool {
+impl Measure for NoiseTool {
+    const NAME: &'static str = "noise";
     type Options = NoiseOptions;
     type Result = NoiseResult;
-    const TITLE: &'static str = "irqlens noise";
     const COUNTING: &'static str = "noise samples";
 
     fn recorded(options: &NoiseOptions) -> RunOptions {
@@ -46,7 +51,7 @@ impl Tool for NoiseTool {
 
     /// Without a live table, a long run still shows it is alive (on a terminal only).
     fn shows_progress(options: &NoiseOptions, output: &OutputArgs) -> bool {
-        !live_table(options, output) && !output.quiet && irqlens_present::progress_terminal()
+        !live_table(options, output) && !output.show.quiet && irqlens_present::progress_terminal()
     }
 
     fn run(options: NoiseOptions, live: &mut Live<'_>) -> Result<NoiseResult> {
@@ -91,7 +96,7 @@ impl Tool for NoiseTool {
     }
 }
 
-impl Outcome for NoiseResult {
+impl Document for NoiseResult {
     fn json(&self) -> serde_json::Value {
         let NoiseOutcome { analysis, info } = &self.outcome;
         let tables = show::to_json(analysis, info, &self.options, &self.irq_names);
@@ -103,7 +108,7 @@ impl Outcome for NoiseResult {
         )
     }
 
-    fn write_text(&self, out: &mut dyn Write) -> Result<()> {
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         let NoiseOutcome { analysis, info } = &self.outcome;
         match &self.options.hist {
             Some(hist) => show::write_histogram(out, analysis, hist)?,
@@ -125,6 +130,16 @@ impl Outcome for NoiseResult {
         page.noise(heading, analysis, info, &self.irq_names);
     }
 
+    fn threshold_hit(&self) -> bool {
+        self.outcome.analysis.stop_report().is_some()
+    }
+
+    fn page(&self) -> Option<Page> {
+        Some(super::page::<NoiseTool>(self))
+    }
+}
+
+impl Outcome for NoiseResult {
     fn figures(&self) -> Vec<Figure> {
         show::figures(&self.outcome.analysis, &self.irq_names)
     }
@@ -133,14 +148,14 @@ impl Outcome for NoiseResult {
         &mut self.outcome.info
     }
 
-    fn stopped(&self) -> bool {
-        self.outcome.analysis.stop_report().is_some()
-    }
-
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         Some(irqlens_analyze::advise::noise_causes(
             &self.outcome.analysis,
             &self.irq_names,
         ))
+    }
+
+    fn kernel(&self) -> &str {
+        &self.kernel
     }
 }

@@ -18,7 +18,9 @@ use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
 use irqlens_record::Reader;
 
-use super::{Live, Outcome, STOP, Tool};
+use super::{Live, Measure, Outcome};
+use crate::driver::STOP;
+use irqlens_present::document::Document;
 
 pub struct AccountTool;
 
@@ -78,10 +80,10 @@ impl<'a> Periods<'a> {
     }
 }
 
-impl Tool for AccountTool {
+impl Measure for AccountTool {
+    const NAME: &'static str = "account";
     type Options = AccountOptions;
     type Result = AccountResult;
-    const TITLE: &'static str = "irqlens account";
     const COUNTING: &'static str = "checkpoints";
 
     fn recorded(options: &AccountOptions) -> RunOptions {
@@ -91,7 +93,7 @@ impl Tool for AccountTool {
     fn run(options: AccountOptions, live: &mut Live<'_>) -> Result<AccountResult> {
         let irq_names = system::irq_line_names();
         let mut periods = Periods::new(&options, &irq_names);
-        let json = live.output.json;
+        let json = live.output.show.json;
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
         let on_tick = |elapsed, so_far: account_run::SoFar<'_>| {
@@ -134,7 +136,7 @@ impl Tool for AccountTool {
     }
 }
 
-impl Outcome for AccountResult {
+impl Document for AccountResult {
     fn json(&self) -> serde_json::Value {
         let tables = show::to_json(
             &self.whole,
@@ -147,7 +149,7 @@ impl Outcome for AccountResult {
         super::measurement_json(&recorded, &self.kernel, &self.info, tables)
     }
 
-    fn write_text(&self, out: &mut dyn Write) -> Result<()> {
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         out.write_all(&self.periods_text)?;
         let losses = self.info.losses();
         show::write_period(out, &self.whole, &self.options, &self.view(), &losses)?;
@@ -159,6 +161,12 @@ impl Outcome for AccountResult {
         page.account(heading, &self.whole, &self.info, &self.view());
     }
 
+    fn page(&self) -> Option<Page> {
+        Some(super::page::<AccountTool>(self))
+    }
+}
+
+impl Outcome for AccountResult {
     fn figures(&self) -> Vec<Figure> {
         show::figures(&self.whole, &self.view())
     }
@@ -176,5 +184,9 @@ impl Outcome for AccountResult {
             &self.whole.ledger,
             &self.irq_names,
         ))
+    }
+
+    fn kernel(&self) -> &str {
+        &self.kernel
     }
 }

@@ -14,7 +14,9 @@ use irqlens_present::html::Page;
 use irqlens_present::{Names, bh as show};
 use irqlens_record::Reader;
 
-use super::{Live, Outcome, STOP, Tool};
+use super::{Live, Measure, Outcome};
+use crate::driver::STOP;
+use irqlens_present::document::Document;
 
 pub struct BhTool;
 
@@ -27,10 +29,10 @@ pub struct BhResult {
     kernel: String,
 }
 
-impl Tool for BhTool {
+impl Measure for BhTool {
+    const NAME: &'static str = "bh";
     type Options = BhOptions;
     type Result = BhResult;
-    const TITLE: &'static str = "irqlens bh";
     const COUNTING: &'static str = "bottom halves";
 
     fn recorded(options: &BhOptions) -> RunOptions {
@@ -63,14 +65,14 @@ impl Tool for BhTool {
     }
 }
 
-impl Outcome for BhResult {
+impl Document for BhResult {
     fn json(&self) -> serde_json::Value {
         let BhOutcome { stats, info } = &self.outcome;
         let tables = show::to_json(stats, info, &self.options, &self.names);
         super::measurement_json(&BhTool::recorded(&self.options), &self.kernel, info, tables)
     }
 
-    fn write_text(&self, out: &mut dyn Write) -> Result<()> {
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         let BhOutcome { stats, info } = &self.outcome;
         let losses = info.losses();
         match &self.options.hist {
@@ -90,6 +92,12 @@ impl Outcome for BhResult {
         page.bh(heading, stats, info, &self.names);
     }
 
+    fn page(&self) -> Option<Page> {
+        Some(super::page::<BhTool>(self))
+    }
+}
+
+impl Outcome for BhResult {
     fn figures(&self) -> Vec<Figure> {
         show::figures(&self.outcome.stats, &self.names)
     }
@@ -110,5 +118,9 @@ impl Outcome for BhResult {
             &self.names.irqs,
             &symbols,
         ))
+    }
+
+    fn kernel(&self) -> &str {
+        &self.kernel
     }
 }

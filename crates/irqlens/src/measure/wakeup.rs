@@ -14,7 +14,9 @@ use irqlens_present::html::Page;
 use irqlens_present::{Names, wakeup as show};
 use irqlens_record::Reader;
 
-use super::{Live, Outcome, STOP, Tool};
+use super::{Live, Measure, Outcome};
+use crate::driver::{Needs, STOP};
+use irqlens_present::document::Document;
 
 pub struct WakeupTool;
 
@@ -27,14 +29,23 @@ pub struct WakeupResult {
     names: Names,
 }
 
-impl Tool for WakeupTool {
+impl Measure for WakeupTool {
+    const NAME: &'static str = "wakeup";
     type Options = WakeupOptions;
     type Result = WakeupResult;
-    const TITLE: &'static str = "irqlens wakeup";
     const COUNTING: &'static str = "wakeups";
 
     fn recorded(options: &WakeupOptions) -> RunOptions {
         RunOptions::Wakeup(options.clone())
+    }
+
+    /// Timer mode with --no-trace loads no BPF: it measures with its own threads alone.
+    fn needs(options: &WakeupOptions) -> Needs {
+        if options.mode.traced() {
+            Needs::Tracing
+        } else {
+            Needs::Nothing
+        }
     }
 
     fn run(options: WakeupOptions, live: &mut Live<'_>) -> Result<WakeupResult> {
@@ -69,7 +80,7 @@ impl Tool for WakeupTool {
     }
 }
 
-impl Outcome for WakeupResult {
+impl Document for WakeupResult {
     fn json(&self) -> serde_json::Value {
         let WakeupOutcome { stats, info } = &self.outcome;
         let tables = show::to_json(stats, info, &self.options, &self.names);
@@ -81,7 +92,7 @@ impl Outcome for WakeupResult {
         )
     }
 
-    fn write_text(&self, out: &mut dyn Write) -> Result<()> {
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         let WakeupOutcome { stats, info } = &self.outcome;
         let names = &self.names;
         match &self.options.hist {
@@ -107,16 +118,22 @@ impl Outcome for WakeupResult {
         page.wakeup(heading, stats, info, &self.names);
     }
 
+    fn threshold_hit(&self) -> bool {
+        self.outcome.stats.stop.is_some()
+    }
+
+    fn page(&self) -> Option<Page> {
+        Some(super::page::<WakeupTool>(self))
+    }
+}
+
+impl Outcome for WakeupResult {
     fn figures(&self) -> Vec<Figure> {
         show::figures(&self.outcome.stats, &self.names)
     }
 
     fn run_info(&mut self) -> &mut dyn RunInfo {
         &mut self.outcome.info
-    }
-
-    fn stopped(&self) -> bool {
-        self.outcome.stats.stop.is_some()
     }
 
     fn costs(&self) -> Vec<irqlens_model::sim::MeasuredCost> {
@@ -130,6 +147,10 @@ impl Outcome for WakeupResult {
             &self.names.irqs,
             &symbols,
         ))
+    }
+
+    fn kernel(&self) -> &str {
+        &self.kernel
     }
 }
 

@@ -1,0 +1,334 @@
+//! The driver every subcommand runs through, as rtla's `run_tool(tool_ops)` and ripgrep's
+//! low args → high args: the command line is resolved into a [`Tool`] (its options, with
+//! model's defaults), then [`run_tool`] checks what the machine must allow, makes the
+//! output files, executes the tool with Ctrl-C/SIGTERM and the journal in hand, shows its
+//! one [`Document`], runs the `--on-threshold` and `--on-end` actions and gives the exit
+//! status. What every subcommand shares is here, once.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::ShowArgs;
+use crate::parse::{Action, SignalTarget};
+use irqlens_collect::journal::{Journal, Session};
+use irqlens_collect::system;
+use irqlens_present::document::{Document, write_json};
+use irqlens_present::html::Page;
+use irqlens_record::output;
+
+/// Set by Ctrl-C/SIGTERM (and by a measurement itself when it ends): every loop checks it.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+/// Set by Ctrl-C/SIGTERM only.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether Ctrl-C or SIGTERM came.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// What a subcommand implements once (rtla's `tool_ops`): its shared options, what it
+/// needs of the machine, and its execution, which ends in one document.
+pub trait Tool {
+    /// The subcommand, as its errors and the journal name it (`noise`, `trial`).
+    const NAME: &'static str;
+    /// Whether Ctrl-C/SIGTERM only set [`STOP`], for the tool to put back what it changed
+    /// and show what it has. A tool that only reads files leaves them to end it as they
+    /// end any reader, even one blocked in a read from a FIFO.
+    const STOPS_AT_SIGNAL: bool = true;
+
+    /// `--json` and `--quiet`.
+    fn show(&self) -> &ShowArgs;
+    /// What the machine must allow before anything is made.
+    fn needs(&self) -> Needs {
+        Needs::Nothing
+    }
+    /// `--html FILE`, for a tool that draws a page.
+    fn html(&self) -> Option<&Path> {
+        None
+    }
+    /// The other files the run writes (`--record`, `--perfetto`, `-o`), by option: made
+    /// before anything is measured, so that one that cannot be fails first.
+    fn files(&self) -> Vec<(&'static str, &Path)> {
+        Vec::new()
+    }
+    /// The `--on-end` actions, and `--on-threshold`'s.
+    fn actions(&self) -> Actions {
+        Actions::default()
+    }
+    /// Runs the tool: its one document, or the error that ended it.
+    fn execute(self, run: &mut Run) -> Result<Done>;
+}
+
+/// What a tool needs of the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// Nothing: it reads files or simulates.
+    Nothing,
+    /// BPF on tracepoints: root, or the capabilities that allow it.
+    Tracing,
+    /// Root itself, for the reason given (and tracing).
+    Root(&'static str),
+}
+
+/// The actions run when the run ends (rtla's).
+#[derive(Clone, Debug, Default)]
+pub struct Actions {
+    /// `--on-end`: whatever ended the run.
+    pub on_end: Vec<Action>,
+    /// `--on-threshold`: when a stop threshold ended it, before `--on-end`'s.
+    pub on_threshold: Vec<Action>,
+}
+
+/// What an executing tool is given: its shared options and the journal.
+pub struct Run {
+    name: &'static str,
+    show: ShowArgs,
+    journal: Option<Session>,
+}
+
+impl Run {
+    /// Says `line` on stderr, unless `--quiet`.
+    pub fn say(&self, line: impl std::fmt::Display) {
+        if !self.show.quiet {
+            eprintln!("irqlens: {line}");
+        }
+    }
+
+    /// The journal of the changes the run makes to the machine, begun at the first call
+    /// (refused while another run owns it): every change in it is put back when the run
+    /// ends, however it ends.
+    pub fn journal(&mut self) -> Result<&mut Journal> {
+        if self.journal.is_none() {
+            self.journal = Some(Session::begin(self.name)?);
+        }
+        Ok(self.journal.as_mut().expect("begun").journal())
+    }
+
+    /// Puts back what the journal holds; how many changes could not be.
+    fn finish(&mut self) -> usize {
+        self.journal.take().map_or(0, Session::finish)
+    }
+}
+
+/// A tool's result: its document, and what comes after it on stderr.
+pub struct Done {
+    document: Box<dyn Document>,
+    notes: Vec<String>,
+    late_error: Option<anyhow::Error>,
+}
+
+impl Done {
+    /// A run that ended in `document`.
+    pub fn new(document: impl Document + 'static) -> Done {
+        Done {
+            document: Box::new(document),
+            notes: Vec::new(),
+            late_error: None,
+        }
+    }
+
+    /// `note` said on stderr after the document.
+    pub fn note(mut self, note: impl Into<String>) -> Done {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// An error shown after the document (the run's result is worth showing first), which
+    /// then makes the exit status 1.
+    pub fn failed_after(mut self, error: Option<anyhow::Error>) -> Done {
+        self.late_error = error;
+        self
+    }
+}
+
+/// How a run ended, for its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The duration ran out, the work was done, or Ctrl-C/SIGTERM came: exit status 0.
+    Normally,
+    /// A stop threshold was hit: exit status 2, as rtla documents, so that a CI script
+    /// can gate on it.
+    ThresholdHit,
+}
+
+/// The exit status of a run whose stop threshold was hit (rtla's).
+pub const THRESHOLD_HIT_STATUS: u8 = 2;
+
+impl Ended {
+    /// The process's exit status for this ending.
+    pub fn exit_code(self) -> std::process::ExitCode {
+        match self {
+            Ended::Normally => std::process::ExitCode::SUCCESS,
+            Ended::ThresholdHit => std::process::ExitCode::from(THRESHOLD_HIT_STATUS),
+        }
+    }
+}
+
+/// Runs `tool` from start to exit status.
+pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
+    check(tool.needs())?;
+    let show = tool.show().clone();
+    let html = tool.html().map(Path::to_owned);
+    let actions = tool.actions();
+    let mut made = Made::default();
+    if let Some(path) = &html {
+        made.create("--html", path)?;
+    }
+    for (option, path) in tool.files() {
+        made.create(option, path)?;
+    }
+    if T::STOPS_AT_SIGNAL {
+        ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, Ordering::Relaxed);
+            STOP.store(true, Ordering::Relaxed);
+        })?;
+    }
+    let mut run = Run {
+        name: T::NAME,
+        show,
+        journal: None,
+    };
+    let executed = tool.execute(&mut run);
+    // the machine as it was before anything is shown: an error, a panic unwinding or a
+    // reader that stops early must not leave a change behind
+    let unrestored = run.finish();
+    let done = executed.inspect_err(|_| made.remove())?;
+    if let Some(path) = &html {
+        let page = done
+            .document
+            .page()
+            .with_context(|| format!("irqlens {} writes no HTML report", T::NAME))?;
+        write_html(&page, path)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if run.show.json {
+        write_json(&mut out, &done.document.json())?;
+    } else {
+        done.document.write_text(&mut out)?;
+    }
+    out.flush()?;
+    drop(out);
+    for note in &done.notes {
+        eprintln!("irqlens: {note}");
+    }
+    let ended = if done.document.threshold_hit() {
+        Ended::ThresholdHit
+    } else {
+        Ended::Normally
+    };
+    // after the results and the files, which the actions may read (rtla runs them once
+    // tracing stopped)
+    if ended == Ended::ThresholdHit {
+        perform("--on-threshold", &actions.on_threshold, run.show.json);
+    }
+    perform("--on-end", &actions.on_end, run.show.json);
+    if unrestored > 0 {
+        bail!("{unrestored} change(s) could not be put back: run `irqlens tune --revert`");
+    }
+    if let Some(error) = done.late_error {
+        return Err(error);
+    }
+    Ok(ended)
+}
+
+/// The one privilege check: refused with what is missing before anything is made.
+fn check(needs: Needs) -> Result<()> {
+    match needs {
+        Needs::Nothing => Ok(()),
+        Needs::Tracing => system::check_can_trace(),
+        Needs::Root(why) => {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            if unsafe { libc::geteuid() } != 0 {
+                bail!("needs root: {why}");
+            }
+            system::check_can_trace()
+        }
+    }
+}
+
+/// The files a run made before it ran: taken back if it fails, so that it leaves no
+/// empty page or recording with a header only.
+#[derive(Default)]
+struct Made(Vec<PathBuf>);
+
+impl Made {
+    fn create(&mut self, option: &str, path: &Path) -> Result<()> {
+        output::create(path).with_context(|| format!("{option} {}", path.display()))?;
+        self.0.push(path.to_owned());
+        Ok(())
+    }
+
+    fn remove(&self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Writes `page` to `path`, made as every output file is.
+pub fn write_html(page: &Page, path: &Path) -> Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::new(output::create(path)?);
+        page.write(&mut out)?;
+        out.flush()
+    };
+    write().with_context(|| format!("cannot write the HTML report {}", path.display()))
+}
+
+/// Runs `actions` in order; as rtla's, one that fails ends the list, which is said on
+/// stderr (the run's exit status stays the run's).
+fn perform(option: &str, actions: &[Action], json: bool) {
+    for action in actions {
+        if let Err(err) = perform_one(action, json) {
+            eprintln!("irqlens: {option} {action}: {err:#}; the actions after it were not run");
+            return;
+        }
+    }
+}
+
+fn perform_one(action: &Action, json: bool) -> Result<()> {
+    match action {
+        Action::Shell(command) => {
+            let mut shell = std::process::Command::new("sh");
+            shell.arg("-c").arg(command);
+            if json {
+                // stdout is the JSON document's alone
+                shell.stdout(std::io::stderr());
+            }
+            let status = shell.status().context("cannot start sh")?;
+            if !status.success() {
+                bail!("the command failed ({status})");
+            }
+        }
+        &Action::Signal { number, target } => {
+            let pid = match target {
+                SignalTarget::Pid(pid) => pid as libc::pid_t,
+                // SAFETY: getppid only reads the calling process's parent id.
+                SignalTarget::Parent => unsafe { libc::getppid() },
+            };
+            // SAFETY: kill only sends a signal; the pid and number were checked when parsed.
+            if unsafe { libc::kill(pid, number) } != 0 {
+                return Err(std::io::Error::last_os_error())
+                    .with_context(|| format!("cannot send signal {number} to process {pid}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_threshold_hit_exits_with_rtlas_status_2() {
+        assert_eq!(Ended::Normally.exit_code(), std::process::ExitCode::SUCCESS);
+        assert_eq!(
+            Ended::ThresholdHit.exit_code(),
+            std::process::ExitCode::from(2)
+        );
+    }
+}

@@ -1,0 +1,272 @@
+//! What every command's run ends in: one document, shown as text or JSON on stdout and,
+//! where the command has one, as an HTML page. The driver prints it; each command's
+//! document says here how it looks.
+
+use std::io::{self, Write};
+
+use irqlens_model::run::{Comparison, RecordingSummary};
+use irqlens_model::sim::{Calibration, SimConfig, SimDocument, TrialComparison};
+use irqlens_model::steer::SteerReport;
+use irqlens_model::trial::TrialReport;
+use irqlens_model::tune::AdviceReport;
+use serde::Serialize;
+
+use crate::html::Page;
+
+/// A command's result as every output shows it.
+pub trait Document {
+    /// The `--json` document: one typed model struct, as serde writes it.
+    fn json(&self) -> serde_json::Value;
+    /// The text shown on stdout without `--json`.
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()>;
+    /// The `--html` page; `None` for a command that writes none.
+    fn page(&self) -> Option<Page> {
+        None
+    }
+    /// Its section of an HTML page, under `heading` (`report` puts several on one page).
+    fn html(&self, _page: &mut Page, _heading: &str) {}
+    /// Whether a stop threshold (`-s`, `-S`, `-i`) ended the run: it then exits with
+    /// status 2, as rtla's do.
+    fn threshold_hit(&self) -> bool {
+        false
+    }
+}
+
+/// A typed document as JSON: plain data always serializes.
+pub fn to_json(document: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(document).expect("a document of plain data")
+}
+
+/// `document` as the whole of stdout: pretty JSON and a newline.
+pub fn write_json(out: &mut dyn Write, document: &serde_json::Value) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, document)?;
+    writeln!(out)
+}
+
+/// A page of `document` alone, titled `title`, for a run on `kernel`.
+pub fn page_of(document: &dyn Document, title: &str, kernel: &str) -> Page {
+    let mut page = Page::new(title, kernel);
+    document.html(&mut page, title);
+    page
+}
+
+/// One recording's document among others (`irqlens report A B`).
+pub struct Section {
+    /// The line that says which run it was.
+    pub heading: String,
+    /// Where it comes from, added to its JSON document.
+    pub recording: RecordingSummary,
+    /// The kernel it was measured on.
+    pub kernel: String,
+    /// What it shows.
+    pub document: Box<dyn Document>,
+}
+
+impl Section {
+    /// Its JSON document: the run's, with where it comes from.
+    pub fn json(&self) -> serde_json::Value {
+        let mut document = self.document.json();
+        document["recording"] = to_json(&self.recording);
+        document
+    }
+}
+
+/// Recordings shown one after the other, each under its heading: a JSON array, and
+/// one HTML page with a section each.
+pub struct Sections(pub Vec<Section>);
+
+impl Document for Sections {
+    fn json(&self) -> serde_json::Value {
+        serde_json::Value::Array(self.0.iter().map(Section::json).collect())
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        for (index, section) in self.0.iter().enumerate() {
+            if index > 0 {
+                writeln!(out)?;
+            }
+            writeln!(out, "# {}", section.heading)?;
+            section.document.write_text(out)?;
+        }
+        Ok(())
+    }
+
+    /// The kernels the recordings were made on, not this machine's.
+    fn page(&self) -> Option<Page> {
+        let mut kernels: Vec<&str> = self.0.iter().map(|s| s.kernel.as_str()).collect();
+        kernels.sort_unstable();
+        kernels.dedup();
+        let mut page = Page::new("irqlens report", &kernels.join(", "));
+        for section in &self.0 {
+            section.document.html(&mut page, &section.heading);
+        }
+        Some(page)
+    }
+}
+
+/// Two recordings of one measurement side by side (`irqlens compare A B`).
+pub struct Compared {
+    /// The figures and both runs' documents.
+    pub comparison: Comparison<serde_json::Value, serde_json::Value>,
+    /// The lines that say which runs A and B were.
+    pub headings: [String; 2],
+}
+
+impl Document for Compared {
+    fn json(&self) -> serde_json::Value {
+        to_json(&self.comparison)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        let [a, b] = &self.headings;
+        Ok(crate::compare::write_table(
+            out,
+            &self.comparison.figures,
+            a,
+            b,
+        )?)
+    }
+}
+
+impl Document for SteerReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::steer::write_summary(out, self)?)
+    }
+}
+
+impl Document for TrialReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::trial::write_text(out, self)?)
+    }
+
+    fn page(&self) -> Option<Page> {
+        Some(trial_page(self, TRIAL_TITLE))
+    }
+}
+
+const TRIAL_TITLE: &str = "irqlens trial net";
+
+fn trial_page(report: &TrialReport, heading: &str) -> Page {
+    let mut page = Page::new(TRIAL_TITLE, &report.kernel);
+    page.trial(heading, report);
+    page
+}
+
+/// A trial read back from its recording (`irqlens report FILE`): the run's document,
+/// headed by the file it came from.
+pub struct RecordedTrial {
+    /// The recording's name.
+    pub file: String,
+    /// What it holds.
+    pub report: TrialReport,
+}
+
+impl Document for RecordedTrial {
+    fn json(&self) -> serde_json::Value {
+        self.report.json()
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        writeln!(
+            out,
+            "# {}: {TRIAL_TITLE}, kernel {}",
+            self.file, self.report.kernel
+        )?;
+        self.report.write_text(out)
+    }
+
+    fn page(&self) -> Option<Page> {
+        Some(trial_page(
+            &self.report,
+            &format!("{}: {TRIAL_TITLE}", self.file),
+        ))
+    }
+}
+
+impl Document for SimDocument {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::sim::write_report(out, &self.report)?)
+    }
+
+    fn page(&self) -> Option<Page> {
+        let mut page = Page::new("irqlens sim", "simulated");
+        page.sim("irqlens sim", &self.report);
+        Some(page)
+    }
+}
+
+impl Document for TrialComparison {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::sim::write_comparison(out, self)?)
+    }
+}
+
+/// A calibration is a file for `irqlens sim --costs`: JSON however it is shown.
+impl Document for Calibration {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(write_json(out, &self.json())?)
+    }
+}
+
+/// A model is a file for `irqlens sim MODEL`: JSON however it is shown (`--example`).
+impl Document for SimConfig {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(write_json(out, &self.json())?)
+    }
+}
+
+/// What a run wrote to the file it was told to (`sim --calibrate -o FILE`): nothing is left
+/// for stdout.
+pub struct WrittenTo;
+
+impl Document for WrittenTo {
+    fn json(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    fn write_text(&self, _out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// `irqlens advise`'s remedies, with how many rows of causes the text shows.
+pub struct Advised {
+    /// The remedies and the machine's state.
+    pub report: AdviceReport,
+    /// Rows of causes in the text (`--causes`).
+    pub rows: usize,
+}
+
+impl Document for Advised {
+    fn json(&self) -> serde_json::Value {
+        to_json(&self.report)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::advise::write_text(out, &self.report, self.rows)?)
+    }
+}
