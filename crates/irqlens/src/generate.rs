@@ -87,7 +87,7 @@ fn page(command: &clap::Command, words: &[&str], out: &mut dyn Write) -> std::io
             .clone()
             .name(name.clone())
             .display_name(name.clone())
-            .version(env!("CARGO_PKG_VERSION")),
+            .version(irqlens_model::run::VERSION),
     );
     man.render_title(out)?;
     man.render_name_section(out)?;

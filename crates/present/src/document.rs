@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use irqlens_model::run::{Comparison, RecordingSummary};
-use irqlens_model::sim::{Calibration, SimConfig, SimDocument, TrialComparison};
+use irqlens_model::sim::{SimDocument, TrialComparison};
 use irqlens_model::steer::SteerReport;
 use irqlens_model::trial::TrialReport;
 use irqlens_model::tune::AdviceReport;
@@ -217,21 +217,13 @@ impl Document for TrialComparison {
     }
 }
 
-/// A calibration is a file for `irqlens sim --costs`: JSON however it is shown.
-impl Document for Calibration {
-    fn json(&self) -> serde_json::Value {
-        to_json(self)
-    }
+/// A document that is a file for another command (a sim model, a calibration): JSON however
+/// it is shown.
+pub struct JsonFile<T>(pub T);
 
-    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
-        Ok(write_json(out, &self.json())?)
-    }
-}
-
-/// A model is a file for `irqlens sim MODEL`: JSON however it is shown (`--example`).
-impl Document for SimConfig {
+impl<T: Serialize> Document for JsonFile<T> {
     fn json(&self) -> serde_json::Value {
-        to_json(self)
+        to_json(&self.0)
     }
 
     fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {

@@ -16,7 +16,7 @@ use irqlens_collect::system;
 use irqlens_model::bounds::Check;
 use irqlens_model::run::Header;
 use irqlens_model::sim::{Calibration, Costs, SimConfig, SimDocument, TrialComparison};
-use irqlens_present::document::WrittenTo;
+use irqlens_present::document::{JsonFile, WrittenTo};
 
 /// What `--calibrate` assumes when net.core.rmem_default cannot be read (its default).
 const RMEM_DEFAULT: u32 = 212_992;
@@ -46,7 +46,7 @@ impl Tool for SimArgs {
             return against(&self, trial);
         }
         if self.example {
-            return Ok(Done::new(SimConfig::example()));
+            return Ok(Done::new(JsonFile(SimConfig::example())));
         }
         let mut config = match &self.model {
             Some(path) => read_json::<SimConfig>(path, "a sim model")?,
@@ -165,7 +165,7 @@ fn calibrate(args: &SimArgs) -> Result<Done> {
         calibration.trial.extend(found);
     }
     let Some(path) = &args.output else {
-        return Ok(Done::new(calibration));
+        return Ok(Done::new(JsonFile(calibration)));
     };
     let text = serde_json::to_string_pretty(&calibration)? + "\n";
     irqlens_record::output::create(path)
