@@ -15,6 +15,7 @@ pub mod sim;
 pub mod steer;
 pub mod timeline;
 pub mod trial;
+pub mod tune;
 pub mod wakeup;
 
 /// Each item once, in the order first seen (designs in the order measured; a handful,

@@ -92,7 +92,7 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Report(args) => run_tool(args),
         Command::Compare(args) => run_tool(args),
         Command::Advise(args) => run_tool(*args),
-        Command::Tune(args) => command::tune::run(&args).map(|()| Ended::Normally),
+        Command::Tune(args) => run_tool(*args),
         Command::Steer(args) => run_tool(args),
         Command::Trial(command) => match command.load {
             TrialLoad::Net(args) => run_tool(args),

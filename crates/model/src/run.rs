@@ -203,6 +203,10 @@ pub enum Document {
     Advise(crate::tune::AdviceReport),
     /// `irqlens tune --json`.
     Tune(crate::tune::TuneReport),
+    /// `irqlens tune --dry-run --json`.
+    TunePlan(crate::tune::TunePlan),
+    /// `irqlens tune --revert --json`.
+    TuneRevert(crate::tune::TuneRevert),
     /// `irqlens steer --json`.
     Steer(crate::steer::SteerReport),
     /// `irqlens trial net --json`.
@@ -241,6 +245,8 @@ pub fn json_schema() -> serde_json::Value {
     }
     for (definition, command) in [
         ("TuneReport", "tune"),
+        ("TunePlan", "tune"),
+        ("TuneRevert", "tune"),
         ("SteerReport", "steer"),
         ("TrialReport", "trial"),
         ("SimDocument", "sim"),

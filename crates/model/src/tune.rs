@@ -426,6 +426,60 @@ pub fn parse_cpu_mask(text: &str) -> Option<CpuList> {
     Some(cpus.into_iter().collect())
 }
 
+/// A change, with its knob in words (its file, or the thread it acts on).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DescribedChange {
+    /// The change.
+    #[serde(flatten)]
+    pub change: Change,
+    /// Its knob in words: `/proc/irq/24/smp_affinity_list`, `priority of napi/veth1:812`.
+    pub knob_description: String,
+}
+
+/// A journaled change whose target is gone (a thread that exited, a device or a namespace
+/// deleted): dropped, as there is nothing to put back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DroppedChange {
+    /// The change.
+    #[serde(flatten)]
+    pub change: DescribedChange,
+    /// Why it is gone.
+    pub why: String,
+}
+
+/// The JSON document of `irqlens tune --dry-run`: what would be tried, and how.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct TunePlan {
+    /// Which tool and version; the command is always "tune".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
+    /// The CPUs that would be measured before and after each change.
+    pub cpus: CpuList,
+    /// Before/after rounds per change.
+    pub rounds: u32,
+    /// The changes, in the order they would be tried.
+    pub changes: Vec<DescribedChange>,
+}
+
+/// The JSON document of `irqlens tune --revert`: what the journal held and what became of
+/// it.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct TuneRevert {
+    /// Which tool and version; the command is always "tune".
+    #[serde(flatten)]
+    pub header: crate::run::Header,
+    /// The journal read.
+    pub journal: String,
+    /// With `--kept`: the changes `tune --keep` had left in place, undone now.
+    pub undone_kept: Vec<DescribedChange>,
+    /// The changes put back, last made first.
+    pub put_back: Vec<DescribedChange>,
+    /// The changes whose target is gone.
+    pub dropped: Vec<DroppedChange>,
+    /// The changes `tune --keep` left in place, which stay (without `--kept`).
+    pub left_kept: Vec<DescribedChange>,
+}
+
 /// The JSON document of `irqlens tune`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TuneReport {

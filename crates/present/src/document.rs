@@ -8,7 +8,7 @@ use irqlens_model::run::{Comparison, RecordingSummary};
 use irqlens_model::sim::{SimDocument, TrialComparison};
 use irqlens_model::steer::SteerReport;
 use irqlens_model::trial::TrialReport;
-use irqlens_model::tune::AdviceReport;
+use irqlens_model::tune::{AdviceReport, TunePlan, TuneReport, TuneRevert};
 use serde::Serialize;
 
 use crate::html::Page;
@@ -228,6 +228,36 @@ impl<T: Serialize> Document for JsonFile<T> {
 
     fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         Ok(write_json(out, &self.json())?)
+    }
+}
+
+impl Document for TuneReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::tune::write_text(out, self)?)
+    }
+}
+
+impl Document for TunePlan {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::tune::write_plan(out, self)?)
+    }
+}
+
+impl Document for TuneRevert {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::tune::write_revert(out, self)?)
     }
 }
 

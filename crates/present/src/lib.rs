@@ -16,6 +16,7 @@ pub mod sim;
 pub mod steer;
 mod table;
 pub mod trial;
+pub mod tune;
 pub mod wakeup;
 
 use std::collections::HashMap;
