@@ -45,6 +45,12 @@ pub trait Tool {
     fn needs(&self) -> Needs {
         Needs::Nothing
     }
+    /// Whether the run changes the machine: its journal is then begun before anything else
+    /// is done, so that a second run that would change it too is refused at once (the
+    /// journal names who owns it), not after it measured.
+    fn changes_machine(&self) -> bool {
+        false
+    }
     /// `--html FILE`, for a tool that draws a page.
     fn html(&self) -> Option<&Path> {
         None
@@ -97,9 +103,10 @@ impl Run {
         }
     }
 
-    /// The journal of the changes the run makes to the machine, begun at the first call
-    /// (refused while another run owns it): every change in it is put back when the run
-    /// ends, however it ends.
+    /// The journal of the changes the run makes to the machine (begun by the driver for a
+    /// tool that [changes the machine](Tool::changes_machine), else at the first call; refused
+    /// while another run owns it): every change in it is put back when the run ends,
+    /// however it ends.
     pub fn journal(&mut self) -> Result<&mut Journal> {
         if self.journal.is_none() {
             self.journal = Some(Session::begin(self.name)?);
@@ -186,10 +193,15 @@ pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
             STOP.store(true, Ordering::Relaxed);
         })?;
     }
+    let journal = if tool.changes_machine() {
+        Some(Session::begin(T::NAME).inspect_err(|_| made.remove())?)
+    } else {
+        None
+    };
     let mut run = Run {
         name: T::NAME,
         show,
-        journal: None,
+        journal,
     };
     let executed = tool.execute(&mut run);
     // the machine as it was before anything is shown: an error, a panic unwinding or a

@@ -23,6 +23,10 @@ impl Tool for SteerArgs {
         Needs::Tracing
     }
 
+    fn changes_machine(&self) -> bool {
+        !self.dry_run
+    }
+
     fn actions(&self) -> Actions {
         Actions {
             on_end: self.end.on_end.clone(),

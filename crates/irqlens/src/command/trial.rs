@@ -34,6 +34,10 @@ impl Tool for TrialNetArgs {
             .collect()
     }
 
+    fn changes_machine(&self) -> bool {
+        true
+    }
+
     fn actions(&self) -> Actions {
         Actions {
             on_end: self.end.on_end.clone(),

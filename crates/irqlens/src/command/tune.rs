@@ -60,6 +60,10 @@ impl Tool for TuneArgs {
         }
     }
 
+    fn changes_machine(&self) -> bool {
+        !self.revert && !self.dry_run
+    }
+
     fn actions(&self) -> Actions {
         Actions {
             on_end: self.end.on_end.clone(),
