@@ -297,14 +297,14 @@ mod tests {
 
     #[test]
     fn one_slow_rung_below_the_knee_does_not_move_it() {
-        let points = ladder("softirq", 1, &SLOW_RUNG);
+        let points = ladder("stock", 1, &SLOW_RUNG);
         // up to the first rung that did not follow, the knee would be 40k
         assert_eq!(knee_of(&points).follows_up_to_pps, Some(160_000));
         assert_eq!(knee_of(&points).by_round, [Some(160_000)]);
         // whatever the order measured
         let reversed: Vec<TrialPoint> = points.into_iter().rev().collect();
         assert_eq!(knee_of(&reversed).follows_up_to_pps, Some(160_000));
-        let lossy_from_the_start = ladder("softirq", 1, &[(1_000, 10), (2_000, 20)]);
+        let lossy_from_the_start = ladder("stock", 1, &[(1_000, 10), (2_000, 20)]);
         assert_eq!(
             knee_of(&lossy_from_the_start),
             Knee {

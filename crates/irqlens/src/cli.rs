@@ -154,15 +154,15 @@ pub struct TrialNetArgs {
     /// Offered rates, datagrams/s: 20000,50k,1M [default: 20k,40k,80k,160k,320k,640k,1M]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_rate)]
     pub rates: Vec<u64>,
-    /// Designs, in the order measured: softirq, threaded-fifo, threaded-niced, budget
-    /// (softirq with the capped budget), or threaded-fifo+budget, threaded-niced+budget
+    /// Designs, in the order measured: stock, threaded-fifo or threaded-niced, each with
+    /// an optional +budget[=N] (--budget's count, or N); threaded-fifo+process-aware
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "softirq,threaded-fifo,threaded-niced,budget"
+        default_value = "stock,threaded-fifo,threaded-niced,stock+budget"
     )]
-    pub designs: Vec<irqlens_model::trial::Design>,
+    pub designs: Vec<Design>,
     /// How long each point is measured (3, 3s, 500ms)
     #[arg(short, long, value_name = "TIME", default_value = "3", value_parser = parse_run_duration)]
     pub duration: Duration,
@@ -197,8 +197,8 @@ pub struct TrialNetArgs {
     /// The cyclic task's period (µs, or with a unit), as the slides' cyclictest
     #[arg(short, long, value_name = "US", default_value = "500", value_parser = parse_micros)]
     pub period: Duration,
-    /// net.core.netdev_budget in the +budget designs (datagrams per NET_RX round; the
-    /// slides capped the batch at 32)
+    /// net.core.netdev_budget in the +budget designs without a count of their own
+    /// (datagrams per NET_RX round; the slides capped the batch at 32)
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     pub budget: u32,
     /// net.core.netdev_budget_usecs in the +budget designs [default: left as it is; the

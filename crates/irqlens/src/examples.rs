@@ -96,7 +96,7 @@ pub fn of(subcommand: &str) -> &'static [Example] {
                 answers: "Softirq, threaded and niced bottom halves under a UDP flood: throughput, latency and a real-time task's latency per rate.",
             },
             Example {
-                command: "irqlens trial net --rates 10k,20k,40k,80k --designs softirq,threaded-niced -d 2 --record trial-low.rec",
+                command: "irqlens trial net --rates 10k,20k,40k,80k --designs stock,threaded-niced -d 2 --record trial-low.rec",
                 answers: "Two designs at four rates, recorded to calibrate irqlens sim.",
             },
         ],

@@ -1,5 +1,6 @@
-//! The histogram layout every `hist` mode prints (rtla's options).
+//! The histogram every `hist` mode counts its values in, and its layout (rtla's options).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::bounds::{Check, Checked, MAX_BUCKET_US, MAX_ENTRIES};
@@ -55,5 +56,137 @@ impl Default for HistOptions {
             no_header: false,
             no_index: false,
         }
+    }
+}
+
+/// Upper bounds (ns) of the 1-2-5 buckets Prometheus users expect, 1 µs to 10 s: whatever
+/// the linear buckets' size and number, every value lands under its exact bound.
+pub const DECADE_BOUNDS_NS: [u64; 22] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    200_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_000_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+
+/// A latency histogram: buckets of `bucket_ns` from 0, the values beyond, and their
+/// count, extremes and sum.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Histogram {
+    /// Bucket size, ns.
+    pub bucket_ns: u64,
+    /// Count per bucket; bucket `i` holds `i * bucket_ns` up to `(i + 1) * bucket_ns`.
+    pub buckets: Vec<u64>,
+    /// Values beyond the last bucket.
+    pub overflow: u64,
+    /// All values, overflow included.
+    pub count: u64,
+    /// The smallest value, ns; none without values.
+    pub min_ns: Option<u64>,
+    /// The largest value, ns (0 without values).
+    pub max_ns: u64,
+    /// The sum of the values, ns.
+    pub sum_ns: u64,
+    /// Values at or below each of `DECADE_BOUNDS_NS` and above the one before; the last
+    /// count is of the values above 10 s. (Not in the JSON: rtla's buckets are.)
+    #[serde(skip)]
+    pub decades: [u64; DECADE_BOUNDS_NS.len() + 1],
+}
+
+impl Histogram {
+    /// `entries` empty buckets of `bucket_ns`; panics if either is 0.
+    pub fn new(bucket_ns: u64, entries: usize) -> Self {
+        assert!(
+            bucket_ns > 0 && entries > 0,
+            "histogram needs a bucket size and entries"
+        );
+        Histogram {
+            bucket_ns,
+            buckets: vec![0; entries],
+            overflow: 0,
+            count: 0,
+            min_ns: None,
+            max_ns: 0,
+            sum_ns: 0,
+            decades: [0; DECADE_BOUNDS_NS.len() + 1],
+        }
+    }
+
+    /// Counts a value.
+    pub fn add(&mut self, value_ns: u64) {
+        match self.buckets.get_mut((value_ns / self.bucket_ns) as usize) {
+            Some(bucket) => *bucket += 1,
+            None => self.overflow += 1,
+        }
+        self.decades[DECADE_BOUNDS_NS.partition_point(|&bound| bound < value_ns)] += 1;
+        self.count += 1;
+        self.min_ns = Some(self.min_ns.map_or(value_ns, |min| min.min(value_ns)));
+        self.max_ns = self.max_ns.max(value_ns);
+        self.sum_ns += value_ns;
+    }
+
+    /// Adds `other`'s values, counted in buckets of the same size: several CPUs'
+    /// histograms as one.
+    pub fn merge(&mut self, other: &Histogram) {
+        assert_eq!(self.bucket_ns, other.bucket_ns, "merging unlike histograms");
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), 0);
+        }
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.decades.iter_mut().zip(&other.decades) {
+            *mine += theirs;
+        }
+        self.overflow += other.overflow;
+        self.count += other.count;
+        self.min_ns = match (self.min_ns, other.min_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.sum_ns += other.sum_ns;
+    }
+
+    /// The mean, ns; `None` without values.
+    pub fn avg_ns(&self) -> Option<u64> {
+        (self.count > 0).then(|| self.sum_ns / self.count)
+    }
+
+    /// Lower bound of bucket `index`, in ns.
+    pub fn bucket_start_ns(&self, index: usize) -> u64 {
+        index as u64 * self.bucket_ns
+    }
+
+    /// The fraction of the samples at or below the end of every non-empty bucket, with
+    /// that end in ns: the CDF over the buckets (short of 1 when some overflowed).
+    pub fn cumulative(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        let total = self.count.max(1) as f64;
+        let mut seen = 0;
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, count)| **count > 0)
+            .map(move |(index, count)| {
+                seen += count;
+                (self.bucket_start_ns(index + 1), seen as f64 / total)
+            })
     }
 }

@@ -7,6 +7,7 @@
 pub mod account;
 pub mod bh;
 pub mod bounds;
+pub mod design;
 pub mod event;
 pub mod hist;
 pub mod kernel;

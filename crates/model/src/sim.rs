@@ -3,15 +3,12 @@
 //! per design. Times in the configuration are microseconds (`_us`) so that a person can
 //! write and edit one; the costs are meant to be filled from a calibration file later.
 
-use std::fmt;
-use std::str::FromStr;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::bounds::{Check, Checked, finite_within, within};
+pub use crate::design::{BottomHalves, Budget, DEFAULT_BUDGET, Design, Migration};
 use crate::sched::Priority;
-use crate::units::deserialize_text;
 
 /// A cost or a time as a distribution, in microseconds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -302,160 +299,6 @@ impl Default for Limits {
     }
 }
 
-/// Where bottom halves run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum BottomHalves {
-    /// Softirq at hardirq exit, then ksoftirqd (a stock kernel).
-    Stock,
-    /// A thread per source at SCHED_FIFO 50 (the irq-thread default).
-    ThreadedFifo,
-    /// A thread per source at SCHED_OTHER, at its consumer's nice (003).
-    ThreadedNiced,
-}
-
-/// How the interrupt handler reaches its target process (001).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Migration {
-    /// No migration.
-    None,
-    /// Interrupt handler migration (001 §3): when the target waits, the hardirq wakes it
-    /// and the bottom half runs in its context.
-    Ihm,
-    /// IHM plus direct interrupt scheduling (001 §4): for an urgent target, the
-    /// deferrable part of wakeup and switch runs after the target.
-    IhmDis,
-}
-
-/// An interrupt-handling design: `stock`, `threaded-fifo` or `threaded-niced`, with
-/// `+budget[=N]`, `+ihm`, `+ihm-dis`, `+process-aware` (e.g. `threaded-niced+budget`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Design {
-    /// Where bottom halves run.
-    pub bottom_halves: BottomHalves,
-    /// Packets per non-preemptible batch and per net_rx_action (003: 32).
-    pub budget: Option<u32>,
-    /// Handler migration.
-    pub migration: Migration,
-    /// Bottom halves at the priority of the process they serve (004 §3.2).
-    pub process_aware: bool,
-}
-
-/// 003's batch cap.
-pub const DEFAULT_BUDGET: u32 = 32;
-
-impl Design {
-    /// A design with no option.
-    pub fn plain(bottom_halves: BottomHalves) -> Self {
-        Design {
-            bottom_halves,
-            budget: None,
-            migration: Migration::None,
-            process_aware: false,
-        }
-    }
-
-    /// The six designs the issue compares.
-    pub fn six() -> Vec<Design> {
-        [
-            "stock",
-            "threaded-fifo",
-            "threaded-niced+budget",
-            "threaded-fifo+ihm",
-            "threaded-fifo+ihm-dis",
-            "stock+process-aware",
-        ]
-        .into_iter()
-        .map(|text| text.parse().expect("known design"))
-        .collect()
-    }
-}
-
-impl FromStr for Design {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let mut parts = text.split('+');
-        let bottom_halves = match parts.next().unwrap_or_default() {
-            "stock" => BottomHalves::Stock,
-            "threaded-fifo" => BottomHalves::ThreadedFifo,
-            "threaded-niced" => BottomHalves::ThreadedNiced,
-            other => {
-                return Err(format!(
-                    "'{other}' is not a design (stock, threaded-fifo, threaded-niced)"
-                ));
-            }
-        };
-        let mut design = Design::plain(bottom_halves);
-        for option in parts {
-            match option.split_once('=') {
-                None if option == "budget" => design.budget = Some(DEFAULT_BUDGET),
-                Some(("budget", n)) => match n.parse::<u32>() {
-                    Ok(n @ 1..) => design.budget = Some(n),
-                    _ => return Err(format!("'{text}': budget is a packet count >= 1")),
-                },
-                None if option == "ihm" => design.migration = Migration::Ihm,
-                None if option == "ihm-dis" => design.migration = Migration::IhmDis,
-                None if option == "process-aware" => design.process_aware = true,
-                _ => {
-                    return Err(format!(
-                        "'{text}': '{option}' is not an option (budget[=N], ihm, ihm-dis, process-aware)"
-                    ));
-                }
-            }
-        }
-        Ok(design)
-    }
-}
-
-impl fmt::Display for Design {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.bottom_halves {
-            BottomHalves::Stock => "stock",
-            BottomHalves::ThreadedFifo => "threaded-fifo",
-            BottomHalves::ThreadedNiced => "threaded-niced",
-        })?;
-        match self.budget {
-            Some(DEFAULT_BUDGET) => f.write_str("+budget")?,
-            Some(n) => write!(f, "+budget={n}")?,
-            None => {}
-        }
-        match self.migration {
-            Migration::None => {}
-            Migration::Ihm => f.write_str("+ihm")?,
-            Migration::IhmDis => f.write_str("+ihm-dis")?,
-        }
-        if self.process_aware {
-            f.write_str("+process-aware")?;
-        }
-        Ok(())
-    }
-}
-
-impl Serialize for Design {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Design {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserialize_text(deserializer)
-    }
-}
-
-/// In JSON, the design's text: `"threaded-niced+budget"`.
-impl JsonSchema for Design {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Design".into()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        String::json_schema(generator)
-    }
-}
-
 /// A whole simulation: the machine, the workload, the costs, the designs to compare.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SimConfig {
@@ -477,7 +320,6 @@ pub struct SimConfig {
     #[serde(default)]
     pub limits: Limits,
     /// The designs to simulate, each on the same arrivals.
-    #[schemars(with = "Vec<String>")]
     pub designs: Vec<Design>,
 }
 
@@ -852,7 +694,6 @@ pub struct CpuSplit {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DesignResult {
     /// The design.
-    #[schemars(with = "String")]
     pub design: Design,
     /// Hardirqs handled.
     pub interrupts: u64,
@@ -982,7 +823,7 @@ pub struct MeasuredCost {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TrialCosts {
     /// The trial design.
-    pub design: crate::trial::Design,
+    pub design: Design,
     /// Bottom-half time (softirq, NAPI thread, hard IRQ) per echoed datagram, µs.
     pub bottom_half_per_datagram_us: f64,
     /// The echo server's time (user and system: the receive and the send) per echoed
@@ -1037,7 +878,7 @@ pub struct Calibration {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ComparedPoint {
     /// The trial design.
-    pub design: crate::trial::Design,
+    pub design: Design,
     /// Offered datagrams/s.
     pub offered_pps: u64,
     /// The trial's round, from 1.
@@ -1060,9 +901,9 @@ pub struct ComparedPoint {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ComparedDesign {
     /// The trial design.
-    pub design: crate::trial::Design,
-    /// The simulated design it corresponds to.
-    #[schemars(with = "String")]
+    pub design: Design,
+    /// The design simulated for it: the same, but for the budget, which the trial's
+    /// options count.
     pub simulated_as: Design,
     /// The knee, measured: the highest offered rate at which at least half of the rounds
     /// followed (echoed 95% of what was sent), as trial's `follows_up_to_pps`.
@@ -1106,22 +947,6 @@ pub struct TrialComparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn designs_parse_and_display_alike() {
-        for text in [
-            "stock",
-            "threaded-fifo+ihm-dis",
-            "threaded-niced+budget",
-            "stock+budget=8+process-aware",
-        ] {
-            assert_eq!(text.parse::<Design>().unwrap().to_string(), text);
-        }
-        for bad in ["", "fast", "stock+ihm2", "stock+budget=0", "stock+budget=x"] {
-            assert!(bad.parse::<Design>().is_err(), "{bad}");
-        }
-        assert_eq!(Design::six().len(), 6);
-    }
 
     #[test]
     fn cost_labels_are_their_json_names_and_fields() {

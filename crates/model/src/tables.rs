@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+pub use crate::hist::Histogram;
 use crate::kernel::Comm;
 use crate::noise::{Record, Sample};
 use crate::sched::Priority;
@@ -28,26 +29,6 @@ pub struct Lost {
     pub marked: Vec<String>,
     /// The line the text tables print under a marked table.
     pub legend: Option<String>,
-}
-
-/// A latency histogram: buckets of `bucket_ns` from 0, the values beyond, and their
-/// count, extremes and sum.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
-pub struct Histogram {
-    /// Bucket size, ns.
-    pub bucket_ns: u64,
-    /// Count per bucket; bucket `i` holds `i * bucket_ns` up to `(i + 1) * bucket_ns`.
-    pub buckets: Vec<u64>,
-    /// Values beyond the last bucket.
-    pub overflow: u64,
-    /// All values, overflow included.
-    pub count: u64,
-    /// The smallest value, ns; none without values.
-    pub min_ns: Option<u64>,
-    /// The largest value, ns (0 without values).
-    pub max_ns: u64,
-    /// The sum of the values, ns.
-    pub sum_ns: u64,
 }
 
 /// The tables of `irqlens noise --json`.
@@ -336,32 +317,46 @@ pub struct BhSample {
     pub requester: u32,
     /// The thread that ran it.
     pub executor: u32,
+    /// What ran on its CPU before it.
+    #[serde(flatten)]
+    pub window: BhWindow,
+    /// What delayed it, in order, by name.
+    pub causes: Vec<String>,
+}
+
+/// What ran on the executing CPU between a bottom half's request and its invocation:
+/// what the analysis counts, and what a sample of the document shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct BhWindow {
     /// Hardirqs (and NMIs) that began in the window.
     pub irqs: u32,
     /// Their time, ns.
     pub irq_ns: u64,
     /// Softirqs served in the window before this one.
-    pub softirqs_first: u32,
+    #[serde(rename = "softirqs_first")]
+    pub softirqs: u32,
     /// Their time, ns.
-    pub softirqs_first_ns: u64,
-    /// Work items run in the window before this one.
-    pub works_first: u32,
+    #[serde(rename = "softirqs_first_ns")]
+    pub softirq_ns: u64,
+    /// Work items run on the CPU in the window before this one.
+    #[serde(rename = "works_first")]
+    pub works: u32,
     /// Their time, ns.
-    pub works_first_ns: u64,
-    /// Context switches in the window.
+    #[serde(rename = "works_first_ns")]
+    pub work_ns: u64,
+    /// Context switches on the CPU in the window.
     pub switches: u32,
-    /// Run by ksoftirqd.
+    /// Run by ksoftirqd rather than at IRQ exit or bh enable.
     pub ksoftirqd: bool,
     /// Work items held back by max_active: activated this long after the request, ns.
     pub activated_after_ns: Option<u64>,
-    /// The executing thread was woken this long after the request, ns.
+    /// Work items and IRQ threads: the executing thread was woken this long after the
+    /// request, ns (none: it was already awake).
     pub woken_after_ns: Option<u64>,
-    /// Likewise, switched in.
+    /// Likewise, switched in (none: it was already running).
     pub switched_in_after_ns: Option<u64>,
     /// Every window event was seen.
     pub complete: bool,
-    /// What delayed it, in order, by name.
-    pub causes: Vec<String>,
 }
 
 /// A mechanism's latency histogram, as the thesis prints it.
@@ -620,17 +615,32 @@ impl AccountTotals {
 /// One process (or thread) of the accounting table.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct AccountRow {
+    /// Its figures.
+    #[serde(flatten)]
+    pub figures: AccountFigures,
+    /// `charged_ns` per interrupt source.
+    pub charged_by: BTreeMap<String, u64>,
+    /// `served_ns` per interrupt source.
+    pub served_by: BTreeMap<String, u64>,
+}
+
+/// The figures of one process (or thread): what the analysis works out for a row, and
+/// what the document shows of it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, JsonSchema)]
+pub struct AccountFigures {
     /// Pid, or tid with --threads.
     pub id: u32,
     /// Its name.
     pub comm: String,
-    /// What the kernel accounted.
+    /// t: what the kernel accounted (interrupts included: no IRQ_TIME_ACCOUNTING).
     pub kernel_ns: Option<u64>,
-    /// Interrupt time charged to it.
+    /// Interrupt time charged to it: what ran while it was current, less irqlens's own
+    /// work (`[irqlens]`: plus its own work wherever it ran).
     pub charged_ns: u64,
-    /// Interrupt time done on its behalf.
+    /// Interrupt time done on its behalf, wherever it ran.
     pub served_ns: u64,
-    /// Interrupt time irqlens's own work took from it.
+    /// Interrupt time irqlens's own work took from it, charged to `[irqlens]` instead
+    /// (`[irqlens]`: what its own work took from the others).
     pub irqlens_ns: u64,
     /// Deliveries and wakeups it was served.
     pub units: u64,
@@ -638,14 +648,10 @@ pub struct AccountRow {
     pub corrected_ns: Option<u64>,
     /// The kernel's accounting error (t - t_o) / t_o.
     pub error: Option<f64>,
-    /// t after the compensation algorithm (--compensate).
+    /// t after the compensation algorithm of Zhang & West §3.1 (with --compensate).
     pub compensated_ns: Option<u64>,
     /// Its error against t_o.
     pub compensated_error: Option<f64>,
-    /// `charged_ns` per interrupt source.
-    pub charged_by: BTreeMap<String, u64>,
-    /// `served_ns` per interrupt source.
-    pub served_by: BTreeMap<String, u64>,
 }
 
 /// The unit of a compared figure.

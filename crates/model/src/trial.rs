@@ -2,128 +2,15 @@
 //! (Chubb & Song, "Interrupts Considered Harmful"): the options, one result per design
 //! and offered rate, and the JSON document.
 
-use std::fmt;
-use std::str::FromStr;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use std::time::Duration;
 
 use crate::bounds::{Check, Checked, check_cpus, check_time, finite_within, within};
+pub use crate::design::Design;
 use crate::sched::Priority;
-use crate::units::{CpuList, deserialize_text};
-
-/// Where the receiving CPU's network receive work runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BottomHalf {
-    /// NAPI in softirq context (NET_RX, stock): steered to the receiving CPU by RPS.
-    Softirq,
-    /// Threaded NAPI, the `napi/DEV-N` thread at SCHED_FIFO (what PREEMPT_RT does to
-    /// IRQ threads).
-    ThreadedFifo,
-    /// Threaded NAPI at SCHED_OTHER with the consumer's nice (the slides' fix).
-    ThreadedNiced,
-    /// Threaded NAPI started as `ThreadedFifo`, kept by irqlens steer at the priority of
-    /// the process it serves (Zhang & West §3.2: process-aware bottom halves).
-    ProcessAware,
-}
-
-/// A bottom-half design: where the receive work runs, and whether the softirq budget
-/// (`net.core.netdev_budget`, `netdev_budget_usecs`) is capped on top.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Design {
-    /// Where the receive work runs.
-    pub bottom_half: BottomHalf,
-    /// Whether the softirq budget is capped.
-    pub budget: bool,
-}
-
-impl Design {
-    /// Whether the receive work runs in a NAPI thread.
-    pub fn threaded(&self) -> bool {
-        self.bottom_half != BottomHalf::Softirq
-    }
-}
-
-impl fmt::Display for Design {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self.bottom_half {
-            BottomHalf::Softirq => "softirq",
-            BottomHalf::ThreadedFifo => "threaded-fifo",
-            BottomHalf::ThreadedNiced => "threaded-niced",
-            BottomHalf::ProcessAware => "process-aware",
-        };
-        match (self.bottom_half, self.budget) {
-            (BottomHalf::Softirq, true) => f.write_str("budget"),
-            (_, true) => write!(f, "{name}+budget"),
-            (_, false) => f.write_str(name),
-        }
-    }
-}
-
-impl FromStr for Design {
-    type Err = String;
-
-    /// `softirq`, `threaded-fifo`, `threaded-niced`, each with an optional `+budget`;
-    /// `budget` alone is `softirq+budget`.
-    fn from_str(text: &str) -> Result<Self, String> {
-        let (name, budget) = match text.trim().strip_suffix("+budget") {
-            Some(name) => (name, true),
-            None => (text.trim(), false),
-        };
-        let bottom_half = match name {
-            "softirq" => BottomHalf::Softirq,
-            "threaded-fifo" => BottomHalf::ThreadedFifo,
-            "threaded-niced" => BottomHalf::ThreadedNiced,
-            "process-aware" => BottomHalf::ProcessAware,
-            "budget" if !budget => {
-                return Ok(Design {
-                    bottom_half: BottomHalf::Softirq,
-                    budget: true,
-                });
-            }
-            _ => {
-                return Err(format!(
-                    "'{text}' is not a design (softirq, threaded-fifo, threaded-niced, \
-                     process-aware, budget, or one of the first four with +budget)"
-                ));
-            }
-        };
-        Ok(Design {
-            bottom_half,
-            budget,
-        })
-    }
-}
-
-impl Serialize for Design {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Design {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserialize_text(deserializer)
-    }
-}
-
-impl JsonSchema for Design {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Design".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A bottom-half design: softirq, threaded-fifo, threaded-niced, \
-                            process-aware, budget (softirq+budget), or those threaded with \
-                            +budget.",
-            "type": "string",
-            "pattern": "^(softirq|threaded-fifo|threaded-niced|process-aware|budget)(\\+budget)?$",
-        })
-    }
-}
+use crate::units::CpuList;
 
 /// What `irqlens trial net` measures, and how.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -158,7 +45,8 @@ pub struct TrialOptions {
     pub cyclic_priority: Priority,
     /// The cyclic task's period, ns.
     pub cyclic_period_ns: u64,
-    /// `net.core.netdev_budget` in the `+budget` designs (packets per NET_RX round).
+    /// `net.core.netdev_budget` in the `+budget` designs that give no count of their own
+    /// (packets per NET_RX round).
     pub budget_packets: u32,
     /// `net.core.netdev_budget_usecs` in the `+budget` designs; none: left as it is (the
     /// kernel refuses less than 2 jiffies).
@@ -169,6 +57,17 @@ impl TrialOptions {
     /// The CPUs the test bed uses.
     pub fn cpus(&self) -> CpuList {
         [self.sending_cpu, self.receiving_cpu].into_iter().collect()
+    }
+
+    /// The `net.core.netdev_budget` the bed of `design` sets, if it caps the budget:
+    /// `+budget=N` gives N, `+budget` this trial's `--budget`. The sysctl is set per bed
+    /// and put back after each point, so a design's own count costs nothing and lets one
+    /// trial put budgets side by side; `--budget` stays the count of the plain `+budget`
+    /// (the slides' 32 unless told).
+    pub fn budget_of(&self, design: &Design) -> Option<u32> {
+        design
+            .budget
+            .map(|budget| budget.packets(self.budget_packets))
     }
 }
 
@@ -361,6 +260,9 @@ impl Check for TrialOptions {
         if self.designs.is_empty() {
             return Err("--designs: no design".into());
         }
+        if let Some(refusal) = self.designs.iter().find_map(Design::trial_refusal) {
+            return Err(format!("--designs: {refusal}"));
+        }
         check_time("--duration", Duration::from_nanos(self.duration_ns), false)?;
         check_time("--warm-up", Duration::from_nanos(self.warm_up_ns), true)?;
         within(
@@ -441,28 +343,48 @@ impl Check for TrialReport {
 mod tests {
     use super::*;
 
+    /// Options as an older trial recorded them: its own spelling of the designs.
+    const OLD_OPTIONS: &str = r#"{"receiving_cpu": 1, "sending_cpu": 0, "rates": [20000],
+        "designs": ["softirq", "threaded-fifo", "threaded-niced", "budget", "process-aware"],
+        "duration_ns": 3000000000, "warm_up_ns": 500000000, "payload_bytes": 64,
+        "consumer_nice": -10, "napi_nice": -10, "napi_fifo_priority": 50,
+        "cyclic_priority": "f:95", "cyclic_period_ns": 500000, "budget_packets": 16,
+        "budget_usecs": null}"#;
+
     #[test]
-    fn designs_parse_and_print_back() {
-        for name in [
-            "softirq",
-            "threaded-fifo",
-            "threaded-niced",
-            "budget",
-            "threaded-fifo+budget",
-            "threaded-niced+budget",
-        ] {
-            let design: Design = name.parse().unwrap();
-            assert_eq!(design.to_string(), name);
-            let json = serde_json::to_string(&design).unwrap();
-            assert_eq!(serde_json::from_str::<Design>(&json).unwrap(), design);
-        }
+    fn an_old_trials_designs_read_and_are_written_in_the_one_spelling() {
+        let options: TrialOptions = serde_json::from_str(OLD_OPTIONS).unwrap();
+        assert_eq!(options.check(), Ok(()));
+        let written = serde_json::to_value(&options).unwrap();
         assert_eq!(
-            "softirq+budget".parse::<Design>().unwrap().to_string(),
-            "budget"
+            written["designs"],
+            serde_json::json!([
+                "stock",
+                "threaded-fifo",
+                "threaded-niced",
+                "stock+budget",
+                "threaded-fifo+process-aware"
+            ])
         );
-        for bad in ["", "fifo", "budget+budget", "threaded-fifo+"] {
-            let err = bad.parse::<Design>().unwrap_err();
-            assert!(err.contains("is not a design"), "{bad}: {err}");
-        }
+        // the old `budget` took --budget's count, as the plain `+budget` does
+        assert_eq!(options.budget_of(&options.designs[3]), Some(16));
+        assert_eq!(options.budget_of(&options.designs[0]), None);
+        assert_eq!(
+            options.budget_of(&"stock+budget=8".parse().unwrap()),
+            Some(8)
+        );
+    }
+
+    #[test]
+    fn a_design_trial_cannot_build_is_refused_by_name() {
+        let mut options: TrialOptions = serde_json::from_str(OLD_OPTIONS).unwrap();
+        options
+            .designs
+            .push("threaded-fifo+ihm-dis".parse().unwrap());
+        let err = options.check().unwrap_err();
+        assert!(
+            err.starts_with("--designs: trial cannot build threaded-fifo+ihm-dis: "),
+            "{err}"
+        );
     }
 }

@@ -122,14 +122,14 @@ pub fn write_period(
         out,
         "Top victims (interrupt time charged to them)",
         &table.rows,
-        |r| (r.charged_ns, &r.charged_by),
+        |r| (r.figures.charged_ns, &r.charged_by),
         view,
     )?;
     write_ranking(
         out,
         "Top causers (interrupt time served to them)",
         &table.rows,
-        |r| (r.served_ns, &r.served_by),
+        |r| (r.figures.served_ns, &r.served_by),
         view,
     )?;
     if totals.orphan_ns > 0 {
@@ -139,7 +139,11 @@ pub fn write_period(
             view.sources(&period.ledger.orphan, 5)
         )?;
     }
-    if let Some(irqlens) = table.irqlens.as_ref().filter(|row| row.charged_ns > 0) {
+    if let Some(irqlens) = table
+        .irqlens
+        .as_ref()
+        .filter(|row| row.figures.charged_ns > 0)
+    {
         writeln!(
             out,
             "[irqlens] (its own work, and what ran while it was current): {}",
@@ -207,21 +211,21 @@ pub(crate) fn columns(view: &View, compensate: bool) -> Vec<Column> {
 /// A row's cells in the order of `columns`; the command cut to fit in the text.
 pub(crate) fn cells(row: &Row, compensate: bool, form: Form) -> Vec<String> {
     let mut cells = vec![
-        row.id.to_string(),
+        row.figures.id.to_string(),
         match form {
-            Form::Text => short(&row.comm),
-            Form::Html => row.comm.clone(),
+            Form::Text => short(&row.figures.comm),
+            Form::Html => row.figures.comm.clone(),
         },
-        form.opt_us(row.kernel_ns),
-        form.us(row.charged_ns),
-        form.us(row.served_ns),
-        form.opt_us(row.corrected_ns),
-        signed_percent(row.error),
-        row.units.to_string(),
+        form.opt_us(row.figures.kernel_ns),
+        form.us(row.figures.charged_ns),
+        form.us(row.figures.served_ns),
+        form.opt_us(row.figures.corrected_ns),
+        signed_percent(row.figures.error),
+        row.figures.units.to_string(),
     ];
     if compensate {
-        cells.push(form.opt_us(row.compensated_ns));
-        cells.push(signed_percent(row.compensated_error));
+        cells.push(form.opt_us(row.figures.compensated_ns));
+        cells.push(signed_percent(row.figures.compensated_error));
     }
     cells
 }
@@ -283,8 +287,8 @@ fn write_ranking(
         writeln!(
             out,
             "  {:<16} {:>8} {:>10} us: {}",
-            short(&row.comm),
-            row.id,
+            short(&row.figures.comm),
+            row.figures.id,
             us(ns),
             view.sources(by_source, 4)
         )?;
@@ -318,17 +322,7 @@ pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<
 /// A row as JSON, with its sources by name.
 fn row_json(row: &Row, view: &View) -> AccountRow {
     AccountRow {
-        id: row.id,
-        comm: row.comm.clone(),
-        kernel_ns: row.kernel_ns,
-        charged_ns: row.charged_ns,
-        served_ns: row.served_ns,
-        irqlens_ns: row.irqlens_ns,
-        units: row.units,
-        corrected_ns: row.corrected_ns,
-        error: row.error,
-        compensated_ns: row.compensated_ns,
-        compensated_error: row.compensated_error,
+        figures: row.figures.clone(),
         charged_by: view.sources_json(&row.charged_by),
         served_by: view.sources_json(&row.served_by),
     }
@@ -411,17 +405,17 @@ struct ByComm<'a> {
 fn merge_by_comm(rows: &[Row]) -> Vec<ByComm<'_>> {
     let mut merged: Vec<ByComm> = Vec::new();
     for row in rows {
-        let kernel = row.kernel_ns.zip(row.corrected_ns);
-        match merged.iter_mut().find(|m| m.comm == row.comm) {
+        let kernel = row.figures.kernel_ns.zip(row.figures.corrected_ns);
+        match merged.iter_mut().find(|m| m.comm == row.figures.comm) {
             Some(m) => {
-                m.charged_ns += row.charged_ns;
-                m.served_ns += row.served_ns;
+                m.charged_ns += row.figures.charged_ns;
+                m.served_ns += row.figures.served_ns;
                 m.kernel = m.kernel.zip(kernel).map(|(a, b)| (a.0 + b.0, a.1 + b.1));
             }
             None => merged.push(ByComm {
-                comm: &row.comm,
-                charged_ns: row.charged_ns,
-                served_ns: row.served_ns,
+                comm: &row.figures.comm,
+                charged_ns: row.figures.charged_ns,
+                served_ns: row.figures.served_ns,
                 kernel,
             }),
         }

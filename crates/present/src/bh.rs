@@ -170,33 +170,26 @@ fn describe(sample: &Sample, names: &Names) -> String {
         us2(sample.latency_ns),
         us2(sample.runtime_ns)
     )];
-    if d.irqs > 0 {
-        parts.push(format!("{} hardirqs {} us", d.irqs, us2(d.irq_ns)));
+    let w = &d.window;
+    for (count, what, ns) in [
+        (w.irqs, "hardirqs", w.irq_ns),
+        (w.softirqs, "softirqs first", w.softirq_ns),
+        (w.works, "work items first", w.work_ns),
+    ] {
+        if count > 0 {
+            parts.push(format!("{count} {what} {} us", us2(ns)));
+        }
     }
-    if d.softirqs > 0 {
-        parts.push(format!(
-            "{} softirqs first {} us",
-            d.softirqs,
-            us2(d.softirq_ns)
-        ));
+    if w.switches > 0 {
+        parts.push(format!("{} context switches", w.switches));
     }
-    if d.works > 0 {
-        parts.push(format!(
-            "{} work items first {} us",
-            d.works,
-            us2(d.work_ns)
-        ));
-    }
-    if d.switches > 0 {
-        parts.push(format!("{} context switches", d.switches));
-    }
-    if let Some(activated) = d.activated_after_ns {
+    if let Some(activated) = w.activated_after_ns {
         parts.push(format!("activated at +{} us", us2(activated)));
     }
-    if let Some(woken) = d.woken_after_ns {
+    if let Some(woken) = w.woken_after_ns {
         parts.push(format!("thread woken at +{} us", us2(woken)));
     }
-    if let Some(switched) = d.switched_in_after_ns {
+    if let Some(switched) = w.switched_in_after_ns {
         parts.push(format!("switched in at +{} us", us2(switched)));
     }
     let causes: Vec<String> = d.causes.iter().map(|c| names.cause(c)).collect();
@@ -352,7 +345,6 @@ fn series_json(s: &Series) -> BhSeries {
 }
 
 fn sample_json(sample: &Sample, names: &Names) -> BhSample {
-    let d = &sample.delay;
     BhSample {
         source: names.source(&sample.source),
         cpu: sample.cpu,
@@ -362,19 +354,8 @@ fn sample_json(sample: &Sample, names: &Names) -> BhSample {
         runtime_ns: sample.runtime_ns,
         requester: sample.requester,
         executor: sample.executor,
-        irqs: d.irqs,
-        irq_ns: d.irq_ns,
-        softirqs_first: d.softirqs,
-        softirqs_first_ns: d.softirq_ns,
-        works_first: d.works,
-        works_first_ns: d.work_ns,
-        switches: d.switches,
-        ksoftirqd: d.ksoftirqd,
-        activated_after_ns: d.activated_after_ns,
-        woken_after_ns: d.woken_after_ns,
-        switched_in_after_ns: d.switched_in_after_ns,
-        complete: d.complete,
-        causes: d.causes.iter().map(|c| names.cause(c)).collect(),
+        window: sample.delay.window,
+        causes: sample.delay.causes.iter().map(|c| names.cause(c)).collect(),
     }
 }
 

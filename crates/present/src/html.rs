@@ -804,12 +804,12 @@ impl Page {
         section.h3("Top victims and causers");
         section.bars(&ranking(
             "Top victims (interrupt time charged to them)",
-            |r| r.charged_ns,
+            |r| r.figures.charged_ns,
             |r| &r.charged_by,
         ));
         section.bars(&ranking(
             "Top causers (interrupt time served to them)",
-            |r| r.served_ns,
+            |r| r.figures.served_ns,
             |r| &r.served_by,
         ));
     }
@@ -914,7 +914,7 @@ fn noise_run_info(section: &mut Section, analysis: &NoiseAnalysis, info: &NoiseR
 /// An account row's bar: its `total_ns` stacked by the class of interrupt (irq, softirq,
 /// nmi) from `by_source`, or one bar when those do not add up to it.
 fn account_bar(row: &Row, total_ns: u64, by_source: &BySource) -> Bar {
-    let label = format!("{}:{}", row.comm, row.id);
+    let label = format!("{}:{}", row.figures.comm, row.figures.id);
     let mut parts: Vec<(String, f64)> = Vec::new();
     for (source, ns) in by_source {
         let class = match source {

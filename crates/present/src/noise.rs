@@ -330,7 +330,7 @@ pub fn to_json(
             .histograms()
             .map(|(cpu, h)| CpuHistogram {
                 cpu,
-                histogram: h.table(),
+                histogram: h.clone(),
             })
             .collect(),
         stop: analysis.stop_report().cloned(),

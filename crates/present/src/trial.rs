@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use irqlens_model::trial::{BottomHalf, Design, TrialPoint, TrialReport};
+use irqlens_model::design::{BottomHalves, Design};
+use irqlens_model::trial::{TrialPoint, TrialReport};
 
 use super::table::{Column, Form, TextTable};
 
@@ -156,29 +157,28 @@ fn rounds(rounds: u32) -> String {
 /// A design in words, as measured.
 pub(crate) fn describe(design: Design, report: &TrialReport) -> String {
     let o = &report.options;
-    let bottom_half = match design.bottom_half {
-        BottomHalf::Softirq => {
-            "NAPI in softirq, NET_RX steered to the receiving CPU by RPS".to_string()
-        }
-        BottomHalf::ThreadedFifo => {
-            format!("threaded NAPI at SCHED_FIFO {}", o.napi_fifo_priority)
-        }
-        BottomHalf::ThreadedNiced => {
-            format!("threaded NAPI at SCHED_OTHER nice {}", o.napi_nice)
-        }
-        BottomHalf::ProcessAware => format!(
+    let bottom_half = match (design.bottom_halves, design.process_aware) {
+        (BottomHalves::ThreadedFifo, true) => format!(
             "threaded NAPI started at SCHED_FIFO {}, steered to the priority of the process it \
              serves (irqlens steer)",
             o.napi_fifo_priority
         ),
+        (BottomHalves::Stock, _) => {
+            "NAPI in softirq, NET_RX steered to the receiving CPU by RPS".to_string()
+        }
+        (BottomHalves::ThreadedFifo, _) => {
+            format!("threaded NAPI at SCHED_FIFO {}", o.napi_fifo_priority)
+        }
+        (BottomHalves::ThreadedNiced, _) => {
+            format!("threaded NAPI at SCHED_OTHER nice {}", o.napi_nice)
+        }
     };
-    let budget = match (design.budget, o.budget_usecs) {
-        (false, _) => String::new(),
-        (true, None) => format!(", netdev_budget {}", o.budget_packets),
-        (true, Some(usecs)) => format!(
-            ", netdev_budget {} and netdev_budget_usecs {usecs}",
-            o.budget_packets
-        ),
+    let budget = match (o.budget_of(&design), o.budget_usecs) {
+        (None, _) => String::new(),
+        (Some(packets), None) => format!(", netdev_budget {packets}"),
+        (Some(packets), Some(usecs)) => {
+            format!(", netdev_budget {packets} and netdev_budget_usecs {usecs}")
+        }
     };
     format!("{design}: {bottom_half}{budget}")
 }
@@ -202,9 +202,8 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn a_design_gets_its_table_and_its_summary_line() {
-        let design = "threaded-fifo".parse().unwrap();
+    /// A report of one point of `design` at 50k/s.
+    fn report_of(design: Design) -> TrialReport {
         let options = TrialOptions {
             receiving_cpu: 1,
             sending_cpu: 0,
@@ -253,7 +252,7 @@ mod tests {
             napi_scheduling: vec!["f:50".into()],
             runtimes: None,
         };
-        let report = TrialReport {
+        TrialReport {
             header: irqlens_model::run::Header::new("trial"),
             load: "net".into(),
             kernel: "6.18".into(),
@@ -270,7 +269,12 @@ mod tests {
                 echoed_at_highest_pps: 1_000.0,
                 cyclic_max_ns: Some(950_000),
             }],
-        };
+        }
+    }
+
+    #[test]
+    fn a_design_gets_its_table_and_its_summary_line() {
+        let report = report_of("threaded-fifo".parse().unwrap());
         let mut text = Vec::new();
         write_text(&mut text, &report).unwrap();
         let text = String::from_utf8(text).unwrap();
@@ -297,5 +301,32 @@ mod tests {
             text.contains("follows at no rate; peak 1000/s echoed at 50000/s"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn each_design_is_described_as_its_bed_is_built() {
+        for (design, budget, described) in [
+            ("stock", 32, "stock: NAPI in softirq, NET_RX steered"),
+            (
+                "stock+budget",
+                16,
+                "stock+budget: NAPI in softirq, NET_RX steered to the receiving CPU by RPS, netdev_budget 16",
+            ),
+            (
+                "threaded-niced+budget=8",
+                16,
+                "threaded-niced+budget=8: threaded NAPI at SCHED_OTHER nice 0, netdev_budget 8",
+            ),
+            (
+                "threaded-fifo+process-aware",
+                32,
+                "threaded-fifo+process-aware: threaded NAPI started at SCHED_FIFO 50, steered",
+            ),
+        ] {
+            let mut report = report_of(design.parse().unwrap());
+            report.options.budget_packets = budget;
+            let text = describe(report.designs[0].design, &report);
+            assert!(text.starts_with(described), "{text}");
+        }
     }
 }

@@ -470,7 +470,7 @@ pub fn to_json(
                             })
                             .collect(),
                         cdf: series.histogram.cumulative().collect(),
-                        histogram: series.histogram.table(),
+                        histogram: series.histogram.clone(),
                     };
                     (component.name().to_owned(), component_table)
                 })

@@ -2,11 +2,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
-
 use super::compensate::Compensator;
 use super::{BySource, IDLE, Ledger, Source, add_into, total};
 use irqlens_model::account::ThreadInfo;
+use irqlens_model::tables::AccountFigures;
 
 /// What the kernel accounted to each thread between two readings of
 /// `system::thread_runtimes`: threads born in between count from zero, threads gone by
@@ -36,66 +35,45 @@ pub fn runtimes_between(
 }
 
 /// One process (or thread) of the table.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
-    /// Pid, or tid with --threads.
-    pub id: u32,
-    /// Its name.
-    pub comm: String,
-    /// t: what the kernel accounted (interrupts included: no IRQ_TIME_ACCOUNTING).
-    pub kernel_ns: Option<u64>,
-    /// Interrupt time charged to it: what ran while it was current, less irqlens's own
-    /// work (`[irqlens]`: plus its own work wherever it ran).
-    pub charged_ns: u64,
-    /// Interrupt time done on its behalf, wherever it ran.
-    pub served_ns: u64,
-    /// Interrupt time irqlens's own work took from it, charged to `[irqlens]` instead
-    /// (`[irqlens]`: what its own work took from the others).
-    pub irqlens_ns: u64,
-    /// Deliveries and wakeups it was served.
-    pub units: u64,
-    /// t_o = t - billed + served.
-    pub corrected_ns: Option<u64>,
-    /// The kernel's accounting error (t - t_o) / t_o.
-    pub error: Option<f64>,
-    /// t after the compensation algorithm of Zhang & West §3.1 (with --compensate).
-    pub compensated_ns: Option<u64>,
-    /// Its error against t_o.
-    pub compensated_error: Option<f64>,
+    /// Its figures, as the `--json` document shows them.
+    pub figures: AccountFigures,
     /// `charged_ns` per interrupt source.
-    #[serde(skip)]
     pub charged_by: BySource,
     /// `served_ns` per interrupt source.
-    #[serde(skip)]
     pub served_by: BySource,
     /// The interrupt time the kernel billed it: what ran while it was current.
-    #[serde(skip)]
     billed_ns: u64,
 }
 
 impl Row {
     fn new(id: u32, comm: String) -> Self {
         Row {
-            id,
-            comm,
+            figures: AccountFigures {
+                id,
+                comm,
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
 
     fn finish(&mut self, adjusted_ns: Option<i64>) {
-        self.charged_ns = total(&self.charged_by);
-        self.served_ns = total(&self.served_by);
-        let Some(kernel) = self.kernel_ns else {
+        let figures = &mut self.figures;
+        figures.charged_ns = total(&self.charged_by);
+        figures.served_ns = total(&self.served_by);
+        let Some(kernel) = figures.kernel_ns else {
             return;
         };
         // the kernel's bill, not the charge: irqlens's own work is in the former
-        let corrected = (kernel + self.served_ns).saturating_sub(self.billed_ns);
-        self.corrected_ns = Some(corrected);
-        self.error = relative_error(kernel, corrected);
+        let corrected = (kernel + figures.served_ns).saturating_sub(self.billed_ns);
+        figures.corrected_ns = Some(corrected);
+        figures.error = relative_error(kernel, corrected);
         if let Some(adjusted) = adjusted_ns {
             let compensated = (kernel as i64 + adjusted).max(0) as u64;
-            self.compensated_ns = Some(compensated);
-            self.compensated_error = relative_error(compensated, corrected);
+            figures.compensated_ns = Some(compensated);
+            figures.compensated_error = relative_error(compensated, corrected);
         }
     }
 }
@@ -191,10 +169,10 @@ pub fn table(
         row.billed_ns += total(&account.charged);
         if irqlens(tid).is_none() {
             take_from(&mut row.charged_by, &account.for_irqlens);
-            row.irqlens_ns += total(&account.for_irqlens);
+            row.figures.irqlens_ns += total(&account.for_irqlens);
         }
         add_into(&mut row.served_by, &account.served);
-        row.units += account.units;
+        row.figures.units += account.units;
         if let Some(compensator) = compensator {
             *adjusted.entry(id).or_default() += compensator.adjusted_ns(tid);
         }
@@ -202,25 +180,26 @@ pub fn table(
     // the kernel's bill of a process is that of all its threads
     for (&tid, info) in threads {
         if let (Some(row), Some(runtime)) = (rows.get_mut(&group(tid)), info.runtime_ns) {
-            *row.kernel_ns.get_or_insert(0) += runtime;
+            *row.figures.kernel_ns.get_or_insert(0) += runtime;
         }
     }
     let mut rows: Vec<Row> = rows
         .into_values()
         .map(|mut row| {
-            if ledger.irqlens == Some(row.id) {
+            let id = row.figures.id;
+            if ledger.irqlens == Some(id) {
                 add_into(&mut row.charged_by, &moved_to_irqlens);
-                row.irqlens_ns = total(&moved_to_irqlens);
+                row.figures.irqlens_ns = total(&moved_to_irqlens);
             }
-            row.finish(compensator.map(|_| adjusted.get(&row.id).copied().unwrap_or(0)));
+            row.finish(compensator.map(|_| adjusted.get(&id).copied().unwrap_or(0)));
             row
         })
         .collect();
     let irqlens = ledger
         .irqlens
-        .and_then(|pid| rows.iter().position(|row| row.id == pid))
+        .and_then(|pid| rows.iter().position(|row| row.figures.id == pid))
         .map(|at| rows.remove(at));
-    rows.sort_by_key(|row| std::cmp::Reverse(row.charged_ns.max(row.served_ns)));
+    rows.sort_by_key(|row| std::cmp::Reverse(row.figures.charged_ns.max(row.figures.served_ns)));
     Table { rows, irqlens }
 }
 

@@ -250,23 +250,27 @@ fn rows_correct_the_kernels_bill_per_process() {
     ]);
     let rows = table(&ledger, &threads, None, false).rows;
     assert_eq!(rows.len(), 2);
-    let spinner = rows.iter().find(|r| r.id == SPINNER).unwrap();
-    assert_eq!(
-        (spinner.kernel_ns, spinner.charged_ns, spinner.corrected_ns),
-        (Some(1_000 * US), 6 * US, Some(994 * US))
-    );
-    assert_eq!(spinner.error, relative_error(1_000, 994));
-    let receiver = rows.iter().find(|r| r.id == RECEIVER).unwrap();
+    let spinner = rows.iter().find(|r| r.figures.id == SPINNER).unwrap();
     assert_eq!(
         (
-            receiver.kernel_ns,
-            receiver.served_ns,
-            receiver.corrected_ns
+            spinner.figures.kernel_ns,
+            spinner.figures.charged_ns,
+            spinner.figures.corrected_ns
+        ),
+        (Some(1_000 * US), 6 * US, Some(994 * US))
+    );
+    assert_eq!(spinner.figures.error, relative_error(1_000, 994));
+    let receiver = rows.iter().find(|r| r.figures.id == RECEIVER).unwrap();
+    assert_eq!(
+        (
+            receiver.figures.kernel_ns,
+            receiver.figures.served_ns,
+            receiver.figures.corrected_ns
         ),
         (Some(60 * US), 6 * US, Some(66 * US))
     );
     assert!(
-        receiver.error.unwrap() < 0.0,
+        receiver.figures.error.unwrap() < 0.0,
         "the kernel under-bills the receiver"
     );
     assert_eq!(table(&ledger, &threads, None, true).rows.len(), 2);
@@ -468,27 +472,38 @@ fn irq_work_waking_irqlens_is_charged_to_irqlens_not_to_hackbench() {
         (COLLECTOR, info(IRQLENS, "irqlens", 20)),
     ]);
     let table = table(&ledger, &threads, None, false);
-    let hackbench = table.rows.iter().find(|r| r.id == HACKBENCH).unwrap();
+    let hackbench = table
+        .rows
+        .iter()
+        .find(|r| r.figures.id == HACKBENCH)
+        .unwrap();
     assert_eq!(
-        (hackbench.charged_ns, hackbench.irqlens_ns),
+        (hackbench.figures.charged_ns, hackbench.figures.irqlens_ns),
         (0, 3 * US),
         "not charged to hackbench"
     );
     // hackbench did not run those 3 µs: its corrected time still leaves them out
-    assert_eq!(hackbench.corrected_ns, Some(997 * US));
+    assert_eq!(hackbench.figures.corrected_ns, Some(997 * US));
     let irqlens = table.irqlens.expect("the [irqlens] row");
-    assert_eq!((irqlens.id, irqlens.comm.as_str()), (IRQLENS, "[irqlens]"));
     assert_eq!(
-        (irqlens.charged_ns, irqlens.served_ns, irqlens.irqlens_ns),
+        (irqlens.figures.id, irqlens.figures.comm.as_str()),
+        (IRQLENS, "[irqlens]")
+    );
+    assert_eq!(
+        (
+            irqlens.figures.charged_ns,
+            irqlens.figures.served_ns,
+            irqlens.figures.irqlens_ns
+        ),
         (3 * US, 3 * US, 3 * US)
     );
     // the kernel billed irqlens 120 µs; it was served 3 µs more on hackbench's time
     assert_eq!(
-        (irqlens.kernel_ns, irqlens.corrected_ns),
+        (irqlens.figures.kernel_ns, irqlens.figures.corrected_ns),
         (Some(120 * US), Some(123 * US))
     );
     assert!(
-        table.rows.iter().all(|r| r.id != IRQLENS),
+        table.rows.iter().all(|r| r.figures.id != IRQLENS),
         "irqlens is its own row, not one of the processes"
     );
     let totals = totals(&ledger);
@@ -536,7 +551,11 @@ fn a_device_irq_serving_another_process_is_still_charged_to_the_current_one() {
     );
     assert_eq!(in_us(&ledger.threads[&RECEIVER].served), vec![(disk, 2)]);
     let table = table(&ledger, &HashMap::new(), None, false);
-    let hackbench = table.rows.iter().find(|r| r.id == HACKBENCH).unwrap();
+    let hackbench = table
+        .rows
+        .iter()
+        .find(|r| r.figures.id == HACKBENCH)
+        .unwrap();
     assert_eq!(in_us(&hackbench.charged_by), vec![(disk, 4)]);
 }
 

@@ -538,12 +538,12 @@ impl Matcher {
             &running,
         );
         if let Some(activated) = request.activated_ns {
-            delay.activated_after_ns = Some(activated.saturating_sub(request.time_ns));
+            delay.window.activated_after_ns = Some(activated.saturating_sub(request.time_ns));
             delay.causes.retain(|c| *c != DelayCause::Undelayed);
             delay.causes.push(DelayCause::HeldBack);
             delay.causes.sort();
         }
-        if !delay.complete {
+        if !delay.window.complete {
             self.counts.incomplete_windows += 1;
         }
         let cpu = self.cpu(exit.cpu);
@@ -574,7 +574,7 @@ impl Matcher {
             delay.causes.push(DelayCause::Untraced);
             return delay;
         };
-        delay.complete = state.dropped_until_ns.is_none_or(|dropped| dropped < from);
+        delay.window.complete = state.dropped_until_ns.is_none_or(|dropped| dropped < from);
         let mut causes = Vec::new();
         for h in state.history.iter().rev().take_while(|h| h.end_ns >= from) {
             if h.start_ns <= from || h.start_ns >= to {
@@ -582,27 +582,27 @@ impl Matcher {
             }
             match h.what {
                 Happened::Irq { source, id } => {
-                    delay.irqs += 1;
-                    delay.irq_ns += h.end_ns - h.start_ns;
+                    delay.window.irqs += 1;
+                    delay.window.irq_ns += h.end_ns - h.start_ns;
                     causes.push(DelayCause::Irq { source, id });
                 }
                 Happened::Nmi => {
-                    delay.irqs += 1;
-                    delay.irq_ns += h.end_ns - h.start_ns;
+                    delay.window.irqs += 1;
+                    delay.window.irq_ns += h.end_ns - h.start_ns;
                     causes.push(DelayCause::Nmi);
                 }
                 Happened::Softirq(vector) => {
-                    delay.softirqs += 1;
-                    delay.softirq_ns += h.end_ns - h.start_ns;
+                    delay.window.softirqs += 1;
+                    delay.window.softirq_ns += h.end_ns - h.start_ns;
                     causes.push(DelayCause::SoftirqFirst(vector));
                 }
                 Happened::Work(function) => {
-                    delay.works += 1;
-                    delay.work_ns += h.end_ns - h.start_ns;
+                    delay.window.works += 1;
+                    delay.window.work_ns += h.end_ns - h.start_ns;
                     causes.push(DelayCause::WorkFirst(function));
                 }
                 Happened::Switch { pid, comm } => {
-                    delay.switches += 1;
+                    delay.window.switches += 1;
                     if pid != executor && pid != 0 {
                         causes.push(DelayCause::Thread(comm));
                     }
@@ -611,21 +611,23 @@ impl Matcher {
         }
         let in_thread = match running.mechanism {
             Mechanism::Softirq | Mechanism::Tasklet => {
-                delay.ksoftirqd = self
+                delay.window.ksoftirqd = self
                     .comms
                     .get(&executor)
                     .is_some_and(|c| c.starts_with("ksoftirqd/"));
-                if delay.ksoftirqd {
+                if delay.window.ksoftirqd {
                     causes.push(DelayCause::Ksoftirqd);
                 }
-                delay.ksoftirqd
+                delay.window.ksoftirqd
             }
             Mechanism::Workqueue | Mechanism::IrqThread => {
                 let after =
                     |time: Option<&u64>| time.filter(|&&t| t > from && t <= to).map(|t| t - from);
-                delay.woken_after_ns = after(self.woken.get(&executor));
-                delay.switched_in_after_ns = after(self.switched_in.get(&executor));
-                if running.mechanism == Mechanism::Workqueue && delay.woken_after_ns.is_some() {
+                delay.window.woken_after_ns = after(self.woken.get(&executor));
+                delay.window.switched_in_after_ns = after(self.switched_in.get(&executor));
+                if running.mechanism == Mechanism::Workqueue
+                    && delay.window.woken_after_ns.is_some()
+                {
                     causes.push(DelayCause::WorkerWakeup);
                 }
                 true
@@ -641,7 +643,7 @@ impl Matcher {
                 _ => {}
             }
         }
-        if !delay.complete {
+        if !delay.window.complete {
             causes.push(DelayCause::Untraced);
         }
         if causes.is_empty() {
@@ -884,7 +886,7 @@ mod tests {
             .at(4, 1, end(0x1))
             .run_with(Matcher::new(None).tracing_only(CpuList::single(0)));
         assert_eq!(samples[0].delay.causes, vec![DelayCause::Untraced]);
-        assert!(!samples[0].delay.complete);
+        assert!(!samples[0].delay.window.complete);
     }
 
     #[test]
@@ -902,7 +904,7 @@ mod tests {
         let s = &samples[0];
         assert_eq!(s.latency_ns, 6_000);
         assert!(s.irq_in_window());
-        assert_eq!((s.delay.irqs, s.delay.irq_ns), (1, 3_000));
+        assert_eq!((s.delay.window.irqs, s.delay.window.irq_ns), (1, 3_000));
         assert_eq!(s.delay.causes, vec![DelayCause::Irq { source: 0, id: 41 }]);
         assert_eq!(s.runtime_ns, 10_000 - 1_000);
     }
@@ -926,9 +928,12 @@ mod tests {
             .find(|s| s.source == Source::Vector(NET_RX))
             .unwrap();
         assert_eq!(net.latency_ns, 7_000);
-        assert_eq!((net.delay.softirqs, net.delay.softirq_ns), (1, 3_000));
-        assert!(net.delay.ksoftirqd);
-        assert_eq!(net.delay.switches, 1);
+        assert_eq!(
+            (net.delay.window.softirqs, net.delay.window.softirq_ns),
+            (1, 3_000)
+        );
+        assert!(net.delay.window.ksoftirqd);
+        assert_eq!(net.delay.window.switches, 1);
         assert_eq!(
             net.delay.causes,
             vec![DelayCause::SoftirqFirst(TIMER), DelayCause::Ksoftirqd]
@@ -1001,8 +1006,8 @@ mod tests {
         );
         let first = &samples[1];
         assert_eq!(first.requester, 500);
-        assert_eq!(first.delay.woken_after_ns, Some(2_000));
-        assert_eq!(first.delay.switched_in_after_ns, Some(5_000));
+        assert_eq!(first.delay.window.woken_after_ns, Some(2_000));
+        assert_eq!(first.delay.window.switched_in_after_ns, Some(5_000));
         assert!(first.delay.causes.contains(&DelayCause::WorkerWakeup));
         assert_eq!(first.runtime_ns, 4_000);
         assert_eq!(counts.unmatched_works, 0);
@@ -1027,7 +1032,10 @@ mod tests {
             .run(None);
         let second = &samples[1];
         assert_eq!(second.latency_ns, 900_000);
-        assert_eq!((second.delay.works, second.delay.work_ns), (1, 890_000));
+        assert_eq!(
+            (second.delay.window.works, second.delay.window.work_ns),
+            (1, 890_000)
+        );
         assert_eq!(second.delay.causes, vec![DelayCause::WorkFirst(0xa1)]);
     }
 
@@ -1049,8 +1057,8 @@ mod tests {
             .at(4, 0, start(0x2))
             .at(5, 0, end(0x2))
             .run(None);
-        assert_eq!(samples[0].delay.activated_after_ns, None);
-        assert_eq!(samples[1].delay.activated_after_ns, Some(2_000));
+        assert_eq!(samples[0].delay.window.activated_after_ns, None);
+        assert_eq!(samples[1].delay.window.activated_after_ns, Some(2_000));
         assert!(samples[1].delay.causes.contains(&DelayCause::HeldBack));
         assert!(!samples[0].delay.causes.contains(&DelayCause::HeldBack));
     }
@@ -1221,7 +1229,7 @@ mod tests {
             .at(10_000, 0, entry(TIMER))
             .at(10_001, 0, exit(TIMER))
             .run(None);
-        assert!(!samples[0].delay.complete);
+        assert!(!samples[0].delay.window.complete);
         assert!(samples[0].delay.causes.contains(&DelayCause::Untraced));
         assert_eq!(counts.incomplete_windows, 1);
     }

@@ -14,6 +14,7 @@ use std::fmt;
 use serde::Serialize;
 
 use irqlens_model::kernel::{Comm, hardirq_label, softirq_name};
+pub use irqlens_model::tables::BhWindow;
 
 pub use irqlens_model::event::{Event, EventKind};
 pub use matcher::Matcher;
@@ -149,35 +150,11 @@ impl DelayCause {
     }
 }
 
-/// What ran on the executing CPU between request and invocation.
+/// What ran on the executing CPU between request and invocation, and what delayed it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Delay {
-    /// Hardirqs (and NMIs) that began in the window, and their time.
-    pub irqs: u32,
-    /// Their time, ns.
-    pub irq_ns: u64,
-    /// Softirqs served in the window before this one.
-    pub softirqs: u32,
-    /// Their time, ns.
-    pub softirq_ns: u64,
-    /// Work items run on the CPU in the window before this one.
-    pub works: u32,
-    /// Their time, ns.
-    pub work_ns: u64,
-    /// Context switches on the CPU in the window.
-    pub switches: u32,
-    /// Run by ksoftirqd rather than at IRQ exit or bh enable.
-    pub ksoftirqd: bool,
-    /// For work items held back by max_active: when they were activated, ns after the
-    /// request.
-    pub activated_after_ns: Option<u64>,
-    /// For work items and IRQ threads: the executing thread was woken this long after
-    /// the request (None: it was already awake).
-    pub woken_after_ns: Option<u64>,
-    /// Likewise, switched in this long after the request (None: it was already running).
-    pub switched_in_after_ns: Option<u64>,
-    /// Every window event was seen.
-    pub complete: bool,
+    /// What ran, as the `--json` document shows it.
+    pub window: BhWindow,
     /// What delayed it, in the order it happened.
     pub causes: Vec<DelayCause>,
 }
@@ -212,7 +189,7 @@ pub struct Sample {
 impl Sample {
     /// An interrupt landed between request and invocation: the thesis's IRQ column.
     pub fn irq_in_window(&self) -> bool {
-        self.delay.irqs > 0
+        self.delay.window.irqs > 0
     }
 
     /// The latency split among its delay causes: the hardirqs and NMIs share the time
@@ -223,14 +200,14 @@ impl Sample {
     pub fn delay_by_cause(&self) -> Vec<(DelayCause, u64)> {
         let delay = &self.delay;
         let timed = |cause: &DelayCause| match cause {
-            DelayCause::Irq { .. } | DelayCause::Nmi => Some(delay.irq_ns),
-            DelayCause::SoftirqFirst(_) => Some(delay.softirq_ns),
-            DelayCause::WorkFirst(_) => Some(delay.work_ns),
+            DelayCause::Irq { .. } | DelayCause::Nmi => Some(delay.window.irq_ns),
+            DelayCause::SoftirqFirst(_) => Some(delay.window.softirq_ns),
+            DelayCause::WorkFirst(_) => Some(delay.window.work_ns),
             _ => None,
         };
         let untimed_ns = self
             .latency_ns
-            .saturating_sub(delay.irq_ns + delay.softirq_ns + delay.work_ns);
+            .saturating_sub(delay.window.irq_ns + delay.window.softirq_ns + delay.window.work_ns);
         let causes = delay
             .causes
             .iter()

@@ -302,7 +302,7 @@ impl BhStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bh::Delay;
+    use crate::bh::{BhWindow, Delay};
 
     fn sample(latency_ns: u64, irqs: u32) -> Sample {
         Sample {
@@ -317,13 +317,15 @@ mod tests {
             executor: 0,
             woke_watched: false,
             delay: Delay {
-                irqs,
+                window: BhWindow {
+                    irqs,
+                    ..BhWindow::default()
+                },
                 causes: vec![if irqs > 0 {
                     DelayCause::Irq { source: 1, id: 236 }
                 } else {
                     DelayCause::Undelayed
                 }],
-                ..Delay::default()
             },
         }
     }
@@ -410,8 +412,8 @@ mod tests {
     fn latency_is_split_among_the_delay_causes_by_what_they_ran() {
         use irqlens_model::kernel::Comm;
         let mut delayed = sample(10_000, 2);
-        delayed.delay.irq_ns = 3_000;
-        delayed.delay.softirq_ns = 2_000;
+        delayed.delay.window.irq_ns = 3_000;
+        delayed.delay.window.softirq_ns = 2_000;
         delayed.delay.causes = vec![
             DelayCause::Irq { source: 0, id: 41 },
             DelayCause::Irq { source: 1, id: 236 },
@@ -439,7 +441,8 @@ mod tests {
         let mut stats = BhStats::new(config(Selection::All));
         let mut on = |cpu, source, runtime_ns, irq_ns| {
             let mut s = sample(6_000, u32::from(irq_ns > 0));
-            (s.cpu, s.source, s.runtime_ns, s.delay.irq_ns) = (cpu, source, runtime_ns, irq_ns);
+            (s.cpu, s.source, s.runtime_ns, s.delay.window.irq_ns) =
+                (cpu, source, runtime_ns, irq_ns);
             stats.add(s);
         };
         on(1, Source::Vector(3), 40_000, 2_000);

@@ -2,12 +2,13 @@
 //! bh, account, trial), and `--against`: a recorded `trial net` next to the simulation of
 //! its test bed, which is what makes the calibrated model credible.
 
+use irqlens_model::design::{Budget, Design};
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::{
-    Arrival, BottomHalves, Calibration, ComparedDesign, ComparedPoint, CostName, Costs, Design,
-    Dist, MeasuredCost, SimConfig, Source, Task, TaskKind, TrialCosts,
+    Arrival, Calibration, ComparedDesign, ComparedPoint, CostName, Costs, Dist, MeasuredCost,
+    SimConfig, Source, Task, TaskKind, TrialCosts,
 };
-use irqlens_model::trial::{BottomHalf, Design as TrialDesign, TrialOptions, TrialPoint};
+use irqlens_model::trial::{TrialOptions, TrialPoint};
 
 use super::simulate_design;
 use crate::account::{Ledger, Source as AccountSource};
@@ -169,28 +170,19 @@ const NETDEV_MAX_BACKLOG: u32 = 1000;
 /// The cyclic task's work per activation, µs: it reads the clock and sleeps again.
 const CYCLIC_WORK_US: f64 = 1.0;
 
-/// The simulated design a trial design corresponds to. A threaded `+budget` caps NET_RX
-/// rounds (the RPS backlog), which the threaded simulation does not have: it is
-/// simulated without. threaded-niced's thread runs at the echo server's nice, trial's
-/// default (another `--napi-nice` is not simulated).
-pub fn simulated_design(design: TrialDesign, options: &TrialOptions) -> Design {
-    match design.bottom_half {
-        BottomHalf::Softirq => Design {
-            budget: design.budget.then(|| budget_packets(options)),
-            ..Design::plain(BottomHalves::Stock)
-        },
-        BottomHalf::ThreadedFifo => Design::plain(BottomHalves::ThreadedFifo),
-        BottomHalf::ThreadedNiced => Design::plain(BottomHalves::ThreadedNiced),
-        BottomHalf::ProcessAware => Design {
-            process_aware: true,
-            ..Design::plain(BottomHalves::ThreadedFifo)
-        },
-    }
-}
-
-/// Trial's `+budget` in packets (at least one).
-fn budget_packets(options: &TrialOptions) -> u32 {
-    options.budget_packets.max(1)
+/// The design simulated for a trial design: the same, but for the budget. Trial's
+/// `+budget` sets net.core.netdev_budget: under stock that is the simulated NET_RX budget,
+/// at the trial's count. A threaded NAPI thread polls without it (the sysctl caps NET_RX
+/// rounds of the RPS backlog, which the threaded simulation does not have; sim's threaded
+/// `+budget` is 003's batch cap, another thing), so it is simulated without.
+/// threaded-niced's thread runs at the echo server's nice, trial's default (another
+/// `--napi-nice` is not simulated).
+pub fn simulated_design(design: Design, options: &TrialOptions) -> Design {
+    let budget = match design.threaded() {
+        true => None,
+        false => options.budget_of(&design).map(Budget::Packets),
+    };
+    Design { budget, ..design }
 }
 
 /// The model of trial's receiving CPU at `rate_pps`: datagrams in the bursts the
@@ -207,8 +199,8 @@ pub fn trial_model(
     let design = simulated_design(costs.design, options);
     let threaded = costs.design.threaded();
     let mut limits = calibration.limits.clone();
-    if costs.design.budget {
-        limits.netdev_budget = budget_packets(options);
+    if let Some(packets) = options.budget_of(&costs.design) {
+        limits.netdev_budget = packets;
         if let Some(usecs) = options.budget_usecs {
             limits.netdev_budget_usecs = f64::from(usecs);
         }
@@ -412,7 +404,7 @@ pub fn trial_costs(
 
 /// One design's costs from its following points; none if it followed at no rate.
 fn design_costs(
-    design: TrialDesign,
+    design: Design,
     options: &TrialOptions,
     points: &[TrialPoint],
     calibration: &Calibration,
@@ -526,7 +518,7 @@ pub fn compare_trial(
 }
 
 fn summarize_design(
-    design: TrialDesign,
+    design: Design,
     options: &TrialOptions,
     compared: &[ComparedPoint],
 ) -> ComparedDesign {
@@ -707,7 +699,7 @@ mod tests {
         let points: Vec<TrialPoint> = [8_000u64, 20_000, 40_000, 80_000]
             .map(|rate| {
                 point(
-                    "softirq",
+                    "stock",
                     rate,
                     rate as f64,
                     (rate as f64).min(10_000.0),
@@ -788,8 +780,28 @@ mod tests {
         assert!(design.simulated_peak_pps < 110_000.0, "{design:?}");
         assert!(design.median_latency_error.is_some());
         // a design the calibration does not have is refused
-        let other = point("softirq", 20_000, 20_000.0, 10_000.0, 6.0, 1.0);
+        let other = point("stock", 20_000, 20_000.0, 10_000.0, 6.0, 1.0);
         let err = compare_trial(&options(), &[other], &calibration, 0.1, 1).unwrap_err();
-        assert!(err.contains("no trial costs for design softirq"), "{err}");
+        assert!(err.contains("no trial costs for design stock"), "{err}");
+    }
+
+    #[test]
+    fn a_trial_design_is_simulated_with_the_trials_budget_count() {
+        let mut options = options();
+        options.budget_packets = 16;
+        for (trial, simulated) in [
+            ("stock", "stock"),
+            ("stock+budget", "stock+budget=16"),
+            ("stock+budget=8", "stock+budget=8"),
+            ("threaded-fifo+budget", "threaded-fifo"),
+            ("threaded-niced", "threaded-niced"),
+            (
+                "threaded-fifo+budget=8+process-aware",
+                "threaded-fifo+process-aware",
+            ),
+        ] {
+            let design = simulated_design(trial.parse().unwrap(), &options);
+            assert_eq!(design.to_string(), simulated, "{trial}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! batches of how many packets, and whether the handler migrates to its target.
 
 use irqlens_model::sched::Priority;
-use irqlens_model::sim::{BottomHalves, Design, Limits, Migration};
+use irqlens_model::sim::{BottomHalves, DEFAULT_BUDGET, Design, Limits, Migration};
 use irqlens_model::steer::served_priority;
 
 /// kernel/irq/manage.c: setup_irq_thread gives irq threads sched_set_fifo(), i.e.
@@ -35,7 +35,8 @@ pub(super) fn bottom_half(
     limits: &Limits,
     consumer: Option<Priority>,
 ) -> BottomHalf {
-    let batch = design.budget.unwrap_or(limits.napi_weight);
+    let budget = design.budget.map(|budget| budget.packets(DEFAULT_BUDGET));
+    let batch = budget.unwrap_or(limits.napi_weight);
     if design.process_aware
         && let Some(priority) = served_priority(consumer)
     {
@@ -45,7 +46,7 @@ pub(super) fn bottom_half(
     }
     match design.bottom_halves {
         BottomHalves::Stock => BottomHalf::Softirq {
-            budget: design.budget.unwrap_or(limits.netdev_budget),
+            budget: budget.unwrap_or(limits.netdev_budget),
             weight: batch.min(limits.napi_weight),
         },
         BottomHalves::ThreadedFifo => BottomHalf::Thread {

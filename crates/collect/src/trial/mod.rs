@@ -20,7 +20,7 @@ use irqlens_analyze::trial::{CpuTimes, cpu_split, echo_latency, loss_percent};
 use irqlens_analyze::wakeup::Component;
 use irqlens_model::sched::Priority;
 use irqlens_model::steer::SteerOptions;
-use irqlens_model::trial::{BottomHalf, CyclicLatency, Design, Runtimes, TrialOptions, TrialPoint};
+use irqlens_model::trial::{CyclicLatency, Design, Runtimes, TrialOptions, TrialPoint};
 use irqlens_model::wakeup::WakeupOptions;
 use testbed::Testbed;
 
@@ -182,7 +182,7 @@ fn measure(
         no_ksoftirqd: true,
     };
     let measured = std::thread::scope(|scope| {
-        let steering = (design.bottom_half == BottomHalf::ProcessAware).then(|| {
+        let steering = design.process_aware.then(|| {
             scope.spawn(|| steer::run_in(&steer_options, &steer_stop, Some(journal), |_| {}))
         });
         let cyclic_run = scope.spawn(|| {

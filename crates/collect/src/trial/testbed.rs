@@ -10,8 +10,9 @@ use anyhow::{Context, Result, ensure};
 
 use crate::journal::{Journal, SystemKnobs};
 use crate::netns;
+use irqlens_model::design::{BottomHalves, Design};
 use irqlens_model::sched::Priority;
-use irqlens_model::trial::{BottomHalf, Design, TrialOptions};
+use irqlens_model::trial::TrialOptions;
 use irqlens_model::tune::{Knob, cpu_mask_hex};
 use irqlens_model::units::CpuList;
 
@@ -143,14 +144,12 @@ impl Testbed {
                 "1",
             )?;
             self.napi_threads = napi_threads(&receiver.device)?;
-            let priority = match design.bottom_half {
-                // process-aware starts where threaded-fifo is: steer then lowers it
-                BottomHalf::ThreadedFifo | BottomHalf::ProcessAware => {
-                    Priority::Fifo(options.napi_fifo_priority)
-                }
-                _ => Priority::Other {
+            // threaded-fifo+process-aware starts there too: steer then lowers it
+            let priority = match design.bottom_halves {
+                BottomHalves::ThreadedNiced => Priority::Other {
                     nice: options.napi_nice,
                 },
+                _ => Priority::Fifo(options.napi_fifo_priority),
             };
             for &tid in &self.napi_threads.clone() {
                 let comm = thread_comm(tid)?;
@@ -175,15 +174,11 @@ impl Testbed {
                 &cpu_mask_hex(&CpuList::single(options.receiving_cpu)),
             )?;
         }
-        if design.budget {
+        if let Some(packets) = options.budget_of(&design) {
             let sysctl = |name: &str| Knob::Sysctl {
                 name: format!("net.core.{name}"),
             };
-            self.apply(
-                journal,
-                sysctl("netdev_budget"),
-                &options.budget_packets.to_string(),
-            )?;
+            self.apply(journal, sysctl("netdev_budget"), &packets.to_string())?;
             if let Some(usecs) = options.budget_usecs {
                 self.apply(journal, sysctl("netdev_budget_usecs"), &usecs.to_string())?;
             }

@@ -1,7 +1,7 @@
 //! irqlens sim against this machine: calibrated from recordings made here (wakeup, bh
 //! with NET_RX, a trial at low rates), the simulated `trial net` test bed must stop
 //! following the offered rate where a second, independent trial does (within what the
-//! machine's noise moves that trial's knee between its rounds), for `softirq` and
+//! machine's noise moves that trial's knee between its rounds), for `stock` and
 //! `threaded-niced`. The figures (knee, peak, median latency) are printed: the closing
 //! note reports them. Needs root (CI runs as root).
 
@@ -16,7 +16,7 @@ use irqlens_collect::system::cpu_times;
 /// crosses it.
 const CALIBRATION_RATES: &str = "10k,20k,40k,80k";
 const CHECKED_RATES: [u64; 5] = [20_000, 40_000, 80_000, 160_000, 320_000];
-const DESIGNS: &str = "softirq,threaded-niced";
+const DESIGNS: &str = "stock,threaded-niced";
 /// The checked trial's rounds: its knee is where most of them follow, and how far apart
 /// their own knees fall is the machine's noise in rungs of the ladder.
 const CHECKED_ROUNDS: &str = "3";

@@ -12,8 +12,23 @@ fn bad_input_is_refused_in_one_line() {
             "'fast' is not a rate",
         ),
         (
-            &["trial", "net", "--designs", "softirq,polled"],
+            &["trial", "net", "--designs", "stock,polled"],
             "'polled' is not a design",
+        ),
+        // the one spelling, sim's: trial's old one is named
+        (
+            &["trial", "net", "--designs", "softirq"],
+            "trial's old 'softirq' is now 'stock'",
+        ),
+        // what only the simulation has
+        (
+            &["trial", "net", "--designs", "threaded-fifo,stock+ihm"],
+            "--designs: trial cannot build stock+ihm: handler migration",
+        ),
+        (
+            &["trial", "net", "--designs", "stock+process-aware"],
+            "trial cannot build stock+process-aware: its process-aware design is \
+             threaded-fifo+process-aware",
         ),
         (
             &["trial", "net", "--sending-cpu", "1", "--receiving-cpu", "1"],

@@ -79,7 +79,7 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
         "trial",
         "net",
         "--designs",
-        "softirq,threaded-fifo,threaded-niced",
+        "stock,threaded-fifo,threaded-niced",
         "--rates",
         FLOOD,
         "-d",
@@ -94,7 +94,7 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
     };
     let share = |design: &str, of: &str| number(point(&doc, design), &["cpu", of]);
     let threaded = ["threaded-fifo", "threaded-niced"];
-    for design in ["softirq", "threaded-fifo", "threaded-niced"] {
+    for design in ["stock", "threaded-fifo", "threaded-niced"] {
         let p = point(&doc, design);
         let figures = format!(
             "{design}: sent {:.0}/s, echoed {:.0}/s, loss {:.1}%, CPU 1 softirq {:.0}% NAPI \
@@ -127,7 +127,7 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
             share(design, "softirq_percent"),
             share(design, "napi_thread_percent"),
         );
-        if design == "softirq" {
+        if design == "stock" {
             assert!(napi == 0.0, "no NAPI thread: {figures}");
             for other in threaded {
                 assert!(
@@ -137,7 +137,7 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
             }
         } else {
             assert!(
-                napi > softirq && napi > share("softirq", "napi_thread_percent"),
+                napi > softirq && napi > share("stock", "napi_thread_percent"),
                 "the NAPI thread on CPU 1: {figures}"
             );
         }
@@ -275,7 +275,7 @@ fn a_steered_napi_thread_no_longer_delays_a_real_time_task() {
         "trial",
         "net",
         "--designs",
-        "threaded-fifo,process-aware",
+        "threaded-fifo,threaded-fifo+process-aware",
         "--rates",
         FLOOD,
         "-d",
@@ -293,10 +293,13 @@ fn a_steered_napi_thread_no_longer_delays_a_real_time_task() {
     std::fs::remove_file(&recording).unwrap();
     assert_eq!(reported["points"], doc["points"]);
     assert!(
-        text.contains("process-aware: threaded NAPI started at SCHED_FIFO 60"),
+        text.contains("threaded-fifo+process-aware: threaded NAPI started at SCHED_FIFO 60"),
         "{text}"
     );
-    let (fifo, steered) = (point(&doc, "threaded-fifo"), point(&doc, "process-aware"));
+    let (fifo, steered) = (
+        point(&doc, "threaded-fifo"),
+        point(&doc, "threaded-fifo+process-aware"),
+    );
     let max_us = |p: &serde_json::Value| p["cyclic"]["max_ns"].as_f64().unwrap() / 1e3;
     let figures = format!(
         "cyclic FIFO 50 task's max latency: NAPI thread at FIFO 60 {:.0} µs, steered {:.0} µs; \
@@ -317,19 +320,20 @@ fn a_steered_napi_thread_no_longer_delays_a_real_time_task() {
     assert_left_as_found(&before, "after the trial");
 }
 
-/// Starts a trial whose first point caps the budget, and waits until its bed is up.
+/// Starts a trial whose first point caps the budget at its own count (over --budget's),
+/// and waits until its bed is up.
 fn start_budget_trial() -> std::process::Child {
     let trial = start(&[
         "trial",
         "net",
         "--designs",
-        "budget,threaded-fifo",
+        "stock+budget=17,threaded-fifo",
         "--rates",
         "100k",
         "-d",
         "20",
         "--budget",
-        "17",
+        "9",
     ]);
     wait_until("the trial's bed", Duration::from_secs(20), || {
         read(NETDEV_BUDGET) == "17" && trial_namespaces().len() == 2

@@ -411,17 +411,17 @@ pub fn account_families(ledger: &Ledger, irq_names: &HashMap<u32, String>) -> Ve
             accounts
                 .rows
                 .iter()
-                .flat_map(|row| by_class(&vec![("comm", row.comm.clone())], by(row))),
+                .flat_map(|row| by_class(&vec![("comm", row.figures.comm.clone())], by(row))),
         )
     };
     let charged = per_comm(|row| &row.charged_by);
     let served = per_comm(|row| &row.served_by);
-    let units = top_series(
-        accounts
-            .rows
-            .iter()
-            .map(|row| (vec![("comm", row.comm.clone())], [row.units])),
-    );
+    let units = top_series(accounts.rows.iter().map(|row| {
+        (
+            vec![("comm", row.figures.comm.clone())],
+            [row.figures.units],
+        )
+    }));
     let interrupts = top_series(ledger.threads.values().flat_map(|account| {
         account.charged.iter().map(|(source, &ns)| {
             let name = match *source {

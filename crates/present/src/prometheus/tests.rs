@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use irqlens_analyze::account::{BySource, Source as AccountSource, ThreadAccount};
-use irqlens_analyze::bh::{Delay, DelayCause, Mechanism, Sample as BhSample, Source};
+use irqlens_analyze::bh::{BhWindow, Delay, DelayCause, Mechanism, Sample as BhSample, Source};
 use irqlens_analyze::wakeup::{Cause as WakeupCause, Origin, Sample as WakeupSample};
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
 use irqlens_model::kernel::Comm;
@@ -226,12 +226,14 @@ fn bh_sample(vector: u16, latency_ns: u64, irqs: u32) -> BhSample {
         executor: 0,
         woke_watched: false,
         delay: Delay {
-            irqs,
+            window: BhWindow {
+                irqs,
+                ..BhWindow::default()
+            },
             causes: vec![match irqs {
                 0 => DelayCause::Undelayed,
                 _ => DelayCause::Irq { source: 1, id: 236 },
             }],
-            ..Delay::default()
         },
     }
 }

@@ -59,8 +59,8 @@ fn bh_stats() -> BhStats {
     });
     let net_rx = BhSource::Vector(NET_RX);
     let mut delayed = ran(1, Mechanism::Softirq, net_rx, 300, 100);
-    delayed.delay.irqs = 1;
-    delayed.delay.irq_ns = 20 * US;
+    delayed.delay.window.irqs = 1;
+    delayed.delay.window.irq_ns = 20 * US;
     delayed.delay.causes = vec![
         DelayCause::Irq { source: 0, id: 24 },
         DelayCause::Busy(Comm::new("spin")),
