@@ -11,6 +11,7 @@ use irqlens_model::sched::Priority;
 use irqlens_model::sim::Design;
 use irqlens_model::stimulus::{LoadScenario, TriggerKind};
 use irqlens_model::units::CpuList;
+use irqlens_model::{account, bh, hist, noise, wakeup};
 
 use crate::parse::{
     Action, parse_action, parse_bucket_size, parse_count, parse_micros, parse_run_duration,
@@ -358,17 +359,17 @@ pub struct NoiseArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_run_duration)]
     pub warm_up: Option<Duration>,
     /// Period of the measurement threads (µs, or with a unit: 500ms)
-    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros)]
+    #[arg(short, long, value_name = "US", default_value = noise::DEFAULT_PERIOD_TEXT, value_parser = parse_micros)]
     pub period: Duration,
     /// Time the measurement threads read the clock in each period (µs, or with a unit)
-    #[arg(short, long, value_name = "US", default_value = "1s", value_parser = parse_micros)]
+    #[arg(short, long, value_name = "US", default_value = noise::DEFAULT_RUNTIME_TEXT, value_parser = parse_micros)]
     pub runtime: Duration,
     /// Smallest gap between two clock reads that counts as noise (µs, or with a unit)
     /// [default: 5; 1 with --auto]
     #[arg(short = 'T', long, value_name = "US", value_parser = parse_micros)]
     pub threshold: Option<Duration>,
     /// Scheduling of the measurement threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
-    #[arg(short = 'P', long, value_name = "PRIO", default_value = "o:0")]
+    #[arg(short = 'P', long, value_name = "PRIO", default_value_t = noise::DEFAULT_PRIORITY)]
     pub priority: Priority,
     /// Stop when a single noise sample is longer than this (µs), and show its causes; the
     /// run then exits with status 2 (as rtla's)
@@ -388,7 +389,7 @@ pub struct NoiseArgs {
     #[arg(short = 'H', long = "house-keeping", value_name = "LIST")]
     pub housekeeping: Option<CpuList>,
     /// Number of rows in the top causes table
-    #[arg(long, value_name = "N", default_value_t = 15)]
+    #[arg(long, value_name = "N", default_value_t = noise::DEFAULT_CAUSES)]
     pub causes: usize,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -506,10 +507,10 @@ pub fn parse_listen_address(value: &str) -> Result<SocketAddr> {
 #[derive(Clone, Copy, Debug, Args)]
 pub struct HistFlags {
     /// Histogram bucket size (µs, or with a unit: 2us, 1ms)
-    #[arg(short, long, value_name = "US", default_value = "1", value_parser = parse_bucket_size)]
+    #[arg(short, long, value_name = "US", default_value_t = hist::DEFAULT_BUCKET_SIZE, value_parser = parse_bucket_size)]
     pub bucket_size: u64,
     /// Number of histogram buckets
-    #[arg(short = 'E', long, value_name = "N", default_value = "256", value_parser = parse_count)]
+    #[arg(short = 'E', long, value_name = "N", default_value_t = hist::DEFAULT_ENTRIES, value_parser = parse_count)]
     pub entries: usize,
     /// Print buckets with no entries too
     #[arg(long)]
@@ -558,16 +559,16 @@ pub struct BhArgs {
     #[arg(short, long, value_name = "KIND")]
     pub trigger: Option<TriggerKind>,
     /// Requests per second of --trigger
-    #[arg(long, value_name = "HZ", default_value_t = 50, requires = "trigger")]
+    #[arg(long, value_name = "HZ", default_value_t = bh::DEFAULT_RATE_HZ, requires = "trigger")]
     pub rate: u32,
     /// Spinning tasks irqlens runs on the measured CPUs meanwhile: zero, one, many (256), many:N
-    #[arg(short, long, value_name = "SCENARIO", default_value = "zero")]
+    #[arg(short, long, value_name = "SCENARIO", default_value_t = bh::DEFAULT_LOAD)]
     pub load: LoadScenario,
     /// Rows per mechanism in the delay causes table
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    #[arg(long, value_name = "N", default_value_t = bh::DEFAULT_CAUSES)]
     pub causes: usize,
     /// Slowest samples shown per mechanism, with what delayed them
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = bh::DEFAULT_WORST)]
     pub worst: usize,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -612,10 +613,10 @@ pub struct WakeupArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_run_duration)]
     pub warm_up: Option<Duration>,
     /// Timer period of the timer threads (µs, or with a unit: 10ms)
-    #[arg(short, long, value_name = "US", default_value = "1000", value_parser = parse_micros)]
+    #[arg(short, long, value_name = "US", default_value = wakeup::DEFAULT_PERIOD_TEXT, value_parser = parse_micros)]
     pub period: Duration,
     /// Scheduling of the timer threads: o:NICE, f:PRIO, r:PRIO, d:RUNTIME:PERIOD
-    #[arg(short = 'P', long, value_name = "PRIO", default_value = "f:95")]
+    #[arg(short = 'P', long, value_name = "PRIO", default_value_t = wakeup::DEFAULT_PRIORITY)]
     pub priority: Priority,
     /// Task mode: measure the wakeups of this process's threads instead of timer threads
     #[arg(long, value_name = "PID", conflicts_with = "comm")]
@@ -649,10 +650,10 @@ pub struct WakeupArgs {
     #[arg(long)]
     pub no_trace: bool,
     /// Rows in the causes table
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = wakeup::DEFAULT_CAUSES)]
     pub causes: usize,
     /// Slowest samples shown whole, with their decomposition
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = wakeup::DEFAULT_WORST)]
     pub worst: usize,
     /// rtla's automatic mode: the total and IRQ stops (-T, -i) at US, and the run recorded
     /// (to irqlens-wakeup.jsonl.gz in the current directory, unless --record says where)
@@ -662,19 +663,6 @@ pub struct WakeupArgs {
     pub stop_actions: StopActions,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-impl WakeupArgs {
-    /// `irqlens wakeup`'s options as its command line leaves them, for the commands that
-    /// run it themselves (tune, trial's cyclic task).
-    pub fn defaults() -> clap::error::Result<Self> {
-        #[derive(Parser)]
-        struct WakeupDefaults {
-            #[command(flatten)]
-            wakeup: WakeupArgs,
-        }
-        Ok(WakeupDefaults::try_parse_from(["irqlens"])?.wakeup)
-    }
 }
 
 #[derive(Clone, Debug, Args)]
@@ -703,7 +691,7 @@ pub struct AccountArgs {
     #[arg(long)]
     pub compensate: bool,
     /// Rows in the table and in the victim and causer rankings
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = account::DEFAULT_TOP)]
     pub top: usize,
     #[command(flatten)]
     pub output: OutputArgs,

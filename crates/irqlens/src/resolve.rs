@@ -12,7 +12,7 @@ use irqlens_model::account::AccountOptions;
 use irqlens_model::bh::{BhOptions, Selection, StatsConfig, TriggerOptions};
 use irqlens_model::bounds::Check;
 use irqlens_model::hist::HistOptions;
-use irqlens_model::noise::{AnalysisConfig, NoiseOptions, WorkloadConfig};
+use irqlens_model::noise::{self, AnalysisConfig, NoiseOptions, WorkloadConfig};
 use irqlens_model::options::RunOptions;
 use irqlens_model::trial::{Design, TrialOptions};
 use irqlens_model::units::CpuList;
@@ -40,10 +40,6 @@ impl OutputArgs {
         }
     }
 }
-
-/// osnoise's default threshold, and `-a`'s (rtla sets `-T 1`).
-const NOISE_THRESHOLD: Duration = Duration::from_micros(5);
-const AUTO_NOISE_THRESHOLD: Duration = Duration::from_micros(1);
 
 impl HistFlags {
     /// The layout, checked.
@@ -133,7 +129,7 @@ impl WakeupArgs {
         // timer mode holds it at 0 unless told otherwise, as cyclictest; task mode measures
         // the machine as it is
         let default_dma_latency = match mode {
-            WakeupMode::Timer(_) => DmaLatency::Micros(0),
+            WakeupMode::Timer(_) => DmaLatency::Micros(irqlens_model::wakeup::TIMER_DMA_LATENCY_US),
             WakeupMode::Task(_) => DmaLatency::Untouched,
         };
         let dma_latency_us = match self.dma_latency.unwrap_or(default_dma_latency) {
@@ -161,11 +157,6 @@ impl WakeupArgs {
     }
 }
 
-/// Samples one measurement thread can keep per runtime window.
-const MAX_SAMPLES_PER_WINDOW: usize = 1 << 16;
-
-const STOP_CONTEXT_RECORDS: usize = 10;
-
 impl NoiseArgs {
     /// Checks the options against each other and the machine.
     pub fn options(&self, hist: Option<HistOptions>) -> Result<NoiseOptions> {
@@ -177,8 +168,8 @@ impl NoiseArgs {
         let layout = hist.unwrap_or_default();
         // -a is rtla's -s US -T 1: an explicit -s or -T still wins
         let threshold = self.threshold.unwrap_or(match self.auto {
-            Some(_) => AUTO_NOISE_THRESHOLD,
-            None => NOISE_THRESHOLD,
+            Some(_) => noise::AUTO_THRESHOLD,
+            None => noise::DEFAULT_THRESHOLD,
         });
         checked(NoiseOptions {
             cpus,
@@ -191,13 +182,13 @@ impl NoiseArgs {
                 stop_single: self.stop_single.or(self.auto),
                 stop_total: self.stop_total,
                 priority: self.priority,
-                max_samples: MAX_SAMPLES_PER_WINDOW,
+                max_samples: noise::SAMPLES_PER_WINDOW,
             },
             housekeeping: self.housekeeping.clone(),
             analysis: AnalysisConfig {
                 bucket_ns: layout.bucket_ns(),
                 entries: layout.entries,
-                keep_recent: STOP_CONTEXT_RECORDS,
+                keep_recent: noise::STOP_CONTEXT_RECORDS,
             },
             hist,
             causes: self.causes,
@@ -357,14 +348,17 @@ impl TrialNetArgs {
     /// The cyclic task: irqlens wakeup's timer thread on the receiving CPU, its defaults
     /// otherwise (the point's end stops it).
     pub fn cyclic(&self) -> Result<WakeupOptions> {
-        let mut wakeup = WakeupArgs::defaults()?;
-        wakeup.priority = self.priority;
-        wakeup.period = self.period;
-        // no warm-up of its own: the point's starts once it measures
-        wakeup.warm_up = None;
-        // a margin: the point stops it when its window closes
-        wakeup.duration = Some(self.warm_up + self.duration + Duration::from_secs(30));
-        wakeup.options_on(None, CpuList::single(self.receiving_cpu))
+        checked(WakeupOptions {
+            // no warm-up of its own: the point's starts once it measures; a margin: the
+            // point stops it when its window closes
+            duration: Some(self.warm_up + self.duration + Duration::from_secs(30)),
+            mode: WakeupMode::Timer(TimerOptions {
+                period: self.period,
+                priority: self.priority,
+                ..TimerOptions::default()
+            }),
+            ..WakeupOptions::timer(CpuList::single(self.receiving_cpu))
+        })
     }
 }
 
@@ -428,6 +422,38 @@ mod tests {
         match resolved(args) {
             RunOptions::Wakeup(o) => (o.stats.stop_total_ns, o.stats.stop_irq_ns),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// The options a command line with no option resolves to are the model's defaults,
+    /// which tune and advise run with: the two cannot drift apart.
+    #[test]
+    fn no_option_resolves_to_the_models_defaults() {
+        let cpus = CpuList::single(0);
+        assert_eq!(
+            resolved(&["noise"]),
+            RunOptions::Noise(NoiseOptions::defaults(cpus.clone()))
+        );
+        assert_eq!(
+            resolved(&["bh"]),
+            RunOptions::Bh(BhOptions::defaults(cpus.clone()))
+        );
+        assert_eq!(
+            resolved(&["wakeup"]),
+            RunOptions::Wakeup(WakeupOptions::timer(cpus.clone()))
+        );
+        assert_eq!(
+            resolved(&["account"]),
+            RunOptions::Account(AccountOptions::defaults(cpus))
+        );
+        for hist in [&["noise", "hist"], &["bh", "hist"], &["wakeup", "hist"]] {
+            let layout = match resolved(hist) {
+                RunOptions::Noise(o) => o.hist,
+                RunOptions::Bh(o) => o.hist,
+                RunOptions::Wakeup(o) => o.hist,
+                RunOptions::Account(_) => None,
+            };
+            assert_eq!(layout, Some(HistOptions::default()), "{hist:?}");
         }
     }
 

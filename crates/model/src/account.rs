@@ -23,7 +23,7 @@ pub struct ThreadInfo {
 }
 
 /// What `irqlens account` measures, and how.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AccountOptions {
     /// CPUs whose interrupts and threads are traced.
     pub cpus: CpuList,
@@ -47,6 +47,23 @@ pub struct AccountRunInfo {
     pub common: RunCommon,
     /// The tick rate the compensation settled on (measured).
     pub hz: Option<u32>,
+}
+
+/// Rows in the table and the rankings unless told otherwise (`--top`).
+pub const DEFAULT_TOP: usize = 10;
+
+impl AccountOptions {
+    /// `irqlens account -c CPUS` with no other option: per process, until Ctrl-C.
+    pub fn defaults(cpus: CpuList) -> AccountOptions {
+        AccountOptions {
+            cpus,
+            duration: None,
+            interval: None,
+            compensate: false,
+            threads: false,
+            top: DEFAULT_TOP,
+        }
+    }
 }
 
 /// The shortest periodic report (`--interval`).

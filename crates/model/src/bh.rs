@@ -25,7 +25,7 @@ pub enum Selection {
 }
 
 /// How the bottom-half statistics are gathered.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatsConfig {
     /// Histogram bucket size, ns.
     pub bucket_ns: u64,
@@ -38,7 +38,7 @@ pub struct StatsConfig {
 }
 
 /// What `irqlens bh` measures, and how.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BhOptions {
     /// CPUs whose bottom halves are traced.
     pub cpus: CpuList,
@@ -61,7 +61,7 @@ pub struct BhOptions {
 }
 
 /// Active mode: the bottom half irqlens causes, and how often.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TriggerOptions {
     /// The stimulus.
     pub kind: TriggerKind,
@@ -140,6 +140,37 @@ pub struct MatchCounts {
     pub unended_works: u64,
     /// Samples whose window was not fully traced.
     pub incomplete_windows: u64,
+}
+
+/// The trigger's rate unless told otherwise (`--rate`), requests per second.
+pub const DEFAULT_RATE_HZ: u32 = 50;
+/// The spinning tasks unless told otherwise (`--load`).
+pub const DEFAULT_LOAD: LoadScenario = LoadScenario::Zero;
+/// Rows per mechanism in the delay causes table unless told otherwise (`--causes`).
+pub const DEFAULT_CAUSES: usize = 8;
+/// Slowest samples shown per mechanism unless told otherwise (`--worst`).
+pub const DEFAULT_WORST: usize = 3;
+
+impl BhOptions {
+    /// `irqlens bh -c CPUS` with no other option: passive mode, until Ctrl-C, `bh top`.
+    pub fn defaults(cpus: CpuList) -> BhOptions {
+        let layout = HistOptions::default();
+        BhOptions {
+            cpus,
+            duration: None,
+            warm_up: None,
+            trigger: None,
+            load: DEFAULT_LOAD,
+            stats: StatsConfig {
+                bucket_ns: layout.bucket_ns(),
+                entries: layout.entries,
+                selection: Selection::All,
+                worst: DEFAULT_WORST,
+            },
+            hist: None,
+            causes: DEFAULT_CAUSES,
+        }
+    }
 }
 
 /// The fastest trigger (`--rate`), requests per second.

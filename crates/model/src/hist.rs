@@ -46,11 +46,16 @@ impl Check for HistOptions {
     }
 }
 
+/// The bucket size of every histogram unless told otherwise, µs (`--bucket-size`).
+pub const DEFAULT_BUCKET_SIZE: u64 = 1;
+/// The number of buckets unless told otherwise (`--entries`).
+pub const DEFAULT_ENTRIES: usize = 256;
+
 impl Default for HistOptions {
     fn default() -> Self {
         HistOptions {
-            bucket_size: 1,
-            entries: 256,
+            bucket_size: DEFAULT_BUCKET_SIZE,
+            entries: DEFAULT_ENTRIES,
             with_zeros: false,
             no_summary: false,
             no_header: false,

@@ -134,7 +134,7 @@ pub struct PeriodReport {
 }
 
 /// How the noise analysis summarizes.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AnalysisConfig {
     /// Histogram bucket size, ns.
     pub bucket_ns: u64,
@@ -145,7 +145,7 @@ pub struct AnalysisConfig {
 }
 
 /// What `irqlens noise` measures, and how.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NoiseOptions {
     /// CPUs measured, one measurement thread each.
     pub cpus: CpuList,
@@ -180,7 +180,7 @@ pub struct NoiseRunInfo {
 }
 
 /// A measurement thread's settings (osnoise's parameters).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadConfig {
     /// A runtime window starts every this long.
     pub period: Duration,
@@ -196,6 +196,56 @@ pub struct WorkloadConfig {
     pub priority: Priority,
     /// Room for samples in one runtime window, allocated before it starts.
     pub max_samples: usize,
+}
+
+/// `irqlens noise`'s period unless told otherwise (`-p`), as its `--help` shows it.
+pub const DEFAULT_PERIOD_TEXT: &str = "1s";
+/// [`DEFAULT_PERIOD_TEXT`]: rtla osnoise's.
+pub const DEFAULT_PERIOD: Duration = Duration::from_secs(1);
+/// The runtime per period unless told otherwise (`-r`), as `--help` shows it.
+pub const DEFAULT_RUNTIME_TEXT: &str = "1s";
+/// [`DEFAULT_RUNTIME_TEXT`]: the whole period, as rtla osnoise's.
+pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(1);
+/// osnoise's default threshold (`-T`).
+pub const DEFAULT_THRESHOLD: Duration = Duration::from_micros(5);
+/// The threshold of `-a` (rtla sets `-T 1`).
+pub const AUTO_THRESHOLD: Duration = Duration::from_micros(1);
+/// The measurement threads' scheduling unless told otherwise (`-P`).
+pub const DEFAULT_PRIORITY: Priority = Priority::Other { nice: 0 };
+/// Rows of the top causes table unless told otherwise (`--causes`).
+pub const DEFAULT_CAUSES: usize = 15;
+/// Samples one measurement thread can keep per runtime window.
+pub const SAMPLES_PER_WINDOW: usize = 1 << 16;
+/// Records kept per CPU to show what came before a stop sample.
+pub const STOP_CONTEXT_RECORDS: usize = 10;
+
+impl NoiseOptions {
+    /// `irqlens noise -c CPUS` with no other option: until Ctrl-C, `noise top`.
+    pub fn defaults(cpus: CpuList) -> NoiseOptions {
+        let layout = HistOptions::default();
+        NoiseOptions {
+            cpus,
+            duration: None,
+            warm_up: None,
+            workload: WorkloadConfig {
+                period: DEFAULT_PERIOD,
+                runtime: DEFAULT_RUNTIME,
+                threshold: DEFAULT_THRESHOLD,
+                stop_single: None,
+                stop_total: None,
+                priority: DEFAULT_PRIORITY,
+                max_samples: SAMPLES_PER_WINDOW,
+            },
+            housekeeping: None,
+            analysis: AnalysisConfig {
+                bucket_ns: layout.bucket_ns(),
+                entries: layout.entries,
+                keep_recent: STOP_CONTEXT_RECORDS,
+            },
+            hist: None,
+            causes: DEFAULT_CAUSES,
+        }
+    }
 }
 
 /// Runtime windows shorter than this leave the measurement thread no time to measure.

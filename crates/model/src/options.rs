@@ -12,7 +12,7 @@ use crate::units::CpuList;
 use crate::wakeup::WakeupOptions;
 
 /// The options of one capability's run, tagged with the capability.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "capability", rename_all = "lowercase")]
 pub enum RunOptions {
     /// `irqlens noise`.

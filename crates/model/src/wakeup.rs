@@ -15,7 +15,7 @@ use crate::sched::Priority;
 use crate::units::CpuList;
 
 /// How the wakeup statistics are gathered.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatsConfig {
     /// Histogram bucket size, ns.
     pub bucket_ns: u64,
@@ -30,7 +30,7 @@ pub struct StatsConfig {
 }
 
 /// What is woken.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum WakeupMode {
     /// One irqlens thread per CPU, sleeping on an absolute timer (cyclictest, timerlat).
     Timer(TimerOptions),
@@ -54,7 +54,7 @@ impl WakeupMode {
 }
 
 /// Timer mode's measurement threads.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TimerOptions {
     /// The timer's period.
     pub period: Duration,
@@ -102,7 +102,7 @@ impl std::str::FromStr for DmaLatency {
 }
 
 /// What `irqlens wakeup` measures, and how.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WakeupOptions {
     /// CPUs traced (timer mode: one thread on each).
     pub cpus: CpuList,
@@ -124,6 +124,57 @@ pub struct WakeupOptions {
     /// left as it was.
     #[serde(default)]
     pub dma_latency_us: Option<u32>,
+}
+
+/// The timer threads' period unless told otherwise (`-p`), as `--help` shows it (µs).
+pub const DEFAULT_PERIOD_TEXT: &str = "1000";
+/// [`DEFAULT_PERIOD_TEXT`]: cyclictest's.
+pub const DEFAULT_PERIOD: Duration = Duration::from_micros(1000);
+/// The timer threads' scheduling unless told otherwise (`-P`): rtla timerlat's.
+pub const DEFAULT_PRIORITY: Priority = Priority::Fifo(95);
+/// Rows in the causes table unless told otherwise (`--causes`).
+pub const DEFAULT_CAUSES: usize = 10;
+/// Slowest samples shown whole unless told otherwise (`--worst`).
+pub const DEFAULT_WORST: usize = 3;
+/// The PM QoS latency target timer mode holds unless told otherwise (`--dma-latency`),
+/// µs: no idle state with an exit latency, as cyclictest.
+pub const TIMER_DMA_LATENCY_US: u32 = 0;
+
+impl Default for TimerOptions {
+    /// Timer threads as `irqlens wakeup` runs them with no option: traced, each at a
+    /// phase of its own.
+    fn default() -> Self {
+        TimerOptions {
+            period: DEFAULT_PERIOD,
+            priority: DEFAULT_PRIORITY,
+            trace: true,
+            aligned_ns: None,
+        }
+    }
+}
+
+impl WakeupOptions {
+    /// `irqlens wakeup -c CPUS` with no other option: timer mode, until Ctrl-C, `wakeup
+    /// top`.
+    pub fn timer(cpus: CpuList) -> WakeupOptions {
+        let layout = HistOptions::default();
+        WakeupOptions {
+            cpus,
+            duration: None,
+            warm_up: None,
+            mode: WakeupMode::Timer(TimerOptions::default()),
+            stats: StatsConfig {
+                bucket_ns: layout.bucket_ns(),
+                entries: layout.entries,
+                worst: DEFAULT_WORST,
+                stop_total_ns: None,
+                stop_irq_ns: None,
+            },
+            hist: None,
+            causes: DEFAULT_CAUSES,
+            dma_latency_us: Some(TIMER_DMA_LATENCY_US),
+        }
+    }
 }
 
 /// How a wakeup run went, besides its statistics.

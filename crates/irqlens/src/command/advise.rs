@@ -17,6 +17,7 @@ use irqlens_collect::machine;
 use irqlens_model::noise::NoiseOptions;
 use irqlens_model::run::Header;
 use irqlens_model::tune::{AdviceReport, CpuCause};
+use irqlens_model::wakeup::WakeupOptions;
 use irqlens_present::document::Advised;
 
 impl Tool for AdviseArgs {
@@ -83,7 +84,10 @@ pub fn measure_causes(noise: NoiseOptions, output: &OutputArgs) -> Result<Vec<Cp
     let Some(duration) = noise.duration else {
         bail!("advise measures for a duration (-d TIME)");
     };
-    let wakeup = super::tune::wakeup_options(&noise.cpus, duration)?;
+    let wakeup = WakeupOptions {
+        duration: Some(duration),
+        ..WakeupOptions::timer(noise.cpus.clone())
+    };
     let say = |what: &str| {
         if !output.show.quiet {
             eprintln!(

@@ -6,9 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
-use clap::Parser;
 
-use crate::cli::{NoiseArgs, OutputArgs, ShowArgs, TuneArgs, TuneMetric, WakeupArgs};
+use crate::cli::{OutputArgs, ShowArgs, TuneArgs, TuneMetric};
 use crate::driver::{Actions, Done, Needs, Run, STOP, Tool, interrupted};
 use irqlens_analyze::tune::{
     Figure, NOISE_UNIT, WAKEUP_UNIT, advised_changes, change_percent, judge, medians, noise_round,
@@ -37,7 +36,7 @@ fn advice_for(cpus: &CpuList, duration: Duration) -> Result<Vec<Advice>> {
         },
         ..OutputArgs::default()
     };
-    let causes = super::advise::measure_causes(noise_options(cpus, duration)?, &output)?;
+    let causes = super::advise::measure_causes(noise_options(cpus, duration), &output)?;
     if interrupted() {
         bail!("interrupted while measuring what to advise");
     }
@@ -106,7 +105,7 @@ impl Tool for TuneArgs {
                 changes: changes.into_iter().map(described).collect(),
             }));
         }
-        let meter = Meter::new(self.metric, &cpus, self.duration)?;
+        let meter = Meter::new(self.metric, &cpus, self.duration);
         for change in &changes {
             if matches!(change.knob, Knob::IrqAffinity { .. }) {
                 // writing the value it has changes nothing, and the kernel refuses it for a
@@ -190,11 +189,14 @@ enum Meter {
 }
 
 impl Meter {
-    fn new(metric: TuneMetric, cpus: &CpuList, duration: Duration) -> Result<Meter> {
-        Ok(match metric {
-            TuneMetric::Noise => Meter::Noise(noise_options(cpus, duration)?),
-            TuneMetric::Wakeup => Meter::Wakeup(wakeup_options(cpus, duration)?),
-        })
+    fn new(metric: TuneMetric, cpus: &CpuList, duration: Duration) -> Meter {
+        match metric {
+            TuneMetric::Noise => Meter::Noise(noise_options(cpus, duration)),
+            TuneMetric::Wakeup => Meter::Wakeup(WakeupOptions {
+                duration: Some(duration),
+                ..WakeupOptions::timer(cpus.clone())
+            }),
+        }
     }
 
     fn name(&self) -> &'static str {
@@ -243,26 +245,11 @@ impl Meter {
 }
 
 /// A noise run on `cpus` for `duration`, `irqlens noise`'s defaults otherwise.
-fn noise_options(cpus: &CpuList, duration: Duration) -> Result<NoiseOptions> {
-    let noise = NoiseDefaults::try_parse_from(["tune"])?.noise;
-    let mut options = noise.options_on(None, cpus.clone())?;
-    options.duration = Some(duration);
-    Ok(options)
-}
-
-/// A wakeup run (timer mode) on `cpus` for `duration`, `irqlens wakeup`'s defaults
-/// otherwise.
-pub(super) fn wakeup_options(cpus: &CpuList, duration: Duration) -> Result<WakeupOptions> {
-    let wakeup = WakeupArgs::defaults()?;
-    let mut options = wakeup.options_on(None, cpus.clone())?;
-    options.duration = Some(duration);
-    Ok(options)
-}
-
-#[derive(Parser)]
-struct NoiseDefaults {
-    #[command(flatten)]
-    noise: NoiseArgs,
+fn noise_options(cpus: &CpuList, duration: Duration) -> NoiseOptions {
+    NoiseOptions {
+        duration: Some(duration),
+        ..NoiseOptions::defaults(cpus.clone())
+    }
 }
 
 /// Measures the machine without and with `change`, `rounds` times each, alternating,
