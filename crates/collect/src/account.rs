@@ -5,16 +5,17 @@
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 
-use super::{EventStream, RunPace};
+use super::{EventStream, RunPace, Tick};
 use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::account::compensate::Compensator;
 use irqlens_analyze::account::report::runtimes_between;
 use irqlens_analyze::account::{Attributor, Ledger, Period};
+use irqlens_analyze::loss::Losses;
 use irqlens_model::account::{AccountOptions, AccountRunInfo, ThreadInfo};
 use irqlens_model::event::Event;
 use irqlens_model::kernel::Comm;
@@ -30,7 +31,7 @@ pub fn run(
     options: &AccountOptions,
     stop: &AtomicBool,
     tap: &mut Tap,
-    mut on_tick: impl FnMut(Duration, SoFar<'_>),
+    mut on_tick: impl FnMut(Tick, SoFar<'_>),
     mut on_period: impl FnMut(&Period),
 ) -> Result<(Period, AccountRunInfo)> {
     super::keep_freed_memory();
@@ -72,7 +73,9 @@ pub fn run(
         pipeline.feed(events.wait_and_take(pace.wait()), tap);
         let now = Instant::now();
         if let Some(elapsed) = pace.tick(now) {
-            on_tick(elapsed, SoFar(&pipeline));
+            let lost = events.lost_by_cpu();
+            let tick = Tick::new(elapsed, Losses::checkpoints, lost, &options.cpus);
+            on_tick(tick, SoFar(&pipeline));
         }
         if pace.over(now) {
             break;

@@ -3,16 +3,17 @@
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 
 use super::load::Load;
 use super::trigger::Stimulus;
-use super::{DRAIN_INTERVAL, EventStream, RunPace, replay_events};
+use super::{DRAIN_INTERVAL, EventStream, RunPace, Tick, replay_events};
 use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::bh::{BhStats, Event, Matcher};
+use irqlens_analyze::loss::Losses;
 use irqlens_model::bh::{BhOptions, BhRunInfo, Selection, TriggerReport};
 use irqlens_model::run::RunCommon;
 use irqlens_model::wakeup::Watched;
@@ -33,7 +34,7 @@ pub fn run(
     options: &BhOptions,
     stop: &AtomicBool,
     tap: &mut Tap,
-    mut on_tick: impl FnMut(&BhStats, Duration),
+    mut on_tick: impl FnMut(&BhStats, Tick),
 ) -> Result<BhOutcome> {
     super::keep_freed_memory();
     let first_cpu = options
@@ -82,7 +83,9 @@ pub fn run(
         pipeline.feed(events.wait_and_take(DRAIN_INTERVAL), tap);
         let now = Instant::now();
         if let Some(elapsed) = pace.tick(now) {
-            on_tick(&pipeline.stats, elapsed);
+            let lost = events.lost_by_cpu();
+            let tick = Tick::new(elapsed, Losses::checkpoints, lost, &options.cpus);
+            on_tick(&pipeline.stats, tick);
         }
         if pace.over(now) {
             break;

@@ -23,12 +23,15 @@ pub mod trigger;
 pub mod wakeup;
 pub mod workload;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clock::monotonic_ns;
+use irqlens_analyze::loss::Losses;
 use irqlens_model::event::Event;
 use irqlens_model::sched::Priority;
+use irqlens_model::units::CpuList;
 use irqlens_probe::RecordAreas;
 use irqlens_record::{Line, Reader};
 use sched::RaisedPriority;
@@ -127,6 +130,34 @@ impl RunPace {
 
     pub(crate) fn over(&self, now: Instant) -> bool {
         self.deadline.is_some_and(|d| now >= d)
+    }
+}
+
+/// What a run tells its `on_tick` once a second besides its analysis.
+#[derive(Clone, Debug)]
+pub struct Tick {
+    /// The time measured so far.
+    pub elapsed: Duration,
+    /// What the probe lost so far, per CPU: each measured CPU has a count (0 included),
+    /// so that a counter of losses exists before its first loss.
+    pub lost: Losses,
+}
+
+impl Tick {
+    /// At `elapsed`, with the losses of a probe that counts `by_cpu` (CPUs that lost
+    /// some), `what` naming what it emits, measuring `cpus`.
+    pub(crate) fn new(
+        elapsed: Duration,
+        what: fn(u64) -> Losses,
+        by_cpu: BTreeMap<u32, u64>,
+        cpus: &CpuList,
+    ) -> Self {
+        let mut all: BTreeMap<u32, u64> = cpus.iter().map(|cpu| (cpu, 0)).collect();
+        all.extend(by_cpu);
+        Tick {
+            elapsed,
+            lost: what(all.values().sum()).per_cpu(all),
+        }
     }
 }
 

@@ -5,16 +5,17 @@
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
 
 use super::clock::{Clock, MonotonicClock, monotonic_ns};
 use super::sched::set_affinity;
 use super::workload;
-use super::{RunPace, StopOnDrop};
+use super::{RunPace, StopOnDrop, Tick};
 use crate::system;
 use crate::tap::Tap;
+use irqlens_analyze::loss::Losses;
 use irqlens_analyze::noise::NoiseAnalysis;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo, PeriodReport, Record, WorkloadConfig};
 use irqlens_model::run::RunCommon;
@@ -36,7 +37,7 @@ pub fn run(
     options: &NoiseOptions,
     stop: &AtomicBool,
     tap: &mut Tap,
-    mut on_tick: impl FnMut(&NoiseAnalysis, Duration),
+    mut on_tick: impl FnMut(&NoiseAnalysis, Tick),
 ) -> Result<NoiseOutcome> {
     let collector_cpus = place_collector(options)?;
     let _locked = MemoryLock::new();
@@ -97,7 +98,11 @@ pub fn run(
             let now = Instant::now();
             if let Some(elapsed) = pace.tick(now) {
                 refresh_entries(&probe, options, &mut analysis, tap);
-                on_tick(&analysis, elapsed);
+                let lost = records.lost_by_cpu();
+                on_tick(
+                    &analysis,
+                    Tick::new(elapsed, Losses::records, lost, &options.cpus),
+                );
             }
             if pace.over(now) {
                 stop.store(true, Ordering::Relaxed);

@@ -11,9 +11,10 @@ use anyhow::{Result, anyhow, bail};
 
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{gettid, set_affinity, set_priority};
-use super::{EventStream, RunPace, StopOnDrop};
+use super::{EventStream, RunPace, StopOnDrop, Tick};
 use crate::held::Held;
 use crate::tap::Tap;
+use irqlens_analyze::loss::Losses;
 use irqlens_analyze::wakeup::{Targets, Tracker, WakeupStats};
 use irqlens_model::event::Event;
 use irqlens_model::run::RunCommon;
@@ -42,7 +43,7 @@ pub fn run(
     options: &WakeupOptions,
     stop: &AtomicBool,
     tap: &mut Tap,
-    mut on_tick: impl FnMut(&WakeupStats, Duration),
+    mut on_tick: impl FnMut(&WakeupStats, Tick),
     warn: impl FnMut(String),
 ) -> Result<WakeupOutcome> {
     let traced = options.mode.traced();
@@ -112,7 +113,9 @@ pub fn run(
             }
             let now = Instant::now();
             if let Some(elapsed) = pace.tick(now) {
-                on_tick(&pipeline.stats, elapsed);
+                let lost = events.as_ref().map(|e| e.lost_by_cpu()).unwrap_or_default();
+                let tick = Tick::new(elapsed, Losses::checkpoints, lost, &options.cpus);
+                on_tick(&pipeline.stats, tick);
             }
             if pace.over(now) || pipeline.stats.stop.is_some() {
                 stop.store(true, Ordering::Relaxed);

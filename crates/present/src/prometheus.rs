@@ -1,8 +1,10 @@
-//! `--prometheus ADDR`: an OpenMetrics endpoint (`GET /metrics`) that serves a run's
-//! live analysis to Prometheus while the run goes on.
+//! `--prometheus ADDR`: an endpoint (`GET /metrics`) that serves a run's live analysis
+//! to Prometheus while the run goes on, as OpenMetrics to a client that asks for it and in
+//! the classic text format otherwise ([`Format::negotiate`]).
 //!
 //! Each run publishes a snapshot of its analysis once a second (its `on_tick`); a scrape
 //! encodes the latest snapshot. The analyses are cumulative, so every counter only grows.
+//! Every run also serves what its probes lost and whether they are still drained.
 //! Metric families are plain data (`Family`), made by one small function per capability
 //! (`families`), so they can be checked without a server or a kernel.
 //!
@@ -15,9 +17,11 @@ mod server;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use prometheus_client::collector::Collector;
@@ -32,13 +36,63 @@ pub use families::{
 use irqlens_analyze::account::Ledger;
 use irqlens_analyze::bh::BhStats;
 use irqlens_analyze::histogram::{DECADE_BOUNDS_NS, Histogram};
+use irqlens_analyze::loss::Losses;
 use irqlens_analyze::noise::NoiseAnalysis;
 use irqlens_analyze::wakeup::WakeupStats;
 pub use server::{CONNECTION_DEADLINE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD_BYTES};
 use server::{Limits, Serving};
 
-/// The Content-Type of a scrape's answer (OpenMetrics text).
+/// The Content-Type of an OpenMetrics answer.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The Content-Type of an answer in the classic Prometheus text format.
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// How long the probes may go undrained before `irqlens_probe_up` says 0: a run
+/// publishes once a second, so a few missed ticks mean its collector is stuck or done.
+pub const PROBE_STALE_AFTER: Duration = Duration::from_secs(5);
+
+/// The exposition formats a scrape can get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0 text.
+    OpenMetrics,
+    /// The classic Prometheus text format, 0.0.4 (what `promtool check metrics` reads).
+    Classic,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for: the served type it ranks highest (`q`; the
+    /// first listed on a tie). Without one of ours, the classic format, as Prometheus's own
+    /// client libraries answer `curl` and `*/*`.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let ranked = accept
+            .into_iter()
+            .flat_map(|a| a.split(','))
+            .filter_map(|range| {
+                let mut parameters = range.split(';').map(str::trim);
+                let format = match parameters.next()?.to_ascii_lowercase().as_str() {
+                    "application/openmetrics-text" => Format::OpenMetrics,
+                    "text/plain" => Format::Classic,
+                    _ => return None,
+                };
+                let quality = parameters
+                    .find_map(|p| p.strip_prefix("q="))
+                    .map_or(Some(1.0), |q| q.parse::<f32>().ok())?;
+                (quality > 0.0).then_some((quality, format))
+            });
+        let best = ranked.reduce(|best, next| if next.0 > best.0 { next } else { best });
+        best.map_or(Format::Classic, |(_, format)| format)
+    }
+
+    /// The Content-Type of an answer in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => CONTENT_TYPE,
+            Format::Classic => CLASSIC_CONTENT_TYPE,
+        }
+    }
+}
 
 /// A series' labels: (name, value) pairs.
 pub type Labels = Vec<(&'static str, String)>;
@@ -235,6 +289,52 @@ fn build_info(capability: &str) -> Family {
     )
 }
 
+/// What the probes of `capability` lost so far (their buffers were full), per CPU where
+/// the probe counts them so, as `irqlens_lost_events_total`.
+fn lost_events(capability: &str, lost: &Losses) -> Family {
+    let by_capability = || vec![("capability", capability.to_owned())];
+    let series: Vec<(Labels, u64)> = match &lost.by_cpu {
+        Some(by_cpu) => by_cpu
+            .iter()
+            .map(|(cpu, &n)| {
+                let mut labels = by_capability();
+                labels.push(("cpu", cpu.to_string()));
+                (labels, n)
+            })
+            .collect(),
+        None => vec![(by_capability(), lost.events)],
+    };
+    Family::count_total(
+        "lost_events",
+        "Events the probes could not keep so far (their buffer was full): counts and times of that CPU may be short",
+        series,
+    )
+}
+
+/// Whether the probes of `capability` are loaded and drained, as `irqlens_probe_up`: 1
+/// while the run publishes, 0 once its last snapshot is older than `PROBE_STALE_AFTER`.
+fn probe_up(capability: &str, up: bool) -> Family {
+    Family::new(
+        "probe_up",
+        "1 while the probes of the capability are loaded and drained, 0 when they have not been drained for 5 s",
+        None,
+        MetricType::Gauge,
+        [(
+            vec![("capability", capability.to_owned())],
+            Value::Count(up.into()),
+        )],
+    )
+}
+
+/// The families every capability serves besides its own.
+fn run_families(capability: &str) -> [Family; 3] {
+    [
+        build_info(capability),
+        lost_events(capability, &Losses::records(0)),
+        probe_up(capability, true),
+    ]
+}
+
 /// The names of the samples `family` writes: the `irqlens_` prefix, the unit, and the
 /// suffixes of its type (`_total`; `_bucket`, `_sum`, `_count`).
 fn sample_names(family: &Family) -> Vec<String> {
@@ -253,7 +353,8 @@ fn sample_names(family: &Family) -> Vec<String> {
 
 /// Every sample name each capability serves (the families of an empty run, which are
 /// those of every run: a family with no series yet is left out of a scrape, not renamed),
-/// `irqlens_build_info` included. A dashboard's queries are checked against it.
+/// `irqlens_build_info`, `irqlens_lost_events_total` and `irqlens_probe_up` included. A
+/// dashboard's queries are checked against it.
 pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
     let names = Names::default();
     let empty: [(&str, Vec<Family>); 4] = [
@@ -268,23 +369,39 @@ pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
     empty
         .into_iter()
         .map(|(capability, mut families)| {
-            families.push(build_info(capability));
+            families.extend(run_families(capability));
             (capability, families.iter().flat_map(sample_names).collect())
         })
         .collect()
 }
 
+/// A run's analysis at one tick.
+#[derive(Debug)]
+struct Published {
+    capability: &'static str,
+    families: Vec<Family>,
+    at: Instant,
+}
+
 /// The latest snapshot, which a scrape encodes.
 #[derive(Debug, Default)]
-struct Snapshot(Mutex<Arc<Vec<Family>>>);
+struct Snapshot(Mutex<Option<Arc<Published>>>);
 
 impl Snapshot {
-    fn replace(&self, families: Vec<Family>) {
-        let old = std::mem::replace(&mut *self.lock(), Arc::new(families));
+    fn replace(&self, capability: &'static str, families: Vec<Family>) {
+        self.replace_published(Published {
+            capability,
+            families,
+            at: Instant::now(),
+        });
+    }
+
+    fn replace_published(&self, published: Published) {
+        let old = self.lock().replace(Arc::new(published));
         drop(old); // outside the lock
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Arc<Vec<Family>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Published>>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -292,8 +409,12 @@ impl Snapshot {
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         // a scrape holds the lock only to take the snapshot, not to encode it
-        let families = Arc::clone(&self.lock());
-        families.iter().try_for_each(|f| f.encode(&mut encoder))
+        let Some(published) = self.lock().clone() else {
+            return Ok(());
+        };
+        let fresh = published.at.elapsed() < PROBE_STALE_AFTER;
+        let up = probe_up(published.capability, fresh);
+        (published.families.iter().chain([&up])).try_for_each(|f| f.encode(&mut encoder))
     }
 }
 
@@ -303,10 +424,49 @@ fn registry(snapshot: Arc<Snapshot>) -> Registry {
     registry
 }
 
-fn encode(registry: &Registry) -> String {
+fn encode(registry: &Registry, format: Format) -> String {
     let mut body = String::new();
     text::encode(&mut body, registry).expect("writing to a String cannot fail");
-    body
+    match format {
+        Format::OpenMetrics => body,
+        Format::Classic => classic(&body),
+    }
+}
+
+/// The classic text format of an OpenMetrics exposition of these families. prometheus-client
+/// writes OpenMetrics only; the samples of counters, gauges and histograms without
+/// exemplars are the same lines in both formats, so only the framing is rewritten, and the
+/// values, escaping and buckets stay the encoder's: a counter's family takes its samples'
+/// name (`x_total`, where OpenMetrics names it `x`, and a classic parser would see samples
+/// of a family with no HELP or TYPE), and `# UNIT` and `# EOF`, which the classic format
+/// lacks, go.
+fn classic(openmetrics: &str) -> String {
+    let counters: HashSet<&str> = (openmetrics.lines())
+        .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut text = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        let descriptor = line
+            .strip_prefix("# ")
+            .map(|d| d.split_once(' ').unwrap_or((d, "")));
+        match descriptor {
+            Some(("UNIT" | "EOF", _)) => {}
+            Some((keyword @ ("HELP" | "TYPE"), rest)) => {
+                let (name, value) = rest.split_once(' ').unwrap_or((rest, ""));
+                let total = if counters.contains(name) {
+                    "_total"
+                } else {
+                    ""
+                };
+                let _ = writeln!(text, "# {keyword} {name}{total} {value}");
+            }
+            _ => {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    text
 }
 
 /// The endpoint of a run, or nothing without `--prometheus`: every call is then a no-op,
@@ -361,37 +521,45 @@ impl Exporter {
         self.endpoint.as_ref().map(|e| e.address)
     }
 
-    /// Publishes a noise run's analysis so far.
-    pub fn noise(&mut self, analysis: &NoiseAnalysis) {
-        self.publish("noise", |names| noise_families(analysis, &names.irqs));
+    /// Publishes a noise run's analysis so far, and what its probe `lost`.
+    pub fn noise(&mut self, analysis: &NoiseAnalysis, lost: &Losses) {
+        self.publish("noise", lost, |names| noise_families(analysis, &names.irqs));
     }
 
-    /// Publishes a bottom-half run's statistics so far.
-    pub fn bh(&mut self, stats: &BhStats) {
-        self.publish("bh", |names| bh_families(stats, names));
+    /// Publishes a bottom-half run's statistics so far, and what its probe `lost`.
+    pub fn bh(&mut self, stats: &BhStats, lost: &Losses) {
+        self.publish("bh", lost, |names| bh_families(stats, names));
     }
 
-    /// Publishes a wakeup run's statistics so far.
-    pub fn wakeup(&mut self, stats: &WakeupStats) {
-        self.publish("wakeup", |names| wakeup_families(stats, names));
+    /// Publishes a wakeup run's statistics so far, and what its probe `lost`.
+    pub fn wakeup(&mut self, stats: &WakeupStats, lost: &Losses) {
+        self.publish("wakeup", lost, |names| wakeup_families(stats, names));
     }
 
     /// Publishes an account run's ledger so far, made only when there is an endpoint
-    /// (`ledger` copies the run's).
-    pub fn account(&mut self, ledger: impl FnOnce() -> Ledger) {
-        self.publish("account", |names| account_families(&ledger(), &names.irqs));
+    /// (`ledger` copies the run's), and what its probe `lost`.
+    pub fn account(&mut self, ledger: impl FnOnce() -> Ledger, lost: &Losses) {
+        self.publish("account", lost, |names| {
+            account_families(&ledger(), &names.irqs)
+        });
     }
 
     /// Replaces the snapshot. The first call starts the server from the calling thread,
     /// the run's collector: the server's thread inherits its CPU affinity, which the noise
     /// run has by then moved off the measured CPUs.
-    fn publish(&mut self, capability: &str, families: impl FnOnce(&Names) -> Vec<Family>) {
+    fn publish(
+        &mut self,
+        capability: &'static str,
+        lost: &Losses,
+        families: impl FnOnce(&Names) -> Vec<Family>,
+    ) {
         let Some(endpoint) = &mut self.endpoint else {
             return;
         };
         let mut families = families(&endpoint.names);
         families.push(build_info(capability));
-        endpoint.snapshot.replace(families);
+        families.push(lost_events(capability, lost));
+        endpoint.snapshot.replace(capability, families);
         if let Some(listener) = endpoint.listener.take() {
             let registry = registry(Arc::clone(&endpoint.snapshot));
             match Serving::start(listener, registry, endpoint.limits) {

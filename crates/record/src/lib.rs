@@ -24,9 +24,10 @@
 //!   /proc/softirqs after, and the names of the kernel functions the events refer to.
 //!   A file without it is truncated (the run was killed).
 //!
-//! Times are ns on CLOCK_MONOTONIC. With pandas: `pd.read_json(path, lines=True,
-//! compression="gzip")`, then select rows by `type`; DuckDB:
-//! `read_json(path, format='newline_delimited', compression='gzip')`.
+//! Times are ns on CLOCK_MONOTONIC. With pandas: Python's `json` per line, then nullable
+//! 64-bit integer columns (docs/output.md has the snippet; `pd.read_json` makes a column of
+//! integers with gaps float64 and so loses pointers' low bits), then select rows by `type`;
+//! DuckDB: `read_json(path, format='newline_delimited', compression='gzip')`.
 //! A reader must refuse a `version` it does not know; new fields may appear within a
 //! version, so readers should ignore fields they do not know.
 

@@ -18,10 +18,20 @@ static PIECE: [u8; 64 * 1024] = [b'a'; 64 * 1024];
 /// `method` `path` with `Connection: close`: the whole response, head and body, within
 /// 5 s.
 pub fn request(address: SocketAddr, method: &str, path: &str) -> io::Result<String> {
+    request_with(address, method, path, "")
+}
+
+/// `request` with `headers` (each line ending in `\r\n`) besides its own.
+fn request_with(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+) -> io::Result<String> {
     let mut stream = try_connect(address)?;
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: test\r\n{headers}Connection: close\r\n\r\n"
     )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
@@ -31,6 +41,12 @@ pub fn request(address: SocketAddr, method: &str, path: &str) -> io::Result<Stri
 /// GET `path`: the whole response. Panics if it does not come within 5 s.
 pub fn get(address: SocketAddr, path: &str) -> String {
     request(address, "GET", path).unwrap_or_else(|err| panic!("GET {path} from {address}: {err}"))
+}
+
+/// GET `path` with an `Accept` header: the whole response. Panics as [`get`].
+pub fn get_accepting(address: SocketAddr, path: &str, accept: &str) -> String {
+    request_with(address, "GET", path, &format!("Accept: {accept}\r\n"))
+        .unwrap_or_else(|err| panic!("GET {path} from {address}: {err}"))
 }
 
 fn try_connect(address: SocketAddr) -> io::Result<TcpStream> {

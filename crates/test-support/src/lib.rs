@@ -1,14 +1,15 @@
 //! Ground truth for irqlens's tests and benches: known noise (a pinned spinning thread),
 //! a UDP flow through a private network namespace, a Perfetto trace checker, and a busy
 //! machine (hackbench and a UDP flood), synthetic checkpoint streams for the analysis's
-//! unit tests, hostile clients of an HTTP server; and the runner of the irqlens binary
-//! they share. Without the `live` feature only the stream builder, the trace checker and
-//! the HTTP clients are left: no BPF tooling needed.
+//! unit tests, hostile clients of an HTTP server, promtool's verdict; and the runner of the
+//! irqlens binary they share. Without the `live` feature only the stream builder, the trace
+//! checker, the HTTP clients and the reference checkers are left: no BPF tooling needed.
 
 #![warn(missing_docs)]
 
 pub mod hostile_http;
 pub mod perfetto_check;
+pub mod promtool;
 pub mod python;
 #[cfg(feature = "live")]
 pub mod runner;

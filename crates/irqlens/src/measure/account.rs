@@ -7,7 +7,7 @@ use anyhow::Result;
 use irqlens_analyze::account::Period;
 use irqlens_analyze::loss::RunLosses;
 use irqlens_collect::account as account_run;
-use irqlens_collect::system;
+use irqlens_collect::{Tick, system};
 use irqlens_model::account::{AccountOptions, AccountRunInfo};
 use irqlens_model::kernel::parse_irq_line_names;
 use irqlens_model::options::RunOptions;
@@ -96,9 +96,9 @@ impl Measure for AccountTool {
         let json = live.output.show.json;
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
-        let on_tick = |elapsed, so_far: account_run::SoFar<'_>| {
-            exporter.account(|| so_far.ledger());
-            progress(elapsed, so_far.events());
+        let on_tick = |tick: Tick, so_far: account_run::SoFar<'_>| {
+            exporter.account(|| so_far.ledger(), &tick.lost);
+            progress(tick.elapsed, so_far.events());
         };
         let (whole, info) = account_run::run(&options, &STOP, live.tap, on_tick, |period| {
             // a report per interval, as it comes

@@ -42,9 +42,9 @@ impl Measure for BhTool {
     fn run(options: BhOptions, live: &mut Live<'_>) -> Result<BhResult> {
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
-        let outcome = bh_run::run(&options, &STOP, live.tap, |stats, elapsed| {
-            exporter.bh(stats);
-            progress(elapsed, stats.samples())
+        let outcome = bh_run::run(&options, &STOP, live.tap, |stats, tick| {
+            exporter.bh(stats, &tick.lost);
+            progress(tick.elapsed, stats.samples())
         })?;
         Ok(BhResult {
             options,

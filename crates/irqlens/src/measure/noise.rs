@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use anyhow::Result;
-use irqlens_analyze::loss::{Losses, RunLosses};
+use irqlens_analyze::loss::RunLosses;
 use irqlens_collect::noise::{self as noise_run, NoiseOutcome};
 use irqlens_collect::system;
 use irqlens_model::noise::NoiseOptions;
@@ -58,20 +58,20 @@ impl Measure for NoiseTool {
         let redraw = live_table(&options, live.output);
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
-        let outcome = noise_run::run(&options, &STOP, live.tap, |analysis, elapsed| {
-            exporter.noise(analysis);
+        let outcome = noise_run::run(&options, &STOP, live.tap, |analysis, tick| {
+            exporter.noise(analysis, &tick.lost);
             if redraw {
                 let mut out = io::stdout().lock();
                 let _ = write!(out, "\x1b[H\x1b[2J");
                 let _ = show::write_summary(
                     &mut out,
                     analysis,
-                    elapsed.as_nanos() as u64,
-                    &Losses::records(0),
+                    tick.elapsed.as_nanos() as u64,
+                    &tick.lost,
                 );
                 let _ = out.flush();
             } else {
-                progress(elapsed, analysis.summaries().map(|s| s.samples).sum());
+                progress(tick.elapsed, analysis.summaries().map(|s| s.samples).sum());
             }
         })?;
         if redraw {

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use anyhow::Result;
 use irqlens_analyze::loss::RunLosses;
-use irqlens_collect::system;
 use irqlens_collect::wakeup::{self as wakeup_run, WakeupOutcome};
+use irqlens_collect::{Tick, system};
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::RunInfo;
 use irqlens_model::wakeup::WakeupOptions;
@@ -55,9 +55,9 @@ impl Measure for WakeupTool {
             &options,
             &STOP,
             live.tap,
-            |stats, elapsed| {
-                exporter.wakeup(stats);
-                progress(elapsed, stats.activations())
+            |stats, tick: Tick| {
+                exporter.wakeup(stats, &tick.lost);
+                progress(tick.elapsed, stats.activations())
             },
             |warning| eprintln!("irqlens: warning: {warning}"),
         )?;

@@ -18,6 +18,7 @@ mod html_cli;
 mod html_root;
 mod noise_cli;
 mod noise_root;
+mod pandas_cli;
 mod perfetto_root;
 mod prometheus_cli;
 mod prometheus_root;

@@ -1,6 +1,6 @@
 //! `--prometheus` on real runs: the endpoint parses with the reference OpenMetrics parser
-//! (Python's prometheus_client, installed by scripts/setup), its counters grow while the
-//! run goes on, hostile clients neither stop it nor grow the process, and the port closes
+//! (Python's prometheus_client, installed by scripts/setup) and, in the classic format,
+//! passes `promtool check metrics`; its counters grow while the run goes on, hostile clients neither stop it nor grow the process, and the port closes
 //! when the run ends. Needs root (CI runs as root).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use irqlens_test_support::hostile_http::{
-    Closed, claimed_body, closed_within, get, idle, large_header, request, status_field, still_open,
+    Closed, claimed_body, closed_within, get, get_accepting, idle, large_header, request,
+    status_field, still_open,
 };
+use irqlens_test_support::promtool;
 use irqlens_test_support::python::run_script;
 
 /// A sample as the parser read it: (name, labels, value).
@@ -47,9 +49,9 @@ fn start(args: &[&str], port: u16) -> Child {
         .expect("starting irqlens")
 }
 
-/// GET /metrics: the content type and the body.
+/// GET /metrics asking for OpenMetrics, as Prometheus does: the content type and the body.
 fn scrape(port: u16) -> (String, String) {
-    let response = get(loopback(port), "/metrics");
+    let response = get_accepting(loopback(port), "/metrics", "application/openmetrics-text");
     let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let content_type = head
@@ -150,6 +152,25 @@ fn noise_counters_grow_while_the_run_goes_on() {
         1.0
     );
     assert!(total(&second, "irqlens_noise_cause_seconds_total", &[]) > 0.0);
+    // health to alert on: the probe is drained, and CPU 1's losses counted from 0 on
+    let noise = ("capability", "noise");
+    assert_eq!(total(&second, "irqlens_probe_up", &[noise]), 1.0);
+    let lost = "irqlens_lost_events_total";
+    assert!(
+        second.iter().any(|(name, labels, _)| name == lost
+            && labels.get("cpu").and_then(|c| c.as_str()) == Some("1")),
+        "no {lost} of CPU 1"
+    );
+    // the classic format, as curl gets it, is what Prometheus's linter accepts
+    let classic = get(loopback(port), "/metrics");
+    let (head, body) = classic.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.contains("Content-Type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    if let Err(problems) = promtool::check_metrics(body) {
+        panic!("{problems}\n{body}");
+    }
     finish(child, port);
 }
 

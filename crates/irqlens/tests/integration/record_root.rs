@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use crate::common::*;
+use irqlens_test_support::python::documented_pandas_reader;
 use serde_json::Value;
 
 /// Runs `args` with `-q --record path`, failing on a non-zero exit.
@@ -160,14 +161,14 @@ fn noise_recording_read_by(name: &str, script: &str) -> (Value, Vec<String>) {
     (live, words)
 }
 
-/// The documented way to read a recording without irqlens.
+/// The documented way to read a recording without irqlens (docs/output.md's reader).
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
 fn pandas_reads_a_recording() {
     assert_root();
-    let script = r#"
-import sys, pandas as pd
-df = pd.read_json(sys.argv[1], lines=True, compression="gzip")
+    let use_it = r#"
+import sys
+df = read_recording(sys.argv[1])
 header = df[df.type == "header"].iloc[0]
 records = df[df.type == "noise_record"]
 periods = df[df.type == "noise_period"]
@@ -176,7 +177,8 @@ samples = sum(len(s) for s in periods.samples)
 print(header.format, int(header.version), header.capability, len(records), end["info"]["events"], samples,
       int(records[records.cpu == 1].duration_ns.sum() > 0), len(header.system["kernel_release"]) > 0)
 "#;
-    let (live, fields) = noise_recording_read_by("pandas.jsonl.gz", script);
+    let script = format!("{}\n{use_it}", documented_pandas_reader());
+    let (live, fields) = noise_recording_read_by("pandas.jsonl.gz", &script);
     let version = irqlens_record::VERSION.to_string();
     assert_eq!(
         &fields[..3],

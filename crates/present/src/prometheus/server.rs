@@ -11,7 +11,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use http_body_util::Full;
 use hyper::body::{Body, Bytes, Incoming};
-use hyper::header::{ALLOW, CONNECTION, CONTENT_TYPE as CONTENT_TYPE_HEADER, HeaderValue};
+use hyper::header::{
+    ACCEPT, ALLOW, CONNECTION, CONTENT_TYPE as CONTENT_TYPE_HEADER, HeaderValue, VARY,
+};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -19,7 +21,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::registry::Registry;
 use tokio::sync::{Semaphore, oneshot};
 
-use super::{CONTENT_TYPE, encode};
+use super::{Format, encode};
 
 /// Connections served at once; past it a new connection is closed at once. Far more than
 /// the Prometheus servers and curls that scrape one run, yet their buffers (at most
@@ -177,13 +179,21 @@ const TEXT: &str = "text/plain; charset=utf-8";
 const NOT_FOUND: &str = "Not found: irqlens serves GET /metrics\n";
 const NOT_ALLOWED: &str = "Method not allowed: irqlens serves GET /metrics\n";
 
-/// The answer to `request`: the metrics for GET /metrics, 405 for another method, 404
-/// for another path. The body is whole, sent with its length (never in chunks, for the
+/// The answer to `request`: the metrics for GET /metrics, in the format its `Accept`
+/// header asks for, 405 for another method, 404 for another path. The body is whole, sent with its length (never in chunks, for the
 /// simplest scrapers). A request's body is never read: the connection closes after the
 /// answer instead, so a claimed length costs nothing.
 fn respond(request: &Request<Incoming>, registry: &Registry) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match (request.method(), request.uri().path()) {
-        (&Method::GET, "/metrics") => (StatusCode::OK, CONTENT_TYPE, encode(registry)),
+        (&Method::GET, "/metrics") => {
+            let accept = request.headers().get(ACCEPT);
+            let format = Format::negotiate(accept.and_then(|a| a.to_str().ok()));
+            (
+                StatusCode::OK,
+                format.content_type(),
+                encode(registry, format),
+            )
+        }
         (_, "/metrics") => (StatusCode::METHOD_NOT_ALLOWED, TEXT, NOT_ALLOWED.into()),
         _ => (StatusCode::NOT_FOUND, TEXT, NOT_FOUND.into()),
     };
@@ -191,6 +201,10 @@ fn respond(request: &Request<Incoming>, registry: &Registry) -> Response<Full<By
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE_HEADER, HeaderValue::from_static(content_type));
+    if status == StatusCode::OK {
+        // a cache between must not hand one client's format to another
+        headers.insert(VARY, HeaderValue::from_static("Accept"));
+    }
     if status == StatusCode::METHOD_NOT_ALLOWED {
         headers.insert(ALLOW, HeaderValue::from_static("GET"));
     }

@@ -15,18 +15,29 @@ use irqlens_model::kernel::Comm;
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
 use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig};
 use irqlens_test_support::hostile_http::{
-    Closed, claimed_body, closed_within, get, idle, large_header, request, sent_body, slow_head,
-    status_field, still_open,
+    Closed, claimed_body, closed_within, get, get_accepting, idle, large_header, request,
+    sent_body, slow_head, status_field, still_open,
 };
+use irqlens_test_support::promtool;
 use irqlens_test_support::python::run_script;
 
 const NS_PER_US: u64 = 1_000;
 
-/// The OpenMetrics text of `families`, as a scrape gets it.
+/// The OpenMetrics text of `families`, as a scrape that asks for it gets it.
 fn render(families: Vec<Family>) -> String {
+    render_in(families, Format::OpenMetrics)
+}
+
+/// The text of `families` in `format`, as a scrape gets it (a noise run's, just published).
+fn render_in(families: Vec<Family>, format: Format) -> String {
     let snapshot = Arc::new(Snapshot::default());
-    snapshot.replace(families);
-    encode(&registry(snapshot))
+    snapshot.replace("noise", families);
+    encode(&registry(snapshot), format)
+}
+
+/// Nothing lost on CPU 1.
+fn nothing_lost() -> Losses {
+    Losses::records(0).per_cpu(BTreeMap::from([(1, 0)]))
 }
 
 /// One period of `cpu`: a 50 µs thread interference inside a sample, a 7 µs sample
@@ -533,6 +544,8 @@ fn every_family() -> Vec<(&'static str, Vec<Family>)> {
     ];
     for (capability, families) in &mut capabilities {
         families.push(build_info(capability));
+        let lost = Losses::checkpoints(3).per_cpu(BTreeMap::from([(0, 0), (1, 3)]));
+        families.push(lost_events(capability, &lost));
     }
     capabilities.into()
 }
@@ -619,6 +632,201 @@ fn the_reference_parser_reads_every_family_under_the_names_listed() {
     }
 }
 
+/// What Prometheus 3 asks for by default: OpenMetrics first, the classic format last.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1";
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0";
+
+#[test]
+fn the_accept_header_picks_the_format() {
+    for (accept, expected) in [
+        (Some(PROMETHEUS_ACCEPT), Format::OpenMetrics),
+        (Some(OPENMETRICS), Format::OpenMetrics),
+        (Some("Application/OpenMetrics-Text"), Format::OpenMetrics),
+        (Some("text/plain;version=0.0.4"), Format::Classic),
+        (
+            Some("text/plain; version=0.0.4; q=0.9, application/openmetrics-text; q=0.5"),
+            Format::Classic,
+        ),
+        // the highest q wins, wherever it is listed; the first on a tie
+        (
+            Some("text/plain;q=0.2, application/openmetrics-text;q=0.8"),
+            Format::OpenMetrics,
+        ),
+        (
+            Some("text/plain, application/openmetrics-text"),
+            Format::Classic,
+        ),
+        (
+            Some("application/openmetrics-text, text/plain"),
+            Format::OpenMetrics,
+        ),
+        // refused, unreadable or unknown: what curl and a browser get
+        (Some("application/openmetrics-text;q=0"), Format::Classic),
+        (Some("application/openmetrics-text;q=x"), Format::Classic),
+        (Some("*/*"), Format::Classic),
+        (Some("application/json"), Format::Classic),
+        (Some(""), Format::Classic),
+        (None, Format::Classic),
+    ] {
+        assert_eq!(Format::negotiate(accept), expected, "Accept: {accept:?}");
+    }
+}
+
+/// The samples of `text` as Python's prometheus_client reads it in `format`, each as
+/// `name{labels} value` with the labels sorted (one line each).
+fn reference_samples(text: &str, format: Format) -> Vec<String> {
+    let parser = match format {
+        Format::OpenMetrics => "prometheus_client.openmetrics.parser",
+        Format::Classic => "prometheus_client.parser",
+    };
+    let script = format!(
+        r#"
+import sys
+from {parser} import text_string_to_metric_families
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for s in family.samples:
+        labels = ",".join(f"{{k}}={{v}}" for k, v in sorted(s.labels.items()))
+        print(f"{{s.name}}{{{{{{labels}}}}}} {{float(s.value)!r}}")
+"#
+    );
+    let stdout = run_script(&script, &[], text.as_bytes())
+        .unwrap_or_else(|stderr| panic!("{parser} rejects:\n{text}\n{stderr}"));
+    let mut samples: Vec<String> = String::from_utf8(stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    samples.sort();
+    samples
+}
+
+#[test]
+fn the_classic_format_is_promtool_clean_and_holds_the_same_samples() {
+    for (capability, families) in every_family() {
+        let classic = render_in(families.clone(), Format::Classic);
+        let openmetrics = render(families);
+        if let Err(problems) = promtool::check_metrics(&classic) {
+            panic!("{capability}: {problems}\n{classic}");
+        }
+        // every counter has its HELP and TYPE under the name of its samples
+        for line in classic.lines().filter(|l| l.starts_with("# TYPE ")) {
+            if let Some(name) = line
+                .strip_prefix("# TYPE ")
+                .unwrap()
+                .strip_suffix(" counter")
+            {
+                assert!(name.ends_with("_total"), "{capability}: {line}");
+                assert!(
+                    classic.contains(&format!("# HELP {name} ")),
+                    "{capability}: {name}"
+                );
+            }
+        }
+        assert!(!classic.contains("# EOF") && !classic.contains("# UNIT"));
+        assert_eq!(
+            reference_samples(&classic, Format::Classic),
+            reference_samples(&openmetrics, Format::OpenMetrics),
+            "{capability}"
+        );
+    }
+}
+
+#[test]
+fn openmetrics_read_as_the_classic_format_is_what_promtool_refuses() {
+    // the exposition every scrape got before: counters' samples have no HELP
+    let openmetrics = render(noise_families(&noise_analysis(), &HashMap::new()));
+    let problems = promtool::check_metrics(&openmetrics).unwrap_err();
+    assert!(problems.contains("no help text"), "{problems}");
+}
+
+#[test]
+fn a_scrape_gets_the_format_it_asks_for() {
+    let mut exporter =
+        Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
+    let address = exporter.address().unwrap();
+    exporter.noise(&noise_analysis(), &nothing_lost());
+    let body_of = |response: &str| {
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(head.contains("\r\nVary: Accept"), "{head}");
+        body.to_owned()
+    };
+    for (accept, format) in [
+        (Some(PROMETHEUS_ACCEPT), Format::OpenMetrics),
+        (Some("text/plain;version=0.0.4"), Format::Classic),
+        (None, Format::Classic),
+    ] {
+        let response = match accept {
+            Some(accept) => get_accepting(address, "/metrics", accept),
+            None => get(address, "/metrics"),
+        };
+        let content_type = format!("Content-Type: {}\r\n", format.content_type());
+        assert!(response.contains(&content_type), "{accept:?}: {response}");
+        let body = body_of(&response);
+        assert_eq!(body.ends_with("# EOF\n"), format == Format::OpenMetrics);
+        assert!(body.contains("irqlens_noise_samples_total{cpu=\"1\"} 2\n"));
+        if format == Format::Classic {
+            promtool::check_metrics(&body).unwrap();
+        }
+    }
+}
+
+#[test]
+fn losses_are_counted_per_capability_and_cpu() {
+    let per_cpu = Losses::checkpoints(5).per_cpu(BTreeMap::from([(0, 0), (3, 5)]));
+    let text = render(vec![lost_events("bh", &per_cpu)]);
+    let lost = |labels: &str| value(&text, &format!("irqlens_lost_events_total{{{labels}}}"));
+    // a CPU that lost nothing has its series from the start, for rate() and alerts
+    assert_eq!(lost("capability=\"bh\",cpu=\"0\""), 0.0);
+    assert_eq!(lost("capability=\"bh\",cpu=\"3\""), 5.0);
+    assert!(text.contains("# TYPE irqlens_lost_events counter\n"));
+    // a probe that does not count them per CPU: one series
+    let text = render(vec![lost_events("noise", &Losses::records(7))]);
+    assert_eq!(
+        value(&text, "irqlens_lost_events_total{capability=\"noise\"}"),
+        7.0
+    );
+}
+
+#[test]
+fn the_probes_are_up_while_the_run_publishes() {
+    let mut exporter =
+        Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
+    let address = exporter.address().unwrap();
+    let lost = Losses::records(2).per_cpu(BTreeMap::from([(1, 2)]));
+    exporter.noise(&noise_analysis(), &lost);
+    let scrape = || get_accepting(address, "/metrics", OPENMETRICS);
+    let up = "irqlens_probe_up{capability=\"noise\"}";
+    let now = scrape();
+    assert_eq!(value(&now, up), 1.0, "{now}");
+    let stale_after = format!("not been drained for {} s\n", PROBE_STALE_AFTER.as_secs());
+    assert!(
+        now.contains(&stale_after),
+        "the help says another time:\n{now}"
+    );
+    assert_eq!(
+        value(
+            &now,
+            "irqlens_lost_events_total{capability=\"noise\",cpu=\"1\"}"
+        ),
+        2.0
+    );
+
+    // a snapshot older than PROBE_STALE_AFTER: the collector no longer drains the probes
+    let snapshot = &exporter.endpoint.as_ref().unwrap().snapshot;
+    let stale = Instant::now().checked_sub(PROBE_STALE_AFTER * 2).unwrap();
+    snapshot.replace_published(Published {
+        capability: "noise",
+        families: noise_families(&noise_analysis(), &HashMap::new()),
+        at: stale,
+    });
+    let later = scrape();
+    assert_eq!(value(&later, up), 0.0, "{later}");
+    // the run's figures are still served: only its health changed
+    assert_eq!(value(&later, "irqlens_noise_samples_total{cpu=\"1\"}"), 2.0);
+}
+
 #[test]
 fn series_with_the_same_labels_are_folded() {
     let labels = || vec![("cause", "same".to_owned())];
@@ -639,9 +847,9 @@ fn serves_the_latest_snapshot_until_dropped() {
         Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
     let address = exporter.address().unwrap();
     assert_ne!(address.port(), 0);
-    exporter.noise(&noise_analysis());
+    exporter.noise(&noise_analysis(), &nothing_lost());
 
-    let response = get(address, "/metrics");
+    let response = get_accepting(address, "/metrics", OPENMETRICS);
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(
         response.contains(&format!("Content-Type: {CONTENT_TYPE}\r\n")),
@@ -676,8 +884,8 @@ fn a_large_scrape_is_sent_whole_with_its_length() {
         Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
     let address = exporter.address().unwrap();
     // larger than the connection's buffer (MAX_HEAD_BYTES)
-    exporter.noise(&noise_analysis_on(0..64));
-    let response = get(address, "/metrics");
+    exporter.noise(&noise_analysis_on(0..64), &nothing_lost());
+    let response = get_accepting(address, "/metrics", OPENMETRICS);
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     assert!(body.len() > 2 * MAX_HEAD_BYTES, "{} bytes", body.len());
     assert!(!head.contains("chunked"), "{head}");
@@ -689,7 +897,7 @@ fn a_large_scrape_is_sent_whole_with_its_length() {
 #[test]
 fn without_an_address_nothing_listens() {
     let mut exporter = Exporter::start(None, Names::default).unwrap();
-    exporter.noise(&noise_analysis());
+    exporter.noise(&noise_analysis(), &nothing_lost());
     assert_eq!(exporter.address(), None);
 }
 
@@ -697,14 +905,14 @@ fn without_an_address_nothing_listens() {
 fn serving(limits: Limits, cpus: u32) -> Exporter {
     let address = Some("127.0.0.1:0".parse().unwrap());
     let mut exporter = Exporter::with_limits(address, Names::default, limits).unwrap();
-    exporter.noise(&noise_analysis_on(0..cpus));
+    exporter.noise(&noise_analysis_on(0..cpus), &nothing_lost());
     exporter
 }
 
 /// A whole scrape of `address`: how long it took.
 fn timed_scrape(address: SocketAddr) -> Duration {
     let started = Instant::now();
-    let response = get(address, "/metrics");
+    let response = get_accepting(address, "/metrics", OPENMETRICS);
     let elapsed = started.elapsed();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.ends_with("# EOF\n"), "{response}");
