@@ -175,7 +175,11 @@ pub fn run_live<M: Measure>(
 
 /// Re-analyzes a recording made by any capability with the options it was made with.
 pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
-    let mut reader = Reader::open(path)?;
+    replay_from(Reader::open(path)?)
+}
+
+/// [`replay`] of a recording already opened (its header read).
+pub fn replay_from(mut reader: Reader) -> Result<(Reader, Box<dyn Outcome>)> {
     let header = reader.header();
     let options = match &header.options {
         Some(options) => options.clone(),

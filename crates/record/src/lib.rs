@@ -51,7 +51,7 @@ use irqlens_model::system::{Capability, SystemSnapshot};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Report;
 
-pub use reader::{MAX_LINE, Reader, is_json_text, read_document};
+pub use reader::{MAX_LINE, Opened, Reader, STDIN, is_json_text, not_a_recording, read_document};
 pub use sink::{Sink, pump};
 pub use writer::Recorder;
 
