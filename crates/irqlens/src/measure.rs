@@ -19,6 +19,7 @@ use crate::parse::Action;
 use irqlens_collect::system;
 use irqlens_collect::tap::{Tap, recording_header};
 use irqlens_model::bounds::Check;
+use irqlens_model::hist::HistOptions;
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::{Header, Measurement as MeasurementDocument, RunInfo};
@@ -253,6 +254,12 @@ pub fn measurement_json(
         recording: None,
         tables,
     })
+}
+
+/// Whether a measurement's text is data only: a histogram without its header lines
+/// (`hist --no-header`, for `> counts.txt`).
+pub fn data_only(hist: Option<&HistOptions>) -> bool {
+    hist.is_some_and(|hist| hist.no_header)
 }
 
 /// A live run's HTML page: its section alone under the capability's title.
