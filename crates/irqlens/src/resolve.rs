@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 use clap::Parser;
 
-use irqlens_collect::{system, wakeup};
+use irqlens_collect::{steer, system, wakeup};
 use irqlens_model::account::AccountOptions;
 use irqlens_model::bh::{BhOptions, Selection, StatsConfig, TriggerOptions};
 use irqlens_model::bounds::Check;
@@ -22,7 +22,7 @@ use irqlens_model::wakeup::{
 
 use crate::cli::{
     AccountArgs, BhArgs, BhCommand, BhMode, Cli, Command, HistFlags, NoiseArgs, NoiseCommand,
-    NoiseMode, OutputArgs, TrialNetArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
+    NoiseMode, OutputArgs, SteerArgs, TrialNetArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
 };
 use crate::measure::Measurement;
 use crate::measure::account::AccountTool;
@@ -272,6 +272,15 @@ impl WakeupCommand {
             on_threshold: args.stop_actions.on_threshold,
             output: args.output,
         })
+    }
+}
+
+impl SteerArgs {
+    /// `irqlens steer` as the driver runs it: its devices checked against the machine
+    /// before anything is loaded.
+    pub fn resolve(self) -> Result<SteerArgs> {
+        steer::check_devices(&self.devices)?;
+        Ok(self)
     }
 }
 
