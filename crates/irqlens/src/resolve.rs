@@ -167,9 +167,20 @@ const MAX_SAMPLES_PER_WINDOW: usize = 1 << 16;
 const STOP_CONTEXT_RECORDS: usize = 10;
 
 impl NoiseArgs {
-    /// Checks the options against each other and the machine.
+    /// Checks the options against each other and the machine; warns (once, as rtla
+    /// does) when -H puts the collector on a measured CPU, where its time is noise.
     pub fn options(&self, hist: Option<HistOptions>) -> Result<NoiseOptions> {
-        self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)
+        let options = self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)?;
+        if let Some(housekeeping) = &options.housekeeping {
+            let shared = housekeeping.shared_with(&options.cpus);
+            if !shared.is_empty() {
+                eprintln!(
+                    "irqlens: warning: -H {housekeeping} includes measured CPUs ({shared}): the \
+                     collector may run there, and its time shows as noise (thread irqlens)"
+                );
+            }
+        }
+        Ok(options)
     }
 
     /// The options of a run on `cpus` (checked against the machine, or recorded).
