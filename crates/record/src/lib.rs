@@ -5,6 +5,7 @@
 //!
 //! # Format, version 2 (CHANGELOG.md has what changed since version 1)
 //! gzip'd JSON Lines (`.jsonl.gz`): one JSON object per line, each with a `"type"`.
+//! The reader also takes them gunzipped, and reads them once, front to back (a pipe does).
 //! - The first line is the `header`: `format` ("irqlens-recording"), `version`,
 //!   `capability`, `argv` (provenance), `options` (the run's resolved options, tagged
 //!   with the capability; version 1 has none: its options come from `argv`),

@@ -12,7 +12,7 @@ use crate::measure::{Outcome, recorded_names, replay_from};
 use irqlens_model::run::RecordingSummary;
 use irqlens_present::document::{RecordedTrial, Section, Sections};
 use irqlens_present::perfetto;
-use irqlens_record::Reader;
+use irqlens_record::{Opened, Reader};
 
 impl Tool for ReportArgs {
     const NAME: &'static str = "report";
@@ -24,6 +24,12 @@ impl Tool for ReportArgs {
 
     fn html(&self) -> Option<&Path> {
         self.page.html.as_deref()
+    }
+
+    fn files(&self) -> Vec<(&'static str, &Path)> {
+        (self.perfetto.as_deref().map(|path| ("--perfetto", path)))
+            .into_iter()
+            .collect()
     }
 
     fn execute(self, _run: &mut Run) -> Result<Done> {
@@ -66,11 +72,11 @@ fn convert(recording: &Path, trace: &Path) -> Result<()> {
             recording.display()
         );
     }
-    let symbols = match open(recording)? {
-        Recorded::Trial(file, _) => {
-            bail!("{file}: a trial's recording has no timeline for --perfetto")
+    let symbols = match Opened::open(recording)? {
+        Opened::Document(name, document) if document["command"] == "trial" => {
+            bail!("{name}: a trial's recording has no timeline for --perfetto")
         }
-        Recorded::Measurement(mut reader) => recorded_names(reader.skip_inputs()?).symbols,
+        opened => recorded_names(opened.recording()?.skip_inputs()?).symbols,
     };
     perfetto::convert(recording, trace, symbols)
 }

@@ -190,8 +190,8 @@ fn against(args: &SimArgs, path: &Path) -> Result<Done> {
     let trial = match super::trial::open(path)? {
         Recorded::Trial(_, trial) => trial,
         Recorded::Measurement(reader) => bail!(
-            "{}: a recording of {}, not a trial's (irqlens trial net --record FILE, or its \
-             --json)",
+            "{}: a recording of {}, not a trial recording (irqlens trial net --record FILE, \
+             or its --json)",
             reader.name(),
             reader.header().capability.name()
         ),

@@ -181,9 +181,11 @@ fn an_output_that_cannot_be_written_fails_before_the_run_naming_its_option() {
     let recording = fixture("v2/noise-hist.jsonl.gz");
     // /dev/full opens but refuses every write; /proc/version opens for writing as root
     for unwritable in ["/dev/full", "/proc/version"] {
-        assert_fails_with(
-            &["report", &recording, "--html", unwritable],
-            &format!("--html {unwritable}: "),
-        );
+        for option in ["--html", "--perfetto"] {
+            assert_fails_with(
+                &["report", &recording, option, unwritable],
+                &format!("{option} {unwritable}: "),
+            );
+        }
     }
 }
