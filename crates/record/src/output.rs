@@ -50,7 +50,7 @@ pub fn create(path: &Path) -> io::Result<File> {
     }
     // an empty write reaches the file's own write operation, which /dev/full and a
     // read-only kernel file refuse, without writing anything
-    (&file).write(&[])?;
+    let _written_nothing: usize = (&file).write(&[])?;
     if !kind.is_file() {
         return Ok(file);
     }

@@ -42,7 +42,7 @@ pub struct Reader {
 /// command's `--json` output).
 pub enum Opened {
     /// A measurement's recording, its header read.
-    Recording(Reader),
+    Recording(Box<Reader>),
     /// A whole JSON document, and what errors call its file.
     Document(String, serde_json::Value),
 }
@@ -109,18 +109,18 @@ impl Opened {
             return Ok(Opened::Document(name.to_owned(), value));
         }
         let header = lines.parse_header(value)?;
-        Ok(Opened::Recording(Reader {
+        Ok(Opened::Recording(Box::new(Reader {
             lines,
             header,
             end: None,
-        }))
+        })))
     }
 
     /// The measurement's recording; a document is refused, saying what it is and what
     /// reads it.
     pub fn recording(self) -> Result<Reader> {
         match self {
-            Opened::Recording(reader) => Ok(reader),
+            Opened::Recording(reader) => Ok(*reader),
             Opened::Document(name, document) => Err(not_a_recording(&name, &document)),
         }
     }

@@ -47,13 +47,16 @@ impl Tool for ReportArgs {
         for path in &self.files {
             match open(path)? {
                 Recorded::Trial(file, report) if self.files.len() == 1 => {
-                    return Ok(Done::new(RecordedTrial { file, report }));
+                    return Ok(Done::new(RecordedTrial {
+                        file,
+                        report: *report,
+                    }));
                 }
                 Recorded::Trial(file, _) => bail!(
                     "{file}: a trial's recording is reported alone, not with other recordings"
                 ),
                 Recorded::Measurement(reader) => {
-                    let (reader, outcome) = replay_from(reader)?;
+                    let (reader, outcome) = replay_from(*reader)?;
                     sections.push(section(&reader, outcome));
                 }
             }

@@ -109,10 +109,10 @@ fn calibrate(args: &SimArgs) -> Result<Done> {
         let file = path.display().to_string();
         let (reader, outcome) = match super::trial::open(path)? {
             Recorded::Trial(_, trial) => {
-                trials.push((file, trial));
+                trials.push((file, *trial));
                 continue;
             }
-            Recorded::Measurement(reader) => replay_from(reader)?,
+            Recorded::Measurement(reader) => replay_from(*reader)?,
         };
         let found = outcome.costs();
         if found.is_empty() {
@@ -188,7 +188,7 @@ fn against(args: &SimArgs, path: &Path) -> Result<Done> {
     let costs = args.costs.as_deref().expect("clap requires --costs");
     let calibration = read_calibration(costs)?;
     let trial = match super::trial::open(path)? {
-        Recorded::Trial(_, trial) => trial,
+        Recorded::Trial(_, trial) => *trial,
         Recorded::Measurement(reader) => bail!(
             "{}: a recording of {}, not a trial recording (irqlens trial net --record FILE, \
              or its --json)",

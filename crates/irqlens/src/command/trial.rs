@@ -101,9 +101,9 @@ impl Tool for TrialNetArgs {
 /// What a file given to `report` or `sim` holds.
 pub(super) enum Recorded {
     /// A trial's recording (`trial net --record`) or its `--json` document, and its name.
-    Trial(String, TrialReport),
+    Trial(String, Box<TrialReport>),
     /// A measurement's recording, its header read.
-    Measurement(Reader),
+    Measurement(Box<Reader>),
 }
 
 /// Opens `path` (`-`: standard input), read once: a trial, or a measurement's recording;
@@ -112,7 +112,7 @@ pub(super) fn open(path: &Path) -> Result<Recorded> {
     match Opened::open(path)? {
         Opened::Recording(reader) => Ok(Recorded::Measurement(reader)),
         Opened::Document(name, document) => match trial_in(&name, &document)? {
-            Some(trial) => Ok(Recorded::Trial(name, trial)),
+            Some(trial) => Ok(Recorded::Trial(name, Box::new(trial))),
             None => Err(irqlens_record::not_a_recording(&name, &document)),
         },
     }
