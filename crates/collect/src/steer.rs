@@ -37,6 +37,57 @@ pub struct Outcome {
     pub run: SteerRun,
 }
 
+/// `--dev`: every device must be one whose threads steer can find (NAPI threads are
+/// named after a network device, IRQ threads after their line): a network device of a
+/// network namespace some process is in (each process's /proc/PID/net/dev lists its
+/// namespace's devices, irqlens's own included), or part of an IRQ line's name. A name
+/// that is neither would steer nothing and say nothing.
+pub fn check_devices(devices: &[String]) -> Result<()> {
+    if devices.is_empty() {
+        return Ok(());
+    }
+    let lines = system::irq_line_names();
+    let mut known = network_devices();
+    known.extend(
+        devices
+            .iter()
+            .filter(|device| lines.values().any(|line| line.contains(device.as_str())))
+            .cloned(),
+    );
+    if let Some(unknown) = devices.iter().find(|device| !known.contains(*device)) {
+        bail!(
+            "--dev {unknown}: no network device of that name in any network namespace, and \
+             no IRQ line named so (see /proc/net/dev, ip netns, /proc/interrupts)"
+        );
+    }
+    Ok(())
+}
+
+/// The network devices of every network namespace a process is in, each read once.
+fn network_devices() -> HashSet<String> {
+    let mut namespaces = HashSet::new();
+    let mut devices = HashSet::new();
+    let processes = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+    for process in processes {
+        let path = process.path();
+        let namespace = std::fs::read_link(path.join("ns/net")).ok();
+        if namespace.is_some_and(|namespace| !namespaces.insert(namespace)) {
+            continue;
+        }
+        if let Ok(listing) = std::fs::read_to_string(path.join("net/dev")) {
+            devices.extend(parse_net_dev(&listing));
+        }
+    }
+    devices
+}
+
+/// The device names of a /proc/net/dev listing: two header lines, then `NAME: counters`.
+fn parse_net_dev(listing: &str) -> impl Iterator<Item = String> + '_ {
+    (listing.lines().skip(2))
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, _)| name.trim().to_owned())
+}
+
 /// Steers until `options.duration` passes or `stop` is set; `on_change` sees each change
 /// as it is made. The changes are written to `journal` (steer's own, or `trial`'s: its own
 /// changes stay) or, without one, only described (`--dry-run`); those steer made are put
@@ -263,4 +314,22 @@ fn own_cpu_time() -> Duration {
     }
     let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn net_dev_names_its_devices_and_this_machine_has_loopback() {
+        let listing = "Inter-|   Receive\n face |bytes\n    lo: 1 2 3\n  eth0:4 5 6\n";
+        assert_eq!(parse_net_dev(listing).collect::<Vec<_>>(), ["lo", "eth0"]);
+        assert!(network_devices().contains("lo"));
+        check_devices(&["lo".into()]).unwrap();
+        let error = check_devices(&["lo".into(), "no-such-dev0".into()]).unwrap_err();
+        assert!(
+            error.to_string().starts_with("--dev no-such-dev0: "),
+            "{error}"
+        );
+    }
 }

@@ -19,6 +19,7 @@ use irqlens_analyze::wakeup::{Targets, Tracker, WakeupStats};
 use irqlens_model::event::Event;
 use irqlens_model::run::RunCommon;
 use irqlens_model::sched::Priority;
+use irqlens_model::tune::comm_matches;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{
     Report, TimerOptions, TimerThread, WakeupMode, WakeupOptions, WakeupRunInfo, Watched,
@@ -393,7 +394,10 @@ fn sleep_and_report(
 }
 
 /// Task mode: the watched process must exist now (its threads are followed as they
-/// come and go).
+/// come and go), and so must a thread of the watched name: a name is matched as its
+/// threads wake, so one that starts later would be measured, but a run where none runs
+/// measures nothing and says nothing (a name mistyped), so it is refused, as `--pid` of
+/// a process that is gone is.
 pub fn check_watched(watched: &Watched) -> Result<()> {
     match watched {
         Watched::Process(pid) => {
@@ -404,6 +408,16 @@ pub fn check_watched(watched: &Watched) -> Result<()> {
         Watched::Name(name) => {
             if name.is_empty() || name.len() > 15 {
                 bail!("--comm '{name}': a thread name has 1 to 15 bytes (the kernel's comm)");
+            }
+            let threads = crate::system::thread_runtimes();
+            if !threads
+                .values()
+                .any(|thread| comm_matches(name, &thread.comm))
+            {
+                bail!(
+                    "--comm '{name}': no thread has that name now (start it first, or watch \
+                     a process with --pid)"
+                );
             }
         }
     }

@@ -220,6 +220,12 @@ pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
         write_json(&mut out, &done.document.json())?;
     } else {
         done.document.write_text(&mut out)?;
+        if done.document.data_only() {
+            out.flush()?;
+            write_aside(&*done.document)?;
+        } else {
+            done.document.write_about(&mut out)?;
+        }
     }
     out.flush()?;
     drop(out);
@@ -244,6 +250,19 @@ pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
         return Err(error);
     }
     Ok(ended)
+}
+
+/// The lines about a run whose stdout is data only, on stderr (without the blank lines
+/// that set them apart on stdout).
+fn write_aside(document: &dyn Document) -> Result<()> {
+    let mut about = Vec::new();
+    document.write_about(&mut about)?;
+    let about = String::from_utf8_lossy(&about);
+    let mut err = std::io::stderr().lock();
+    for line in about.lines().filter(|line| !line.trim().is_empty()) {
+        writeln!(err, "{line}")?;
+    }
+    Ok(())
 }
 
 /// The one privilege check: refused with what is missing before anything is made.

@@ -93,7 +93,7 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Compare(args) => run_tool(args),
         Command::Advise(args) => run_tool(*args),
         Command::Tune(args) => run_tool(*args),
-        Command::Steer(args) => run_tool(args),
+        Command::Steer(args) => run_tool(args.resolve()?),
         Command::Trial(command) => match command.load {
             TrialLoad::Net(args) => run_tool(args),
         },

@@ -19,6 +19,7 @@ use crate::parse::Action;
 use irqlens_collect::system;
 use irqlens_collect::tap::{Tap, recording_header};
 use irqlens_model::bounds::Check;
+use irqlens_model::hist::HistOptions;
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::{Header, Measurement as MeasurementDocument, RunInfo};
@@ -175,7 +176,11 @@ pub fn run_live<M: Measure>(
 
 /// Re-analyzes a recording made by any capability with the options it was made with.
 pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
-    let mut reader = Reader::open(path)?;
+    replay_from(Reader::open(path)?)
+}
+
+/// [`replay`] of a recording already opened (its header read).
+pub fn replay_from(mut reader: Reader) -> Result<(Reader, Box<dyn Outcome>)> {
     let header = reader.header();
     let options = match &header.options {
         Some(options) => options.clone(),
@@ -249,6 +254,12 @@ pub fn measurement_json(
         recording: None,
         tables,
     })
+}
+
+/// Whether a measurement's text is data only: a histogram without its header lines
+/// (`hist --no-header`, for `> counts.txt`).
+pub fn data_only(hist: Option<&HistOptions>) -> bool {
+    hist.is_some_and(|hist| hist.no_header)
 }
 
 /// A live run's HTML page: its section alone under the capability's title.

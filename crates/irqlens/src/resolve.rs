@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 use clap::Parser;
 
-use irqlens_collect::{system, wakeup};
+use irqlens_collect::{steer, system, wakeup};
 use irqlens_model::account::AccountOptions;
 use irqlens_model::bh::{BhOptions, Selection, StatsConfig, TriggerOptions};
 use irqlens_model::bounds::Check;
@@ -22,7 +22,7 @@ use irqlens_model::wakeup::{
 
 use crate::cli::{
     AccountArgs, BhArgs, BhCommand, BhMode, Cli, Command, HistFlags, NoiseArgs, NoiseCommand,
-    NoiseMode, OutputArgs, TrialNetArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
+    NoiseMode, OutputArgs, SteerArgs, TrialNetArgs, WakeupArgs, WakeupCommand, WakeupModeCommand,
 };
 use crate::measure::Measurement;
 use crate::measure::account::AccountTool;
@@ -158,9 +158,20 @@ impl WakeupArgs {
 }
 
 impl NoiseArgs {
-    /// Checks the options against each other and the machine.
+    /// Checks the options against each other and the machine; warns (once, as rtla
+    /// does) when -H puts the collector on a measured CPU, where its time is noise.
     pub fn options(&self, hist: Option<HistOptions>) -> Result<NoiseOptions> {
-        self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)
+        let options = self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)?;
+        if let Some(housekeeping) = &options.housekeeping {
+            let shared = housekeeping.shared_with(&options.cpus);
+            if !shared.is_empty() {
+                eprintln!(
+                    "irqlens: warning: -H {housekeeping} includes measured CPUs ({shared}): the \
+                     collector may run there, and its time shows as noise (thread irqlens)"
+                );
+            }
+        }
+        Ok(options)
     }
 
     /// The options of a run on `cpus` (checked against the machine, or recorded).
@@ -263,6 +274,15 @@ impl WakeupCommand {
             on_threshold: args.stop_actions.on_threshold,
             output: args.output,
         })
+    }
+}
+
+impl SteerArgs {
+    /// `irqlens steer` as the driver runs it: its devices checked against the machine
+    /// before anything is loaded.
+    pub fn resolve(self) -> Result<SteerArgs> {
+        steer::check_devices(&self.devices)?;
+        Ok(self)
     }
 }
 

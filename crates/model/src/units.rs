@@ -83,6 +83,11 @@ impl CpuList {
     pub fn without(&self, other: &CpuList) -> CpuList {
         CpuList(self.0.difference(&other.0).copied().collect())
     }
+
+    /// The CPUs in both lists.
+    pub fn shared_with(&self, other: &CpuList) -> CpuList {
+        CpuList(self.0.intersection(&other.0).copied().collect())
+    }
 }
 
 impl FromIterator<u32> for CpuList {

@@ -243,6 +243,10 @@ pub fn write_histogram(
         "OOB:",
         options,
     )?;
+    if options.no_header {
+        // the marks it explains are in the column names, left out
+        return Ok(());
+    }
     write_legend(out, losses, "columns")
 }
 

@@ -19,6 +19,16 @@ pub trait Document {
     fn json(&self) -> serde_json::Value;
     /// The text shown on stdout without `--json`.
     fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()>;
+    /// The lines about the run (what it traced and lost, what stopped it) shown after the
+    /// text: on stdout, or on stderr when the text is data only.
+    fn write_about(&self, _out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Whether the text is data only, for a script (`hist --no-header`, as rtla's): then
+    /// stdout holds it alone, and [`Document::write_about`]'s lines go to stderr.
+    fn data_only(&self) -> bool {
+        false
+    }
     /// The `--html` page; `None` for a command that writes none.
     fn page(&self) -> Option<Page> {
         None
@@ -80,15 +90,38 @@ impl Document for Sections {
         serde_json::Value::Array(self.0.iter().map(Section::json).collect())
     }
 
+    /// Each section under its heading, or, when every one is data only, their data
+    /// alone (the headings are then said with the lines about each run).
     fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        let data_only = self.data_only();
         for (index, section) in self.0.iter().enumerate() {
+            if data_only {
+                section.document.write_text(out)?;
+                continue;
+            }
             if index > 0 {
                 writeln!(out)?;
             }
             writeln!(out, "# {}", section.heading)?;
             section.document.write_text(out)?;
+            section.document.write_about(out)?;
         }
         Ok(())
+    }
+
+    fn write_about(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        if !self.data_only() {
+            return Ok(());
+        }
+        for section in &self.0 {
+            writeln!(out, "# {}", section.heading)?;
+            section.document.write_about(out)?;
+        }
+        Ok(())
+    }
+
+    fn data_only(&self) -> bool {
+        self.0.iter().all(|section| section.document.data_only())
     }
 
     /// The kernels the recordings were made on, not this machine's.

@@ -392,6 +392,10 @@ pub fn write_histogram(
         "over:",
         options,
     )?;
+    if options.no_header {
+        // the marks it explains are in the column names, left out
+        return Ok(());
+    }
     write_legend(out, &info.losses(), "columns")
 }
 

@@ -5,6 +5,7 @@
 //!
 //! # Format, version 2 (CHANGELOG.md has what changed since version 1)
 //! gzip'd JSON Lines (`.jsonl.gz`): one JSON object per line, each with a `"type"`.
+//! The reader also takes them gunzipped, and reads them once, front to back (a pipe does).
 //! - The first line is the `header`: `format` ("irqlens-recording"), `version`,
 //!   `capability`, `argv` (provenance), `options` (the run's resolved options, tagged
 //!   with the capability; version 1 has none: its options come from `argv`),
@@ -52,7 +53,7 @@ use irqlens_model::system::{Capability, SystemSnapshot};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Report;
 
-pub use reader::{MAX_LINE, Reader, is_json_text, read_document};
+pub use reader::{MAX_LINE, Opened, Reader, STDIN, is_json_text, not_a_recording, read_document};
 pub use sink::{Sink, pump};
 pub use writer::Recorder;
 

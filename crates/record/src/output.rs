@@ -4,8 +4,8 @@
 //! `fs.protected_regular` are off on many machines and containers).
 
 use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io::{self, Write as _};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// The mode of a file irqlens creates: recordings and traces hold kernel addresses
@@ -17,8 +17,12 @@ pub const MODE: u32 = 0o600;
 /// Opens `path` for writing, truncated, made with [`MODE`] if it does not exist.
 /// Refused: a symbolic link (never followed, whatever it points to), a regular file with
 /// other hard links, and one that another user owns in a sticky world-writable
-/// directory (as the kernel's `protected_regular` refuses it). A FIFO or a device (such
-/// as /dev/null) is written as it is.
+/// directory (as the kernel's `protected_regular` refuses it); anything but a regular
+/// file, a FIFO or a character device (a block device would be overwritten); a file of a
+/// kernel interface (/proc, /sys: root may open /proc/version for writing, and a write to
+/// /proc/sys changes the machine); and a file that refuses a write (/dev/full), so that
+/// a run that could not keep its output fails before it measures. A FIFO or a character
+/// device (such as /dev/null) is written as it is.
 pub fn create(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .write(true)
@@ -33,7 +37,21 @@ pub fn create(path: &Path) -> io::Result<File> {
             _ => err,
         })?;
     let found = file.metadata()?;
-    if !found.is_file() {
+    let kind = found.file_type();
+    if !(kind.is_file() || kind.is_fifo() || kind.is_char_device()) {
+        return Err(refused(
+            "is neither a file, a FIFO nor a character device: irqlens writes none of those",
+        ));
+    }
+    if is_kernel_interface(&file)? {
+        return Err(refused(
+            "is a kernel interface (procfs, sysfs, ...), not a file to write output to",
+        ));
+    }
+    // an empty write reaches the file's own write operation, which /dev/full and a
+    // read-only kernel file refuse, without writing anything
+    let _written_nothing: usize = (&file).write(&[])?;
+    if !kind.is_file() {
         return Ok(file);
     }
     if found.nlink() > 1 {
@@ -49,6 +67,29 @@ pub fn create(path: &Path) -> io::Result<File> {
     }
     file.set_len(0)?;
     Ok(file)
+}
+
+/// Whether `file` lives on one of the kernel's pseudo file systems, whose files are
+/// interfaces to the kernel rather than storage.
+fn is_kernel_interface(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: statfs is plain data, filled by fstatfs on success.
+    let mut stats: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open for as long as `file` is, and `stats` is writable.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut stats) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    const PSEUDO: [libc::c_long; 8] = [
+        libc::PROC_SUPER_MAGIC,
+        libc::SYSFS_MAGIC,
+        libc::DEBUGFS_MAGIC,
+        libc::TRACEFS_MAGIC,
+        libc::CGROUP_SUPER_MAGIC,
+        libc::CGROUP2_SUPER_MAGIC,
+        libc::BPF_FS_MAGIC,
+        libc::SECURITYFS_MAGIC,
+    ];
+    Ok(PSEUDO.contains(&(stats.f_type as libc::c_long)))
 }
 
 /// Whether the existing `file` at `path` is one another user could have put there for
@@ -121,6 +162,21 @@ mod tests {
         assert!(err.to_string().contains("hard links"), "{err}");
         assert_eq!(std::fs::read(&target).unwrap(), b"precious");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn kernel_files_devices_that_refuse_writes_and_block_devices_are_refused() {
+        for path in [
+            "/proc/version",
+            "/proc/sys/kernel/hostname",
+            "/dev/full",
+            "/dev/loop0",
+        ] {
+            if !Path::new(path).exists() {
+                continue;
+            }
+            assert!(create(Path::new(path)).is_err(), "{path} was taken");
+        }
     }
 
     #[test]

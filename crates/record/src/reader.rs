@@ -37,36 +37,119 @@ pub struct Reader {
     end: Option<End>,
 }
 
-impl Reader {
-    /// Opens the recording at `path` and reads its header.
-    pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-        Self::from_reader(&path.display().to_string(), file)
+/// What a file given as a recording holds, told by its first line: a measurement's
+/// recording, or a document (a result recording such as `trial --record` writes, or a
+/// command's `--json` output).
+pub enum Opened {
+    /// A measurement's recording, its header read.
+    Recording(Box<Reader>),
+    /// A whole JSON document, and what errors call its file.
+    Document(String, serde_json::Value),
+}
+
+/// The path that names standard input (`irqlens report -`).
+pub const STDIN: &str = "-";
+
+/// Opens `path` to read it once, front to back: `-` is standard input. A pipe, a FIFO
+/// or standard input reads as well as a file, since nothing seeks or opens it again.
+fn open_path(path: &Path) -> Result<(String, Box<dyn Read>)> {
+    if path.as_os_str() == STDIN {
+        return Ok(("standard input".into(), Box::new(io::stdin())));
+    }
+    let file = File::open(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    Ok((path.display().to_string(), Box::new(file)))
+}
+
+/// Whether `start` begins gzip's magic bytes.
+fn is_gzip(start: &[u8]) -> bool {
+    start.starts_with(&[0x1f, 0x8b])
+}
+
+impl Opened {
+    /// Opens what `path` holds, reading it once (see [`Opened`]): a recording gzip'd as
+    /// `--record` writes it, or gunzipped to plain JSON lines.
+    pub fn open(path: &Path) -> Result<Opened> {
+        let (name, input) = open_path(path)?;
+        Self::from_reader(&name, input)
     }
 
-    /// Reads the header of the recording in `input`; `name` is used in errors.
-    pub fn from_reader(name: &str, input: impl Read + 'static) -> Result<Self> {
-        let mut input = BufReader::new(input);
-        if is_json_text(input.fill_buf().map_err(|e| anyhow!("{name}: {e}"))?) {
-            bail!(
-                "{name}: a JSON document, not an irqlens recording (recordings are the files \
-                 --record writes; --json output cannot be read back)"
-            );
-        }
+    /// Reads what `input` holds up to its first line (its header, or a whole document);
+    /// `name` is used in errors.
+    pub fn from_reader(name: &str, input: impl Read + 'static) -> Result<Opened> {
+        // the first two bytes, however few a pipe gives at a time, then the rest
+        let mut input = input;
+        let mut start = Vec::with_capacity(2);
+        (&mut input)
+            .take(2)
+            .read_to_end(&mut start)
+            .map_err(|e| anyhow!("{name}: {e}"))?;
+        let gzip = is_gzip(&start);
+        let input = BufReader::new(io::Cursor::new(start).chain(input));
+        let input: Box<dyn BufRead> = if gzip {
+            Box::new(BufReader::new(MultiGzDecoder::new(input)))
+        } else {
+            Box::new(input)
+        };
         let mut lines = Lines {
             name: name.to_owned(),
-            input: Box::new(BufReader::new(MultiGzDecoder::new(input))),
+            input,
             line: 0,
         };
         let Some(first) = lines.read()? else {
             bail!("{name}: empty, not an irqlens recording");
         };
-        let header = lines.parse_header(&first)?;
-        Ok(Reader {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&first) else {
+            if !is_json_text(first.as_bytes()) {
+                return Err(lines.not_ours());
+            }
+            // a document on several lines (`--json` output is pretty-printed)
+            return lines.rest_of_document(first);
+        };
+        if value.get("type").is_none() && value.get("tool").is_some() {
+            return Ok(Opened::Document(name.to_owned(), value));
+        }
+        let header = lines.parse_header(value)?;
+        Ok(Opened::Recording(Box::new(Reader {
             lines,
             header,
             end: None,
-        })
+        })))
+    }
+
+    /// The measurement's recording; a document is refused, saying what it is and what
+    /// reads it.
+    pub fn recording(self) -> Result<Reader> {
+        match self {
+            Opened::Recording(reader) => Ok(*reader),
+            Opened::Document(name, document) => Err(not_a_recording(&name, &document)),
+        }
+    }
+}
+
+/// The error for a document given where a measurement's recording goes.
+pub fn not_a_recording(name: &str, document: &serde_json::Value) -> anyhow::Error {
+    if document["command"] == "trial" {
+        return anyhow!(
+            "{name}: a trial's results (its recording or --json), not a measurement's \
+             recording: `irqlens report FILE` shows them; `irqlens sim --calibrate` and `sim \
+             --against` read them"
+        );
+    }
+    anyhow!(
+        "{name}: a JSON document, not an irqlens recording (recordings are the files \
+         --record writes; --json output cannot be read back)"
+    )
+}
+
+impl Reader {
+    /// Opens the recording at `path` (`-`: standard input) and reads its header.
+    pub fn open(path: &Path) -> Result<Self> {
+        Opened::open(path)?.recording()
+    }
+
+    /// Reads the header of the recording in `input`; `name` is used in errors.
+    pub fn from_reader(name: &str, input: impl Read + 'static) -> Result<Self> {
+        Opened::from_reader(name, input)?.recording()
     }
 
     /// What errors call it (its path).
@@ -158,10 +241,30 @@ impl Lines {
         anyhow!("{}, line {}: {message}", self.name, self.line)
     }
 
-    fn parse_header(&self, text: &str) -> Result<Header> {
-        let not_ours = || anyhow!("{}: not an irqlens recording", self.name);
+    fn not_ours(&self) -> anyhow::Error {
+        anyhow!("{}: not an irqlens recording", self.name)
+    }
+
+    /// A JSON document that began with `first` line, read whole (bounded as a line is).
+    fn rest_of_document(&mut self, first: String) -> Result<Opened> {
+        let mut bytes = first.into_bytes();
+        bytes.push(b'\n');
+        let left = MAX_LINE.saturating_sub(bytes.len() as u64);
+        (&mut self.input)
+            .take(left + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.read_error(e))?;
+        if bytes.len() as u64 > MAX_LINE {
+            return Err(self.error(format!("a JSON document longer than {MAX_LINE} bytes")));
+        }
+        serde_json::from_slice(&bytes)
+            .map(|document| Opened::Document(self.name.clone(), document))
+            .map_err(|_| self.not_ours())
+    }
+
+    fn parse_header(&self, value: serde_json::Value) -> Result<Header> {
+        let not_ours = || self.not_ours();
         // format and version first: a newer version's header may not parse as ours
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|_| not_ours())?;
         if value.get("type").and_then(|t| t.as_str()) != Some("header")
             || value.get("format").and_then(|f| f.as_str()) != Some(FORMAT)
         {

@@ -299,3 +299,31 @@ fn an_unknown_capability_is_named() {
     );
     assert!(!error.contains('\n'), "{error}");
 }
+
+/// Gives its bytes one at a time, as a pipe may, and cannot seek.
+struct Trickle(std::io::Cursor<Vec<u8>>);
+
+impl std::io::Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let len = buf.len().min(1);
+        self.0.read(&mut buf[..len])
+    }
+}
+
+#[test]
+fn a_gunzipped_recording_and_one_from_a_pipe_read_as_the_file() {
+    let text = jsonl(&lines(Some(events().len() as u64)));
+    let expected = event_times(&events());
+    assert_eq!(
+        event_times(&read(text.clone().into_bytes()).unwrap()),
+        expected
+    );
+    for bytes in [recording(), text.into_bytes()] {
+        let mut reader = Reader::from_reader("pipe", Trickle(std::io::Cursor::new(bytes))).unwrap();
+        let mut times = Vec::new();
+        while let Some(line) = reader.next_input().unwrap() {
+            times.extend(event_times(&[line]));
+        }
+        assert_eq!(times, expected);
+    }
+}

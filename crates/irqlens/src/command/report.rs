@@ -5,13 +5,14 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use super::trial::{Recorded, open};
 use crate::cli::{ReportArgs, ShowArgs};
 use crate::driver::{Done, Run, Tool};
-use crate::measure::{Outcome, recorded_names, replay};
+use crate::measure::{Outcome, recorded_names, replay_from};
 use irqlens_model::run::RecordingSummary;
 use irqlens_present::document::{RecordedTrial, Section, Sections};
 use irqlens_present::perfetto;
-use irqlens_record::Reader;
+use irqlens_record::{Opened, Reader};
 
 impl Tool for ReportArgs {
     const NAME: &'static str = "report";
@@ -25,6 +26,12 @@ impl Tool for ReportArgs {
         self.page.html.as_deref()
     }
 
+    fn files(&self) -> Vec<(&'static str, &Path)> {
+        (self.perfetto.as_deref().map(|path| ("--perfetto", path)))
+            .into_iter()
+            .collect()
+    }
+
     fn execute(self, _run: &mut Run) -> Result<Done> {
         if let Some(trace) = &self.perfetto {
             let [recording] = self.files.as_slice() else {
@@ -34,49 +41,47 @@ impl Tool for ReportArgs {
                     self.files.len()
                 );
             };
-            if irqlens_record::result::read(recording)?.is_some() {
-                bail!(
-                    "{}: a trial's recording has no timeline for --perfetto",
-                    recording.display()
-                );
+            convert(recording, trace)?;
+        }
+        let mut sections = Vec::new();
+        for path in &self.files {
+            match open(path)? {
+                Recorded::Trial(file, report) if self.files.len() == 1 => {
+                    return Ok(Done::new(RecordedTrial {
+                        file,
+                        report: *report,
+                    }));
+                }
+                Recorded::Trial(file, _) => bail!(
+                    "{file}: a trial's recording is reported alone, not with other recordings"
+                ),
+                Recorded::Measurement(reader) => {
+                    let (reader, outcome) = replay_from(*reader)?;
+                    sections.push(section(&reader, outcome));
+                }
             }
-            // the functions' names are in the end line, the trace is written as it is read
-            let symbols = recorded_names(Reader::open(recording)?.skip_inputs()?).symbols;
-            perfetto::convert(recording, trace, symbols)?;
         }
-        if let Some(trial) = recorded_trial(&self.files)? {
-            return Ok(Done::new(trial));
-        }
-        let sections = self
-            .files
-            .iter()
-            .map(|path| {
-                let (reader, outcome) = replay(path)?;
-                Ok(section(&reader, outcome))
-            })
-            .collect::<Result<Vec<_>>>()?;
         Ok(Done::new(Sections(sections)))
     }
 }
 
-/// The trial a result recording (`trial net --record`) holds, if the one file given is
-/// one; a result recording among others is refused (it has no place in their report).
-fn recorded_trial(files: &[std::path::PathBuf]) -> Result<Option<RecordedTrial>> {
-    let mut found = None;
-    for path in files {
-        let Some(report) = super::trial::read_recording(path)? else {
-            continue;
-        };
-        if files.len() > 1 {
-            bail!(
-                "{}: a trial's recording is reported alone, not with other recordings",
-                path.display()
-            );
-        }
-        let file = path.display().to_string();
-        found = Some(RecordedTrial { file, report });
+/// `--perfetto TRACE`: the recording converted, read twice (the functions' names are in
+/// its end line, and the trace is written as it is read).
+fn convert(recording: &Path, trace: &Path) -> Result<()> {
+    if !std::fs::metadata(recording).is_ok_and(|found| found.is_file()) {
+        bail!(
+            "--perfetto reads {} twice: name a file, not standard input or a pipe (save \
+             the recording to a file first)",
+            recording.display()
+        );
     }
-    Ok(found)
+    let symbols = match Opened::open(recording)? {
+        Opened::Document(name, document) if document["command"] == "trial" => {
+            bail!("{name}: a trial's recording has no timeline for --perfetto")
+        }
+        opened => recorded_names(opened.recording()?.skip_inputs()?).symbols,
+    };
+    perfetto::convert(recording, trace, symbols)
 }
 
 /// A replayed recording as `report` and `compare` show it: under a line telling which

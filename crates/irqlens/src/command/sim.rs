@@ -7,9 +7,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 
+use super::trial::Recorded;
 use crate::cli::{ShowArgs, SimArgs};
 use crate::driver::{Done, Run, STOP, Tool, interrupted};
-use crate::measure::replay;
+use crate::measure::replay_from;
 use irqlens_analyze::sim::calibrate::{DATAGRAM_TRUESIZE, compare_trial, costs_from, trial_costs};
 use irqlens_analyze::sim::simulate_until;
 use irqlens_collect::system;
@@ -106,11 +107,13 @@ fn calibrate(args: &SimArgs) -> Result<Done> {
     let mut trials = Vec::new();
     for path in &args.calibrate {
         let file = path.display().to_string();
-        if let Some(trial) = super::trial::read_recording_or_document(path)? {
-            trials.push((file, trial));
-            continue;
-        }
-        let (reader, outcome) = replay(path)?;
+        let (reader, outcome) = match super::trial::open(path)? {
+            Recorded::Trial(_, trial) => {
+                trials.push((file, *trial));
+                continue;
+            }
+            Recorded::Measurement(reader) => replay_from(*reader)?,
+        };
         let found = outcome.costs();
         if found.is_empty() {
             let capability = reader.header().capability.name();
@@ -184,12 +187,15 @@ fn calibrate(args: &SimArgs) -> Result<Done> {
 fn against(args: &SimArgs, path: &Path) -> Result<Done> {
     let costs = args.costs.as_deref().expect("clap requires --costs");
     let calibration = read_calibration(costs)?;
-    let trial = super::trial::read_recording_or_document(path)?.ok_or_else(|| {
-        anyhow!(
-            "{}: not a trial recording (irqlens trial net --record FILE, or its --json)",
-            path.display()
-        )
-    })?;
+    let trial = match super::trial::open(path)? {
+        Recorded::Trial(_, trial) => *trial,
+        Recorded::Measurement(reader) => bail!(
+            "{}: a recording of {}, not a trial recording (irqlens trial net --record FILE, \
+             or its --json)",
+            reader.name(),
+            reader.header().capability.name()
+        ),
+    };
     let seconds = args.duration.map_or(1.0, |d| d.as_secs_f64());
     let (points, designs) = compare_trial(
         &trial.options,

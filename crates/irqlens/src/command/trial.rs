@@ -12,6 +12,8 @@ use irqlens_analyze::trial::summarize;
 use irqlens_collect::{system, trial as trial_run};
 use irqlens_model::bounds::Check;
 use irqlens_model::trial::TrialReport;
+use irqlens_record::{Opened, Reader};
+use serde::Deserialize;
 
 impl Tool for TrialNetArgs {
     const NAME: &'static str = "trial";
@@ -100,34 +102,34 @@ impl Tool for TrialNetArgs {
     }
 }
 
-/// The trial a result recording (`trial net --record`) holds; `None` for any other file.
-pub(super) fn read_recording(path: &Path) -> Result<Option<TrialReport>> {
-    irqlens_record::result::read(path)?.map_or(Ok(None), |document| trial_in(path, document))
+/// What a file given to `report` or `sim` holds.
+pub(super) enum Recorded {
+    /// A trial's recording (`trial net --record`) or its `--json` document, and its name.
+    Trial(String, Box<TrialReport>),
+    /// A measurement's recording, its header read.
+    Measurement(Box<Reader>),
 }
 
-/// A trial's recording or its `--json` document; `None` for anything else.
-pub(super) fn read_recording_or_document(path: &Path) -> Result<Option<TrialReport>> {
-    if let Some(trial) = read_recording(path)? {
-        return Ok(Some(trial));
+/// Opens `path` (`-`: standard input), read once: a trial, or a measurement's recording;
+/// any other document is refused, saying what it is.
+pub(super) fn open(path: &Path) -> Result<Recorded> {
+    match Opened::open(path)? {
+        Opened::Recording(reader) => Ok(Recorded::Measurement(reader)),
+        Opened::Document(name, document) => match trial_in(&name, &document)? {
+            Some(trial) => Ok(Recorded::Trial(name, Box::new(trial))),
+            None => Err(irqlens_record::not_a_recording(&name, &document)),
+        },
     }
-    // a measurement's recording is gzip, not JSON text
-    let document = irqlens_record::read_document(path)
-        .ok()
-        .filter(|bytes| irqlens_record::is_json_text(bytes))
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    document.map_or(Ok(None), |document| trial_in(path, document))
 }
 
-/// The trial `document` (read from `path`) is, if it is one.
-fn trial_in(path: &Path, document: serde_json::Value) -> Result<Option<TrialReport>> {
+/// The trial `document` (read from `name`) is, if it is one.
+fn trial_in(name: &str, document: &serde_json::Value) -> Result<Option<TrialReport>> {
     if document["tool"] != irqlens_model::run::TOOL || document["command"] != "trial" {
         return Ok(None);
     }
-    let trial: TrialReport = serde_json::from_value(document)
-        .with_context(|| format!("{}: not a trial this irqlens reads", path.display()))?;
+    let trial = TrialReport::deserialize(document)
+        .with_context(|| format!("{name}: not a trial this irqlens reads"))?;
     // a file can say anything: held to the bounds the command line's options are
-    trial
-        .check()
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    trial.check().map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     Ok(Some(trial))
 }

@@ -153,8 +153,11 @@ impl Document for AccountResult {
         out.write_all(&self.periods_text)?;
         let losses = self.info.losses();
         show::write_period(out, &self.whole, &self.options, &self.view(), &losses)?;
-        show::write_run_info(out, &self.info)?;
         Ok(())
+    }
+
+    fn write_about(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(show::write_run_info(out, &self.info)?)
     }
 
     fn html(&self, page: &mut Page, heading: &str) {

@@ -83,8 +83,17 @@ impl Document for BhResult {
                 show::write_worst(out, stats, &self.names)?;
             }
         }
+        Ok(())
+    }
+
+    fn write_about(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        let BhOutcome { stats, info } = &self.outcome;
         show::write_run_info(out, stats, info, &self.options)?;
         Ok(())
+    }
+
+    fn data_only(&self) -> bool {
+        super::data_only(self.options.hist.as_ref())
     }
 
     fn html(&self, page: &mut Page, heading: &str) {

@@ -118,11 +118,20 @@ impl Document for NoiseResult {
                 show::write_causes(out, analysis, &self.irq_names, self.options.causes)?;
             }
         }
+        Ok(())
+    }
+
+    fn write_about(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        let NoiseOutcome { analysis, info } = &self.outcome;
         if let Some(stop) = analysis.stop_report() {
             show::write_stop(out, stop, &self.irq_names)?;
         }
         show::write_run_info(out, analysis, info)?;
         Ok(())
+    }
+
+    fn data_only(&self) -> bool {
+        super::data_only(self.options.hist.as_ref())
     }
 
     fn html(&self, page: &mut Page, heading: &str) {

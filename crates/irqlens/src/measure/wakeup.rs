@@ -106,11 +106,20 @@ impl Document for WakeupResult {
                 show::write_worst(out, stats, names)?;
             }
         }
+        Ok(())
+    }
+
+    fn write_about(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        let WakeupOutcome { stats, info } = &self.outcome;
         if let Some(stop) = &stats.stop {
-            show::write_stop(out, stop, names)?;
+            show::write_stop(out, stop, &self.names)?;
         }
         show::write_run_info(out, info)?;
         Ok(())
+    }
+
+    fn data_only(&self) -> bool {
+        super::data_only(self.options.hist.as_ref())
     }
 
     fn html(&self, page: &mut Page, heading: &str) {

@@ -28,6 +28,7 @@ mod rtla_cli;
 mod rtla_root;
 mod sim_cli;
 mod sim_root;
+mod steer_cli;
 mod steer_root;
 mod storm_root;
 mod trial_cli;

@@ -71,3 +71,42 @@ fn option_values_sign_size_and_units() {
         assert_fails_with(args, "'99999999999999999999' is too large");
     }
 }
+
+#[test]
+fn housekeeping_on_a_measured_cpu_is_warned_about_once() {
+    // the --record path fails the run before anything is loaded, after the options
+    let args = [
+        "noise",
+        "-H",
+        "0",
+        "-c",
+        "0",
+        "-d",
+        "1",
+        "--record",
+        "/nonexistent/x.gz",
+    ];
+    let output = crate::common::irqlens(&args);
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("-H 0 includes measured CPUs (0)"),
+        "{stderr}"
+    );
+    // a -H apart from the measured CPUs is not warned about
+    let apart = [
+        "noise",
+        "-H",
+        "0",
+        "-c",
+        "1",
+        "-d",
+        "1",
+        "--record",
+        "/nonexistent/x.gz",
+    ];
+    let stderr = String::from_utf8(crate::common::irqlens(&apart).stderr).unwrap();
+    assert!(!stderr.contains("warning"), "{stderr}");
+}

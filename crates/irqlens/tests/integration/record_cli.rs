@@ -102,3 +102,90 @@ fn an_html_report_is_written_for_its_owner_alone() {
     std::fs::remove_file(&page).unwrap();
     assert_eq!(mode & 0o777, 0o600);
 }
+
+/// irqlens `args` with `input` on its standard input.
+fn irqlens_with_input(args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut child = std::process::Command::new(binary())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // written while irqlens reads: a pipe holds less than a recording
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
+}
+
+/// A report's text without its heading line, which names the file.
+fn without_heading(stdout: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stdout);
+    assert!(text.starts_with("# "), "{text}");
+    text.lines().skip(1).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn report_reads_a_recording_from_a_pipe_gzipped_or_not() {
+    let recording = fixture("v2/noise-hist.jsonl.gz");
+    let expected = without_heading(&irqlens_ok(&["report", &recording]).stdout);
+    let gzipped = std::fs::read(&recording).unwrap();
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(gzipped.as_slice()),
+        &mut plain,
+    )
+    .unwrap();
+    for input in [&gzipped, &plain] {
+        for name in ["-", "/dev/stdin"] {
+            let output = irqlens_with_input(&["report", name], input);
+            assert!(output.status.success(), "report {name}: {output:?}");
+            assert_eq!(without_heading(&output.stdout), expected, "report {name}");
+        }
+    }
+    let plain_file = temp_path("gunzipped.jsonl");
+    std::fs::write(&plain_file, &plain).unwrap();
+    let output = irqlens_ok(&["report", plain_file.to_str().unwrap()]);
+    std::fs::remove_file(&plain_file).unwrap();
+    assert_eq!(without_heading(&output.stdout), expected);
+}
+
+#[test]
+fn a_trials_recording_given_for_a_measurement_says_what_it_is_and_what_reads_it() {
+    let trial: serde_json::Value =
+        serde_json::from_str(&read(&fixture("trial/ladder.json"))).unwrap();
+    let path = temp_path("trial.jsonl.gz");
+    irqlens_record::result::write(&path, &trial).unwrap();
+    let path = path.to_str().unwrap();
+    let noise = fixture("v2/noise-hist.jsonl.gz");
+    for args in [vec!["advise", path], vec!["compare", path, &noise]] {
+        assert_fails_with(&args, "a trial's");
+        let stderr = String::from_utf8(irqlens(&args).stderr).unwrap();
+        assert!(stderr.contains("irqlens report FILE"), "{stderr}");
+        assert!(stderr.contains("sim --calibrate"), "{stderr}");
+    }
+    // and report reads it, from a file or a pipe
+    irqlens_ok(&["report", path]);
+    let output = irqlens_with_input(&["report", "-"], &std::fs::read(path).unwrap());
+    assert!(output.status.success(), "{output:?}");
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn an_output_that_cannot_be_written_fails_before_the_run_naming_its_option() {
+    let recording = fixture("v2/noise-hist.jsonl.gz");
+    // /dev/full opens but refuses every write; /proc/version opens for writing as root
+    for unwritable in ["/dev/full", "/proc/version"] {
+        for option in ["--html", "--perfetto"] {
+            assert_fails_with(
+                &["report", &recording, option, unwritable],
+                &format!("{option} {unwritable}: "),
+            );
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! `--on-end`, hist `--no-header`/`--no-index`): bad values are one clear line, a
 //! non-zero exit, nothing loaded. No root needed.
 
-use crate::common::{assert_fails_with, irqlens};
+use crate::common::{assert_fails_with, fixture, irqlens, irqlens_ok, temp_path};
 
 #[test]
 fn bad_actions_are_refused_before_the_run() {
@@ -130,4 +130,64 @@ fn help_ends_with_examples() {
     let output = irqlens(&["noise", "--help"]);
     let help = String::from_utf8_lossy(&output.stdout);
     assert!(help.contains("Examples:\n  irqlens noise"), "{help}");
+}
+
+/// A hist recording's header asking for `--no-header --no-index`, as a run with those
+/// flags records it: in its options (format 2) or its command line (format 1).
+fn headerless(recording: &str) -> Vec<u8> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(recording).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(first).unwrap();
+    let hist = header
+        .get_mut("options")
+        .map(|options| &mut options["hist"]);
+    match hist.and_then(serde_json::Value::as_object_mut) {
+        Some(hist) => {
+            hist.insert("no_header".into(), true.into());
+            hist.insert("no_index".into(), true.into());
+        }
+        None => {
+            let argv = header["argv"].as_array_mut().unwrap();
+            argv.extend(["--no-header".into(), "--no-index".into()]);
+        }
+    }
+    let mut gzipped = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gzipped, format!("{header}\n{rest}").as_bytes()).unwrap();
+    gzipped.finish().unwrap()
+}
+
+#[test]
+fn hist_without_header_and_index_prints_only_the_counts_on_stdout() {
+    for recording in ["v2/noise-hist", "v1/bh-hist", "v1/wakeup-hist"] {
+        let path = temp_path(&format!(
+            "headerless-{}.jsonl.gz",
+            recording.replace('/', "-")
+        ));
+        std::fs::write(
+            &path,
+            headerless(&fixture(&format!("{recording}.jsonl.gz"))),
+        )
+        .unwrap();
+        let output = irqlens_ok(&["report", path.to_str().unwrap()]);
+        std::fs::remove_file(&path).unwrap();
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(!stdout.trim().is_empty(), "{recording}: no counts");
+        for line in stdout.lines() {
+            assert!(
+                !line.is_empty()
+                    && line
+                        .split_whitespace()
+                        .all(|cell| cell.parse::<u64>().is_ok()),
+                "{recording}: not a line of counts on stdout: {line:?}\n{stdout}"
+            );
+        }
+        // what the run traced and lost is still said, on stderr
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(stderr.contains("lost"), "{recording}: {stderr}");
+    }
 }

@@ -37,6 +37,16 @@ fn task_mode_needs_a_live_process_or_a_real_name() {
 }
 
 #[test]
+fn task_mode_refuses_a_name_no_thread_has() {
+    // a name no thread has, mistyped or not started yet, would measure nothing
+    let name = format!("nosuch{}", std::process::id());
+    assert_fails_with(
+        &["wakeup", "--comm", &name, "-d", "1"],
+        &format!("--comm '{name}': no thread has that name now"),
+    );
+}
+
+#[test]
 fn untraced_is_for_timer_mode() {
     assert_fails_with(
         &["wakeup", "--pid", "1", "--no-trace", "-d", "1"],
