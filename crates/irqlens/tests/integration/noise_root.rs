@@ -150,7 +150,21 @@ fn samples_without_interference_are_hardware_noise() {
     assert!(hw <= ns(&summary["samples"]));
     // the local timer ticks all the time: IRQ interferences are counted too
     assert!(ns(&summary["irq"]) > 0.0);
-    assert_eq!(summary["unexplained"], 0, "{summary}");
+    // a sample is unexplained only when it was interfered with but its records were not
+    // kept: it is then said so, in its own row, never folded into another cause
+    let not_recorded =
+        cause(&doc, "samples with interferences not recorded").map_or(0.0, |row| ns(&row["count"]));
+    assert_eq!(ns(&summary["unexplained"]), not_recorded, "{summary}");
+    // that happens when other processes' threads take the CPU for whole milliseconds (a
+    // build beside the test); on a CPU they left alone, every sample is explained
+    let shared = doc["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["class"] == "thread" && ns(&c["max_ns"]) > 1e6);
+    if !shared {
+        assert_eq!(summary["unexplained"], 0, "{summary}");
+    }
     assert_eq!(doc["run"]["lost_events"], 0);
 }
 
