@@ -197,7 +197,9 @@ fn bh_delay(
 ) -> (CauseClass, CauseSource) {
     let thread = |comm: String| (CauseClass::Thread, CauseSource::Thread { tid: None, comm });
     match delay {
-        DelayCause::Irq { source, id } => (CauseClass::Irq, irq_source(source, id, irq_names)),
+        DelayCause::Irq { source, id } | DelayCause::RaisedIn { source, id } => {
+            (CauseClass::Irq, irq_source(source, id, irq_names))
+        }
         DelayCause::Nmi => (CauseClass::Nmi, CauseSource::None),
         DelayCause::SoftirqFirst(vector) => (
             CauseClass::Softirq,
