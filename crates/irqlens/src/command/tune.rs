@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Parser;
 
 use crate::cli::{NoiseArgs, OutputArgs, ShowArgs, TuneArgs, TuneMetric, WakeupArgs};
-use crate::driver::{Actions, Done, Needs, Run, STOP, Tool, interrupted};
+use crate::driver::{Actions, Done, Measures, Needs, Run, STOP, Tool, interrupted};
 use irqlens_analyze::tune::{
     Figure, NOISE_UNIT, WAKEUP_UNIT, advised_changes, change_percent, judge, medians, noise_round,
     separation_chance, wakeup_figure, wakeup_round,
@@ -58,6 +58,15 @@ impl Tool for TuneArgs {
         } else {
             Needs::Tracing
         }
+    }
+
+    /// The rounds' CPUs; a dry run measures only what to advise, and is not refused.
+    fn measures(&self) -> Option<Measures> {
+        let cpus = system::select_cpus(self.cpus.as_ref()).ok()?;
+        (!self.revert).then_some(Measures {
+            cpus,
+            alone: !self.dry_run,
+        })
     }
 
     fn actions(&self) -> Actions {
