@@ -114,6 +114,9 @@ impl Tool for TuneArgs {
                 changes: changes.into_iter().map(described).collect(),
             }));
         }
+        // begun before anything is measured: a journal a killed run left (whose change
+        // may make this one's look done already) refuses the run now
+        run.journal()?;
         let meter = Meter::new(self.metric, &cpus, self.duration)?;
         let mut trials = Vec::new();
         for change in changes {
