@@ -9,7 +9,7 @@ use irqlens_model::system::Capability;
 
 use irqlens_model::tune::{
     Advice, Blocker, CauseClass, CauseSource, Change, Conflict, CpuCause, IdleState, IrqMovable,
-    Knob, MachineState, RpsQueue, ThreadPolicy, comm_matches, cpu_mask_hex,
+    Knob, MachineState, RpsQueue, ThreadPolicy, comm_matches, cpu_mask_hex, is_irqlens_thread,
 };
 use irqlens_model::units::CpuList;
 
@@ -35,6 +35,8 @@ pub fn advise(causes: &[CpuCause], machine: &MachineState) -> (Vec<Advice>, Vec<
         .iter()
         .filter(|cause| cause.time_ns > 0)
         .flat_map(|cause| advisor.remedies(cause))
+        // a remedy changes something: a knob already at its proposed value is none
+        .filter(|advice| advice.change.as_ref().is_none_or(|c| c.from != c.to))
         .collect();
     advice.sort_by(|a, b| {
         (a.cpu, std::cmp::Reverse(a.time_ns), &a.id).cmp(&(
@@ -102,6 +104,10 @@ impl Advisor<'_> {
             }
             (CauseClass::Irq, CauseSource::Vector { name, .. }) => vec![self.vector(name)],
             (CauseClass::Softirq, CauseSource::Softirq { name }) => self.softirq(name, cause.cpu),
+            // irqlens's own threads are the measurement: moving them is no remedy
+            (CauseClass::Thread, CauseSource::Thread { comm, .. }) if is_irqlens_thread(comm) => {
+                Vec::new()
+            }
             (CauseClass::Thread, CauseSource::Thread { tid, comm }) => {
                 self.thread(*tid, comm, ThreadRole::of(cause))
             }
@@ -116,7 +122,7 @@ impl Advisor<'_> {
                 ),
                 Blocker::Hypervisor,
             )],
-            (CauseClass::Idle, _) => vec![self.dma_latency(cause.cpu)],
+            (CauseClass::Idle, source) => vec![self.dma_latency(cause.cpu, source)],
             _ => Vec::new(),
         };
         remedies
@@ -663,7 +669,52 @@ impl Advisor<'_> {
         }
     }
 
-    fn dma_latency(&self, cpu: u32) -> Remedy {
+    /// An idle exit: a PM QoS latency target that keeps the CPU out of deep C-states,
+    /// unless there are none to keep it out of, or the run that saw the exit held one.
+    fn dma_latency(&self, cpu: u32, source: &CauseSource) -> Remedy {
+        let id = "dma-latency".to_string();
+        // without a cpuidle driver (most VMs) the CPU halts, and the hypervisor decides
+        // how long waking it takes: a latency target has no state to rule out
+        if !self
+            .machine
+            .idle_states
+            .iter()
+            .any(|state| state.cpu == cpu)
+        {
+            return Remedy::blocked(
+                id,
+                format!(
+                    "the wakeup found CPU {cpu} idle, and it has no idle states (no cpuidle \
+                     driver): waking a halted virtual CPU is the hypervisor's time"
+                ),
+                Blocker::Hypervisor,
+            );
+        }
+        // holding 0 rules out more than the run's target only if a state the CPU entered
+        // exits within that target, yet not at once
+        let ruled_out_already = |held: u32| {
+            !self.machine.idle_states.iter().any(|state| {
+                state.cpu == cpu && !state.disabled && (1..=held).contains(&state.latency_us)
+            })
+        };
+        if let CauseSource::IdleExit {
+            held_dma_latency_us: Some(held),
+        } = *source
+            && ruled_out_already(held)
+        {
+            return Remedy::blocked(
+                id,
+                format!(
+                    "the wakeup found CPU {cpu} idle, though the run held /dev/cpu_dma_latency at {held} µs"
+                ),
+                Blocker::Other {
+                    why: format!(
+                        "the run held the latency target at {held} µs already: what is left is \
+                         the exit from the states it allows (keep the CPU busy, or idle=poll)"
+                    ),
+                },
+            );
+        }
         let from = self
             .machine
             .dma_latency_us
@@ -681,7 +732,7 @@ impl Advisor<'_> {
                 )
             });
         Remedy::change(
-            "dma-latency".into(),
+            id,
             format!(
                 "the timer interrupt found the CPU idle: the exit from deep C-states took the \
                  time{deepest}; hold /dev/cpu_dma_latency at 0 while the workload runs (or \

@@ -535,6 +535,14 @@ fn load_if_there(path: &Path) -> Result<Option<Document>> {
     })
 }
 
+/// Who is changing the machine through the journal at `path` now, if another running
+/// irqlens is (`irqlens trial pid 123, started ...`): what a measurement meanwhile sees
+/// is the machine as that run changed it, and the run's figures include the measurement.
+pub fn running_owner(path: &Path) -> Option<String> {
+    let document = load_if_there(path).ok()??;
+    (document.owner_runs() && !document.owned_here()).then(|| describe_owner(&document))
+}
+
 /// Holds the journal's directory locked while a run takes the journal over or `--revert`
 /// reads it: of two that start together, the second sees the first's journal. The lock
 /// goes with the file returned (or the process).
@@ -840,6 +848,28 @@ mod tests {
         Journal::begin(&path, "tune").unwrap().finish(&knobs);
         revert_file(&path, &knobs, true).unwrap();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn the_running_owner_of_a_journal_is_named_and_a_dead_or_own_one_is_not() {
+        let path = temp_journal("running");
+        assert_eq!(running_owner(&path), None, "no journal");
+        let mut document = Document {
+            owner_pid: 1,
+            owner_start: running_since(1),
+            owner: "trial".into(),
+            started_unix_s: 0,
+            changes: Vec::new(),
+        };
+        leave(&path, &document);
+        let owner = running_owner(&path).expect("pid 1 runs");
+        assert!(owner.starts_with("irqlens trial pid 1,"), "{owner}");
+        document.owner_start = document.owner_start.map(|start| start + 1);
+        leave(&path, &document);
+        assert_eq!(running_owner(&path), None, "its pid was reused");
+        let journal = Journal::begin(&temp_journal("mine"), "tune").unwrap();
+        assert_eq!(running_owner(&journal.path), None, "this run's own");
+        journal.finish(&knobs());
     }
 
     #[test]

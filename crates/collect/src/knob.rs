@@ -412,6 +412,106 @@ fn check_value(knob: &Knob, value: &str) -> Result<(), String> {
     }
 }
 
+/// Sysctls whose negative values mean something (-1: no limit, off, forever), though
+/// their value is usually non-negative: the kernel documents them so
+/// (Documentation/admin-guide/sysctl/kernel.rst).
+const NEGATIVE_SYSCTLS: [&str; 4] = [
+    "kernel.sched_rt_runtime_us",
+    "kernel.perf_event_paranoid",
+    "kernel.hung_task_warnings",
+    "kernel.panic",
+];
+
+/// Checks a change against the machine before anything is measured: what it acts on
+/// exists (an IRQ line, a sysctl, a device's queue), and its value is one the kernel
+/// takes and means: CPUs that are online, a sysctl value of the type of its current one.
+/// Many kernel files take what they cannot use (`netdev_budget` takes -5) or refuse it
+/// only when written, after the rounds without it were measured.
+pub fn check_on_machine(knob: &Knob, value: &str) -> Result<()> {
+    let exists = match knob {
+        Knob::IrqAffinity { irq } => Some(format!("there is no IRQ {irq} (see /proc/interrupts)")),
+        Knob::Sysctl { name } => Some(format!("there is no sysctl {name}")),
+        Knob::RpsCpus { netns: None, .. } | Knob::XpsCpus { netns: None, .. } => {
+            Some(format!("{} does not exist", describe(knob)))
+        }
+        _ => None,
+    };
+    if let (Some(missing), Some(path)) = (exists, path(knob))
+        && !path.exists()
+    {
+        bail!("{missing}");
+    }
+    let current = match knob {
+        Knob::Sysctl { .. } => read(knob)?,
+        _ => String::new(),
+    };
+    let online = crate::system::online_cpus()?;
+    fits(knob, value, &online, &current).map_err(|why| anyhow!(why))
+}
+
+/// Whether `value` is one `knob` takes on a machine whose online CPUs are `online`, when
+/// its value is `current` now (read for sysctls only).
+fn fits(knob: &Knob, value: &str, online: &CpuList, current: &str) -> Result<(), String> {
+    let offline = |cpus: &CpuList| match cpus.iter().find(|&cpu| !online.contains(cpu)) {
+        Some(cpu) => Err(format!(
+            "CPU {cpu} is offline or does not exist (online CPUs: {online})"
+        )),
+        None => Ok(()),
+    };
+    match knob {
+        Knob::IrqAffinity { .. } | Knob::ThreadAffinity { .. } => {
+            let cpus: CpuList = value.parse()?;
+            if cpus.is_empty() {
+                return Err("an affinity needs at least one CPU".into());
+            }
+            offline(&cpus)
+        }
+        Knob::RpsCpus { .. } | Knob::XpsCpus { .. } | Knob::WorkqueueCpumask => {
+            let cpus = irqlens_model::tune::parse_cpu_mask(value).ok_or_else(|| {
+                format!("'{value}' is not a hex CPU mask (such as 3 or 00000002)")
+            })?;
+            if cpus.is_empty() && matches!(knob, Knob::WorkqueueCpumask) {
+                return Err("the workqueue cpumask needs at least one CPU".into());
+            }
+            offline(&cpus)
+        }
+        Knob::Sysctl { name } => sysctl_fits(name, value, current),
+        _ => Ok(()),
+    }
+}
+
+/// A sysctl's new value has the form of its current one: as many fields, each an integer
+/// where the current one is, and not negative where the current one is not.
+fn sysctl_fits(name: &str, value: &str, current: &str) -> Result<(), String> {
+    let (now, new): (Vec<&str>, Vec<&str>) = (
+        current.split_whitespace().collect(),
+        value.split_whitespace().collect(),
+    );
+    if now.len() != new.len() {
+        return Err(format!(
+            "sysctl {name} holds {} value(s) ('{current}'), not {}",
+            now.len(),
+            new.len()
+        ));
+    }
+    for (now, new) in now.iter().zip(&new) {
+        let Ok(now) = now.parse::<i64>() else {
+            continue;
+        };
+        let Ok(new) = new.parse::<i64>() else {
+            return Err(format!(
+                "sysctl {name} holds integers ('{current}'): '{new}' is not one"
+            ));
+        };
+        if now >= 0 && new < 0 && !NEGATIVE_SYSCTLS.contains(&name) {
+            return Err(format!(
+                "sysctl {name} holds a count or size ('{current}'): {new} is negative"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The knob as `--change` spells it, with its value.
 pub fn change_spec(knob: &Knob, value: &str) -> String {
     let device = |netns: &Option<String>, device: &str| match netns {
@@ -532,6 +632,70 @@ mod tests {
             assert!(err.contains(why), "{spec}: {err}");
             assert!(!err.contains('\n'), "{spec}: one line: {err}");
         }
+    }
+
+    #[test]
+    fn changes_are_checked_against_the_machines_cpus_and_the_sysctls_type() {
+        let online: CpuList = "0-1".parse().unwrap();
+        let fits = |spec: &str, current: &str| {
+            let (knob, value) = parsed(spec);
+            fits(&knob, &value, &online, current)
+        };
+        for (spec, current) in [
+            ("irq:42=1", ""),
+            ("irq:42=0-1", ""),
+            ("rps:eth0/rx-0=3", ""),
+            ("rps:eth0/rx-0=0", ""),
+            ("workqueue-cpumask=1", ""),
+            ("sysctl:net.core.netdev_budget=600", "300"),
+            (
+                "sysctl:net.ipv4.ip_local_port_range=1024 65000",
+                "32768 60999",
+            ),
+            ("sysctl:kernel.sched_rt_runtime_us=-1", "950000"),
+            ("sysctl:kernel.core_pattern=core", "|/usr/lib/systemd"),
+        ] {
+            assert_eq!(fits(spec, current), Ok(()), "{spec}");
+        }
+        for (spec, current, why) in [
+            (
+                "irq:42=7",
+                "",
+                "CPU 7 is offline or does not exist (online CPUs: 0-1)",
+            ),
+            ("xps:eth0/tx-0=4", "", "CPU 2 is offline"),
+            ("workqueue-cpumask=0", "", "at least one CPU"),
+            ("sysctl:net.core.netdev_budget=-5", "300", "-5 is negative"),
+            (
+                "sysctl:net.core.netdev_budget=lots",
+                "300",
+                "'lots' is not one",
+            ),
+            (
+                "sysctl:net.ipv4.ip_local_port_range=1024",
+                "32768 60999",
+                "holds 2 value(s)",
+            ),
+        ] {
+            let err = fits(spec, current).unwrap_err();
+            assert!(err.contains(why), "{spec}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_change_to_what_does_not_exist_is_refused_before_it_is_read() {
+        let err = |spec: &str| {
+            let (knob, value) = parsed(spec);
+            format!("{:#}", check_on_machine(&knob, &value).unwrap_err())
+        };
+        assert_eq!(
+            err("irq:999999=0"),
+            "there is no IRQ 999999 (see /proc/interrupts)"
+        );
+        assert_eq!(
+            err("sysctl:net.core.no_such_knob=1"),
+            "there is no sysctl net.core.no_such_knob"
+        );
     }
 
     #[test]

@@ -13,8 +13,10 @@ use anyhow::{Context, Result, bail};
 
 use crate::cli::ShowArgs;
 use crate::parse::{Action, SignalTarget};
-use irqlens_collect::journal::{Journal, Session};
+use irqlens_collect::claim::{CLAIM_DIR, Claims, Holder};
+use irqlens_collect::journal::{self, JOURNAL_PATH, Journal, Session};
 use irqlens_collect::system;
+use irqlens_model::units::CpuList;
 use irqlens_present::document::{Document, write_json};
 use irqlens_present::html::Page;
 use irqlens_record::output;
@@ -51,6 +53,12 @@ pub trait Tool {
     fn changes_machine(&self) -> bool {
         false
     }
+    /// The CPUs a live run measures, so that another irqlens measuring them (or changing
+    /// the machine through the journal) is found before it starts; `None`: it measures
+    /// nothing.
+    fn measures(&self) -> Option<Measures> {
+        None
+    }
     /// `--html FILE`, for a tool that draws a page.
     fn html(&self) -> Option<&Path> {
         None
@@ -77,6 +85,17 @@ pub enum Needs {
     Tracing,
     /// Root itself, for the reason given (and tracing).
     Root(&'static str),
+}
+
+/// The CPUs a tool measures, and what another irqlens run there means for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Measures {
+    /// The measured CPUs.
+    pub cpus: CpuList,
+    /// Refused when another run disturbs it, rather than warned about: for a tool that
+    /// judges the machine by comparing its own runs (tune's before/after rounds, trial's
+    /// designs), whose verdict another run's work would make meaningless.
+    pub alone: bool,
 }
 
 /// The actions run when the run ends (rtla's).
@@ -177,6 +196,11 @@ impl Ended {
 /// Runs `tool` from start to exit status.
 pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
     check(tool.needs())?;
+    // held until the run ends: the runs that start meanwhile find it
+    let _claims = match tool.measures() {
+        Some(measures) => claim(T::NAME, &measures)?,
+        None => Claims::default(),
+    };
     let show = tool.show().clone();
     let html = tool.html().map(Path::to_owned);
     let actions = tool.actions();
@@ -280,6 +304,49 @@ fn check(needs: Needs) -> Result<()> {
     }
 }
 
+/// Claims the CPUs `irqlens NAME` measures; another irqlens measuring them, or changing
+/// the machine through the journal, is said on stderr (whatever `--quiet`: the figures
+/// are not the machine's alone), or refuses a tool that must run `alone`.
+fn claim(name: &str, measures: &Measures) -> Result<Claims> {
+    let (claims, holders) = Claims::take(Path::new(CLAIM_DIR), &measures.cpus, name);
+    let changing = journal::running_owner(Path::new(JOURNAL_PATH));
+    match disturbance(&holders, changing.as_deref()) {
+        None => {}
+        Some(what) if measures.alone => {
+            bail!(
+                "{what}: irqlens {name} compares its own runs, which that would disturb; run it when the other ends"
+            )
+        }
+        Some(what) => {
+            eprintln!(
+                "irqlens: warning: {what}: this run's figures include its work, and its include this run's"
+            )
+        }
+    }
+    Ok(claims)
+}
+
+/// Who else disturbs a run, in words: the irqlens runs that hold its CPUs (`holders`),
+/// and the one changing the machine through the journal (`changing`); `None`: nobody.
+fn disturbance(holders: &[Holder], changing: Option<&str>) -> Option<String> {
+    let mut by_run: Vec<((&str, u32), CpuList)> = Vec::new();
+    for holder in holders {
+        let run = (holder.command.as_str(), holder.pid);
+        match by_run.iter_mut().find(|(other, _)| *other == run) {
+            Some((_, cpus)) => *cpus = cpus.iter().chain([holder.cpu]).collect(),
+            None => by_run.push((run, [holder.cpu].into_iter().collect())),
+        }
+    }
+    let mut what: Vec<String> = by_run
+        .into_iter()
+        .map(|((command, pid), cpus)| {
+            format!("irqlens {command} (pid {pid}) is measuring CPUs {cpus} too")
+        })
+        .collect();
+    what.extend(changing.map(|owner| format!("{owner} is changing the machine")));
+    (!what.is_empty()).then(|| what.join("; "))
+}
+
 /// The files a run made before it ran: taken back if it fails, so that it leaves no
 /// empty page or recording with a header only.
 #[derive(Default)]
@@ -353,6 +420,31 @@ fn perform_one(action: &Action, json: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_run_on_the_cpus_or_the_journal_is_named() {
+        let holder = |cpu, command: &str, pid| Holder {
+            cpu,
+            command: command.into(),
+            pid,
+        };
+        assert_eq!(disturbance(&[], None), None);
+        let holders = [
+            holder(1, "noise", 42),
+            holder(3, "noise", 42),
+            holder(2, "bh", 7),
+        ];
+        assert_eq!(
+            disturbance(&holders, None).unwrap(),
+            "irqlens noise (pid 42) is measuring CPUs 1,3 too; \
+             irqlens bh (pid 7) is measuring CPUs 2 too"
+        );
+        let trial = "irqlens trial pid 9, started 2026-11-27T14:00:00Z";
+        assert_eq!(
+            disturbance(&[], Some(trial)).unwrap(),
+            format!("{trial} is changing the machine")
+        );
+    }
 
     #[test]
     fn a_threshold_hit_exits_with_rtlas_status_2() {

@@ -110,6 +110,13 @@ impl<M: Measure> driver::Tool for Measurement<M> {
         M::needs(&self.options)
     }
 
+    fn measures(&self) -> Option<driver::Measures> {
+        Some(driver::Measures {
+            cpus: M::recorded(&self.options).cpus().clone(),
+            alone: false,
+        })
+    }
+
     fn html(&self) -> Option<&Path> {
         self.output.page.html.as_deref()
     }

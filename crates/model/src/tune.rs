@@ -200,6 +200,13 @@ pub enum CauseSource {
         /// Its name.
         comm: String,
     },
+    /// A wakeup that found its CPU idle, with the PM QoS latency target the run held on
+    /// /dev/cpu_dma_latency meanwhile (`None`: it held none), which says whether holding
+    /// one would have changed anything.
+    IdleExit {
+        /// The target held, µs.
+        held_dma_latency_us: Option<u32>,
+    },
     /// Nothing more precise than the class.
     None,
 }
@@ -376,6 +383,25 @@ pub const COMM_MAX: usize = 15;
 /// `napi/veth0-8193`, while tracepoints keep its first 15 bytes).
 pub fn comm_matches(recorded: &str, current: &str) -> bool {
     recorded == current || recorded.len() == COMM_MAX && current.starts_with(recorded)
+}
+
+/// Whether a thread of this name is irqlens's own, as collect names them: its main thread
+/// (`irqlens`), its measurement threads (`irqlens/CPU`), wakeup's timer threads
+/// (`il-wakeup/CPU`), the load's spinners (`il-load/N`), bh's trigger threads (`il-timer`,
+/// ...) and trial's flows (`trial-*`). Their noise is the measurement's own, never a
+/// remedy's target.
+pub fn is_irqlens_thread(comm: &str) -> bool {
+    const PREFIXES: [&str; 4] = ["irqlens/", "il-wakeup/", "il-load/", "trial-"];
+    const TRIGGERS: [&str; 5] = [
+        "il-timer",
+        "il-net",
+        "il-workqueue",
+        "il-tasklet",
+        "il-block",
+    ];
+    comm == "irqlens"
+        || PREFIXES.iter().any(|prefix| comm.starts_with(prefix))
+        || TRIGGERS.contains(&comm)
 }
 
 /// What `irqlens advise --json` prints.

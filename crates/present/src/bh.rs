@@ -170,6 +170,9 @@ fn describe(sample: &Sample, names: &Names) -> String {
         us2(sample.latency_ns),
         us2(sample.runtime_ns)
     )];
+    if d.raised_in_ns > 0 {
+        parts.push(format!("its hardirq ran on {} us", us2(d.raised_in_ns)));
+    }
     let w = &d.window;
     for (count, what, ns) in [
         (w.irqs, "hardirqs", w.irq_ns),

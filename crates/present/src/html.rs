@@ -937,7 +937,7 @@ fn account_bar(row: &Row, total_ns: u64, by_source: &BySource) -> Bar {
 fn bh_class(cause: &DelayCause) -> &'static str {
     match cause {
         DelayCause::Undelayed => "undelayed",
-        DelayCause::Irq { .. } => "irq",
+        DelayCause::Irq { .. } | DelayCause::RaisedIn { .. } => "irq",
         DelayCause::Nmi => "nmi",
         DelayCause::SoftirqFirst(_) => "softirq",
         DelayCause::Ksoftirqd | DelayCause::Thread(_) | DelayCause::Busy(_) => "thread",

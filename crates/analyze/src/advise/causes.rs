@@ -57,9 +57,11 @@ pub fn noise_causes(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) 
     causes
 }
 
-/// The causes of a wakeup run, per CPU, with their share of the CPU's latency.
+/// The causes of a wakeup run, per CPU, with their share of the CPU's latency;
+/// `held_dma_latency_us`: the PM QoS latency target the run held meanwhile.
 pub fn wakeup_causes(
     stats: &WakeupStats,
+    held_dma_latency_us: Option<u32>,
     irq_names: &HashMap<u32, String>,
     symbols: &dyn Fn(u64) -> String,
 ) -> Vec<CpuCause> {
@@ -74,7 +76,12 @@ pub fn wakeup_causes(
             };
             let (class, source) = match cause {
                 WakeupCause::IrqDelay => (CauseClass::Hw, CauseSource::None),
-                WakeupCause::IdleExit => (CauseClass::Idle, CauseSource::None),
+                WakeupCause::IdleExit => (
+                    CauseClass::Idle,
+                    CauseSource::IdleExit {
+                        held_dma_latency_us,
+                    },
+                ),
                 WakeupCause::Origin { source, id } | WakeupCause::Irq { source, id } => {
                     (CauseClass::Irq, irq_source(source, id, irq_names))
                 }
@@ -197,7 +204,9 @@ fn bh_delay(
 ) -> (CauseClass, CauseSource) {
     let thread = |comm: String| (CauseClass::Thread, CauseSource::Thread { tid: None, comm });
     match delay {
-        DelayCause::Irq { source, id } => (CauseClass::Irq, irq_source(source, id, irq_names)),
+        DelayCause::Irq { source, id } | DelayCause::RaisedIn { source, id } => {
+            (CauseClass::Irq, irq_source(source, id, irq_names))
+        }
         DelayCause::Nmi => (CauseClass::Nmi, CauseSource::None),
         DelayCause::SoftirqFirst(vector) => (
             CauseClass::Softirq,

@@ -338,10 +338,9 @@ fn hardware_noise_is_the_hypervisors_with_its_share() {
 
 #[test]
 fn idle_exits_point_at_dma_latency_and_nmis_at_the_watchdog() {
-    let advice = one(
-        cause(1, CauseClass::Idle, CauseSource::None, 10),
-        &machine(),
-    );
+    let mut deep = machine();
+    deep.idle_states = vec![idle_state(1, 1, "C1", 2), idle_state(1, 2, "C6", 133)];
+    let advice = one(cause(1, CauseClass::Idle, CauseSource::None, 10), &deep);
     assert_eq!(advice.id, "dma-latency");
     assert_eq!(advice.change.as_ref().unwrap().knob, Knob::DmaLatency);
     assert_eq!(advice.change.as_ref().unwrap().to, "0");
@@ -634,6 +633,8 @@ fn deep_c_states_are_a_conflict_unless_disabled_or_held_off() {
 fn idle_exits_name_the_deepest_state_the_cpu_enters() {
     let mut machine = machine();
     let idle = || cause(1, CauseClass::Idle, CauseSource::None, 10);
+    machine.idle_states = vec![idle_state(1, 1, "C1", 2)];
+    machine.idle_states[0].disabled = true;
     assert!(!one(idle(), &machine).remedy.contains("deepest"));
     machine.idle_states = vec![
         idle_state(1, 1, "C1", 2),
@@ -675,4 +676,76 @@ fn a_kernel_threads_name_cut_by_the_recording_is_its_full_name_in_proc() {
         // tune checks the name /proc shows before it writes
         assert_eq!(advice[1].change.as_ref().unwrap().knob, full);
     }
+}
+
+#[test]
+fn a_remedy_changes_something() {
+    let mut machine = machine();
+    // the thread runs on the housekeeping CPUs already: moving it there is no remedy
+    machine.threads[0].affinity = Some("0,3".into());
+    let (advice, _) = advise(
+        &[
+            thread_cause(1, Some(1234), "spin"),
+            thread_cause(2, Some(1234), "spin"),
+        ],
+        &machine,
+    );
+    let changes: Vec<&Change> = advice.iter().filter_map(|a| a.change.as_ref()).collect();
+    assert!(changes.iter().all(|c| c.from != c.to), "{advice:#?}");
+    assert!(
+        !advice.iter().any(|a| a.id == "thread-1234-affinity"),
+        "{advice:#?}"
+    );
+    machine.threads[0].affinity = Some("1".into());
+    let (advice, _) = advise(&[thread_cause(1, Some(1234), "spin")], &machine);
+    assert!(advice.iter().any(|a| a.id == "thread-1234-affinity"));
+}
+
+#[test]
+fn irqlens_never_advises_moving_its_own_threads() {
+    let mut machine = machine();
+    for (tid, comm) in [(900, "irqlens/1"), (901, "il-wakeup/1"), (902, "irqlens")] {
+        machine.threads.push(thread_policy(tid, comm, "f:95", "1"));
+        let advice = advise(&[thread_cause(1, Some(tid), comm)], &machine).0;
+        assert!(advice.is_empty(), "{comm}: {advice:#?}");
+        let advice = advise(&[thread_cause(1, None, comm)], &machine).0;
+        assert!(advice.is_empty(), "{comm} by name: {advice:#?}");
+    }
+    // a thread merely named like it is someone else's (the tests' spinners among them)
+    for (tid, comm) in [(903, "irqlensd"), (904, "il-tune")] {
+        machine.threads.push(thread_policy(tid, comm, "o:0", "0-3"));
+        assert!(
+            !advise(&[thread_cause(1, Some(tid), comm)], &machine)
+                .0
+                .is_empty()
+        );
+    }
+}
+
+#[test]
+fn an_idle_exit_the_runs_own_latency_target_or_the_hypervisor_took_is_no_dma_latency_remedy() {
+    let exit = |held| {
+        let source = CauseSource::IdleExit {
+            held_dma_latency_us: held,
+        };
+        cause(1, CauseClass::Idle, source, 10)
+    };
+    // no cpuidle driver: nothing for a latency target to rule out
+    let advice = one(exit(None), &machine());
+    assert_eq!(advice.change, None, "{advice:#?}");
+    assert_eq!(advice.blocker, Some(Blocker::Hypervisor));
+    let mut deep = machine();
+    deep.idle_states = vec![idle_state(1, 1, "C1", 2), idle_state(1, 2, "C6", 133)];
+    // the run held 0 (wakeup's timer mode does): holding 0 again changes nothing
+    let advice = one(exit(Some(0)), &deep);
+    assert_eq!(advice.change, None, "{advice:#?}");
+    assert!(matches!(advice.blocker, Some(Blocker::Other { ref why }) if why.contains("0 µs")));
+    // a target of 10 µs still let the CPU into C1 (2 µs): 0 keeps it out
+    let advice = one(exit(Some(10)), &deep);
+    assert_eq!(advice.change.as_ref().map(|c| c.to.as_str()), Some("0"));
+    let advice = one(exit(None), &deep);
+    assert_eq!(
+        advice.change.as_ref().map(|c| c.knob.clone()),
+        Some(Knob::DmaLatency)
+    );
 }

@@ -577,6 +577,15 @@ impl Matcher {
         delay.window.complete = state.dropped_until_ns.is_none_or(|dropped| dropped < from);
         let mut causes = Vec::new();
         for h in state.history.iter().rev().take_while(|h| h.end_ns >= from) {
+            if let (true, Happened::Irq { source, id }) = (h.start_ns <= from, h.what) {
+                // the handler that made the request (or ran when it came): what it ran on
+                // after the request is the first wait of a softirq raised in it
+                if h.end_ns > from && h.start_ns < to {
+                    delay.raised_in_ns += h.end_ns.min(to) - from;
+                    causes.push(DelayCause::RaisedIn { source, id });
+                }
+                continue;
+            }
             if h.start_ns <= from || h.start_ns >= to {
                 continue;
             }
@@ -792,10 +801,40 @@ mod tests {
         );
         assert_eq!(s.latency_ns, 3_000);
         assert_eq!(s.runtime_ns, 6_000);
-        // the raising IRQ is the request, not an intervening one
+        // the raising IRQ is the request, not an intervening one: what it ran on after
+        // the raise is its own cause
         assert!(!s.irq_in_window());
-        assert_eq!(s.delay.causes, vec![DelayCause::Undelayed]);
+        assert_eq!(
+            s.delay.causes,
+            vec![DelayCause::RaisedIn { source: 0, id: 30 }]
+        );
+        assert_eq!(s.delay.raised_in_ns, 2_000);
         assert_eq!(counts.unmatched_softirqs, 0);
+    }
+
+    #[test]
+    fn a_long_wait_in_the_raising_handler_is_its_cause_and_its_time() {
+        let (samples, _) = Stream::new()
+            .at(100, 0, irq_entry(1, 236))
+            .at(101, 0, raise(TIMER))
+            .at(161, 0, irq_exit(236))
+            .at(164, 0, entry(TIMER))
+            .at(166, 0, exit(TIMER))
+            // raised outside any handler, run with nothing in between
+            .at(200, 0, raise(TIMER))
+            .at(202, 0, entry(TIMER))
+            .at(203, 0, exit(TIMER))
+            .run(None);
+        let raised_in = DelayCause::RaisedIn { source: 1, id: 236 };
+        assert_eq!(samples[0].latency_ns, 63_000);
+        assert_eq!(samples[0].delay.causes, vec![raised_in]);
+        assert_eq!(samples[0].delay_by_cause(), vec![(raised_in, 60_000)]);
+        let label = raised_in.label(&HashMap::new(), &|_| String::new());
+        assert!(
+            label.starts_with("raised in hardirq ") && label.ends_with(":236"),
+            "{label}"
+        );
+        assert_eq!(samples[1].delay.causes, vec![DelayCause::Undelayed]);
     }
 
     #[test]

@@ -97,6 +97,14 @@ pub enum DelayCause {
         /// The IRQ line or vector.
         id: u32,
     },
+    /// The hardirq in which it was requested ran on after the request: a softirq raised
+    /// by a handler runs at the handler's exit at the earliest.
+    RaisedIn {
+        /// What raised the hardirq (`enum irq_source`; 0: a device line).
+        source: u16,
+        /// The IRQ line or vector.
+        id: u32,
+    },
     /// An NMI ran.
     Nmi,
     /// Another softirq vector was served first.
@@ -133,6 +141,9 @@ impl DelayCause {
         match *self {
             DelayCause::Undelayed => "undelayed".into(),
             DelayCause::Irq { source, id } => hardirq_label(source, id, irq_names),
+            DelayCause::RaisedIn { source, id } => {
+                format!("raised in {}", hardirq_label(source, id, irq_names))
+            }
             DelayCause::Nmi => "nmi".into(),
             DelayCause::SoftirqFirst(vector) => {
                 format!("softirq {} first", softirq_name(vector.into()))
@@ -155,6 +166,8 @@ impl DelayCause {
 pub struct Delay {
     /// What ran, as the `--json` document shows it.
     pub window: BhWindow,
+    /// The time the hardirq it was requested in ran on after the request, ns.
+    pub raised_in_ns: u64,
     /// What delayed it, in the order it happened.
     pub causes: Vec<DelayCause>,
 }
@@ -203,11 +216,15 @@ impl Sample {
             DelayCause::Irq { .. } | DelayCause::Nmi => Some(delay.window.irq_ns),
             DelayCause::SoftirqFirst(_) => Some(delay.window.softirq_ns),
             DelayCause::WorkFirst(_) => Some(delay.window.work_ns),
+            DelayCause::RaisedIn { .. } => Some(delay.raised_in_ns),
             _ => None,
         };
-        let untimed_ns = self
-            .latency_ns
-            .saturating_sub(delay.window.irq_ns + delay.window.softirq_ns + delay.window.work_ns);
+        let untimed_ns = self.latency_ns.saturating_sub(
+            delay.window.irq_ns
+                + delay.window.softirq_ns
+                + delay.window.work_ns
+                + delay.raised_in_ns,
+        );
         let causes = delay
             .causes
             .iter()
@@ -217,9 +234,10 @@ impl Sample {
             DelayCause::Irq { .. } | DelayCause::Nmi => 0,
             DelayCause::SoftirqFirst(_) => 1,
             DelayCause::WorkFirst(_) => 2,
-            _ => 3,
+            DelayCause::RaisedIn { .. } => 3,
+            _ => 4,
         };
-        let mut members = [0u64; 4];
+        let mut members = [0u64; 5];
         for cause in causes.clone() {
             members[group(cause)] += 1;
         }

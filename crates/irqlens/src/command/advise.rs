@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use std::path::PathBuf;
 
 use crate::cli::{AdviseArgs, OutputArgs, ShowArgs};
-use crate::driver::{Done, Needs, Run, STOP, Tool, interrupted};
+use crate::driver::{Done, Measures, Needs, Run, STOP, Tool, interrupted};
 use crate::measure::noise::NoiseTool;
 use crate::measure::wakeup::WakeupTool;
 use crate::measure::{Measure, Outcome, replay, run_live};
@@ -34,6 +34,16 @@ impl Tool for AdviseArgs {
         } else {
             Needs::Nothing
         }
+    }
+
+    /// `-c LIST`: noise and wakeup measure them first.
+    fn measures(&self) -> Option<Measures> {
+        let cpus = self
+            .measure
+            .cpus
+            .clone()
+            .filter(|_| self.files.is_empty())?;
+        Some(Measures { cpus, alone: false })
     }
 
     fn execute(self, _run: &mut Run) -> Result<Done> {

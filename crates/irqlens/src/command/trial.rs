@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::cli::{ShowArgs, TrialNetArgs};
-use crate::driver::{Actions, Done, Needs, Run, STOP, Tool, interrupted};
+use crate::driver::{Actions, Done, Measures, Needs, Run, STOP, Tool, interrupted};
 use irqlens_analyze::trial::summarize;
 use irqlens_collect::{system, trial as trial_run};
 use irqlens_model::bounds::Check;
@@ -24,6 +24,13 @@ impl Tool for TrialNetArgs {
 
     fn needs(&self) -> Needs {
         Needs::Root("trial makes network namespaces and changes thread priorities")
+    }
+
+    fn measures(&self) -> Option<Measures> {
+        Some(Measures {
+            cpus: self.options().ok()?.cpus(),
+            alone: true,
+        })
     }
 
     fn html(&self) -> Option<&Path> {

@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cli::{OutputArgs, ShowArgs, TuneArgs, TuneMetric};
-use crate::driver::{Actions, Done, Needs, Run, STOP, Tool, interrupted};
+use crate::driver::{Actions, Done, Measures, Needs, Run, STOP, Tool, interrupted};
 use irqlens_analyze::tune::{
     Figure, NOISE_UNIT, WAKEUP_UNIT, advised_changes, change_percent, judge, medians, noise_round,
     separation_chance, wakeup_figure, wakeup_round,
@@ -63,6 +63,15 @@ impl Tool for TuneArgs {
         !self.revert && !self.dry_run
     }
 
+    /// The rounds' CPUs; a dry run measures only what to advise, and is not refused.
+    fn measures(&self) -> Option<Measures> {
+        let cpus = system::select_cpus(self.cpus.as_ref()).ok()?;
+        (!self.revert).then_some(Measures {
+            cpus,
+            alone: !self.dry_run,
+        })
+    }
+
     fn actions(&self) -> Actions {
         Actions {
             on_end: self.end.on_end.clone(),
@@ -82,17 +91,20 @@ impl Tool for TuneArgs {
         let mut changes = Vec::new();
         for spec in &self.change {
             let (knob, to) = knob::parse_change(spec)?;
-            if let Some(why) = knob::not_keepable(&knob) {
-                bail!("--change {spec}: {why}");
-            }
-            let from = SystemKnobs.read(&knob)?;
+            let from =
+                triable(&knob, &to, self.dry_run).with_context(|| format!("--change {spec}"))?;
             changes.push(Change { knob, from, to });
         }
         if self.all || !self.apply.is_empty() {
-            changes.extend(
-                advised_changes(advice_for(&cpus, self.duration)?, &self.apply, self.all)
-                    .map_err(|unpicked| anyhow!(show::unpicked_text(&unpicked)))?,
-            );
+            let advised = advised_changes(advice_for(&cpus, self.duration)?, &self.apply, self.all)
+                .map_err(|unpicked| anyhow!(show::unpicked_text(&unpicked)))?;
+            let (triable, skipped) = pick_triable(advised, self.all, |change| {
+                triable(&change.knob, &change.to, self.dry_run)
+            })?;
+            for skip in skipped {
+                run.say(skip);
+            }
+            changes.extend(triable);
         }
         if changes.is_empty() {
             bail!("nothing to tune: give --apply ID,..., --all or --change KNOB=VALUE");
@@ -106,13 +118,6 @@ impl Tool for TuneArgs {
             }));
         }
         let meter = Meter::new(self.metric, &cpus, self.duration);
-        for change in &changes {
-            if matches!(change.knob, Knob::IrqAffinity { .. }) {
-                // writing the value it has changes nothing, and the kernel refuses it for a
-                // managed IRQ: refused before anything is measured
-                SystemKnobs.write(&change.knob, &change.from)?;
-            }
-        }
         let mut trials = Vec::new();
         for change in changes {
             if change.from == change.to {
@@ -146,6 +151,43 @@ impl Tool for TuneArgs {
             document
         })
     }
+}
+
+/// Whether `knob` can be set to `to` and put back, checked before anything is measured
+/// (a change the kernel refuses would fail after the rounds without it): its current
+/// value. A dry run writes nothing, not even the value a knob has.
+fn triable(knob: &Knob, to: &str, dry_run: bool) -> Result<String> {
+    if let Some(why) = knob::not_keepable(knob) {
+        bail!("{why}");
+    }
+    knob::check_on_machine(knob, to)?;
+    let from = SystemKnobs.read(knob)?;
+    if !dry_run && matches!(knob, Knob::IrqAffinity { .. }) {
+        // writing the value it has changes nothing, and the kernel refuses it for a
+        // managed IRQ
+        SystemKnobs.write(knob, &from)?;
+    }
+    Ok(from)
+}
+
+/// The advised changes that can be tried (with the value each knob has now), and a line
+/// for each one `--all` skips; a remedy asked for by its id (`--apply`) that cannot be
+/// tried is an error, as a `--change` is.
+fn pick_triable(
+    advised: Vec<Change>,
+    all: bool,
+    triable: impl Fn(&Change) -> Result<String>,
+) -> Result<(Vec<Change>, Vec<String>)> {
+    let (mut picked, mut skipped) = (Vec::new(), Vec::new());
+    for change in advised {
+        let spec = knob::change_spec(&change.knob, &change.to);
+        match triable(&change) {
+            Ok(from) => picked.push(Change { from, ..change }),
+            Err(why) if all => skipped.push(format!("skipped {spec}: {why:#}")),
+            Err(why) => return Err(why.context(spec)),
+        }
+    }
+    Ok((picked, skipped))
 }
 
 fn described(change: Change) -> DescribedChange {
@@ -304,4 +346,45 @@ fn try_change(
         verdict,
         left_in_place: verdict == Verdict::Kept && keep,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(knob: Knob, from: &str, to: &str) -> Change {
+        Change {
+            knob,
+            from: from.into(),
+            to: to.into(),
+        }
+    }
+
+    #[test]
+    fn all_skips_what_cannot_be_tried_and_says_why_while_apply_refuses_it() {
+        let advised = || {
+            vec![
+                change(Knob::DmaLatency, "2000000000", "0"),
+                change(Knob::IrqAffinity { irq: 24 }, "0-1", "0"),
+            ]
+        };
+        let triable = |change: &Change| match change.knob {
+            Knob::DmaLatency => Err(anyhow!("held only while the file is open")),
+            _ => Ok("0-1 now".to_string()),
+        };
+        let (picked, skipped) = pick_triable(advised(), true, triable).unwrap();
+        assert_eq!(
+            picked,
+            vec![change(Knob::IrqAffinity { irq: 24 }, "0-1 now", "0")]
+        );
+        assert_eq!(
+            skipped,
+            vec!["skipped dma-latency=0: held only while the file is open".to_string()]
+        );
+        let err = pick_triable(advised(), false, triable).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            "dma-latency=0: held only while the file is open"
+        );
+    }
 }

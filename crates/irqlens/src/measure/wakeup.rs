@@ -153,6 +153,7 @@ impl Outcome for WakeupResult {
         let symbols = |address| self.names.symbols.name(address);
         Some(irqlens_analyze::advise::wakeup_causes(
             &self.outcome.stats,
+            self.outcome.info.held.dma_latency_us,
             &self.names.irqs,
             &symbols,
         ))

@@ -319,3 +319,46 @@ fn without_privileges_it_says_what_is_missing() {
         "{stderr}"
     );
 }
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn two_runs_on_the_same_cpu_know_of_each_other() {
+    assert_root();
+    let cpu = measured_cpu().to_string();
+    // ends with this test's thread, whatever ends it
+    let mut first =
+        irqlens_test_support::storm::terminated_with_parent(&mut Command::new(binary()))
+            .args(["noise", "-c", &cpu, "-d", "20", "-q"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+    let lock = format!("/run/irqlens/cpu/{cpu}");
+    let holder = format!("noise {}", first.id());
+    wait_until("the first run's claim", Duration::from_secs(5), || {
+        std::fs::read_to_string(&lock).is_ok_and(|text| text.trim() == holder)
+    });
+    let stderr =
+        |output: std::process::Output| String::from_utf8_lossy(&output.stderr).into_owned();
+    let second = irqlens(&["noise", "-c", &cpu, "-d", "200ms", "-q"]);
+    assert!(second.status.success(), "{}", stderr(second));
+    let warned = stderr(second);
+    let named = format!(
+        "irqlens noise (pid {}) is measuring CPUs {cpu} too",
+        first.id()
+    );
+    assert!(warned.contains(&named), "{warned}");
+    // tune judges remedies by its own rounds: refused before anything is read or changed
+    let refused = irqlens(&["tune", "-c", &cpu, "--change", "irq:1=0"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let refused = stderr(refused);
+    assert!(
+        refused.contains(&named) && refused.contains("compares its own runs"),
+        "{refused}"
+    );
+    // the kernel releases the claim with the process, however it ends
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let alone = stderr(irqlens_ok(&["noise", "-c", &cpu, "-d", "200ms", "-q"]));
+    assert!(!alone.contains("is measuring"), "{alone}");
+}

@@ -7,9 +7,20 @@ fn netdev_budget() -> String {
     std::fs::read_to_string("/proc/sys/net/core/netdev_budget").unwrap()
 }
 
+/// An IRQ line this machine has.
+fn an_irq() -> String {
+    std::fs::read_dir("/proc/irq")
+        .unwrap()
+        .filter_map(|entry| entry.unwrap().file_name().into_string().ok())
+        .find(|name| name.parse::<u32>().is_ok())
+        .expect("an IRQ line")
+}
+
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let budget = netdev_budget();
+    let far_cpu = format!("irq:{}=4095", an_irq());
+    let offline = format!("--change {far_cpu}: CPU 4095 is offline or does not exist");
     for (args, expected) in [
         (
             &[
@@ -40,7 +51,26 @@ fn bad_input_is_refused_and_changes_nothing() {
                 "--change",
                 "sysctl:kernel.no_such_knob=1",
             ],
-            "reading /proc/sys/kernel/no_such_knob",
+            "there is no sysctl kernel.no_such_knob",
+        ),
+        // checked against the machine before anything is measured
+        (
+            &["tune", "-c", "0", "--change", far_cpu.as_str()],
+            offline.as_str(),
+        ),
+        (
+            &["tune", "-c", "0", "--change", "irq:4000000=0"],
+            "there is no IRQ 4000000",
+        ),
+        (
+            &[
+                "tune",
+                "-c",
+                "0",
+                "--change",
+                "sysctl:net.core.netdev_budget=-5",
+            ],
+            "-5 is negative",
         ),
         (&["tune", "-c", "1"], "nothing to tune"),
         (

@@ -211,6 +211,7 @@ fn bh_cause(cause: &DelayCause, names: &Names) -> Labels {
     let (kind, source) = match *cause {
         DelayCause::Undelayed => ("undelayed", None),
         DelayCause::Irq { source, id } => ("irq", irq(source, id)),
+        DelayCause::RaisedIn { source, id } => ("raised_in", irq(source, id)),
         DelayCause::Nmi => ("nmi", None),
         DelayCause::SoftirqFirst(vector) => ("softirq_first", Some(softirq_name(vector.into()))),
         DelayCause::Ksoftirqd => ("ksoftirqd", None),
