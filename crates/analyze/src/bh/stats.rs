@@ -321,6 +321,7 @@ mod tests {
                     irqs,
                     ..BhWindow::default()
                 },
+                raised_in_ns: 0,
                 causes: vec![if irqs > 0 {
                     DelayCause::Irq { source: 1, id: 236 }
                 } else {
