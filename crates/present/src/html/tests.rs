@@ -110,6 +110,7 @@ pub(crate) fn bh_stats() -> BhStats {
             executor: 0,
             woke_watched: false,
             delay: Delay {
+                raised_in_ns: 0,
                 causes: vec![DelayCause::Thread(Comm::new("<hog>"))],
                 ..Default::default()
             },

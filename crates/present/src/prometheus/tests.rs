@@ -241,6 +241,7 @@ fn bh_sample(vector: u16, latency_ns: u64, irqs: u32) -> BhSample {
                 irqs,
                 ..BhWindow::default()
             },
+            raised_in_ns: 0,
             causes: vec![match irqs {
                 0 => DelayCause::Undelayed,
                 _ => DelayCause::Irq { source: 1, id: 236 },

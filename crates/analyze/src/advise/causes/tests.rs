@@ -41,6 +41,7 @@ fn ran(
         executor: 0,
         woke_watched: false,
         delay: Delay {
+            raised_in_ns: 0,
             causes: vec![DelayCause::Undelayed],
             ..Delay::default()
         },
