@@ -84,14 +84,47 @@ pub fn live_terminal() -> bool {
     std::io::stdout().is_terminal()
 }
 
-/// The terminal's width when the text goes to one: text tables fit into it (and are as
-/// wide as their content otherwise, for files and pipes).
-fn text_width() -> Option<usize> {
+/// The width the text fits into: `COLUMNS` if set (as `ls` and `git` read it, so that a
+/// test or a script can ask for a width without a terminal), else the terminal's when
+/// stdout is one. `None` (files and pipes) keeps every line as wide as its content.
+pub(crate) fn text_width() -> Option<usize> {
     static WIDTH: OnceLock<Option<usize>> = OnceLock::new();
     *WIDTH.get_or_init(|| {
-        let stdout = std::io::stdout();
-        terminal_size::terminal_size_of(&stdout).map(|(width, _)| usize::from(width.0))
+        let forced = std::env::var("COLUMNS").ok();
+        forced
+            .and_then(|columns| columns.trim().parse().ok())
+            .filter(|&columns: &usize| columns > 0)
+            .or_else(|| {
+                let stdout = std::io::stdout();
+                terminal_size::terminal_size_of(&stdout).map(|(width, _)| usize::from(width.0))
+            })
     })
+}
+
+/// `text` as one paragraph of lines that fit the text's width, each after `indent` (the
+/// lines after the first after `indent` and two spaces, to set them apart); one line as
+/// it is when no width is set.
+pub fn write_paragraph(out: &mut dyn Write, indent: &str, text: &str) -> io::Result<()> {
+    write_wrapped(out, indent, text, text_width())
+}
+
+fn write_wrapped(
+    out: &mut dyn Write,
+    indent: &str,
+    text: &str,
+    width: Option<usize>,
+) -> io::Result<()> {
+    let Some(width) = width else {
+        return writeln!(out, "{indent}{text}");
+    };
+    let rest = format!("{indent}  ");
+    let options = textwrap::Options::new(width)
+        .initial_indent(indent)
+        .subsequent_indent(&rest);
+    for line in textwrap::wrap(text, options) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
 }
 
 /// Whether progress may be shown on stderr.
