@@ -101,28 +101,34 @@ pub(crate) fn text_width() -> Option<usize> {
     })
 }
 
-/// `text` as one paragraph of lines that fit the text's width, each after `indent` (the
-/// lines after the first after `indent` and two spaces, to set them apart); one line as
-/// it is when no width is set.
-pub fn write_paragraph(out: &mut dyn Write, indent: &str, text: &str) -> io::Result<()> {
-    write_wrapped(out, indent, text, text_width())
+/// A command's text fitted into the text's width: a line too wide (prose, a heading, a
+/// table whose figures alone are too wide) is wrapped between words, its next lines
+/// indented two spaces more than it; everything as it is when no width is set.
+pub fn write_fitted(out: &mut dyn Write, text: &str) -> io::Result<()> {
+    write_within(out, text, text_width())
 }
 
-fn write_wrapped(
-    out: &mut dyn Write,
-    indent: &str,
-    text: &str,
-    width: Option<usize>,
-) -> io::Result<()> {
+fn write_within(out: &mut dyn Write, text: &str, width: Option<usize>) -> io::Result<()> {
     let Some(width) = width else {
-        return writeln!(out, "{indent}{text}");
+        return out.write_all(text.as_bytes());
     };
-    let rest = format!("{indent}  ");
-    let options = textwrap::Options::new(width)
-        .initial_indent(indent)
-        .subsequent_indent(&rest);
-    for line in textwrap::wrap(text, options) {
-        writeln!(out, "{line}")?;
+    for line in text.split_inclusive('\n') {
+        let (body, newline) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        if body.chars().count() <= width {
+            write!(out, "{body}{newline}")?;
+            continue;
+        }
+        let indent = &body[..body.len() - body.trim_start().len()];
+        let rest = format!("{indent}  ");
+        let options = textwrap::Options::new(width)
+            .initial_indent(indent)
+            .subsequent_indent(&rest);
+        for wrapped in textwrap::wrap(body.trim_start(), options) {
+            writeln!(out, "{wrapped}")?;
+        }
     }
     Ok(())
 }
@@ -343,6 +349,27 @@ mod tests {
         // only counts remain: the buckets, over, count, min, avg, max
         let cells: Vec<&str> = bare.split_whitespace().collect();
         assert_eq!(cells, ["1", "2", "1", "4", "0", "3", "9"]);
+    }
+
+    fn fitted(text: &str, width: Option<usize>) -> String {
+        let mut out = Vec::new();
+        write_within(&mut out, text, width).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn long_lines_wrap_between_words_and_short_ones_stay() {
+        let text = "short\n  a paragraph of prose about µs that is far too long\nlast";
+        assert_eq!(fitted(text, None), text);
+        assert_eq!(
+            fitted(text, Some(20)),
+            "short\n  a paragraph of\n    prose about µs\n    that is far too\n    long\nlast"
+        );
+        let wrapped = fitted(text, Some(12));
+        assert!(
+            wrapped.lines().all(|line| line.chars().count() <= 12),
+            "{wrapped}"
+        );
     }
 
     #[test]
