@@ -123,12 +123,13 @@ fn write_within(out: &mut dyn Write, text: &str, width: Option<usize>) -> io::Re
         }
         let indent = &body[..body.len() - body.trim_start().len()];
         let rest = format!("{indent}  ");
+        // breaks at spaces only: a kernel release or a path reads whole
         let options = textwrap::Options::new(width)
             .initial_indent(indent)
-            .subsequent_indent(&rest);
-        for wrapped in textwrap::wrap(body.trim_start(), options) {
-            writeln!(out, "{wrapped}")?;
-        }
+            .subsequent_indent(&rest)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation);
+        let wrapped = textwrap::wrap(body.trim_start(), options).join("\n");
+        write!(out, "{wrapped}{newline}")?;
     }
     Ok(())
 }
@@ -359,11 +360,11 @@ mod tests {
 
     #[test]
     fn long_lines_wrap_between_words_and_short_ones_stay() {
-        let text = "short\n  a paragraph of prose about µs that is far too long\nlast";
+        let text = "short\n  a paragraph of prose about µs that is far too long\nlast line 6.18.44-fc-v669";
         assert_eq!(fitted(text, None), text);
         assert_eq!(
             fitted(text, Some(20)),
-            "short\n  a paragraph of\n    prose about µs\n    that is far too\n    long\nlast"
+            "short\n  a paragraph of\n    prose about µs\n    that is far too\n    long\nlast line\n  6.18.44-fc-v669"
         );
         let wrapped = fitted(text, Some(12));
         assert!(
