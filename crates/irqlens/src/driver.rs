@@ -243,12 +243,16 @@ pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
     if run.show.json {
         write_json(&mut out, &done.document.json())?;
     } else {
-        done.document.write_text(&mut out)?;
         if done.document.data_only() {
+            // data for a script, as wide as it is
+            done.document.write_text(&mut out)?;
             out.flush()?;
             write_aside(&*done.document)?;
         } else {
-            done.document.write_about(&mut out)?;
+            let mut text = Vec::new();
+            done.document.write_text(&mut text)?;
+            done.document.write_about(&mut text)?;
+            irqlens_present::write_fitted(&mut out, &String::from_utf8_lossy(&text))?;
         }
     }
     out.flush()?;

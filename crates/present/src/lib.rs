@@ -84,14 +84,54 @@ pub fn live_terminal() -> bool {
     std::io::stdout().is_terminal()
 }
 
-/// The terminal's width when the text goes to one: text tables fit into it (and are as
-/// wide as their content otherwise, for files and pipes).
-fn text_width() -> Option<usize> {
+/// The width the text fits into: `COLUMNS` if set (as `ls` and `git` read it, so that a
+/// test or a script can ask for a width without a terminal), else the terminal's when
+/// stdout is one. `None` (files and pipes) keeps every line as wide as its content.
+pub(crate) fn text_width() -> Option<usize> {
     static WIDTH: OnceLock<Option<usize>> = OnceLock::new();
     *WIDTH.get_or_init(|| {
-        let stdout = std::io::stdout();
-        terminal_size::terminal_size_of(&stdout).map(|(width, _)| usize::from(width.0))
+        let forced = std::env::var("COLUMNS").ok();
+        forced
+            .and_then(|columns| columns.trim().parse().ok())
+            .filter(|&columns: &usize| columns > 0)
+            .or_else(|| {
+                let stdout = std::io::stdout();
+                terminal_size::terminal_size_of(&stdout).map(|(width, _)| usize::from(width.0))
+            })
     })
+}
+
+/// A command's text fitted into the text's width: a line too wide (prose, a heading, a
+/// table whose figures alone are too wide) is wrapped between words, its next lines
+/// indented two spaces more than it; everything as it is when no width is set.
+pub fn write_fitted(out: &mut dyn Write, text: &str) -> io::Result<()> {
+    write_within(out, text, text_width())
+}
+
+fn write_within(out: &mut dyn Write, text: &str, width: Option<usize>) -> io::Result<()> {
+    let Some(width) = width else {
+        return out.write_all(text.as_bytes());
+    };
+    for line in text.split_inclusive('\n') {
+        let (body, newline) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        if body.chars().count() <= width {
+            write!(out, "{body}{newline}")?;
+            continue;
+        }
+        let indent = &body[..body.len() - body.trim_start().len()];
+        let rest = format!("{indent}  ");
+        // breaks at spaces only: a kernel release or a path reads whole
+        let options = textwrap::Options::new(width)
+            .initial_indent(indent)
+            .subsequent_indent(&rest)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation);
+        let wrapped = textwrap::wrap(body.trim_start(), options).join("\n");
+        write!(out, "{wrapped}{newline}")?;
+    }
+    Ok(())
 }
 
 /// Whether progress may be shown on stderr.
@@ -310,6 +350,27 @@ mod tests {
         // only counts remain: the buckets, over, count, min, avg, max
         let cells: Vec<&str> = bare.split_whitespace().collect();
         assert_eq!(cells, ["1", "2", "1", "4", "0", "3", "9"]);
+    }
+
+    fn fitted(text: &str, width: Option<usize>) -> String {
+        let mut out = Vec::new();
+        write_within(&mut out, text, width).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn long_lines_wrap_between_words_and_short_ones_stay() {
+        let text = "short\n  a paragraph of prose about µs that is far too long\nlast line 6.18.44-fc-v669";
+        assert_eq!(fitted(text, None), text);
+        assert_eq!(
+            fitted(text, Some(20)),
+            "short\n  a paragraph of\n    prose about µs\n    that is far too\n    long\nlast line\n  6.18.44-fc-v669"
+        );
+        let wrapped = fitted(text, Some(12));
+        assert!(
+            wrapped.lines().all(|line| line.chars().count() <= 12),
+            "{wrapped}"
+        );
     }
 
     #[test]

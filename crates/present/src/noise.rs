@@ -62,7 +62,9 @@ pub fn write_summary(
     elapsed_ns: u64,
     losses: &Losses,
 ) -> io::Result<()> {
-    writeln!(out, "{:^118}", "Operating System Noise")?;
+    // centred over rtla's 118 columns, or over the terminal if narrower
+    let width = super::text_width().map_or(118, |width| width.min(118));
+    writeln!(out, "{:^width$}", "Operating System Noise")?;
     writeln!(out, "duration: {} | time is in us", clock_time(elapsed_ns))?;
     let mut table = TextTable::new("", &SUMMARY_COLUMNS).headings();
     for s in analysis.summaries() {

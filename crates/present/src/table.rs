@@ -133,36 +133,48 @@ impl<'c> TextTable<'c> {
         self.lines.push(TableLine::Note(line.into()));
     }
 
-    /// The width of each column once fitted into `limit` characters, if any.
-    fn widths(&self, limit: Option<usize>) -> Vec<usize> {
-        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.width).collect();
+    /// The width of each column, and the gap before it, once fitted into `limit`
+    /// characters, if any.
+    fn widths(&self, limit: Option<usize>) -> (Vec<usize>, Vec<usize>) {
+        let mut content: Vec<usize> = self.columns.iter().map(|c| c.heading.len()).collect();
         for line in &self.lines {
             if let TableLine::Cells(cells) = line {
-                for (width, cell) in widths.iter_mut().zip(cells) {
+                for (width, cell) in content.iter_mut().zip(cells) {
                     *width = (*width).max(cell.chars().count());
                 }
             }
         }
+        let mut widths: Vec<usize> = self
+            .columns
+            .iter()
+            .zip(&content)
+            .map(|(c, &w)| c.width.max(w))
+            .collect();
+        let mut gaps: Vec<usize> = self.columns.iter().map(|c| c.gap).collect();
+        gaps[0] = 0;
         let Some(limit) = limit else {
-            return widths;
+            return (widths, gaps);
         };
-        let gaps: usize = self.columns.iter().skip(1).map(|c| c.gap).sum();
-        let mut total = self.lead.chars().count() + gaps + widths.iter().sum::<usize>();
-        // one character at a time off the widest column that can give one: the names
-        // keep as much as the terminal leaves them
-        while total > limit {
-            let widest = (0..widths.len())
-                .filter(|&i| {
-                    let column = &self.columns[i];
-                    matches!(column.align, Align::Left)
-                        && widths[i] > column.width.max(column.heading.len())
-                })
-                .max_by_key(|&i| widths[i]);
-            let Some(widest) = widest else { break };
-            widths[widest] -= 1;
-            total -= 1;
+        let mut total =
+            self.lead.chars().count() + gaps.iter().sum::<usize>() + widths.iter().sum::<usize>();
+        let heading = |i: usize| self.columns[i].heading.len();
+        let left = |i: usize| matches!(self.columns[i].align, Align::Left);
+        // each step gives up less than the one before: the names' (causes', commands')
+        // length beyond their declared width, then padding no cell fills, then the wider
+        // gaps, and last the names down to their heading; the figures are never cut
+        shrink(&mut widths, &mut total, limit, |i| {
+            left(i).then(|| self.columns[i].width.max(heading(i)))
+        });
+        shrink(&mut widths, &mut total, limit, |i| Some(content[i]));
+        for gap in gaps.iter_mut().filter(|gap| **gap > 1) {
+            let spare = (*gap - 1).min(total.saturating_sub(limit));
+            *gap -= spare;
+            total -= spare;
         }
-        widths
+        shrink(&mut widths, &mut total, limit, |i| {
+            left(i).then(|| heading(i).max(SHORTEST_NAME))
+        });
+        (widths, gaps)
     }
 
     /// Writes the table, fitted into the terminal's width if the binary gave one.
@@ -172,7 +184,7 @@ impl<'c> TextTable<'c> {
 
     /// Writes the table, fitted into `limit` characters if given.
     fn write_within(&self, out: &mut dyn Write, limit: Option<usize>) -> io::Result<()> {
-        let widths = self.widths(limit);
+        let (widths, gaps) = self.widths(limit);
         for line in &self.lines {
             let cells = match line {
                 TableLine::Note(text) => {
@@ -182,10 +194,9 @@ impl<'c> TextTable<'c> {
                 TableLine::Cells(cells) => cells,
             };
             let mut text = self.lead.to_owned();
-            for (index, ((column, cell), &width)) in
-                self.columns.iter().zip(cells).zip(&widths).enumerate()
+            for (((column, cell), &width), &gap) in
+                self.columns.iter().zip(cells).zip(&widths).zip(&gaps)
             {
-                let gap = if index == 0 { 0 } else { column.gap };
                 let cell = fit(cell, width);
                 text += &match column.align {
                     Align::Left => format!("{:gap$}{cell:<width$}", ""),
@@ -199,13 +210,34 @@ impl<'c> TextTable<'c> {
     }
 }
 
+/// The fewest characters a name is cut to, however narrow the terminal: "irq 36 …".
+const SHORTEST_NAME: usize = 8;
+
+/// Takes one character at a time off the widest column above its `floor` (`None`: it
+/// gives none) until `total` fits into `limit` or none can give more.
+fn shrink(
+    widths: &mut [usize],
+    total: &mut usize,
+    limit: usize,
+    floor: impl Fn(usize) -> Option<usize>,
+) {
+    while *total > limit {
+        let widest = (0..widths.len())
+            .filter(|&i| floor(i).is_some_and(|floor| widths[i] > floor))
+            .max_by_key(|&i| widths[i]);
+        let Some(widest) = widest else { return };
+        widths[widest] -= 1;
+        *total -= 1;
+    }
+}
+
 /// `cell` cut to `width` characters, the last one "…" if it was cut.
 fn fit(cell: &str, width: usize) -> String {
     if cell.chars().count() <= width {
         return cell.to_owned();
     }
     let kept: String = cell.chars().take(width.saturating_sub(1)).collect();
-    format!("{kept}…")
+    format!("{}…", kept.trim_end())
 }
 
 #[cfg(test)]
@@ -261,8 +293,29 @@ mod tests {
             lines[1].contains('…') && lines[1].ends_with("  1    2"),
             "{lines:#?}"
         );
-        // never below the declared width (6): a terminal too narrow for the figures wraps
+        // names never below the declared width (6) while padding can go, figures never
+        // cut: a terminal too narrow for the figures wraps
         let lines = written(&table, Some(5));
-        assert_eq!(lines[1], "a muc…     1    2");
+        assert_eq!(lines[1], "a muc…     1   2");
+    }
+
+    #[test]
+    fn tables_of_figures_give_up_padding_then_gaps_then_name_length() {
+        let columns = [
+            Column::left("NAME", 10),
+            Column::right("A", 8).gap(3),
+            Column::right("B", 8).gap(3),
+        ];
+        let mut table = TextTable::new("", &columns).headings();
+        table.row(&["a rather long name", "12", "3456"]);
+        assert_eq!(
+            written(&table, None)[1],
+            "a rather long name         12       3456"
+        );
+        // the name down to its declared width, then the figures' padding
+        assert_eq!(written(&table, Some(24))[1], "a rather…      12   3456");
+        // then the gaps, then the name toward its shortest
+        assert_eq!(written(&table, Some(18))[1], "a rather…  12 3456");
+        assert_eq!(written(&table, Some(1))[1], "a rathe… 12 3456");
     }
 }

@@ -42,10 +42,12 @@ pub fn binary() -> &'static Path {
     })
 }
 
-/// Runs irqlens with `args` and returns what it printed, however it exited.
+/// Runs irqlens with `args` and returns what it printed, however it exited; its text
+/// as wide as its content (files' and pipes' widths), whatever `COLUMNS` the shell exports.
 pub fn irqlens(args: &[&str]) -> Output {
     Command::new(binary())
         .args(args)
+        .env_remove("COLUMNS")
         .output()
         .expect("running irqlens")
 }

@@ -37,3 +37,4 @@ mod tune_cli;
 mod tune_root;
 mod wakeup_cli;
 mod wakeup_root;
+mod width_cli;
