@@ -262,6 +262,11 @@ impl<T: Serialize> Document for JsonFile<T> {
     fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         Ok(write_json(out, &self.json())?)
     }
+
+    /// A file for a program: never wrapped to the terminal.
+    fn data_only(&self) -> bool {
+        true
+    }
 }
 
 impl Document for TuneReport {
