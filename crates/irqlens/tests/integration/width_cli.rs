@@ -86,11 +86,12 @@ fn report_advise_and_compare_fit_a_100_column_terminal() {
     );
 }
 
-/// What is a file for a program (a sim model, a calibration) is never wrapped, however
+/// What is for a program (a sim model, a `--json` document) is never wrapped, however
 /// narrow the terminal: it must still read as JSON.
 #[test]
-fn json_files_printed_as_text_are_not_wrapped() {
-    for args in [&["sim", "--example"][..], &["sim", "--example", "--json"]] {
+fn json_printed_to_a_narrow_terminal_is_not_wrapped() {
+    let recording = fixture("v1/noise-top.jsonl.gz");
+    for args in [&["sim", "--example"][..], &["report", &recording, "--json"]] {
         let text = text_within(args, 40);
         assert!(widest(&text) > 40, "the example has lines wider than 40");
         serde_json::from_str::<serde_json::Value>(&text)
