@@ -28,8 +28,8 @@ pub struct Holder {
     pub pid: u32,
 }
 
-/// The locks of the CPUs this run holds: released when dropped (their files removed, so
-/// that a run leaves nothing behind), or with the process.
+/// The locks of the CPUs this run holds: released when dropped (their files removed, and
+/// the directory once empty, so that a run leaves nothing behind), or with the process.
 #[derive(Debug, Default)]
 pub struct Claims(Vec<(PathBuf, File)>);
 
@@ -37,8 +37,15 @@ impl Drop for Claims {
     fn drop(&mut self) {
         // removed while still locked: a run that opened the file meanwhile finds it gone
         // once it has the lock, and makes a new one
+        let mut dir = None;
         for (path, _file) in self.0.drain(..) {
-            let _ = fs::remove_file(path);
+            let _ = fs::remove_file(&path);
+            dir = path.parent().map(Path::to_owned);
+        }
+        // fails while another run's lock is in it; a run about to make its file there
+        // makes the directory again
+        if let Some(dir) = dir {
+            let _ = fs::remove_dir(dir);
         }
     }
 }
@@ -76,12 +83,22 @@ fn claim(path: &Path, command: &str) -> std::io::Result<Claim> {
     // means some run ended)
     let mut file = None;
     for _ in 0..8 {
-        let mut opened = OpenOptions::new()
+        let opening = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(path)?;
+            .open(path);
+        let mut opened = match opening {
+            // the last run that ended took the directory away meanwhile
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(dir) = path.parent() {
+                    fs::create_dir_all(dir)?;
+                }
+                continue;
+            }
+            opening => opening?,
+        };
         // SAFETY: flock only takes the descriptor, which `opened` keeps open during the call.
         if unsafe { libc::flock(opened.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let mut text = String::new();
@@ -137,10 +154,9 @@ mod tests {
             }]
         );
         drop((first, second));
-        assert_eq!(
-            fs::read_dir(&dir).unwrap().count(),
-            0,
-            "the files go with the claims"
+        assert!(
+            !dir.exists(),
+            "the files and their directory go with the claims"
         );
         let (third, holders) = Claims::take(&dir, &cpus, "bh");
         assert!(holders.is_empty(), "released with the first: {holders:?}");
@@ -148,7 +164,11 @@ mod tests {
             fs::read_to_string(dir.join("1")).unwrap(),
             format!("bh {me}\n")
         );
+        // a run that ends while another holds a CPU leaves the other's file alone
+        let (fourth, _) = Claims::take(&dir, &"3".parse().unwrap(), "wakeup");
         drop(third);
-        fs::remove_dir(&dir).unwrap();
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        drop(fourth);
+        assert!(!dir.exists());
     }
 }
