@@ -109,7 +109,6 @@ pub struct Actions {
 
 /// What an executing tool is given: its shared options and the journal.
 pub struct Run {
-    name: &'static str,
     show: ShowArgs,
     journal: Option<Session>,
 }
@@ -122,15 +121,14 @@ impl Run {
         }
     }
 
-    /// The journal of the changes the run makes to the machine (begun by the driver for a
-    /// tool that [changes the machine](Tool::changes_machine), else at the first call; refused
-    /// while another run owns it): every change in it is put back when the run ends,
-    /// however it ends.
+    /// The journal of the changes the run makes to the machine, begun by the driver for a
+    /// tool that [changes the machine](Tool::changes_machine): every change in it is put
+    /// back when the run ends, however it ends.
     pub fn journal(&mut self) -> Result<&mut Journal> {
-        if self.journal.is_none() {
-            self.journal = Some(Session::begin(self.name)?);
-        }
-        Ok(self.journal.as_mut().expect("begun").journal())
+        let session = self.journal.as_mut().context(
+            "no journal: a tool that changes the machine says so (Tool::changes_machine)",
+        )?;
+        Ok(session.journal())
     }
 
     /// Puts back what the journal holds; how many changes could not be.
@@ -222,11 +220,7 @@ pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
     } else {
         None
     };
-    let mut run = Run {
-        name: T::NAME,
-        show,
-        journal,
-    };
+    let mut run = Run { show, journal };
     let executed = tool.execute(&mut run);
     // the machine as it was before anything is shown: an error, a panic unwinding or a
     // reader that stops early must not leave a change behind
