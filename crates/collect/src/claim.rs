@@ -4,7 +4,9 @@
 //! holder's command and pid written in the file for the runs that find it taken.
 //!
 //! The first run on a CPU holds its lock; a later one finds it taken, names the holder,
-//! and measures (or is refused) without it: a third run names the first only.
+//! and measures (or is refused) without it: a third run names the first only. A later
+//! run that measures anyway adds a `+ COMMAND PID` line to the holder's file, so that
+//! the first run, which started alone, learns at its end that it was not.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
@@ -16,6 +18,9 @@ use irqlens_model::units::CpuList;
 
 /// Where the CPU locks live.
 pub const CLAIM_DIR: &str = "/run/irqlens/cpu";
+
+/// Starts the line a run measuring a held CPU adds to its holder's file.
+const VISITOR_MARK: &str = "+ ";
 
 /// Another irqlens run measuring a CPU this one measures.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +56,39 @@ impl Drop for Claims {
 }
 
 impl Claims {
+    /// The runs that measured some of these CPUs while this run held them (their
+    /// `+ COMMAND PID` lines), per CPU.
+    pub fn visitors(&self) -> Vec<Holder> {
+        let mut visitors = Vec::new();
+        for (path, file) in &self.0 {
+            let Some(cpu) = path.file_name().and_then(|n| n.to_str()?.parse().ok()) else {
+                continue;
+            };
+            let mut text = String::new();
+            // read through our descriptor: the file may no longer be reachable by name
+            if (&*file).rewind().is_ok() && (&*file).read_to_string(&mut text).is_ok() {
+                visitors.extend(
+                    (text.lines())
+                        .filter_map(|line| line.strip_prefix(VISITOR_MARK))
+                        .filter_map(|line| parse_holder(cpu, line)),
+                );
+            }
+        }
+        visitors
+    }
+
+    /// Tells the `holders` of CPUs this run measures without holding them that it does
+    /// (see [`Claims::visitors`]); a holder that ended meanwhile is not told.
+    pub fn announce(dir: &Path, holders: &[Holder], command: &str) {
+        for holder in holders {
+            let path = dir.join(holder.cpu.to_string());
+            // no `create`: a file gone with its holder must not be made again
+            if let Ok(mut file) = OpenOptions::new().append(true).open(path) {
+                let _ = writeln!(file, "{VISITOR_MARK}{command} {}", std::process::id());
+            }
+        }
+    }
+
     /// Claims `cpus` for `irqlens COMMAND` in `dir`: the claims taken, and who holds the
     /// CPUs that were taken already. A machine where the locks cannot be made (no /run,
     /// no permission) gives no claims and no holders: the locks only inform.
@@ -120,10 +158,10 @@ fn claim(path: &Path, command: &str) -> std::io::Result<Claim> {
     Ok(Claim::Taken(file))
 }
 
-/// The holder of `cpu` from its lock file's `COMMAND PID` line; none if the file does not
-/// say (its holder is writing it).
+/// The holder of `cpu` from its lock file's first line, `COMMAND PID`; none if the file
+/// does not say (its holder is writing it).
 fn parse_holder(cpu: u32, text: &str) -> Option<Holder> {
-    let (command, pid) = text.trim().rsplit_once(' ')?;
+    let (command, pid) = text.lines().next()?.trim().rsplit_once(' ')?;
     Some(Holder {
         cpu,
         command: command.to_owned(),
@@ -153,7 +191,21 @@ mod tests {
                 pid: me
             }]
         );
-        drop((first, second));
+        assert!(first.visitors().is_empty(), "nobody said it measures");
+        // the later run measures anyway, and says so to the holder
+        Claims::announce(&dir, &holders, "trial");
+        assert_eq!(
+            first.visitors(),
+            vec![Holder {
+                cpu: 2,
+                command: "trial".into(),
+                pid: me
+            }]
+        );
+        // a third run still finds the first holder named, not the visitor
+        let (third, holders) = Claims::take(&dir, &"2".parse().unwrap(), "bh");
+        assert_eq!(holders[0].command, "noise", "{holders:?}");
+        drop((first, second, third));
         assert!(
             !dir.exists(),
             "the files and their directory go with the claims"

@@ -5,6 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -38,9 +40,8 @@ pub struct Outcome {
 }
 
 /// `--dev`: every device must be one whose threads steer can find (NAPI threads are
-/// named after a network device, IRQ threads after their line): a network device of a
-/// network namespace some process is in (each process's /proc/PID/net/dev lists its
-/// namespace's devices, irqlens's own included), or part of an IRQ line's name. A name
+/// named after a network device, IRQ threads after their line): a network device of any
+/// network namespace (see [`network_devices`]), or part of an IRQ line's name. A name
 /// that is neither would steer nothing and say nothing.
 pub fn check_devices(devices: &[String]) -> Result<()> {
     if devices.is_empty() {
@@ -63,14 +64,21 @@ pub fn check_devices(devices: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The network devices of every network namespace a process is in, each read once.
+/// Where `ip netns` and container engines keep named network namespaces (bind mounts),
+/// which hold devices (and their NAPI threads) even when no process is in them.
+const NAMED_NAMESPACE_DIRS: [&str; 2] = ["/run/netns", "/run/docker/netns"];
+
+/// The network devices of every network namespace a process is in (each process's
+/// /proc/PID/net/dev lists its namespace's, irqlens's own included) or that is named
+/// (see [`NAMED_NAMESPACE_DIRS`]), each namespace read once.
 fn network_devices() -> HashSet<String> {
+    // a namespace's identity is its nsfs inode, the same through /proc and a bind mount
     let mut namespaces = HashSet::new();
     let mut devices = HashSet::new();
     let processes = std::fs::read_dir("/proc").into_iter().flatten().flatten();
     for process in processes {
         let path = process.path();
-        let namespace = std::fs::read_link(path.join("ns/net")).ok();
+        let namespace = std::fs::metadata(path.join("ns/net")).map(|m| m.ino()).ok();
         if namespace.is_some_and(|namespace| !namespaces.insert(namespace)) {
             continue;
         }
@@ -78,7 +86,41 @@ fn network_devices() -> HashSet<String> {
             devices.extend(parse_net_dev(&listing));
         }
     }
+    let named = NAMED_NAMESPACE_DIRS
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten());
+    for entry in named {
+        let path = entry.path();
+        let Ok(namespace) = std::fs::metadata(&path).map(|m| m.ino()) else {
+            continue;
+        };
+        if namespaces.insert(namespace) {
+            devices.extend(devices_in_namespace(&path).into_iter().flatten());
+        }
+    }
     devices
+}
+
+/// The devices of the network namespace bind-mounted at `path`, read by a thread that
+/// enters it (a thread may change its own network namespace; the process stays where it
+/// is). `None`: it cannot be entered (not a namespace, no permission).
+fn devices_in_namespace(path: &std::path::Path) -> Option<Vec<String>> {
+    let namespace = std::fs::File::open(path).ok()?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                // SAFETY: setns takes a descriptor `namespace` keeps open during the call;
+                // it moves this thread only, which ends right after reading.
+                if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return None;
+                }
+                let listing = std::fs::read_to_string("/proc/thread-self/net/dev").ok()?;
+                Some(parse_net_dev(&listing).collect())
+            })
+            .join()
+            .ok()
+            .flatten()
+    })
 }
 
 /// The device names of a /proc/net/dev listing: two header lines, then `NAME: counters`.

@@ -195,7 +195,7 @@ impl Ended {
 pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
     check(tool.needs())?;
     // held until the run ends: the runs that start meanwhile find it
-    let _claims = match tool.measures() {
+    let claims = match tool.measures() {
         Some(measures) => claim(T::NAME, &measures)?,
         None => Claims::default(),
     };
@@ -225,7 +225,8 @@ pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
     // the machine as it was before anything is shown: an error, a panic unwinding or a
     // reader that stops early must not leave a change behind
     let unrestored = run.finish();
-    let done = executed.inspect_err(|_| made.remove())?;
+    let mut done = executed.inspect_err(|_| made.remove())?;
+    done.notes.extend(visited(&claims));
     if let Some(path) = &html {
         let page = done
             .document
@@ -318,24 +319,48 @@ fn claim(name: &str, measures: &Measures) -> Result<Claims> {
         Some(what) => {
             eprintln!(
                 "irqlens: warning: {what}: this run's figures include its work, and its include this run's"
-            )
+            );
+            Claims::announce(Path::new(CLAIM_DIR), &holders, name);
         }
     }
     Ok(claims)
 }
 
+/// The irqlens runs that measured CPUs of this one while it ran (they started after it,
+/// and said so when they did), in words; `None`: none did.
+fn visited(claims: &Claims) -> Option<String> {
+    let visitors = claims.visitors();
+    let what: Vec<String> = by_run(&visitors)
+        .into_iter()
+        .map(|((command, pid), cpus)| {
+            format!("irqlens {command} (pid {pid}) measured CPUs {cpus} during this run")
+        })
+        .collect();
+    (!what.is_empty()).then(|| {
+        format!(
+            "warning: {}: this run's figures include its work",
+            what.join("; ")
+        )
+    })
+}
+
+/// `holders` grouped by run (command and pid), each with its CPUs, in order of appearance.
+fn by_run(holders: &[Holder]) -> Vec<((&str, u32), CpuList)> {
+    let mut runs: Vec<((&str, u32), CpuList)> = Vec::new();
+    for holder in holders {
+        let run = (holder.command.as_str(), holder.pid);
+        match runs.iter_mut().find(|(other, _)| *other == run) {
+            Some((_, cpus)) => *cpus = cpus.iter().chain([holder.cpu]).collect(),
+            None => runs.push((run, [holder.cpu].into_iter().collect())),
+        }
+    }
+    runs
+}
+
 /// Who else disturbs a run, in words: the irqlens runs that hold its CPUs (`holders`),
 /// and the one changing the machine through the journal (`changing`); `None`: nobody.
 fn disturbance(holders: &[Holder], changing: Option<&str>) -> Option<String> {
-    let mut by_run: Vec<((&str, u32), CpuList)> = Vec::new();
-    for holder in holders {
-        let run = (holder.command.as_str(), holder.pid);
-        match by_run.iter_mut().find(|(other, _)| *other == run) {
-            Some((_, cpus)) => *cpus = cpus.iter().chain([holder.cpu]).collect(),
-            None => by_run.push((run, [holder.cpu].into_iter().collect())),
-        }
-    }
-    let mut what: Vec<String> = by_run
+    let mut what: Vec<String> = by_run(holders)
         .into_iter()
         .map(|((command, pid), cpus)| {
             format!("irqlens {command} (pid {pid}) is measuring CPUs {cpus} too")

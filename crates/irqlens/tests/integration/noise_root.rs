@@ -326,13 +326,12 @@ fn two_runs_on_the_same_cpu_know_of_each_other() {
     assert_root();
     let cpu = measured_cpu().to_string();
     // ends with this test's thread, whatever ends it
-    let mut first =
-        irqlens_test_support::storm::terminated_with_parent(&mut Command::new(binary()))
-            .args(["noise", "-c", &cpu, "-d", "20", "-q"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+    let first = irqlens_test_support::storm::terminated_with_parent(&mut Command::new(binary()))
+        .args(["noise", "-c", &cpu, "-d", "20", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let lock = format!("/run/irqlens/cpu/{cpu}");
     let holder = format!("noise {}", first.id());
     wait_until("the first run's claim", Duration::from_secs(5), || {
@@ -356,9 +355,23 @@ fn two_runs_on_the_same_cpu_know_of_each_other() {
         refused.contains(&named) && refused.contains("compares its own runs"),
         "{refused}"
     );
-    // the kernel releases the claim with the process, however it ends
-    first.kill().unwrap();
-    first.wait().unwrap();
+    // the first run started alone, and learns at its end that it was not (the refused
+    // tune measured nothing, and is not named)
+    let told = stderr(irqlens_test_support::runner::signal_and_wait(
+        first,
+        libc::SIGINT,
+    ));
+    let visited = told
+        .lines()
+        .find(|line| line.contains("during this run"))
+        .unwrap_or_else(|| panic!("the first run was not told: {told}"));
+    assert!(
+        visited.contains("irqlens noise (pid ")
+            && visited.contains(&format!("measured CPUs {cpu} during this run"))
+            && !visited.contains("tune"),
+        "{visited}"
+    );
+    // the claim is released with the process
     let alone = stderr(irqlens_ok(&["noise", "-c", &cpu, "-d", "200ms", "-q"]));
     assert!(!alone.contains("is measuring"), "{alone}");
 }

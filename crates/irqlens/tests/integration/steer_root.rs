@@ -282,3 +282,49 @@ fn a_flow_that_starts_and_stops_keeps_one_journal_entry_per_thread() {
         "the journal is gone"
     );
 }
+
+/// A network namespace made with `ip netns add` that no process is in, holding a veth
+/// pair; removed with its devices when dropped (on a failed assertion too).
+struct EmptyNamespace(String);
+
+impl EmptyNamespace {
+    fn with_veth(device: &str, peer: &str) -> EmptyNamespace {
+        let name = format!("irqlens-devcheck-{}", std::process::id());
+        let ip = |args: &[&str]| {
+            let status = Command::new("ip")
+                .args(args)
+                .status()
+                .expect("ip (iproute2)");
+            assert!(status.success(), "ip {args:?}");
+        };
+        ip(&["netns", "add", &name]);
+        let namespace = EmptyNamespace(name);
+        let link = ["link", "add", device, "type", "veth", "peer", "name", peer];
+        ip(&[&["-n", namespace.0.as_str()][..], &link].concat());
+        namespace
+    }
+}
+
+impl Drop for EmptyNamespace {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// A device in a namespace no process is in still has its NAPI threads to steer: `--dev`
+/// takes it (and still refuses a name found nowhere).
+#[test]
+#[ignore = "needs root: makes a network namespace (scripts/test runs it)"]
+fn a_device_in_a_namespace_no_process_is_in_is_taken() {
+    assert_root();
+    let (device, peer) = ("irqlensdc0", "irqlensdc1");
+    let _namespace = EmptyNamespace::with_veth(device, peer);
+    let taken = irqlens(&["steer", "--dev", device, "-d", "200ms", "--dry-run", "-q"]);
+    assert!(
+        taken.status.success(),
+        "{}",
+        String::from_utf8_lossy(&taken.stderr)
+    );
+    let refused = irqlens(&["steer", "--dev", "irqlensdc9", "-d", "200ms", "--dry-run"]);
+    assert_eq!(refused.status.code(), Some(1));
+}
