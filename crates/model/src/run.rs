@@ -201,6 +201,8 @@ pub enum Document {
     Compare(Comparison<AnyMeasurement, AnyMeasurement>),
     /// `irqlens advise --json`.
     Advise(crate::tune::AdviceReport),
+    /// `irqlens check --json`.
+    Check(crate::check::CheckReport),
     /// `irqlens tune --json`.
     Tune(crate::tune::TuneReport),
     /// `irqlens tune --dry-run --json`.
