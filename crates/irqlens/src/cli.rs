@@ -14,7 +14,8 @@ use irqlens_model::units::CpuList;
 use irqlens_model::{account, bh, hist, noise, wakeup};
 
 use crate::parse::{
-    Action, parse_action, parse_bucket_size, parse_count, parse_micros, parse_run_duration,
+    Action, parse_action, parse_bucket_size, parse_count, parse_micros, parse_percent,
+    parse_run_duration,
 };
 
 /// The command line as irqlens parses it, documents it (`--help`, man pages) and completes
@@ -121,6 +122,10 @@ pub enum Command {
     /// what on the machine works against it: from recordings (noise, bh, wakeup, account), or
     /// measured first with noise and wakeup
     Advise(Box<AdviseArgs>),
+    /// Whether CPUs are ready for a real-time, network or HPC workload: the machine's
+    /// settings and short measurements, each PASS, WARN, FAIL or SKIP with its cause and
+    /// remedy (exit status 2 when a check fails)
+    Check(Box<CheckArgs>),
     /// Apply remedies one at a time, measure before and after, keep what helped, put the rest back
     Tune(Box<TuneArgs>),
     /// Keep each bottom-half thread (threaded NAPI, IRQ threads, ksoftirqd) at the priority
@@ -299,6 +304,46 @@ pub struct AdviseArgs {
     /// it has wakeup's defaults, on the same CPUs for as long)
     #[command(flatten)]
     pub measure: NoiseArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// CPUs to check, as a list like 1-3,8 [default: the isolated CPUs, else the nohz_full
+    /// ones, else every online CPU but the first]
+    #[arg(short, long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+    /// How long each measured check runs (10, 10s, 1m)
+    #[arg(short, long, value_name = "TIME", default_value = "10", value_parser = parse_run_duration)]
+    pub duration: Duration,
+    /// The workload checked for, which sets the checks and thresholds: realtime, network
+    /// or hpc (see --show-profile)
+    #[arg(long, value_name = "NAME", default_value = "realtime")]
+    pub profile: irqlens_model::check::Profile,
+    /// Print the profile's checks and thresholds (with the options given), and check nothing
+    #[arg(long)]
+    pub show_profile: bool,
+    /// Fail when a single noise sample is longer than this (µs, or with a unit)
+    #[arg(long, value_name = "US", value_parser = parse_micros)]
+    pub max_noise: Option<Duration>,
+    /// Fail when less than this share of a CPU is left to the workload (percent)
+    #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
+    pub min_available: Option<f64>,
+    /// Fail when a wakeup (timer mode, cyclictest's settings) takes longer than this (µs)
+    #[arg(long, value_name = "US", value_parser = parse_micros)]
+    pub max_latency: Option<Duration>,
+    /// Fail when a bottom half waits longer than this to run (µs)
+    #[arg(long, value_name = "US", value_parser = parse_micros)]
+    pub max_bh: Option<Duration>,
+    /// Leave out these checks (ids as shown: irq-affinity, max-latency); repeat or list
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub skip: Vec<String>,
+    /// Also write the checks as JUnit XML to FILE (a test case per check), for CI systems
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    #[command(flatten)]
+    pub show: ShowArgs,
+    #[command(flatten)]
+    pub end: EndArgs,
 }
 
 #[derive(Debug, Args)]

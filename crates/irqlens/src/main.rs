@@ -92,6 +92,7 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Report(args) => run_tool(args),
         Command::Compare(args) => run_tool(args),
         Command::Advise(args) => run_tool(*args),
+        Command::Check(args) => run_tool(args.resolve()?),
         Command::Tune(args) => run_tool(*args),
         Command::Steer(args) => run_tool(args.resolve()?),
         Command::Trial(command) => match command.load {

@@ -82,6 +82,10 @@ pub trait Outcome: Document {
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         None
     }
+    /// The figures `irqlens check` judges against its thresholds.
+    fn check_figures(&self) -> Vec<irqlens_model::check::Figure> {
+        Vec::new()
+    }
     /// The simulation's costs it measures, for `irqlens sim --calibrate`.
     fn costs(&self) -> Vec<irqlens_model::sim::MeasuredCost> {
         Vec::new()

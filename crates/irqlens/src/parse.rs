@@ -40,6 +40,17 @@ pub fn parse_run_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// A share of a CPU, percent: a number from 0 to 100 (`99.5`, or `99.5%`).
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(percent) if (0.0..=100.0).contains(&percent) => Ok(percent),
+        _ => Err(format!(
+            "'{text}' is not a percentage from 0 to 100 (example: 99.5)"
+        )),
+    }
+}
+
 /// What `--on-threshold` and `--on-end` do (rtla's actions), in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {

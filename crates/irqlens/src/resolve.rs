@@ -410,6 +410,7 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
         Command::Report(_)
         | Command::Compare(_)
         | Command::Advise(_)
+        | Command::Check(_)
         | Command::Tune(_)
         | Command::Steer(_)
         | Command::Trial(_)

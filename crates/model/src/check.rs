@@ -126,6 +126,96 @@ pub enum Profile {
     Hpc,
 }
 
+impl Profile {
+    /// Every profile, as `--profile` takes them.
+    pub const ALL: [Profile; 3] = [Profile::Realtime, Profile::Network, Profile::Hpc];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Realtime => "realtime",
+            Profile::Network => "network",
+            Profile::Hpc => "hpc",
+        }
+    }
+
+    /// What it checks for, in a sentence.
+    pub fn about(self) -> &'static str {
+        match self {
+            Profile::Realtime => {
+                "periodic real-time tasks (cyclictest's case): every interruption is short, and \
+                 a woken task runs soon"
+            }
+            Profile::Network => {
+                "packet processing next to the kernel's stack: short interruptions, and bottom \
+                 halves (NET_RX) that run soon after they are raised"
+            }
+            Profile::Hpc => {
+                "bulk-synchronous computing: the CPUs' time is left to the application, and no \
+                 single interruption stalls a step for long"
+            }
+        }
+    }
+
+    /// Its thresholds, each overridden by its option. They are the field's common
+    /// acceptance levels: a tuned real-time machine keeps single noise samples to tens
+    /// of µs and cyclictest's maximum under 50 µs; an HPC node loses well under 1% to
+    /// the OS; a NET_RX softirq waiting 100 µs has a full ring at 10 Gb/s behind it.
+    pub fn thresholds(self) -> Thresholds {
+        match self {
+            Profile::Realtime => Thresholds {
+                max_noise_us: Some(20.0),
+                min_available_percent: None,
+                max_latency_us: Some(50.0),
+                max_bh_us: None,
+            },
+            Profile::Network => Thresholds {
+                max_noise_us: Some(50.0),
+                min_available_percent: None,
+                max_latency_us: None,
+                max_bh_us: Some(100.0),
+            },
+            Profile::Hpc => Thresholds {
+                max_noise_us: Some(100.0),
+                min_available_percent: Some(99.5),
+                max_latency_us: None,
+                max_bh_us: None,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Profile, String> {
+        Profile::ALL
+            .into_iter()
+            .find(|profile| profile.name() == name)
+            .ok_or_else(|| format!("no profile {name:?}: realtime, network or hpc"))
+    }
+}
+
+/// What `irqlens check --show-profile` prints: a profile's checks and thresholds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProfileReport {
+    /// Which tool and version; the command is always "check".
+    #[serde(flatten)]
+    pub header: Header,
+    /// The profile.
+    pub profile: Profile,
+    /// What it checks for.
+    pub about: String,
+    /// Its thresholds, with the options given.
+    pub thresholds: Thresholds,
+    /// How long each measured check runs, ns.
+    pub duration_ns: u64,
+    /// The ids of its configuration checks, in order.
+    pub configuration: Vec<String>,
+    /// The ids of its measured checks, in order.
+    pub measured: Vec<String>,
+}
+
 /// The limits of the measured checks, µs or percent; `None`: that check is not run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Thresholds {
@@ -177,11 +267,85 @@ impl CheckReport {
     /// The worst status of any check; `Pass` without checks.
     pub fn verdict(&self) -> Status {
         let worst = self.checks.iter().map(|check| check.status);
-        worst.filter(|s| *s != Status::Skip).max().unwrap_or(Status::Pass)
+        worst
+            .filter(|s| *s != Status::Skip)
+            .max()
+            .unwrap_or(Status::Pass)
     }
 
     /// How many checks concluded `status`.
     pub fn count(&self, status: Status) -> usize {
         self.checks.iter().filter(|c| c.status == status).count()
     }
+}
+
+/// What a measured check compares with its threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Metric {
+    /// noise: the longest single noise sample of a CPU, µs.
+    MaxNoise,
+    /// noise: the share of a CPU left to the workload, percent.
+    Available,
+    /// wakeup: the largest wakeup latency on a CPU, µs.
+    MaxLatency,
+    /// bh: the largest raise-to-run latency of a bottom-half mechanism, µs.
+    MaxBh,
+}
+
+impl Metric {
+    /// Every metric, in the order the checks are shown.
+    pub const ALL: [Metric; 4] = [
+        Metric::MaxNoise,
+        Metric::Available,
+        Metric::MaxLatency,
+        Metric::MaxBh,
+    ];
+
+    /// The check's id, the option that sets its threshold without its dashes.
+    pub fn id(self) -> &'static str {
+        match self {
+            Metric::MaxNoise => "max-noise",
+            Metric::Available => "min-available",
+            Metric::MaxLatency => "max-latency",
+            Metric::MaxBh => "max-bh",
+        }
+    }
+
+    /// The capability that measures it.
+    pub fn capability(self) -> crate::system::Capability {
+        use crate::system::Capability;
+        match self {
+            Metric::MaxNoise | Metric::Available => Capability::Noise,
+            Metric::MaxLatency => Capability::Wakeup,
+            Metric::MaxBh => Capability::Bh,
+        }
+    }
+
+    /// Its threshold in `thresholds`, if set.
+    pub fn threshold(self, thresholds: &Thresholds) -> Option<f64> {
+        match self {
+            Metric::MaxNoise => thresholds.max_noise_us,
+            Metric::Available => thresholds.min_available_percent,
+            Metric::MaxLatency => thresholds.max_latency_us,
+            Metric::MaxBh => thresholds.max_bh_us,
+        }
+    }
+
+    /// Whether a larger value is worse (a latency) or better (the CPU left).
+    pub fn larger_is_worse(self) -> bool {
+        self != Metric::Available
+    }
+}
+
+/// One value a measured check judges: a CPU's, or a bottom-half mechanism's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    /// What it measures.
+    pub metric: Metric,
+    /// The CPU it is of; none for a figure of several (a bh mechanism).
+    pub cpu: Option<u32>,
+    /// What else it is of (`NET_RX`), shown before the value.
+    pub of: Option<String>,
+    /// The value, µs or percent (see [`Metric`]).
+    pub value: f64,
 }

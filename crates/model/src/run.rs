@@ -203,6 +203,8 @@ pub enum Document {
     Advise(crate::tune::AdviceReport),
     /// `irqlens check --json`.
     Check(crate::check::CheckReport),
+    /// `irqlens check --show-profile --json`.
+    CheckProfile(crate::check::ProfileReport),
     /// `irqlens tune --json`.
     Tune(crate::tune::TuneReport),
     /// `irqlens tune --dry-run --json`.

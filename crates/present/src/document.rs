@@ -330,3 +330,28 @@ impl Document for Advised {
         Ok(crate::advise::write_text(out, &self.report, self.rows)?)
     }
 }
+
+impl Document for irqlens_model::check::CheckReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::check::write_text(out, self)?)
+    }
+
+    /// A failed check exits with status 2, as a threshold hit does.
+    fn threshold_hit(&self) -> bool {
+        self.verdict() == irqlens_model::check::Status::Fail
+    }
+}
+
+impl Document for irqlens_model::check::ProfileReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        Ok(crate::check::write_profile(out, self)?)
+    }
+}

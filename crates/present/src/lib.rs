@@ -5,6 +5,7 @@
 pub mod account;
 pub mod advise;
 pub mod bh;
+pub mod check;
 pub mod compare;
 pub mod document;
 pub mod html;

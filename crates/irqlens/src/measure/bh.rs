@@ -119,6 +119,10 @@ impl Outcome for BhResult {
         irqlens_analyze::sim::calibrate::bh_costs(&self.outcome.stats)
     }
 
+    fn check_figures(&self) -> Vec<irqlens_model::check::Figure> {
+        irqlens_analyze::check::measured::bh_figures(&self.outcome.stats)
+    }
+
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         let symbols = |address| self.names.symbols.name(address);
         Some(irqlens_analyze::advise::bh_causes(

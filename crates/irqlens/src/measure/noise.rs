@@ -157,6 +157,10 @@ impl Outcome for NoiseResult {
         &mut self.outcome.info
     }
 
+    fn check_figures(&self) -> Vec<irqlens_model::check::Figure> {
+        irqlens_analyze::check::measured::noise_figures(&self.outcome.analysis)
+    }
+
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         Some(irqlens_analyze::advise::noise_causes(
             &self.outcome.analysis,

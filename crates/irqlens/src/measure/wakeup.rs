@@ -149,6 +149,10 @@ impl Outcome for WakeupResult {
         irqlens_analyze::sim::calibrate::wakeup_costs(&self.outcome.stats)
     }
 
+    fn check_figures(&self) -> Vec<irqlens_model::check::Figure> {
+        irqlens_analyze::check::measured::wakeup_figures(&self.outcome.stats)
+    }
+
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         let symbols = |address| self.names.symbols.name(address);
         Some(irqlens_analyze::advise::wakeup_causes(

@@ -9,6 +9,8 @@ mod advise_cli;
 mod advise_root;
 mod bh_cli;
 mod bh_root;
+mod check_cli;
+mod check_root;
 mod chromium;
 mod common;
 mod fixtures;

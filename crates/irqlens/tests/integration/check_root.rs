@@ -1,0 +1,206 @@
+//! irqlens check against injected failures, one at a time: a pinned FIFO spinner, an IRQ
+//! line routed onto the checked CPU, RT throttling that stops a FIFO task early. Each must
+//! fail the right check and name its cause; the injections go through the journal, as
+//! every change irqlens makes, and are put back however the test ends.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::*;
+use irqlens_collect::journal::{Session, SystemKnobs};
+use irqlens_collect::knob;
+use irqlens_model::tune::Knob;
+use irqlens_test_support::python::run_script;
+
+/// The CPU checked: the last one, away from CPU 0's housekeeping.
+fn checked_cpu() -> u32 {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let online: irqlens_model::units::CpuList = online.trim().parse().unwrap();
+    online.iter().last().unwrap()
+}
+
+/// `irqlens check ARGS --json`: its exit status and its (schema-valid) document.
+fn check(args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all = vec!["check", "--json", "-q"];
+    all.extend_from_slice(args);
+    let output = irqlens(&all);
+    let code = output.status.code().expect("an exit status");
+    assert!(
+        code == 0 || code == 2,
+        "status {code}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_valid_document(&output.stdout);
+    (code, serde_json::from_slice(&output.stdout).unwrap())
+}
+
+/// The check `id` of a report.
+fn the_check<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    (report["checks"].as_array().unwrap().iter())
+        .find(|check| check["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}: {report:#}"))
+}
+
+fn failed_ids(report: &serde_json::Value) -> Vec<&str> {
+    (report["checks"].as_array().unwrap().iter())
+        .filter(|check| check["status"] == "fail")
+        .map(|check| check["id"].as_str().unwrap())
+        .collect()
+}
+
+/// Only the configuration checks: the injections below are about settings.
+const NO_MEASUREMENT: &str = "max-noise,max-latency";
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_machine_within_generous_thresholds_passes_and_its_junit_is_read_by_a_consumer() {
+    assert_root();
+    let cpu = checked_cpu().to_string();
+    let dir = std::env::temp_dir().join(format!("irqlens-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let junit = dir.join("check.xml");
+    // an hour: no sample of a 1 s run is that long (CI would have stopped first)
+    let (code, report) = check(&[
+        "-c",
+        &cpu,
+        "-d",
+        "1",
+        "--max-noise",
+        "3600s",
+        "--max-latency",
+        "3600s",
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(failed_ids(&report).is_empty(), "{report:#}");
+    for id in ["max-noise", "max-latency"] {
+        assert_eq!(the_check(&report, id)["status"], "pass", "{report:#}");
+    }
+    // what a CI system reads: one test case per check, none failed
+    let script = "import sys, junitparser\n\
+                  xml = junitparser.JUnitXml.fromfile(sys.argv[1])\n\
+                  cases = [case for suite in xml for case in suite]\n\
+                  failed = [case.name for case in cases if not case.is_passed and not case.is_skipped]\n\
+                  print(len(cases), len(failed))";
+    let read = run_script(script, &[junit.to_str().unwrap()], b"")
+        .unwrap_or_else(|err| panic!("junitparser refused {}: {err}", junit.display()));
+    let read = String::from_utf8(read).unwrap();
+    let checks = report["checks"].as_array().unwrap().len();
+    assert_eq!(read.trim(), format!("{checks} 0"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_pinned_fifo_spinner_fails_the_noise_check_and_is_named() {
+    assert_root();
+    let cpu = checked_cpu();
+    let name = "chk-spinner";
+    let spinner = Spinner::start(
+        name,
+        cpu,
+        Duration::from_millis(100),
+        Duration::from_millis(20),
+    );
+    let limit_us = 5_000;
+    let (code, report) = check(&[
+        "-c",
+        &cpu.to_string(),
+        "-d",
+        "2",
+        "--max-noise",
+        &format!("{limit_us}us"),
+        "--skip",
+        "max-latency",
+    ]);
+    let longest_busy_us = spinner.longest_busy_ns() / 1_000;
+    spinner.stop();
+    // the ground truth: the spinner kept the CPU longer than the limit at a stretch
+    assert!(
+        longest_busy_us > limit_us,
+        "the spinner ran {longest_busy_us} µs at most"
+    );
+    assert_eq!(code, 2, "{report:#}");
+    let noise = the_check(&report, "max-noise");
+    assert_eq!(noise["status"], "fail", "{noise:#}");
+    let cause = noise["cause"].as_str().unwrap_or_default();
+    assert!(cause.contains(name), "the cause named: {cause}");
+}
+
+/// A movable IRQ line: the first numbered line whose affinity the journal can change to
+/// `cpu` (a managed line refuses the write), with the session that changed it.
+fn route_a_line_onto(cpu: u32, session: &mut Session) -> u32 {
+    let lines = std::fs::read_dir("/proc/irq").unwrap().flatten();
+    let mut irqs: Vec<u32> = lines
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|irq| Path::new(&format!("/proc/irq/{irq}/smp_affinity_list")).exists())
+        .collect();
+    irqs.sort_unstable();
+    for irq in irqs {
+        let knob = Knob::IrqAffinity { irq };
+        if session
+            .journal()
+            .change(&SystemKnobs, knob, &cpu.to_string())
+            .is_ok()
+        {
+            return irq;
+        }
+    }
+    panic!("no IRQ line's affinity could be changed");
+}
+
+#[test]
+#[ignore = "needs root: changes an IRQ line's affinity (scripts/test runs it)"]
+fn an_irq_line_routed_onto_the_cpu_fails_the_affinity_check_and_is_named() {
+    assert_root();
+    let cpu = checked_cpu();
+    let mut session = Session::begin("check-test").unwrap();
+    let irq = route_a_line_onto(cpu, &mut session);
+    let (code, report) = check(&["-c", &cpu.to_string(), "--skip", NO_MEASUREMENT]);
+    let unrestored = session.finish();
+    assert_eq!(unrestored, 0);
+    assert_eq!(code, 2, "{report:#}");
+    let affinity = the_check(&report, "irq-affinity");
+    assert_eq!(affinity["status"], "fail", "{affinity:#}");
+    let cause = affinity["cause"].as_str().unwrap_or_default();
+    assert!(
+        cause.contains(&format!("IRQ {irq} ")),
+        "IRQ {irq} not named: {cause}"
+    );
+    let remedy = format!("irq-{irq}-affinity");
+    assert!(
+        affinity["remedies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == remedy.as_str()),
+        "{affinity:#}"
+    );
+}
+
+#[test]
+#[ignore = "needs root: changes kernel.sched_rt_runtime_us (scripts/test runs it)"]
+fn rt_throttling_that_stops_a_fifo_task_early_fails_its_check() {
+    assert_root();
+    let cpu = checked_cpu().to_string();
+    let knob = Knob::Sysctl {
+        name: "kernel.sched_rt_runtime_us".into(),
+    };
+    let before = knob::read(&knob).unwrap();
+    let mut session = Session::begin("check-test").unwrap();
+    session
+        .journal()
+        .change(&SystemKnobs, knob.clone(), "500000")
+        .unwrap();
+    let (code, report) = check(&["-c", &cpu, "--skip", NO_MEASUREMENT]);
+    assert_eq!(session.finish(), 0);
+    assert_eq!(knob::read(&knob).unwrap(), before, "put back");
+    assert_eq!(code, 2, "{report:#}");
+    assert!(failed_ids(&report).contains(&"rt-throttling"), "{report:#}");
+    let throttling = the_check(&report, "rt-throttling");
+    assert!(
+        throttling["found"].as_str().unwrap().contains("500000"),
+        "{throttling:#}"
+    );
+}

@@ -1,0 +1,283 @@
+//! `irqlens check`'s outputs: one screen of 80 columns, a line per check (and the cause
+//! and remedy under a check that warned or failed), and JUnit XML for CI systems.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use irqlens_model::check::{Check, CheckReport, Kind, Metric, ProfileReport, Status};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+/// Width of the check id column.
+const ID_WIDTH: usize = 19;
+/// Width of the found column: the expected one follows it.
+const FOUND_WIDTH: usize = 30;
+
+/// The screen: a line about the run, a line per check, and the verdict.
+pub fn write_text(out: &mut dyn Write, report: &CheckReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "irqlens check: {} profile, CPUs {} ({})",
+        profile_name(report),
+        report.cpus,
+        report.cpus_from
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<4}  {:<ID_WIDTH$} {:<FOUND_WIDTH$} EXPECTED",
+        "", "CHECK", "FOUND"
+    )?;
+    for check in &report.checks {
+        write_check(out, check)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "{}", verdict_line(report))?;
+    if report.interrupted {
+        writeln!(
+            out,
+            "interrupted: the checks after the interruption were skipped"
+        )?;
+    }
+    Ok(())
+}
+
+fn write_check(out: &mut dyn Write, check: &Check) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<4}  {:<ID_WIDTH$} {:<FOUND_WIDTH$} {}",
+        check.status.label(),
+        check.id,
+        check.found,
+        check.expected
+    )?;
+    if matches!(check.status, Status::Warn | Status::Fail) {
+        let indent = " ".repeat(6);
+        if let Some(cause) = &check.cause {
+            writeln!(out, "{indent}cause: {cause}")?;
+        }
+        for remedy in &check.remedies {
+            writeln!(out, "{indent}remedy: irqlens tune --apply {remedy}")?;
+        }
+        if let Some(advice) = &check.advice {
+            writeln!(out, "{indent}remedy: {advice}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `PASS: 14 checks, 3 warned, 2 skipped` or `FAIL: 2 of 19 checks failed, ...`.
+pub fn verdict_line(report: &CheckReport) -> String {
+    let (failed, warned, skipped) = (
+        report.count(Status::Fail),
+        report.count(Status::Warn),
+        report.count(Status::Skip),
+    );
+    let total = report.checks.len();
+    let mut line = match report.verdict() {
+        Status::Fail => format!("FAIL: {failed} of {total} checks failed"),
+        _ => format!("PASS: {total} checks"),
+    };
+    if warned > 0 {
+        line += &format!(", {warned} warned");
+    }
+    if skipped > 0 {
+        line += &format!(", {skipped} skipped");
+    }
+    line
+}
+
+fn profile_name(report: &CheckReport) -> &'static str {
+    report.profile.name()
+}
+
+/// `--show-profile`: what the profile checks for, its measured checks with their
+/// thresholds and duration, and its configuration checks.
+pub fn write_profile(out: &mut dyn Write, report: &ProfileReport) -> io::Result<()> {
+    writeln!(out, "profile {}: {}", report.profile.name(), report.about)?;
+    writeln!(
+        out,
+        "measured, {} each:",
+        humantime::format_duration(Duration::from_nanos(report.duration_ns))
+    )?;
+    for metric in Metric::ALL {
+        if let Some(limit) = metric.threshold(&report.thresholds) {
+            let unit = if metric.larger_is_worse() {
+                " µs"
+            } else {
+                "%"
+            };
+            writeln!(
+                out,
+                "  {:<ID_WIDTH$} --{} {limit}{unit}",
+                metric.id(),
+                metric.id()
+            )?;
+        }
+    }
+    writeln!(out, "configuration:")?;
+    for id in &report.configuration {
+        writeln!(out, "  {id}")?;
+    }
+    Ok(())
+}
+
+/// The report as JUnit XML: one test suite, one test case per check (class name
+/// `configuration` or `measured`). A warning passes with its finding in system-out, as
+/// JUnit has no warning; a skipped check is skipped, with why.
+pub fn junit(report: &CheckReport) -> String {
+    let name = format!(
+        "irqlens check {} CPUs {}",
+        profile_name(report),
+        report.cpus
+    );
+    let mut suite = TestSuite::new(name.clone());
+    for check in &report.checks {
+        let summary = summary(check);
+        let mut status = match check.status {
+            Status::Pass | Status::Warn => TestCaseStatus::success(),
+            Status::Skip => TestCaseStatus::skipped(),
+            Status::Fail => TestCaseStatus::non_success(NonSuccessKind::Failure),
+        };
+        if matches!(check.status, Status::Skip | Status::Fail) {
+            status.set_message(summary.clone());
+        }
+        let mut case = TestCase::new(check.id.clone(), status);
+        case.set_classname(match check.kind {
+            Kind::Configuration => "configuration",
+            Kind::Measured => "measured",
+        });
+        if check.kind == Kind::Measured {
+            case.set_time(Duration::from_nanos(report.duration_ns));
+        }
+        case.set_system_out(format!("{}: {summary}", check.status.label()));
+        suite.add_test_case(case);
+    }
+    let mut junit = Report::new(name);
+    junit.add_test_suite(suite);
+    junit
+        .to_string()
+        .expect("JUnit of plain strings serializes")
+}
+
+/// A check in one line: what was found against what passes, the cause and the remedies.
+fn summary(check: &Check) -> String {
+    let mut line = format!("{} (expected {})", check.found, check.expected);
+    if let Some(cause) = &check.cause {
+        line += &format!("; cause: {cause}");
+    }
+    for remedy in &check.remedies {
+        line += &format!("; remedy: irqlens tune --apply {remedy}");
+    }
+    if let Some(advice) = &check.advice {
+        line += &format!("; remedy: {advice}");
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irqlens_model::check::{Profile, Thresholds};
+    use irqlens_model::run::Header;
+
+    fn report(checks: Vec<Check>) -> CheckReport {
+        CheckReport {
+            header: Header::new("check"),
+            profile: Profile::Realtime,
+            cpus: "1".parse().unwrap(),
+            cpus_from: "-c".into(),
+            thresholds: Thresholds::default(),
+            duration_ns: 2_000_000_000,
+            checks,
+            interrupted: false,
+        }
+    }
+
+    fn checks() -> Vec<Check> {
+        vec![
+            Check::new(
+                "rt-throttling",
+                Kind::Configuration,
+                Status::Warn,
+                "950000 of 1000000 µs",
+                "-1",
+            )
+            .caused_by("a FIFO spinner is stopped 50 ms a second"),
+            Check::new(
+                "c-states",
+                Kind::Configuration,
+                Status::Skip,
+                "no cpuidle driver",
+                "-",
+            ),
+            Check::new(
+                "max-noise",
+                Kind::Measured,
+                Status::Fail,
+                "CPU 1: 84.0 µs",
+                "at most 20.0 µs",
+            )
+            .caused_by("IRQ 36 virtio1-req.0, 71% of the noise")
+            .remedied_by(["irq-36-affinity".to_owned()]),
+            Check::new(
+                "max-latency",
+                Kind::Measured,
+                Status::Pass,
+                "CPU 1: 9.0 µs",
+                "at most 50.0 µs",
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_screen_has_a_line_per_check_with_the_cause_and_remedy_of_a_failure() {
+        let mut out = Vec::new();
+        write_text(&mut out, &report(checks())).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("irqlens check: realtime profile, CPUs 1"));
+        assert!(
+            lines.iter().any(|l| l.starts_with("FAIL  max-noise ")),
+            "{text}"
+        );
+        assert!(text.contains("      cause: IRQ 36 virtio1-req.0, 71% of the noise\n"));
+        assert!(text.contains("      remedy: irqlens tune --apply irq-36-affinity\n"));
+        // a passed or skipped check is one line
+        assert!(!text.contains("cause: no cpuidle"));
+        assert_eq!(
+            lines.last().unwrap(),
+            &"FAIL: 1 of 4 checks failed, 1 warned, 1 skipped"
+        );
+        for line in &lines {
+            assert!(
+                line.chars().count() <= 80,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
+
+    #[test]
+    fn warnings_and_skips_pass() {
+        let mut passing = checks();
+        passing.remove(2);
+        let report = report(passing);
+        assert_eq!(report.verdict(), Status::Warn);
+        assert_eq!(verdict_line(&report), "PASS: 3 checks, 1 warned, 1 skipped");
+    }
+
+    #[test]
+    fn junit_has_one_case_per_check_with_failures_and_skips_marked() {
+        let xml = junit(&report(checks()));
+        assert!(xml.starts_with("<?xml"), "{xml}");
+        assert_eq!(xml.matches("<testcase ").count(), 4, "{xml}");
+        assert_eq!(xml.matches("<failure").count(), 1, "{xml}");
+        assert_eq!(xml.matches("<skipped").count(), 1, "{xml}");
+        assert!(
+            xml.contains(r#"tests="4""#) && xml.contains(r#"failures="1""#),
+            "{xml}"
+        );
+        assert!(xml.contains("irq-36-affinity"), "{xml}");
+        assert!(xml.contains(r#"classname="measured""#), "{xml}");
+    }
+}
