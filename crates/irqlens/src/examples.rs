@@ -76,6 +76,20 @@ pub fn of(subcommand: &str) -> &'static [Example] {
                 answers: "Measure CPU 1 with noise, then wakeup, 10 s each, then advise.",
             },
         ],
+        "check" => &[
+            Example {
+                command: "irqlens check",
+                answers: "Are the isolated CPUs ready for real-time tasks? A line per check, exit status 2 when one fails.",
+            },
+            Example {
+                command: "irqlens check -c 2-3 --profile network --junit check.xml",
+                answers: "The same for packet processing on CPUs 2 and 3, with a JUnit report for CI.",
+            },
+            Example {
+                command: "irqlens check --profile hpc --show-profile",
+                answers: "What the HPC profile checks, and its thresholds.",
+            },
+        ],
         "tune" => &[
             Example {
                 command: "irqlens tune --cpus 1 --all",

@@ -121,16 +121,18 @@ impl Tool for CheckTool {
         &self.show
     }
 
+    /// Tracing for the measured checks; the configuration is read by anyone.
     fn needs(&self) -> Needs {
-        if self.show_profile {
-            Needs::Nothing
-        } else {
+        if self.measures().is_some() {
             Needs::Tracing
+        } else {
+            Needs::Nothing
         }
     }
 
     fn measures(&self) -> Option<Measures> {
-        (!self.show_profile).then(|| Measures {
+        let measuring = !self.show_profile && !self.measured_metrics().is_empty();
+        measuring.then(|| Measures {
             cpus: self.cpus.clone(),
             alone: false,
         })
@@ -160,6 +162,11 @@ impl Tool for CheckTool {
             ..OutputArgs::default()
         };
         let mut measured = Measured::default();
+        let on = format!(
+            "on CPUs {} for {}",
+            self.cpus,
+            humantime::format_duration(self.duration)
+        );
         let needed = self.measured_metrics();
         let needs = |metrics: &[Metric]| metrics.iter().any(|m| needed.contains(m));
         if needs(&[Metric::MaxNoise, Metric::Available]) {
@@ -167,21 +174,21 @@ impl Tool for CheckTool {
                 duration: Some(self.duration),
                 ..NoiseOptions::defaults(self.cpus.clone())
             };
-            measured.run::<NoiseTool>(run, "noise", noise, &output)?;
+            measured.run::<NoiseTool>(run, &format!("noise {on}"), noise, &output)?;
         }
         if needs(&[Metric::MaxLatency]) {
             let wakeup = WakeupOptions {
                 duration: Some(self.duration),
                 ..WakeupOptions::timer(self.cpus.clone())
             };
-            measured.run::<WakeupTool>(run, "wakeup (timer mode)", wakeup, &output)?;
+            measured.run::<WakeupTool>(run, &format!("wakeup {on}"), wakeup, &output)?;
         }
         if needs(&[Metric::MaxBh]) {
             let bh = BhOptions {
                 duration: Some(self.duration),
                 ..BhOptions::defaults(self.cpus.clone())
             };
-            measured.run::<BhTool>(run, "bottom halves", bh, &output)?;
+            measured.run::<BhTool>(run, &format!("bottom halves {on}"), bh, &output)?;
         }
         let machine = machine::read(&measured.causes, &[])?;
         let (advice, _) = advise(&measured.causes, &machine);
