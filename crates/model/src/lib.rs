@@ -6,8 +6,8 @@
 
 pub mod account;
 pub mod bh;
-pub mod check;
 pub mod bounds;
+pub mod check;
 pub mod design;
 pub mod event;
 pub mod hist;
