@@ -6,6 +6,7 @@ pub mod account;
 pub mod advise;
 pub mod bh;
 pub mod bounded;
+pub mod check;
 
 pub mod histogram;
 
