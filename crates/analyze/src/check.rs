@@ -321,7 +321,7 @@ fn rcu_nocbs(facts: &Facts, id: &'static str) -> Check {
     verdict(
         id,
         Status::Warn,
-        format!("{} run their RCU callbacks", Facts::label(&outside)),
+        format!("{}: callbacks not offloaded", Facts::label(&outside)),
         expected,
     )
     .caused_by("RCU callbacks run in the RCU softirq of the CPU that queued them")
@@ -417,7 +417,7 @@ fn irq_affinity(facts: &Facts, id: &'static str) -> Check {
         .collect();
     hits.sort_by_key(|hit| {
         (
-            std::cmp::Reverse(hit.how),
+            std::cmp::Reverse(hit.how.status()),
             std::cmp::Reverse(hit.count),
             hit.irq,
         )
@@ -443,11 +443,7 @@ fn irq_affinity(facts: &Facts, id: &'static str) -> Check {
     if routed > 0 {
         found.push_str(&format!(", {routed} routed"));
     }
-    let cause = hits
-        .iter()
-        .map(|hit| describe_line_hit(facts, hit))
-        .collect::<Vec<_>>()
-        .join("; ");
+    let cause = name_some(hits.iter().map(|hit| describe_line_hit(facts, hit)), "line");
     let remedies: Vec<String> = hits
         .iter()
         .filter(|hit| hit.how != LineOnCpus::Managed)
@@ -468,6 +464,20 @@ fn irq_affinity(facts: &Facts, id: &'static str) -> Check {
 
 fn plural(count: usize) -> &'static str {
     if count == 1 { "" } else { "s" }
+}
+
+/// The most a cause names: the worst few say what is wrong, the remedies list them all.
+const NAMED: usize = 5;
+
+/// The first `NAMED` of `items` (`what`s), and how many more there are.
+fn name_some(items: impl Iterator<Item = String>, what: &str) -> String {
+    let items: Vec<String> = items.collect();
+    let mut text = items[..items.len().min(NAMED)].join("; ");
+    let more = items.len().saturating_sub(NAMED);
+    if more > 0 {
+        text.push_str(&format!("; and {more} more {what}{}", plural(more)));
+    }
+    text
 }
 
 fn line_hit<'a>(facts: &Facts, line: &'a IrqState) -> Option<LineHit<'a>> {
@@ -529,10 +539,11 @@ fn describe_line_hit(facts: &Facts, hit: &LineHit) -> String {
         ),
     };
     format!(
-        "IRQ {} {} ({why}, {} interrupts here)",
+        "IRQ {} {} ({why}, {} interrupt{} here)",
         hit.irq,
         line.handlers(),
-        hit.count
+        hit.count,
+        plural(hit.count as usize)
     )
 }
 
@@ -618,9 +629,8 @@ fn rps_xps(facts: &Facts, id: &'static str) -> Check {
         );
     }
     let hit: CpuList = hits.iter().flat_map(|(_, _, hit)| hit.iter()).collect();
-    let cause = hits
-        .iter()
-        .map(|(steering, queue, _)| {
+    let cause = name_some(
+        hits.iter().map(|(steering, queue, _)| {
             let (kind, dir) = match steering {
                 Steering::Rps => ("RPS", "rx"),
                 Steering::Xps => ("XPS", "tx"),
@@ -633,9 +643,9 @@ fn rps_xps(facts: &Facts, id: &'static str) -> Check {
                 "{kind} {} {dir}-{}{netns} mask {}",
                 queue.device, queue.queue, queue.mask
             )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+        }),
+        "queue",
+    );
     verdict(
         id,
         facts.warn_or_fail(&hit),
@@ -975,20 +985,18 @@ fn irq_threads(facts: &Facts, id: &'static str) -> Check {
         ),
         expected,
     )
-    .caused_by(
-        on.iter()
-            .map(|t| {
-                format!(
-                    "{} ({}) {} on {}",
-                    t.comm,
-                    t.tid,
-                    t.policy,
-                    t.affinity.as_deref().unwrap_or("?")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
+    .caused_by(name_some(
+        on.iter().map(|t| {
+            format!(
+                "{} ({}) {} on {}",
+                t.comm,
+                t.tid,
+                t.policy,
+                t.affinity.as_deref().unwrap_or("?")
+            )
+        }),
+        "thread",
+    ))
     .remedied_by(remedies)
 }
 

@@ -134,6 +134,39 @@ mod tests {
     }
 
     #[test]
+    fn this_machine_is_checked_for_its_last_cpu() {
+        use irqlens_analyze::check::{configuration, profile_checks};
+        use irqlens_model::check::Profile;
+        let online = crate::system::online_cpus().unwrap();
+        let last = CpuList::single(online.iter().last().unwrap());
+        let config = read_configuration(&last).unwrap();
+        for profile in [Profile::Realtime, Profile::Network, Profile::Hpc] {
+            let checks = configuration(&config, &last, profile);
+            let ids: Vec<&str> = checks.iter().map(|check| check.id.as_str()).collect();
+            assert_eq!(ids, profile_checks(profile));
+            if profile == Profile::Realtime {
+                for check in &checks {
+                    println!(
+                        "{:<20} {} {:<40} {}",
+                        check.id,
+                        check.status.label(),
+                        check.found,
+                        check.expected
+                    );
+                    for (what, text) in [("cause", &check.cause), ("advice", &check.advice)] {
+                        if let Some(text) = text {
+                            println!("{:>26} {text}", format!("{what}:"));
+                        }
+                    }
+                    if !check.remedies.is_empty() {
+                        println!("{:>26} {}", "remedies:", check.remedies.join(", "));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn this_machine_reads_for_its_first_cpu() {
         let online = crate::system::online_cpus().unwrap();
         let first = CpuList::single(online.iter().next().unwrap());

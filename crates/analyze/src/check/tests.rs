@@ -378,7 +378,7 @@ fn steering_masks_on_the_cpus_warn_or_fail_with_their_ids() {
     assert_eq!(warn.remedies, ["rps-eth0-rx0", "xps-eth0-tx1"]);
     assert_eq!(
         warn.cause.unwrap(),
-        "RPS eth0 rx-0 mask 4, XPS eth0 tx-1 mask c"
+        "RPS eth0 rx-0 mask 4; XPS eth0 tx-1 mask c"
     );
     let mut isolated = isolated();
     isolated.machine.rps = config.machine.rps.clone();
@@ -591,4 +591,31 @@ fn bottom_half_threads_on_the_cpus_warn_with_their_remedies() {
         judged(&config, "2", "irq-threads").found,
         "0 threads, none on CPU 2"
     );
+}
+
+#[test]
+fn a_long_cause_names_the_worst_lines_and_the_remedies_all() {
+    let mut config = defaults();
+    config.machine.irqs = (0..7)
+        .map(|n| line(40 + n, &format!("dev{n}"), "0-3", "2", [0, 0, n as u64, 0]))
+        .collect();
+    let mut managed = line(60, "nvme0q2", "2", "2", [0, 0, 3, 0]);
+    managed.movable = IrqMovable::LikelyManaged;
+    config.machine.irqs.push(managed);
+    let check = judged(&config, "2", "irq-affinity");
+    assert_eq!(check.found, "8 lines on CPU 2");
+    let cause = check.cause.unwrap();
+    // every line warns: the managed one ranks by its interrupts among them
+    assert!(
+        cause.starts_with(
+            "IRQ 46 dev6 (delivered to 2, chosen among 0-3, 6 interrupts here); IRQ 45"
+        ),
+        "{cause}"
+    );
+    assert!(
+        cause.contains("IRQ 60 nvme0q2 (managed by the kernel"),
+        "{cause}"
+    );
+    assert!(cause.ends_with("; and 3 more lines"), "{cause}");
+    assert_eq!(check.remedies.len(), 7);
 }
