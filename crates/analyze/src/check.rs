@@ -706,13 +706,21 @@ const RT_RUNTIME_DEFAULT_PERCENT: i64 = 95;
 /// RT throttling: PASS when sched_rt_runtime_us is -1 (off); WARN at the kernel's default
 /// share or more (95%: a real-time task that spins is stopped 50 ms every second, which a
 /// well-behaved periodic task never meets); FAIL below it (a task that needs more than
-/// that share of a second is stopped when it is due).
+/// that share of a second is stopped when it is due). With RT group scheduling (a cgroup
+/// v1 cpu controller) the root group's own runtime throttles its tasks: the lower of the
+/// two counts.
 fn rt_throttling(facts: &Facts, id: &'static str) -> Check {
     let expected = "-1, or at least 95% of the period";
     let name = "kernel.sched_rt_runtime_us";
-    let Some(runtime) = facts.sysctl(name).and_then(|v| v.parse::<i64>().ok()) else {
+    let Some(sysctl) = facts.sysctl(name).and_then(|v| v.parse::<i64>().ok()) else {
         return verdict(id, Status::Skip, "no sched_rt_runtime_us", expected);
     };
+    let group = facts
+        .config
+        .rt_group_runtime
+        .as_ref()
+        .filter(|(_, group)| *group >= 0 && (sysctl < 0 || *group < sysctl));
+    let runtime = group.map_or(sysctl, |(_, group)| *group);
     if runtime < 0 {
         return verdict(id, Status::Pass, "-1 (off)", expected);
     }
@@ -725,13 +733,20 @@ fn rt_throttling(facts: &Facts, id: &'static str) -> Check {
     } else {
         Status::Fail
     };
-    verdict(id, status, format!("{runtime} of {period} µs"), expected)
-        .caused_by(format!(
-            "real-time tasks are stopped for {} ms of every {} ms",
-            (period - runtime).max(0) / 1000,
-            period / 1000
-        ))
-        .remedied_by([sysctl_id(name)])
+    let mut cause = format!(
+        "real-time tasks are stopped for {} ms of every {} ms",
+        (period - runtime).max(0) / 1000,
+        period / 1000
+    );
+    let check = verdict(id, status, format!("{runtime} of {period} µs"), expected);
+    let Some((path, _)) = group else {
+        return check.caused_by(cause).remedied_by([sysctl_id(name)]);
+    };
+    cause.push_str(&format!(" (the root RT group's {path})"));
+    // the group cannot take more than the sysctl gives
+    check
+        .caused_by(cause)
+        .advised(format!("echo {sysctl} > {path}"))
 }
 
 /// timer_migration: PASS at 0 (a timer expires on the CPU that armed it); WARN at 1 (the

@@ -14,6 +14,13 @@ use crate::machine::{self, read_trimmed};
 /// Where distributions keep irqbalance's settings (Debian's, then Red Hat's).
 const IRQBALANCE_FILES: [&str; 2] = ["/etc/default/irqbalance", "/etc/sysconfig/irqbalance"];
 
+/// The root group's RT runtime where cgroup v1's cpu controller is mounted (alone, or with
+/// cpuacct); cgroup v2 has none.
+const RT_GROUP_RUNTIME_FILES: [&str; 2] = [
+    "/sys/fs/cgroup/cpu/cpu.rt_runtime_us",
+    "/sys/fs/cgroup/cpu,cpuacct/cpu.rt_runtime_us",
+];
+
 /// Reads what the configuration checks of `cpus` need. Err: a CPU of `cpus` is not online.
 pub fn read_configuration(cpus: &CpuList) -> Result<Configuration> {
     let mut machine = machine::read(&[], &[])?;
@@ -47,6 +54,10 @@ pub fn read_configuration(cpus: &CpuList) -> Result<Configuration> {
             .into_iter()
             .flat_map(machine::threads_named)
             .collect(),
+        rt_group_runtime: RT_GROUP_RUNTIME_FILES.into_iter().find_map(|path| {
+            let runtime = read_trimmed(path)?.parse().ok()?;
+            Some((path.to_string(), runtime))
+        }),
     })
 }
 

@@ -215,6 +215,11 @@ pub struct Configuration {
     /// The NAPI threads (`napi/*`) and IRQ threads (`irq/*`) with their policies and
     /// affinities.
     pub bottom_half_threads: Vec<ThreadPolicy>,
+    /// The root group's `cpu.rt_runtime_us` of a cgroup v1 cpu controller, and its path:
+    /// with RT group scheduling it, not the sysctl, throttles the tasks of the root group
+    /// (and the sysctl cannot go below it).
+    #[serde(default)]
+    pub rt_group_runtime: Option<(String, i64)>,
 }
 
 /// The CPUs irqbalance bans, as configured.

@@ -442,6 +442,29 @@ fn rt_throttling_below_the_kernel_default_fails() {
     assert_eq!(judged(&config, "2", "rt-throttling").status, Status::Fail);
     set(&mut config, "-1");
     assert_eq!(judged(&config, "2", "rt-throttling").status, Status::Pass);
+    // the root RT group's runtime throttles its tasks when it is the lower
+    let path = "/sys/fs/cgroup/cpu/cpu.rt_runtime_us".to_string();
+    config.rt_group_runtime = Some((path, 500000));
+    let group = judged(&config, "2", "rt-throttling");
+    assert_eq!(
+        (group.status, group.found.as_str()),
+        (Status::Fail, "500000 of 1000000 µs")
+    );
+    assert!(
+        group
+            .cause
+            .unwrap()
+            .ends_with("(the root RT group's /sys/fs/cgroup/cpu/cpu.rt_runtime_us)")
+    );
+    assert!(group.remedies.is_empty());
+    let raise = "echo -1 > /sys/fs/cgroup/cpu/cpu.rt_runtime_us";
+    assert_eq!(group.advice.unwrap(), raise);
+    set(&mut config, "400000");
+    assert_eq!(
+        judged(&config, "2", "rt-throttling").found,
+        "400000 of 1000000 µs"
+    );
+    config.rt_group_runtime = None;
     config.machine.sysctls.clear();
     assert_eq!(judged(&config, "2", "rt-throttling").status, Status::Skip);
 }
