@@ -762,10 +762,7 @@ pub const DMA_LATENCY_ID: &str = "dma-latency";
 /// The id of the remedy that takes the measured CPUs out of a queue's `steering` mask
 /// (`rps-veth0-rx0`, `xps-NETNS-eth0-tx1`).
 pub fn steering_id(queue: &RpsQueue, steering: Steering) -> String {
-    let (kind, dir) = match steering {
-        Steering::Rps => ("rps", "rx"),
-        Steering::Xps => ("xps", "tx"),
-    };
+    let (kind, dir) = steering.kind_and_queues();
     let prefix = queue
         .netns
         .as_ref()
@@ -780,6 +777,16 @@ pub enum Steering {
     Rps,
     /// Transmit packet steering (`xps_cpus`).
     Xps,
+}
+
+impl Steering {
+    /// Its name (`rps`) and the prefix of its queues' directories (`rx`).
+    pub fn kind_and_queues(self) -> (&'static str, &'static str) {
+        match self {
+            Steering::Rps => ("rps", "rx"),
+            Steering::Xps => ("xps", "tx"),
+        }
+    }
 }
 
 /// How a thread a cause names stands to the measured work.
@@ -1004,4 +1011,4 @@ fn deep_idle_states(machine: &MachineState, measured: &CpuList) -> Vec<Conflict>
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

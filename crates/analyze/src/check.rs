@@ -631,10 +631,8 @@ fn rps_xps(facts: &Facts, id: &'static str) -> Check {
     let hit: CpuList = hits.iter().flat_map(|(_, _, hit)| hit.iter()).collect();
     let cause = name_some(
         hits.iter().map(|(steering, queue, _)| {
-            let (kind, dir) = match steering {
-                Steering::Rps => ("RPS", "rx"),
-                Steering::Xps => ("XPS", "tx"),
-            };
+            let (kind, dir) = steering.kind_and_queues();
+            let kind = kind.to_uppercase();
             let netns = queue
                 .netns
                 .as_ref()
@@ -753,13 +751,28 @@ fn rt_throttling(facts: &Facts, id: &'static str) -> Check {
 /// kernel's default: timers armed by idle CPUs may expire on a busy checked one); SKIP
 /// when the kernel has no such sysctl.
 fn timer_migration(facts: &Facts, id: &'static str) -> Check {
-    let name = "kernel.timer_migration";
+    switched_off(
+        facts,
+        id,
+        "kernel.timer_migration",
+        "timers armed by idle CPUs may expire on a busy checked CPU",
+    )
+}
+
+/// A sysctl that should be 0: PASS at 0, WARN (`cause`, with the sysctl's remedy)
+/// otherwise, SKIP when the kernel has no such sysctl.
+fn switched_off(facts: &Facts, id: &'static str, name: &str, cause: &str) -> Check {
     let expected = "0";
     match facts.sysctl(name) {
-        None => verdict(id, Status::Skip, "no timer_migration", expected),
+        None => verdict(
+            id,
+            Status::Skip,
+            format!("no {}", name.trim_start_matches("kernel.")),
+            expected,
+        ),
         Some("0") => verdict(id, Status::Pass, "0", expected),
         Some(value) => verdict(id, Status::Warn, value, expected)
-            .caused_by("timers armed by idle CPUs may expire on a busy checked CPU")
+            .caused_by(cause)
             .remedied_by([sysctl_id(name)]),
     }
 }
@@ -840,15 +853,15 @@ fn thp(facts: &Facts, id: &'static str) -> Check {
 /// NMI on every CPU every watchdog_thresh seconds); PASS at 0; SKIP when the kernel has
 /// none.
 fn nmi_watchdog(facts: &Facts, id: &'static str) -> Check {
-    let name = "kernel.nmi_watchdog";
-    let expected = "0";
-    match facts.sysctl(name) {
-        None => verdict(id, Status::Skip, "no nmi_watchdog", expected),
-        Some("0") => verdict(id, Status::Pass, "0", expected),
-        Some(value) => verdict(id, Status::Warn, value, expected)
-            .caused_by("the hard-lockup detector raises an NMI on every CPU periodically")
-            .remedied_by([sysctl_id(name)])
-            .advised("nmi_watchdog=0 on the kernel's command line keeps it off"),
+    let check = switched_off(
+        facts,
+        id,
+        "kernel.nmi_watchdog",
+        "the hard-lockup detector raises an NMI on every CPU periodically",
+    );
+    match check.status {
+        Status::Warn => check.advised("nmi_watchdog=0 on the kernel's command line keeps it off"),
+        _ => check,
     }
 }
 

@@ -1,6 +1,6 @@
 use super::*;
+use crate::advise::tests::idle_state as idle;
 use irqlens_model::check::BannedCpus;
-use irqlens_model::tune::IdleState;
 
 fn cpus(list: &str) -> CpuList {
     list.parse().unwrap()
@@ -515,16 +515,6 @@ fn the_softlockup_watchdog_warns_on_the_cpus_of_its_cpumask() {
         .sysctls
         .insert("kernel.soft_watchdog".into(), "0".into());
     assert_eq!(judged(&config, "2-3", "softlockup-watchdog").found, "off");
-}
-
-fn idle(cpu: u32, index: u32, name: &str, latency_us: u32) -> IdleState {
-    IdleState {
-        cpu,
-        index,
-        name: name.into(),
-        latency_us,
-        disabled: false,
-    }
 }
 
 #[test]
