@@ -156,7 +156,7 @@ impl Advisor<'_> {
     }
 
     fn irq_line(&self, irq: u32, name: &str) -> Remedy {
-        let id = format!("irq-{irq}-affinity");
+        let id = irq_affinity_id(irq);
         let state = self
             .machine
             .irqs
@@ -337,7 +337,7 @@ impl Advisor<'_> {
             };
             let to = (budget / 2).max(1);
             remedies.push(Remedy::change(
-                format!("sysctl-{name}"),
+                sysctl_id(name),
                 format!(
                     "shorter NET_RX runs (at most {to} {what} each instead of {budget}): each run \
                      takes less, the rest waits for the next run or ksoftirqd"
@@ -363,19 +363,9 @@ impl Advisor<'_> {
     /// The queue's mask without the measured CPUs.
     fn steering(&self, queue: &RpsQueue, steering: Steering, cpu: u32) -> Remedy {
         let to = cpu_mask_hex(&queue.cpus.without(self.measured));
-        let prefix = queue
-            .netns
-            .as_ref()
-            .map_or(String::new(), |ns| format!("{ns}-"));
-        let (kind, dir, file, work) = match steering {
-            Steering::Rps => (
-                "rps",
-                "rx",
-                "rps_cpus",
-                "RPS steers its receive work (NET_RX)",
-            ),
+        let (dir, file, work) = match steering {
+            Steering::Rps => ("rx", "rps_cpus", "RPS steers its receive work (NET_RX)"),
             Steering::Xps => (
-                "xps",
                 "tx",
                 "xps_cpus",
                 "XPS gives the CPU's sends its transmit queue (NET_TX, completions)",
@@ -403,7 +393,7 @@ impl Advisor<'_> {
             },
         };
         Remedy::change(
-            format!("{kind}-{prefix}{}-{dir}{}", queue.device, queue.queue),
+            steering_id(queue, steering),
             format!(
                 "{}: {work} on CPU {cpu}: take the measured CPUs out of its mask",
                 queue.device
@@ -526,10 +516,7 @@ impl Advisor<'_> {
                         format!("move {comm} off the measured CPUs (taskset -apc on its process)")
                     }
                 };
-                let id = tid.map_or_else(
-                    || format!("thread-{comm}-affinity"),
-                    |tid| format!("thread-{tid}-affinity"),
-                );
+                let id = tid.map_or_else(|| format!("thread-{comm}-affinity"), thread_affinity_id);
                 Remedy::blocked(id, what, Blocker::Other { why })
             }
         };
@@ -541,7 +528,7 @@ impl Advisor<'_> {
     /// A thread off the measured CPUs: its affinity, the housekeeping CPUs.
     fn move_thread(&self, thread: &ThreadPolicy) -> Remedy {
         let (tid, comm) = (thread.tid, thread.comm.as_str());
-        let id = format!("thread-{tid}-affinity");
+        let id = thread_affinity_id(tid);
         if let Some(blocked) = self.no_housekeeping(id.clone()) {
             return blocked;
         }
@@ -602,7 +589,7 @@ impl Advisor<'_> {
         };
         let (tid, comm) = (thread.tid, thread.comm.as_str());
         Some(Remedy::change(
-            format!("thread-{tid}-priority"),
+            thread_priority_id(tid),
             format!("run {comm} ({tid}) at {to}: {why}"),
             Knob::ThreadPriority {
                 tid,
@@ -615,7 +602,7 @@ impl Advisor<'_> {
     }
 
     fn workqueue(&self) -> Remedy {
-        let id = "workqueue-cpumask".to_string();
+        let id = WORKQUEUE_ID.to_string();
         if let Some(blocked) = self.no_housekeeping(id.clone()) {
             return blocked;
         }
@@ -651,7 +638,7 @@ impl Advisor<'_> {
         let name = "kernel.nmi_watchdog";
         match self.machine.sysctl(name).map(str::trim) {
             Some("1") => Remedy::change(
-                format!("sysctl-{name}"),
+                sysctl_id(name),
                 "NMIs: the hard-lockup watchdog's perf counter fires them; stop the watchdog"
                     .into(),
                 Knob::Sysctl { name: name.into() },
@@ -672,7 +659,7 @@ impl Advisor<'_> {
     /// An idle exit: a PM QoS latency target that keeps the CPU out of deep C-states,
     /// unless there are none to keep it out of, or the run that saw the exit held one.
     fn dma_latency(&self, cpu: u32, source: &CauseSource) -> Remedy {
-        let id = "dma-latency".to_string();
+        let id = DMA_LATENCY_ID.to_string();
         // without a cpuidle driver (most VMs) the CPU halts, and the hypervisor decides
         // how long waking it takes: a latency target has no state to rule out
         if !self
@@ -746,13 +733,60 @@ impl Advisor<'_> {
     }
 }
 
+/// The id of the remedy that moves IRQ line `irq` off the measured CPUs.
+pub fn irq_affinity_id(irq: u32) -> String {
+    format!("irq-{irq}-affinity")
+}
+
+/// The id of the remedy that changes sysctl `name` (dotted).
+pub fn sysctl_id(name: &str) -> String {
+    format!("sysctl-{name}")
+}
+
+/// The id of the remedy that moves thread `tid` off the measured CPUs.
+pub fn thread_affinity_id(tid: u32) -> String {
+    format!("thread-{tid}-affinity")
+}
+
+/// The id of the remedy that changes thread `tid`'s policy.
+pub fn thread_priority_id(tid: u32) -> String {
+    format!("thread-{tid}-priority")
+}
+
+/// The id of the remedy that keeps unbound work items off the measured CPUs.
+pub const WORKQUEUE_ID: &str = "workqueue-cpumask";
+
+/// The id of the remedy that holds `/dev/cpu_dma_latency`.
+pub const DMA_LATENCY_ID: &str = "dma-latency";
+
+/// The id of the remedy that takes the measured CPUs out of a queue's `steering` mask
+/// (`rps-veth0-rx0`, `xps-NETNS-eth0-tx1`).
+pub fn steering_id(queue: &RpsQueue, steering: Steering) -> String {
+    let (kind, dir) = steering.kind_and_queues();
+    let prefix = queue
+        .netns
+        .as_ref()
+        .map_or(String::new(), |ns| format!("{ns}-"));
+    format!("{kind}-{prefix}{}-{dir}{}", queue.device, queue.queue)
+}
+
 /// Which steering mask of a queue.
-#[derive(Clone, Copy)]
-enum Steering {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Steering {
     /// Receive packet steering (`rps_cpus`).
     Rps,
     /// Transmit packet steering (`xps_cpus`).
     Xps,
+}
+
+impl Steering {
+    /// Its name (`rps`) and the prefix of its queues' directories (`rx`).
+    pub fn kind_and_queues(self) -> (&'static str, &'static str) {
+        match self {
+            Steering::Rps => ("rps", "rx"),
+            Steering::Xps => ("xps", "tx"),
+        }
+    }
 }
 
 /// How a thread a cause names stands to the measured work.
@@ -920,22 +954,31 @@ fn conflicts(machine: &MachineState, measured: &CpuList) -> Vec<Conflict> {
     conflicts
 }
 
-/// The idle states the measured CPUs may enter whose exit takes longer than
-/// `DEEP_IDLE_LATENCY_US`: enabled, and not ruled out by a `/dev/cpu_dma_latency` request
-/// (the kernel keeps CPUs out of states whose exit latency exceeds it). One conflict per
-/// state, with the CPUs that have it.
-fn deep_idle_states(machine: &MachineState, measured: &CpuList) -> Vec<Conflict> {
+/// The idle states `cpus` may enter whose exit takes longer than `DEEP_IDLE_LATENCY_US`:
+/// enabled, and not ruled out by a `/dev/cpu_dma_latency` request (the kernel keeps CPUs
+/// out of states whose exit latency exceeds it).
+pub fn deep_idle_states_entered<'a>(
+    machine: &'a MachineState,
+    cpus: &'a CpuList,
+) -> impl Iterator<Item = &'a IdleState> {
     let request = machine.dma_latency_us.unwrap_or(NO_DMA_LATENCY_REQUEST);
+    machine.idle_states.iter().filter(move |state| {
+        let deep = state.latency_us > DEEP_IDLE_LATENCY_US && state.latency_us <= request;
+        deep && !state.disabled && cpus.contains(state.cpu)
+    })
+}
+
+/// The idle states the measured CPUs may enter whose exit takes longer than
+/// `DEEP_IDLE_LATENCY_US` (`deep_idle_states_entered`): one conflict per state, with the
+/// CPUs that have it.
+fn deep_idle_states(machine: &MachineState, measured: &CpuList) -> Vec<Conflict> {
     let mut states: std::collections::BTreeMap<(u32, &str, u32), Vec<&IdleState>> =
         std::collections::BTreeMap::new();
-    for state in &machine.idle_states {
-        let deep = state.latency_us > DEEP_IDLE_LATENCY_US && state.latency_us <= request;
-        if deep && !state.disabled && measured.contains(state.cpu) {
-            states
-                .entry((state.latency_us, state.name.as_str(), state.index))
-                .or_default()
-                .push(state);
-        }
+    for state in deep_idle_states_entered(machine, measured) {
+        states
+            .entry((state.latency_us, state.name.as_str(), state.index))
+            .or_default()
+            .push(state);
     }
     states
         .into_iter()
@@ -968,4 +1011,4 @@ fn deep_idle_states(machine: &MachineState, measured: &CpuList) -> Vec<Conflict>
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -20,13 +20,16 @@ use crate::knob;
 use crate::system::{online_cpus, read_proc};
 
 /// The sysctls the remedies and conflicts read.
-pub const SYSCTLS: [&str; 6] = [
+pub const SYSCTLS: [&str; 9] = [
     "net.core.netdev_budget",
     "net.core.netdev_budget_usecs",
     "kernel.sched_rt_runtime_us",
     "kernel.sched_rt_period_us",
     "kernel.timer_migration",
     "kernel.nmi_watchdog",
+    "kernel.watchdog",
+    "kernel.soft_watchdog",
+    "kernel.watchdog_cpumask",
 ];
 
 /// Reads the machine's state for `causes`: the threads they name (by tid, or every
@@ -64,14 +67,7 @@ pub fn read(causes: &[CpuCause], netns: &[String]) -> Result<MachineState> {
         irqs: parse_interrupts(&read_proc("interrupts"), &online, |irq, file| {
             read_trimmed(format!("/proc/irq/{irq}/{file}"))
         }),
-        idle_states: cpus
-            .iter()
-            .filter(|&cpu| online.contains(cpu))
-            .flat_map(|cpu| {
-                let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
-                idle_states(cpu, |file| read_trimmed(format!("{dir}/{file}")))
-            })
-            .collect(),
+        idle_states: idle_states_of(&cpus, &online),
         online_cpus: online,
         rps,
         xps,
@@ -96,6 +92,17 @@ pub fn read(causes: &[CpuCause], netns: &[String]) -> Result<MachineState> {
     })
 }
 
+/// The idle states of `cpus` that are `online`.
+pub(crate) fn idle_states_of(cpus: &CpuList, online: &CpuList) -> Vec<IdleState> {
+    cpus.iter()
+        .filter(|&cpu| online.contains(cpu))
+        .flat_map(|cpu| {
+            let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+            idle_states(cpu, |file| read_trimmed(format!("{dir}/{file}")))
+        })
+        .collect()
+}
+
 /// A CPU's idle states, `read` giving the text of a file under its `cpuidle` directory
 /// (`state0/name`); states stop at the first without a name, a CPU without the directory
 /// has none.
@@ -117,7 +124,7 @@ fn idle_states(cpu: u32, read: impl Fn(&str) -> Option<String>) -> Vec<IdleState
         .collect()
 }
 
-fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
+pub(crate) fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     fs::read_to_string(path)
         .ok()
         .map(|text| text.trim().to_owned())
@@ -349,10 +356,16 @@ fn dma_latency_us() -> Option<u32> {
 }
 
 fn process_running(name: &str) -> bool {
-    dir_names(Path::new("/proc")).iter().any(|pid| {
-        pid.parse::<u32>().is_ok()
-            && read_trimmed(format!("/proc/{pid}/comm")).as_deref() == Some(name)
-    })
+    !pids_named(name).is_empty()
+}
+
+/// The processes named `name`.
+pub(crate) fn pids_named(name: &str) -> Vec<u32> {
+    dir_names(Path::new("/proc"))
+        .iter()
+        .filter_map(|pid| pid.parse::<u32>().ok())
+        .filter(|pid| read_trimmed(format!("/proc/{pid}/comm")).as_deref() == Some(name))
+        .collect()
 }
 
 /// The ids of every thread (of every process) named one of `comms` (as recorded: cut at
@@ -380,7 +393,7 @@ fn tids_named(comms: &[&str]) -> Vec<u32> {
 }
 
 /// Every thread whose name starts with `prefix`.
-fn threads_named(prefix: &str) -> Vec<ThreadPolicy> {
+pub(crate) fn threads_named(prefix: &str) -> Vec<ThreadPolicy> {
     crate::system::threads_named(prefix)
         .into_iter()
         .filter_map(thread_policy)

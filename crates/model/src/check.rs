@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::run::Header;
+use crate::tune::{MachineState, ThreadPolicy};
 use crate::units::CpuList;
 
 /// What a check concluded.
@@ -348,4 +349,45 @@ pub struct Figure {
     pub of: Option<String>,
     /// The value, µs or percent (see [`Metric`]).
     pub value: f64,
+}
+
+/// What the configuration checks read of the machine: advise's reading (IRQ lines with
+/// their affinities, RPS/XPS masks, sysctls, the workqueue cpumask, irqbalance, the boot
+/// line, ksoftirqd, the checked CPUs' idle states) and the rest of what isolating CPUs
+/// involves.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Configuration {
+    /// What `advise` reads, with the idle states of the checked CPUs.
+    pub machine: MachineState,
+    /// `/sys/devices/system/cpu/isolated`: the CPUs isolcpus= took out of the scheduler's
+    /// domains.
+    pub isolated: CpuList,
+    /// `/sys/devices/system/cpu/nohz_full`; none: the kernel has no such file (no
+    /// CONFIG_NO_HZ_FULL), empty: it has and none is.
+    pub nohz_full: Option<CpuList>,
+    /// The mode `/sys/kernel/mm/transparent_hugepage/enabled` selects (`always`,
+    /// `madvise`, `never`), if the kernel has THP.
+    pub transparent_hugepage: Option<String>,
+    /// `/sys/devices/system/clocksource/clocksource0/current_clocksource`.
+    pub clocksource: Option<String>,
+    /// The CPUs irqbalance is told to leave alone, and where that was read; none: not set
+    /// anywhere (irqbalance then bans the isolated and nohz_full CPUs by itself).
+    pub irqbalance_banned: Option<BannedCpus>,
+    /// The NAPI threads (`napi/*`) and IRQ threads (`irq/*`) with their policies and
+    /// affinities.
+    pub bottom_half_threads: Vec<ThreadPolicy>,
+    /// The root group's `cpu.rt_runtime_us` of a cgroup v1 cpu controller, and its path:
+    /// with RT group scheduling it, not the sysctl, throttles the tasks of the root group
+    /// (and the sysctl cannot go below it).
+    #[serde(default)]
+    pub rt_group_runtime: Option<(String, i64)>,
+}
+
+/// The CPUs irqbalance bans, as configured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BannedCpus {
+    /// The CPUs.
+    pub cpus: CpuList,
+    /// Where they were read (`irqbalance's environment`, `/etc/default/irqbalance`).
+    pub from: String,
 }

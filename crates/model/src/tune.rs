@@ -265,6 +265,19 @@ pub struct IrqState {
     pub movable: IrqMovable,
 }
 
+impl IrqState {
+    /// The names of the line's handlers (`virtio1-req.0`): the description without the
+    /// chip and the hardware IRQ before them (`PCI-MSIX-0000:00:02.0 1-edge`); the whole
+    /// description if it has no more than those.
+    pub fn handlers(&self) -> String {
+        let words: Vec<&str> = self.name.split_whitespace().collect();
+        match words.get(2..) {
+            Some(names) if !names.is_empty() => names.join(" "),
+            _ => self.name.clone(),
+        }
+    }
+}
+
 /// A queue's steering mask: a receive queue's RPS mask (`rx-N/rps_cpus`) or a transmit
 /// queue's XPS mask (`tx-N/xps_cpus`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -51,18 +51,64 @@ fn write_check(out: &mut dyn Write, check: &Check) -> io::Result<()> {
         check.expected
     )?;
     if matches!(check.status, Status::Warn | Status::Fail) {
-        let indent = " ".repeat(6);
-        if let Some(cause) = &check.cause {
-            writeln!(out, "{indent}cause: {cause}")?;
-        }
-        for remedy in &check.remedies {
-            writeln!(out, "{indent}remedy: irqlens tune --apply {remedy}")?;
-        }
-        if let Some(advice) = &check.advice {
-            writeln!(out, "{indent}remedy: {advice}")?;
+        for line in details(check) {
+            writeln!(out, "{DETAIL_INDENT}{line}")?;
         }
     }
     Ok(())
+}
+
+/// Where a check's cause and remedy lines start, under its id.
+const DETAIL_INDENT: &str = "      ";
+/// The screen's width: every line fits it.
+const SCREEN: usize = 80;
+/// The remedy ids a line names before it counts the rest (`--json` has them all).
+const REMEDY_IDS: usize = 3;
+
+/// A warning's or failure's cause and remedies, at most two lines each, fitted to the
+/// screen (the JSON document has them whole).
+fn details(check: &Check) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(cause) = &check.cause {
+        lines.extend(fitted(&format!("cause: {cause}"), 2));
+    }
+    if !check.remedies.is_empty() {
+        let shown = check.remedies.iter().take(REMEDY_IDS);
+        let mut ids = shown.cloned().collect::<Vec<_>>().join(", ");
+        let more = check.remedies.len().saturating_sub(REMEDY_IDS);
+        if more > 0 {
+            ids += &format!(" and {more} more");
+        }
+        lines.extend(fitted(&format!("remedy: irqlens tune --apply {ids}"), 2));
+    }
+    if let Some(advice) = &check.advice {
+        lines.extend(fitted(&format!("remedy: {advice}"), 2));
+    }
+    lines
+}
+
+/// `text` wrapped to the screen under the indent, in at most `most` lines, the last cut
+/// with an ellipsis if it goes on.
+fn fitted(text: &str, most: usize) -> Vec<String> {
+    let width = SCREEN - DETAIL_INDENT.len();
+    // ids and names break at spaces only
+    let options = textwrap::Options::new(width)
+        .subsequent_indent("  ")
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    let mut lines: Vec<String> = textwrap::wrap(text, options)
+        .into_iter()
+        .map(|line| line.into_owned())
+        .collect();
+    if lines.len() > most {
+        lines.truncate(most);
+        let last = lines.last_mut().expect("at least one line");
+        let room = width.saturating_sub(1);
+        if last.chars().count() > room {
+            *last = last.chars().take(room).collect();
+        }
+        last.push('…');
+    }
+    lines
 }
 
 /// `PASS: 14 checks, 3 warned, 2 skipped` or `FAIL: 2 of 19 checks failed, ...`.
@@ -253,6 +299,31 @@ mod tests {
                 line.chars().count() <= 80,
                 "{} columns: {line}",
                 line.chars().count()
+            );
+        }
+    }
+
+    #[test]
+    fn a_long_cause_and_many_remedies_fit_the_screen_in_two_lines_each() {
+        let ids = (1..=9).map(|irq| format!("irq-{irq}-affinity"));
+        let check = Check::new(
+            "irq-affinity",
+            Kind::Configuration,
+            Status::Warn,
+            "9 lines",
+            "-",
+        )
+        .caused_by("IRQ 36 virtio1-req.0 (delivered to 1); ".repeat(20))
+        .remedied_by(ids);
+        let lines = details(&check);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert!(lines[1].ends_with('…'), "{lines:#?}");
+        assert!(lines[2].starts_with("remedy: irqlens tune --apply irq-1-affinity, "));
+        assert_eq!(lines[3], "  irq-3-affinity and 6 more");
+        for line in &lines {
+            assert!(
+                DETAIL_INDENT.len() + line.chars().count() <= SCREEN,
+                "{line}"
             );
         }
     }

@@ -577,7 +577,7 @@ fn a_name_several_threads_share_is_not_guessed() {
     );
 }
 
-fn idle_state(cpu: u32, index: u32, name: &str, latency_us: u32) -> IdleState {
+pub(crate) fn idle_state(cpu: u32, index: u32, name: &str, latency_us: u32) -> IdleState {
     IdleState {
         cpu,
         index,

@@ -17,6 +17,7 @@ use crate::measure::{Measure, Outcome, run_live};
 use crate::parse::Action;
 use irqlens_analyze::advise::advise;
 use irqlens_analyze::check::measured::measured_checks;
+use irqlens_analyze::check::profile_checks;
 use irqlens_collect::{machine, system};
 use irqlens_model::bh::BhOptions;
 use irqlens_model::check::{
@@ -56,9 +57,8 @@ impl CheckArgs {
             max_latency_us: micros(self.max_latency),
             max_bh_us: micros(self.max_bh),
         };
-        let known: Vec<&str> = configuration_ids(self.profile)
-            .iter()
-            .copied()
+        let known: Vec<&str> = profile_checks(self.profile)
+            .into_iter()
             .chain(Metric::ALL.map(Metric::id))
             .collect();
         if let Some(unknown) = self.skip.iter().find(|id| !known.contains(&id.as_str())) {
@@ -241,7 +241,8 @@ impl CheckTool {
 
     /// The configuration checks of the profile, but those skipped.
     fn configuration_checks(&self) -> Result<Vec<Check>> {
-        let checks = configuration(&self.cpus, self.profile)?;
+        let read = irqlens_collect::check::read_configuration(&self.cpus)?;
+        let checks = irqlens_analyze::check::configuration(&read, &self.cpus, self.profile);
         Ok(checks
             .into_iter()
             .filter(|check| !self.skip.contains(&check.id))
@@ -270,9 +271,9 @@ impl CheckTool {
             about: self.profile.about().into(),
             thresholds: self.thresholds.clone(),
             duration_ns: self.duration.as_nanos() as u64,
-            configuration: configuration_ids(self.profile)
-                .iter()
-                .map(|id| id.to_string())
+            configuration: profile_checks(self.profile)
+                .into_iter()
+                .map(str::to_owned)
                 .collect(),
             measured: self
                 .measured_metrics()
@@ -333,14 +334,4 @@ fn write_junit(report: &CheckReport, path: &Path) -> Result<()> {
         file.write_all(irqlens_present::check::junit(report).as_bytes())
     };
     write().with_context(|| format!("cannot write --junit {}", path.display()))
-}
-
-/// The configuration checks of `profile` on `cpus`.
-fn configuration(_cpus: &CpuList, _profile: Profile) -> Result<Vec<Check>> {
-    Ok(Vec::new())
-}
-
-/// The ids of `profile`'s configuration checks, in order.
-fn configuration_ids(_profile: Profile) -> &'static [&'static str] {
-    &[]
 }
