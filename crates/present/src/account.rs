@@ -230,6 +230,29 @@ pub(crate) fn cells(row: &Row, compensate: bool, form: Form) -> Vec<String> {
     cells
 }
 
+/// The rows of interrupt time no process stands for, after the processes' (in the text
+/// and the HTML table alike): `[orphan]` served no known process (a SERVED figure),
+/// `[idle]` interrupted an idle CPU (a CHARGED one). Their cells up to SERVED; the
+/// rest of `columns` has nothing to say of them.
+pub(crate) fn unattributed_cells(totals: &Totals, form: Form) -> [[String; 5]; 2] {
+    let none = || "-".to_owned();
+    [
+        [
+            none(),
+            ORPHAN.into(),
+            none(),
+            none(),
+            form.us(totals.orphan_ns),
+        ],
+        [none(), IDLE.into(), none(), form.us(totals.idle_ns), none()],
+    ]
+}
+
+/// The name of the interrupt time served to no known process.
+pub(crate) const ORPHAN: &str = "[orphan]";
+/// The name of the interrupt time that interrupted an idle CPU.
+pub(crate) const IDLE: &str = "[idle]";
+
 fn write_table(
     out: &mut dyn Write,
     table: &Table,
@@ -255,13 +278,7 @@ fn write_table(
     if let Some(row) = &table.irqlens {
         text.row(&cells(row, compensate, Form::Text));
     }
-    // interrupt time served to no process, and charged to none
-    let orphan = us(totals.orphan_ns).to_string();
-    let idle = us(totals.idle_ns).to_string();
-    for cells in [
-        ["-", "[orphan]", "-", "-", orphan.as_str()],
-        ["-", "[idle]", "-", idle.as_str(), "-"],
-    ] {
+    for cells in unattributed_cells(totals, Form::Text) {
         text.row(&cells);
     }
     text.write(out)?;

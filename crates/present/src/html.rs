@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::iter;
 
 use super::account::{self, View};
 use super::bh::{
@@ -25,7 +26,7 @@ use super::plot::{Axis, Bar, BarChart, Kind, Line, Scale, XyChart, escape};
 use super::table::{Form, headings};
 use super::wakeup;
 use super::{Names, clock_time, micros, percent, us1};
-use irqlens_analyze::account::report::{Row, top, totals};
+use irqlens_analyze::account::report::{Row, idle_by, top, totals};
 use irqlens_analyze::account::{BySource, Period, Source as AccountSource};
 use irqlens_analyze::bh::{BhStats, DelayCause};
 use irqlens_analyze::first_seen;
@@ -39,7 +40,7 @@ use irqlens_analyze::wakeup::{
 use irqlens_model::account::AccountRunInfo;
 use irqlens_model::bh::BhRunInfo;
 use irqlens_model::noise::NoiseRunInfo;
-use irqlens_model::sim::SimReport;
+use irqlens_model::sim::{LatencySummary, PeriodicResult, SimReport};
 use irqlens_model::trial::TrialReport;
 use irqlens_model::wakeup::WakeupRunInfo;
 
@@ -365,6 +366,43 @@ fn tail_plots(section: &mut Section, what: &str, series: &[Series<'_>]) {
     });
 }
 
+/// The simulated CDFs of one latency (µs), a line per design (`(design, latency)`) on
+/// one plot; no plot when no design has samples. The axis is log when the values span
+/// decades, else it runs from a little below the smallest to a little above the
+/// largest, so that latencies far from 0 are not squeezed into a corner.
+fn sim_cdf<'a>(
+    section: &mut Section,
+    title: String,
+    samples: &str,
+    latencies: impl Iterator<Item = (String, &'a LatencySummary)>,
+) {
+    let lines: Vec<Line> = latencies
+        .filter(|(_, latency)| latency.count > 0)
+        .map(|(design, latency)| {
+            Line::new(design, latency.cdf.iter().map(|p| (p[0], p[1])).collect())
+        })
+        .collect();
+    let values = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let (Some(low), Some(high)) = (values().reduce(f64::min), values().reduce(f64::max)) else {
+        return;
+    };
+    let x = match Scale::for_span(low, high) {
+        Scale::Log => Axis::new("latency (µs)", Scale::Log),
+        Scale::Linear => {
+            let margin = (high - low).max(high * 0.01) * 0.05;
+            Axis::new("latency (µs)", Scale::Linear)
+                .with_bounds((low - margin).max(0.0)..high + margin)
+        }
+    };
+    section.chart(&XyChart {
+        kind: Kind::Cdf,
+        title,
+        x,
+        y: Axis::new(format!("fraction of {samples}"), Scale::Linear).with_bounds(0.0..1.0),
+        lines,
+    });
+}
+
 impl Page {
     /// An empty page with `title`, about a run on `kernel`.
     pub fn new(title: &str, kernel: &str) -> Self {
@@ -617,7 +655,7 @@ impl Page {
             (
                 "bed",
                 format!(
-                    "echo server on CPU {} (nice {}), load from CPU {}, cyclic task {} every {} us",
+                    "echo server on CPU {} (nice {}), load from CPU {}, cyclic task {} every {} µs",
                     o.receiving_cpu,
                     o.consumer_nice,
                     o.sending_cpu,
@@ -645,25 +683,33 @@ impl Page {
                         .into_iter()
                         .map(|(offered, median)| (offered as f64, median))
                         .collect();
-                    Line::new(summary.design.to_string(), points)
+                    Line::new(summary.design.to_string(), points).marked()
                 })
                 .collect::<Vec<_>>()
         };
-        let rates = report.points.iter().map(|p| p.offered_pps as f64);
-        let (low, high) = rates.fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(r), h.max(r)));
-        let x = || Axis::new("offered (datagrams/s)", Scale::for_span(low, high));
+        let mut rungs: Vec<f64> = report.points.iter().map(|p| p.offered_pps as f64).collect();
+        rungs.sort_by(f64::total_cmp);
+        rungs.dedup();
+        // one scale for both rates, so that echoed = offered is the diagonal
+        let rates = Scale::for_ladder(rungs.iter().copied());
+        let x = || Axis::new("offered (datagrams/s)", rates);
+        let mut echoed = line(&|p| Some(p.echoed_pps));
+        echoed.push(Line::reference(
+            "echoed = offered",
+            rungs.iter().map(|&rate| (rate, rate)).collect(),
+        ));
         section.chart(&XyChart {
             kind: Kind::Ladder,
             title: "Echoed against offered rate".into(),
             x: x(),
-            y: Axis::new("echoed (datagrams/s)", Scale::Linear),
-            lines: line(&|p| Some(p.echoed_pps)),
+            y: Axis::new("echoed (datagrams/s)", rates),
+            lines: echoed,
         });
         section.chart(&XyChart {
             kind: Kind::Ladder,
             title: "The cyclic task's largest latency against offered rate".into(),
             x: x(),
-            y: Axis::new("cyclic max (us)", Scale::Linear),
+            y: Axis::new("cyclic max (µs)", Scale::Linear),
             lines: line(&|p| Some(micros(p.cyclic.as_ref()?.max_ns))),
         });
         for summary in &report.designs {
@@ -678,7 +724,9 @@ impl Page {
     }
 
     /// `irqlens sim`: per interrupt-driven task, every design's latency CDF on one plot
-    /// (as Lee & Park's Fig. 13), then the tables the terminal shows.
+    /// (as Lee & Park's Fig. 13); per periodic task, every design's CDF of its response
+    /// (release to completion) and of its wakeup latency (release to start); then the
+    /// tables the terminal shows.
     pub fn sim(&mut self, heading: &str, report: &SimReport) {
         use super::sim::{
             CONSUMER_COLUMNS, CONSUMER_TITLE, CPU_COLUMNS, CPU_TITLE, PERIODIC_COLUMNS,
@@ -694,27 +742,37 @@ impl Page {
         ]);
         let consumers = report.designs.iter().flat_map(|d| &d.consumers);
         for task in first_seen(consumers.map(|c| c.task.as_str())) {
-            let lines: Vec<Line> = report
-                .designs
-                .iter()
-                .filter_map(|design| {
-                    let latency = &design.consumers.iter().find(|c| c.task == task)?.latency;
-                    let points = latency.cdf.iter().map(|p| (p[0], p[1])).collect();
-                    (latency.count > 0).then(|| Line::new(design.design.to_string(), points))
-                })
-                .collect();
-            let values = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-            let (Some(low), Some(high)) = (values().reduce(f64::min), values().reduce(f64::max))
-            else {
-                continue;
-            };
-            section.chart(&XyChart {
-                kind: Kind::Cdf,
-                title: format!("{task}: packet arrival to its start on it, every design"),
-                x: Axis::new("latency (us)", Scale::for_span(low, high)),
-                y: Axis::new("fraction of packets", Scale::Linear).with_bounds(0.0..1.0),
-                lines,
+            let latencies = report.designs.iter().filter_map(|design| {
+                let consumer = design.consumers.iter().find(|c| c.task == task)?;
+                Some((design.design.to_string(), &consumer.latency))
             });
+            sim_cdf(
+                section,
+                format!("{task}: packet arrival to its start on it, every design"),
+                "packets",
+                latencies,
+            );
+        }
+        let periodic = report.designs.iter().flat_map(|d| &d.periodic);
+        for task in first_seen(periodic.map(|p| p.task.as_str())) {
+            let of_task = |latency: fn(&PeriodicResult) -> &LatencySummary| {
+                report.designs.iter().filter_map(move |design| {
+                    let result = design.periodic.iter().find(|p| p.task == task)?;
+                    Some((design.design.to_string(), latency(result)))
+                })
+            };
+            sim_cdf(
+                section,
+                format!("periodic task {task}: release to completion, every design"),
+                "activations",
+                of_task(|p| &p.response),
+            );
+            sim_cdf(
+                section,
+                format!("periodic task {task}: release to start (wakeup latency), every design"),
+                "activations",
+                of_task(|p| &p.wakeup_latency),
+            );
         }
         section.h3(CONSUMER_TITLE);
         section.table(&headings(&CONSUMER_COLUMNS), &consumer_rows(report));
@@ -738,7 +796,7 @@ impl Page {
             (
                 "interrupt time",
                 format!(
-                    "{} us: hardirq {}, softirq {}, NMI {}; {} on idle CPUs",
+                    "{} µs: hardirq {}, softirq {}, NMI {}; {} on idle CPUs",
                     us1(all),
                     us1(t.hardirq_ns),
                     us1(t.softirq_ns),
@@ -749,7 +807,7 @@ impl Page {
             (
                 "served",
                 format!(
-                    "a process {} us ({:.1} %), orphan {} us ({:.1} %); irqlens's own work {} us ({:.1} %)",
+                    "a process {} µs ({:.1} %), orphan {} µs ({:.1} %); irqlens's own work {} µs ({:.1} %)",
                     us1(t.served_ns),
                     percent(t.served_ns, all),
                     us1(t.orphan_ns),
@@ -773,18 +831,24 @@ impl Page {
         ));
         section.facts(&facts);
 
-        section.h3(&format!("Interrupt time per {} (us)", view.per()));
+        section.h3(&format!("Interrupt time per {} (µs)", view.per()));
         let compensate = whole.compensator.is_some();
-        let rows: Vec<Vec<String>> = table
+        let columns = account::columns(view, compensate);
+        let mut rows: Vec<Vec<String>> = table
             .rows
             .iter()
             .take(view.top)
             .chain(&table.irqlens)
             .map(|row| account::cells(row, compensate, Form::Html))
             .collect();
+        // as in the text: blank past SERVED, which is all they have
+        rows.extend(
+            account::unattributed_cells(&t, Form::Html)
+                .map(|cells| cells.into_iter().chain(iter::repeat(String::new())))
+                .map(|cells| cells.take(columns.len()).collect()),
+        );
         // the kernel's bill comes from /proc, the rest from the checkpoints
         let losses = info.losses();
-        let columns = account::columns(view, compensate);
         let marked: Vec<String> = columns.iter().map(|c| c.marked_heading(&losses)).collect();
         let marked: Vec<&str> = marked.iter().map(String::as_str).collect();
         section.table(&marked, &rows);
@@ -792,25 +856,39 @@ impl Page {
         if table.rows.len() > view.top {
             section.note(&format!("{} more", table.rows.len() - view.top));
         }
-        let ranking = |title: &str, value: fn(&Row) -> u64, by: fn(&Row) -> &BySource| BarChart {
-            kind: Kind::Causes,
-            title: title.to_owned(),
-            value_label: "interrupt time (us)".into(),
-            bars: top(&table.rows, view.top.min(MAX_BARS), value)
-                .iter()
-                .map(|row| account_bar(row, value(row), by(row)))
-                .collect(),
+        // the interrupt time of no process ranks with theirs, as the table shows it:
+        // [idle] as charged, [orphan] as served
+        let n = view.top.min(MAX_BARS);
+        let ranking = |title: &str,
+                       value: fn(&Row) -> u64,
+                       by: fn(&Row) -> &BySource,
+                       (name, ns, by_source): (&str, u64, &BySource)| {
+            let rows = top(&table.rows, n, value).into_iter().map(|row| {
+                let label = format!("{}:{}", row.figures.comm, row.figures.id);
+                (value(row), account_bar(label, value(row), by(row)))
+            });
+            let unattributed = (ns > 0).then(|| (ns, account_bar(name.into(), ns, by_source)));
+            let mut bars: Vec<(u64, Bar)> = rows.chain(unattributed).collect();
+            bars.sort_by_key(|(ns, _)| std::cmp::Reverse(*ns));
+            BarChart {
+                kind: Kind::Causes,
+                title: title.to_owned(),
+                value_label: "interrupt time (µs)".into(),
+                bars: bars.into_iter().take(n).map(|(_, bar)| bar).collect(),
+            }
         };
         section.h3("Top victims and causers");
         section.bars(&ranking(
             "Top victims (interrupt time charged to them)",
             |r| r.figures.charged_ns,
             |r| &r.charged_by,
+            (account::IDLE, t.idle_ns, &idle_by(&whole.ledger)),
         ));
         section.bars(&ranking(
             "Top causers (interrupt time served to them)",
             |r| r.figures.served_ns,
             |r| &r.served_by,
+            (account::ORPHAN, t.orphan_ns, &whole.ledger.orphan),
         ));
     }
 
@@ -911,10 +989,10 @@ fn noise_run_info(section: &mut Section, analysis: &NoiseAnalysis, info: &NoiseR
     section.facts(&facts);
 }
 
-/// An account row's bar: its `total_ns` stacked by the class of interrupt (irq, softirq,
-/// nmi) from `by_source`, or one bar when those do not add up to it.
-fn account_bar(row: &Row, total_ns: u64, by_source: &BySource) -> Bar {
-    let label = format!("{}:{}", row.figures.comm, row.figures.id);
+/// An account row's bar, labelled `label`: its `total_ns` stacked by the class of
+/// interrupt (irq, softirq, nmi) from `by_source`, or one bar when those do not add up
+/// to it.
+fn account_bar(label: String, total_ns: u64, by_source: &BySource) -> Bar {
     let mut parts: Vec<(String, f64)> = Vec::new();
     for (source, ns) in by_source {
         let class = match source {
@@ -955,7 +1033,9 @@ fn wakeup_class(cause: &WakeupCause) -> &'static str {
         WakeupCause::IrqDelay => "hw",
         WakeupCause::IdleExit => "idle",
         WakeupCause::Origin { .. } | WakeupCause::Irq { .. } => "irq",
-        WakeupCause::Handler(_) | WakeupCause::Timer(_) => "timer",
+        // the handler that woke the task is the handler component, in its colour
+        WakeupCause::Handler(_) => Component::Handler.name(),
+        WakeupCause::Timer(_) => "timer",
         WakeupCause::Nmi => "nmi",
         WakeupCause::Softirq(_) => "softirq",
         WakeupCause::Interposed(_) | WakeupCause::Thread(_) | WakeupCause::Blocking(_) => "thread",
@@ -1021,39 +1101,69 @@ pub fn wakeup_parts(sample: &WakeupSample) -> Vec<(Component, u64)> {
         .collect()
 }
 
-/// The worst samples, a bar each, stacked by the parts of their latency.
+/// The worst samples, a bar each, stacked by the parts of their latency. Bars are
+/// labelled by what tells them apart, first: rank, when (CLOCK_MONOTONIC, as in the
+/// recording) and CPU, then the task and the interrupt only where those differ; what
+/// all share is said once, in the title.
 fn worst_wakeups(section: &mut Section, stats: &WakeupStats, names: &Names) {
-    if stats.worst.is_empty() {
+    let Some(first) = stats.worst.first() else {
         return;
-    }
+    };
     section.h3("Worst samples");
     section.note(
         "Each bar one sample, cut at its checkpoints: irq the timer's expiry to its handler, handler \
          to the wakeup (the rest of the handler overlaps sched), sched to the switch-in, return to \
-         user space; task mode: wakeup the interrupt to the wakeup. The parts add up to the total.",
+         user space; task mode: wakeup the interrupt to the wakeup. The parts add up to the total. \
+         Each is labelled with its start, s of CLOCK_MONOTONIC as in the recording.",
     );
+    let comm = |sample: &WakeupSample| sample.comm.to_string();
+    let origin = |sample: &WakeupSample| sample.origin.label(&names.irqs);
+    let shared = |field: &dyn Fn(&WakeupSample) -> String| {
+        let value = field(first);
+        stats
+            .worst
+            .iter()
+            .all(|s| field(s) == value)
+            .then_some(value)
+    };
+    let (shared_comm, shared_origin) = (shared(&comm), shared(&origin));
+    let mut title = format!("The {} worst samples", stats.worst.len());
+    if let Some(comm) = &shared_comm {
+        title += &format!(" of {comm}");
+    }
+    if let Some(origin) = &shared_origin {
+        title += &format!(", woken from {origin}");
+    }
     let bars = stats
         .worst
         .iter()
         .enumerate()
-        .map(|(rank, sample)| Bar {
-            label: format!(
-                "{}. CPU {} {} from {}",
+        .map(|(rank, sample)| {
+            let mut label = format!(
+                "{}. {} s CPU {}",
                 rank + 1,
-                sample.cpu,
-                sample.comm,
-                sample.origin.label(&names.irqs)
-            ),
-            parts: wakeup_parts(sample)
-                .into_iter()
-                .map(|(component, ns)| (component.name().to_owned(), micros(ns)))
-                .collect(),
+                super::noise::seconds(sample.start_ns()),
+                sample.cpu
+            );
+            if shared_comm.is_none() {
+                label += &format!(" {}", comm(sample));
+            }
+            if shared_origin.is_none() {
+                label += &format!(" from {}", origin(sample));
+            }
+            Bar {
+                label,
+                parts: wakeup_parts(sample)
+                    .into_iter()
+                    .map(|(component, ns)| (component.name().to_owned(), micros(ns)))
+                    .collect(),
+            }
         })
         .collect();
     section.bars(&BarChart {
         kind: Kind::Worst,
-        title: format!("The {} worst samples", stats.worst.len()),
-        value_label: "latency (us)".into(),
+        title,
+        value_label: "latency (µs)".into(),
         bars,
     });
 }

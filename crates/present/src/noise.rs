@@ -272,7 +272,8 @@ fn write_record(
     )
 }
 
-fn seconds(ns: u64) -> String {
+/// ns as s to the ns: a CLOCK_MONOTONIC time, as the recording has it.
+pub(crate) fn seconds(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 

@@ -74,14 +74,24 @@ impl Kind {
 
     /// Where its legend hides the least: a CDF is high at large values (the lower right
     /// is free), an exceedance high at small ones (the lower left), histograms fall to
-    /// the right, timelines of the share available stay near the top.
-    fn legend_position(self) -> SeriesLabelPosition {
+    /// the right, timelines of the share available stay near the top. A ladder's few
+    /// lines run anywhere, each point a measurement: its legend goes above the plot.
+    fn legend_place(self) -> LegendPlace {
         match self {
-            Kind::Cdf | Kind::Timeline => SeriesLabelPosition::LowerRight,
-            Kind::Exceedance => SeriesLabelPosition::LowerLeft,
-            _ => SeriesLabelPosition::UpperRight,
+            Kind::Cdf | Kind::Timeline => LegendPlace::Inside(SeriesLabelPosition::LowerRight),
+            Kind::Exceedance => LegendPlace::Inside(SeriesLabelPosition::LowerLeft),
+            Kind::Ladder => LegendPlace::Above,
+            _ => LegendPlace::Inside(SeriesLabelPosition::UpperRight),
         }
     }
+}
+
+/// Where an `XyChart`'s legend goes.
+enum LegendPlace {
+    /// In a corner of the plotting area, over the grid.
+    Inside(SeriesLabelPosition),
+    /// In rows between the title and the plotting area, over nothing drawn.
+    Above,
 }
 
 /// How an axis maps values.
@@ -97,6 +107,34 @@ impl Scale {
     /// Log when the values span two decades or more, so both ends stay readable.
     pub fn for_span(min: f64, max: f64) -> Scale {
         if min > 0.0 && max / min >= 100.0 {
+            Scale::Log
+        } else {
+            Scale::Linear
+        }
+    }
+
+    /// For the steps of a ladder (offered rates): log when they are more evenly spaced
+    /// on a log axis than on a linear one (a geometric ladder, 20k, 40k, 80k...), so no
+    /// step is squeezed against the next; with fewer than three steps, as `for_span`.
+    pub fn for_ladder(steps: impl IntoIterator<Item = f64>) -> Scale {
+        let mut steps: Vec<f64> = steps.into_iter().filter(|s| *s > 0.0).collect();
+        steps.sort_by(f64::total_cmp);
+        steps.dedup();
+        let (Some(&low), Some(&high)) = (steps.first(), steps.last()) else {
+            return Scale::Linear;
+        };
+        if steps.len() < 3 {
+            return Scale::for_span(low, high);
+        }
+        // the largest gap over the smallest: 1 for steps evenly spaced
+        let unevenness = |gap: fn(f64, f64) -> f64| {
+            let gaps = steps.windows(2).map(|w| gap(w[0], w[1]));
+            let (min, max) = gaps.fold((f64::INFINITY, 0.0f64), |(min, max), g| {
+                (min.min(g), max.max(g))
+            });
+            max / min
+        };
+        if unevenness(|a, b| (b / a).ln()) < unevenness(|a, b| b - a) {
             Scale::Log
         } else {
             Scale::Linear
@@ -170,7 +208,27 @@ pub struct Line {
     /// From this point on it is drawn faded: what it shows there is less sure (the
     /// piece of a period the end of the run left).
     pub faded_from: Option<usize>,
+    /// How it is drawn.
+    pub stroke: Stroke,
 }
+
+/// How a line is drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stroke {
+    /// A line through many points (steps, CDFs, timelines).
+    #[default]
+    Plain,
+    /// A line with a marker on each point: few points, each measured (a rate ladder).
+    Marked,
+    /// A thin grey line to read the others against (delivered = offered), neither a
+    /// measurement nor coloured like one.
+    Reference,
+}
+
+/// The colour of reference lines.
+const REFERENCE_GREY: RGBColor = RGBColor(110, 110, 110);
+/// Radius of a point's marker, px.
+const MARKER_PX: i32 = 4;
 
 impl Line {
     /// A line coloured by its place in the chart.
@@ -180,6 +238,23 @@ impl Line {
             class: None,
             points,
             faded_from: None,
+            stroke: Stroke::Plain,
+        }
+    }
+
+    /// A reference line through `points` (drawn straight between them).
+    pub fn reference(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Line {
+            stroke: Stroke::Reference,
+            ..Line::new(name, points)
+        }
+    }
+
+    /// The same line with a marker on each point.
+    pub fn marked(self) -> Self {
+        Line {
+            stroke: Stroke::Marked,
+            ..self
         }
     }
 }
@@ -375,15 +450,58 @@ impl XyChart {
         let y = self
             .y
             .range(self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
+        // a legend above the plot takes its own rows: the plot keeps its height
+        let height = HEIGHT
+            + self
+                .legend_above()
+                .map_or(0, |entries| legend_height(&entries));
         let svg = match (self.x.scale, self.y.scale) {
-            (Scale::Linear, Scale::Linear) => render(HEIGHT, |root| self.draw(root, x, y)),
-            (Scale::Linear, Scale::Log) => render(HEIGHT, |root| self.draw(root, x, y.log_scale())),
-            (Scale::Log, Scale::Linear) => render(HEIGHT, |root| self.draw(root, x.log_scale(), y)),
+            (Scale::Linear, Scale::Linear) => render(height, |root| self.draw(root, x, y)),
+            (Scale::Linear, Scale::Log) => render(height, |root| self.draw(root, x, y.log_scale())),
+            (Scale::Log, Scale::Linear) => render(height, |root| self.draw(root, x.log_scale(), y)),
             (Scale::Log, Scale::Log) => {
-                render(HEIGHT, |root| self.draw(root, x.log_scale(), y.log_scale()))
+                render(height, |root| self.draw(root, x.log_scale(), y.log_scale()))
             }
         }?;
         Ok(tag(&svg, self.kind, id, &self.title))
+    }
+
+    /// Each line's colour: its class's, or by its place among the measured lines
+    /// (a reference line, grey, takes none of theirs).
+    fn colors(&self) -> Vec<RGBColor> {
+        let mut measured = 0;
+        self.lines
+            .iter()
+            .map(|line| match (line.stroke, line.class.as_deref()) {
+                (Stroke::Reference, _) => REFERENCE_GREY,
+                (_, Some(class)) => class_color(class),
+                (_, None) => {
+                    measured += 1;
+                    color(measured - 1)
+                }
+            })
+            .collect()
+    }
+
+    /// The legend's entries when it goes above the plot, measured lines first.
+    fn legend_above(&self) -> Option<Vec<LegendEntry>> {
+        if !matches!(self.kind.legend_place(), LegendPlace::Above) {
+            return None;
+        }
+        let mut entries: Vec<(bool, LegendEntry)> = self
+            .lines
+            .iter()
+            .zip(self.colors())
+            .map(|(line, color)| {
+                let entry = LegendEntry {
+                    name: line.name.clone(),
+                    swatch: Swatch::Line(line_style(line.stroke, color)),
+                };
+                (line.stroke == Stroke::Reference, entry)
+            })
+            .collect();
+        entries.sort_by_key(|(reference, _)| *reference);
+        Some(entries.into_iter().map(|(_, entry)| entry).collect())
     }
 
     fn draw<X, Y>(&self, root: &DrawingArea<SVGBackend, Shift>, x: X, y: Y) -> Result<()>
@@ -393,8 +511,23 @@ impl XyChart {
         X::CoordDescType: ValueFormatter<f64>,
         Y::CoordDescType: ValueFormatter<f64>,
     {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, (FONT, CAPTION_SIZE))
+        let legend_above = self.legend_above();
+        let area = match &legend_above {
+            Some(entries) => {
+                let area = root
+                    .titled(&self.title, (FONT, CAPTION_SIZE))
+                    .map_err(drawing)?;
+                let (legend, area) = area.split_vertically(legend_height(entries));
+                draw_legend(&legend, entries)?;
+                area
+            }
+            None => root.clone(),
+        };
+        let mut builder = ChartBuilder::on(&area);
+        if legend_above.is_none() {
+            builder.caption(&self.title, (FONT, CAPTION_SIZE));
+        }
+        let mut chart = builder
             .margin(10)
             .margin_right(RIGHT_MARGIN)
             .x_label_area_size(48)
@@ -417,9 +550,13 @@ impl XyChart {
             Scale::Log => v.max(range.start),
             Scale::Linear => v,
         };
-        for (index, line) in self.lines.iter().enumerate() {
-            let color = line.class.as_deref().map_or(color(index), class_color);
-            let style = color.stroke_width(2);
+        // references first: the measured lines are drawn over them
+        let mut order: Vec<usize> = (0..self.lines.len()).collect();
+        order.sort_by_key(|&index| self.lines[index].stroke != Stroke::Reference);
+        let colors = self.colors();
+        for index in order {
+            let (line, color) = (&self.lines[index], colors[index]);
+            let style = line_style(line.stroke, color);
             let points: Vec<(f64, f64)> = line
                 .points
                 .iter()
@@ -441,12 +578,20 @@ impl XyChart {
                     .draw_series(LineSeries::new(points[faded_from..].iter().copied(), faded))
                     .map_err(drawing)?;
             }
+            if line.stroke == Stroke::Marked {
+                let markers = points
+                    .iter()
+                    .map(|&point| Circle::new(point, MARKER_PX, color.filled()));
+                chart.draw_series(markers).map_err(drawing)?;
+            }
         }
         // even a single line is named: which CPU or mechanism it is
-        if !self.lines.is_empty() {
+        if let (LegendPlace::Inside(position), false) =
+            (self.kind.legend_place(), self.lines.is_empty())
+        {
             chart
                 .configure_series_labels()
-                .position(self.kind.legend_position())
+                .position(position)
                 .label_font((FONT, LABEL_SIZE))
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(180, 180, 180))
@@ -454,6 +599,14 @@ impl XyChart {
                 .map_err(drawing)?;
         }
         Ok(())
+    }
+}
+
+/// How a line of `stroke` in `color` is drawn.
+fn line_style(stroke: Stroke, color: RGBColor) -> ShapeStyle {
+    match stroke {
+        Stroke::Reference => color.stroke_width(1),
+        Stroke::Plain | Stroke::Marked => color.stroke_width(2),
     }
 }
 
@@ -481,7 +634,18 @@ impl BarChart {
                 classes.push(class);
             }
         }
-        let legend_px = if classes.len() > 1 { LEGEND_PX } else { 0 };
+        // one class needs no legend: the title says what the bars are
+        if classes.len() == 1 {
+            classes.clear();
+        }
+        let legend: Vec<LegendEntry> = classes
+            .iter()
+            .map(|class| LegendEntry {
+                name: class.to_string(),
+                swatch: Swatch::Fill(class_color(class)),
+            })
+            .collect();
+        let legend_px = legend_height(&legend);
         // the rows, the title, the legend, the value axis and the margins
         let height = ROW_PX * rows as u32 + CAPTION_PX + legend_px + 48 + 20;
         let max = self.bars.iter().map(Bar::total).fold(0.0f64, f64::max);
@@ -495,8 +659,8 @@ impl BarChart {
             let area = root
                 .titled(&self.title, (FONT, CAPTION_SIZE))
                 .map_err(drawing)?;
-            let (legend, area) = area.split_vertically(legend_px);
-            draw_legend(&legend, &classes)?;
+            let (legend_area, area) = area.split_vertically(legend_px);
+            draw_legend(&legend_area, &legend)?;
             let label_area = (longest as f64 * CHAR_PX) as u32 + 16;
             // room right of the longest bar for its value
             let plot_px = (WIDTH - label_area - 20 - RIGHT_MARGIN) as f64;
@@ -556,37 +720,87 @@ impl BarChart {
     }
 }
 
-/// A row of the classes' colours and names, centred in `area`.
-fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, classes: &[&str]) -> Result<()> {
-    if area.dim_in_pixel().1 == 0 {
-        return Ok(());
+/// One entry of a legend drawn outside the plotting area.
+struct LegendEntry {
+    name: String,
+    swatch: Swatch,
+}
+
+/// What shows an entry's colour.
+enum Swatch {
+    /// A filled square: a bar's part.
+    Fill(RGBColor),
+    /// A short stroke: a line.
+    Line(ShapeStyle),
+}
+
+const SWATCH_PX: i32 = 14;
+
+/// An entry's width: its swatch, its name and the space after it, px.
+fn entry_px(entry: &LegendEntry) -> i32 {
+    SWATCH_PX + 6 + (entry.name.chars().count() as f64 * CHAR_PX) as i32 + 18
+}
+
+/// The entries in rows that fit the canvas's width.
+fn legend_rows(entries: &[LegendEntry]) -> Vec<&[LegendEntry]> {
+    let room = WIDTH as i32 - 40;
+    let mut rows = Vec::new();
+    let (mut start, mut width) = (0, 0);
+    for (index, entry) in entries.iter().enumerate() {
+        if index > start && width + entry_px(entry) > room {
+            rows.push(&entries[start..index]);
+            (start, width) = (index, 0);
+        }
+        width += entry_px(entry);
     }
-    const SWATCH: i32 = 14;
-    let item_px = |class: &str| SWATCH + 6 + (class.chars().count() as f64 * CHAR_PX) as i32 + 18;
-    let total: i32 = classes.iter().map(|c| item_px(c)).sum();
-    let mut x = (WIDTH as i32 - total).max(0) / 2;
-    let middle = area.dim_in_pixel().1 as i32 / 2;
+    if start < entries.len() {
+        rows.push(&entries[start..]);
+    }
+    rows
+}
+
+/// The height of the legend of `entries`, px.
+fn legend_height(entries: &[LegendEntry]) -> u32 {
+    LEGEND_PX * legend_rows(entries).len() as u32
+}
+
+/// The entries' swatches and names, each row centred in `area`.
+fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, entries: &[LegendEntry]) -> Result<()> {
     let style =
         TextStyle::from((FONT, LABEL_SIZE).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    for class in classes {
-        area.draw(&Rectangle::new(
-            [(x, middle - SWATCH / 2), (x + SWATCH, middle + SWATCH / 2)],
-            class_color(class).filled(),
-        ))
-        .map_err(drawing)?;
-        area.draw(&Text::new(
-            class.to_string(),
-            (x + SWATCH + 6, middle),
-            style.clone(),
-        ))
-        .map_err(drawing)?;
-        x += item_px(class);
+    for (row, entries) in legend_rows(entries).into_iter().enumerate() {
+        let total: i32 = entries.iter().map(entry_px).sum();
+        let mut x = (WIDTH as i32 - total).max(0) / 2;
+        let middle = LEGEND_PX as i32 * row as i32 + LEGEND_PX as i32 / 2;
+        for entry in entries {
+            match entry.swatch {
+                Swatch::Fill(color) => area.draw(&Rectangle::new(
+                    [
+                        (x, middle - SWATCH_PX / 2),
+                        (x + SWATCH_PX, middle + SWATCH_PX / 2),
+                    ],
+                    color.filled(),
+                )),
+                Swatch::Line(style) => area.draw(&PathElement::new(
+                    [(x, middle), (x + SWATCH_PX, middle)],
+                    style,
+                )),
+            }
+            .map_err(drawing)?;
+            area.draw(&Text::new(
+                entry.name.clone(),
+                (x + SWATCH_PX + 6, middle),
+                style.clone(),
+            ))
+            .map_err(drawing)?;
+            x += entry_px(entry);
+        }
     }
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn line(points: &[(f64, f64)]) -> Line {
@@ -653,61 +867,13 @@ mod tests {
         assert!(svg.contains("duration (us)"));
     }
 
-    /// An attribute's value in one element's line.
-    fn attribute<'a>(element: &'a str, name: &str) -> &'a str {
-        let value = element
-            .split(&format!(" {name}=\""))
-            .nth(1)
-            .unwrap_or_else(|| panic!("no {name} in {element}"));
-        value.split('"').next().unwrap()
-    }
-
-    fn number(element: &str, name: &str) -> f64 {
-        attribute(element, name).parse().unwrap()
-    }
-
-    /// (x, y, width, height, fill) of the coloured rectangles (not the background).
-    fn rects(svg: &str) -> Vec<(f64, f64, f64, f64, String)> {
-        svg.lines()
-            .filter(|l| l.starts_with("<rect") && !l.contains("#FFFFFF"))
-            .map(|l| {
-                let n = |name| number(l, name);
-                (
-                    n("x"),
-                    n("y"),
-                    n("width"),
-                    n("height"),
-                    attribute(l, "fill").into(),
-                )
-            })
-            .collect()
-    }
-
-    /// The top and bottom of the plotting area: where the vertical grid lines run.
-    fn plot_area(svg: &str) -> (f64, f64) {
-        let line = svg
-            .lines()
-            .find(|l| l.starts_with("<line") && number(l, "x1") == number(l, "x2"))
-            .expect("a vertical grid line");
-        (number(line, "y2"), number(line, "y1"))
-    }
+    pub(crate) use irqlens_test_support::svg::{attribute, circles, plot_area, polylines, rects};
 
     /// The texts of the chart as (x, font size, text, anchor, rotated).
-    fn texts(svg: &str) -> Vec<(f64, f64, String, String, bool)> {
-        let lines: Vec<&str> = svg.lines().collect();
-        lines
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.starts_with("<text"))
-            .map(|(i, l)| {
-                (
-                    number(l, "x"),
-                    number(l, "font-size"),
-                    lines[i + 1].to_owned(),
-                    attribute(l, "text-anchor").to_owned(),
-                    l.contains("rotate("),
-                )
-            })
+    pub(crate) fn texts(svg: &str) -> Vec<(f64, f64, String, String, bool)> {
+        irqlens_test_support::svg::texts(svg)
+            .into_iter()
+            .map(|t| (t.x, t.size, t.text, t.anchor, t.rotated))
             .collect()
     }
 
@@ -902,5 +1068,129 @@ mod tests {
                 "{text:?} ends at {right} of {width}"
             );
         }
+    }
+
+    #[test]
+    fn a_geometric_ladder_gets_a_log_axis() {
+        let doubling = [20e3, 40e3, 80e3, 160e3, 320e3, 640e3, 1e6];
+        assert_eq!(Scale::for_ladder(doubling), Scale::Log);
+        // in any order, rounds repeated
+        assert_eq!(Scale::for_ladder([80e3, 20e3, 40e3, 20e3]), Scale::Log);
+        assert_eq!(
+            Scale::for_ladder([100e3, 200e3, 300e3, 400e3]),
+            Scale::Linear
+        );
+        // two rungs say nothing of a ladder: their span decides
+        assert_eq!(Scale::for_ladder([10e3, 20e3]), Scale::Linear);
+        assert_eq!(Scale::for_ladder([1e3, 1e6]), Scale::Log);
+        assert_eq!(Scale::for_ladder([]), Scale::Linear);
+    }
+
+    /// A ladder of two designs over five rates and the diagonal, log-log.
+    fn ladder() -> XyChart {
+        let rates: [f64; 5] = [20e3, 40e3, 80e3, 160e3, 320e3];
+        let design = |name: &str, ceiling: f64| {
+            let points = rates.iter().map(|&r| (r, r.min(ceiling))).collect();
+            Line::new(name, points).marked()
+        };
+        XyChart {
+            kind: Kind::Ladder,
+            title: "echoed".into(),
+            x: Axis::new("offered (datagrams/s)", Scale::Log),
+            y: Axis::new("echoed (datagrams/s)", Scale::Log),
+            lines: vec![
+                design("stock", 100e3),
+                design("threaded", 300e3),
+                Line::reference("echoed = offered", rates.map(|r| (r, r)).to_vec()),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_ladder_marks_each_point_and_draws_its_reference_thin_grey_and_first() {
+        let svg = ladder().to_svg("s1-ladder-1").unwrap();
+        let (top, _) = plot_area(&svg);
+        let markers = circles(&svg);
+        assert_eq!(markers.len(), 10, "a marker per point of the two designs");
+        let drawn: Vec<_> = polylines(&svg)
+            .into_iter()
+            .filter(|l| l.points.len() == 5 && l.points[0].1 > top)
+            .collect();
+        assert_eq!(drawn.len(), 3, "{drawn:?}");
+        let grey = "#6E6E6E";
+        assert_eq!((drawn[0].stroke.as_str(), drawn[0].width), (grey, 1.0));
+        // the markers sit on their lines, in their colours
+        for line in &drawn[1..] {
+            assert_ne!(line.stroke, grey);
+            for point in &line.points {
+                assert!(markers.contains(point), "no marker at {point:?}");
+            }
+            let fill = format!("fill=\"{}\"", line.stroke);
+            assert_eq!(
+                svg.lines()
+                    .filter(|l| l.starts_with("<circle") && l.contains(&fill))
+                    .count(),
+                5
+            );
+        }
+        // the plain lines of other charts have none
+        let cdf = XyChart {
+            kind: Kind::Cdf,
+            lines: vec![line(&[(1.0, 0.0), (2.0, 0.5), (3.0, 1.0)])],
+            ..ladder()
+        };
+        assert!(circles(&cdf.to_svg("c").unwrap()).is_empty());
+    }
+
+    #[test]
+    fn a_ladders_legend_is_above_the_plot_where_it_hides_no_point() {
+        let chart = ladder();
+        let svg = chart.to_svg("s1-ladder-1").unwrap();
+        let (top, bottom) = plot_area(&svg);
+        let texts = irqlens_test_support::svg::texts(&svg);
+        for line in &chart.lines {
+            let y = texts
+                .iter()
+                .find(|t| t.text == line.name)
+                .unwrap_or_else(|| panic!("no legend entry {}", line.name))
+                .y;
+            // half a row of text under its middle, still above the plot
+            assert!(y + 8.0 < top, "{} at {y}, the plot from {top}", line.name);
+        }
+        // no box over the plot: the only rectangle is the background
+        assert_eq!(rects(&svg).len(), 0, "{svg}");
+        for (x, y) in circles(&svg) {
+            assert!(
+                (top..=bottom).contains(&y),
+                "a point at {x},{y} off the plot"
+            );
+        }
+        // the plot keeps its height: the canvas grows by the legend's row
+        let height = attribute(svg.lines().next().unwrap(), "viewBox")
+            .split(' ')
+            .nth(3)
+            .unwrap()
+            .parse::<u32>()
+            .unwrap();
+        assert_eq!(height, HEIGHT + LEGEND_PX);
+    }
+
+    #[test]
+    fn a_long_legend_wraps_into_rows_that_fit() {
+        let entries: Vec<LegendEntry> = (0..12)
+            .map(|i| LegendEntry {
+                name: format!("threaded-niced+budget {i}"),
+                swatch: Swatch::Fill(color(i)),
+            })
+            .collect();
+        let rows = legend_rows(&entries);
+        assert!(rows.len() > 1);
+        assert_eq!(rows.iter().map(|r| r.len()).sum::<usize>(), entries.len());
+        for row in &rows {
+            let width: i32 = row.iter().map(entry_px).sum();
+            assert!(width <= WIDTH as i32 - 40, "a row of {width} px");
+        }
+        assert_eq!(legend_height(&entries), LEGEND_PX * rows.len() as u32);
+        assert_eq!(legend_height(&[]), 0);
     }
 }

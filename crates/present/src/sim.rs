@@ -239,11 +239,11 @@ pub fn write_comparison(out: &mut dyn Write, comparison: &TrialComparison) -> io
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use irqlens_model::sim::{ConsumerResult, CpuSplit, DesignResult, SimDocument};
 
-    fn report() -> SimReport {
+    pub(crate) fn report() -> SimReport {
         let latency = LatencySummary {
             count: 10,
             mean_us: 21.5,

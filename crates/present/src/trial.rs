@@ -196,14 +196,14 @@ pub fn progress_line(point: &TrialPoint) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use irqlens_model::sched::Priority;
     use irqlens_model::trial::{CpuSplit, CyclicLatency, DesignSummary, EchoLatency, TrialOptions};
 
     use super::*;
 
     /// A report of one point of `design` at 50k/s.
-    fn report_of(design: Design) -> TrialReport {
+    pub(crate) fn report_of(design: Design) -> TrialReport {
         let options = TrialOptions {
             receiving_cpu: 1,
             sending_cpu: 0,

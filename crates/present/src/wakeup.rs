@@ -120,6 +120,8 @@ pub(crate) fn cpu_rows(
         let name = format!("{component}{mark}");
         let component = match form {
             Form::Text => format!("{name:<8} {}", component.describe()),
+            // the total is its own description: "total (total)" said nothing
+            Form::Html if component == Component::Total => name,
             Form::Html => format!("{name} ({})", component.describe()),
         };
         rows.push([

@@ -22,6 +22,7 @@ mod noise_cli;
 mod noise_root;
 mod pandas_cli;
 mod perfetto_root;
+mod plots_cli;
 mod prometheus_cli;
 mod prometheus_root;
 mod record_cli;

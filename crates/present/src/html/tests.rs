@@ -12,8 +12,11 @@ use irqlens_model::bh::{MatchCounts, Selection, StatsConfig as BhConfig};
 use irqlens_model::kernel::{Comm, KernelSymbols};
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
 use irqlens_model::run::RunCommon;
+use irqlens_model::sim::PeriodicResult;
 use irqlens_model::stimulus::LoadScenario;
+use irqlens_model::trial::{Design, DesignSummary, TrialPoint};
 use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig, TrackCounts};
+use irqlens_test_support::svg::{self, bar_labels, legend_fills};
 
 /// An IRQ line name that would break the page if it went in unescaped.
 const EVIL: &str = "<script>alert('x')</script>";
@@ -446,26 +449,33 @@ fn wakeup_section_plots_total_latency_per_cpu() {
     assert!(html.contains("none"));
 }
 
-#[test]
-fn account_section_ranks_victims_and_causers() {
-    let timer = AccountSource::Hardirq { source: 1, id: 236 };
-    let net = AccountSource::Softirq { vector: 3 };
+const TIMER: AccountSource = AccountSource::Hardirq { source: 1, id: 236 };
+const NET_RX: AccountSource = AccountSource::Softirq { vector: 3 };
+
+/// spinner (pid 10) charged 300 µs of the timer's hardirq and 500 µs of NET_RX, which
+/// served <recv> (pid 20).
+fn account_ledger() -> Ledger {
     let mut ledger = Ledger::default();
     ledger.threads.insert(
         10,
         ThreadAccount {
-            charged: BTreeMap::from([(timer, 300_000), (net, 500_000)]),
+            charged: BTreeMap::from([(TIMER, 300_000), (NET_RX, 500_000)]),
             ..Default::default()
         },
     );
     ledger.threads.insert(
         20,
         ThreadAccount {
-            served: BTreeMap::from([(net, 500_000)]),
+            served: BTreeMap::from([(NET_RX, 500_000)]),
             units: 5,
             ..Default::default()
         },
     );
+    ledger
+}
+
+/// The page of a one-second account run of `ledger`'s spinner and <recv>.
+fn account_page(ledger: Ledger) -> String {
     let thread = |tgid: u32, comm: &str| ThreadInfo {
         tgid,
         comm: comm.into(),
@@ -496,7 +506,18 @@ fn account_section_ranks_victims_and_causers() {
     };
     let mut page = Page::new("account", "6.18.0-test");
     page.account("account", &whole, &info, &view);
-    let html = render(&page);
+    render(&page)
+}
+
+/// The `fill="#RRGGBB"` of `class`.
+fn fill(class: &str) -> String {
+    let c = plot::class_color(class);
+    format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2)
+}
+
+#[test]
+fn account_section_ranks_victims_and_causers() {
+    let html = account_page(account_ledger());
     let bars = plots(&html, "causes");
     assert_eq!(bars.len(), 2);
     assert!(bars[0].contains("Top victims") && bars[0].contains("spinner:10"));
@@ -504,10 +525,6 @@ fn account_section_ranks_victims_and_causers() {
     assert!(!html.contains("<recv>"));
     assert!(html.contains("<td class=\"n\">800.0</td>"), "{html}");
     // the victim's 800 µs stacked: 300 of the timer's hardirq, 500 of NET_RX
-    let fill = |class: &str| {
-        let c = plot::class_color(class);
-        format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2)
-    };
     for class in ["irq", "softirq"] {
         assert!(
             bars[0].contains(&format!(">\n{class}\n</text>")),
@@ -518,6 +535,58 @@ fn account_section_ranks_victims_and_causers() {
     assert!(bars[0].contains(">\n800\n</text>"));
     assert!(bars[1].contains(">\n500\n</text>") && bars[1].contains(&fill("softirq")));
     assert!(!bars[1].contains(&fill("irq")));
+    // nothing was orphan or idle: the rows say 0, no bar stands for nothing
+    assert!(html.contains("<td>[orphan]</td>") && html.contains("<td>[idle]</td>"));
+    assert!(!bars[0].contains("[idle]") && !bars[1].contains("[orphan]"));
+}
+
+#[test]
+fn account_section_shows_orphan_and_idle_time_as_the_text_table_does() {
+    let mut ledger = account_ledger();
+    // 2.4 ms served no process, the most of all; 600 µs hit an idle CPU
+    ledger.orphan = BTreeMap::from([(TIMER, 2_000_000), (NET_RX, 400_000)]);
+    ledger.threads.insert(
+        irqlens_analyze::account::IDLE,
+        ThreadAccount {
+            charged: BTreeMap::from([(TIMER, 600_000)]),
+            ..Default::default()
+        },
+    );
+    let html = account_page(ledger);
+    // the text's rows: [orphan] in SERVED, [idle] in CHARGED, the rest blank
+    let row = |cells: [&str; 5]| {
+        let cells: String = cells
+            .iter()
+            .map(|cell| match *cell {
+                "[orphan]" | "[idle]" => format!("<td>{cell}</td>"),
+                _ => format!("<td class=\"n\">{cell}</td>"),
+            })
+            .collect();
+        format!("<tr>{cells}{}</tr>", "<td></td>".repeat(3))
+    };
+    assert!(
+        html.contains(&row(["-", "[orphan]", "-", "-", "2400.0"])),
+        "{html}"
+    );
+    assert!(
+        html.contains(&row(["-", "[idle]", "-", "600.0", "-"])),
+        "{html}"
+    );
+    let bars = plots(&html, "causes");
+    // ranked with the processes: [idle] a victim after spinner's 800 µs, [orphan] the
+    // first causer, before <recv>'s 500 µs
+    assert_eq!(bar_labels(bars[0]), ["spinner:10", "[idle]"]);
+    assert_eq!(bar_labels(bars[1]), ["[orphan]", "&lt;recv&gt;:20"]);
+    assert!(bars[0].contains(">\n600\n</text>"));
+    assert!(bars[1].contains(">\n2400\n</text>"));
+    // stacked by class as the others: the orphan's hardirq and softirq time
+    let (top, _) = svg::plot_area(bars[1]);
+    let parts: Vec<String> = svg::rects(bars[1])
+        .into_iter()
+        .filter(|r| r.1 >= top)
+        .map(|r| format!("fill=\"{}\"", r.4))
+        .collect();
+    assert_eq!(parts, [fill("irq"), fill("softirq"), fill("softirq")]);
 }
 
 /// A timer-mode wakeup on `cpu`: the timer expired at 1 ms, its handler ran `irq` µs
@@ -615,10 +684,9 @@ fn wakeup_section_plots_each_component_and_the_worst_samples_stacked() {
     let worst = plots(&html, "worst");
     assert_eq!(worst.len(), 1);
     // the two worst, 2 + 1 + 900 + 2 and 30 + 1 + 60 + 2 µs, largest first
-    assert!(
-        worst[0].contains("1. CPU 1 cyclic&lt;test&gt; from hardirq"),
-        "{}",
-        worst[0]
+    assert_eq!(
+        bar_labels(worst[0]),
+        ["1. 0.001000000 s CPU 1", "2. 0.001000000 s CPU 1"]
     );
     assert!(worst[0].contains(">\n905\n</text>") && worst[0].contains(">\n93\n</text>"));
     assert!(worst[0].contains(&format!("fill=\"{sched}")));
@@ -679,4 +747,227 @@ fn wakeup_info(traced: bool) -> WakeupRunInfo {
         missed_periods: 0,
         held: Default::default(),
     }
+}
+
+/// `sample` moved to start at `start_ns`, every checkpoint with it.
+fn starting_at(sample: WakeupSample, start_ns: u64) -> WakeupSample {
+    let shift = |ns: u64| ns - sample.start_ns() + start_ns;
+    let timer = sample.timer.map(|t| irqlens_analyze::wakeup::TimerPart {
+        expected_ns: shift(t.expected_ns),
+        handler_ns: shift(t.handler_ns),
+        handler_end_ns: t.handler_end_ns.map(shift),
+        ..t
+    });
+    WakeupSample {
+        origin_ns: shift(sample.origin_ns),
+        wakeup_ns: shift(sample.wakeup_ns),
+        switch_in_ns: shift(sample.switch_in_ns),
+        user_ns: sample.user_ns.map(shift),
+        timer,
+        ..sample.clone()
+    }
+}
+
+/// A traced wakeup run's section of `samples`, the three worst kept.
+fn wakeup_page(samples: impl IntoIterator<Item = WakeupSample>) -> String {
+    let mut stats = WakeupStats::new(WakeupConfig {
+        bucket_ns: 1_000,
+        entries: 2_000,
+        worst: 3,
+        ..Default::default()
+    });
+    for sample in samples {
+        stats.add(sample);
+    }
+    let mut page = Page::new("wakeup", "6.18.0-test");
+    page.wakeup("wakeup", &stats, &wakeup_info(true), &names());
+    render(&page)
+}
+
+#[test]
+fn worst_wakeups_are_told_apart_by_what_differs_and_the_rest_is_said_once() {
+    // one task woken by one interrupt: two of the worst on CPU 0, one on CPU 1
+    let html = wakeup_page([
+        starting_at(timer_wakeup(0, 3, 1, 90, 2), 7_000_000_000),
+        starting_at(timer_wakeup(0, 3, 1, 80, 2), 5_250_000_000),
+        starting_at(timer_wakeup(1, 3, 1, 70, 2), 6_000_000_000),
+        starting_at(timer_wakeup(1, 3, 1, 5, 2), 8_000_000_000),
+    ]);
+    let worst = plots(&html, "worst");
+    let labels = bar_labels(worst[0]);
+    assert_eq!(
+        labels,
+        [
+            "1. 7.000000000 s CPU 0",
+            "2. 5.250000000 s CPU 0",
+            "3. 6.000000000 s CPU 1"
+        ]
+    );
+    // what they share, once, in the title
+    assert!(worst[0].contains(
+        "<title>The 3 worst samples of cyclic&lt;test&gt;, woken from hardirq irq 11 &lt;script&gt;"
+    ));
+    // different tasks and interrupts: each label says its own, after what tells it apart
+    let other = WakeupSample {
+        comm: Comm::new("other"),
+        origin: irqlens_analyze::wakeup::Origin::Softirq(3),
+        ..starting_at(timer_wakeup(1, 3, 1, 95, 2), 9_000_000_000)
+    };
+    let html = wakeup_page([
+        starting_at(timer_wakeup(0, 3, 1, 90, 2), 7_000_000_000),
+        other,
+    ]);
+    let worst = plots(&html, "worst");
+    // (cut to the bar chart's width: what differs most comes first)
+    let label = &bar_labels(worst[0])[0];
+    assert!(
+        label.starts_with("1. 9.000000000 s CPU 1 other from softirq"),
+        "{label}"
+    );
+    assert!(worst[0].contains("<title>The 2 worst samples</title>"));
+}
+
+#[test]
+fn the_handler_has_one_colour_in_every_wakeup_chart_and_no_row_says_total_twice() {
+    let handler_ns = 1_000;
+    let with_causes = |sample: WakeupSample| WakeupSample {
+        causes: vec![
+            (WakeupCause::Handler(0xffff_1234), handler_ns),
+            (WakeupCause::Timer(0xffff_5678), 500),
+            (WakeupCause::Scheduler, sample.total_ns() - handler_ns - 500),
+        ],
+        ..sample
+    };
+    let html = wakeup_page([
+        with_causes(timer_wakeup(0, 3, 1, 90, 2)),
+        with_causes(timer_wakeup(1, 3, 1, 50, 2)),
+    ]);
+    let handler = plot::class_color("handler");
+    let handler = format!("#{:02X}{:02X}{:02X}", handler.0, handler.1, handler.2);
+    // the causes, the worst samples' parts and the components' lines alike
+    for chart in [plots(&html, "causes")[0], plots(&html, "worst")[0]] {
+        let legend = legend_fills(chart);
+        assert!(
+            legend.contains(&("handler".into(), handler.clone())),
+            "{legend:?}"
+        );
+        // another hrtimer that ran first is a timer, not the handler
+        assert!(
+            legend
+                .iter()
+                .all(|(name, fill)| (name == "handler") == (*fill == handler))
+        );
+    }
+    assert!(plots(&html, "histogram")[1].contains(&format!("stroke=\"{handler}\"")));
+    assert!(!html.contains("total (total)"), "{html}");
+    assert!(html.contains("<td>total</td>"));
+}
+
+/// A ladder of two designs over rates doubling from 20k to 320k/s: stock echoes up
+/// to 100k/s, threaded-fifo up to 300k/s.
+fn trial_ladder() -> TrialReport {
+    let designs: [Design; 2] = ["stock", "threaded-fifo"].map(|d| d.parse().unwrap());
+    let mut report = crate::trial::tests::report_of(designs[0]);
+    let (point, summary) = (report.points[0].clone(), report.designs[0].clone());
+    report.points = designs
+        .iter()
+        .zip([100e3, 300e3])
+        .flat_map(|(&design, ceiling)| {
+            [20_000u64, 40_000, 80_000, 160_000, 320_000].map(|rate| TrialPoint {
+                design,
+                offered_pps: rate,
+                echoed_pps: (rate as f64).min(ceiling),
+                ..point.clone()
+            })
+        })
+        .collect();
+    report.designs = designs
+        .map(|design| DesignSummary {
+            design,
+            ..summary.clone()
+        })
+        .to_vec();
+    report
+}
+
+#[test]
+fn trial_ladder_is_log_with_markers_the_diagonal_and_the_legend_above() {
+    let mut page = Page::new("trial", "6.18.0-test");
+    page.trial("trial", &trial_ladder());
+    let html = render(&page);
+    let ladders = plots(&html, "ladder");
+    assert_eq!(ladders.len(), 2);
+    for chart in &ladders {
+        // ticks at decades only, a decade as wide as the next: a log axis
+        let (x_ticks, _) = svg::ticks(chart);
+        let values: Vec<f64> = x_ticks.iter().map(|t| t.0).collect();
+        assert_eq!(values, [1e4, 1e5, 1e6], "{chart}");
+        let decade = x_ticks[1].1 - x_ticks[0].1;
+        assert!((x_ticks[2].1 - x_ticks[1].1 - decade).abs() <= 1.0);
+        assert_eq!(svg::circles(chart).len(), 10, "a marker per point");
+        let (top, _) = svg::plot_area(chart);
+        for text in svg::texts(chart) {
+            if ["stock", "threaded-fifo"].contains(&text.text.as_str()) {
+                assert!(text.y + 8.0 < top, "{text:?}: the plot from {top}");
+            }
+        }
+    }
+    // echoed against offered, both log: the grey diagonal is echoed = offered
+    let (x_ticks, y_ticks) = svg::ticks(ladders[0]);
+    let diagonal = svg::polylines(ladders[0])
+        .into_iter()
+        .find(|l| l.stroke == "#6E6E6E" && l.points.len() > 2)
+        .expect("a reference line");
+    for (px, py) in diagonal.points {
+        let (offered, echoed) = (svg::log_value(&x_ticks, px), svg::log_value(&y_ticks, py));
+        assert!(
+            (echoed / offered - 1.0).abs() < 0.03,
+            "{echoed} echoed at {offered}"
+        );
+    }
+    assert!(ladders[0].contains(">\nechoed = offered\n</text>"));
+    // the cyclic task's latency is no rate: no diagonal
+    assert!(ladders[1].contains("cyclic max (µs)"));
+    assert!(!ladders[1].contains("#6E6E6E"));
+}
+
+#[test]
+fn sim_section_plots_each_designs_periodic_task() {
+    let mut report = crate::sim::tests::report();
+    let latency = |from_us: f64| LatencySummary {
+        count: 4,
+        cdf: (1..=4)
+            .map(|i| [from_us + i as f64, i as f64 / 4.0])
+            .collect(),
+        ..Default::default()
+    };
+    let periodic = |response_us: f64| PeriodicResult {
+        task: "control".into(),
+        wakeup_latency: latency(2.0),
+        response: latency(response_us),
+    };
+    report.designs[0].periodic = vec![periodic(100.0)];
+    let mut stock = report.designs[0].clone();
+    stock.design = "stock".parse().unwrap();
+    stock.periodic = vec![periodic(110.0)];
+    report.designs.push(stock);
+    let mut page = Page::new("sim", "simulated");
+    page.sim("sim", &report);
+    let html = render(&page);
+    let cdfs = plots(&html, "cdf");
+    let titled = |title: &str| {
+        cdfs.iter()
+            .find(|chart| chart.contains(&format!("<title>periodic task control: {title}")))
+            .unwrap_or_else(|| panic!("no {title} plot in {html}"))
+    };
+    for chart in [titled("release to completion"), titled("release to start")] {
+        let lines = svg::polylines(chart);
+        assert_eq!(lines.iter().filter(|l| l.points.len() == 4).count(), 2);
+        assert!(chart.contains(">\nstock\n</text>"));
+        assert!(chart.contains(">\nthreaded-fifo+ihm\n</text>"));
+        assert!(chart.contains("latency (µs)"));
+    }
+    // 101 to 114 µs: the axis spans them, not 0 to them
+    let (x_ticks, _) = svg::ticks(titled("release to completion"));
+    assert!(x_ticks[0].0 >= 90.0, "{x_ticks:?}");
 }
