@@ -219,16 +219,27 @@ impl Histogram {
     /// bucket, with that end in ns, the last at the largest value: the CDF over every
     /// value, whose polyline crosses each quantile within the quantile's bucket.
     pub fn log_cumulative(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.running_fraction(&self.log_buckets, |index| {
+            log_bucket_range(index).end.min(self.max_ns as f64)
+        })
+    }
+
+    /// (the end of bucket `index`, by `end`; the fraction of the values up to it) for
+    /// every non-empty bucket of `counts`.
+    fn running_fraction<'a, End>(
+        &self,
+        counts: &'a [u64],
+        end: impl Fn(usize) -> End + 'a,
+    ) -> impl Iterator<Item = (End, f64)> + 'a {
         let total = self.count.max(1) as f64;
         let mut seen = 0;
-        self.log_buckets
+        counts
             .iter()
             .enumerate()
             .filter(|(_, count)| **count > 0)
             .map(move |(index, count)| {
                 seen += count;
-                let end = log_bucket_range(index).end.min(self.max_ns as f64);
-                (end, seen as f64 / total)
+                (end(index), seen as f64 / total)
             })
     }
 
@@ -245,16 +256,7 @@ impl Histogram {
     /// The fraction of the samples at or below the end of every non-empty bucket, with
     /// that end in ns: the CDF over the buckets (short of 1 when some overflowed).
     pub fn cumulative(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
-        let total = self.count.max(1) as f64;
-        let mut seen = 0;
-        self.buckets
-            .iter()
-            .enumerate()
-            .filter(|(_, count)| **count > 0)
-            .map(move |(index, count)| {
-                seen += count;
-                (self.bucket_start_ns(index + 1), seen as f64 / total)
-            })
+        self.running_fraction(&self.buckets, |index| self.bucket_start_ns(index + 1))
     }
 }
 

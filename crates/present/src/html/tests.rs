@@ -448,14 +448,14 @@ fn bh_section_plots_each_mechanism_and_its_delay_causes() {
     assert!(html.contains("<td>TIMER</td>"), "{html}");
 }
 
-#[test]
-fn wakeup_section_plots_total_latency_per_cpu() {
+/// Untraced wakeups of (CPU, total µs), counted in `entries` buckets of 1 µs.
+fn untraced_wakeups(entries: usize, totals: &[(u32, u64)]) -> WakeupStats {
     let mut stats = WakeupStats::new(WakeupConfig {
         bucket_ns: 1_000,
-        entries: 2_000,
+        entries,
         ..Default::default()
     });
-    for (cpu, total_us) in [(0, 5), (0, 7), (1, 9), (1, 1_500)] {
+    for &(cpu, total_us) in totals {
         stats.add_total_only(&Report {
             tid: 100 + cpu,
             cpu,
@@ -463,6 +463,12 @@ fn wakeup_section_plots_total_latency_per_cpu() {
             user_ns: 1_000_000 + total_us * 1_000,
         });
     }
+    stats
+}
+
+#[test]
+fn wakeup_section_plots_total_latency_per_cpu() {
+    let stats = untraced_wakeups(2_000, &[(0, 5), (0, 7), (1, 9), (1, 1_500)]);
     let info = wakeup_info(false);
     let mut page = Page::new("wakeup", "6.18.0-test");
     page.wakeup("wakeup", &stats, &info, &names());
@@ -789,19 +795,8 @@ fn sub_microsecond_latencies_fill_several_buckets_of_the_histogram() {
 
 #[test]
 fn samples_past_the_linear_buckets_are_in_the_histogram_and_need_no_footnote() {
-    let mut stats = WakeupStats::new(WakeupConfig {
-        bucket_ns: 1_000,
-        entries: 256,
-        ..Default::default()
-    });
-    for (cpu, total_us) in [(0, 5), (0, 7), (1, 9), (1, 3_000)] {
-        stats.add_total_only(&Report {
-            tid: 100 + cpu,
-            cpu,
-            expected_ns: 1_000_000,
-            user_ns: 1_000_000 + total_us * 1_000,
-        });
-    }
+    // rtla's default 256 buckets of 1 µs, and a sample of 3 ms
+    let stats = untraced_wakeups(256, &[(0, 5), (0, 7), (1, 9), (1, 3_000)]);
     let mut page = Page::new("wakeup", "6.18.0-test");
     page.wakeup("wakeup", &stats, &wakeup_info(false), &names());
     let html = render(&page);
