@@ -115,17 +115,15 @@ fn report_page_renders_every_plot_in_chromium() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `report --html` of the fixture `relative`, as Chromium parsed it.
-fn rendered_report(relative: &str, name: &str) -> String {
+/// `report --html` of the `recordings`, as Chromium parsed it.
+fn rendered_report(recordings: &[String], name: &str) -> String {
     let dir = scratch(name);
-    let page = dir.join("report.html");
-    irqlens_ok(&[
-        "report",
-        &fixture(relative),
-        "--html",
-        &page.display().to_string(),
-    ]);
-    let dom = chromium_dom(&page, &dir.join("profile"));
+    let page = dir.join("report.html").display().to_string();
+    let mut args = vec!["report"];
+    args.extend(recordings.iter().map(String::as_str));
+    args.extend(["--html", &page]);
+    irqlens_ok(&args);
+    let dom = chromium_dom(Path::new(&page), &dir.join("profile"));
     fs::remove_dir_all(&dir).unwrap();
     dom
 }
@@ -243,7 +241,7 @@ fn table_cell(dom: &str, lead: &[&str], heading: &str) -> String {
 /// 1 µs, and the CDF drawn crosses one half within a bucket (12%) of the table's median.
 #[test]
 fn bh_plots_sub_microsecond_latencies_as_the_table_has_them() {
-    let dom = rendered_report("v2/bh-net.jsonl.gz", "bh-net");
+    let dom = rendered_report(&[fixture("v2/bh-net.jsonl.gz")], "bh-net");
     let histogram = plots(&dom, "histogram")[0];
     let x = Scale::x(histogram, true);
     let softirq = &data_lines(histogram)[0];
@@ -303,7 +301,7 @@ fn noise_and_wakeup_histograms_show_the_tail_to_the_largest_sample() {
         ),
     ] {
         assert!(max_us > 1_000.0, "{name}: no sample far past 256 µs");
-        let dom = rendered_report(&format!("v1/{name}.jsonl.gz"), name);
+        let dom = rendered_report(&[recording(name)], name);
         assert!(
             !dom.contains("beyond the last bucket"),
             "{name}: a footnote"
@@ -346,15 +344,9 @@ fn a_page_shows_its_title_once() {
 /// that plotters and the page's UTF-8 carry into Chromium intact.
 #[test]
 fn report_page_spells_the_unit_with_the_micro_sign() {
-    let dir = scratch("units");
-    let page = dir.join("report.html");
-    let mut args = vec!["report".to_owned()];
-    args.extend(RECORDINGS.iter().map(|(name, _)| recording(name)));
-    args.push(fixture("v2/bh-net.jsonl.gz"));
-    args.extend(["--html".to_owned(), page.display().to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    irqlens_ok(&args);
-    let dom = chromium_dom(&page, &dir.join("profile"));
+    let mut recordings: Vec<String> = RECORDINGS.iter().map(|(name, _)| recording(name)).collect();
+    recordings.push(fixture("v2/bh-net.jsonl.gz"));
+    let dom = rendered_report(&recordings, "units");
     let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
     for (at, _) in dom.match_indices("us") {
         let (before, after) = (dom[..at].chars().next_back(), dom[at + 2..].chars().next());
@@ -375,5 +367,4 @@ fn report_page_spells_the_unit_with_the_micro_sign() {
             "a {kind} axis without µs"
         );
     }
-    fs::remove_dir_all(&dir).unwrap();
 }

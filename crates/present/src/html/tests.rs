@@ -663,24 +663,29 @@ fn wakeup_section_plots_each_component_and_the_worst_samples_stacked() {
     assert!(!html.contains("cyclic<test>"));
 }
 
+/// An undelayed NET_RX softirq of `latency_ns` on CPU 0.
+fn net_rx(latency_ns: u64) -> BhSample {
+    BhSample {
+        mechanism: Mechanism::Softirq,
+        source: BhSource::Vector(3),
+        request_cpu: 0,
+        cpu: 0,
+        request_ns: 1_000_000,
+        latency_ns,
+        runtime_ns: 1_000,
+        requester: 0,
+        executor: 0,
+        woke_watched: false,
+        delay: Delay::default(),
+    }
+}
+
 #[test]
 fn bh_section_has_a_cdf_and_exceedance_per_source_of_a_mechanism() {
     let mut stats = bh_stats();
     // a second source of softirq (NET_RX) beside TIMER's four samples
     for latency_us in [5, 80] {
-        stats.add(BhSample {
-            mechanism: Mechanism::Softirq,
-            source: BhSource::Vector(3),
-            request_cpu: 0,
-            cpu: 0,
-            request_ns: 1_000_000,
-            latency_ns: latency_us * 1_000,
-            runtime_ns: 1_000,
-            requester: 0,
-            executor: 0,
-            woke_watched: false,
-            delay: Delay::default(),
-        });
+        stats.add(net_rx(latency_us * 1_000));
     }
     let mut page = Page::new("bh", "6.18.0-test");
     page.bh("bh", &bh_stats(), &bh_info(), &names());
@@ -759,19 +764,7 @@ fn the_cdf_drawn_crosses_each_quantile_of_the_table_within_its_bucket() {
 fn sub_microsecond_latencies_fill_several_buckets_of_the_histogram() {
     let mut stats = bh_stats();
     for latency_ns in [210, 260, 330, 410, 480, 520, 610, 790] {
-        stats.add(BhSample {
-            mechanism: Mechanism::Softirq,
-            source: BhSource::Vector(3),
-            request_cpu: 0,
-            cpu: 0,
-            request_ns: 1_000_000,
-            latency_ns,
-            runtime_ns: 1_000,
-            requester: 0,
-            executor: 0,
-            woke_watched: false,
-            delay: Delay::default(),
-        });
+        stats.add(net_rx(latency_ns));
     }
     let net_rx = &stats.mechanisms[&Mechanism::Softirq]
         .series
