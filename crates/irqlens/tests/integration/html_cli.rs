@@ -238,7 +238,8 @@ fn table_cell(dom: &str, lead: &[&str], heading: &str) -> String {
 }
 
 /// A NET_RX recording (its median near 1 µs): its histogram has several buckets below
-/// 1 µs, and the CDF drawn crosses one half within a bucket (12%) of the table's median.
+/// 1 µs, and the CDF drawn crosses 0.05, 0.5 and 0.95 within a bucket (12%) of the
+/// table's quantiles.
 #[test]
 fn bh_plots_sub_microsecond_latencies_as_the_table_has_them() {
     let dom = rendered_report(&[fixture("v2/bh-net.jsonl.gz")], "bh-net");
@@ -256,25 +257,27 @@ fn bh_plots_sub_microsecond_latencies_as_the_table_has_them() {
         "{below_1us} buckets below 1 µs: {softirq:?}"
     );
 
-    let median: f64 = table_cell(&dom, &["softirq", "(all)"], "Q0.50")
-        .parse()
-        .unwrap();
     let cdf = plots(&dom, "cdf")[0];
     let (x, y) = (Scale::x(cdf, true), Scale::y(cdf));
     let line = &data_lines(cdf)[0];
-    let half = y.pixel(0.5);
-    // y pixels grow downwards
-    let pair = line
-        .windows(2)
-        .find(|pair| pair[1].1 <= half)
-        .expect("the CDF reaches one half");
-    let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
-    let drawn = x.value(x0 + (x1 - x0) * (half - y0) / (y1 - y0));
-    let bucket = 10f64.powf(0.05);
-    assert!(
-        drawn / median < bucket && median / drawn < bucket,
-        "the table's median is {median} µs, the CDF crosses 0.5 at {drawn} µs"
-    );
+    for (q, column) in [(0.05, "Q0.05"), (0.5, "Q0.50"), (0.95, "Q0.95")] {
+        let exact: f64 = table_cell(&dom, &["softirq", "(all)"], column)
+            .parse()
+            .unwrap();
+        let at = y.pixel(q);
+        // y pixels grow downwards
+        let pair = line
+            .windows(2)
+            .find(|pair| pair[1].1 <= at)
+            .expect("the CDF reaches the quantile");
+        let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
+        let drawn = x.value(x0 + (x1 - x0) * (at - y0) / (y1 - y0));
+        let bucket = 10f64.powf(0.05);
+        assert!(
+            drawn / exact < bucket && exact / drawn < bucket,
+            "the table's {column} is {exact} µs, the CDF crosses {q} at {drawn} µs"
+        );
+    }
 }
 
 /// Recordings with samples far past rtla's 256 µs of buckets: the histogram's x axis
