@@ -4,7 +4,9 @@
 use hdrhistogram::Histogram as Quantiles;
 
 /// The histogram itself is the documents' type: analyze fills it, present shows it.
-pub use irqlens_model::hist::{DECADE_BOUNDS_NS, Histogram};
+pub use irqlens_model::hist::{
+    DECADE_BOUNDS_NS, Histogram, LOG_BUCKETS_PER_DECADE, log_bucket, log_bucket_range,
+};
 
 /// Quantile recorder with 3 significant digits: 1 ns resolution up to 2 µs, 0.1% above.
 /// Its size grows with the largest value recorded: 8 KiB per doubling of the range, about
@@ -125,6 +127,74 @@ mod tests {
         assert_eq!((a.min_ns, a.max_ns), (Some(500), 9_000));
         assert_eq!(a.sum_ns, 500 + 2_500 + 2_100 + 9_000);
         assert_eq!(a.decades.iter().sum::<u64>(), 4);
+        // b's 9 µs reaches farther than any of a's: a's log buckets grow to hold it
+        let mut log = vec![0; log_bucket(9_000) + 1];
+        for v in [500, 2_500, 2_100, 9_000] {
+            log[log_bucket(v)] += 1;
+        }
+        assert_eq!(a.log_buckets, log);
+    }
+
+    #[test]
+    fn log_buckets_hold_every_value_in_the_bucket_whose_range_has_it() {
+        let mut h = Histogram::new(1_000, 4);
+        let values = [
+            0,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            999,
+            1_000,
+            3_000_000,
+            10_000_000_000,
+        ];
+        for v in values {
+            h.add(v);
+        }
+        for v in values.into_iter().chain([u64::MAX]) {
+            let range = log_bucket_range(log_bucket(v));
+            assert!(range.contains(&(v as f64)), "{v} not in {range:?}");
+        }
+        assert_eq!(log_bucket(9), 0);
+        // a decade is LOG_BUCKETS_PER_DECADE buckets, from the floor on
+        assert_eq!(log_bucket(10), 1);
+        assert_eq!(log_bucket(100), 1 + LOG_BUCKETS_PER_DECADE as usize);
+        assert_eq!(log_bucket(99), LOG_BUCKETS_PER_DECADE as usize);
+        assert_eq!(h.log_buckets.iter().sum::<u64>(), h.count);
+        assert_eq!(h.log_buckets.len(), log_bucket(10_000_000_000) + 1);
+    }
+
+    #[test]
+    fn log_buckets_tell_sub_microsecond_values_apart() {
+        let mut h = Histogram::new(1_000, 256);
+        for v in [250, 330, 480, 520, 700, 950] {
+            h.add(v);
+        }
+        // the linear buckets have them all in their first
+        assert_eq!(h.buckets[0], 6);
+        let used = h.log_buckets.iter().filter(|&&c| c > 0).count();
+        assert_eq!(used, 6, "{:?}", h.log_buckets);
+        // each bucket about 12% wide
+        let range = log_bucket_range(log_bucket(480));
+        let ratio = range.end / range.start;
+        assert!((ratio - 10f64.powf(0.05)).abs() < 1e-9, "{range:?}");
+    }
+
+    #[test]
+    fn log_cumulative_reaches_all_values_at_the_largest() {
+        let mut h = Histogram::new(1_000, 4);
+        for v in [400, 450, 2_000, 3_000_000] {
+            h.add(v);
+        }
+        let cdf: Vec<(f64, f64)> = h.log_cumulative().collect();
+        assert_eq!(cdf.len(), 4, "{cdf:?}");
+        assert_eq!(cdf[0].1, 0.25);
+        assert!(cdf[0].0 > 400.0 && cdf[0].0 < 450.0, "{cdf:?}");
+        assert_eq!(*cdf.last().unwrap(), (3_000_000.0, 1.0));
+        assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
     }
 
     #[test]

@@ -91,6 +91,44 @@ pub const DECADE_BOUNDS_NS: [u64; 22] = [
     10_000_000_000,
 ];
 
+/// Log-spaced buckets per decade of [`Histogram::log_buckets`]: each 12% wide, so that a
+/// quantile read off a plot of them is within 12% of the exact one.
+pub const LOG_BUCKETS_PER_DECADE: u32 = 20;
+/// Where the log-spaced buckets begin, ns: the first holds the values below it (no
+/// latency irqlens measures is that short).
+pub const LOG_FLOOR_NS: u64 = 10;
+
+/// The log-spaced bucket `value_ns` falls in: 0 below [`LOG_FLOOR_NS`], then
+/// [`LOG_BUCKETS_PER_DECADE`] a decade, each from its [`log_bucket_range`]'s start
+/// (included) to its end.
+pub fn log_bucket(value_ns: u64) -> usize {
+    if value_ns < LOG_FLOOR_NS {
+        return 0;
+    }
+    let decades = (value_ns as f64 / LOG_FLOOR_NS as f64).log10();
+    let index = 1 + (decades * LOG_BUCKETS_PER_DECADE as f64).floor() as usize;
+    // the logarithm can round across a bound: the bounds decide
+    let range = log_bucket_range(index);
+    let value = value_ns as f64;
+    if value < range.start {
+        index - 1
+    } else if value >= range.end {
+        index + 1
+    } else {
+        index
+    }
+}
+
+/// The values log-spaced bucket `index` holds, ns: from its start up to its end.
+pub fn log_bucket_range(index: usize) -> std::ops::Range<f64> {
+    let bound =
+        |i: usize| LOG_FLOOR_NS as f64 * 10f64.powf(i as f64 / LOG_BUCKETS_PER_DECADE as f64);
+    match index {
+        0 => 0.0..LOG_FLOOR_NS as f64,
+        _ => bound(index - 1)..bound(index),
+    }
+}
+
 /// A latency histogram: buckets of `bucket_ns` from 0, the values beyond, and their
 /// count, extremes and sum.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -113,6 +151,11 @@ pub struct Histogram {
     /// count is of the values above 10 s. (Not in the JSON: rtla's buckets are.)
     #[serde(skip)]
     pub decades: [u64; DECADE_BOUNDS_NS.len() + 1],
+    /// Count per log-spaced bucket ([`log_bucket`]), up to the largest value's: every
+    /// value however large, fine below 1 µs, for the plots. (Not in the JSON, as
+    /// `decades`.)
+    #[serde(skip)]
+    pub log_buckets: Vec<u64>,
 }
 
 impl Histogram {
@@ -131,6 +174,7 @@ impl Histogram {
             max_ns: 0,
             sum_ns: 0,
             decades: [0; DECADE_BOUNDS_NS.len() + 1],
+            log_buckets: Vec::new(),
         }
     }
 
@@ -141,6 +185,11 @@ impl Histogram {
             None => self.overflow += 1,
         }
         self.decades[DECADE_BOUNDS_NS.partition_point(|&bound| bound < value_ns)] += 1;
+        let log_index = log_bucket(value_ns);
+        if self.log_buckets.len() <= log_index {
+            self.log_buckets.resize(log_index + 1, 0);
+        }
+        self.log_buckets[log_index] += 1;
         self.count += 1;
         self.min_ns = Some(self.min_ns.map_or(value_ns, |min| min.min(value_ns)));
         self.max_ns = self.max_ns.max(value_ns);
@@ -151,12 +200,8 @@ impl Histogram {
     /// histograms as one.
     pub fn merge(&mut self, other: &Histogram) {
         assert_eq!(self.bucket_ns, other.bucket_ns, "merging unlike histograms");
-        if self.buckets.len() < other.buckets.len() {
-            self.buckets.resize(other.buckets.len(), 0);
-        }
-        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
-            *mine += theirs;
-        }
+        add_counts(&mut self.buckets, &other.buckets);
+        add_counts(&mut self.log_buckets, &other.log_buckets);
         for (mine, theirs) in self.decades.iter_mut().zip(&other.decades) {
             *mine += theirs;
         }
@@ -168,6 +213,34 @@ impl Histogram {
         };
         self.max_ns = self.max_ns.max(other.max_ns);
         self.sum_ns += other.sum_ns;
+    }
+
+    /// The fraction of the values at or below the end of every non-empty log-spaced
+    /// bucket, with that end in ns, the last at the largest value: the CDF over every
+    /// value, whose polyline crosses each quantile within the quantile's bucket.
+    pub fn log_cumulative(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.running_fraction(&self.log_buckets, |index| {
+            log_bucket_range(index).end.min(self.max_ns as f64)
+        })
+    }
+
+    /// (the end of bucket `index`, by `end`; the fraction of the values up to it) for
+    /// every non-empty bucket of `counts`.
+    fn running_fraction<'a, End>(
+        &self,
+        counts: &'a [u64],
+        end: impl Fn(usize) -> End + 'a,
+    ) -> impl Iterator<Item = (End, f64)> + 'a {
+        let total = self.count.max(1) as f64;
+        let mut seen = 0;
+        counts
+            .iter()
+            .enumerate()
+            .filter(|(_, count)| **count > 0)
+            .map(move |(index, count)| {
+                seen += count;
+                (end(index), seen as f64 / total)
+            })
     }
 
     /// The mean, ns; `None` without values.
@@ -183,15 +256,16 @@ impl Histogram {
     /// The fraction of the samples at or below the end of every non-empty bucket, with
     /// that end in ns: the CDF over the buckets (short of 1 when some overflowed).
     pub fn cumulative(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
-        let total = self.count.max(1) as f64;
-        let mut seen = 0;
-        self.buckets
-            .iter()
-            .enumerate()
-            .filter(|(_, count)| **count > 0)
-            .map(move |(index, count)| {
-                seen += count;
-                (self.bucket_start_ns(index + 1), seen as f64 / total)
-            })
+        self.running_fraction(&self.buckets, |index| self.bucket_start_ns(index + 1))
+    }
+}
+
+/// `theirs` added to `mine` count by count, `mine` grown to hold them all.
+fn add_counts(mine: &mut Vec<u64>, theirs: &[u64]) {
+    if mine.len() < theirs.len() {
+        mine.resize(theirs.len(), 0);
+    }
+    for (mine, theirs) in mine.iter_mut().zip(theirs) {
+        *mine += theirs;
     }
 }

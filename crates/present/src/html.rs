@@ -22,7 +22,7 @@ use super::noise::{
     BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, CAUSE_COLUMNS, SUMMARY_COLUMNS,
     breakdown_cells, cause_cells, summary_cells,
 };
-use super::plot::{Axis, Bar, BarChart, Kind, Line, Scale, XyChart, escape};
+use super::plot::{Axis, Bar, BarChart, Kind, Line, Scale, XyChart, escape, micro_sign};
 use super::table::{Form, headings};
 use super::wakeup;
 use super::{Names, clock_time, micros, percent, us1};
@@ -30,7 +30,7 @@ use irqlens_analyze::account::report::{Row, idle_by, top, totals};
 use irqlens_analyze::account::{BySource, Period, Source as AccountSource};
 use irqlens_analyze::bh::{BhStats, DelayCause};
 use irqlens_analyze::first_seen;
-use irqlens_analyze::histogram::Histogram;
+use irqlens_analyze::histogram::{Histogram, LOG_BUCKETS_PER_DECADE, log_bucket_range};
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::noise::{NoiseAnalysis, TimelinePoint};
 use irqlens_analyze::trial::rung_medians;
@@ -105,7 +105,8 @@ impl Section {
         if !headers.is_empty() {
             html += "<tr>";
             for header in headers {
-                html += &format!("<th>{}</th>", escape(header));
+                // the terminal's column names say "us" (scripts read them)
+                html += &format!("<th>{}</th>", escape(&micro_sign(header)));
             }
             html += "</tr>\n";
         }
@@ -180,29 +181,45 @@ fn looks_numeric(cell: &str) -> bool {
     cell == "-" || number.parse::<f64>().is_ok()
 }
 
-/// The counts of a histogram as steps over its buckets (µs), up to the last non-empty
-/// bucket; log axes show empty buckets on their lower end.
+/// Where log-spaced bucket `index` of `histogram` starts and ends, µs: the first,
+/// from 0, starts at the smallest value instead (a log axis cannot show 0).
+fn log_bucket_span(histogram: &Histogram, index: usize) -> (f64, f64) {
+    let range = log_bucket_range(index);
+    let start = match index {
+        0 => histogram.min_ns.unwrap_or(1).max(1) as f64,
+        _ => range.start,
+    };
+    (start / 1e3, range.end / 1e3)
+}
+
+/// The counts of a histogram's log-spaced buckets as steps (µs), from the first
+/// non-empty bucket to the last, rising from and falling back to 0: every value, the
+/// largest too, is in a bucket.
 pub fn histogram_steps(name: String, histogram: &Histogram) -> Line {
-    let used = histogram
-        .buckets
-        .iter()
-        .rposition(|&count| count > 0)
-        .map_or(0, |last| last + 1);
-    let points = (0..used)
-        .flat_map(|index| {
-            let count = histogram.buckets[index] as f64;
-            [
-                (micros(histogram.bucket_start_ns(index)), count),
-                (micros(histogram.bucket_start_ns(index + 1)), count),
-            ]
-        })
+    let counts = &histogram.log_buckets;
+    let (Some(first), Some(last)) = (
+        counts.iter().position(|&count| count > 0),
+        counts.iter().rposition(|&count| count > 0),
+    ) else {
+        return Line::new(name, Vec::new());
+    };
+    let start = log_bucket_span(histogram, first).0;
+    let end = log_bucket_span(histogram, last).1;
+    let steps = (first..=last).flat_map(|index| {
+        let (start, end) = log_bucket_span(histogram, index);
+        let count = counts[index] as f64;
+        [(start, count), (end, count)]
+    });
+    let points = std::iter::once((start, 0.0))
+        .chain(steps)
+        .chain([(end, 0.0)])
         .collect();
     Line::new(name, points)
 }
 
-/// The cumulative fraction at the end of every non-empty bucket (µs), from 0 at the
-/// smallest value (a bucket's start of 0 a log axis could not show); values beyond
-/// the last bucket reach 1 at the maximum.
+/// The cumulative fraction at the end of every non-empty log-spaced bucket (µs), from
+/// 0 at the smallest value to 1 at the largest: its polyline crosses each quantile in
+/// the bucket that holds it.
 pub fn cdf_line(name: String, histogram: &Histogram) -> Line {
     let mut points = Vec::new();
     if let Some(min_ns) = histogram.min_ns {
@@ -210,12 +227,9 @@ pub fn cdf_line(name: String, histogram: &Histogram) -> Line {
     }
     points.extend(
         histogram
-            .cumulative()
-            .map(|(end_ns, fraction)| (micros(end_ns), fraction)),
+            .log_cumulative()
+            .map(|(end_ns, fraction)| (end_ns / 1e3, fraction)),
     );
-    if histogram.overflow > 0 {
-        points.push((micros(histogram.max_ns), 1.0));
-    }
     Line::new(name, points)
 }
 
@@ -308,19 +322,17 @@ fn distribution_plots(section: &mut Section, what: &str, series: Vec<Series<'_>>
     section.chart(&XyChart {
         kind: Kind::Histogram,
         title: format!("{what}: histogram"),
-        x: Axis::new(format!("{what} (us)"), Scale::Linear),
+        // log-spaced buckets are as wide as each other there, from the shortest sample
+        // to the longest
+        x: Axis::new(format!("{what} (µs)"), Scale::Log),
         // below 1, so that a bucket of one sample stands off the empty ones
-        y: Axis::new("samples", Scale::Log).with_bounds(0.5..decade_above(max_count)),
+        y: Axis::new(
+            format!("samples per bucket ({LOG_BUCKETS_PER_DECADE} a decade)"),
+            Scale::Log,
+        )
+        .with_bounds(0.5..decade_above(max_count)),
         lines,
     });
-    let overflow: u64 = series.iter().map(|s| s.histogram.overflow).sum();
-    if overflow > 0 {
-        section.note(&format!(
-            "{overflow} samples beyond the last bucket are not in the histogram; the CDF and \
-             the exceedance join the last bucket to the largest sample with a straight line \
-             (what lies between is not known)"
-        ));
-    }
     tail_plots(section, what, &series);
 }
 
@@ -347,7 +359,7 @@ fn tail_plots(section: &mut Section, what: &str, series: &[Series<'_>]) {
     section.chart(&XyChart {
         kind: Kind::Cdf,
         title: format!("{what}: cumulative distribution"),
-        x: Axis::new(format!("{what} (us)"), scale),
+        x: Axis::new(format!("{what} (µs)"), scale),
         y: Axis::new("fraction of samples", Scale::Linear).with_bounds(0.0..1.0),
         lines: cdfs,
     });
@@ -358,7 +370,7 @@ fn tail_plots(section: &mut Section, what: &str, series: &[Series<'_>]) {
     section.chart(&XyChart {
         kind: Kind::Exceedance,
         title: format!("{what}: exceedance (the tail)"),
-        x: Axis::new(format!("{what} (us)"), scale),
+        x: Axis::new(format!("{what} (µs)"), scale),
         // a hair under the decade, so that its tick is drawn
         y: Axis::new("fraction of samples above", Scale::Log)
             .with_bounds(10f64.powf(smallest.log10().floor()).min(0.1) * 0.999..1.0),
@@ -435,7 +447,7 @@ impl Page {
     ) {
         let section = self.section(heading);
         noise_run_info(section, analysis, info);
-        section.h3("Per CPU (time in us)");
+        section.h3("Per CPU (time in µs)");
         let losses = info.losses();
         let rows: Vec<_> = analysis
             .summaries()
@@ -443,7 +455,7 @@ impl Page {
             .collect();
         section.table(&headings(&SUMMARY_COLUMNS), &rows);
         section.legend(&losses, "rows");
-        section.h3(BREAKDOWN_HEADING);
+        section.h3(&micro_sign(BREAKDOWN_HEADING));
         section.note(&BREAKDOWN_NOTE.join(" "));
         let rows: Vec<_> = analysis
             .breakdowns()
@@ -462,7 +474,7 @@ impl Page {
         let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
         section.ranked(
             "Top causes of noise (interference-free time)".into(),
-            "total (us)",
+            "total (µs)",
             &headings(&CAUSE_COLUMNS),
             causes.iter().map(|(cause, s)| {
                 let cells = cause_cells(cause, s, noise_ns, irq_names).to_vec();
@@ -510,7 +522,7 @@ impl Page {
         ));
         section.facts(&facts);
 
-        section.h3("Latency from request to invocation (us)");
+        section.h3("Latency from request to invocation (µs)");
         section.note("MIN..MAX over samples with no interrupt in between; IRQ: samples with one; MAX_IRQ: over all; RUN: entry to exit.");
         let losses = info.losses();
         let mark = losses.mark();
@@ -607,7 +619,7 @@ impl Page {
         ));
         section.facts(&facts);
 
-        section.h3("Latency components per CPU (us)");
+        section.h3("Latency components per CPU (µs)");
         let losses = info.losses();
         let rows: Vec<_> = stats
             .cpus
@@ -635,7 +647,7 @@ impl Page {
                 losses.mark(),
                 stats.samples()
             ),
-            "total (us)",
+            "total (µs)",
             &headings(&wakeup::CAUSE_COLUMNS),
             stats.ranked_causes().into_iter().map(|(cause, s)| {
                 let cells = wakeup::cause_cells(&cause, &s, stats.latency_ns, names).to_vec();
@@ -917,7 +929,10 @@ impl Page {
         }
         for s in &self.sections {
             writeln!(out, "<section id=\"{}\">", s.id)?;
-            writeln!(out, "<h2>{}</h2>", escape(&s.heading))?;
+            // a live run's page is titled as its one section is headed: once is enough
+            if s.heading != self.title {
+                writeln!(out, "<h2>{}</h2>", escape(&s.heading))?;
+            }
             out.write_all(s.body.as_bytes())?;
             writeln!(out, "</section>")?;
         }
@@ -975,7 +990,7 @@ fn noise_run_info(section: &mut Section, analysis: &NoiseAnalysis, info: &NoiseR
         facts.push((
             "stopped",
             format!(
-                "{} on CPU {}: {} us sample",
+                "{} on CPU {}: {} µs sample",
                 stop.reason,
                 stop.sample.cpu,
                 us1(stop.sample.duration_ns)
@@ -1257,7 +1272,7 @@ fn noise_timeline(section: &mut Section, analysis: &NoiseAnalysis) {
         kind: Kind::Timeline,
         title: "Longest noise sample per period".into(),
         x: seconds(),
-        y: Axis::new("max single (us)", Scale::Linear),
+        y: Axis::new("max single (µs)", Scale::Linear),
         lines: longest,
     });
 }

@@ -293,6 +293,6 @@ fn account_marks_the_columns_that_come_from_the_checkpoints() {
     let mut page = Page::new("account", "6.18.0-test");
     page.account("account", &period, &account_info(7), &view);
     let html = render(&page);
-    assert!(html.contains("<th>CHARGED(us)*</th>") && html.contains("<th>KERNEL(us)</th>"));
+    assert!(html.contains("<th>CHARGED(µs)*</th>") && html.contains("<th>KERNEL(µs)</th>"));
     assert!(html.contains("<td>[irqlens]</td>"), "{html}");
 }

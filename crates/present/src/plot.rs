@@ -183,7 +183,9 @@ impl Axis {
             Scale::Log if min.is_finite() => {
                 let low = 10f64.powf(min.log10().floor());
                 let high = 10f64.powf(max.log10().ceil()).max(low * 10.0);
-                low..high
+                // a hair under the decade, so that its tick is drawn (10^-1 computed
+                // is not quite plotters' 0.1)
+                low * (1.0 - 1e-6)..high
             }
             Scale::Log => 1.0..10.0,
         }
@@ -326,6 +328,25 @@ pub fn escape(text: &str) -> String {
         }
     }
     escaped
+}
+
+/// `text` with the unit "us" spelled "µs": the terminal's tables say "us" (scripts read
+/// their column names), the page and its charts µs. Only "us" standing alone as a
+/// word is the unit ("(us)", "KERNEL(us)", "in us"); for irqlens's own words, not names.
+pub fn micro_sign(text: &str) -> String {
+    let word_char = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut spelled = String::with_capacity(text.len() + 1);
+    let mut rest = text;
+    while let Some(at) = rest.find("us") {
+        let (before, after) = (&rest[..at], &rest[at + 2..]);
+        let unit = !word_char(before.chars().next_back().or(spelled.chars().next_back()))
+            && !word_char(after.chars().next());
+        spelled.push_str(before);
+        spelled.push_str(if unit { "µs" } else { "us" });
+        rest = after;
+    }
+    spelled.push_str(rest);
+    spelled
 }
 
 /// Tick labels: whole numbers plainly, fractions with as few digits as they need, the
@@ -536,8 +557,8 @@ impl XyChart {
             .map_err(drawing)?;
         chart
             .configure_mesh()
-            .x_desc(self.x.label.as_str())
-            .y_desc(self.y.label.as_str())
+            .x_desc(micro_sign(&self.x.label))
+            .y_desc(micro_sign(&self.y.label))
             .x_label_formatter(&|v| tick_label(*v))
             .y_label_formatter(&|v| tick_label(*v))
             .label_style((FONT, LABEL_SIZE))
@@ -682,7 +703,7 @@ impl BarChart {
                 .configure_mesh()
                 .disable_y_mesh()
                 .y_labels(0)
-                .x_desc(self.value_label.as_str())
+                .x_desc(micro_sign(&self.value_label))
                 .x_label_formatter(&|v| tick_label(*v))
                 .label_style((FONT, LABEL_SIZE))
                 .light_line_style(RGBColor(235, 235, 235))
@@ -826,13 +847,43 @@ pub(crate) mod tests {
     #[test]
     fn log_range_covers_whole_decades_and_skips_zero() {
         let axis = Axis::new("count", Scale::Log);
-        assert_eq!(axis.range([0.0, 3.0, 4_500.0].into_iter()), 1.0..10_000.0);
-        assert_eq!(axis.range([0.2, 0.5].into_iter()), 0.1..1.0);
+        // from a hair under the decade below, so that its tick is drawn
+        let decades = |values: &[f64], low: f64, high: f64| {
+            let range = axis.range(values.iter().copied());
+            assert!(
+                range.start < low && range.start > low * 0.9999 && range.end == high,
+                "{range:?}"
+            );
+        };
+        decades(&[0.0, 3.0, 4_500.0], 1.0, 10_000.0);
+        decades(&[0.2, 0.5], 0.1, 1.0);
         assert_eq!(axis.range([0.0].into_iter()), 1.0..10.0);
+        // the tick at the lower end is drawn
+        let chart = XyChart {
+            kind: Kind::Histogram,
+            title: "sub-µs".into(),
+            x: Axis::new("latency (µs)", Scale::Log),
+            y: Axis::new("samples", Scale::Linear),
+            lines: vec![line(&[(0.2, 1.0), (40.0, 2.0)])],
+        };
+        let svg = chart.to_svg("s1-histogram-1").unwrap();
+        assert!(svg.contains(">\n0.1\n</text>"), "{svg}");
         let linear = Axis::new("us", Scale::Linear);
         assert_eq!(linear.range([2.0, 10.0].into_iter()), 0.0..10.5);
         let fixed = Axis::new("fraction", Scale::Linear).with_bounds(0.0..1.0);
         assert_eq!(fixed.range([7.0].into_iter()), 0.0..1.0);
+    }
+
+    #[test]
+    fn the_unit_us_is_spelled_with_the_micro_sign() {
+        assert_eq!(micro_sign("duration (us)"), "duration (µs)");
+        assert_eq!(micro_sign("KERNEL(us)"), "KERNEL(µs)");
+        assert_eq!(micro_sign("time in us, us: us"), "time in µs, µs: µs");
+        assert_eq!(micro_sign("us"), "µs");
+        // words that hold the letters are not the unit
+        for word in ["status", "bus_id", "usage", "focus", "µs", "usus", "run_us"] {
+            assert_eq!(micro_sign(word), word);
+        }
     }
 
     #[test]
@@ -864,7 +915,8 @@ pub(crate) mod tests {
             );
         }
         assert!(svg.contains("<polyline"));
-        assert!(svg.contains("duration (us)"));
+        // the unit as the page spells it, whatever the caller wrote
+        assert!(svg.contains("duration (µs)"));
     }
 
     pub(crate) use irqlens_test_support::svg::{attribute, circles, plot_area, polylines, rects};

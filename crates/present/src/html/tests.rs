@@ -170,58 +170,90 @@ fn ids(html: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Where log-spaced bucket of `value_ns` starts and ends, µs.
+fn bucket_of(value_ns: u64) -> (f64, f64) {
+    let range = log_bucket_range(irqlens_analyze::histogram::log_bucket(value_ns));
+    (range.start / 1e3, range.end / 1e3)
+}
+
 #[test]
-fn histogram_steps_follow_the_buckets_up_to_the_last_used() {
+fn histogram_steps_follow_the_log_buckets_from_the_first_used_to_the_last() {
+    // all in the first µs of a linear histogram: three log-spaced buckets
     let mut h = Histogram::new(1_000, 10);
-    for ns in [500, 2_100, 2_900] {
+    for ns in [400, 480, 490] {
         h.add(ns);
     }
     let line = histogram_steps("CPU 0".into(), &h);
+    let (first, second) = (bucket_of(400), bucket_of(480));
+    assert_eq!(first.1, second.0, "two buckets side by side");
     assert_eq!(
         line.points,
         vec![
-            (0.0, 1.0),
-            (1.0, 1.0),
-            (1.0, 0.0),
-            (2.0, 0.0),
-            (2.0, 2.0),
-            (3.0, 2.0)
+            (first.0, 0.0),
+            (first.0, 1.0),
+            (first.1, 1.0),
+            (second.0, 2.0),
+            (second.1, 2.0),
+            (second.1, 0.0),
         ]
     );
 }
 
 #[test]
-fn count_axis_ends_at_the_decade_above() {
-    assert_eq!(decade_above(1.0), 10.0);
-    assert_eq!(decade_above(10.0), 100.0);
-    assert_eq!(decade_above(4_500.0), 10_000.0);
+fn histogram_steps_reach_the_largest_sample_past_the_linear_buckets() {
+    let mut h = Histogram::new(1_000, 4);
+    for ns in [1_500, 3_000_000] {
+        h.add(ns);
+    }
+    assert_eq!(h.overflow, 1);
+    let line = histogram_steps("CPU 0".into(), &h);
+    let last = bucket_of(3_000_000);
+    // the sample of 3 ms is a step of 1 in its bucket, the buckets between are empty
+    let n = line.points.len();
+    assert_eq!(
+        line.points[n - 3..],
+        [(last.0, 1.0), (last.1, 1.0), (last.1, 0.0)]
+    );
+    assert!(last.0 <= 3_000.0 && 3_000.0 < last.1);
+    let counted: f64 = line.points[1..n - 1].iter().step_by(2).map(|p| p.1).sum();
+    assert_eq!(counted, 2.0);
 }
 
 #[test]
-fn cdf_reaches_one_at_the_maximum_even_past_the_buckets() {
+fn cdf_reaches_one_at_the_maximum_even_past_the_linear_buckets() {
     let mut h = Histogram::new(1_000, 4);
-    for ns in [1_500, 1_600, 3_200, 9_000] {
+    for ns in [1_600, 1_700, 3_200, 9_000] {
         h.add(ns);
     }
     let line = cdf_line("CPU 0".into(), &h);
-    // from the smallest value, 1.5 µs, not its bucket's start
-    assert_eq!(
-        line.points,
-        vec![(1.5, 0.0), (2.0, 0.5), (4.0, 0.75), (9.0, 1.0)]
-    );
+    // from the smallest value, 1.6 µs, to the end of each sample's bucket, the last
+    // at the largest
+    let expected = vec![
+        (1.6, 0.0),
+        (bucket_of(1_700).1, 0.5),
+        (bucket_of(3_200).1, 0.75),
+        (9.0, 1.0),
+    ];
+    assert_eq!(bucket_of(1_600), bucket_of(1_700));
+    assert_eq!(line.points, expected);
 }
 
 #[test]
 fn exceedance_is_one_minus_the_cdf_down_to_the_largest_sample() {
     let mut h = Histogram::new(1_000, 4);
-    for ns in [1_500, 1_600, 3_200, 9_000] {
+    for ns in [1_600, 1_700, 3_200, 9_000] {
         h.add(ns);
     }
     let line = exceedance_line(&cdf_line("CPU 0".into(), &h), h.count);
     // past the largest sample nothing is above: it is drawn at its own 1/4
     assert_eq!(
         line.points,
-        vec![(1.5, 1.0), (2.0, 0.5), (4.0, 0.25), (9.0, 0.25)]
+        vec![
+            (1.6, 1.0),
+            (bucket_of(1_700).1, 0.5),
+            (bucket_of(3_200).1, 0.25),
+            (9.0, 0.25)
+        ]
     );
     assert_eq!(line.name, "CPU 0");
 }
@@ -419,14 +451,14 @@ fn bh_section_plots_each_mechanism_and_its_delay_causes() {
     assert!(html.contains("<td>TIMER</td>"), "{html}");
 }
 
-#[test]
-fn wakeup_section_plots_total_latency_per_cpu() {
+/// Untraced wakeups of (CPU, total µs), counted in `entries` buckets of 1 µs.
+fn untraced_wakeups(entries: usize, totals: &[(u32, u64)]) -> WakeupStats {
     let mut stats = WakeupStats::new(WakeupConfig {
         bucket_ns: 1_000,
-        entries: 2_000,
+        entries,
         ..Default::default()
     });
-    for (cpu, total_us) in [(0, 5), (0, 7), (1, 9), (1, 1_500)] {
+    for &(cpu, total_us) in totals {
         stats.add_total_only(&Report {
             tid: 100 + cpu,
             cpu,
@@ -434,6 +466,12 @@ fn wakeup_section_plots_total_latency_per_cpu() {
             user_ns: 1_000_000 + total_us * 1_000,
         });
     }
+    stats
+}
+
+#[test]
+fn wakeup_section_plots_total_latency_per_cpu() {
+    let stats = untraced_wakeups(2_000, &[(0, 5), (0, 7), (1, 9), (1, 1_500)]);
     let info = wakeup_info(false);
     let mut page = Page::new("wakeup", "6.18.0-test");
     page.wakeup("wakeup", &stats, &info, &names());
@@ -693,24 +731,29 @@ fn wakeup_section_plots_each_component_and_the_worst_samples_stacked() {
     assert!(!html.contains("cyclic<test>"));
 }
 
+/// An undelayed NET_RX softirq of `latency_ns` on CPU 0.
+fn net_rx(latency_ns: u64) -> BhSample {
+    BhSample {
+        mechanism: Mechanism::Softirq,
+        source: BhSource::Vector(3),
+        request_cpu: 0,
+        cpu: 0,
+        request_ns: 1_000_000,
+        latency_ns,
+        runtime_ns: 1_000,
+        requester: 0,
+        executor: 0,
+        woke_watched: false,
+        delay: Delay::default(),
+    }
+}
+
 #[test]
 fn bh_section_has_a_cdf_and_exceedance_per_source_of_a_mechanism() {
     let mut stats = bh_stats();
     // a second source of softirq (NET_RX) beside TIMER's four samples
     for latency_us in [5, 80] {
-        stats.add(BhSample {
-            mechanism: Mechanism::Softirq,
-            source: BhSource::Vector(3),
-            request_cpu: 0,
-            cpu: 0,
-            request_ns: 1_000_000,
-            latency_ns: latency_us * 1_000,
-            runtime_ns: 1_000,
-            requester: 0,
-            executor: 0,
-            woke_watched: false,
-            delay: Delay::default(),
-        });
+        stats.add(net_rx(latency_us * 1_000));
     }
     let mut page = Page::new("bh", "6.18.0-test");
     page.bh("bh", &bh_stats(), &bh_info(), &names());
@@ -970,4 +1013,123 @@ fn sim_section_plots_each_designs_periodic_task() {
     // 101 to 114 µs: the axis spans them, not 0 to them
     let (x_ticks, _) = svg::ticks(titled("release to completion"));
     assert!(x_ticks[0].0 >= 90.0, "{x_ticks:?}");
+}
+
+/// Where `line` first reaches `fraction`, between the points either side of it.
+fn crossing(line: &Line, fraction: f64) -> f64 {
+    let pair = line
+        .points
+        .windows(2)
+        .find(|pair| pair[1].1 >= fraction)
+        .expect("the line reaches the fraction");
+    let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
+    x0 + (x1 - x0) * (fraction - y0) / (y1 - y0)
+}
+
+#[test]
+fn the_cdf_drawn_crosses_each_quantile_of_the_table_within_its_bucket() {
+    // NET_RX-like latencies: most near 0.3 µs, a tail to 40 µs
+    let mut latencies = irqlens_analyze::histogram::Distribution::new(1_000, 256);
+    let mut state = 12_345u64;
+    for _ in 0..2_000 {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        let uniform = (state >> 11) as f64 / (1u64 << 53) as f64;
+        latencies.add((200.0 * (uniform * 5.3).exp()) as u64);
+    }
+    let line = cdf_line("NET_RX".into(), &latencies.histogram);
+    for q in [0.05, 0.5, 0.95] {
+        let exact = latencies.quantile_ns(q).unwrap() as f64 / 1e3;
+        let drawn = crossing(&line, q);
+        let (start, end) = bucket_of(latencies.quantile_ns(q).unwrap());
+        let width = end - start;
+        assert!(
+            (drawn - exact).abs() <= width,
+            "Q{q}: the table says {exact} µs, the CDF {drawn} µs"
+        );
+    }
+}
+
+#[test]
+fn sub_microsecond_latencies_fill_several_buckets_of_the_histogram() {
+    let mut stats = bh_stats();
+    for latency_ns in [210, 260, 330, 410, 480, 520, 610, 790] {
+        stats.add(net_rx(latency_ns));
+    }
+    let net_rx = &stats.mechanisms[&Mechanism::Softirq]
+        .series
+        .latency
+        .histogram;
+    let line = histogram_steps("softirq".into(), net_rx);
+    let below_1us: Vec<f64> = line
+        .points
+        .iter()
+        .filter(|p| p.0 < 1.0 && p.1 > 0.0)
+        .map(|p| p.0)
+        .collect();
+    assert!(below_1us.len() >= 2 * 6, "{:?}", line.points);
+    let mut page = Page::new("bh", "6.18.0-test");
+    page.bh("bh", &stats, &bh_info(), &names());
+    let html = render(&page);
+    // on a log axis that shows the decade below 1 µs
+    let histogram = plots(&html, "histogram")[0];
+    assert!(histogram.contains(">\n0.1\n</text>"), "{histogram}");
+}
+
+#[test]
+fn samples_past_the_linear_buckets_are_in_the_histogram_and_need_no_footnote() {
+    // rtla's default 256 buckets of 1 µs, and a sample of 3 ms
+    let stats = untraced_wakeups(256, &[(0, 5), (0, 7), (1, 9), (1, 3_000)]);
+    let mut page = Page::new("wakeup", "6.18.0-test");
+    page.wakeup("wakeup", &stats, &wakeup_info(false), &names());
+    let html = render(&page);
+    assert!(!html.contains("beyond the last bucket"), "{html}");
+    // the log axis runs to the decade above the 3 ms sample
+    let histogram = plots(&html, "histogram")[0];
+    assert!(histogram.contains(">\n10000\n</text>"), "{histogram}");
+}
+
+#[test]
+fn a_page_of_one_section_headed_as_the_page_shows_its_title_once() {
+    let mut page = Page::new("irqlens bh", "6.18.0-test");
+    page.bh("irqlens bh", &bh_stats(), &bh_info(), &names());
+    let html = render(&page);
+    let body = &html[html.find("<body>").unwrap()..];
+    assert_eq!(body.matches("irqlens bh").count(), 1, "{body}");
+    // a recording's heading is not the page's title: it stays
+    let mut page = Page::new("irqlens report", "6.18.0-test");
+    page.bh("bh.jsonl.gz: irqlens bh", &bh_stats(), &bh_info(), &names());
+    let html = render(&page);
+    assert!(html.contains("<h1>irqlens report</h1>"));
+    assert!(html.contains("<h2>bh.jsonl.gz: irqlens bh</h2>"));
+}
+
+#[test]
+fn the_page_and_its_charts_spell_the_unit_with_the_micro_sign() {
+    let mut page = Page::new("irqlens report", "6.18.0-test");
+    page.noise("noise", &noise_analysis(), &noise_info(), &irq_names());
+    page.bh("bh", &bh_stats(), &bh_info(), &names());
+    let mut stats = WakeupStats::new(WakeupConfig {
+        bucket_ns: 1_000,
+        entries: 2_000,
+        worst: 2,
+        ..Default::default()
+    });
+    for (cpu, irq, sched) in [(0, 3, 5), (1, 30, 60)] {
+        stats.add(timer_wakeup(cpu, irq, 1, sched, 2));
+    }
+    page.wakeup("wakeup", &stats, &wakeup_info(true), &names());
+    let html = render(&page);
+    // no "us" standing alone as a word, in text or charts
+    assert_eq!(plot::micro_sign(&html), html);
+    for said in [
+        "(µs)</th>",
+        "(time in µs)",
+        "noise sample duration (µs)",
+        "latency (µs)",
+    ] {
+        assert!(html.contains(said), "no {said}");
+    }
+    assert!(html.contains("<meta charset=\"utf-8\">"));
 }
