@@ -323,7 +323,7 @@ fn rcu_nocbs(facts: &Facts, id: &'static str) -> Check {
     verdict(
         id,
         Status::Warn,
-        format!("{}: callbacks not offloaded", Facts::label(&outside)),
+        format!("{} not offloaded", Facts::label(&outside)),
         expected,
     )
     .caused_by("RCU callbacks run in the RCU softirq of the CPU that queued them")
@@ -407,7 +407,7 @@ struct LineHit<'a> {
 /// is isolcpus=managed_irq); PASS when none is. Per-CPU vectors (the tick, IPIs) are no
 /// lines. Lines are named worst first, then by their interrupts on the checked CPUs.
 fn irq_affinity(facts: &Facts, id: &'static str) -> Check {
-    let expected = "no IRQ line delivered to them";
+    let expected = "no line delivered there";
     if let Some(skip) = facts.no_housekeeping(id, expected) {
         return skip;
     }
@@ -605,7 +605,7 @@ fn irqbalance(facts: &Facts, id: &'static str) -> Check {
 /// queue's receive work there, XPS gives the CPU's sends that queue and its completions),
 /// FAIL when the CPU is isolated; PASS when none does.
 fn rps_xps(facts: &Facts, id: &'static str) -> Check {
-    let expected = "no mask with the checked CPUs";
+    let expected = "no mask with these CPUs";
     if let Some(skip) = facts.no_housekeeping(id, expected) {
         return skip;
     }
@@ -710,7 +710,7 @@ const RT_RUNTIME_DEFAULT_PERCENT: i64 = 95;
 /// v1 cpu controller) the root group's own runtime throttles its tasks: the lower of the
 /// two counts.
 fn rt_throttling(facts: &Facts, id: &'static str) -> Check {
-    let expected = "-1, or at least 95% of the period";
+    let expected = "-1; 95% of the period warns";
     let name = "kernel.sched_rt_runtime_us";
     let Some(sysctl) = facts.sysctl(name).and_then(|v| v.parse::<i64>().ok()) else {
         return verdict(id, Status::Skip, "no sched_rt_runtime_us", expected);
@@ -1043,7 +1043,7 @@ const SLOW_CLOCKSOURCES: [&str; 5] = ["hpet", "acpi_pm", "jiffies", "refined-jif
 /// of the kernel's tracing pays microseconds: usually the TSC was found unstable); PASS on
 /// the others (tsc, kvm-clock, arch_sys_counter: read in a few ns); SKIP when unreadable.
 fn clocksource(facts: &Facts, id: &'static str) -> Check {
-    let expected = "tsc, kvm-clock or arch_sys_counter";
+    let expected = "tsc or another fast one";
     let Some(source) = facts.config.clocksource.as_deref() else {
         return verdict(id, Status::Skip, "no clocksource", expected);
     };

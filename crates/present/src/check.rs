@@ -7,28 +7,36 @@ use std::time::Duration;
 use irqlens_model::check::{Check, CheckReport, Kind, Metric, ProfileReport, Status};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-/// Width of the check id column.
+/// Width of the check id column (the longest id, `softlockup-watchdog`).
 const ID_WIDTH: usize = 19;
-/// Width of the found column: the expected one follows it.
-const FOUND_WIDTH: usize = 30;
+/// Where the found column starts: the status and the id before it.
+const FOUND_AT: usize = 4 + 2 + ID_WIDTH + 1;
 
-/// The screen: a line about the run, a line per check, and the verdict.
+/// The screen: a line about the run, a line per check, and the verdict; 80 columns.
 pub fn write_text(out: &mut dyn Write, report: &CheckReport) -> io::Result<()> {
-    writeln!(
-        out,
+    let about = format!(
         "irqlens check: {} profile, CPUs {} ({})",
-        profile_name(report),
+        report.profile.name(),
         report.cpus,
         report.cpus_from
-    )?;
+    );
+    for line in textwrap::wrap(&about, SCREEN) {
+        writeln!(out, "{line}")?;
+    }
     writeln!(out)?;
+    // the found column as wide as its widest entry, so that expected starts after it
+    let found_width = (report.checks.iter())
+        .map(|check| check.found.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("FOUND".len());
     writeln!(
         out,
-        "{:<4}  {:<ID_WIDTH$} {:<FOUND_WIDTH$} EXPECTED",
+        "{:<4}  {:<ID_WIDTH$} {:<found_width$} EXPECTED",
         "", "CHECK", "FOUND"
     )?;
     for check in &report.checks {
-        write_check(out, check)?;
+        write_check(out, check, found_width)?;
     }
     writeln!(out)?;
     writeln!(out, "{}", verdict_line(report))?;
@@ -41,15 +49,23 @@ pub fn write_text(out: &mut dyn Write, report: &CheckReport) -> io::Result<()> {
     Ok(())
 }
 
-fn write_check(out: &mut dyn Write, check: &Check) -> io::Result<()> {
-    writeln!(
-        out,
-        "{:<4}  {:<ID_WIDTH$} {:<FOUND_WIDTH$} {}",
-        check.status.label(),
-        check.id,
-        check.found,
-        check.expected
-    )?;
+/// A check's line, its expected value on a line of its own if it would not fit, then
+/// the cause and remedies of a warning or a failure.
+fn write_check(out: &mut dyn Write, check: &Check, found_width: usize) -> io::Result<()> {
+    let (status, id, found) = (check.status.label(), &check.id, &check.found);
+    let fits = FOUND_AT + found_width + 1 + check.expected.chars().count() <= SCREEN;
+    if fits {
+        writeln!(
+            out,
+            "{status:<4}  {id:<ID_WIDTH$} {found:<found_width$} {}",
+            check.expected
+        )?;
+    } else {
+        writeln!(out, "{status:<4}  {id:<ID_WIDTH$} {found}")?;
+        for line in fitted(&format!("expected: {}", check.expected), 2) {
+            writeln!(out, "{DETAIL_INDENT}{line}")?;
+        }
+    }
     if matches!(check.status, Status::Warn | Status::Fail) {
         for line in details(check) {
             writeln!(out, "{DETAIL_INDENT}{line}")?;
@@ -246,7 +262,7 @@ mod tests {
                 Kind::Configuration,
                 Status::Warn,
                 "950000 of 1000000 µs",
-                "-1",
+                "-1, or at least 95% of the period of the RT bandwidth",
             )
             .caused_by("a FIFO spinner is stopped 50 ms a second"),
             Check::new(
@@ -288,6 +304,13 @@ mod tests {
         );
         assert!(text.contains("      cause: IRQ 36 virtio1-req.0, 71% of the noise\n"));
         assert!(text.contains("      remedy: irqlens tune --apply irq-36-affinity\n"));
+        // what does not fit after the found column goes on its own line
+        assert!(
+            text.contains(
+                "\n      expected: -1, or at least 95% of the period of the RT bandwidth\n"
+            ),
+            "{text}"
+        );
         // a passed or skipped check is one line
         assert!(!text.contains("cause: no cpuidle"));
         assert_eq!(

@@ -110,7 +110,7 @@ fn checked_cpus(given: Option<&CpuList>) -> Result<(CpuList, String)> {
     }
     Ok((
         rest,
-        format!("no isolated CPUs: every online CPU but CPU {first}"),
+        format!("none isolated: all online but CPU {first}"),
     ))
 }
 
