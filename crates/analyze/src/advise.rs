@@ -13,7 +13,7 @@ use irqlens_model::tune::{
 };
 use irqlens_model::units::CpuList;
 
-pub use causes::{account_causes, bh_causes, noise_causes, wakeup_causes};
+pub use causes::{BH_DELAY, account_causes, bh_causes, noise_causes, wakeup_causes};
 
 /// The value of `/dev/cpu_dma_latency` when nobody holds a request (µs).
 pub const NO_DMA_LATENCY_REQUEST: u32 = 2_000_000_000;

@@ -99,8 +99,9 @@ fn irqbalance_banned() -> Option<BannedCpus> {
 }
 
 /// The banned CPUs of an environment or a shell-style settings file, one `NAME=VALUE` a
-/// line: IRQBALANCE_BANNED_CPULIST (a list) over the older IRQBALANCE_BANNED_CPUS (a hex
-/// mask), as irqbalance reads them; none when neither is set to something.
+/// line, in irqbalance's order (its `setup_banned_cpus`): a set IRQBALANCE_BANNED_CPUS (a
+/// hex mask, `0` for none) wins over IRQBALANCE_BANNED_CPULIST (a list, `-` for none);
+/// none when neither is set to something readable.
 fn parse_banned(text: &str) -> Option<CpuList> {
     let value = |name: &str| {
         text.lines()
@@ -108,10 +109,13 @@ fn parse_banned(text: &str) -> Option<CpuList> {
             .map(|value| value.trim().trim_matches(|c| c == '"' || c == '\''))
             .rfind(|value| !value.is_empty())
     };
-    if let Some(list) = value("IRQBALANCE_BANNED_CPULIST") {
-        return list.parse().ok();
+    if let Some(mask) = value("IRQBALANCE_BANNED_CPUS") {
+        return parse_cpu_mask(mask);
     }
-    value("IRQBALANCE_BANNED_CPUS").and_then(parse_cpu_mask)
+    match value("IRQBALANCE_BANNED_CPULIST")? {
+        "-" => Some(CpuList::default()),
+        list => list.parse().ok(),
+    }
 }
 
 #[cfg(test)]
@@ -132,11 +136,20 @@ mod tests {
     }
 
     #[test]
-    fn banned_cpus_prefer_the_list_and_skip_comments_and_empty_values() {
+    fn banned_cpus_as_irqbalance_reads_them_and_skip_comments_and_empty_values() {
         let file = "# IRQBALANCE_BANNED_CPULIST=0\nIRQBALANCE_BANNED_CPUS=\"0c\"\n";
         assert_eq!(parse_banned(file), Some("2-3".parse().unwrap()));
+        // a set mask wins (irqbalance reads it first), `0` bans none
         let environment = "PATH=/bin\nIRQBALANCE_BANNED_CPUS=3\nIRQBALANCE_BANNED_CPULIST=1,4-5\n";
-        assert_eq!(parse_banned(environment), Some("1,4-5".parse().unwrap()));
+        assert_eq!(parse_banned(environment), Some("0-1".parse().unwrap()));
+        let none = "IRQBALANCE_BANNED_CPUS=0\nIRQBALANCE_BANNED_CPULIST=-\n";
+        assert_eq!(parse_banned(none), Some(CpuList::default()));
+        let list = "IRQBALANCE_BANNED_CPUS=\nIRQBALANCE_BANNED_CPULIST=1,4-5\n";
+        assert_eq!(parse_banned(list), Some("1,4-5".parse().unwrap()));
+        assert_eq!(
+            parse_banned("IRQBALANCE_BANNED_CPULIST=-"),
+            Some(CpuList::default())
+        );
         assert_eq!(
             parse_banned("IRQBALANCE_BANNED_CPULIST=\nIRQBALANCE_ARGS=x\n"),
             None

@@ -96,6 +96,10 @@ impl FromIterator<u32> for CpuList {
     }
 }
 
+/// The kernel's largest CONFIG_NR_CPUS: a CPU list names CPUs below it, so that a list
+/// read from a command line or a file costs at most this many entries.
+pub const CPU_LIMIT: u32 = 8192;
+
 impl FromStr for CpuList {
     type Err = String;
 
@@ -116,6 +120,11 @@ impl FromStr for CpuList {
             };
             if first > last {
                 return Err(format!("CPU range '{part}' in '{text}' runs backwards"));
+            }
+            if last >= CPU_LIMIT {
+                return Err(format!(
+                    "CPU {last} in '{text}' is beyond any kernel's (CPUs are numbered below {CPU_LIMIT})"
+                ));
             }
             cpus.extend(first..=last);
         }
@@ -193,6 +202,16 @@ mod tests {
         assert_eq!(parse_micros("2ms"), Ok(Duration::from_millis(2)));
         assert_eq!(parse_micros("1s"), Ok(Duration::from_secs(1)));
         assert_eq!(parse_micros("100ns"), Ok(Duration::from_nanos(100)));
+    }
+
+    #[test]
+    fn a_cpu_list_names_cpus_below_any_kernels_limit_only() {
+        let top: CpuList = "8190-8191".parse().unwrap();
+        assert_eq!(top.iter().count(), 2);
+        // a range of hundreds of millions is refused, not built
+        let error = "0-400000000".parse::<CpuList>().unwrap_err();
+        assert!(error.contains("beyond any kernel's"), "{error}");
+        assert!("8192".parse::<CpuList>().is_err());
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub fn write_text(out: &mut dyn Write, report: &CheckReport) -> io::Result<()> {
         "", "CHECK", "FOUND"
     )?;
     for check in &report.checks {
-        write_check(out, check, found_width)?;
+        write_check(out, &printable(check), found_width)?;
     }
     writeln!(out)?;
     writeln!(out, "{}", verdict_line(report))?;
@@ -47,6 +47,26 @@ pub fn write_text(out: &mut dyn Write, report: &CheckReport) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// `check` with every control character of its texts shown as `?`: thread and device
+/// names come from the machine, and one named with terminal escapes must not rewrite
+/// the screen (erase the FAIL line above it).
+fn printable(check: &Check) -> Check {
+    let clean = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect()
+    };
+    Check {
+        id: clean(&check.id),
+        found: clean(&check.found),
+        expected: clean(&check.expected),
+        cause: check.cause.as_deref().map(clean),
+        remedies: check.remedies.iter().map(|r| clean(r)).collect(),
+        advice: check.advice.as_deref().map(clean),
+        ..check.clone()
+    }
 }
 
 /// A check's line, its expected value on a line of its own if it would not fit, then
@@ -155,13 +175,19 @@ fn profile_name(report: &CheckReport) -> &'static str {
 /// `--show-profile`: what the profile checks for, its measured checks with their
 /// thresholds and duration, and its configuration checks.
 pub fn write_profile(out: &mut dyn Write, report: &ProfileReport) -> io::Result<()> {
-    writeln!(out, "profile {}: {}", report.profile.name(), report.about)?;
+    let about = format!("profile {}: {}", report.profile.name(), report.about);
+    for line in textwrap::wrap(&about, SCREEN) {
+        writeln!(out, "{line}")?;
+    }
     writeln!(
         out,
         "measured, {} each:",
         humantime::format_duration(Duration::from_nanos(report.duration_ns))
     )?;
-    for metric in Metric::ALL {
+    let measured = Metric::ALL
+        .into_iter()
+        .filter(|metric| report.measured.iter().any(|id| id == metric.id()));
+    for metric in measured {
         if let Some(limit) = metric.threshold(&report.thresholds) {
             let unit = if metric.larger_is_worse() {
                 " µs"
@@ -349,6 +375,26 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn names_with_terminal_escapes_are_shown_without_them() {
+        let hostile = Check::new(
+            "max-noise",
+            Kind::Measured,
+            Status::Fail,
+            "CPU 1: 9.0 µs",
+            "-",
+        )
+        .caused_by("ev\u{1}\u{1b}[1A\u{1b}[2Kil:42, 90% of the noise");
+        let mut out = Vec::new();
+        write_text(&mut out, &report(vec![hostile])).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(text.contains("cause: ev??[1A?[2Kil:42"), "{text}");
     }
 
     #[test]

@@ -116,6 +116,9 @@ pub fn wakeup_causes(
     causes
 }
 
+/// How a bottom half's delay cause is labelled, before what delayed it.
+pub const BH_DELAY: &str = "bh delay: ";
+
 /// The causes of a bh run, per CPU: the bottom halves that ran there (their runtime, its
 /// share of the bottom halves' runtime on the CPU: NET_RX there is noise the CPU takes)
 /// and what delayed them there (each delay cause's part of the latency,
@@ -162,7 +165,7 @@ pub fn bh_causes(
         ran.sort_by_key(|cause| std::cmp::Reverse(cause.time_ns));
         causes.extend(ran);
         for (delay, ns) in bh.ranked_delays() {
-            let label = format!("bh delay: {}", delay.label(irq_names, symbols));
+            let label = format!("{BH_DELAY}{}", delay.label(irq_names, symbols));
             causes.push(cause(
                 label,
                 bh_delay(delay, cpu, irq_names),

@@ -1,6 +1,8 @@
 //! The measured checks: the worst figure of a short run against its threshold, and, when
 //! it fails, the top cause the same run named on that CPU with advise's remedies for it.
 
+use crate::advise::BH_DELAY;
+use crate::bh::Mechanism;
 use crate::bh::stats::BhStats;
 use crate::noise::NoiseAnalysis;
 use crate::wakeup::Component;
@@ -8,10 +10,13 @@ use crate::wakeup::stats::WakeupStats;
 use irqlens_model::check::{Check, Figure, Kind, Metric, Status, Thresholds};
 use irqlens_model::tune::{Advice, CauseSource, CpuCause, is_irqlens_thread};
 
-/// A noise run's figures: per CPU, its longest single sample and the share left.
+/// A noise run's figures: per CPU it measured, its longest single sample and the share
+/// left. A CPU whose measurement thread never ran a window (a run cut short, a spinner
+/// that starved it) gives no figure: its check is skipped, not passed on nothing.
 pub fn noise_figures(analysis: &NoiseAnalysis) -> Vec<Figure> {
     analysis
         .summaries()
+        .filter(|summary| summary.runtime_ns > 0)
         .flat_map(|summary| {
             let cpu = Some(summary.cpu);
             [
@@ -47,9 +52,12 @@ pub fn wakeup_figures(stats: &WakeupStats) -> Vec<Figure> {
         .collect()
 }
 
-/// A bh run's figures: per mechanism that ran, its largest latency.
+/// A bh run's figure: the largest softirq latency (NET_RX's and the others' that share
+/// its CPU: the limit is a receive ring's); work items and IRQ threads wait on the
+/// scheduler by design, and are left to `irqlens bh`.
 pub fn bh_figures(stats: &BhStats) -> Vec<Figure> {
     (stats.mechanisms.iter())
+        .filter(|(mechanism, _)| **mechanism == Mechanism::Softirq)
         .filter_map(|(mechanism, mechanism_stats)| {
             Some(Figure {
                 metric: Metric::MaxBh,
@@ -164,6 +172,8 @@ fn top_cause<'a>(figure: &Figure, causes: &'a [CpuCause]) -> Option<&'a CpuCause
         .filter(
             |c| !matches!(&c.source, CauseSource::Thread { comm, .. } if is_irqlens_thread(comm)),
         )
+        // of a bottom half's latency, what delayed it (not what ran)
+        .filter(|c| figure.metric != Metric::MaxBh || c.label.starts_with(BH_DELAY))
         .max_by_key(|c| c.time_ns)
 }
 

@@ -442,6 +442,10 @@ fn rt_throttling_below_the_kernel_default_fails() {
     assert_eq!(judged(&config, "2", "rt-throttling").status, Status::Fail);
     set(&mut config, "-1");
     assert_eq!(judged(&config, "2", "rt-throttling").status, Status::Pass);
+    // a runtime as long as the period never throttles
+    set(&mut config, "1000000");
+    assert_eq!(judged(&config, "2", "rt-throttling").status, Status::Pass);
+    set(&mut config, "-1");
     // the root RT group's runtime throttles its tasks when it is the lower
     let path = "/sys/fs/cgroup/cpu/cpu.rt_runtime_us".to_string();
     config.rt_group_runtime = Some((path, 500000));

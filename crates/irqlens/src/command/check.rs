@@ -67,13 +67,19 @@ impl CheckArgs {
                 self.profile.name()
             );
         }
+        if self.show_profile && self.junit.is_some() {
+            anyhow::bail!("--show-profile checks nothing: it writes no --junit report");
+        }
+        let mut skip = self.skip;
+        skip.sort_unstable();
+        skip.dedup();
         Ok(CheckTool {
             cpus,
             cpus_from,
             profile: self.profile,
             thresholds: self.profile.thresholds().overridden_by(&given),
             duration: self.duration,
-            skip: self.skip,
+            skip,
             show_profile: self.show_profile,
             junit: self.junit,
             show: self.show,
@@ -89,29 +95,30 @@ fn checked_cpus(given: Option<&CpuList>) -> Result<(CpuList, String)> {
     if let Some(cpus) = given {
         return Ok((system::select_cpus(Some(cpus))?, "-c".into()));
     }
+    let online = system::online_cpus()?;
     for (file, why) in [
         ("isolated", "the isolated CPUs"),
         ("nohz_full", "the nohz_full CPUs"),
     ] {
-        let set_aside = std::fs::read_to_string(format!("/sys/devices/system/cpu/{file}"))
+        // numbered among the possible CPUs: those offline now are not checked
+        let set_aside: CpuList = std::fs::read_to_string(format!("/sys/devices/system/cpu/{file}"))
             .ok()
             .and_then(|text| text.trim().parse::<CpuList>().ok())
-            .filter(|cpus| !cpus.is_empty());
-        if let Some(cpus) = set_aside {
-            return Ok((system::select_cpus(Some(&cpus))?, why.into()));
+            .unwrap_or_default()
+            .iter()
+            .filter(|&cpu| online.contains(cpu))
+            .collect();
+        if !set_aside.is_empty() {
+            return Ok((set_aside, why.into()));
         }
     }
-    let online = system::online_cpus()?;
     let mut cpus = online.iter();
     let first = cpus.next().context("no online CPU")?;
     let rest: CpuList = cpus.collect();
     if rest.is_empty() {
         return Ok((online, "the only online CPU".into()));
     }
-    Ok((
-        rest,
-        format!("none isolated: all online but CPU {first}"),
-    ))
+    Ok((rest, format!("none isolated: all online but CPU {first}")))
 }
 
 impl Tool for CheckTool {
@@ -192,27 +199,31 @@ impl Tool for CheckTool {
         }
         let machine = machine::read(&measured.causes, &[])?;
         let (advice, _) = advise(&measured.causes, &machine);
-        let thresholds = Thresholds {
-            max_noise_us: self.wanted(Metric::MaxNoise),
-            min_available_percent: self.wanted(Metric::Available),
-            max_latency_us: self.wanted(Metric::MaxLatency),
-            max_bh_us: self.wanted(Metric::MaxBh),
-        };
+        let thresholds = self.active_thresholds();
         let unmeasured = |metric: Metric| unmeasured(metric, &self.cpus);
-        checks.extend(measured_checks(
+        let judged = measured_checks(
             &measured.figures,
             &thresholds,
             &measured.causes,
             &advice,
             &unmeasured,
-        ));
-        checks.extend(self.skipped());
+        );
+        // a pass on part of the duration is no pass
+        checks.extend(judged.into_iter().map(|check| match check.status {
+            Status::Pass if interrupted() => Check {
+                status: Status::Skip,
+                found: format!("interrupted ({})", check.found),
+                ..check
+            },
+            _ => check,
+        }));
+        checks.extend(self.skipped_measurements());
         let report = CheckReport {
             header: Header::new(Self::NAME),
             profile: self.profile,
             cpus: self.cpus.clone(),
             cpus_from: self.cpus_from.clone(),
-            thresholds: self.thresholds.clone(),
+            thresholds,
             duration_ns: self.duration.as_nanos() as u64,
             checks,
             interrupted: interrupted(),
@@ -220,7 +231,13 @@ impl Tool for CheckTool {
         if let Some(path) = &self.junit {
             write_junit(&report, path)?;
         }
-        Ok(Done::new(report))
+        // a script or CI job stopped by its timeout must not read a verdict
+        let cut_short = interrupted().then(|| {
+            anyhow::anyhow!(
+                "interrupted (Ctrl-C/SIGTERM): the measured checks did not run for their -d"
+            )
+        });
+        Ok(Done::new(report).failed_after(cut_short))
     }
 }
 
@@ -239,28 +256,37 @@ impl CheckTool {
             .collect()
     }
 
-    /// The configuration checks of the profile, but those skipped.
+    /// The thresholds of the measured checks that run.
+    fn active_thresholds(&self) -> Thresholds {
+        Thresholds {
+            max_noise_us: self.wanted(Metric::MaxNoise),
+            min_available_percent: self.wanted(Metric::Available),
+            max_latency_us: self.wanted(Metric::MaxLatency),
+            max_bh_us: self.wanted(Metric::MaxBh),
+        }
+    }
+
+    /// The configuration checks of the profile, those left out with `--skip` in their
+    /// place as SKIP, so that a JUnit consumer sees them.
     fn configuration_checks(&self) -> Result<Vec<Check>> {
         let read = irqlens_collect::check::read_configuration(&self.cpus)?;
         let checks = irqlens_analyze::check::configuration(&read, &self.cpus, self.profile);
         Ok(checks
             .into_iter()
-            .filter(|check| !self.skip.contains(&check.id))
+            .map(|check| match self.skip.contains(&check.id) {
+                true => left_out(&check.id, Kind::Configuration),
+                false => check,
+            })
             .collect())
     }
 
-    /// A SKIP for every check left out with `--skip`, so that a JUnit consumer sees it.
-    fn skipped(&self) -> Vec<Check> {
-        self.skip
-            .iter()
-            .map(|id| {
-                let kind = if Metric::ALL.iter().any(|m| m.id() == id) {
-                    Kind::Measured
-                } else {
-                    Kind::Configuration
-                };
-                Check::new(id, kind, Status::Skip, "left out (--skip)", "-")
-            })
+    /// A SKIP for every measured check of the profile left out with `--skip`.
+    fn skipped_measurements(&self) -> Vec<Check> {
+        Metric::ALL
+            .into_iter()
+            .filter(|metric| metric.threshold(&self.thresholds).is_some())
+            .filter(|metric| self.skip.iter().any(|id| id == metric.id()))
+            .map(|metric| left_out(metric.id(), Kind::Measured))
             .collect()
     }
 
@@ -269,7 +295,7 @@ impl CheckTool {
             header: Header::new(Self::NAME),
             profile: self.profile,
             about: self.profile.about().into(),
-            thresholds: self.thresholds.clone(),
+            thresholds: self.active_thresholds(),
             duration_ns: self.duration.as_nanos() as u64,
             configuration: profile_checks(self.profile)
                 .into_iter()
@@ -313,6 +339,11 @@ impl Measured {
         STOP.store(false, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// A check left out with `--skip`.
+fn left_out(id: &str, kind: Kind) -> Check {
+    Check::new(id, kind, Status::Skip, "left out (--skip)", "-")
 }
 
 /// Why a measured check has no figure.

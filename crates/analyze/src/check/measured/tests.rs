@@ -167,3 +167,39 @@ fn a_threshold_without_a_figure_is_skipped_with_the_reason() {
     assert_eq!(checks[0].status, Status::Skip);
     assert_eq!(checks[0].found, "max-bh ran no bottom half");
 }
+
+#[test]
+fn a_bottom_halfs_failure_names_what_delayed_it_not_what_ran() {
+    let figures = [Figure {
+        metric: Metric::MaxBh,
+        cpu: None,
+        of: Some("softirq".into()),
+        value: 300.0,
+    }];
+    let thresholds = Thresholds {
+        max_bh_us: Some(100.0),
+        ..Thresholds::default()
+    };
+    let bh = |label: &str, time_ns: u64| CpuCause {
+        capability: Capability::Bh,
+        ..cause(
+            1,
+            label,
+            CauseSource::Softirq {
+                name: "NET_RX".into(),
+            },
+            time_ns,
+            50.0,
+        )
+    };
+    let causes = [
+        bh("softirq NET_RX", 90_000),
+        bh(&format!("{BH_DELAY}thread rustc:7 was running"), 40_000),
+    ];
+    let checks = measured_checks(&figures, &thresholds, &causes, &[], &nothing_unmeasured);
+    assert_eq!(checks[0].status, Status::Fail);
+    assert_eq!(
+        checks[0].cause.as_deref(),
+        Some("bh delay: thread rustc:7 was running, 50% of the delay")
+    );
+}
