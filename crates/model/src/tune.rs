@@ -572,8 +572,7 @@ pub struct Trial {
     pub change: Change,
     /// The changes made with it, after it, and put back before it: a remedy of several
     /// knobs (RT throttling off under RT group scheduling: the sysctl, then the root
-    /// group's runtime).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// group's runtime); empty for most.
     pub together_with: Vec<DescribedChange>,
     /// What the verdict is judged on, in words.
     pub figure: String,
