@@ -472,7 +472,7 @@ fn rt_throttling_below_the_kernel_default_fails() {
             .unwrap()
             .1
     };
-    assert_eq!(off(&config), [group_off.clone()]);
+    assert_eq!(off(&config), std::slice::from_ref(&group_off));
     // the sysctl first: the kernel refuses a group more than the sysctl gives
     set(&mut config, "500000");
     let sysctl_off = Change {
