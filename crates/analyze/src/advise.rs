@@ -362,7 +362,7 @@ impl Advisor<'_> {
 
     /// The queue's mask without the measured CPUs.
     fn steering(&self, queue: &RpsQueue, steering: Steering, cpu: u32) -> Remedy {
-        let to = cpu_mask_hex(&queue.cpus.without(self.measured));
+        let Change { knob, from, to } = steering_change(queue, steering, self.measured);
         let (dir, file, work) = match steering {
             Steering::Rps => ("rx", "rps_cpus", "RPS steers its receive work (NET_RX)"),
             Steering::Xps => (
@@ -379,19 +379,6 @@ impl Advisor<'_> {
             Some(ns) => format!("ip netns exec {ns} sh -c 'echo {to} > {path}'"),
             None => format!("echo {to} > {path}"),
         };
-        let (netns, device, number) = (queue.netns.clone(), queue.device.clone(), queue.queue);
-        let knob = match steering {
-            Steering::Rps => Knob::RpsCpus {
-                netns,
-                device,
-                queue: number,
-            },
-            Steering::Xps => Knob::XpsCpus {
-                netns,
-                device,
-                queue: number,
-            },
-        };
         Remedy::change(
             steering_id(queue, steering),
             format!(
@@ -399,7 +386,7 @@ impl Advisor<'_> {
                 queue.device
             ),
             knob,
-            queue.mask.clone(),
+            from,
             to,
             command,
         )
@@ -768,6 +755,28 @@ pub fn steering_id(queue: &RpsQueue, steering: Steering) -> String {
         .as_ref()
         .map_or(String::new(), |ns| format!("{ns}-"));
     format!("{kind}-{prefix}{}-{dir}{}", queue.device, queue.queue)
+}
+
+/// The change that takes `cpus` out of a queue's RPS or XPS mask.
+pub fn steering_change(queue: &RpsQueue, steering: Steering, cpus: &CpuList) -> Change {
+    let (netns, device, number) = (queue.netns.clone(), queue.device.clone(), queue.queue);
+    let knob = match steering {
+        Steering::Rps => Knob::RpsCpus {
+            netns,
+            device,
+            queue: number,
+        },
+        Steering::Xps => Knob::XpsCpus {
+            netns,
+            device,
+            queue: number,
+        },
+    };
+    Change {
+        knob,
+        from: queue.mask.clone(),
+        to: cpu_mask_hex(&queue.cpus.without(cpus)),
+    }
 }
 
 /// Which steering mask of a queue.

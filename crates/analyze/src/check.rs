@@ -3,7 +3,8 @@
 //! kernel's Documentation/admin-guide/kernel-per-CPU-kthreads.rst and the RT and NFV
 //! tunings (tuned's realtime and cpu-partitioning profiles) set them. Pure: each check
 //! reads a [`Configuration`] and concludes with what it found, the cause, and advise's
-//! remedy ids (`tune --apply` acts on them) or the remedy in words (a boot parameter).
+//! remedy ids (`tune --apply` acts on them: [`remedy_changes`] gives each id's changes,
+//! named by the same code) or the remedy in words (a boot parameter).
 //!
 //! "Isolated" below means taken out of the kernel's housekeeping by the boot line: in
 //! isolcpus= (the /sys isolated file) or nohz_full=. The machine then says these CPUs are
@@ -12,13 +13,18 @@
 
 pub mod measured;
 
+use std::cell::RefCell;
+
 use irqlens_model::check::{Check, Configuration, Kind, Profile, Status};
-use irqlens_model::tune::{IrqMovable, IrqState, MachineState, RpsQueue, ThreadPolicy};
+use irqlens_model::tune::{
+    Change, IrqMovable, IrqState, Knob, MachineState, RpsQueue, ThreadPolicy, cpu_mask_hex,
+};
 use irqlens_model::units::CpuList;
 
 use crate::advise::{
-    DMA_LATENCY_ID, Steering, WORKQUEUE_ID, deep_idle_states_entered, irq_affinity_id, steering_id,
-    sysctl_id, thread_affinity_id, thread_priority_id,
+    DMA_LATENCY_ID, NO_DMA_LATENCY_REQUEST, Steering, WORKQUEUE_ID, deep_idle_states_entered,
+    irq_affinity_id, steering_change, steering_id, sysctl_id, thread_affinity_id,
+    thread_priority_id,
 };
 
 /// A configuration check: its id, the profiles it belongs to, and its rule.
@@ -148,6 +154,22 @@ pub fn configuration(config: &Configuration, cpus: &CpuList, profile: Profile) -
         .collect()
 }
 
+/// The changes of each remedy id the configuration checks of `cpus` (every profile's)
+/// give, in the order they give them: what `irqlens tune --apply ID` makes. Most remedies
+/// are one change; turning RT throttling off under RT group scheduling is two, made in
+/// order (the sysctl, then the root group's runtime, which cannot exceed it) and put back
+/// last first.
+pub fn remedy_changes(config: &Configuration, cpus: &CpuList) -> Vec<(String, Vec<Change>)> {
+    if cpus.is_empty() {
+        return Vec::new();
+    }
+    let facts = Facts::new(config, cpus);
+    for rule in &RULES {
+        (rule.judge)(&facts, rule.id);
+    }
+    facts.remedies.into_inner()
+}
+
 /// What the rules share: the configuration, the checked CPUs, which of them are
 /// isolated, and the CPUs left for housekeeping.
 struct Facts<'a> {
@@ -158,6 +180,8 @@ struct Facts<'a> {
     isolated: CpuList,
     /// The online CPUs not checked: where what is moved off the checked ones goes.
     housekeeping: CpuList,
+    /// Each remedy id the rules named, with its changes.
+    remedies: RefCell<Vec<(String, Vec<Change>)>>,
 }
 
 impl<'a> Facts<'a> {
@@ -173,7 +197,36 @@ impl<'a> Facts<'a> {
             cpus,
             isolated: isolated.collect(),
             housekeeping: machine.online_cpus.without(cpus),
+            remedies: RefCell::default(),
         }
+    }
+
+    /// Names remedy `id`, made of `changes` (those that would change something): the id
+    /// a check lists, its changes kept for [`remedy_changes`].
+    fn remedy(&self, id: String, changes: impl IntoIterator<Item = Change>) -> String {
+        let mut remedies = self.remedies.borrow_mut();
+        if !remedies.iter().any(|(known, _)| *known == id) {
+            let changes = changes.into_iter().filter(|c| !c.is_no_op()).collect();
+            remedies.push((id.clone(), changes));
+        }
+        id
+    }
+
+    /// The remedy that delivers IRQ line `irq` to the housekeeping CPUs only.
+    fn irq_remedy(&self, irq: u32) -> String {
+        let line = self.machine.irqs.iter().find(|line| line.irq == Some(irq));
+        let from = line.and_then(|line| line.affinity.clone());
+        let change = Change {
+            knob: Knob::IrqAffinity { irq },
+            from: from.unwrap_or_default(),
+            to: self.housekeeping.to_string(),
+        };
+        self.remedy(irq_affinity_id(irq), [change])
+    }
+
+    /// The remedy that sets sysctl `name` (as read: `from`) to `to`.
+    fn sysctl_remedy(&self, name: &str, from: &str, to: &str) -> String {
+        self.remedy(sysctl_id(name), [sysctl_change(name, from, to)])
     }
 
     /// `cpus` as a label: `CPU 1`, `CPUs 1-3`.
@@ -219,6 +272,14 @@ impl<'a> Facts<'a> {
                 .parse()
                 .map_err(|_| format!("{name}={value} is not a CPU list")),
         )
+    }
+}
+
+fn sysctl_change(name: &str, from: &str, to: &str) -> Change {
+    Change {
+        knob: Knob::Sysctl { name: name.into() },
+        from: from.into(),
+        to: to.into(),
     }
 }
 
@@ -449,7 +510,7 @@ fn irq_affinity(facts: &Facts, id: &'static str) -> Check {
     let remedies: Vec<String> = hits
         .iter()
         .filter(|hit| hit.how != LineOnCpus::Managed)
-        .map(|hit| irq_affinity_id(hit.irq))
+        .map(|hit| facts.irq_remedy(hit.irq))
         .collect();
     let mut check = verdict(id, status, found, expected)
         .caused_by(cause)
@@ -658,10 +719,12 @@ fn rps_xps(facts: &Facts, id: &'static str) -> Check {
         expected,
     )
     .caused_by(cause)
-    .remedied_by(
-        hits.iter()
-            .map(|(steering, queue, _)| steering_id(queue, *steering)),
-    )
+    .remedied_by(hits.iter().map(|(steering, queue, _)| {
+        facts.remedy(
+            steering_id(queue, *steering),
+            [steering_change(queue, *steering, facts.cpus)],
+        )
+    }))
 }
 
 /// The workqueue cpumask, where unbound work items (kworker/u*) run: WARN when it
@@ -696,7 +759,12 @@ fn workqueue_cpumask(facts: &Facts, id: &'static str) -> Check {
     if cpus.without(facts.cpus).is_empty() {
         return check.advised("the cpumask has no CPU besides the checked ones: add one to it");
     }
-    check.remedied_by([WORKQUEUE_ID.to_string()])
+    let change = Change {
+        knob: Knob::WorkqueueCpumask,
+        from: mask.clone(),
+        to: cpu_mask_hex(&cpus.without(facts.cpus)),
+    };
+    check.remedied_by([facts.remedy(WORKQUEUE_ID.into(), [change])])
 }
 
 /// The share of each period the kernel lets real-time tasks run, below which RT
@@ -708,11 +776,15 @@ const RT_RUNTIME_DEFAULT_PERCENT: i64 = 95;
 /// well-behaved periodic task never meets); FAIL below it (a task that needs more than
 /// that share of a second is stopped when it is due). With RT group scheduling (a cgroup
 /// v1 cpu controller) the root group's own runtime throttles its tasks: the lower of the
-/// two counts.
+/// two counts. The remedy turns it off: the sysctl to -1, then the root group's runtime
+/// to -1 (the kernel refuses a group more than the sysctl gives).
 fn rt_throttling(facts: &Facts, id: &'static str) -> Check {
     let expected = "-1; 95% of the period warns";
     let name = "kernel.sched_rt_runtime_us";
-    let Some(sysctl) = facts.sysctl(name).and_then(|v| v.parse::<i64>().ok()) else {
+    let Some((text, sysctl)) = facts
+        .sysctl(name)
+        .and_then(|text| Some((text, text.parse::<i64>().ok()?)))
+    else {
         return verdict(id, Status::Skip, "no sched_rt_runtime_us", expected);
     };
     let group = facts
@@ -747,15 +819,25 @@ fn rt_throttling(facts: &Facts, id: &'static str) -> Check {
         (period - runtime).max(0) / 1000,
         period / 1000
     );
-    let check = verdict(id, status, format!("{runtime} of {period} µs"), expected);
-    let Some((path, _)) = group else {
-        return check.caused_by(cause).remedied_by([sysctl_id(name)]);
-    };
-    cause.push_str(&format!(" (the root RT group's {path})"));
-    // the group cannot take more than the sysctl gives
-    check
+    if let Some((path, _)) = group {
+        cause.push_str(&format!(" (the root RT group's {path})"));
+    }
+    let group_off = (facts.config.rt_group_runtime.iter())
+        .filter(|(_, runtime)| *runtime >= 0)
+        .filter_map(|(path, runtime)| {
+            let cgroup = std::path::Path::new(path).parent()?;
+            Some(Change {
+                knob: Knob::RtGroupRuntime {
+                    cgroup: cgroup.to_string_lossy().into_owned(),
+                },
+                from: runtime.to_string(),
+                to: "-1".into(),
+            })
+        });
+    let off = std::iter::once(sysctl_change(name, text, "-1")).chain(group_off);
+    verdict(id, status, format!("{runtime} of {period} µs"), expected)
         .caused_by(cause)
-        .advised(format!("echo {sysctl} > {path}"))
+        .remedied_by([facts.remedy(sysctl_id(name), off)])
 }
 
 /// timer_migration: PASS at 0 (a timer expires on the CPU that armed it); WARN at 1 (the
@@ -784,7 +866,7 @@ fn switched_off(facts: &Facts, id: &'static str, name: &str, cause: &str) -> Che
         Some("0") => verdict(id, Status::Pass, "0", expected),
         Some(value) => verdict(id, Status::Warn, value, expected)
             .caused_by(cause)
-            .remedied_by([sysctl_id(name)]),
+            .remedied_by([facts.sysctl_remedy(name, value, "0")]),
     }
 }
 
@@ -832,7 +914,16 @@ fn c_states(facts: &Facts, id: &'static str) -> Check {
         Facts::label(&cpus),
         names.join(", ")
     ))
-    .remedied_by([DMA_LATENCY_ID.to_string()])
+    .remedied_by([facts.remedy(
+        DMA_LATENCY_ID.into(),
+        [Change {
+            knob: Knob::DmaLatency,
+            from: (facts.machine.dma_latency_us)
+                .unwrap_or(NO_DMA_LATENCY_REQUEST)
+                .to_string(),
+            to: "0".into(),
+        }],
+    )])
     .advised(
         "hold /dev/cpu_dma_latency at 0 while the workload runs, disable the states \
          (cpuidle/stateN/disable), or add processor.max_cstate=1 intel_idle.max_cstate=1 \
@@ -902,18 +993,24 @@ fn softlockup_watchdog(facts: &Facts, id: &'static str) -> Check {
             expected,
         );
     }
-    verdict(
+    let check = verdict(
         id,
         Status::Warn,
         format!("on {}", Facts::label(&on)),
         expected,
     )
-    .caused_by("an hrtimer every few seconds wakes each CPU's stopper thread (migration/N)")
-    .remedied_by([sysctl_id(name)])
-    .advised(format!(
-        "sysctl -w {name}={} (or nohz_full= on the kernel's command line)",
-        facts.housekeeping
-    ))
+    .caused_by("an hrtimer every few seconds wakes each CPU's stopper thread (migration/N)");
+    // an empty mask is no remedy: the watchdog would then watch no CPU
+    if facts.housekeeping.is_empty() {
+        return check.advised("nohz_full= on the kernel's command line keeps it off them");
+    }
+    let from = facts.sysctl(name).unwrap_or_default();
+    check
+        .remedied_by([facts.sysctl_remedy(name, from, &facts.housekeeping.to_string())])
+        .advised(format!(
+            "sysctl -w {name}={} (or nohz_full= on the kernel's command line)",
+            facts.housekeeping
+        ))
 }
 
 /// The scheduling policy above which a bottom-half thread preempts the real-time tasks it
@@ -968,7 +1065,17 @@ fn ksoftirqd(facts: &Facts, id: &'static str) -> Check {
                 .collect::<Vec<_>>()
                 .join(", ")
         ))
-        .remedied_by(high.iter().map(|t| thread_priority_id(t.tid)))
+        .remedied_by(high.iter().map(|thread| {
+            let change = Change {
+                knob: Knob::ThreadPriority {
+                    tid: thread.tid,
+                    comm: thread.comm.clone(),
+                },
+                from: thread.policy.clone(),
+                to: format!("f:{BOTTOM_HALF_MAX_RT_PRIORITY}"),
+            };
+            facts.remedy(thread_priority_id(thread.tid), [change])
+        }))
 }
 
 /// NAPI threads (napi/*) and IRQ threads (irq/*): WARN when one may run on a checked CPU
@@ -1008,8 +1115,24 @@ fn irq_threads(facts: &Facts, id: &'static str) -> Check {
     let mut remedies: Vec<String> = on
         .iter()
         .map(|thread| match irq_of_thread(&thread.comm) {
-            Some(irq) => irq_affinity_id(irq),
-            None => thread_affinity_id(thread.tid),
+            Some(irq) => facts.irq_remedy(irq),
+            None => {
+                let from = thread.affinity.clone().unwrap_or_default();
+                let allowed = from.parse::<CpuList>().unwrap_or_default();
+                let mut to = allowed.without(facts.cpus);
+                if to.is_empty() {
+                    to = facts.housekeeping.clone();
+                }
+                let change = Change {
+                    knob: Knob::ThreadAffinity {
+                        tid: thread.tid,
+                        comm: thread.comm.clone(),
+                    },
+                    from,
+                    to: to.to_string(),
+                };
+                facts.remedy(thread_affinity_id(thread.tid), [change])
+            }
         })
         .collect();
     remedies.dedup();

@@ -204,12 +204,16 @@ pub enum Unpicked {
     },
 }
 
-/// The changes of the advised remedies `ids` (all with `all`), in the order given.
+/// The changes of the remedies `ids` (all advised ones with `all`), in the order given,
+/// each remedy's changes made together in order: an id among the `advice` (measured
+/// causes) is its change; otherwise an id among the `configured` remedies (`irqlens
+/// check`'s configuration checks) is their changes.
 pub fn advised_changes(
     advice: Vec<Advice>,
+    configured: &[(String, Vec<Change>)],
     ids: &[String],
     all: bool,
-) -> Result<Vec<Change>, Unpicked> {
+) -> Result<Vec<Vec<Change>>, Unpicked> {
     if all {
         // a knob advised for several causes or CPUs is tried once
         let mut changes: Vec<Change> = Vec::new();
@@ -221,22 +225,26 @@ pub fn advised_changes(
         if changes.is_empty() {
             return Err(Unpicked::NoneChangeable);
         }
-        return Ok(changes);
+        return Ok(changes.into_iter().map(|change| vec![change]).collect());
     }
     ids.iter()
         .map(|id| {
-            let advice = advice
-                .iter()
-                .find(|a| &a.id == id)
-                .ok_or_else(|| Unpicked::NoSuchRemedy(id.clone()))?;
-            advice
+            let Some(advice) = advice.iter().find(|a| &a.id == id) else {
+                return configured
+                    .iter()
+                    .find(|(known, _)| known == id)
+                    .map(|(_, changes)| changes.clone())
+                    .ok_or_else(|| Unpicked::NoSuchRemedy(id.clone()));
+            };
+            let change = advice
                 .change
                 .clone()
                 .ok_or_else(|| Unpicked::NotChangeable {
                     id: id.clone(),
                     cause: advice.cause.clone(),
                     blocker: advice.blocker.clone(),
-                })
+                })?;
+            Ok(vec![change])
         })
         .collect()
 }
@@ -348,16 +356,48 @@ mod tests {
         ];
         let ids = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            advised_changes(list.clone(), &ids(&["irq-24"]), false),
-            Ok(vec![move_24.clone()])
+            advised_changes(list.clone(), &[], &ids(&["irq-24"]), false),
+            Ok(vec![vec![move_24.clone()]])
         );
-        assert_eq!(advised_changes(list.clone(), &[], true), Ok(vec![move_24]));
         assert_eq!(
-            advised_changes(list.clone(), &ids(&["nope"]), false),
+            advised_changes(list.clone(), &[], &[], true),
+            Ok(vec![vec![move_24.clone()]])
+        );
+        assert_eq!(
+            advised_changes(list.clone(), &[], &ids(&["nope"]), false),
+            Err(Unpicked::NoSuchRemedy("nope".into()))
+        );
+        // an id no measured cause gave is looked up in the configuration's remedies,
+        // which may be several changes; the measured advice comes first
+        let timer_off = Change {
+            knob: Knob::Sysctl {
+                name: "kernel.timer_migration".into(),
+            },
+            from: "1".into(),
+            to: "0".into(),
+        };
+        let configured = vec![
+            (
+                "timer-off".to_string(),
+                vec![timer_off.clone(), move_24.clone()],
+            ),
+            ("irq-24".to_string(), vec![timer_off.clone()]),
+        ];
+        assert_eq!(
+            advised_changes(
+                list.clone(),
+                &configured,
+                &ids(&["timer-off", "irq-24"]),
+                false
+            ),
+            Ok(vec![vec![timer_off, move_24.clone()], vec![move_24]])
+        );
+        assert_eq!(
+            advised_changes(list.clone(), &configured, &ids(&["nope"]), false),
             Err(Unpicked::NoSuchRemedy("nope".into()))
         );
         assert_eq!(
-            advised_changes(list, &ids(&["timer"]), false),
+            advised_changes(list, &[], &ids(&["timer"]), false),
             Err(Unpicked::NotChangeable {
                 id: "timer".into(),
                 cause: "cause of timer".into(),
@@ -365,7 +405,7 @@ mod tests {
             })
         );
         assert_eq!(
-            advised_changes(vec![tick], &[], true),
+            advised_changes(vec![tick], &[], &[], true),
             Err(Unpicked::NoneChangeable)
         );
     }

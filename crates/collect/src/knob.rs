@@ -37,6 +37,7 @@ pub fn path(knob: &Knob) -> Option<PathBuf> {
         Knob::NapiThreaded { device, .. } => format!("/sys/class/net/{device}/threaded").into(),
         Knob::Sysctl { name } => sysctl_path(name),
         Knob::WorkqueueCpumask => WORKQUEUE_CPUMASK.into(),
+        Knob::RtGroupRuntime { cgroup } => PathBuf::from(cgroup).join(RT_RUNTIME_FILE),
         Knob::ThreadAffinity { .. }
         | Knob::ThreadPriority { .. }
         | Knob::Netns { .. }
@@ -45,6 +46,12 @@ pub fn path(knob: &Knob) -> Option<PathBuf> {
         }
     })
 }
+
+/// A cgroup's RT runtime file (cgroup v1's cpu controller).
+const RT_RUNTIME_FILE: &str = "cpu.rt_runtime_us";
+
+/// Where cgroup controllers are mounted: an RT group's directory must lie below it.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup/";
 
 /// `/proc/sys/a/b/c` of sysctl `a.b.c`.
 fn sysctl_path(name: &str) -> PathBuf {
@@ -232,6 +239,9 @@ pub fn gone(knob: &Knob) -> Option<String> {
             .then(|| format!("IRQ {irq} is gone (its device was removed)")),
         Knob::Sysctl { name } => missing(sysctl_path(name))
             .then(|| format!("sysctl {name} is gone (its module was unloaded)")),
+        Knob::RtGroupRuntime { cgroup } => {
+            missing(PathBuf::from(cgroup)).then(|| format!("cgroup {cgroup} was removed"))
+        }
         // writing `absent` to a deleted namespace is done already
         Knob::Netns { .. } | Knob::WorkqueueCpumask | Knob::DmaLatency => None,
     }
@@ -288,7 +298,8 @@ fn set_thread_affinity(tid: u32, cpus: &CpuList) -> Result<()> {
 
 /// Parses an expert's `--change KNOB=VALUE`: `irq:24=0`, `rps:[NETNS/]DEV/rx-0=1`,
 /// `xps:[NETNS/]DEV/tx-0=1`, `threaded:[NETNS/]DEV=1`, `sysctl:kernel.timer_migration=0`,
-/// `workqueue-cpumask=1`, `affinity:TID=0`, `priority:TID=f:10`, `dma-latency=0`.
+/// `workqueue-cpumask=1`, `rt-runtime:/sys/fs/cgroup/cpu=-1`, `affinity:TID=0`,
+/// `priority:TID=f:10`, `dma-latency=0`.
 /// A thread's name is read now (`comm`), so that a tid reused meanwhile is left alone.
 pub fn parse_change(spec: &str) -> Result<(Knob, String)> {
     let bad = |why: &str| anyhow!("--change '{spec}': {why}");
@@ -369,6 +380,21 @@ pub fn parse_change(spec: &str) -> Result<(Knob, String)> {
             Knob::Sysctl { name: what.into() }
         }
         "workqueue-cpumask" if what.is_empty() => Knob::WorkqueueCpumask,
+        "rt-runtime" => {
+            let cgroup = what.trim_end_matches('/');
+            let below_root = cgroup.strip_prefix(CGROUP_ROOT).is_some_and(|rest| {
+                rest.split('/')
+                    .all(|p| !p.is_empty() && p != "." && p != "..")
+            });
+            if !below_root {
+                return Err(bad(&format!(
+                    "expected a cgroup directory below {CGROUP_ROOT}, such as /sys/fs/cgroup/cpu"
+                )));
+            }
+            Knob::RtGroupRuntime {
+                cgroup: cgroup.into(),
+            }
+        }
         "affinity" => {
             let (tid, comm) = thread()?;
             Knob::ThreadAffinity { tid, comm }
@@ -381,8 +407,8 @@ pub fn parse_change(spec: &str) -> Result<(Knob, String)> {
         _ => {
             return Err(bad(
                 "unknown knob (irq:N, rps:[NETNS/]DEV/rx-N, xps:[NETNS/]DEV/tx-N, \
-                 threaded:[NETNS/]DEV, sysctl:NAME, workqueue-cpumask, affinity:TID, \
-                 priority:TID, dma-latency)",
+                 threaded:[NETNS/]DEV, sysctl:NAME, workqueue-cpumask, rt-runtime:CGROUP, \
+                 affinity:TID, priority:TID, dma-latency)",
             ));
         }
     };
@@ -406,6 +432,12 @@ fn check_value(knob: &Knob, value: &str) -> Result<(), String> {
             .then_some(())
             .ok_or_else(|| "threaded takes 0 or 1".into()),
         Knob::Sysctl { .. } | Knob::DmaLatency => Ok(()),
+        Knob::RtGroupRuntime { .. } => match value.parse::<i64>() {
+            Ok(us) if us >= -1 => Ok(()),
+            _ => Err(format!(
+                "'{value}' is not an RT runtime (µs of each period, or -1 for no limit)"
+            )),
+        },
         Knob::Netns { .. } => matches!(value, NETNS_PRESENT | NETNS_ABSENT)
             .then_some(())
             .ok_or_else(|| format!("a network namespace is {NETNS_PRESENT} or {NETNS_ABSENT}")),
@@ -431,6 +463,10 @@ pub fn check_on_machine(knob: &Knob, value: &str) -> Result<()> {
     let exists = match knob {
         Knob::IrqAffinity { irq } => Some(format!("there is no IRQ {irq} (see /proc/interrupts)")),
         Knob::Sysctl { name } => Some(format!("there is no sysctl {name}")),
+        Knob::RtGroupRuntime { cgroup } => Some(format!(
+            "{cgroup} has no {RT_RUNTIME_FILE} (no cgroup v1 cpu controller with RT group \
+             scheduling there)"
+        )),
         Knob::RpsCpus { netns: None, .. } | Knob::XpsCpus { netns: None, .. } => {
             Some(format!("{} does not exist", describe(knob)))
         }
@@ -537,6 +573,7 @@ pub fn change_spec(knob: &Knob, value: &str) -> String {
         Knob::NapiThreaded { netns, device: dev } => format!("threaded:{}", device(netns, dev)),
         Knob::Sysctl { name } => format!("sysctl:{name}"),
         Knob::WorkqueueCpumask => "workqueue-cpumask".into(),
+        Knob::RtGroupRuntime { cgroup } => format!("rt-runtime:{cgroup}"),
         Knob::ThreadAffinity { tid, .. } => format!("affinity:{tid}"),
         Knob::ThreadPriority { tid, .. } => format!("priority:{tid}"),
         Knob::DmaLatency => "dma-latency".into(),
@@ -578,6 +615,8 @@ mod tests {
             "sysctl:kernel.timer_migration=0",
             "sysctl:net.core.netdev_budget=600",
             "workqueue-cpumask=1",
+            "rt-runtime:/sys/fs/cgroup/cpu=-1",
+            "rt-runtime:/sys/fs/cgroup/cpu/rt-group=500000",
             "dma-latency=0",
         ] {
             let (knob, value) = parsed(spec);
@@ -627,6 +666,13 @@ mod tests {
             ("priority:1=f:100", "1 to 99"),
             ("affinity:4000000000=0", "no thread"),
             ("frobnicate:1=0", "unknown knob"),
+            ("rt-runtime:/etc=-1", "a cgroup directory below"),
+            (
+                "rt-runtime:/sys/fs/cgroup/../../etc=-1",
+                "a cgroup directory below",
+            ),
+            ("rt-runtime:/sys/fs/cgroup/cpu=-2", "not an RT runtime"),
+            ("rt-runtime:/sys/fs/cgroup/cpu=lots", "not an RT runtime"),
         ] {
             let err = parse_change(spec).unwrap_err().to_string();
             assert!(err.contains(why), "{spec}: {err}");
@@ -712,6 +758,10 @@ mod tests {
         assert_eq!(
             file("sysctl:net.core.netdev_budget=1"),
             PathBuf::from("/proc/sys/net/core/netdev_budget")
+        );
+        assert_eq!(
+            file("rt-runtime:/sys/fs/cgroup/cpu/=-1"),
+            PathBuf::from("/sys/fs/cgroup/cpu/cpu.rt_runtime_us")
         );
         assert_eq!(
             describe(&parsed("threaded:ns/veth1=1").0),

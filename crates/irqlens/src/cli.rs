@@ -753,7 +753,7 @@ pub struct TuneArgs {
     /// Before/after pairs per remedy (2 to 20)
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=20))]
     pub rounds: u32,
-    /// The remedies to try, by the ids `irqlens advise` shows
+    /// The remedies to try, by the ids `irqlens advise` or `irqlens check` shows
     #[arg(
         long,
         value_name = "ID,...",
@@ -766,8 +766,8 @@ pub struct TuneArgs {
     pub all: bool,
     /// Expert: try this change of a knob instead of an advised one: irq:N=LIST,
     /// rps:[NETNS/]DEV/rx-N=MASK, xps:[NETNS/]DEV/tx-N=MASK, threaded:[NETNS/]DEV=0|1,
-    /// sysctl:NAME=VALUE, workqueue-cpumask=MASK, affinity:TID=LIST, priority:TID=PRIO;
-    /// repeat for more
+    /// sysctl:NAME=VALUE, workqueue-cpumask=MASK, rt-runtime:CGROUP=US,
+    /// affinity:TID=LIST, priority:TID=PRIO; repeat for more
     #[arg(long, value_name = "KNOB=VALUE")]
     pub change: Vec<String>,
     /// Print what would be written, and write nothing

@@ -50,6 +50,14 @@ pub enum Knob {
     },
     /// `/sys/devices/virtual/workqueue/cpumask`: where unbound work items may run.
     WorkqueueCpumask,
+    /// `CGROUP/cpu.rt_runtime_us` of a cgroup v1 cpu controller (RT group scheduling):
+    /// the µs of each period the group's real-time tasks may run, -1 for no limit. The
+    /// root group's bounds kernel.sched_rt_runtime_us from below, and a group's cannot
+    /// exceed the sysctl's.
+    RtGroupRuntime {
+        /// The cgroup's directory (`/sys/fs/cgroup/cpu` for the root group).
+        cgroup: String,
+    },
     /// A thread's CPU affinity (sched_setaffinity), as a CPU list.
     ThreadAffinity {
         /// The thread.
@@ -87,6 +95,13 @@ pub struct Change {
     pub from: String,
     /// The value written.
     pub to: String,
+}
+
+impl Change {
+    /// Whether writing it would change nothing.
+    pub fn is_no_op(&self) -> bool {
+        self.from == self.to
+    }
 }
 
 /// Why a cause's knob cannot be turned from here.
@@ -555,6 +570,10 @@ pub struct Trial {
     pub knob_description: String,
     /// The change.
     pub change: Change,
+    /// The changes made with it, after it, and put back before it: a remedy of several
+    /// knobs (RT throttling off under RT group scheduling: the sysctl, then the root
+    /// group's runtime); empty for most.
+    pub together_with: Vec<DescribedChange>,
     /// What the verdict is judged on, in words.
     pub figure: String,
     /// Its unit: `ns of noise per s` (noise) or `ns` (wakeup latency).

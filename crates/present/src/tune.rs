@@ -33,6 +33,14 @@ pub fn write_text(out: &mut dyn Write, report: &TuneReport) -> io::Result<()> {
             "{}  ({}: {} -> {})",
             trial.spec, trial.knob_description, trial.change.from, trial.change.to
         )?;
+        for with in &trial.together_with {
+            let change = &with.change;
+            writeln!(
+                out,
+                "  and {}: {} -> {}",
+                with.knob_description, change.from, change.to
+            )?;
+        }
         let unit = if trial.unit == WAKEUP_UNIT {
             "µs"
         } else {
@@ -166,7 +174,9 @@ pub fn unpicked_text(unpicked: &Unpicked) -> String {
             "--all: none of the causes found can be changed from here (see irqlens advise)".into()
         }
         Unpicked::NoSuchRemedy(id) => {
-            format!("--apply {id}: no such remedy for these CPUs (see irqlens advise)")
+            format!(
+                "--apply {id}: no such remedy for these CPUs (see irqlens advise and irqlens check)"
+            )
         }
         Unpicked::NotChangeable { id, cause, blocker } => {
             let why = blocker
@@ -204,6 +214,7 @@ mod tests {
                 from: "0-1".into(),
                 to: "0".into(),
             },
+            together_with: Vec::new(),
             figure: "IRQ 24 noise on CPUs 1".into(),
             unit: unit.into(),
             before: vec![

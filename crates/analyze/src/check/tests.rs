@@ -460,9 +460,33 @@ fn rt_throttling_below_the_kernel_default_fails() {
             .unwrap()
             .ends_with("(the root RT group's /sys/fs/cgroup/cpu/cpu.rt_runtime_us)")
     );
-    assert!(group.remedies.is_empty());
-    let raise = "echo -1 > /sys/fs/cgroup/cpu/cpu.rt_runtime_us";
-    assert_eq!(group.advice.unwrap(), raise);
+    // off: the sysctl is -1 already, the group follows
+    assert_eq!(group.remedies, ["sysctl-kernel.sched_rt_runtime_us"]);
+    let group_off = Change {
+        knob: Knob::RtGroupRuntime {
+            cgroup: "/sys/fs/cgroup/cpu".into(),
+        },
+        from: "500000".into(),
+        to: "-1".into(),
+    };
+    let off = |config: &Configuration| {
+        remedy_changes(config, &cpus("2"))
+            .into_iter()
+            .find(|(id, _)| id == "sysctl-kernel.sched_rt_runtime_us")
+            .unwrap()
+            .1
+    };
+    assert_eq!(off(&config), std::slice::from_ref(&group_off));
+    // the sysctl first: the kernel refuses a group more than the sysctl gives
+    set(&mut config, "500000");
+    let sysctl_off = Change {
+        knob: Knob::Sysctl {
+            name: "kernel.sched_rt_runtime_us".into(),
+        },
+        from: "500000".into(),
+        to: "-1".into(),
+    };
+    assert_eq!(off(&config), [sysctl_off, group_off]);
     set(&mut config, "400000");
     assert_eq!(
         judged(&config, "2", "rt-throttling").found,
@@ -635,4 +659,85 @@ fn a_long_cause_names_the_worst_lines_and_the_remedies_all() {
     );
     assert!(cause.ends_with("; and 3 more lines"), "{cause}");
     assert_eq!(check.remedies.len(), 7);
+}
+
+#[test]
+fn every_remedy_a_check_names_has_its_changes() {
+    // a machine on which every check that can name a remedy names one
+    let mut config = defaults();
+    config.machine.irqs = vec![
+        line(42, "virtio3-tx", "2", "2", [0, 0, 9, 0]),
+        line(26, "ttyS0", "0-3", "2", [0, 0, 5, 0]),
+    ];
+    config.machine.rps = vec![queue("eth0", 0, "4")];
+    config.machine.xps = vec![queue("eth0", 1, "c")];
+    config.machine.idle_states = vec![idle(2, 2, "C6", 133)];
+    config.machine.ksoftirqd[2].policy = "f:50".into();
+    config.machine.sysctls.extend(
+        [
+            ("kernel.sched_rt_runtime_us", "500000"),
+            ("kernel.nmi_watchdog", "1"),
+        ]
+        .map(|(name, value)| (name.to_string(), value.to_string())),
+    );
+    config.rt_group_runtime = Some(("/sys/fs/cgroup/cpu/cpu.rt_runtime_us".into(), 500000));
+    config.bottom_half_threads = vec![
+        thread(50, "irq/36-virtio1-req.0", "f:50", "2"),
+        thread(60, "napi/eth0-8193", "o:0", "1-3"),
+    ];
+    let checked = cpus("2");
+    let changes = remedy_changes(&config, &checked);
+    let mut named = Vec::new();
+    for profile in Profile::ALL {
+        for check in configuration(&config, &checked, profile) {
+            for id in check.remedies {
+                let (_, of_id) = changes
+                    .iter()
+                    .find(|(known, _)| *known == id)
+                    .unwrap_or_else(|| panic!("{}: remedy {id} has no change", check.id));
+                assert!(!of_id.is_empty(), "{id}: no change to make");
+                named.push(id);
+            }
+        }
+    }
+    named.sort();
+    named.dedup();
+    let mut ids: Vec<&str> = changes.iter().map(|(id, _)| id.as_str()).collect();
+    ids.sort();
+    assert_eq!(ids, named, "every id with changes is named by a check");
+    assert_eq!(
+        ids,
+        [
+            "dma-latency",
+            "irq-26-affinity",
+            "irq-36-affinity",
+            "irq-42-affinity",
+            "rps-eth0-rx0",
+            "sysctl-kernel.nmi_watchdog",
+            "sysctl-kernel.sched_rt_runtime_us",
+            "sysctl-kernel.timer_migration",
+            "sysctl-kernel.watchdog_cpumask",
+            "thread-12-priority",
+            "thread-60-affinity",
+            "workqueue-cpumask",
+            "xps-eth0-tx1",
+        ]
+    );
+    // each takes the checked CPU out, or turns the setting off
+    let change = |id: &str| changes.iter().find(|(known, _)| known == id).unwrap().1[0].clone();
+    let to = |id: &str| change(id).to;
+    assert_eq!(to("irq-42-affinity"), "0-1,3");
+    assert_eq!(change("irq-42-affinity").from, "2");
+    assert_eq!(to("irq-36-affinity"), "0-1,3");
+    assert_eq!(to("rps-eth0-rx0"), "0");
+    assert_eq!(to("xps-eth0-tx1"), "8");
+    assert_eq!(to("workqueue-cpumask"), "b");
+    assert_eq!(to("sysctl-kernel.timer_migration"), "0");
+    assert_eq!(to("sysctl-kernel.nmi_watchdog"), "0");
+    assert_eq!(to("sysctl-kernel.watchdog_cpumask"), "0-1,3");
+    assert_eq!(to("thread-12-priority"), "f:1");
+    assert_eq!(to("thread-60-affinity"), "1,3");
+    assert_eq!(to("dma-latency"), "0");
+    // without CPUs to check there is nothing to remedy
+    assert!(remedy_changes(&config, &CpuList::default()).is_empty());
 }

@@ -88,15 +88,24 @@ impl Tool for TuneArgs {
             bail!("--kept goes with --revert: irqlens tune --revert --kept");
         }
         let cpus = system::select_cpus(self.cpus.as_ref())?;
-        let mut changes = Vec::new();
+        // each remedy: its changes, made together in order
+        let mut remedies: Vec<Vec<Change>> = Vec::new();
         for spec in &self.change {
             let (knob, to) = knob::parse_change(spec)?;
             let from =
                 triable(&knob, &to, self.dry_run).with_context(|| format!("--change {spec}"))?;
-            changes.push(Change { knob, from, to });
+            remedies.push(vec![Change { knob, from, to }]);
         }
         if self.all || !self.apply.is_empty() {
-            let advised = advised_changes(advice_for(&cpus, self.duration)?, &self.apply, self.all)
+            // an id `irqlens check` gave that no measured cause did: its configuration's
+            let configured = if self.apply.is_empty() {
+                Vec::new()
+            } else {
+                let config = irqlens_collect::check::read_configuration(&cpus)?;
+                irqlens_analyze::check::remedy_changes(&config, &cpus)
+            };
+            let advice = advice_for(&cpus, self.duration)?;
+            let advised = advised_changes(advice, &configured, &self.apply, self.all)
                 .map_err(|unpicked| anyhow!(show::unpicked_text(&unpicked)))?;
             let (triable, skipped) = pick_triable(advised, self.all, |change| {
                 triable(&change.knob, &change.to, self.dry_run)
@@ -104,9 +113,9 @@ impl Tool for TuneArgs {
             for skip in skipped {
                 run.say(skip);
             }
-            changes.extend(triable);
+            remedies.extend(triable);
         }
-        if changes.is_empty() {
+        if remedies.is_empty() {
             bail!("nothing to tune: give --apply ID,..., --all or --change KNOB=VALUE");
         }
         if self.dry_run {
@@ -114,21 +123,25 @@ impl Tool for TuneArgs {
                 header: Header::new(Self::NAME),
                 cpus,
                 rounds: self.rounds,
-                changes: changes.into_iter().map(described).collect(),
+                changes: remedies.into_iter().flatten().map(described).collect(),
             }));
         }
         let meter = Meter::new(self.metric, &cpus, self.duration);
         let mut trials = Vec::new();
-        for change in changes {
-            if change.from == change.to {
+        for remedy in remedies {
+            let (already, changes): (Vec<Change>, Vec<Change>) =
+                remedy.into_iter().partition(Change::is_no_op);
+            for change in already {
                 run.say(format_args!(
                     "{} is {} already: nothing to try",
                     knob::describe(&change.knob),
                     change.to
                 ));
+            }
+            if changes.is_empty() {
                 continue;
             }
-            match try_change(run.journal()?, &meter, self.rounds, change, self.keep)? {
+            match try_change(run.journal()?, &meter, self.rounds, changes, self.keep)? {
                 Some(trial) => trials.push(trial),
                 None => break,
             }
@@ -170,21 +183,30 @@ fn triable(knob: &Knob, to: &str, dry_run: bool) -> Result<String> {
     Ok(from)
 }
 
-/// The advised changes that can be tried (with the value each knob has now), and a line
+/// The advised remedies that can be tried (with the value each knob has now), and a line
 /// for each one `--all` skips; a remedy asked for by its id (`--apply`) that cannot be
 /// tried is an error, as a `--change` is.
 fn pick_triable(
-    advised: Vec<Change>,
+    advised: Vec<Vec<Change>>,
     all: bool,
     triable: impl Fn(&Change) -> Result<String>,
-) -> Result<(Vec<Change>, Vec<String>)> {
+) -> Result<(Vec<Vec<Change>>, Vec<String>)> {
     let (mut picked, mut skipped) = (Vec::new(), Vec::new());
-    for change in advised {
-        let spec = knob::change_spec(&change.knob, &change.to);
-        match triable(&change) {
-            Ok(from) => picked.push(Change { from, ..change }),
-            Err(why) if all => skipped.push(format!("skipped {spec}: {why:#}")),
-            Err(why) => return Err(why.context(spec)),
+    for remedy in advised {
+        let tried: Result<Vec<Change>> = remedy
+            .into_iter()
+            .map(|change| {
+                let spec = knob::change_spec(&change.knob, &change.to);
+                match triable(&change) {
+                    Ok(from) => Ok(Change { from, ..change }),
+                    Err(why) => Err(why.context(spec)),
+                }
+            })
+            .collect();
+        match tried {
+            Ok(changes) => picked.push(changes),
+            Err(why) if all => skipped.push(format!("skipped {why:#}")),
+            Err(why) => return Err(why),
         }
     }
     Ok((picked, skipped))
@@ -294,27 +316,37 @@ fn noise_options(cpus: &CpuList, duration: Duration) -> NoiseOptions {
     }
 }
 
-/// Measures the machine without and with `change`, `rounds` times each, alternating,
-/// the change made and put back through `journal`; leaves it in place if it is kept (and
-/// marks it for --keep). `None` if interrupted.
+/// Makes `changes` through `journal`, in order; their entries.
+fn apply_all(journal: &mut Journal, changes: &[Change]) -> Result<Vec<usize>> {
+    (changes.iter())
+        .map(|change| journal.apply(&SystemKnobs, change.clone()))
+        .collect()
+}
+
+/// Measures the machine without and with a remedy's `changes` (made together, in
+/// order, and put back last first), `rounds` times each, alternating, through
+/// `journal`; leaves them in place if they are kept (and marks them for --keep). `None`
+/// if interrupted.
 fn try_change(
     journal: &mut Journal,
     meter: &Meter,
     rounds: u32,
-    change: Change,
+    changes: Vec<Change>,
     keep: bool,
 ) -> Result<Option<Trial>> {
-    let figure = Figure::of(&change.knob);
+    let figure = Figure::of(&changes[0].knob);
     let (mut before, mut after) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let Some(without) = meter.measure(&figure)? else {
             return Ok(None);
         };
         before.push(without);
-        let index = journal.apply(&SystemKnobs, change.clone())?;
+        let indices = apply_all(journal, &changes)?;
         let with = meter.measure(&figure);
-        if let Some(vanished) = journal.revert(&SystemKnobs, index)? {
-            eprintln!("irqlens: {vanished}");
+        for index in indices.into_iter().rev() {
+            if let Some(vanished) = journal.revert(&SystemKnobs, index)? {
+                eprintln!("irqlens: {vanished}");
+            }
         }
         let Some(with) = with? else {
             return Ok(None);
@@ -325,19 +357,23 @@ fn try_change(
     let judged_of = |rounds: &[TuneRound]| rounds.iter().map(judged).collect::<Vec<_>>();
     let verdict = judge(&judged_of(&before), &judged_of(&after));
     if verdict == Verdict::Kept {
-        let index = journal.apply(&SystemKnobs, change.clone())?;
-        if keep {
-            journal.keep(index)?;
+        for index in apply_all(journal, &changes)? {
+            if keep {
+                journal.keep(index)?;
+            }
         }
     }
     let (before_median, after_median) = (medians(&before, judged), medians(&after, judged));
     let (figure_name, unit) = meter.figure(&figure);
+    let mut changes = changes.into_iter();
+    let change = changes.next().expect("a remedy changes something");
     Ok(Some(Trial {
         spec: knob::change_spec(&change.knob, &change.to),
         knob_description: knob::describe(&change.knob),
         figure: figure_name,
         unit: unit.into(),
         change,
+        together_with: changes.map(described).collect(),
         before,
         after,
         before_median,
@@ -364,8 +400,8 @@ mod tests {
     fn all_skips_what_cannot_be_tried_and_says_why_while_apply_refuses_it() {
         let advised = || {
             vec![
-                change(Knob::DmaLatency, "2000000000", "0"),
-                change(Knob::IrqAffinity { irq: 24 }, "0-1", "0"),
+                vec![change(Knob::DmaLatency, "2000000000", "0")],
+                vec![change(Knob::IrqAffinity { irq: 24 }, "0-1", "0")],
             ]
         };
         let triable = |change: &Change| match change.knob {
@@ -375,7 +411,7 @@ mod tests {
         let (picked, skipped) = pick_triable(advised(), true, triable).unwrap();
         assert_eq!(
             picked,
-            vec![change(Knob::IrqAffinity { irq: 24 }, "0-1 now", "0")]
+            vec![vec![change(Knob::IrqAffinity { irq: 24 }, "0-1 now", "0")]]
         );
         assert_eq!(
             skipped,

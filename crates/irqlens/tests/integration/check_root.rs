@@ -179,23 +179,49 @@ fn an_irq_line_routed_onto_the_cpu_fails_the_affinity_check_and_is_named() {
     );
 }
 
+/// The root RT group's runtime where RT group scheduling has one (a cgroup v1 cpu
+/// controller), as collect::check reads it.
+fn rt_group() -> Option<Knob> {
+    let config = irqlens_collect::check::read_configuration(&Default::default()).unwrap();
+    let (path, _) = config.rt_group_runtime?;
+    let cgroup = Path::new(&path).parent()?.to_string_lossy().into_owned();
+    Some(Knob::RtGroupRuntime { cgroup })
+}
+
+fn sched_rt_runtime() -> Knob {
+    Knob::Sysctl {
+        name: "kernel.sched_rt_runtime_us".into(),
+    }
+}
+
 #[test]
 #[ignore = "needs root: changes kernel.sched_rt_runtime_us (scripts/test runs it)"]
 fn rt_throttling_that_stops_a_fifo_task_early_fails_its_check() {
     assert_root();
     let cpu = checked_cpu().to_string();
-    let knob = Knob::Sysctl {
-        name: "kernel.sched_rt_runtime_us".into(),
-    };
+    let knob = sched_rt_runtime();
+    let group = rt_group();
     let before = knob::read(&knob).unwrap();
+    let group_before = group.as_ref().map(|group| knob::read(group).unwrap());
     let mut session = Session::begin("check-test").unwrap();
-    session
+    // the kernel refuses a sysctl below the root group's runtime: the group first (the
+    // journal puts back last first: the sysctl, then the group)
+    if let Some(group) = &group {
+        session
+            .journal()
+            .change(&SystemKnobs, group.clone(), "500000")
+            .unwrap();
+    }
+    let injected = session
         .journal()
-        .change(&SystemKnobs, knob.clone(), "500000")
-        .unwrap();
-    let (code, report) = check(&["-c", &cpu, "--skip", NO_MEASUREMENT]);
+        .change(&SystemKnobs, knob.clone(), "500000");
+    let report = injected.map(|_| check(&["-c", &cpu, "--skip", NO_MEASUREMENT]));
     assert_eq!(session.finish(), 0);
     assert_eq!(knob::read(&knob).unwrap(), before, "put back");
+    if let Some(group) = &group {
+        assert_eq!(Some(knob::read(group).unwrap()), group_before, "put back");
+    }
+    let (code, report) = report.unwrap();
     assert_eq!(code, 2, "{report:#}");
     assert!(failed_ids(&report).contains(&"rt-throttling"), "{report:#}");
     let throttling = the_check(&report, "rt-throttling");
@@ -203,4 +229,100 @@ fn rt_throttling_that_stops_a_fifo_task_early_fails_its_check() {
         throttling["found"].as_str().unwrap().contains("500000"),
         "{throttling:#}"
     );
+}
+
+/// The remedy ids of check `id` in a report.
+fn remedies<'a>(report: &'a serde_json::Value, id: &str) -> Vec<&'a str> {
+    let remedies = the_check(report, id)["remedies"].as_array().unwrap();
+    remedies.iter().map(|r| r.as_str().unwrap()).collect()
+}
+
+#[test]
+#[ignore = "needs root: tune changes an IRQ line's affinity and sysctls (scripts/test runs it)"]
+fn the_remedies_check_names_are_what_tune_apply_makes_and_puts_back() {
+    assert_root();
+    let cpu = checked_cpu();
+    let cpus = cpu.to_string();
+    let online: irqlens_model::units::CpuList =
+        read("/sys/devices/system/cpu/online").parse().unwrap();
+    let housekeeping = online.without(&irqlens_model::units::CpuList::single(cpu));
+    // timer migration on, as the kernel's default has it, so that check names its remedy
+    let _migrating = Setting::set("/proc/sys/kernel/timer_migration", "1");
+    let mut session = Session::begin("check-test").unwrap();
+    let irq = route_a_line_onto(cpu, &mut session);
+    let (_, report) = check(&["-c", &cpus, "--skip", NO_MEASUREMENT]);
+    let line = format!("irq-{irq}-affinity");
+    assert!(
+        remedies(&report, "irq-affinity").contains(&line.as_str()),
+        "{report:#}"
+    );
+    // the line's remedy as tune would make it: onto the other CPUs
+    let plan = irqlens_json(&[
+        "tune",
+        "-c",
+        &cpus,
+        "-d",
+        "1",
+        "--apply",
+        &line,
+        "--dry-run",
+    ]);
+    let changes = plan["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{plan:#}");
+    assert_eq!(changes[0]["irq"], irq, "{plan:#}");
+    assert_eq!(changes[0]["from"], cpus.as_str(), "{plan:#}");
+    assert_eq!(changes[0]["to"], housekeeping.to_string(), "{plan:#}");
+    assert_eq!(session.finish(), 0);
+    // made for the rounds, measured, and put back
+    let timer = "sysctl-kernel.timer_migration";
+    assert!(
+        remedies(&report, "timer-migration").contains(&timer),
+        "{report:#}"
+    );
+    let migration = Knob::Sysctl {
+        name: "kernel.timer_migration".into(),
+    };
+    let doc = tune(&cpus, timer);
+    let trial = &doc["remedies"][0];
+    assert_eq!(trial["change"]["name"], "kernel.timer_migration", "{doc:#}");
+    assert_eq!(
+        (&trial["change"]["from"], &trial["change"]["to"]),
+        (&"1".into(), &"0".into())
+    );
+    assert_eq!(trial["after"].as_array().unwrap().len(), 2, "{doc:#}");
+    assert_eq!(knob::read(&migration).unwrap(), "1", "put back");
+    // RT throttling off: the sysctl, then the root RT group's runtime where there is one
+    let throttling = "sysctl-kernel.sched_rt_runtime_us";
+    assert!(
+        remedies(&report, "rt-throttling").contains(&throttling),
+        "{report:#}"
+    );
+    let runtime = knob::read(&sched_rt_runtime()).unwrap();
+    let group = rt_group();
+    let group_runtime = group.as_ref().map(|group| knob::read(group).unwrap());
+    let doc = tune(&cpus, throttling);
+    let trial = &doc["remedies"][0];
+    assert_eq!(trial["change"]["to"], "-1", "{doc:#}");
+    let together = trial["together_with"].as_array().unwrap().len();
+    assert_eq!(together, usize::from(group.is_some()), "{doc:#}");
+    assert_eq!(
+        knob::read(&sched_rt_runtime()).unwrap(),
+        runtime,
+        "put back"
+    );
+    if let Some(group) = &group {
+        assert_eq!(trial["together_with"][0]["to"], "-1", "{doc:#}");
+        assert_eq!(Some(knob::read(group).unwrap()), group_runtime, "put back");
+    }
+    assert!(
+        !Path::new("/run/irqlens/tune.journal").exists(),
+        "the journal is gone"
+    );
+}
+
+/// `irqlens tune -c CPUS --apply ID`, two rounds of 1 s.
+fn tune(cpus: &str, id: &str) -> serde_json::Value {
+    irqlens_json(&[
+        "tune", "-c", cpus, "-d", "1", "--rounds", "2", "--apply", id,
+    ])
 }

@@ -58,6 +58,29 @@ pub fn cause<'a>(doc: &'a serde_json::Value, prefix: &str) -> Option<&'a serde_j
 
 /// The binary the runner finds from the test's own path is the one cargo built for
 /// these tests.
+/// Writes a value to a file for the test's run, and the value found back when dropped.
+pub struct Setting {
+    path: String,
+    found: String,
+}
+
+impl Setting {
+    pub fn set(path: &str, value: &str) -> Setting {
+        let found = read(path);
+        std::fs::write(path, value).unwrap_or_else(|e| panic!("writing {value} to {path}: {e}"));
+        Setting {
+            path: path.into(),
+            found,
+        }
+    }
+}
+
+impl Drop for Setting {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, &self.found);
+    }
+}
+
 #[test]
 fn the_runner_runs_the_binary_cargo_built() {
     assert_eq!(

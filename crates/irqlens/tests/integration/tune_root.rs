@@ -19,29 +19,6 @@ fn affinity_path(irq: u32) -> String {
     format!("/proc/irq/{irq}/smp_affinity_list")
 }
 
-/// Writes a value to a file for the test's run, and the value found back when dropped.
-struct Setting {
-    path: String,
-    found: String,
-}
-
-impl Setting {
-    fn set(path: &str, value: &str) -> Setting {
-        let found = read(path);
-        fs::write(path, value).unwrap_or_else(|e| panic!("writing {value} to {path}: {e}"));
-        Setting {
-            path: path.into(),
-            found,
-        }
-    }
-}
-
-impl Drop for Setting {
-    fn drop(&mut self) {
-        let _ = fs::write(&self.path, &self.found);
-    }
-}
-
 /// The IRQ line of the virtio device bound to `driver` whose queue name ends in one of
 /// `queues` (`virtio4-input`), from /proc/interrupts.
 fn virtio_irq(driver: &str, queues: &[&str]) -> Option<u32> {
@@ -252,7 +229,7 @@ fn an_unknown_remedy_id_is_refused() {
     assert_root();
     assert_fails_with(
         &["tune", "-c", "1", "-d", "1", "--apply", "no-such-id"],
-        "--apply no-such-id: no such remedy for these CPUs (see irqlens advise)",
+        "--apply no-such-id: no such remedy for these CPUs (see irqlens advise and irqlens check)",
     );
     assert!(!Path::new(JOURNAL).exists(), "no journal");
 }
