@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use irqlens_model::check::{Check, CheckReport, Kind, Metric, ProfileReport, Status};
+use irqlens_model::units::CpuList;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 /// Width of the check id column (the longest id, `softlockup-watchdog`).
@@ -36,7 +37,7 @@ pub fn write_text(out: &mut dyn Write, report: &CheckReport) -> io::Result<()> {
         "", "CHECK", "FOUND"
     )?;
     for check in &report.checks {
-        write_check(out, &printable(check), found_width)?;
+        write_check(out, &printable(check), found_width, &report.cpus)?;
     }
     writeln!(out)?;
     writeln!(out, "{}", verdict_line(report))?;
@@ -71,7 +72,12 @@ fn printable(check: &Check) -> Check {
 
 /// A check's line, its expected value on a line of its own if it would not fit, then
 /// the cause and remedies of a warning or a failure.
-fn write_check(out: &mut dyn Write, check: &Check, found_width: usize) -> io::Result<()> {
+fn write_check(
+    out: &mut dyn Write,
+    check: &Check,
+    found_width: usize,
+    cpus: &CpuList,
+) -> io::Result<()> {
     let (status, id, found) = (check.status.label(), &check.id, &check.found);
     let fits = FOUND_AT + found_width + 1 + check.expected.chars().count() <= SCREEN;
     if fits {
@@ -87,7 +93,7 @@ fn write_check(out: &mut dyn Write, check: &Check, found_width: usize) -> io::Re
         }
     }
     if matches!(check.status, Status::Warn | Status::Fail) {
-        for line in details(check) {
+        for line in details(check, cpus) {
             writeln!(out, "{DETAIL_INDENT}{line}")?;
         }
     }
@@ -103,7 +109,7 @@ const REMEDY_IDS: usize = 3;
 
 /// A warning's or failure's cause and remedies, at most two lines each, fitted to the
 /// screen (the JSON document has them whole).
-fn details(check: &Check) -> Vec<String> {
+fn details(check: &Check, cpus: &CpuList) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(cause) = &check.cause {
         lines.extend(fitted(&format!("cause: {cause}"), 2));
@@ -115,7 +121,7 @@ fn details(check: &Check) -> Vec<String> {
         if more > 0 {
             ids += &format!(" and {more} more");
         }
-        lines.extend(fitted(&format!("remedy: irqlens tune --apply {ids}"), 2));
+        lines.extend(fitted(&format!("remedy: {} {ids}", tune_apply(cpus)), 2));
     }
     if let Some(advice) = &check.advice {
         lines.extend(fitted(&format!("remedy: {advice}"), 2));
@@ -220,7 +226,7 @@ pub fn junit(report: &CheckReport) -> String {
     );
     let mut suite = TestSuite::new(name.clone());
     for check in &report.checks {
-        let summary = summary(check);
+        let summary = summary(check, &report.cpus);
         let mut status = match check.status {
             Status::Pass | Status::Warn => TestCaseStatus::success(),
             Status::Skip => TestCaseStatus::skipped(),
@@ -247,14 +253,19 @@ pub fn junit(report: &CheckReport) -> String {
         .expect("JUnit of plain strings serializes")
 }
 
+/// The command that applies a remedy id: ids are of the CPUs checked.
+fn tune_apply(cpus: &CpuList) -> String {
+    format!("irqlens tune -c {cpus} --apply")
+}
+
 /// A check in one line: what was found against what passes, the cause and the remedies.
-fn summary(check: &Check) -> String {
+fn summary(check: &Check, cpus: &CpuList) -> String {
     let mut line = format!("{} (expected {})", check.found, check.expected);
     if let Some(cause) = &check.cause {
         line += &format!("; cause: {cause}");
     }
     for remedy in &check.remedies {
-        line += &format!("; remedy: irqlens tune --apply {remedy}");
+        line += &format!("; remedy: {} {remedy}", tune_apply(cpus));
     }
     if let Some(advice) = &check.advice {
         line += &format!("; remedy: {advice}");
@@ -329,7 +340,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("      cause: IRQ 36 virtio1-req.0, 71% of the noise\n"));
-        assert!(text.contains("      remedy: irqlens tune --apply irq-36-affinity\n"));
+        assert!(text.contains("      remedy: irqlens tune -c 1 --apply irq-36-affinity\n"));
         // what does not fit after the found column goes on its own line
         assert!(
             text.contains(
@@ -364,11 +375,11 @@ mod tests {
         )
         .caused_by("IRQ 36 virtio1-req.0 (delivered to 1); ".repeat(20))
         .remedied_by(ids);
-        let lines = details(&check);
+        let lines = details(&check, &"1".parse().unwrap());
         assert_eq!(lines.len(), 4, "{lines:#?}");
         assert!(lines[1].ends_with('…'), "{lines:#?}");
-        assert!(lines[2].starts_with("remedy: irqlens tune --apply irq-1-affinity, "));
-        assert_eq!(lines[3], "  irq-3-affinity and 6 more");
+        assert!(lines[2].starts_with("remedy: irqlens tune -c 1 --apply irq-1-affinity, "));
+        assert!(lines[3].ends_with(" and 6 more"), "{lines:#?}");
         for line in &lines {
             assert!(
                 DETAIL_INDENT.len() + line.chars().count() <= SCREEN,
