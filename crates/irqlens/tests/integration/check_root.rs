@@ -326,3 +326,42 @@ fn tune(cpus: &str, id: &str) -> serde_json::Value {
         "tune", "-c", cpus, "-d", "1", "--rounds", "2", "--apply", id,
     ])
 }
+
+/// SIGTERM in the middle of the measured checks: the report is printed with the
+/// unfinished checks skipped, not passed, and the run exits 1 (a CI job stopped by its
+/// timeout must not read as a pass), leaving nothing loaded.
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_check_cut_short_prints_what_it_has_and_is_no_pass() {
+    assert_root();
+    let cpu = checked_cpu().to_string();
+    let args = [
+        "check",
+        "-c",
+        &cpu,
+        "-d",
+        "30",
+        "--profile",
+        "hpc",
+        "--json",
+        "-q",
+    ];
+    let child = start(&args);
+    wait_until("check's noise run", Duration::from_secs(20), || {
+        !loaded_irqlens_programs().is_empty()
+    });
+    let output = signal_and_expect_end(child, libc::SIGTERM, Duration::from_secs(20));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_valid_document(&output.stdout);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["interrupted"], true, "{report:#}");
+    for id in ["max-noise", "min-available"] {
+        assert_ne!(the_check(&report, id)["status"], "pass", "{report:#}");
+    }
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
