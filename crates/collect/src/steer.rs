@@ -41,7 +41,7 @@ pub struct Outcome {
 
 /// `--dev`: every device must be one whose threads steer can find (NAPI threads are
 /// named after a network device, IRQ threads after their line): a network device of any
-/// network namespace (see [`network_devices`]), or part of an IRQ line's name. A name
+/// network namespace (see `network_devices`), or part of an IRQ line's name. A name
 /// that is neither would steer nothing and say nothing.
 pub fn check_devices(devices: &[String]) -> Result<()> {
     if devices.is_empty() {
