@@ -48,6 +48,18 @@ pub enum ContainerRuntime {
     Podman,
 }
 
+impl ContainerRuntime {
+    /// The runtime's name, as serialized and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContainerRuntime::Containerd => "containerd",
+            ContainerRuntime::Crio => "crio",
+            ContainerRuntime::Docker => "docker",
+            ContainerRuntime::Podman => "podman",
+        }
+    }
+}
+
 /// A container: its full id (64 lowercase hex digits) and, when the path shows it, its runtime.
 #[derive(
     Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -147,5 +159,17 @@ mod tests {
         assert_eq!(value["qos"], "besteffort");
         assert_eq!(value["container"]["runtime"], "containerd");
         assert_eq!(serde_json::from_value::<Workload>(value).unwrap(), pod);
+    }
+
+    #[test]
+    fn runtime_names_are_their_serialized_names() {
+        for runtime in [
+            ContainerRuntime::Containerd,
+            ContainerRuntime::Crio,
+            ContainerRuntime::Docker,
+            ContainerRuntime::Podman,
+        ] {
+            assert_eq!(serde_json::to_value(runtime).unwrap(), runtime.name());
+        }
     }
 }
