@@ -282,6 +282,20 @@ mod tests {
         }
     }
 
+    /// `pod_path` names pod UID alone, and its child `level` the pod with container `id`.
+    fn assert_pod_and_its_container(
+        pod_path: &str,
+        qos: QosClass,
+        level: &str,
+        runtime: Option<ContainerRuntime>,
+        id: &str,
+    ) {
+        assert_eq!(workload_of(pod_path), pod(UID, qos, None), "{pod_path}");
+        let path = format!("{pod_path}/{level}");
+        let expected = pod(UID, qos, Some((runtime, id)));
+        assert_eq!(workload_of(&path), expected, "{path}");
+    }
+
     fn cgroup(path: &str) -> Workload {
         Workload::Cgroup {
             path: path.to_owned(),
@@ -312,13 +326,7 @@ mod tests {
                 ("/kubepods", QosClass::Guaranteed),
             ] {
                 let pod_path = format!("/kubepods.slice{qos_level}-pod{uid}.slice");
-                assert_eq!(workload_of(&pod_path), pod(UID, qos, None), "{pod_path}");
-                let path = format!("{pod_path}/{scope}");
-                assert_eq!(
-                    workload_of(&path),
-                    pod(UID, qos, Some((Some(runtime), &id))),
-                    "{path}"
-                );
+                assert_pod_and_its_container(&pod_path, qos, &scope, Some(runtime), &id);
             }
         }
     }
@@ -348,16 +356,10 @@ mod tests {
             ("", QosClass::Guaranteed),
         ] {
             let pod_path = format!("/kubepods{qos_level}/pod{UID}");
-            assert_eq!(workload_of(&pod_path), pod(UID, qos, None), "{pod_path}");
-            let path = format!("{pod_path}/{id}");
-            assert_eq!(
-                workload_of(&path),
-                pod(UID, qos, Some((None, &id))),
-                "{path}"
-            );
-            let crio = format!("{pod_path}/crio-{id}");
-            let expected = pod(UID, qos, Some((Some(ContainerRuntime::Crio), &id)));
-            assert_eq!(workload_of(&crio), expected, "{crio}");
+            assert_pod_and_its_container(&pod_path, qos, &id, None, &id);
+            let crio = format!("crio-{id}");
+            let runtime = Some(ContainerRuntime::Crio);
+            assert_pod_and_its_container(&pod_path, qos, &crio, runtime, &id);
         }
     }
 
