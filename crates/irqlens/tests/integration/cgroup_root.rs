@@ -74,3 +74,30 @@ fn a_process_in_a_pod_cgroup_is_named_by_its_pod_and_container() {
     drop(bed);
     assert!(!leaf.exists() && !pod_dir.exists(), "cgroups left behind");
 }
+
+#[test]
+#[ignore = "needs root: makes cgroups (scripts/test runs it)"]
+fn a_cgroup_bed_is_removed_when_its_test_fails_with_a_process_inside() {
+    require_root("this test makes cgroups").unwrap();
+    let (uid, _) = fresh_uid_and_container_id();
+    let top = format!("/irqlens-test-{uid}");
+    let path = format!("{top}/inner");
+    let top_dir = CgroupResolver::new().unwrap().mount().join(&top[1..]);
+    // alive through the failure: the bed moves it out before removing the cgroup
+    let sleeper = Sleeper(Command::new("sleep").arg("60").spawn().unwrap());
+    let pid = sleeper.0.id();
+    let failed = std::panic::catch_unwind(|| {
+        let bed = CgroupBed::make(&path).unwrap();
+        assert!(
+            CgroupBed::make(&path).is_err(),
+            "a cgroup that exists is refused"
+        );
+        bed.add(pid).unwrap();
+        assert_eq!(path_of_process(pid).unwrap(), path);
+        panic!("the test fails with process {pid} in {path}");
+    });
+    assert!(failed.is_err());
+    assert!(!top_dir.exists(), "{} left behind", top_dir.display());
+    assert_eq!(path_of_process(pid).unwrap(), "/", "moved to the root");
+    drop(sleeper);
+}
