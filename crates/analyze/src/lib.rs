@@ -18,6 +18,7 @@ pub mod timeline;
 pub mod trial;
 pub mod tune;
 pub mod wakeup;
+pub mod workload;
 
 /// Each item once, in the order first seen (designs in the order measured; a handful,
 /// so a linear search).

@@ -6,6 +6,7 @@
 
 pub mod account;
 pub mod bh;
+pub mod cgroup;
 pub mod check;
 pub mod claim;
 pub mod clock;

@@ -25,5 +25,6 @@ pub mod trial;
 pub mod tune;
 pub mod units;
 pub mod wakeup;
+pub mod workload;
 
 pub use units::CpuList;

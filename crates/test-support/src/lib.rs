@@ -1,4 +1,5 @@
 //! Ground truth for irqlens's tests and benches: known noise (a pinned spinning thread),
+//! workloads' cgroups made with real machines' paths,
 //! a UDP flow through a private network namespace, a Perfetto trace checker, and a busy
 //! machine (hackbench and a UDP flood), synthetic checkpoint streams for the analysis's
 //! unit tests, hostile clients of an HTTP server, promtool's verdict, the HTML report's
@@ -7,6 +8,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "live")]
+pub mod cgroup_bed;
 pub mod hostile_http;
 pub mod perfetto_check;
 pub mod promtool;

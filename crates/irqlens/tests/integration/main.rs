@@ -9,6 +9,7 @@ mod advise_cli;
 mod advise_root;
 mod bh_cli;
 mod bh_root;
+mod cgroup_root;
 mod check_cli;
 mod check_root;
 mod chromium;

@@ -1,0 +1,175 @@
+//! Workloads: the cgroup a task runs in, and what its path names (a Kubernetes pod and
+//! container, a Docker or Podman container, a systemd unit). Plain data: analyze names a
+//! path (`irqlens_analyze::workload::workload_of`), collect resolves an id to its path.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A cgroup v2 id: the inode number of the cgroup's directory in the cgroup2 file system,
+/// which is what BPF's `bpf_get_current_cgroup_id()` and `task->cgroups->dfl_cgrp->kn->id`
+/// give (64-bit kernfs ids, Linux 5.5 and later).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct CgroupId(pub u64);
+
+/// A Kubernetes pod's quality of service class, which the kubelet makes a level of the
+/// cgroup tree (guaranteed pods sit directly under `kubepods`).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum QosClass {
+    /// Requests equal limits for every resource.
+    Guaranteed,
+    /// Some requests or limits, not all equal.
+    Burstable,
+    /// No requests or limits.
+    BestEffort,
+}
+
+/// The container runtime a cgroup's name shows (none in the kubelet's cgroupfs layout,
+/// where a container's cgroup is its bare id).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainerRuntime {
+    /// containerd's CRI plugin (`cri-containerd-<id>.scope`).
+    Containerd,
+    /// CRI-O (`crio-<id>.scope`).
+    Crio,
+    /// Docker, or the kubelet's dockershim (`docker-<id>.scope`, `/docker/<id>`).
+    Docker,
+    /// Podman (`libpod-<id>.scope`).
+    Podman,
+}
+
+impl ContainerRuntime {
+    /// The runtime's name, as serialized and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContainerRuntime::Containerd => "containerd",
+            ContainerRuntime::Crio => "crio",
+            ContainerRuntime::Docker => "docker",
+            ContainerRuntime::Podman => "podman",
+        }
+    }
+}
+
+/// A container: its full id (64 lowercase hex digits) and, when the path shows it, its runtime.
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub struct Container {
+    /// The runtime, if the cgroup's name shows it.
+    pub runtime: Option<ContainerRuntime>,
+    /// The container id, 64 lowercase hex digits.
+    pub id: String,
+}
+
+/// What a cgroup v2 path names.
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Workload {
+    /// A Kubernetes pod, and the container in it when the path goes that deep.
+    Pod {
+        /// The pod's UID, with dashes (as the API server shows it), lowercase.
+        uid: String,
+        /// The pod's QoS class.
+        qos: QosClass,
+        /// The container, if the path names one (not the pod's own cgroup).
+        container: Option<Container>,
+    },
+    /// A container outside Kubernetes (Docker, Podman).
+    Container(Container),
+    /// A systemd unit: a service, a scope (a login session, a transient unit) or a slice.
+    Unit {
+        /// The unit's name, e.g. `sshd.service`, `session-3.scope`, `user-1000.slice`.
+        name: String,
+    },
+    /// A cgroup whose layout irqlens does not know: only its path.
+    Cgroup {
+        /// The cgroup v2 path, from the hierarchy's root (`/` is the root).
+        path: String,
+    },
+}
+
+/// The cgroup v2 paths of the cgroup ids a run saw, so that a recording can name them
+/// without the live machine (a cgroup may be gone by the time it is read).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CgroupNames {
+    /// Id → path from the hierarchy's root.
+    pub paths: BTreeMap<CgroupId, String>,
+}
+
+impl CgroupNames {
+    /// The path of `id`, if known.
+    pub fn path(&self, id: CgroupId) -> Option<&str> {
+        self.paths.get(&id).map(String::as_str)
+    }
+
+    /// Records `path` as the path of `id` (a later name replaces an earlier one: ids are
+    /// not reused while the kernel runs, but a cgroup can be renamed).
+    pub fn insert(&mut self, id: CgroupId, path: String) {
+        self.paths.insert(id, path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_json_with_ids_as_keys() {
+        let mut names = CgroupNames::default();
+        names.insert(CgroupId(1), "/".into());
+        names.insert(CgroupId(4242), "/system.slice/sshd.service".into());
+        let text = serde_json::to_string(&names).unwrap();
+        assert_eq!(
+            text,
+            r#"{"paths":{"1":"/","4242":"/system.slice/sshd.service"}}"#
+        );
+        let back: CgroupNames = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, names);
+        assert_eq!(
+            back.path(CgroupId(4242)),
+            Some("/system.slice/sshd.service")
+        );
+        assert_eq!(back.path(CgroupId(7)), None);
+    }
+
+    #[test]
+    fn a_pod_serializes_tagged_with_its_qos_in_lowercase() {
+        let pod = Workload::Pod {
+            uid: "1b2c3d4e-0000-4000-8000-000000000001".into(),
+            qos: QosClass::BestEffort,
+            container: Some(Container {
+                runtime: Some(ContainerRuntime::Containerd),
+                id: "ab".repeat(32),
+            }),
+        };
+        let value = serde_json::to_value(&pod).unwrap();
+        assert_eq!(value["kind"], "pod");
+        assert_eq!(value["qos"], "besteffort");
+        assert_eq!(value["container"]["runtime"], "containerd");
+        assert_eq!(serde_json::from_value::<Workload>(value).unwrap(), pod);
+    }
+
+    #[test]
+    fn runtime_names_are_their_serialized_names() {
+        for runtime in [
+            ContainerRuntime::Containerd,
+            ContainerRuntime::Crio,
+            ContainerRuntime::Docker,
+            ContainerRuntime::Podman,
+        ] {
+            assert_eq!(serde_json::to_value(runtime).unwrap(), runtime.name());
+        }
+    }
+}
