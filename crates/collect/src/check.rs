@@ -40,10 +40,8 @@ pub fn read_configuration(cpus: &CpuList) -> Result<Configuration> {
     let system = "/sys/devices/system";
     Ok(Configuration {
         machine,
-        isolated: read_cpu_list(format!("{system}/cpu/isolated")).unwrap_or_default(),
-        nohz_full: read_trimmed(format!("{system}/cpu/nohz_full"))
-            // "(null)" when no nohz_full= was given
-            .map(|text| text.parse().unwrap_or_default()),
+        isolated: isolated_cpus(),
+        nohz_full: nohz_full_cpus(),
         transparent_hugepage: read_trimmed("/sys/kernel/mm/transparent_hugepage/enabled")
             .and_then(|modes| selected_mode(&modes)),
         clocksource: read_trimmed(format!(
@@ -71,6 +69,19 @@ fn selected_mode(modes: &str) -> Option<String> {
         .split_whitespace()
         .find_map(|word| word.strip_prefix('[')?.strip_suffix(']'))
         .map(str::to_owned)
+}
+
+/// The CPUs isolcpus= took out of the scheduler's domains (`/sys/devices/system/cpu/
+/// isolated`, numbered among the possible CPUs); empty when none.
+pub fn isolated_cpus() -> CpuList {
+    read_cpu_list("/sys/devices/system/cpu/isolated".into()).unwrap_or_default()
+}
+
+/// The nohz_full= CPUs; none: the kernel has no such file (no CONFIG_NO_HZ_FULL).
+pub fn nohz_full_cpus() -> Option<CpuList> {
+    read_trimmed("/sys/devices/system/cpu/nohz_full")
+        // "(null)" when no nohz_full= was given
+        .map(|text| text.parse().unwrap_or_default())
 }
 
 /// The CPUs the running irqbalance bans: its environment is what it was started with

@@ -96,20 +96,18 @@ fn checked_cpus(given: Option<&CpuList>) -> Result<(CpuList, String)> {
         return Ok((system::select_cpus(Some(cpus))?, "-c".into()));
     }
     let online = system::online_cpus()?;
-    for (file, why) in [
-        ("isolated", "the isolated CPUs"),
-        ("nohz_full", "the nohz_full CPUs"),
-    ] {
+    let set_aside = [
+        (irqlens_collect::check::isolated_cpus(), "the isolated CPUs"),
+        (
+            irqlens_collect::check::nohz_full_cpus().unwrap_or_default(),
+            "the nohz_full CPUs",
+        ),
+    ];
+    for (cpus, why) in set_aside {
         // numbered among the possible CPUs: those offline now are not checked
-        let set_aside: CpuList = std::fs::read_to_string(format!("/sys/devices/system/cpu/{file}"))
-            .ok()
-            .and_then(|text| text.trim().parse::<CpuList>().ok())
-            .unwrap_or_default()
-            .iter()
-            .filter(|&cpu| online.contains(cpu))
-            .collect();
-        if !set_aside.is_empty() {
-            return Ok((set_aside, why.into()));
+        let online_ones: CpuList = cpus.iter().filter(|&cpu| online.contains(cpu)).collect();
+        if !online_ones.is_empty() {
+            return Ok((online_ones, why.into()));
         }
     }
     let mut cpus = online.iter();
