@@ -388,12 +388,17 @@ pub struct MachineState {
 }
 
 impl MachineState {
-    /// The boot parameter `name=` on the command line, if present (its value).
+    /// The boot parameter `name=` on the command line, if present (its value): the last
+    /// one given, which is the one the kernel keeps, and never one after `--` (the
+    /// kernel hands the words after it to init).
     pub fn boot_parameter(&self, name: &str) -> Option<&str> {
-        self.cmdline.split_whitespace().find_map(|word| {
-            let (key, value) = word.split_once('=').unwrap_or((word, ""));
-            (key == name).then_some(value)
-        })
+        (self.cmdline.split_whitespace())
+            .take_while(|word| *word != "--")
+            .filter_map(|word| {
+                let (key, value) = word.split_once('=').unwrap_or((word, ""));
+                (key == name).then_some(value)
+            })
+            .last()
     }
 
     /// The sysctl `name`, if read.
@@ -657,5 +662,12 @@ mod tests {
         assert_eq!(machine.boot_parameter("nohz_full"), Some("1-3"));
         assert_eq!(machine.boot_parameter("isolcpus"), Some(""));
         assert_eq!(machine.boot_parameter("rcu_nocbs"), None);
+        // the last one counts, and init's words after `--` are not the kernel's
+        let machine = MachineState {
+            cmdline: "isolcpus=1 isolcpus=managed_irq,2-3 -- --init-arg nohz_full=1".into(),
+            ..Default::default()
+        };
+        assert_eq!(machine.boot_parameter("isolcpus"), Some("managed_irq,2-3"));
+        assert_eq!(machine.boot_parameter("nohz_full"), None);
     }
 }
