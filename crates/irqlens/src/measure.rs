@@ -185,6 +185,16 @@ pub fn run_live<M: Measure>(
     Ok((result, closed))
 }
 
+/// A run of `M` another command makes for its own figures (advise -c, check): live, its
+/// recording closed, and `STOP` (which ended it) clear again, so that a run after it
+/// starts as any run does.
+pub fn run_for_figures<M: Measure>(options: M::Options, output: &OutputArgs) -> Result<M::Result> {
+    let (result, closed) = run_live::<M>(options, output)?;
+    closed?;
+    driver::STOP.store(false, std::sync::atomic::Ordering::Relaxed);
+    Ok(result)
+}
+
 /// Re-analyzes a recording made by any capability with the options it was made with.
 pub fn replay(path: &Path) -> Result<(Reader, Box<dyn Outcome>)> {
     replay_from(Reader::open(path)?)

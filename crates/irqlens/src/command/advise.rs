@@ -1,17 +1,15 @@
 //! `irqlens advise [REC...]` or `irqlens advise -c LIST -d TIME`: the causes a measurement
 //! named on each CPU, with the machine's state, turned into remedies.
 
-use std::sync::atomic::Ordering;
-
 use anyhow::{Result, bail};
 
 use std::path::PathBuf;
 
 use crate::cli::{AdviseArgs, OutputArgs, ShowArgs};
-use crate::driver::{Done, Measures, Needs, Run, STOP, Tool, interrupted};
+use crate::driver::{Done, Measures, Needs, Run, Tool, interrupted};
 use crate::measure::noise::NoiseTool;
 use crate::measure::wakeup::WakeupTool;
-use crate::measure::{Measure, Outcome, replay, run_live};
+use crate::measure::{Measure, Outcome, replay, run_for_figures};
 use irqlens_analyze::advise::advise;
 use irqlens_collect::machine;
 use irqlens_model::noise::NoiseOptions;
@@ -114,8 +112,6 @@ pub fn measure_causes(noise: NoiseOptions, output: &OutputArgs) -> Result<Vec<Cp
         }
         return Ok(causes);
     }
-    // the noise run ended by setting STOP: the wakeup run starts with it clear
-    STOP.store(false, Ordering::Relaxed);
     say("wakeup (timer mode)");
     causes.extend(causes_of::<WakeupTool>(wakeup, output)?);
     Ok(causes)
@@ -123,8 +119,7 @@ pub fn measure_causes(noise: NoiseOptions, output: &OutputArgs) -> Result<Vec<Cp
 
 /// The causes a live run of `T` names.
 fn causes_of<M: Measure>(options: M::Options, output: &OutputArgs) -> Result<Vec<CpuCause>> {
-    let (result, closed) = run_live::<M>(options, output)?;
-    closed?;
+    let result = run_for_figures::<M>(options, output)?;
     Ok(result.causes().unwrap_or_default())
 }
 

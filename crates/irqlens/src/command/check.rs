@@ -3,17 +3,16 @@
 //! or SKIP with the cause the run named and advise's remedy for it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use crate::cli::{CheckArgs, OutputArgs, ShowArgs};
-use crate::driver::{Actions, Done, Measures, Needs, Run, STOP, Tool, interrupted};
+use crate::driver::{Actions, Done, Measures, Needs, Run, Tool, interrupted};
 use crate::measure::bh::BhTool;
 use crate::measure::noise::NoiseTool;
 use crate::measure::wakeup::WakeupTool;
-use crate::measure::{Measure, Outcome, run_live};
+use crate::measure::{Measure, Outcome, run_for_figures};
 use crate::parse::Action;
 use irqlens_analyze::advise::advise;
 use irqlens_analyze::check::measured::measured_checks;
@@ -329,12 +328,9 @@ impl Measured {
             return Ok(());
         }
         run.say(format!("measuring {what}"));
-        let (result, closed) = run_live::<M>(options, output)?;
-        closed?;
+        let result = run_for_figures::<M>(options, output)?;
         self.figures.extend(result.check_figures());
         self.causes.extend(result.causes().unwrap_or_default());
-        // a run ends by setting STOP: the next starts with it clear
-        STOP.store(false, Ordering::Relaxed);
         Ok(())
     }
 }
