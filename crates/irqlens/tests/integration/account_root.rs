@@ -43,8 +43,11 @@ struct Accounted {
     orphan_receive_path: u64,
 }
 
+/// Accounts CPU 1 for 3 s while the flow sends `rate` datagrams a second (none at 0).
 fn account(flow: &mut UdpFlow, rate: u32) -> Accounted {
-    flow.send(rate);
+    if rate > 0 {
+        flow.send(rate);
+    }
     std::thread::sleep(Duration::from_millis(300));
     // CPU 1 only: all that is charged there is the receive path's, wherever it is served
     let doc = irqlens_json(&["account", "-c", "1", "-d", "3", "--threads"]);
@@ -56,8 +59,9 @@ fn account(flow: &mut UdpFlow, rate: u32) -> Accounted {
         .expect("the spinner is charged");
     let receiver = rows
         .iter()
-        .find(|r| r["id"].as_u64() == Some(flow.receiver_pid().into()))
-        .expect("the receiver is served");
+        .find(|r| r["id"].as_u64() == Some(flow.receiver_pid().into()));
+    assert!(rate == 0 || receiver.is_some(), "the receiver is served");
+    let receiver = receiver.unwrap_or(&Value::Null);
     Accounted {
         charged_on_cpu1: rows
             .iter()
@@ -67,7 +71,11 @@ fn account(flow: &mut UdpFlow, rate: u32) -> Accounted {
         spinner_charged: ns(spinner, "charged_ns"),
         spinner_charged_receive: receive_path(spinner, "charged_by"),
         spinner_served: ns(spinner, "served_ns"),
-        receiver_served: receive_path(receiver, "served_by"),
+        receiver_served: if receiver.is_null() {
+            0
+        } else {
+            receive_path(receiver, "served_by")
+        },
         receiver_units: ns(receiver, "units"),
         orphan_receive_path: receive_path(&doc["total"], "orphan_by"),
     }
@@ -81,9 +89,14 @@ fn receive_processing_is_charged_to_the_spinner_and_served_to_the_receiver() {
     // one busy period longer than the test: the spinner never leaves the CPU
     let forever = Duration::from_secs(600);
     let spinner = Spinner::start(SPINNER, 1, forever, forever);
+    let quiet = account(&mut flow, 0);
     let low = account(&mut flow, 1_000);
     let high = account(&mut flow, 10_000);
     drop(spinner);
+    println!(
+        "no packets: spinner's receive-path charge {} us",
+        quiet.spinner_charged_receive / 1000
+    );
     for (rate, a) in [(1_000, &low), (10_000, &high)] {
         println!(
             "{rate}/s: charged on CPU 1 {} us (spinner {} us, {} us receive path), receiver served {} us in {} units, receive-path orphan {} us",
@@ -108,18 +121,19 @@ fn receive_processing_is_charged_to_the_spinner_and_served_to_the_receiver() {
             "{rate}/s: served / charged = {ratio:.3}"
         );
         assert_eq!(a.spinner_served, 0, "nothing is done for the spinner");
+        // The spinner's receive-path charge is the packets': without them (same spinner,
+        // same namespace, same 3 s) it is a small fraction of what either rate brings. Not
+        // in proportion to the rate: a lone packet pays the interrupt entry and cold caches
+        // alone (6-15 us each at 1000/s on this VM, bimodal across runs), at 10000/s they
+        // are batched (1.7-3 us each), so the two rates' charges can come out close.
+        assert!(
+            a.spinner_charged_receive > 10 * quiet.spinner_charged_receive,
+            "{rate}/s: the spinner's receive-path charge comes with the packets: {} ns, \
+             {} ns without them",
+            a.spinner_charged_receive,
+            quiet.spinner_charged_receive
+        );
     }
-    // The spinner's receive-path charge follows the packets. Not 10x: a lone packet
-    // pays the interrupt entry and cold caches alone (measured 6-11 us each at 1000/s
-    // on this VM, the same from run to run but bimodal across runs), at 10000/s they
-    // are batched (2.4-3 us each): 2.4x-4.1x measured. Ticks (about 12 ms in 3 s, the
-    // same at both rates) are left out. A charge unrelated to the packets stays ~1x.
-    assert!(
-        2 * high.spinner_charged_receive > 3 * low.spinner_charged_receive,
-        "the spinner's receive-path charge grows with the packet rate: {} -> {} ns",
-        low.spinner_charged_receive,
-        high.spinner_charged_receive
-    );
     // the kernel bills the receive path to whatever runs on CPU 1: the spinner, except
     // while RT throttling takes it off the CPU
     for a in [&low, &high] {

@@ -22,8 +22,12 @@
 #ifndef IRQLENS_RECORD_AREA_H
 #define IRQLENS_RECORD_AREA_H
 
-/* One CPU's positions; writer and reader fields on separate cache lines. */
-struct area_cursor {
+/*
+ * One CPU's positions; writer and reader fields on separate cache lines. Aligned to the
+ * line so the pads do what they say, and so the reader's 64-aligned view of the array in
+ * .bss (after other globals) is aligned too.
+ */
+struct __attribute__((aligned(64))) area_cursor {
 	__u64 head; /* next position to claim (BPF) */
 	__u64 lost; /* records dropped because the area was full (BPF) */
 	__u64 writer_pad[6];
