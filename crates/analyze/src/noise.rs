@@ -498,6 +498,7 @@ mod tests {
             start_ns: seq * 1_000,
             duration_ns,
             seq,
+            cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         }
     }
 

@@ -273,6 +273,7 @@ mod tests {
             next_pid,
             next_tgid: 0,
             next_comm: Comm::default(),
+            next_cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         };
         event(what, us, pid)
     }

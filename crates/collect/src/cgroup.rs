@@ -69,6 +69,14 @@ pub fn path_of_process(pid: u32) -> Result<String> {
         .ok_or_else(|| anyhow!("{file} has no cgroup v2 line (0::)"))
 }
 
+/// The cgroup v2 id of process (or thread) `pid`: the inode of its cgroup's directory in
+/// the hierarchy mounted at `mount`; none if either is gone.
+pub fn id_of_process(mount: &Path, pid: u32) -> Option<CgroupId> {
+    let path = path_of_process(pid).ok()?;
+    let dir = mount.join(path.trim_start_matches('/'));
+    fs::metadata(dir).ok().map(|meta| CgroupId(meta.ino()))
+}
+
 /// The cgroup v2 path in /proc/PID/cgroup's text: its `0::PATH` line (v1 hierarchies
 /// have a non-zero id and their controllers between the colons).
 pub fn v2_path_in(proc_cgroup: &str) -> Option<&str> {

@@ -166,10 +166,15 @@ pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
     let Ok(processes) = fs::read_dir("/proc") else {
         return threads;
     };
+    let cgroup_mount = crate::cgroup::v2_mount().ok();
     for process in processes.flatten() {
         let Some(tgid) = numbered(&process) else {
             continue;
         };
+        // a process's threads share its cgroup (threaded cgroups aside, which are rare)
+        let cgroup = cgroup_mount
+            .as_deref()
+            .and_then(|mount| crate::cgroup::id_of_process(mount, tgid));
         let Ok(tasks) = fs::read_dir(process.path().join("task")) else {
             continue;
         };
@@ -188,6 +193,7 @@ pub fn thread_runtimes() -> HashMap<u32, ThreadInfo> {
                     tgid,
                     comm: comm.trim_end().to_owned(),
                     runtime_ns: parse_schedstat_runtime(&schedstat),
+                    cgroup,
                 },
             );
         }

@@ -6,8 +6,10 @@ use std::collections::BTreeSet;
 use anyhow::{Result, anyhow};
 use irqlens_model::event::EventData;
 use irqlens_model::options::RunOptions;
+use irqlens_model::workload::{CgroupId, CgroupNames};
 use irqlens_record::{End, Header, KernelFunction, Line, Sink};
 
+use crate::cgroup::{CgroupResolver, MOST_CGROUPS};
 use crate::system;
 
 /// The sinks of one run; with none, `put` does nothing.
@@ -17,6 +19,9 @@ pub struct Tap {
     inputs: u64,
     /// Kernel function addresses the events refer to, named at the end.
     functions: BTreeSet<u64>,
+    /// Cgroup ids the inputs carry, named at the end (at most MOST_CGROUPS: a machine
+    /// that makes cgroups without end does not grow it).
+    cgroups: BTreeSet<CgroupId>,
     /// The first write error: the run goes on, the error is reported at the end.
     error: Option<anyhow::Error>,
 }
@@ -43,6 +48,7 @@ impl Tap {
         {
             self.functions.insert(function);
         }
+        self.learn_cgroups(&line);
         for sink in &mut self.sinks {
             if let Err(err) = sink.put(&line) {
                 self.error = Some(anyhow!("{}: {err}", sink.name()));
@@ -60,6 +66,7 @@ impl Tap {
             return Ok(());
         }
         let symbols = system::kernel_symbols();
+        let cgroups = self.cgroup_names();
         let end = End {
             finished_at: system::now_rfc3339(),
             inputs: self.inputs,
@@ -74,10 +81,41 @@ impl Tap {
                     name: symbols.name(address),
                 })
                 .collect(),
+            cgroups,
         };
         self.sinks
             .into_iter()
             .try_for_each(|sink| sink.finish(&end))
+    }
+}
+
+impl Tap {
+    fn learn_cgroups(&mut self, line: &Line) {
+        let mut learn = |id: CgroupId| {
+            if id.is_known() && self.cgroups.len() < MOST_CGROUPS {
+                self.cgroups.insert(id);
+            }
+        };
+        match line {
+            Line::Event(event) => event.what.cgroup().into_iter().for_each(learn),
+            Line::NoiseRecord(record) => learn(record.cgroup),
+            Line::Mark { threads, .. } => threads
+                .iter()
+                .filter_map(|reading| reading.info.cgroup)
+                .for_each(learn),
+            _ => {}
+        }
+    }
+
+    /// The paths of the cgroups the inputs named, read now: a cgroup removed during the
+    /// run has none (the machine's v2 hierarchy not found: none at all).
+    fn cgroup_names(&self) -> CgroupNames {
+        if self.cgroups.is_empty() {
+            return CgroupNames::default();
+        }
+        CgroupResolver::new()
+            .map(|mut resolver| resolver.names_of(self.cgroups.iter().copied()))
+            .unwrap_or_default()
     }
 }
 

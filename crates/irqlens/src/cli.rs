@@ -11,11 +11,12 @@ use irqlens_model::sched::Priority;
 use irqlens_model::sim::Design;
 use irqlens_model::stimulus::{LoadScenario, TriggerKind};
 use irqlens_model::units::CpuList;
+use irqlens_model::workload::WorkloadBy;
 use irqlens_model::{account, bh, hist, noise, wakeup};
 
 use crate::parse::{
-    Action, parse_action, parse_bucket_size, parse_count, parse_micros, parse_percent,
-    parse_run_duration,
+    Action, parse_action, parse_bucket_size, parse_cgroup_path, parse_count, parse_micros,
+    parse_percent, parse_run_duration, parse_workload_by,
 };
 
 /// The command line as irqlens parses it, documents it (`--help`, man pages) and completes
@@ -436,6 +437,9 @@ pub struct NoiseArgs {
     /// Number of rows in the top causes table
     #[arg(long, value_name = "N", default_value_t = noise::DEFAULT_CAUSES)]
     pub causes: usize,
+    /// Also the thread causes per workload: cgroup, pod, container or unit
+    #[arg(long, value_name = "KIND", value_parser = parse_workload_by)]
+    pub by: Option<WorkloadBy>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -694,6 +698,9 @@ pub struct WakeupArgs {
     /// Timer mode: trace nothing and measure the total only, as cyclictest does
     #[arg(long)]
     pub no_trace: bool,
+    /// Task mode: only the watched tasks in this cgroup v2 path and below, as /proc/PID/cgroup shows it (repeatable)
+    #[arg(long = "cgroup", value_name = "PATH", value_parser = parse_cgroup_path)]
+    pub cgroups: Vec<String>,
     /// Rows in the causes table
     #[arg(long, value_name = "N", default_value_t = wakeup::DEFAULT_CAUSES)]
     pub causes: usize,
@@ -738,6 +745,12 @@ pub struct AccountArgs {
     /// Rows in the table and in the victim and causer rankings
     #[arg(long, value_name = "N", default_value_t = account::DEFAULT_TOP)]
     pub top: usize,
+    /// Also a table per workload: cgroup, pod, container or unit (charged, served, and the kernel's error per workload)
+    #[arg(long, value_name = "KIND", value_parser = parse_workload_by)]
+    pub by: Option<WorkloadBy>,
+    /// Only the tasks in this cgroup v2 path and below, as /proc/PID/cgroup shows it (repeatable)
+    #[arg(long = "cgroup", value_name = "PATH", value_parser = parse_cgroup_path)]
+    pub cgroups: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

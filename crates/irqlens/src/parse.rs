@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use irqlens_model::workload::WorkloadBy;
+
 // clap is told to hand `-3` over as a value, not as a flag: the parsers say what is wrong
 // with it
 pub use irqlens_model::units::{parse_micros, refuse_sign_and_size};
@@ -49,6 +51,40 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
             "'{text}' is not a percentage from 0 to 100 (example: 99.5)"
         )),
     }
+}
+
+/// `--by`: what rows are grouped by.
+pub fn parse_workload_by(text: &str) -> Result<WorkloadBy, String> {
+    [
+        WorkloadBy::Cgroup,
+        WorkloadBy::Pod,
+        WorkloadBy::Container,
+        WorkloadBy::Unit,
+    ]
+    .into_iter()
+    .find(|by| by.name() == text.trim())
+    .ok_or_else(|| format!("'{text}' is not one of cgroup, pod, container, unit"))
+}
+
+/// The longest `--cgroup` path (the kernel's PATH_MAX).
+const MOST_CGROUP_PATH: usize = 4096;
+
+/// `--cgroup`: a cgroup v2 path from the hierarchy's root, as /proc/PID/cgroup shows it
+/// (`/kubepods.slice/...`), kept without a trailing `/`.
+pub fn parse_cgroup_path(text: &str) -> Result<String, String> {
+    if !text.starts_with('/') {
+        return Err(format!(
+            "'{text}' is not a cgroup path from the hierarchy's root (like /system.slice/sshd.service, as /proc/PID/cgroup shows it)"
+        ));
+    }
+    if text.len() > MOST_CGROUP_PATH || text.contains('\0') {
+        return Err("a cgroup path is at most 4096 bytes, without NUL".into());
+    }
+    if text.split('/').any(|part| part == "." || part == "..") {
+        return Err(format!("'{text}': a cgroup path has no . or .. parts"));
+    }
+    let trimmed = text.trim_end_matches('/');
+    Ok(if trimmed.is_empty() { "/" } else { trimmed }.to_owned())
 }
 
 /// What `--on-threshold` and `--on-end` do (rtla's actions), in the order given.

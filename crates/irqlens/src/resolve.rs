@@ -153,6 +153,7 @@ impl WakeupArgs {
             hist,
             causes: self.causes,
             dma_latency_us,
+            cgroups: self.cgroups.clone(),
         })
     }
 }
@@ -203,6 +204,7 @@ impl NoiseArgs {
             },
             hist,
             causes: self.causes,
+            by: self.by,
         })
     }
 }
@@ -222,6 +224,8 @@ impl AccountArgs {
             compensate: self.compensate,
             threads: self.threads,
             top: self.top,
+            by: self.by,
+            cgroups: self.cgroups.clone(),
         })
     }
 }

@@ -9,6 +9,7 @@ use crate::bounds::{Check, Checked, check_cpus, check_optional_time, check_rows,
 use crate::run::RunCommon;
 
 use crate::units::CpuList;
+use crate::workload::{CgroupId, WorkloadBy};
 
 /// What /proc told of a thread.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -20,6 +21,10 @@ pub struct ThreadInfo {
     /// CPU time the kernel accounted to it during the run (schedstat's sum_exec_runtime
     /// at the end minus at the start), if it lived through both readings.
     pub runtime_ns: Option<u64>,
+    /// Its cgroup v2 id, if /proc named a cgroup irqlens could find (recordings older than
+    /// the field have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupId>,
 }
 
 /// What `irqlens account` measures, and how.
@@ -37,6 +42,14 @@ pub struct AccountOptions {
     pub threads: bool,
     /// Rows in the table and in the victim and causer rankings.
     pub top: usize,
+    /// Also a table per workload (`--by`): charged and served per cgroup, pod, container
+    /// or unit.
+    #[serde(default)]
+    pub by: Option<WorkloadBy>,
+    /// Only the tasks in these cgroup v2 paths and their descendants (`--cgroup`); empty:
+    /// every task.
+    #[serde(default)]
+    pub cgroups: Vec<String>,
 }
 
 /// How an accounting run went, besides its analysis.
@@ -62,6 +75,8 @@ impl AccountOptions {
             compensate: false,
             threads: false,
             top: DEFAULT_TOP,
+            by: None,
+            cgroups: Vec::new(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! space sees them.
 
 use super::kernel::Comm;
+use super::workload::CgroupId;
 
 /// Checkpoint kinds, in the order of `enum checkpoint_kind` in checkpoint.h.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -179,6 +180,8 @@ pub enum EventData {
         next_tgid: u32,
         /// Its name.
         next_comm: Comm,
+        /// Its cgroup v2 id (`CgroupId::UNKNOWN` in recordings older than the field).
+        next_cgroup: CgroupId,
     },
     /// sched_waking, in the waker's context: `woken_pid` (of process `woken_tgid`) is
     /// woken; `watched` if it is a thread the probe watches.
@@ -189,6 +192,8 @@ pub enum EventData {
         woken_tgid: u32,
         /// Its name.
         woken_comm: Comm,
+        /// Its cgroup v2 id (`CgroupId::UNKNOWN` in recordings older than the field).
+        woken_cgroup: CgroupId,
         /// Whether the probe watches it (wakeup's task mode).
         watched: bool,
     },
@@ -228,6 +233,17 @@ pub enum EventData {
 }
 
 impl EventData {
+    /// The cgroup of the task it names (the one switched to, the one woken), if it names
+    /// one and the id is known.
+    pub fn cgroup(&self) -> Option<CgroupId> {
+        match *self {
+            EventData::Switch { next_cgroup, .. } => Some(next_cgroup),
+            EventData::Wakeup { woken_cgroup, .. } => Some(woken_cgroup),
+            _ => None,
+        }
+        .filter(|id| id.is_known())
+    }
+
     /// Its kind.
     pub fn kind(&self) -> EventKind {
         match self {
@@ -294,6 +310,9 @@ pub struct RawEvent {
     /// A thread's name.
     #[serde(default, skip_serializing_if = "is_default")]
     pub comm: Comm,
+    /// That thread's cgroup v2 id (switch, wakeup).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub cgroup: u64,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
@@ -309,6 +328,7 @@ impl From<RawEvent> for Event {
             ptr,
             func,
             comm,
+            cgroup,
             ..
         } = raw;
         let what = match raw.kind {
@@ -336,11 +356,13 @@ impl From<RawEvent> for Event {
                 // a tgid, which fits
                 next_tgid: ptr as u32,
                 next_comm: comm,
+                next_cgroup: CgroupId(cgroup),
             },
             EventKind::Wakeup => EventData::Wakeup {
                 woken_pid: aux,
                 woken_tgid: ptr as u32,
                 woken_comm: comm,
+                woken_cgroup: CgroupId(cgroup),
                 watched: func != 0,
             },
             EventKind::Nmi => EventData::Nmi { duration_ns: ptr },
@@ -379,6 +401,7 @@ impl From<Event> for RawEvent {
             ptr: 0,
             func: 0,
             comm: Comm::default(),
+            cgroup: 0,
         };
         match e.what {
             EventData::IrqEntry {
@@ -404,15 +427,25 @@ impl From<Event> for RawEvent {
                 next_pid,
                 next_tgid,
                 next_comm,
-            } => (raw.aux, raw.ptr, raw.comm) = (next_pid, next_tgid.into(), next_comm),
+                next_cgroup,
+            } => {
+                (raw.aux, raw.ptr, raw.comm, raw.cgroup) =
+                    (next_pid, next_tgid.into(), next_comm, next_cgroup.0)
+            }
             EventData::Wakeup {
                 woken_pid,
                 woken_tgid,
                 woken_comm,
+                woken_cgroup,
                 watched,
             } => {
-                (raw.aux, raw.ptr, raw.comm, raw.func) =
-                    (woken_pid, woken_tgid.into(), woken_comm, watched.into())
+                (raw.aux, raw.ptr, raw.comm, raw.func, raw.cgroup) = (
+                    woken_pid,
+                    woken_tgid.into(),
+                    woken_comm,
+                    watched.into(),
+                    woken_cgroup.0,
+                )
             }
             EventData::Nmi { duration_ns } => raw.ptr = duration_ns,
             EventData::TimerStart {
@@ -450,9 +483,9 @@ mod tests {
         r#"{"time_ns":9732860057053,"cpu":1,"pid":16084,"kind":"work_start","ptr":18446612708507942376,"func":18446744071585191184}"#,
         r#"{"time_ns":9732860065766,"cpu":1,"pid":16084,"kind":"work_end","ptr":18446612708507942376}"#,
         r#"{"time_ns":9841791498266,"cpu":1,"pid":18633,"kind":"switch","comm":"swapper/1"}"#,
-        r#"{"time_ns":9841792103227,"cpu":1,"pid":0,"kind":"switch","aux":16084,"ptr":16084,"comm":"kworker/1:1"}"#,
+        r#"{"time_ns":9841792103227,"cpu":1,"pid":0,"kind":"switch","aux":16084,"ptr":16084,"comm":"kworker/1:1","cgroup":1}"#,
         r#"{"time_ns":9841792092461,"cpu":1,"pid":0,"kind":"wakeup","aux":16084,"ptr":16084,"comm":"kworker/1:1"}"#,
-        r#"{"time_ns":9841891517452,"cpu":1,"pid":18647,"kind":"wakeup","aux":18633,"ptr":18633,"func":1,"comm":"irqlens-v1"}"#,
+        r#"{"time_ns":9841891517452,"cpu":1,"pid":18647,"kind":"wakeup","aux":18633,"ptr":18633,"func":1,"comm":"irqlens-v1","cgroup":5121}"#,
         r#"{"time_ns":9841891600000,"cpu":0,"pid":7,"kind":"nmi","ptr":2500}"#,
         r#"{"time_ns":9841791485287,"cpu":1,"pid":18633,"kind":"timer_start","ptr":18446744071624314800,"func":9842159091838}"#,
         r#"{"time_ns":9841792053593,"cpu":1,"pid":0,"kind":"timer_expire","ptr":18446612708507895544,"func":18446744071583257312}"#,
@@ -500,7 +533,8 @@ mod tests {
             EventData::Switch {
                 next_pid: 16084,
                 next_tgid: 16084,
-                next_comm: Comm::new("kworker/1:1")
+                next_comm: Comm::new("kworker/1:1"),
+                next_cgroup: CgroupId(1),
             }
         );
         assert_eq!(
@@ -509,9 +543,13 @@ mod tests {
                 woken_pid: 18633,
                 woken_tgid: 18633,
                 woken_comm: Comm::new("irqlens-v1"),
+                woken_cgroup: CgroupId(5121),
                 watched: true
             }
         );
+        // a recording from before the field: the cgroup is unknown
+        assert_eq!(event(LINES[15]).cgroup(), None);
+        assert_eq!(event(LINES[16]).cgroup(), Some(CgroupId(5121)));
         assert_eq!(
             event(LINES[18]),
             EventData::TimerStart {

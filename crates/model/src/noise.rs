@@ -15,6 +15,7 @@ use crate::hist::HistOptions;
 use crate::kernel::Comm;
 use crate::sched::Priority;
 use crate::units::CpuList;
+use crate::workload::{CgroupId, WorkloadBy};
 
 /// Execution context of an interference; the order is the BPF side's `enum noise_class`.
 #[derive(
@@ -78,6 +79,14 @@ pub struct Record {
     pub duration_ns: u64,
     /// The value of the CPU's interference counter its entry produced.
     pub seq: u64,
+    /// Thread class: the thread's cgroup v2 id; unknown otherwise (and in recordings
+    /// older than the field).
+    #[serde(default, skip_serializing_if = "is_unknown_cgroup")]
+    pub cgroup: CgroupId,
+}
+
+fn is_unknown_cgroup(id: &CgroupId) -> bool {
+    !id.is_known()
 }
 
 /// A gap above the threshold between two clock reads of a measurement thread.
@@ -165,6 +174,9 @@ pub struct NoiseOptions {
     pub hist: Option<HistOptions>,
     /// Rows of the top causes table.
     pub causes: usize,
+    /// Also the thread causes per workload (`--by`).
+    #[serde(default)]
+    pub by: Option<WorkloadBy>,
 }
 
 /// What a run leaves besides the analysis: how it went and what irqlens itself cost.
@@ -244,6 +256,7 @@ impl NoiseOptions {
             },
             hist: None,
             causes: DEFAULT_CAUSES,
+            by: None,
         }
     }
 }

@@ -124,6 +124,10 @@ pub struct WakeupOptions {
     /// left as it was.
     #[serde(default)]
     pub dma_latency_us: Option<u32>,
+    /// Task mode: only the watched tasks in these cgroup v2 paths and their descendants
+    /// (`--cgroup`); empty: every watched task.
+    #[serde(default)]
+    pub cgroups: Vec<String>,
 }
 
 /// The timer threads' period unless told otherwise (`-p`), as `--help` shows it (µs).
@@ -173,6 +177,7 @@ impl WakeupOptions {
             hist: None,
             causes: DEFAULT_CAUSES,
             dma_latency_us: Some(TIMER_DMA_LATENCY_US),
+            cgroups: Vec::new(),
         }
     }
 }

@@ -11,10 +11,32 @@ use serde::{Deserialize, Serialize};
 /// which is what BPF's `bpf_get_current_cgroup_id()` and `task->cgroups->dfl_cgrp->kn->id`
 /// give (64-bit kernfs ids, Linux 5.5 and later).
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(transparent)]
 pub struct CgroupId(pub u64);
+
+impl CgroupId {
+    /// No id: a recording older than the field, or a task the probe could not read. Real
+    /// ids start above it (the root cgroup's is 1).
+    pub const UNKNOWN: CgroupId = CgroupId(0);
+
+    /// Whether the id names a cgroup.
+    pub fn is_known(self) -> bool {
+        self != Self::UNKNOWN
+    }
+}
 
 /// A Kubernetes pod's quality of service class, which the kubelet makes a level of the
 /// cgroup tree (guaranteed pods sit directly under `kubepods`).
@@ -98,6 +120,34 @@ pub enum Workload {
         /// The cgroup v2 path, from the hierarchy's root (`/` is the root).
         path: String,
     },
+}
+
+/// What rows are grouped by (`--by`): a workload at one level of naming. A task whose
+/// cgroup does not name that level falls back to the next finer name it has (a systemd
+/// service under `--by pod` is its unit; an unknown layout is its path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadBy {
+    /// The cgroup v2 path itself.
+    Cgroup,
+    /// The Kubernetes pod (its containers together).
+    Pod,
+    /// The container (a pod's or a plain Docker/Podman one).
+    Container,
+    /// The systemd unit.
+    Unit,
+}
+
+impl WorkloadBy {
+    /// Its name on the command line and in documents.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadBy::Cgroup => "cgroup",
+            WorkloadBy::Pod => "pod",
+            WorkloadBy::Container => "container",
+            WorkloadBy::Unit => "unit",
+        }
+    }
 }
 
 /// The cgroup v2 paths of the cgroup ids a run saw, so that a recording can name them

@@ -469,6 +469,7 @@ mod tests {
                 tgid: pid,
                 comm: comm.into(),
                 runtime_ns: None,
+                cgroup: None,
             };
             threads.insert(pid, info);
         }

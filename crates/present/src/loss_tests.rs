@@ -145,6 +145,7 @@ fn wakeup_options(mode: WakeupMode) -> WakeupOptions {
         hist: None,
         causes: 10,
         dma_latency_us: None,
+        cgroups: Vec::new(),
     }
 }
 
@@ -241,6 +242,8 @@ fn account_marks_the_columns_that_come_from_the_checkpoints() {
         compensate: false,
         threads: false,
         top: 10,
+        by: None,
+        cgroups: Vec::new(),
     };
     let period = account_period(7);
     let table = text(|out| account::write_period(out, &period, &options, &view, &period.losses()));

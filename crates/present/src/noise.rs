@@ -471,6 +471,7 @@ mod tests {
                 start_ns: i * 100_000_000,
                 duration_ns,
                 seq: i,
+                cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
             });
             samples.push(Sample {
                 cpu: 0,

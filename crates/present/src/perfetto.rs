@@ -559,6 +559,7 @@ mod tests {
             interrupts: String::new(),
             softirqs: String::new(),
             kernel_functions: Vec::new(),
+            cgroups: Default::default(),
         };
         writer.finish(&end).unwrap();
         let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
@@ -752,6 +753,7 @@ mod tests {
             start_ns,
             duration_ns,
             seq: 0,
+            cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         };
         let sample = |start_ns, duration_ns, seq_before, seq_after| Sample {
             cpu: 1,

@@ -189,17 +189,28 @@ fn decode_event(bytes: &[u8]) -> Option<Event> {
     // SAFETY: `bytes` holds at least one checkpoint (checked above), read unaligned; it
     // is plain integers and bytes, valid for any bit pattern.
     let raw: checkpoint = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
-    let event = RawEvent {
+    let kind = EventKind::from_raw(raw.kind)?;
+    let mut event = RawEvent {
         time_ns: raw.time,
         cpu: raw.cpu,
         pid: raw.pid,
-        kind: EventKind::from_raw(raw.kind)?,
+        kind,
         id: raw.id,
         aux: raw.aux,
         ptr: raw.ptr,
         func: raw.func,
         comm: Comm(raw.comm.map(|c| c as u8)),
+        cgroup: 0,
     };
+    // the C record has no room for the task's cgroup: switches and wakeups carry it in
+    // `func` (a wakeup's watched flag in `id`), where recordings do not
+    match kind {
+        EventKind::Switch => (event.cgroup, event.func) = (raw.func, 0),
+        EventKind::Wakeup => {
+            (event.cgroup, event.func, event.id) = (raw.func, raw.id.into(), 0);
+        }
+        _ => {}
+    }
     Some(event.into())
 }
 

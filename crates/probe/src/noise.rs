@@ -14,6 +14,7 @@ use super::{Attached, Gate, load_and_attach, loaded_programs};
 use irqlens_model::kernel::Comm;
 use irqlens_model::noise::{NoiseClass, Record};
 use irqlens_model::units::CpuList;
+use irqlens_model::workload::CgroupId;
 
 mod skel {
     #![allow(
@@ -208,13 +209,14 @@ fn decode_record(bytes: &[u8]) -> Option<Record> {
     // record is plain integers and bytes, valid for any bit pattern.
     let raw: skel::types::noise_record = unsafe { ptr::read_unaligned(bytes.as_ptr().cast()) };
     Some(Record {
-        cpu: raw.cpu,
-        class: NoiseClass::from_raw(raw.class)?,
-        source: raw.source,
+        cpu: raw.cpu.into(),
+        class: NoiseClass::from_raw(raw.class.into())?,
+        source: raw.source.into(),
         id: raw.id,
         comm: Comm(raw.comm.map(|c| c as u8)),
         start_ns: raw.start,
         duration_ns: raw.duration,
         seq: raw.seq,
+        cgroup: CgroupId(raw.cgroup),
     })
 }

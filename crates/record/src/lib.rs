@@ -52,6 +52,7 @@ use irqlens_model::stimulus::LoadScenario;
 use irqlens_model::system::{Capability, SystemSnapshot};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Report;
+use irqlens_model::workload::CgroupNames;
 
 pub use reader::{MAX_LINE, Opened, Reader, STDIN, is_json_text, not_a_recording, read_document};
 pub use sink::{Sink, pump};
@@ -178,6 +179,10 @@ pub struct End {
     /// The kernel functions the events name (tasklets, work items, timers), resolved
     /// on the machine that ran.
     pub kernel_functions: Vec<KernelFunction>,
+    /// The cgroup v2 paths of the cgroup ids the inputs carry, read on the machine that ran
+    /// (none in recordings older than the field).
+    #[serde(default)]
+    pub cgroups: CgroupNames,
 }
 
 // (lists, not maps keyed by numbers: JSON keys are strings, which the tagged lines'

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use super::*;
 use irqlens_model::event::EventData;
 use irqlens_model::kernel::Comm;
+use irqlens_model::workload::{CgroupId, CgroupNames};
 
 fn header() -> Header {
     Header {
@@ -49,8 +50,12 @@ fn spinner_in() -> EventData {
         next_pid: 11,
         next_tgid: 0,
         next_comm: Comm::new("spinner"),
+        next_cgroup: SPINNER_CGROUP,
     }
 }
+
+/// The spinner's cgroup, which the end line names.
+const SPINNER_CGROUP: CgroupId = CgroupId(4242);
 
 fn end(inputs: u64) -> Line {
     Line::End(Box::new(End {
@@ -63,6 +68,9 @@ fn end(inputs: u64) -> Line {
             address: 0xffff_ffff_8100_0001,
             name: "flush_to_ldisc".into(),
         }],
+        cgroups: CgroupNames {
+            paths: [(SPINNER_CGROUP, "/irqlens-test/spinner".into())].into(),
+        },
     }))
 }
 
@@ -124,6 +132,21 @@ fn event_times(lines: &[Line]) -> Vec<u64> {
 }
 
 #[test]
+fn the_cgroups_the_events_name_are_read_back_from_the_end() {
+    let mut reader = Reader::from_reader("rec", std::io::Cursor::new(recording())).unwrap();
+    let end = reader.skip_inputs().unwrap();
+    assert_eq!(
+        end.cgroups.path(SPINNER_CGROUP),
+        Some("/irqlens-test/spinner")
+    );
+    // an end line from before the field names none
+    let mut old = serde_json::to_value(end).unwrap();
+    old.as_object_mut().unwrap().remove("cgroups");
+    let old: End = serde_json::from_value(old).unwrap();
+    assert_eq!(old.cgroups, CgroupNames::default());
+}
+
+#[test]
 fn what_is_written_is_read_back() {
     let inputs = read(recording()).unwrap();
     assert_eq!(event_times(&inputs), event_times(&events()));
@@ -159,6 +182,7 @@ fn the_recorder_writes_what_the_reader_reads() {
             interrupts: String::new(),
             softirqs: String::new(),
             kernel_functions: functions.to_vec(),
+            cgroups: CgroupNames::default(),
         })
         .unwrap();
     let mut reader = Reader::open(&path).unwrap();

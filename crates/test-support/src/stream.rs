@@ -2,6 +2,7 @@
 
 use irqlens_model::event::{Event, EventData, EventKind};
 use irqlens_model::kernel::Comm;
+use irqlens_model::workload::CgroupId;
 
 /// One µs in ns.
 pub const US: u64 = 1_000;
@@ -47,6 +48,7 @@ impl Stream {
             next_pid: next,
             next_tgid: 0,
             next_comm: Comm::new(comm),
+            next_cgroup: CgroupId::UNKNOWN,
         };
         self.at(us, cpu, prev, what);
     }
@@ -57,6 +59,7 @@ impl Stream {
             woken_pid: woken,
             woken_tgid: 0,
             woken_comm: Comm::new(comm),
+            woken_cgroup: CgroupId::UNKNOWN,
             watched,
         };
         self.at(us, cpu, waker, what);

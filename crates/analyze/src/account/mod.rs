@@ -495,6 +495,7 @@ impl Attributor {
                 next_pid,
                 next_tgid,
                 next_comm,
+                ..
             } => (next_pid, next_tgid, next_comm),
             EventData::Wakeup {
                 woken_pid,

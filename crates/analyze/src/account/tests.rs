@@ -58,6 +58,7 @@ fn info(tgid: u32, comm: &str, runtime_us: u64) -> ThreadInfo {
         tgid,
         comm: comm.into(),
         runtime_ns: Some(runtime_us * US),
+        cgroup: None,
     }
 }
 
@@ -433,6 +434,7 @@ fn wake_thread(s: &mut Stream, us: u64, waker: u32, tid: u32, tgid: u32) {
         woken_pid: tid,
         woken_tgid: tgid,
         woken_comm: Comm::new("thread"),
+        woken_cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         watched: false,
     };
     s.at(us, CPU, waker, wakeup);
@@ -575,6 +577,7 @@ fn a_wakeup_ipi_the_cpu_leaves_for_irqlens_is_irqlens_own() {
         next_pid: COLLECTOR,
         next_tgid: IRQLENS,
         next_comm: Comm::new("irqlens"),
+        next_cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
     };
     s.at(105, CPU, HACKBENCH, to_collector);
     // one for another task: the CPU switches to the spinner

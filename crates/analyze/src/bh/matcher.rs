@@ -772,6 +772,7 @@ mod tests {
             next_pid,
             next_tgid: 0,
             next_comm: Comm::new(comm),
+            next_cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         }
     }
 
@@ -780,6 +781,7 @@ mod tests {
             woken_pid,
             woken_tgid: 0,
             woken_comm: Comm::new(comm),
+            woken_cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
             watched: false,
         }
     }

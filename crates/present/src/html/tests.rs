@@ -54,6 +54,7 @@ fn noise_analysis() -> NoiseAnalysis {
                     start_ns: seq * 1_000,
                     duration_ns: duration_ns - 500,
                     seq,
+                    cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
                 }]);
             }
             let seq_after = if cpu == 1 { seq } else { 0 };
@@ -518,6 +519,7 @@ fn account_page(ledger: Ledger) -> String {
         tgid,
         comm: comm.into(),
         runtime_ns: Some(10_000_000),
+        cgroup: None,
     };
     let whole = Period {
         start_ns: 0,

@@ -52,6 +52,7 @@ fn noisy_period(analysis: &mut NoiseAnalysis, cpu: u32, seq: u64) {
         start_ns: seq * NS_PER_US,
         duration_ns: 50 * NS_PER_US,
         seq: seq + 1,
+        cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
     }]);
     let sample = |seq_before, seq_after, duration_ns| Sample {
         cpu,

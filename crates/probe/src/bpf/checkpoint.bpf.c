@@ -14,6 +14,7 @@
 
 #include "irq_vectors.h"
 #include "checkpoint.h"
+#include "task_cgroup.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -219,7 +220,7 @@ int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev, struct task
 	if (!on_traced_cpu(&cpu))
 		return 0;
 	/* current is still prev here: the event's pid is the thread switched out */
-	return record(cpu, EV_SWITCH, 0, next->pid, next->tgid, 0, next->comm);
+	return record(cpu, EV_SWITCH, 0, next->pid, next->tgid, task_cgroup_id(next), next->comm);
 }
 
 /* Threads that run bottom halves: kworkers, IRQ threads, ksoftirqd. */
@@ -269,7 +270,7 @@ int BPF_PROG(irqlens_waking, struct task_struct *p)
 	cpu = bpf_get_smp_processor_id();
 	if (!chained && !traced_cpu[cpu & (MAX_CPUS - 1)])
 		return 0;
-	return record(cpu, EV_WAKEUP, 0, p->pid, p->tgid, watched, p->comm);
+	return record(cpu, EV_WAKEUP, watched, p->pid, p->tgid, task_cgroup_id(p), p->comm);
 }
 
 /*

@@ -25,8 +25,12 @@ enum checkpoint_kind {
 	EV_WORK_ACTIVATE,
 	EV_WORK_START,
 	EV_WORK_END,
-	EV_SWITCH, /* pid = prev, aux = next, ptr = next's tgid, comm = next's */
-	/* sched_waking: aux = woken pid, ptr = its tgid, comm = its comm, func = 1 if watched */
+	/* pid = prev, aux = next, ptr = next's tgid, comm = next's, func = next's cgroup id */
+	EV_SWITCH,
+	/*
+	 * sched_waking: aux = woken pid, ptr = its tgid, comm = its comm, func = its cgroup
+	 * id, id = 1 if watched
+	 */
 	EV_WAKEUP,
 	EV_NMI,		 /* ptr = duration in ns (the tracepoint fires at the end) */
 	EV_TIMER_START,	 /* a watched thread armed an hrtimer: ptr = it, func = soft expiry (ns) */

@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "noise.h"
+#include "task_cgroup.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -82,10 +83,13 @@ static __always_inline void emit(struct cpu_state *s, __u32 cpu, unsigned int cl
 	slot->record.class = cls;
 	slot->record.source = c->source;
 	slot->record.id = c->id;
-	if (cls == CLASS_THREAD)
+	if (cls == CLASS_THREAD) {
 		__builtin_memcpy(slot->record.comm, s->thread_comm, TASK_COMM_LEN);
-	else
+		slot->record.cgroup = s->thread_cgroup;
+	} else {
 		__builtin_memset(slot->record.comm, 0, TASK_COMM_LEN);
+		slot->record.cgroup = 0;
+	}
 	area_commit(&slot->commit, pos);
 }
 
@@ -219,6 +223,7 @@ int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev, struc
 		end(s, cpu, CLASS_THREAD, now);
 	if (next->pid != s->workload_pid) {
 		__builtin_memcpy(s->thread_comm, next->comm, TASK_COMM_LEN);
+		s->thread_cgroup = task_cgroup_id(next);
 		begin(s, CLASS_THREAD, now, next->pid, 0);
 	}
 	return 0;

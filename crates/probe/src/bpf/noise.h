@@ -15,10 +15,11 @@ struct noise_record {
 	__u64 start;	/* CLOCK_MONOTONIC ns at entry */
 	__u64 duration; /* interference-free ns (nested contexts subtracted) */
 	__u64 seq;	/* value of the CPU's interference counter this entry produced */
-	__u32 cpu;
-	__u16 class;		  /* enum noise_class */
-	__u16 source;		  /* enum irq_source, for CLASS_IRQ */
-	__u32 id;		  /* irq line or vector, softirq number, pid */
+	__u64 cgroup;	/* CLASS_THREAD: the thread's cgroup v2 id; 0 otherwise */
+	__u32 id;	/* irq line or vector, softirq number, pid */
+	__u16 cpu;	/* below MAX_CPUS */
+	__u8 class;	/* enum noise_class */
+	__u8 source;	/* enum irq_source, for CLASS_IRQ */
 	char comm[TASK_COMM_LEN]; /* CLASS_THREAD only */
 };
 
@@ -41,6 +42,7 @@ struct cpu_state {
 	__u64 entries[NOISE_CLASSES];
 	struct nest_state nest;
 	char thread_comm[TASK_COMM_LEN]; /* of the open thread context */
+	__u64 thread_cgroup;		 /* and its cgroup v2 id */
 } __attribute__((aligned(64)));
 
 #endif /* IRQLENS_NOISE_H */
