@@ -38,6 +38,10 @@ const AREA_BUDGET: usize = 32 << 20;
 const MAX_SLOTS_PER_CPU: u64 = 1 << 17;
 
 const _: () = assert!(size_of::<area_cursor>() == size_of::<Cursor>());
+// the reader views the cursors as `Cursor`s, 64-aligned: so must .bss place them
+const _: () = assert!(std::mem::offset_of!(bss, cursors) % align_of::<Cursor>() == 0);
+// a slot is one cache line
+const _: () = assert!(size_of::<checkpoint_slot>() == 64);
 
 /// Which checkpoints a capability needs beyond the common ones (hardirqs, NMIs,
 /// softirqs, context switches, wakeups).
@@ -269,7 +273,7 @@ mod tests {
         checkpoint {
             time: 1_000,
             ptr: 33,
-            func: 1,
+            func: 5121,
             cpu: 2,
             pid: 7,
             aux: 22,
@@ -293,11 +297,23 @@ mod tests {
             let event = decode_event(bytes(&raw)).expect("a known kind");
             assert_eq!(event.what.kind(), EventKind::from_raw(kind).unwrap());
             let line = serde_json::to_value(event).unwrap();
+            // switches and wakeups carry their task's cgroup in the record's `func` (and
+            // a wakeup its watched flag in `id`); recordings name them
+            let (id, func, cgroup) = match event.what.kind() {
+                EventKind::Switch => (None, None, Some(raw.func)),
+                EventKind::Wakeup => (None, Some(1), Some(raw.func)),
+                _ => (Some(raw.id), Some(raw.func), None),
+            };
+            assert_eq!(
+                line.get("cgroup").and_then(|v| v.as_u64()),
+                cgroup,
+                "cgroup of {line}"
+            );
             let fields = [
-                ("id", serde_json::json!(raw.id)),
+                ("id", serde_json::json!(id)),
                 ("aux", serde_json::json!(raw.aux)),
                 ("ptr", serde_json::json!(raw.ptr)),
-                ("func", serde_json::json!(raw.func)),
+                ("func", serde_json::json!(func)),
                 ("comm", serde_json::json!("cpu")),
             ];
             for (name, value) in fields {

@@ -40,6 +40,10 @@ const AREA_BUDGET: usize = 8 << 20;
 const MAX_SLOTS_PER_CPU: u64 = 1 << 16;
 
 const _: () = assert!(size_of::<area_cursor>() == size_of::<Cursor>());
+// the reader views the cursors as `Cursor`s, 64-aligned: so must .bss place them
+const _: () = assert!(std::mem::offset_of!(bss, cursors) % align_of::<Cursor>() == 0);
+// a slot is one cache line
+const _: () = assert!(size_of::<noise_slot>() == 64);
 
 /// The loaded noise programs, the measured CPUs' interference counters and record
 /// areas. Dropping it stops and detaches the programs.
