@@ -268,8 +268,7 @@ impl<'a> Facts<'a> {
     fn boot_cpus(&self, name: &str) -> Option<Result<CpuList, String>> {
         let value = self.machine.boot_parameter(name)?;
         Some(
-            value
-                .parse()
+            kernel_cpu_list(self.machine, value)
                 .map_err(|_| format!("{name}={value} is not a CPU list")),
         )
     }
@@ -310,7 +309,8 @@ fn isolcpus(facts: &Facts, id: &'static str) -> Check {
         .caused_by("the scheduler balances any task onto them, and kernel threads run there")
         .advised(advice);
     }
-    let (flags, listed) = isolcpus_parameter(facts.machine.boot_parameter("isolcpus"));
+    let (flags, listed) =
+        isolcpus_parameter(facts.machine, facts.machine.boot_parameter("isolcpus"));
     let managed = flags.contains(&"managed_irq")
         && listed.is_some_and(|listed| facts.cpus.without(&listed).is_empty());
     if managed {
@@ -326,14 +326,26 @@ fn isolcpus(facts: &Facts, id: &'static str) -> Check {
 
 /// The flags (`managed_irq`, `domain`, `nohz`) and CPUs of an isolcpus= value
 /// (`managed_irq,domain,2-3`): flags are words, the rest is the CPU list.
-fn isolcpus_parameter(value: Option<&str>) -> (Vec<&str>, Option<CpuList>) {
+fn isolcpus_parameter<'v>(
+    machine: &MachineState,
+    value: Option<&'v str>,
+) -> (Vec<&'v str>, Option<CpuList>) {
     let Some(value) = value else {
         return (Vec::new(), None);
     };
+    // the kernel's own flags (housekeeping_isolcpus_setup); `all` and `N` are CPUs
     let (flags, cpus): (Vec<&str>, Vec<&str>) = value
         .split(',')
-        .partition(|part| part.starts_with(|c: char| c.is_ascii_alphabetic()));
-    (flags, cpus.join(",").parse().ok())
+        .partition(|part| ["nohz", "domain", "managed_irq"].contains(&part.trim()));
+    (flags, kernel_cpu_list(machine, &cpus.join(",")).ok())
+}
+
+/// A CPU list of the boot line, in the kernel's forms: `N` is the last CPU (taken as the
+/// last online one: the kernel's is the last possible one, the same unless CPUs are
+/// hot-unplugged).
+fn kernel_cpu_list(machine: &MachineState, value: &str) -> Result<CpuList, String> {
+    let last = machine.online_cpus.iter().last().unwrap_or(0);
+    CpuList::parse_kernel(value, last)
 }
 
 /// nohz_full=: PASS when every checked CPU is in it (the tick stops while one task runs);

@@ -88,6 +88,58 @@ impl CpuList {
     pub fn shared_with(&self, other: &CpuList) -> CpuList {
         CpuList(self.0.intersection(&other.0).copied().collect())
     }
+
+    /// A CPU list as the kernel's command line takes it (isolcpus=, nohz_full=, rcu_nocbs=,
+    /// irqaffinity=; `bitmap_parselist`, the "cpu lists" of kernel-parameters.rst): besides
+    /// `0-3,8`, `all`, `N` for the last CPU (`last`), and groups `0-7:2/4` (the first 2 CPUs
+    /// of every 4 from 0 to 7: 0,1,4,5).
+    pub fn parse_kernel(text: &str, last: u32) -> Result<CpuList, String> {
+        let text = text.trim();
+        let bad = || format!("'{text}' is not a CPU list (example: 0-3,8)");
+        let cpu = |word: &str| match word.trim() {
+            "N" => Ok(last),
+            number => number.parse::<u32>().map_err(|_| bad()),
+        };
+        let mut cpus = BTreeSet::new();
+        for part in text.split(',') {
+            let part = part.trim();
+            let (range, group) = match part.split_once(':') {
+                Some((range, group)) => (range, Some(group)),
+                None => (part, None),
+            };
+            let (first, end) = match range.split_once('-') {
+                _ if range == "all" => (0, last),
+                Some((a, b)) => (cpu(a)?, cpu(b)?),
+                None => (cpu(range)?, cpu(range)?),
+            };
+            // a plain range is a group of one, all used
+            let (used, size): (u32, u32) = match group {
+                None => (1, 1),
+                Some(group) => {
+                    let (used, size) = group.split_once('/').ok_or_else(bad)?;
+                    (
+                        used.trim().parse().map_err(|_| bad())?,
+                        size.trim().parse().map_err(|_| bad())?,
+                    )
+                }
+            };
+            if used == 0 || used > size {
+                return Err(format!(
+                    "'{part}' in '{text}': a group uses 1 to all of its CPUs"
+                ));
+            }
+            if first > end {
+                return Err(format!("CPU range '{part}' in '{text}' runs backwards"));
+            }
+            if end >= CPU_LIMIT {
+                return Err(format!(
+                    "CPU {end} in '{text}' is beyond any kernel's (CPUs are numbered below {CPU_LIMIT})"
+                ));
+            }
+            cpus.extend((first..=end).filter(|&c| (c - first) % size < used));
+        }
+        Ok(CpuList(cpus))
+    }
 }
 
 impl FromIterator<u32> for CpuList {
@@ -235,6 +287,25 @@ mod tests {
         let cpus: CpuList = "5,1,2,3".parse().unwrap();
         assert_eq!(cpus.to_string(), "1-3,5");
         assert_eq!("7".parse::<CpuList>().unwrap().to_string(), "7");
+    }
+
+    #[test]
+    fn kernel_cpu_lists_take_all_n_and_groups() {
+        let parse = |text| CpuList::parse_kernel(text, 7).map(|cpus| cpus.to_string());
+        assert_eq!(parse("0-3,8"), Ok("0-3,8".into()));
+        assert_eq!(parse("all"), Ok("0-7".into()));
+        assert_eq!(parse("N"), Ok("7".into()));
+        assert_eq!(parse("2-N"), Ok("2-7".into()));
+        // the first 2 of every group of 4 (kernel-parameters.rst's example)
+        assert_eq!(parse("0-7:2/4"), Ok("0-1,4-5".into()));
+        assert_eq!(parse("1-9:1/3"), Ok("1,4,7".into()));
+        assert_eq!(parse("all:1/2"), Ok("0,2,4,6".into()));
+        assert_eq!(parse("0-3:4/4,6"), Ok("0-3,6".into()));
+        for bad in [
+            "", "x", "0-", "3-1", "0-7:0/4", "0-7:5/4", "0-7:2/0", "0-7:2", "0-7:a/4", "0-8192",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} parsed");
+        }
     }
 
     #[test]

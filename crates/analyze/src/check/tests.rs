@@ -132,6 +132,27 @@ fn a_tuned_realtime_machine_passes_its_boot_line() {
 }
 
 #[test]
+fn the_boot_line_takes_the_kernels_cpu_list_forms() {
+    let mut config = isolated();
+    // N is the last CPU (3), 2-3:1/1 a group using all of its CPU, all every CPU
+    config.machine.cmdline =
+        "ro isolcpus=managed_irq,domain,2-N nohz_full=2-3 rcu_nocbs=2-3:1/1 irqaffinity=0-3:1/2"
+            .into();
+    for id in ["isolcpus", "rcu_nocbs"] {
+        let check = judged(&config, "2-3", id);
+        assert_eq!(check.status, Status::Pass, "{check:?}");
+    }
+    // irqaffinity=0-3:1/2 is 0,2: it lets IRQs onto CPU 2
+    let check = judged(&config, "2-3", "irqaffinity");
+    assert_eq!(check.status, Status::Fail, "{check:?}");
+    config.machine.cmdline = "isolcpus=managed_irq,all nohz_full=2-3 rcu_nocbs=all".into();
+    for id in ["isolcpus", "rcu_nocbs"] {
+        let check = judged(&config, "2-3", id);
+        assert_eq!(check.status, Status::Pass, "{check:?}");
+    }
+}
+
+#[test]
 fn isolation_without_managed_irq_warns_with_the_boot_line() {
     let mut config = isolated();
     config.machine.cmdline = "isolcpus=domain,2-3 nohz_full=2-3".into();
