@@ -413,26 +413,50 @@ fn irqaffinity(facts: &Facts, id: &'static str) -> Check {
         return skip;
     }
     let advice = boot_line(format!("irqaffinity={}", facts.housekeeping));
-    match facts.boot_cpus("irqaffinity") {
-        Some(Ok(cpus)) => {
+    let online = &facts.machine.online_cpus;
+    let boot = match facts.boot_cpus("irqaffinity") {
+        Some(Err(why)) => {
+            return verdict(id, Status::Warn, "irqaffinity= unreadable", expected)
+                .caused_by(why)
+                .advised(advice);
+        }
+        boot => boot.and_then(Result::ok),
+    };
+    // what new lines start on now: the default irqaffinity= sets at boot, unless a write
+    // changed it since
+    let now = (facts.config.default_irq_affinity.as_ref())
+        .map(|default| default.shared_with(online))
+        .or_else(|| boot.clone());
+    let found = match (&boot, &now) {
+        (Some(boot), Some(now)) if boot.shared_with(online) != *now => {
+            format!("default_smp_affinity={now} (irqaffinity={boot} at boot)")
+        }
+        (Some(boot), _) => format!("irqaffinity={boot}"),
+        (None, Some(now)) => format!("default_smp_affinity={now}"),
+        (None, None) => "no irqaffinity=".into(),
+    };
+    match now {
+        // set by irqaffinity= or a write (every online CPU with neither: the kernel's own
+        // default, judged below as no setting)
+        Some(cpus) if boot.is_some() || cpus != *online => {
             let hit = cpus.shared_with(facts.cpus);
             if hit.is_empty() {
-                verdict(id, Status::Pass, format!("irqaffinity={cpus}"), expected)
+                verdict(id, Status::Pass, found, expected)
             } else {
-                verdict(id, Status::Fail, format!("irqaffinity={cpus}"), expected)
+                verdict(id, Status::Fail, found, expected)
                     .caused_by(format!(
                         "IRQ lines start on {}, among others",
                         Facts::label(&hit)
                     ))
-                    .advised(advice)
+                    .advised(format!(
+                        "{advice}; until then: echo {} > /proc/irq/default_smp_affinity",
+                        cpu_mask_hex(&facts.housekeeping)
+                    ))
             }
         }
-        Some(Err(why)) => verdict(id, Status::Warn, "irqaffinity= unreadable", expected)
-            .caused_by(why)
-            .advised(advice),
-        None if facts.isolated.is_empty() => verdict(id, Status::Skip, "no irqaffinity=", expected)
+        _ if facts.isolated.is_empty() => verdict(id, Status::Skip, "no irqaffinity=", expected)
             .caused_by("no isolated CPUs: IRQ lines may start on any CPU"),
-        None => verdict(id, Status::Warn, "no irqaffinity=", expected)
+        _ => verdict(id, Status::Warn, "no irqaffinity=", expected)
             .caused_by(format!(
                 "IRQ lines start on every CPU, isolated {} included, until moved",
                 Facts::label(&facts.isolated)

@@ -56,6 +56,8 @@ pub fn read_configuration(cpus: &CpuList) -> Result<Configuration> {
             let runtime = read_trimmed(path)?.parse().ok()?;
             Some((path.to_string(), runtime))
         }),
+        default_irq_affinity: read_trimmed("/proc/irq/default_smp_affinity")
+            .and_then(|mask| parse_cpu_mask(&mask)),
     })
 }
 

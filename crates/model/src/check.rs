@@ -381,6 +381,11 @@ pub struct Configuration {
     /// (and the sysctl cannot go below it).
     #[serde(default)]
     pub rt_group_runtime: Option<(String, i64)>,
+    /// `/proc/irq/default_smp_affinity`: the CPUs a new IRQ line may start on, which
+    /// irqaffinity= sets at boot and a write changes at run time (tuned does); none: not
+    /// readable.
+    #[serde(default)]
+    pub default_irq_affinity: Option<CpuList>,
 }
 
 /// The CPUs irqbalance bans, as configured.

@@ -132,6 +132,47 @@ fn a_tuned_realtime_machine_passes_its_boot_line() {
 }
 
 #[test]
+fn irqaffinity_judges_the_default_new_lines_start_on_now() {
+    // tuned's way: no irqaffinity=, the default written at run time
+    let mut config = isolated();
+    config.machine.cmdline = "isolcpus=managed_irq,domain,2-3 nohz_full=2-3".into();
+    config.default_irq_affinity = Some(cpus("0-1"));
+    let check = judged(&config, "2-3", "irqaffinity");
+    assert_eq!(
+        (check.status, check.found.as_str()),
+        (Status::Pass, "default_smp_affinity=0-1")
+    );
+    // irqaffinity= at boot, widened since: what the kernel does now counts
+    let mut config = isolated();
+    config.default_irq_affinity = Some(cpus("0-3"));
+    let check = judged(&config, "2-3", "irqaffinity");
+    assert_eq!(
+        (check.status, check.found.as_str()),
+        (
+            Status::Fail,
+            "default_smp_affinity=0-3 (irqaffinity=0-1 at boot)"
+        )
+    );
+    assert!(
+        check
+            .advice
+            .unwrap()
+            .contains("echo 3 > /proc/irq/default_smp_affinity"),
+        "the housekeeping CPUs' mask"
+    );
+    // the kernel's default (every CPU, possible ones beyond the online included) with no
+    // irqaffinity= is no setting
+    let mut config = defaults();
+    config.isolated = cpus("2-3");
+    config.default_irq_affinity = Some(cpus("0-7"));
+    let check = judged(&config, "2-3", "irqaffinity");
+    assert_eq!(
+        (check.status, check.found.as_str()),
+        (Status::Warn, "no irqaffinity=")
+    );
+}
+
+#[test]
 fn the_boot_line_takes_the_kernels_cpu_list_forms() {
     let mut config = isolated();
     // N is the last CPU (3), 2-3:1/1 a group using all of its CPU, all every CPU
@@ -223,7 +264,8 @@ fn irqaffinity_fails_on_the_checked_cpus_and_warns_when_missing_on_isolated_ones
     assert!(check_.cause.unwrap().contains("CPU 2"));
     assert_eq!(
         check_.advice.unwrap(),
-        "add irqaffinity=0-1 to the kernel's command line and reboot"
+        "add irqaffinity=0-1 to the kernel's command line and reboot; until then: echo 3 > \
+         /proc/irq/default_smp_affinity"
     );
     config.machine.cmdline = "isolcpus=2-3".into();
     assert_eq!(judged(&config, "2-3", "irqaffinity").status, Status::Warn);
