@@ -173,31 +173,38 @@ impl Tool for CheckTool {
         );
         let needed = self.measured_metrics();
         let needs = |metrics: &[Metric]| metrics.iter().any(|m| needed.contains(m));
-        if needs(&[Metric::MaxNoise, Metric::Available]) {
+        const NOISE: &[Metric] = &[Metric::MaxNoise, Metric::Available];
+        if needs(NOISE) {
             let noise = NoiseOptions {
                 duration: Some(self.duration),
                 ..NoiseOptions::defaults(self.cpus.clone())
             };
-            measured.run::<NoiseTool>(run, &format!("noise {on}"), noise, &output)?;
+            measured.run::<NoiseTool>(run, &format!("noise {on}"), NOISE, noise, &output);
         }
-        if needs(&[Metric::MaxLatency]) {
+        const WAKEUP: &[Metric] = &[Metric::MaxLatency];
+        if needs(WAKEUP) {
             let wakeup = WakeupOptions {
                 duration: Some(self.duration),
                 ..WakeupOptions::timer(self.cpus.clone())
             };
-            measured.run::<WakeupTool>(run, &format!("wakeup {on}"), wakeup, &output)?;
+            let what = format!("wakeup {on}");
+            measured.run::<WakeupTool>(run, &what, WAKEUP, wakeup, &output);
         }
-        if needs(&[Metric::MaxBh]) {
+        const BH: &[Metric] = &[Metric::MaxBh];
+        if needs(BH) {
             let bh = BhOptions {
                 duration: Some(self.duration),
                 ..BhOptions::defaults(self.cpus.clone())
             };
-            measured.run::<BhTool>(run, &format!("bottom halves {on}"), bh, &output)?;
+            measured.run::<BhTool>(run, &format!("bottom halves {on}"), BH, bh, &output);
         }
         let machine = machine::read(&measured.causes, &[])?;
         let (advice, _) = advise(&measured.causes, &machine);
         let thresholds = self.active_thresholds();
-        let unmeasured = |metric: Metric| unmeasured(metric, &self.cpus);
+        let unmeasured = |metric: Metric| match measured.failure(metric) {
+            Some(why) => format!("not measured: {why}"),
+            None => unmeasured(metric, &self.cpus),
+        };
         let judged = measured_checks(
             &measured.figures,
             &thresholds,
@@ -234,7 +241,11 @@ impl Tool for CheckTool {
                 "interrupted (Ctrl-C/SIGTERM): the measured checks did not run for their -d"
             )
         });
-        Ok(Done::new(report).failed_after(cut_short))
+        // a run that failed leaves its checks unjudged: the report stands, the exit is 1
+        let failed = measured.failed.into_iter().next().map(|(_, why)| {
+            anyhow::anyhow!("a measured run failed, its checks are not judged: {why}")
+        });
+        Ok(Done::new(report).failed_after(cut_short.or(failed)))
     }
 }
 
@@ -307,31 +318,46 @@ impl CheckTool {
     }
 }
 
-/// What the measured runs found: their figures and the causes they named.
+/// What the measured runs found: their figures and the causes they named, and the runs
+/// that failed (the metrics they were for, and why).
 #[derive(Default)]
 struct Measured {
     figures: Vec<Figure>,
     causes: Vec<CpuCause>,
+    failed: Vec<(&'static [Metric], String)>,
 }
 
 impl Measured {
-    /// Runs `M` with `options` (saying so on stderr unless quiet), and keeps its figures
-    /// and causes; after Ctrl-C or SIGTERM nothing more runs.
+    /// Runs `M` with `options` for `metrics` (saying so on stderr unless quiet), and keeps
+    /// its figures and causes, or why it failed: the other checks are judged all the
+    /// same. After Ctrl-C or SIGTERM nothing more runs.
     fn run<M: Measure>(
         &mut self,
         run: &Run,
         what: &str,
+        metrics: &'static [Metric],
         options: M::Options,
         output: &OutputArgs,
-    ) -> Result<()> {
+    ) {
         if interrupted() {
-            return Ok(());
+            return;
         }
         run.say(format!("measuring {what}"));
-        let result = run_for_figures::<M>(options, output)?;
-        self.figures.extend(result.check_figures());
-        self.causes.extend(result.causes().unwrap_or_default());
-        Ok(())
+        match run_for_figures::<M>(options, output) {
+            Ok(result) => {
+                self.figures.extend(result.check_figures());
+                self.causes.extend(result.causes().unwrap_or_default());
+            }
+            Err(error) => self.failed.push((metrics, format!("{what}: {error:#}"))),
+        }
+    }
+
+    /// Why `metric` has no figure, if its run failed.
+    fn failure(&self, metric: Metric) -> Option<&str> {
+        self.failed
+            .iter()
+            .find(|(metrics, _)| metrics.contains(&metric))
+            .map(|(_, why)| why.as_str())
     }
 }
 

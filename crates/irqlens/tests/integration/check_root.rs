@@ -365,3 +365,49 @@ fn a_check_cut_short_prints_what_it_has_and_is_no_pass() {
     }
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn a_measured_run_that_fails_leaves_the_configuration_judged_and_exits_1() {
+    use std::os::unix::process::CommandExt;
+    assert_root();
+    let cpu = checked_cpu().to_string();
+    // too few file descriptors to load the probes, enough to read the configuration
+    let mut command = std::process::Command::new(irqlens_test_support::runner::binary());
+    command.args(["check", "-c", &cpu, "-d", "1", "--json", "-q"]);
+    // SAFETY: setrlimit is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 32,
+                rlim_max: 32,
+            };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("a measured run failed") && stderr.contains("open files"),
+        "{stderr}"
+    );
+    assert_valid_document(&output.stdout);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let noise = the_check(&report, "max-noise");
+    assert_eq!(noise["status"], "skip", "{noise}");
+    assert!(
+        noise["found"]
+            .as_str()
+            .unwrap()
+            .starts_with("not measured: noise"),
+        "{noise}"
+    );
+    // the configuration was judged all the same
+    let clocksource = the_check(&report, "clocksource");
+    assert_ne!(clocksource["status"], "skip", "{clocksource}");
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
