@@ -90,7 +90,7 @@ pub fn nohz_full_cpus() -> Option<CpuList> {
 /// (systemd reads the distribution's file into it); the files only when the environment
 /// cannot be read.
 fn irqbalance_banned() -> Option<BannedCpus> {
-    let environments: Vec<String> = machine::pids_named("irqbalance")
+    let environments: Vec<String> = machine::irqbalance_pids()
         .into_iter()
         .filter_map(|pid| fs::read(format!("/proc/{pid}/environ")).ok())
         .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', "\n"))

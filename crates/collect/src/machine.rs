@@ -85,7 +85,7 @@ pub fn read(causes: &[CpuCause], netns: &[String]) -> Result<MachineState> {
         workqueue_cpus: workqueue_cpumask.as_deref().and_then(parse_cpu_mask),
         workqueue_cpumask,
         dma_latency_us: dma_latency_us(),
-        irqbalance_running: process_running("irqbalance"),
+        irqbalance_running: !irqbalance_pids().is_empty(),
         cmdline: read_proc("cmdline").trim().to_owned(),
         ksoftirqd: threads_named("ksoftirqd/"),
         threads: tids.into_iter().filter_map(thread_policy).collect(),
@@ -355,17 +355,29 @@ fn dma_latency_us() -> Option<u32> {
     Some(u32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?))
 }
 
-fn process_running(name: &str) -> bool {
-    !pids_named(name).is_empty()
+/// The irqbalance daemons that can move IRQ lines: those running as root (only root
+/// writes /proc/irq/*/smp_affinity, and any user can name a process irqbalance).
+pub(crate) fn irqbalance_pids() -> Vec<u32> {
+    pids_named("irqbalance")
+        .into_iter()
+        .filter(|&pid| effective_uid(pid) == Some(0))
+        .collect()
 }
 
 /// The processes named `name`.
-pub(crate) fn pids_named(name: &str) -> Vec<u32> {
+fn pids_named(name: &str) -> Vec<u32> {
     dir_names(Path::new("/proc"))
         .iter()
         .filter_map(|pid| pid.parse::<u32>().ok())
         .filter(|pid| read_trimmed(format!("/proc/{pid}/comm")).as_deref() == Some(name))
         .collect()
+}
+
+/// The effective user id of process `pid` (the second of /proc/PID/status's `Uid:`).
+fn effective_uid(pid: u32) -> Option<u32> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let ids = status.lines().find_map(|line| line.strip_prefix("Uid:"))?;
+    ids.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The ids of every thread (of every process) named one of `comms` (as recorded: cut at

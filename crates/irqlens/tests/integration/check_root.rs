@@ -411,3 +411,60 @@ fn a_measured_run_that_fails_leaves_the_configuration_judged_and_exits_1() {
     assert_ne!(clocksource["status"], "skip", "{clocksource}");
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
+
+/// A process named irqbalance, run as `uid` until dropped.
+struct FakeIrqbalance(std::process::Child, std::path::PathBuf);
+
+impl FakeIrqbalance {
+    fn start(uid: u32) -> Self {
+        use std::os::unix::process::CommandExt;
+        let dir = std::env::temp_dir().join(format!("irqlens-fake-{}-{uid}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let program = dir.join("irqbalance");
+        std::fs::copy("/bin/sleep", &program).unwrap();
+        let mut command = std::process::Command::new(&program);
+        command.arg("60").uid(uid);
+        let child = command.spawn().unwrap();
+        // until it has exec'd, it is named after the test
+        let comm = format!("/proc/{}/comm", child.id());
+        while std::fs::read_to_string(&comm).unwrap_or_default().trim() != "irqbalance" {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        FakeIrqbalance(child, dir)
+    }
+}
+
+impl Drop for FakeIrqbalance {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        let _ = std::fs::remove_dir_all(&self.1);
+    }
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn only_an_irqbalance_that_can_move_lines_counts() {
+    assert_root();
+    let cpu = checked_cpu().to_string();
+    let verdict = || {
+        let (_, report) = check(&["-c", &cpu, "--skip", NO_MEASUREMENT]);
+        the_check(&report, "irqbalance")["found"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let before = verdict();
+    // any user can name a process irqbalance; only root's moves IRQ lines
+    let nobody = FakeIrqbalance::start(65534);
+    assert_eq!(verdict(), before, "a user's irqbalance changed the verdict");
+    drop(nobody);
+    if before == "not running" {
+        let root = FakeIrqbalance::start(0);
+        assert!(
+            verdict().starts_with("running"),
+            "root's irqbalance is seen"
+        );
+        drop(root);
+    }
+}
