@@ -19,6 +19,7 @@ use irqlens_collect::system;
 use irqlens_model::units::CpuList;
 use irqlens_present::document::{Document, write_json};
 use irqlens_present::html::Page;
+use irqlens_present::terminal::{Printable, printable};
 use irqlens_record::output;
 
 /// Set by Ctrl-C/SIGTERM (and by a measurement itself when it ends): every loop checks it.
@@ -117,7 +118,7 @@ impl Run {
     /// Says `line` on stderr, unless `--quiet`.
     pub fn say(&self, line: impl std::fmt::Display) {
         if !self.show.quiet {
-            eprintln!("irqlens: {line}");
+            eprintln!("irqlens: {}", printable(line));
         }
     }
 
@@ -234,9 +235,9 @@ pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
             .with_context(|| format!("irqlens {} writes no HTML report", T::NAME))?;
         write_html(&page, path)?;
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = Printable(std::io::stdout().lock());
     if run.show.json {
-        write_json(&mut out, &done.document.json())?;
+        write_json(&mut out.0, &done.document.json())?;
     } else {
         if done.document.data_only() {
             // data for a script, as wide as it is
@@ -253,7 +254,7 @@ pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
     out.flush()?;
     drop(out);
     for note in &done.notes {
-        eprintln!("irqlens: {note}");
+        eprintln!("irqlens: {}", printable(note));
     }
     let ended = if done.document.threshold_hit() {
         Ended::ThresholdHit
@@ -281,7 +282,7 @@ fn write_aside(document: &dyn Document) -> Result<()> {
     let mut about = Vec::new();
     document.write_about(&mut about)?;
     let about = String::from_utf8_lossy(&about);
-    let mut err = std::io::stderr().lock();
+    let mut err = Printable(std::io::stderr().lock());
     for line in about.lines().filter(|line| !line.trim().is_empty()) {
         writeln!(err, "{line}")?;
     }

@@ -27,7 +27,9 @@ fn main() -> ExitCode {
         // a reader that has seen enough (`| head`) is no error
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("irqlens: {err:#}");
+            // an error can quote a name from the machine or a recording
+            let message = irqlens_present::terminal::printable(format!("{err:#}"));
+            eprintln!("irqlens: {message}");
             ExitCode::FAILURE
         }
     }

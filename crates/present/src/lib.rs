@@ -16,6 +16,7 @@ pub mod prometheus;
 pub mod sim;
 pub mod steer;
 mod table;
+pub mod terminal;
 pub mod trial;
 pub mod tune;
 pub mod wakeup;

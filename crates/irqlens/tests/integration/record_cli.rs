@@ -189,3 +189,34 @@ fn an_output_that_cannot_be_written_fails_before_the_run_naming_its_option() {
         }
     }
 }
+
+#[test]
+fn a_name_with_terminal_escapes_is_printed_harmless() {
+    let recording = fixture("v1/account.jsonl.gz");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::read(&recording).unwrap().as_slice()),
+        &mut plain,
+    )
+    .unwrap();
+    // a thread that named itself to clear the screen and retitle the terminal
+    let hostile = String::from_utf8(plain)
+        .unwrap()
+        .replace("kworker/1:1-eve", r"\u001b[2J\u001b]0;x\u0007");
+    assert!(
+        hostile.contains(r"\u001b[2J"),
+        "the fixture names kworker/1:1-events"
+    );
+    let output = irqlens_with_input(&["report", "-"], hostile.as_bytes());
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("?[2J?]0;x?"), "the name, shown: {text}");
+    assert!(
+        !output.stdout.iter().any(|&b| b == 0x1b || b == 0x07),
+        "a control character reached the terminal: {text}"
+    );
+    // JSON keeps the name, escaped
+    let output = irqlens_with_input(&["report", "-", "--json"], hostile.as_bytes());
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(doc.to_string().contains(r"\u001b[2J"), "{doc}");
+}
