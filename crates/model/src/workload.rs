@@ -183,7 +183,9 @@ fn ids_from_keys<'de, D: serde::Deserializer<'de>>(
         .into_iter()
         .map(|(key, path)| match key.parse() {
             Ok(id) => Ok((CgroupId(id), path)),
-            Err(_) => Err(D::Error::custom(format!("cgroup id {key:?} is not a number"))),
+            Err(_) => Err(D::Error::custom(format!(
+                "cgroup id {key:?} is not a number"
+            ))),
         })
         .collect()
 }
@@ -227,7 +229,10 @@ mod tests {
         assert_eq!(serde_json::from_value::<CgroupNames>(value).unwrap(), names);
         let bad = serde_json::json!({"paths": {"x1": "/"}});
         let error = serde_json::from_value::<CgroupNames>(bad).unwrap_err();
-        assert!(error.to_string().contains("\"x1\" is not a number"), "{error}");
+        assert!(
+            error.to_string().contains("\"x1\" is not a number"),
+            "{error}"
+        );
     }
 
     #[test]

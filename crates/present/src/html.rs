@@ -892,13 +892,13 @@ impl Page {
         section.h3("Top victims and causers");
         section.bars(&ranking(
             "Top victims (interrupt time charged to them)",
-            |r| r.figures.charged_ns,
+            |r| r.figures.amounts.charged_ns,
             |r| &r.charged_by,
             (account::IDLE, t.idle_ns, &idle_by(&whole.ledger)),
         ));
         section.bars(&ranking(
             "Top causers (interrupt time served to them)",
-            |r| r.figures.served_ns,
+            |r| r.figures.amounts.served_ns,
             |r| &r.served_by,
             (account::ORPHAN, t.orphan_ns, &whole.ledger.orphan),
         ));

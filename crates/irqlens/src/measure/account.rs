@@ -43,11 +43,13 @@ impl AccountResult {
     }
 }
 
-fn view<'a>(options: &AccountOptions, irq_names: &'a HashMap<u32, String>) -> View<'a> {
+fn view<'a>(options: &'a AccountOptions, irq_names: &'a HashMap<u32, String>) -> View<'a> {
     View {
         by_thread: options.threads,
         top: options.top,
         irq_names,
+        by: options.by,
+        within: &options.cgroups,
     }
 }
 

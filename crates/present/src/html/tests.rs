@@ -528,6 +528,7 @@ fn account_page(ledger: Ledger) -> String {
         compensator: None,
         threads: HashMap::from([(10, thread(10, "spinner")), (20, thread(20, "<recv>"))]),
         lost_events: 0,
+        cgroups: Default::default(),
     };
     let info = AccountRunInfo {
         common: RunCommon {
@@ -543,6 +544,8 @@ fn account_page(ledger: Ledger) -> String {
         by_thread: false,
         top: 10,
         irq_names: &names,
+        by: None,
+        within: &[],
     };
     let mut page = Page::new("account", "6.18.0-test");
     page.account("account", &whole, &info, &view);

@@ -420,7 +420,7 @@ pub fn account_families(ledger: &Ledger, irq_names: &HashMap<u32, String>) -> Ve
     let units = top_series(accounts.rows.iter().map(|row| {
         (
             vec![("comm", row.figures.comm.clone())],
-            [row.figures.units],
+            [row.figures.amounts.units],
         )
     }));
     let interrupts = top_series(ledger.threads.values().flat_map(|account| {

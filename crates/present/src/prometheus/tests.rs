@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use super::*;
-use irqlens_analyze::account::{BySource, Source as AccountSource, ThreadAccount};
+use irqlens_analyze::account::{BySource, Seen, Source as AccountSource, ThreadAccount};
 use irqlens_analyze::bh::{BhWindow, Delay, DelayCause, Mechanism, Sample as BhSample, Source};
 use irqlens_analyze::wakeup::{Cause as WakeupCause, Origin, Sample as WakeupSample};
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
@@ -484,7 +484,8 @@ fn ledger() -> Ledger {
     ];
     for (tid, comm, charged, served, units) in accounts {
         let tgid = if tid == SPINNER + 1 { SPINNER } else { tid };
-        ledger.seen.insert(tid, (tgid, Comm::new(comm)));
+        let (comm, cgroup) = (Comm::new(comm), irqlens_model::workload::CgroupId::UNKNOWN);
+        ledger.seen.insert(tid, Seen { tgid, comm, cgroup });
         let account = ThreadAccount {
             charged,
             served,
