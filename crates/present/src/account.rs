@@ -353,8 +353,13 @@ pub(crate) fn workload_cells(row: &WorkloadRow, compensate: bool, form: Form) ->
         .workload
         .as_ref()
         .map_or("-", |workload| workload.kind());
+    // the page has room for the whole key: the full pod UID and container id
+    let name = match form {
+        Form::Text => row.name.clone(),
+        Form::Html => row.key.clone(),
+    };
     let mut cells = vec![
-        row.name.clone(),
+        name,
         kind.to_owned(),
         form.us(amounts.charged_ns),
         form.us(amounts.served_ns),
