@@ -2,7 +2,7 @@
 //! per-thread CPU time read at each period's ends, and the attribution fed as the
 //! checkpoints arrive.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -79,7 +79,7 @@ pub fn run(
         if let Some(elapsed) = pace.tick(now) {
             let lost = events.lost_by_cpu();
             let tick = Tick::new(elapsed, Losses::checkpoints, lost, &options.cpus);
-            on_tick(tick, SoFar(&pipeline));
+            on_tick(tick, SoFar(&mut pipeline));
         }
         if pace.over(now) {
             break;
@@ -180,7 +180,7 @@ pub fn replay(
 }
 
 /// A live run so far, as its tick sees it.
-pub struct SoFar<'a>(&'a Pipeline);
+pub struct SoFar<'a>(&'a mut Pipeline);
 
 impl SoFar<'_> {
     /// Checkpoints attributed.
@@ -195,6 +195,20 @@ impl SoFar<'_> {
         ledger.absorb(self.0.attributor.ledger().clone());
         mark_own_threads(&mut ledger);
         ledger
+    }
+
+    /// The ledger so far, as [`SoFar::ledger`], and the paths of the cgroups its threads
+    /// were in (those the hierarchy has: each id new to the run costs one walk at most).
+    pub fn ledger_and_cgroups(&mut self) -> (Ledger, CgroupNames) {
+        let ledger = self.ledger();
+        let names = self
+            .0
+            .resolver
+            .as_mut()
+            .map_or_else(CgroupNames::default, |resolver| {
+                resolver.names_of(ledger.cgroup_ids().collect::<BTreeSet<_>>())
+            });
+        (ledger, names)
     }
 }
 

@@ -142,6 +142,12 @@ impl Ledger {
         self.irqlens = self.irqlens.or(later.irqlens);
     }
 
+    /// The cgroups the checkpoints named its threads in.
+    pub fn cgroup_ids(&self) -> impl Iterator<Item = CgroupId> + '_ {
+        let ids = self.seen.values().map(|seen| seen.cgroup);
+        ids.filter(|id| id.is_known())
+    }
+
     /// Whether `thread` is one of irqlens's own.
     pub fn is_irqlens(&self, thread: u32) -> bool {
         let tgid = self.seen.get(&thread).map_or(thread, |seen| seen.tgid);

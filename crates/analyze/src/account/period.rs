@@ -37,9 +37,9 @@ impl Period {
 
     /// The cgroups its tasks were in: as the checkpoints named them, and as /proc did.
     pub fn cgroup_ids(&self) -> impl Iterator<Item = CgroupId> + '_ {
-        let seen = self.ledger.seen.values().map(|seen| seen.cgroup);
         let read = self.threads.values().filter_map(|info| info.cgroup);
-        seen.chain(read).filter(|id| id.is_known())
+        let read = read.filter(|id| id.is_known());
+        self.ledger.cgroup_ids().chain(read)
     }
 
     /// Names the cgroups its tasks were in with `path_of` (those it knows a path of).
