@@ -3,7 +3,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use irqlens_model::tables::{AccountPeriod, AccountRow, AccountTables, AccountWorkload};
+use irqlens_model::tables::{
+    AccountAmounts, AccountPeriod, AccountRow, AccountTables, AccountWorkload,
+};
 use irqlens_model::workload::WorkloadBy;
 
 use super::compare::Figure;
@@ -232,12 +234,27 @@ pub(crate) fn columns(view: &View, compensate: bool) -> Vec<Column> {
         Column::right("ERROR", 9).lossy(),
         Column::right("UNITS", 8).lossy(),
     ];
-    let compensation = [
+    columns
+        .into_iter()
+        .chain(compensation_columns(compensate))
+        .collect()
+}
+
+/// The compensation's columns, with --compensate only.
+fn compensation_columns(compensate: bool) -> impl Iterator<Item = Column> {
+    let columns = [
         Column::right("COMPENS(us)", 13).lossy(),
         Column::right("C-ERROR", 9).lossy(),
     ];
-    let compensation = compensation.into_iter().filter(|_| compensate);
-    columns.into_iter().chain(compensation).collect()
+    columns.into_iter().filter(move |_| compensate)
+}
+
+/// The compensation's cells, in the order of `compensation_columns`.
+fn compensation_cells(amounts: &AccountAmounts, form: Form) -> [String; 2] {
+    [
+        form.opt_us(amounts.compensated_ns),
+        signed_percent(amounts.compensated_error),
+    ]
 }
 
 /// A row's cells in the order of `columns`; the command cut to fit in the text.
@@ -256,8 +273,7 @@ pub(crate) fn cells(row: &Row, compensate: bool, form: Form) -> Vec<String> {
         row.figures.amounts.units.to_string(),
     ];
     if compensate {
-        cells.push(form.opt_us(row.figures.amounts.compensated_ns));
-        cells.push(signed_percent(row.figures.amounts.compensated_error));
+        cells.extend(compensation_cells(&row.figures.amounts, form));
     }
     cells
 }
@@ -333,15 +349,10 @@ pub(crate) fn workload_columns(compensate: bool) -> Vec<Column> {
         Column::right("CORRECTED(us)", 14).lossy(),
         Column::right("ERROR", 9).lossy(),
     ];
-    let compensation = [
-        Column::right("COMPENS(us)", 13).lossy(),
-        Column::right("C-ERROR", 9).lossy(),
-    ];
-    let compensation = compensation.into_iter().filter(|_| compensate);
     let units = Column::right("UNITS", 8).lossy();
     columns
         .into_iter()
-        .chain(compensation)
+        .chain(compensation_columns(compensate))
         .chain([units])
         .collect()
 }
@@ -368,8 +379,7 @@ pub(crate) fn workload_cells(row: &WorkloadRow, compensate: bool, form: Form) ->
         signed_percent(amounts.error),
     ];
     if compensate {
-        cells.push(form.opt_us(amounts.compensated_ns));
-        cells.push(signed_percent(amounts.compensated_error));
+        cells.extend(compensation_cells(amounts, form));
     }
     cells.push(amounts.units.to_string());
     cells
@@ -638,6 +648,62 @@ mod tests {
             lost_events: 0,
             cgroups: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_text_has_the_workload_table_and_says_which_filter_applied() {
+        let mut period = run(&[10, 11]);
+        // the dd processes in one unit, cargo in another cgroup
+        for (pid, info) in &mut period.threads {
+            info.cgroup = Some(irqlens_model::workload::CgroupId(
+                u64::from(*pid == 1000) + 1,
+            ));
+        }
+        period.cgroups.insert(
+            irqlens_model::workload::CgroupId(1),
+            "/system.slice/dd.service".into(),
+        );
+        period
+            .cgroups
+            .insert(irqlens_model::workload::CgroupId(2), "/build".into());
+        let names = HashMap::new();
+        let options = AccountOptions::defaults(irqlens_model::units::CpuList::single(0));
+        let text = |by: Option<WorkloadBy>, within: &[String]| {
+            let view = View {
+                by_thread: false,
+                top: 10,
+                irq_names: &names,
+                by,
+                within,
+            };
+            let mut out = Vec::new();
+            write_period(&mut out, &period, &options, &view, &Losses::checkpoints(0)).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let plain = text(None, &[]);
+        assert!(
+            !plain.contains("Per unit") && plain.contains("[orphan]"),
+            "{plain}"
+        );
+        let by_unit = text(Some(WorkloadBy::Unit), &[]);
+        let at = by_unit.find("Per unit:").expect("the workload table");
+        let unit = by_unit[at..]
+            .lines()
+            .find(|l| l.starts_with("dd.service"))
+            .unwrap();
+        // the two dd processes' 100 µs each, charged
+        assert_eq!(
+            unit.split_whitespace().collect::<Vec<_>>()[..4],
+            ["dd.service", "unit", "200", "0"],
+            "{by_unit}"
+        );
+        let filtered = text(Some(WorkloadBy::Unit), &["/build".into()]);
+        assert!(
+            filtered.contains("rows: only the tasks in cgroup /build and below"),
+            "{filtered}"
+        );
+        assert!(!filtered.contains("dd.service") && !filtered.contains("[orphan]"));
+        assert!(filtered.contains("cargo"), "{filtered}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::account_root::receive_path;
 use crate::cgroup_root::{Sleeper, fresh_uid_and_container_id};
 use crate::common::*;
 use irqlens_test_support::cgroup_bed::CgroupBed;
@@ -77,17 +78,6 @@ impl Bed {
 
 fn ns(value: &Value, field: &str) -> u64 {
     value[field].as_u64().unwrap_or(0)
-}
-
-/// NET_RX and the RPS IPI's time in a row's (or workload's) charged or served sources.
-fn receive_path(value: &Value, field: &str) -> u64 {
-    value[field].as_object().map_or(0, |sources| {
-        sources
-            .iter()
-            .filter(|(label, _)| *label == "NET_RX" || label.starts_with("call_function_single"))
-            .map(|(_, ns)| ns.as_u64().unwrap())
-            .sum()
-    })
 }
 
 fn array<'a>(doc: &'a Value, table: &str) -> &'a Vec<Value> {

@@ -8,6 +8,7 @@ use crate::account::report::{relative_error, table};
 use crate::account::{BySource, Ledger, Seen, Source, ThreadAccount};
 use irqlens_model::account::ThreadInfo;
 use irqlens_model::kernel::Comm;
+use irqlens_model::tables::AccountAmounts;
 use irqlens_model::workload::{CgroupId, QosClass};
 
 const US: u64 = 1_000;
@@ -109,11 +110,6 @@ fn find<'a>(rows: &'a [WorkloadRow], key: &str) -> &'a WorkloadRow {
         .unwrap_or_else(|| panic!("no {key} among {rows:#?}"))
 }
 
-/// The sum of `figure` over rows.
-fn sum(rows: impl Iterator<Item = u64>) -> u64 {
-    rows.sum()
-}
-
 #[test]
 fn workload_sums_are_the_rows_sums_and_the_error_is_recomputed() {
     for by_thread in [false, true] {
@@ -125,29 +121,22 @@ fn workload_sums_are_the_rows_sums_and_the_error_is_recomputed() {
             WorkloadBy::Unit,
         ] {
             let workloads = workloads(&table, by);
-            let rows = table.rows.iter().map(|row| &row.figures.amounts);
-            let groups = || workloads.iter().map(|w| &w.sums.figures.amounts);
-            assert_eq!(
-                sum(groups().map(|a| a.charged_ns)),
-                sum(rows.clone().map(|a| a.charged_ns))
-            );
-            assert_eq!(
-                sum(groups().map(|a| a.served_ns)),
-                sum(rows.clone().map(|a| a.served_ns))
-            );
-            assert_eq!(
-                sum(groups().filter_map(|a| a.kernel_ns)),
-                sum(rows.clone().filter_map(|a| a.kernel_ns))
-            );
-            assert_eq!(
-                sum(groups().map(|a| a.units)),
-                sum(rows.clone().map(|a| a.units))
-            );
+            let figures: [fn(&AccountAmounts) -> u64; 4] = [
+                |a| a.charged_ns,
+                |a| a.served_ns,
+                |a| a.kernel_ns.unwrap_or(0),
+                |a| a.units,
+            ];
+            for figure in figures {
+                let rows = table.rows.iter().map(|row| figure(&row.figures.amounts));
+                let groups = workloads.iter().map(|w| figure(&w.sums.figures.amounts));
+                assert_eq!(groups.sum::<u64>(), rows.sum::<u64>(), "{by:?}");
+            }
             assert_eq!(
                 workloads.iter().map(|w| w.tasks).sum::<usize>(),
                 table.rows.len()
             );
-            for group in groups() {
+            for group in workloads.iter().map(|w| &w.sums.figures.amounts) {
                 let (t, t_o) = (group.kernel_ns.unwrap(), group.corrected_ns.unwrap());
                 assert_eq!(t_o, t - group.charged_ns + group.served_ns);
                 assert_eq!(group.error, relative_error(t, t_o));
