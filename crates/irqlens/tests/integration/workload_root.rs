@@ -76,6 +76,15 @@ impl Bed {
     }
 }
 
+/// A file removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 fn ns(value: &Value, field: &str) -> u64 {
     value[field].as_u64().unwrap_or(0)
 }
@@ -136,8 +145,9 @@ fn the_pod_is_served_what_the_interrupted_view_charges_the_noisy_cgroup() {
     assert_root();
     let bed = Bed::start();
     let by_cgroup = irqlens_json(&["account", "-c", "1", "-d", "3", "--by", "cgroup"]);
-    let recording = temp_path("workload.jsonl.gz");
-    let recording_text = recording.to_str().unwrap();
+    // removed whatever the assertions say
+    let recording = TempFile(temp_path("workload.jsonl.gz"));
+    let recording_text = recording.0.to_str().unwrap();
     let by_pod = irqlens_json(&[
         "account",
         "-c",
@@ -246,7 +256,6 @@ fn the_pod_is_served_what_the_interrupted_view_charges_the_noisy_cgroup() {
     );
     let text = irqlens_ok(&["report", recording_text]);
     println!("{}", String::from_utf8_lossy(&text.stdout));
-    std::fs::remove_file(&recording).unwrap();
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
 
