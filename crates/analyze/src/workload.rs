@@ -25,7 +25,7 @@
 //!   `/user.slice/user-1000.slice/session-3.scope`; a cgroup a unit made inside itself
 //!   (delegation) belongs to the unit.
 
-use irqlens_model::workload::{Container, ContainerRuntime, QosClass, Workload};
+use irqlens_model::workload::{Container, ContainerRuntime, QosClass, Workload, WorkloadBy};
 
 /// The longest path parsed (PATH_MAX): a longer one is not a cgroup path the kernel gives,
 /// and stays a path.
@@ -91,18 +91,83 @@ fn prefix(text: &str, chars: usize) -> &str {
         .map_or(text, |(end, _)| &text[..end])
 }
 
-fn parse(path: &str) -> Option<Workload> {
+/// What `path` names at the level `by` (`--by`), with [`WorkloadBy`]'s fallbacks: a pod
+/// (its containers together) falls back to a container, a container to the deepest
+/// systemd unit on the path, a unit to the path itself. `WorkloadBy::Cgroup` groups by
+/// the path, and names it as fully as [`workload_of`] does.
+pub fn workload_at(path: &str, by: WorkloadBy) -> Workload {
+    let named = workload_of(path);
+    match (by, named) {
+        (WorkloadBy::Cgroup, named) => named,
+        (WorkloadBy::Pod, Workload::Pod { uid, qos, .. }) => Workload::Pod {
+            uid,
+            qos,
+            container: None,
+        },
+        (
+            WorkloadBy::Pod | WorkloadBy::Container,
+            named @ (Workload::Container(_)
+            | Workload::Pod {
+                container: Some(_), ..
+            }),
+        ) => named,
+        _ => levels_of(path)
+            .and_then(|levels| unit_of(&levels))
+            .unwrap_or_else(|| Workload::Cgroup {
+                path: path.to_owned(),
+            }),
+    }
+}
+
+/// The key that groups tasks at the level `by`: the same for every path in one workload,
+/// different for different workloads (full pod UIDs and container ids, unit names, or the
+/// path; the kinds cannot collide: only a path starts with `/`, only a pod with `pod `,
+/// and a unit name has no space). Readable, but long: tables show [`short_name`].
+pub fn workload_key(path: &str, by: WorkloadBy) -> String {
+    if by == WorkloadBy::Cgroup {
+        return path.to_owned();
+    }
+    match workload_at(path, by) {
+        Workload::Pod { uid, container, .. } => match container {
+            Some(container) => format!("pod {uid}/{}", container_key(&container)),
+            None => format!("pod {uid}"),
+        },
+        Workload::Container(container) => container_key(&container),
+        Workload::Unit { name } => name,
+        Workload::Cgroup { path } => path,
+    }
+}
+
+fn container_key(container: &Container) -> String {
+    let runtime = container
+        .runtime
+        .map_or("container", ContainerRuntime::name);
+    format!("{runtime} {}", container.id)
+}
+
+/// Whether the cgroup `path` is `ancestor` or below it, level by level (`/a/b` is not
+/// below `/a/bc`); `/` holds every path.
+pub fn is_within(path: &str, ancestor: &str) -> bool {
+    let ancestor = ancestor.trim_end_matches('/');
+    path.strip_prefix(ancestor)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The levels of a path the kernel could give, none for the root or a malformed path.
+fn levels_of(path: &str) -> Option<Vec<&str>> {
     if path.len() > LONGEST_PATH {
         return None;
     }
     let levels: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
     // the root, a trailing or doubled slash, and relative steps are no path the kernel gives
-    if levels
+    let malformed = levels
         .iter()
-        .any(|level| level.is_empty() || *level == "." || *level == "..")
-    {
-        return None;
-    }
+        .any(|level| level.is_empty() || *level == "." || *level == "..");
+    (!malformed).then_some(levels)
+}
+
+fn parse(path: &str) -> Option<Workload> {
+    let levels = levels_of(path)?;
     if levels.iter().any(|level| is_kubepods(level)) {
         // a Kubernetes path is a pod or nothing known: a QoS level alone, or a pod
         // without a valid UID, is shown as its path
@@ -543,7 +608,126 @@ mod tests {
         assert_eq!(prefix("ééé", 2), "éé");
     }
 
+    #[test]
+    fn by_pod_folds_a_pods_containers_and_falls_back_to_container_unit_path() {
+        let (one, two) = (container_id(0x11), container_id(0x22));
+        let pod_slice = format!(
+            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice",
+            underscored(UID)
+        );
+        let first = format!("{pod_slice}/cri-containerd-{one}.scope");
+        let second = format!("{pod_slice}/cri-containerd-{two}.scope");
+        let cgroupfs = format!("/kubepods/besteffort/pod{UID}/{one}");
+        let whole_pod = pod(UID, QosClass::BestEffort, None);
+        for path in [&first, &second, &pod_slice, &cgroupfs] {
+            assert_eq!(workload_at(path, WorkloadBy::Pod), whole_pod, "{path}");
+            assert_eq!(workload_key(path, WorkloadBy::Pod), format!("pod {UID}"));
+        }
+        let docker = format!("/system.slice/docker-{two}.scope");
+        assert_eq!(workload_at(&docker, WorkloadBy::Pod), workload_of(&docker));
+        assert_eq!(
+            workload_key(&docker, WorkloadBy::Pod),
+            format!("docker {two}")
+        );
+        let unit = "/system.slice/sshd.service";
+        assert_eq!(workload_key(unit, WorkloadBy::Pod), "sshd.service");
+        for path in ["/irqlens-test-noisy", "/", "", "/a//b", "/a/../b"] {
+            assert_eq!(workload_at(path, WorkloadBy::Pod), cgroup(path), "{path}");
+            assert_eq!(workload_key(path, WorkloadBy::Pod), path);
+        }
+    }
+
+    #[test]
+    fn by_container_keeps_each_container_and_a_pods_own_cgroup_falls_back() {
+        let (one, two) = (container_id(0x11), container_id(0x22));
+        let pod_slice = format!(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice",
+            underscored(UID)
+        );
+        let first = format!("{pod_slice}/cri-containerd-{one}.scope");
+        let second = format!("{pod_slice}/cri-containerd-{two}.scope/sub");
+        assert_eq!(
+            workload_key(&first, WorkloadBy::Container),
+            format!("pod {UID}/containerd {one}")
+        );
+        assert_eq!(
+            workload_key(&second, WorkloadBy::Container),
+            format!("pod {UID}/containerd {two}")
+        );
+        // the pod's own cgroup names no container: its slice, the unit
+        let slice = format!("kubepods-burstable-pod{}.slice", underscored(UID));
+        assert_eq!(workload_key(&pod_slice, WorkloadBy::Container), slice);
+        // cgroupfs has no unit: the path
+        let cgroupfs = format!("/kubepods/pod{UID}");
+        assert_eq!(workload_key(&cgroupfs, WorkloadBy::Container), cgroupfs);
+        let podman = format!("/machine.slice/libpod-{two}.scope/container");
+        assert_eq!(
+            workload_key(&podman, WorkloadBy::Container),
+            format!("podman {two}")
+        );
+        assert_eq!(
+            workload_key(
+                "/user.slice/user-1000.slice/session-3.scope",
+                WorkloadBy::Container
+            ),
+            "session-3.scope"
+        );
+    }
+
+    #[test]
+    fn by_unit_is_the_deepest_unit_and_by_cgroup_the_path() {
+        let id = container_id(0x33);
+        let in_pod = format!(
+            "/kubepods.slice/kubepods-pod{}.slice/crio-{id}.scope",
+            underscored(UID)
+        );
+        assert_eq!(
+            workload_at(&in_pod, WorkloadBy::Unit),
+            Workload::Unit {
+                name: format!("crio-{id}.scope")
+            }
+        );
+        let cgroupfs = format!("/kubepods/pod{UID}/{id}");
+        assert_eq!(workload_at(&cgroupfs, WorkloadBy::Unit), cgroup(&cgroupfs));
+        let delegated = "/system.slice/containerd.service/delegated/leaf";
+        assert_eq!(
+            workload_key(delegated, WorkloadBy::Unit),
+            "containerd.service"
+        );
+        assert_eq!(workload_key(delegated, WorkloadBy::Cgroup), delegated);
+        // by cgroup, the key is the path and the name as full as it gets
+        assert_eq!(workload_key(&in_pod, WorkloadBy::Cgroup), in_pod);
+        assert_eq!(
+            workload_at(&in_pod, WorkloadBy::Cgroup),
+            workload_of(&in_pod)
+        );
+        for path in ["/a/b.service/", "/x/./y.service", "relative.service"] {
+            assert_eq!(workload_at(path, WorkloadBy::Unit), cgroup(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn within_is_level_by_level_not_by_characters() {
+        assert!(is_within("/a/b", "/a/b"));
+        assert!(is_within("/a/b/c", "/a/b"));
+        assert!(is_within("/a/b/c", "/a/b/"));
+        assert!(!is_within("/a/bc", "/a/b"));
+        assert!(!is_within("/a", "/a/b"));
+        assert!(is_within("/a", "/"));
+        assert!(is_within("/", "/"));
+        assert!(!is_within("/b", "/a"));
+    }
+
     proptest! {
+        #[test]
+        fn every_level_names_any_string_without_panic(path in "\\PC{0,120}") {
+            for by in [WorkloadBy::Cgroup, WorkloadBy::Pod, WorkloadBy::Container, WorkloadBy::Unit] {
+                let key = workload_key(&path, by);
+                prop_assert!(!key.is_empty() || path.is_empty());
+            }
+        }
+
+
         #[test]
         fn any_string_is_named_without_panic_and_a_fallback_keeps_it(path in "\\PC{0,200}") {
             if let Workload::Cgroup { path: kept } = workload_of(&path) {

@@ -2,7 +2,7 @@
 //! per-thread CPU time read at each period's ends, and the attribution fed as the
 //! checkpoints arrive.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -10,17 +10,19 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::{EventStream, RunPace, Tick};
+use crate::cgroup::CgroupResolver;
 use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::account::compensate::Compensator;
 use irqlens_analyze::account::report::runtimes_between;
-use irqlens_analyze::account::{Attributor, Ledger, Period};
+use irqlens_analyze::account::{Attributor, Ledger, Period, Seen};
 use irqlens_analyze::loss::Losses;
 use irqlens_model::account::{AccountOptions, AccountRunInfo, ThreadInfo};
 use irqlens_model::event::Event;
 use irqlens_model::kernel::Comm;
 use irqlens_model::run::RunCommon;
 use irqlens_model::wakeup::Watched;
+use irqlens_model::workload::{CgroupId, CgroupNames};
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use irqlens_record::{Line, Reader, ThreadReading};
 
@@ -65,6 +67,8 @@ pub fn run(
         irqlens,
         mark(tap, events.lost()),
     );
+    // a machine without cgroup v2 names no cgroup: its rows have no path
+    pipeline.resolver = CgroupResolver::new().ok();
     probe.enable();
     let mut pace = RunPace::new(started, options.duration);
     let mut next_report = options.interval.map(|i| started + i);
@@ -75,7 +79,7 @@ pub fn run(
         if let Some(elapsed) = pace.tick(now) {
             let lost = events.lost_by_cpu();
             let tick = Tick::new(elapsed, Losses::checkpoints, lost, &options.cpus);
-            on_tick(tick, SoFar(&pipeline));
+            on_tick(tick, SoFar(&mut pipeline));
         }
         if pace.over(now) {
             break;
@@ -135,11 +139,14 @@ pub fn replay(
     };
     let irqlens = reader.header().pid;
     let mut pipeline = Pipeline::new(hz, options.interval.is_some(), irqlens, first);
+    // the cgroups' names are in the end line: the periods wait for it
+    let mut periods = Vec::new();
+    let mut keep = |period: &Period| periods.push(period.clone());
     // a mark ends a period; the last also ends the run, which only the end line tells
     let mut pending = None;
     while let Some(line) = reader.next_input()? {
         if let Some(mark) = pending.take() {
-            pipeline.cut(mark, false, &mut on_period);
+            pipeline.cut(mark, false, &mut keep);
         }
         match line {
             Line::Event(event) => pipeline.add(&event),
@@ -160,12 +167,20 @@ pub fn replay(
     let Some(last) = pending else {
         return Err(reader.error("an account run's inputs end with a mark"));
     };
-    pipeline.cut(last, true, &mut on_period);
-    Ok((pipeline.whole, reader.info()?))
+    pipeline.cut(last, true, &mut keep);
+    let names = &reader.end()?.cgroups;
+    let path_of = |id| names.path(id).map(str::to_owned);
+    for mut period in periods {
+        period.name_cgroups(path_of);
+        on_period(&period);
+    }
+    let mut whole = pipeline.whole;
+    whole.name_cgroups(path_of);
+    Ok((whole, reader.info()?))
 }
 
 /// A live run so far, as its tick sees it.
-pub struct SoFar<'a>(&'a Pipeline);
+pub struct SoFar<'a>(&'a mut Pipeline);
 
 impl SoFar<'_> {
     /// Checkpoints attributed.
@@ -181,6 +196,20 @@ impl SoFar<'_> {
         mark_own_threads(&mut ledger);
         ledger
     }
+
+    /// The ledger so far, as [`SoFar::ledger`], and the paths of the cgroups its threads
+    /// were in (those the hierarchy has: each id new to the run costs one walk at most).
+    pub fn ledger_and_cgroups(&mut self) -> (Ledger, CgroupNames) {
+        let ledger = self.ledger();
+        let names = self
+            .0
+            .resolver
+            .as_mut()
+            .map_or_else(CgroupNames::default, |resolver| {
+                resolver.names_of(ledger.cgroup_ids().collect::<BTreeSet<_>>())
+            });
+        (ledger, names)
+    }
 }
 
 /// Names irqlens's live threads as its own in `ledger`: the final table learns the
@@ -195,10 +224,11 @@ fn mark_own_threads(ledger: &mut Ledger) {
         .flatten()
         .filter_map(|task| task.file_name().to_str()?.parse().ok());
     for tid in tids {
-        ledger
-            .seen
-            .entry(tid)
-            .or_insert((pid, Comm::new("irqlens")));
+        ledger.seen.entry(tid).or_insert(Seen {
+            tgid: pid,
+            comm: Comm::new("irqlens"),
+            cgroup: CgroupId::UNKNOWN,
+        });
     }
 }
 
@@ -232,6 +262,8 @@ struct Pipeline {
     last: (u64, HashMap<u32, ThreadInfo>, u64),
     /// The run so far, its periods added up.
     whole: Period,
+    /// Names each period's cgroups as it ends (a live run's).
+    resolver: Option<CgroupResolver>,
 }
 
 impl Pipeline {
@@ -253,7 +285,9 @@ impl Pipeline {
                 compensator: tick_ns.map(Compensator::new),
                 threads: HashMap::new(),
                 lost_events: 0,
+                cgroups: CgroupNames::default(),
             },
+            resolver: None,
         }
     }
 
@@ -278,14 +312,18 @@ impl Pipeline {
         }
         let (ledger, compensator) = self.attributor.take();
         let threads = ThreadReading::by_tid(mark.threads);
-        let period = Period {
+        let mut period = Period {
             start_ns: self.last.0,
             elapsed_ns: mark.at_ns - self.last.0,
             ledger,
             compensator,
             threads: runtimes_between(&self.last.1, &threads),
             lost_events: mark.lost_events.saturating_sub(self.last.2),
+            cgroups: CgroupNames::default(),
         };
+        if let Some(resolver) = self.resolver.as_mut() {
+            period.name_cgroups(|id| resolver.path_of(id).map(str::to_owned));
+        }
         if last {
             self.whole.elapsed_ns = mark.at_ns;
             self.whole.threads = runtimes_between(&self.first, &threads);

@@ -13,6 +13,7 @@ use crate::noise::{Record, Sample};
 use crate::sched::Priority;
 use crate::stimulus::LoadScenario;
 use crate::units::CpuList;
+use crate::workload::{Workload, WorkloadBy};
 
 /// What a run lost, and which of the document's tables it may have cut short.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -555,6 +556,13 @@ pub struct AccountTables {
     pub rule: String,
     /// The compensation algorithm ran (--compensate).
     pub compensate: bool,
+    /// What the `workloads` rows group by (`--by`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<WorkloadBy>,
+    /// `--cgroup`: the rows are only the tasks in these cgroup v2 paths and below (the
+    /// totals still count all the traced CPUs); empty: every task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<String>,
     /// What the run lost.
     pub lost: Lost,
     /// The whole run.
@@ -576,8 +584,11 @@ pub struct AccountPeriod {
     pub orphan_by: BTreeMap<String, u64>,
     /// Interrupt time on idle CPUs, per source.
     pub idle_by: BTreeMap<String, u64>,
-    /// A row per process (or thread).
+    /// A row per process (or thread); with `--cgroup`, only those in the cgroups given.
     pub rows: Vec<AccountRow>,
+    /// A row per workload (`--by`), the rows added up; empty without `--by`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workloads: Vec<AccountWorkload>,
     /// irqlens's own work.
     pub irqlens: Option<AccountRow>,
     /// The compensation's interrupts per tick (--compensate).
@@ -632,6 +643,17 @@ pub struct AccountFigures {
     pub id: u32,
     /// Its name.
     pub comm: String,
+    /// Its cgroup v2 path, if known (the process's, or with --threads the thread's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    /// Its figures.
+    #[serde(flatten)]
+    pub amounts: AccountAmounts,
+}
+
+/// The interrupt time of a process, a thread or a workload, next to the kernel's bill.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, JsonSchema)]
+pub struct AccountAmounts {
     /// t: what the kernel accounted (interrupts included: no IRQ_TIME_ACCOUNTING).
     pub kernel_ns: Option<u64>,
     /// Interrupt time charged to it: what ran while it was current, less irqlens's own
@@ -652,6 +674,31 @@ pub struct AccountFigures {
     pub compensated_ns: Option<u64>,
     /// Its error against t_o.
     pub compensated_error: Option<f64>,
+}
+
+/// One workload of the accounting (`--by`): the process (or thread) rows whose cgroups
+/// name it, added up, and the kernel's error recomputed from the sums.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct AccountWorkload {
+    /// What groups its rows at the `--by` level: the cgroup path, `pod <uid>`,
+    /// `<runtime> <container id>`, a unit's name; `[unknown]` for tasks whose cgroup is
+    /// not known.
+    pub key: String,
+    /// The cgroup v2 path its tasks have in common (a pod's slice, a container's scope);
+    /// none for the unknown.
+    pub path: Option<String>,
+    /// What its path names (pod UID and QoS, container id, unit), at the `--by` level;
+    /// none for the unknown.
+    pub workload: Option<Workload>,
+    /// How many process (or thread) rows it adds up.
+    pub tasks: usize,
+    /// The sums of its rows' figures; the error and the compensated error recomputed.
+    #[serde(flatten)]
+    pub amounts: AccountAmounts,
+    /// `charged_ns` per interrupt source.
+    pub charged_by: BTreeMap<String, u64>,
+    /// `served_ns` per interrupt source.
+    pub served_by: BTreeMap<String, u64>,
 }
 
 /// The unit of a compared figure.

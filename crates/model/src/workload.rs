@@ -122,6 +122,18 @@ pub enum Workload {
     },
 }
 
+impl Workload {
+    /// Its kind, as serialized and shown: `pod`, `container`, `unit` or `cgroup`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::Pod { .. } => "pod",
+            Workload::Container(_) => "container",
+            Workload::Unit { .. } => "unit",
+            Workload::Cgroup { .. } => "cgroup",
+        }
+    }
+}
+
 /// What rows are grouped by (`--by`): a workload at one level of naming. A task whose
 /// cgroup does not name that level falls back to the next finer name it has (a systemd
 /// service under `--by pod` is its unit; an unknown layout is its path).
@@ -155,7 +167,27 @@ impl WorkloadBy {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CgroupNames {
     /// Id → path from the hierarchy's root.
+    #[serde(deserialize_with = "ids_from_keys")]
     pub paths: BTreeMap<CgroupId, String>,
+}
+
+/// JSON keys are strings: serde reads a number from one when it parses the text itself,
+/// but not when a recording's line was buffered first (an internally tagged enum's
+/// variant, as `Line::End` is), so the ids are parsed here.
+fn ids_from_keys<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<CgroupId, String>, D::Error> {
+    use serde::de::Error;
+    let by_key = BTreeMap::<String, String>::deserialize(deserializer)?;
+    by_key
+        .into_iter()
+        .map(|(key, path)| match key.parse() {
+            Ok(id) => Ok((CgroupId(id), path)),
+            Err(_) => Err(D::Error::custom(format!(
+                "cgroup id {key:?} is not a number"
+            ))),
+        })
+        .collect()
 }
 
 impl CgroupNames {
@@ -192,6 +224,15 @@ mod tests {
             Some("/system.slice/sshd.service")
         );
         assert_eq!(back.path(CgroupId(7)), None);
+        // buffered first, as a tagged enum's variant is
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::from_value::<CgroupNames>(value).unwrap(), names);
+        let bad = serde_json::json!({"paths": {"x1": "/"}});
+        let error = serde_json::from_value::<CgroupNames>(bad).unwrap_err();
+        assert!(
+            error.to_string().contains("\"x1\" is not a number"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -208,6 +249,7 @@ mod tests {
         assert_eq!(value["kind"], "pod");
         assert_eq!(value["qos"], "besteffort");
         assert_eq!(value["container"]["runtime"], "containerd");
+        assert_eq!(value["kind"], pod.kind());
         assert_eq!(serde_json::from_value::<Workload>(value).unwrap(), pod);
     }
 

@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use irqlens_model::tables::{AccountPeriod, AccountRow, AccountTables};
+use irqlens_model::tables::{
+    AccountAmounts, AccountPeriod, AccountRow, AccountTables, AccountWorkload,
+};
+use irqlens_model::workload::WorkloadBy;
 
 use super::compare::Figure;
 use super::table::{Column, Form, TextTable};
@@ -12,6 +15,7 @@ use irqlens_analyze::account::Period;
 use irqlens_analyze::account::report::{
     Row, Table, Totals, idle_by, relative_error, table, top, totals,
 };
+use irqlens_analyze::account::workloads::{WorkloadRow, keep_within, name_cgroups, workloads};
 use irqlens_analyze::account::{BySource, Source};
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_model::account::{AccountOptions, AccountRunInfo};
@@ -34,17 +38,40 @@ pub struct View<'a> {
     pub top: usize,
     /// IRQ line names, from /proc/interrupts.
     pub irq_names: &'a HashMap<u32, String>,
+    /// A table per workload too (`--by`).
+    pub by: Option<WorkloadBy>,
+    /// `--cgroup`: only the rows of the tasks in these cgroup paths and below.
+    pub within: &'a [String],
 }
 
 impl View<'_> {
-    /// The accounting table of `period`, a row per thread or process.
+    /// The accounting table of `period`, a row per thread or process, each with its
+    /// cgroup's path; with `--cgroup`, the rows in those cgroups only.
     pub fn table(&self, period: &Period) -> Table {
-        table(
+        let mut table = table(
             &period.ledger,
             &period.threads,
             period.compensator.as_ref(),
             self.by_thread,
-        )
+        );
+        name_cgroups(&mut table, &period.cgroups);
+        keep_within(&mut table, self.within);
+        table
+    }
+
+    /// `table`'s rows per workload, with `--by`; none without.
+    pub fn workloads(&self, table: &Table) -> Vec<WorkloadRow> {
+        self.by.map_or_else(Vec::new, |by| workloads(table, by))
+    }
+
+    /// What `--cgroup` kept, for the text: `rows: only tasks in /a, /b and below (...)`.
+    pub fn filter_note(&self) -> Option<String> {
+        (!self.within.is_empty()).then(|| {
+            format!(
+                "rows: only the tasks in cgroup {} and below (the totals count all the traced CPUs)",
+                self.within.join(", ")
+            )
+        })
     }
 
     /// What a row is: "thread" or "process".
@@ -114,22 +141,29 @@ pub fn write_period(
         view.per()
     )?;
     write_totals(out, &totals)?;
+    if let Some(note) = view.filter_note() {
+        writeln!(out, "{note}")?;
+    }
     writeln!(out)?;
     let compensate = period.compensator.is_some();
     write_table(out, &table, &totals, view, compensate, losses)?;
     writeln!(out)?;
+    if let Some(by) = view.by {
+        write_workloads(out, &view.workloads(&table), by, view, compensate, losses)?;
+        writeln!(out)?;
+    }
     write_ranking(
         out,
         "Top victims (interrupt time charged to them)",
         &table.rows,
-        |r| (r.figures.charged_ns, &r.charged_by),
+        |r| (r.figures.amounts.charged_ns, &r.charged_by),
         view,
     )?;
     write_ranking(
         out,
         "Top causers (interrupt time served to them)",
         &table.rows,
-        |r| (r.figures.served_ns, &r.served_by),
+        |r| (r.figures.amounts.served_ns, &r.served_by),
         view,
     )?;
     if totals.orphan_ns > 0 {
@@ -142,7 +176,7 @@ pub fn write_period(
     if let Some(irqlens) = table
         .irqlens
         .as_ref()
-        .filter(|row| row.figures.charged_ns > 0)
+        .filter(|row| row.figures.amounts.charged_ns > 0)
     {
         writeln!(
             out,
@@ -200,12 +234,27 @@ pub(crate) fn columns(view: &View, compensate: bool) -> Vec<Column> {
         Column::right("ERROR", 9).lossy(),
         Column::right("UNITS", 8).lossy(),
     ];
-    let compensation = [
+    columns
+        .into_iter()
+        .chain(compensation_columns(compensate))
+        .collect()
+}
+
+/// The compensation's columns, with --compensate only.
+fn compensation_columns(compensate: bool) -> impl Iterator<Item = Column> {
+    let columns = [
         Column::right("COMPENS(us)", 13).lossy(),
         Column::right("C-ERROR", 9).lossy(),
     ];
-    let compensation = compensation.into_iter().filter(|_| compensate);
-    columns.into_iter().chain(compensation).collect()
+    columns.into_iter().filter(move |_| compensate)
+}
+
+/// The compensation's cells, in the order of `compensation_columns`.
+fn compensation_cells(amounts: &AccountAmounts, form: Form) -> [String; 2] {
+    [
+        form.opt_us(amounts.compensated_ns),
+        signed_percent(amounts.compensated_error),
+    ]
 }
 
 /// A row's cells in the order of `columns`; the command cut to fit in the text.
@@ -216,16 +265,15 @@ pub(crate) fn cells(row: &Row, compensate: bool, form: Form) -> Vec<String> {
             Form::Text => short(&row.figures.comm),
             Form::Html => row.figures.comm.clone(),
         },
-        form.opt_us(row.figures.kernel_ns),
-        form.us(row.figures.charged_ns),
-        form.us(row.figures.served_ns),
-        form.opt_us(row.figures.corrected_ns),
-        signed_percent(row.figures.error),
-        row.figures.units.to_string(),
+        form.opt_us(row.figures.amounts.kernel_ns),
+        form.us(row.figures.amounts.charged_ns),
+        form.us(row.figures.amounts.served_ns),
+        form.opt_us(row.figures.amounts.corrected_ns),
+        signed_percent(row.figures.amounts.error),
+        row.figures.amounts.units.to_string(),
     ];
     if compensate {
-        cells.push(form.opt_us(row.figures.compensated_ns));
-        cells.push(signed_percent(row.figures.compensated_error));
+        cells.extend(compensation_cells(&row.figures.amounts, form));
     }
     cells
 }
@@ -278,8 +326,95 @@ fn write_table(
     if let Some(row) = &table.irqlens {
         text.row(&cells(row, compensate, Form::Text));
     }
-    for cells in unattributed_cells(totals, Form::Text) {
-        text.row(&cells);
+    // the time of no task is in no cgroup
+    if view.within.is_empty() {
+        for cells in unattributed_cells(totals, Form::Text) {
+            text.row(&cells);
+        }
+    }
+    text.write(out)?;
+    write_legend(out, losses, "columns")
+}
+
+/// The columns of the workload table, in the text and the HTML report alike: the two
+/// views side by side first (the interrupted one, as the kernel, PSI and perf kwork see
+/// it, then what was done for the workload), then the kernel's bill and its correction.
+pub(crate) fn workload_columns(compensate: bool) -> Vec<Column> {
+    let columns = [
+        Column::left("WORKLOAD", 24),
+        Column::left("KIND", 9),
+        Column::right("CHARGED(us)", 12).lossy(),
+        Column::right("SERVED(us)", 11).lossy(),
+        Column::right("KERNEL(us)", 11),
+        Column::right("CORRECTED(us)", 14).lossy(),
+        Column::right("ERROR", 9).lossy(),
+    ];
+    let units = Column::right("UNITS", 8).lossy();
+    columns
+        .into_iter()
+        .chain(compensation_columns(compensate))
+        .chain([units])
+        .collect()
+}
+
+/// A workload's cells in the order of `workload_columns`.
+pub(crate) fn workload_cells(row: &WorkloadRow, compensate: bool, form: Form) -> Vec<String> {
+    let amounts = &row.sums.figures.amounts;
+    let kind = row
+        .workload
+        .as_ref()
+        .map_or("-", |workload| workload.kind());
+    // the page has room for the whole key: the full pod UID and container id
+    let name = match form {
+        Form::Text => row.name.clone(),
+        Form::Html => row.key.clone(),
+    };
+    let mut cells = vec![
+        name,
+        kind.to_owned(),
+        form.us(amounts.charged_ns),
+        form.us(amounts.served_ns),
+        form.opt_us(amounts.kernel_ns),
+        form.opt_us(amounts.corrected_ns),
+        signed_percent(amounts.error),
+    ];
+    if compensate {
+        cells.extend(compensation_cells(amounts, form));
+    }
+    cells.push(amounts.units.to_string());
+    cells
+}
+
+/// The heading of the workload table.
+pub(crate) fn workload_heading(by: WorkloadBy, view: &View) -> String {
+    format!(
+        "Per {}: its {} rows added up (CHARGED as the kernel bills them, SERVED what was done for them)",
+        by.name(),
+        view.per()
+    )
+}
+
+fn write_workloads(
+    out: &mut dyn Write,
+    rows: &[WorkloadRow],
+    by: WorkloadBy,
+    view: &View,
+    compensate: bool,
+    losses: &Losses,
+) -> io::Result<()> {
+    writeln!(out, "{}:", workload_heading(by, view))?;
+    let columns = workload_columns(compensate);
+    let headings: Vec<String> = columns.iter().map(|c| c.marked_heading(losses)).collect();
+    let mut text = TextTable::new("", &columns);
+    text.row(&headings);
+    for row in rows.iter().take(view.top) {
+        text.row(&workload_cells(row, compensate, Form::Text));
+    }
+    if rows.len() > view.top {
+        text.note(format!(
+            "({} more; --top N shows more)",
+            rows.len() - view.top
+        ));
     }
     text.write(out)?;
     write_legend(out, losses, "columns")
@@ -345,9 +480,23 @@ fn row_json(row: &Row, view: &View) -> AccountRow {
     }
 }
 
+/// A workload as JSON, with its sources by name.
+fn workload_json(row: &WorkloadRow, view: &View) -> AccountWorkload {
+    AccountWorkload {
+        key: row.key.clone(),
+        path: row.path.clone(),
+        workload: row.workload.clone(),
+        tasks: row.tasks,
+        amounts: row.sums.figures.amounts.clone(),
+        charged_by: view.sources_json(&row.sums.charged_by),
+        served_by: view.sources_json(&row.sums.served_by),
+    }
+}
+
 /// One period as JSON (ns throughout), with what `losses` may have cut short.
 pub fn period_json(period: &Period, view: &View, losses: &Losses) -> AccountPeriod {
     let table = view.table(period);
+    let workloads = view.workloads(&table);
     AccountPeriod {
         start_ns: period.start_ns,
         elapsed_ns: period.elapsed_ns,
@@ -355,12 +504,23 @@ pub fn period_json(period: &Period, view: &View, losses: &Losses) -> AccountPeri
         orphan_by: view.sources_json(&period.ledger.orphan),
         idle_by: view.sources_json(&idle_by(&period.ledger)),
         rows: table.rows.iter().map(|row| row_json(row, view)).collect(),
+        workloads: workloads
+            .iter()
+            .map(|row| workload_json(row, view))
+            .collect(),
         irqlens: table.irqlens.as_ref().map(|row| row_json(row, view)),
         interrupts_per_tick: period
             .compensator
             .as_ref()
             .and_then(|c| c.interrupts_per_tick()),
-        lost: losses.table(&["totals", "orphan_by", "idle_by", "rows", "irqlens"]),
+        lost: losses.table(&[
+            "totals",
+            "orphan_by",
+            "idle_by",
+            "rows",
+            "workloads",
+            "irqlens",
+        ]),
     }
 }
 
@@ -376,6 +536,8 @@ pub fn to_json(
         per: view.per().into(),
         rule: RULE.into(),
         compensate: options.compensate,
+        by: options.by,
+        cgroups: options.cgroups.clone(),
         lost: info.losses().table(&["total", "periods"]),
         total: period_json(whole, view, &info.losses()),
         periods: periods.to_vec(),
@@ -422,17 +584,21 @@ struct ByComm<'a> {
 fn merge_by_comm(rows: &[Row]) -> Vec<ByComm<'_>> {
     let mut merged: Vec<ByComm> = Vec::new();
     for row in rows {
-        let kernel = row.figures.kernel_ns.zip(row.figures.corrected_ns);
+        let kernel = row
+            .figures
+            .amounts
+            .kernel_ns
+            .zip(row.figures.amounts.corrected_ns);
         match merged.iter_mut().find(|m| m.comm == row.figures.comm) {
             Some(m) => {
-                m.charged_ns += row.figures.charged_ns;
-                m.served_ns += row.figures.served_ns;
+                m.charged_ns += row.figures.amounts.charged_ns;
+                m.served_ns += row.figures.amounts.served_ns;
                 m.kernel = m.kernel.zip(kernel).map(|(a, b)| (a.0 + b.0, a.1 + b.1));
             }
             None => merged.push(ByComm {
                 comm: &row.figures.comm,
-                charged_ns: row.figures.charged_ns,
-                served_ns: row.figures.served_ns,
+                charged_ns: row.figures.amounts.charged_ns,
+                served_ns: row.figures.amounts.served_ns,
                 kernel,
             }),
         }
@@ -480,7 +646,64 @@ mod tests {
             compensator: None,
             threads,
             lost_events: 0,
+            cgroups: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_text_has_the_workload_table_and_says_which_filter_applied() {
+        let mut period = run(&[10, 11]);
+        // the dd processes in one unit, cargo in another cgroup
+        for (pid, info) in &mut period.threads {
+            info.cgroup = Some(irqlens_model::workload::CgroupId(
+                u64::from(*pid == 1000) + 1,
+            ));
+        }
+        period.cgroups.insert(
+            irqlens_model::workload::CgroupId(1),
+            "/system.slice/dd.service".into(),
+        );
+        period
+            .cgroups
+            .insert(irqlens_model::workload::CgroupId(2), "/build".into());
+        let names = HashMap::new();
+        let options = AccountOptions::defaults(irqlens_model::units::CpuList::single(0));
+        let text = |by: Option<WorkloadBy>, within: &[String]| {
+            let view = View {
+                by_thread: false,
+                top: 10,
+                irq_names: &names,
+                by,
+                within,
+            };
+            let mut out = Vec::new();
+            write_period(&mut out, &period, &options, &view, &Losses::checkpoints(0)).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let plain = text(None, &[]);
+        assert!(
+            !plain.contains("Per unit") && plain.contains("[orphan]"),
+            "{plain}"
+        );
+        let by_unit = text(Some(WorkloadBy::Unit), &[]);
+        let at = by_unit.find("Per unit:").expect("the workload table");
+        let unit = by_unit[at..]
+            .lines()
+            .find(|l| l.starts_with("dd.service"))
+            .unwrap();
+        // the two dd processes' 100 µs each, charged
+        assert_eq!(
+            unit.split_whitespace().collect::<Vec<_>>()[..4],
+            ["dd.service", "unit", "200", "0"],
+            "{by_unit}"
+        );
+        let filtered = text(Some(WorkloadBy::Unit), &["/build".into()]);
+        assert!(
+            filtered.contains("rows: only the tasks in cgroup /build and below"),
+            "{filtered}"
+        );
+        assert!(!filtered.contains("dd.service") && !filtered.contains("[orphan]"));
+        assert!(filtered.contains("cargo"), "{filtered}");
     }
 
     #[test]
@@ -490,6 +713,8 @@ mod tests {
             by_thread: false,
             top: 10,
             irq_names: &names,
+            by: None,
+            within: &[],
         };
         let a = figures(&run(&[10, 11, 12]), &view);
         let b = figures(&run(&[500, 501]), &view);

@@ -837,6 +837,7 @@ impl Page {
             ),
             ("rule", super::account::RULE.to_owned()),
         ];
+        facts.extend(view.filter_note().map(|note| ("cgroups", note)));
         facts.extend(common_facts(
             &info.common.skipped_tracepoints,
             info.common.interrupted,
@@ -853,12 +854,14 @@ impl Page {
             .chain(&table.irqlens)
             .map(|row| account::cells(row, compensate, Form::Html))
             .collect();
-        // as in the text: blank past SERVED, which is all they have
-        rows.extend(
-            account::unattributed_cells(&t, Form::Html)
-                .map(|cells| cells.into_iter().chain(iter::repeat(String::new())))
-                .map(|cells| cells.take(columns.len()).collect()),
-        );
+        // as in the text: blank past SERVED, which is all they have; in no cgroup
+        if view.within.is_empty() {
+            rows.extend(
+                account::unattributed_cells(&t, Form::Html)
+                    .map(|cells| cells.into_iter().chain(iter::repeat(String::new())))
+                    .map(|cells| cells.take(columns.len()).collect()),
+            );
+        }
         // the kernel's bill comes from /proc, the rest from the checkpoints
         let losses = info.losses();
         let marked: Vec<String> = columns.iter().map(|c| c.marked_heading(&losses)).collect();
@@ -867,6 +870,23 @@ impl Page {
         section.legend(&losses, "columns");
         if table.rows.len() > view.top {
             section.note(&format!("{} more", table.rows.len() - view.top));
+        }
+        if let Some(by) = view.by {
+            let workloads = view.workloads(&table);
+            section.h3(&format!("Interrupt time per {} (µs)", by.name()));
+            let columns = account::workload_columns(compensate);
+            let marked: Vec<String> = columns.iter().map(|c| c.marked_heading(&losses)).collect();
+            let marked: Vec<&str> = marked.iter().map(String::as_str).collect();
+            let rows: Vec<Vec<String>> = workloads
+                .iter()
+                .take(view.top)
+                .map(|row| account::workload_cells(row, compensate, Form::Html))
+                .collect();
+            section.table(&marked, &rows);
+            section.note(&account::workload_heading(by, view));
+            if workloads.len() > view.top {
+                section.note(&format!("{} more", workloads.len() - view.top));
+            }
         }
         // the interrupt time of no process ranks with theirs, as the table shows it:
         // [idle] as charged, [orphan] as served
@@ -892,13 +912,13 @@ impl Page {
         section.h3("Top victims and causers");
         section.bars(&ranking(
             "Top victims (interrupt time charged to them)",
-            |r| r.figures.charged_ns,
+            |r| r.figures.amounts.charged_ns,
             |r| &r.charged_by,
             (account::IDLE, t.idle_ns, &idle_by(&whole.ledger)),
         ));
         section.bars(&ranking(
             "Top causers (interrupt time served to them)",
-            |r| r.figures.served_ns,
+            |r| r.figures.amounts.served_ns,
             |r| &r.served_by,
             (account::ORPHAN, t.orphan_ns, &whole.ledger.orphan),
         ));

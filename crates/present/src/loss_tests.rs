@@ -11,7 +11,7 @@ use super::html::Page;
 use super::html::tests::{bh_info, bh_stats, names, render};
 use super::{bh, wakeup};
 use irqlens_analyze::account::Period;
-use irqlens_analyze::account::{Ledger, Source, ThreadAccount};
+use irqlens_analyze::account::{Ledger, Seen, Source, ThreadAccount};
 use irqlens_analyze::loss::RunLosses;
 use irqlens_analyze::wakeup::WakeupStats;
 use irqlens_model::account::{AccountOptions, AccountRunInfo};
@@ -26,6 +26,7 @@ use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
 use irqlens_model::wakeup::{Report, StatsConfig, TrackCounts};
 use irqlens_model::wakeup::{TimerOptions, TimerThread, WakeupMode, WakeupOptions, WakeupRunInfo};
+use irqlens_model::workload::CgroupId;
 
 const LEGEND: &str = "* 7 checkpoints lost (the probe's buffer was full)";
 
@@ -201,7 +202,14 @@ fn account_period(lost_events: u64) -> Period {
             ..Default::default()
         },
     );
-    ledger.seen.insert(51, (50, Comm::new("irqlens")));
+    ledger.seen.insert(
+        51,
+        Seen {
+            tgid: 50,
+            comm: Comm::new("irqlens"),
+            cgroup: CgroupId::UNKNOWN,
+        },
+    );
     Period {
         start_ns: 0,
         elapsed_ns: 1_000_000_000,
@@ -209,6 +217,7 @@ fn account_period(lost_events: u64) -> Period {
         compensator: None,
         threads: HashMap::new(),
         lost_events,
+        cgroups: Default::default(),
     }
 }
 
@@ -234,6 +243,8 @@ fn account_marks_the_columns_that_come_from_the_checkpoints() {
         by_thread: false,
         top: 10,
         irq_names: &irq_names,
+        by: None,
+        within: &[],
     };
     let options = AccountOptions {
         cpus: CpuList::single(0),

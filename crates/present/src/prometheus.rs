@@ -31,7 +31,8 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::Names;
 pub use families::{
-    MAX_SERIES_PER_FAMILY, account_families, bh_families, noise_families, wakeup_families,
+    MAX_SERIES_PER_FAMILY, MAX_WORKLOADS_PER_FAMILY, account_families, bh_families, noise_families,
+    wakeup_families,
 };
 use irqlens_analyze::account::Ledger;
 use irqlens_analyze::bh::BhStats;
@@ -39,6 +40,7 @@ use irqlens_analyze::histogram::{DECADE_BOUNDS_NS, Histogram};
 use irqlens_analyze::loss::Losses;
 use irqlens_analyze::noise::NoiseAnalysis;
 use irqlens_analyze::wakeup::WakeupStats;
+use irqlens_model::workload::{CgroupNames, WorkloadBy};
 pub use server::{CONNECTION_DEADLINE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD_BYTES};
 use server::{Limits, Serving};
 
@@ -364,7 +366,15 @@ pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
         ),
         ("bh", bh_families(&families::empty_bh(), &names)),
         ("wakeup", wakeup_families(&families::empty_wakeup(), &names)),
-        ("account", account_families(&Ledger::default(), &names.irqs)),
+        (
+            "account",
+            account_families(
+                &Ledger::default(),
+                &names.irqs,
+                &CgroupNames::default(),
+                WorkloadBy::Pod,
+            ),
+        ),
     ];
     empty
         .into_iter()
@@ -536,11 +546,18 @@ impl Exporter {
         self.publish("wakeup", lost, |names| wakeup_families(stats, names));
     }
 
-    /// Publishes an account run's ledger so far, made only when there is an endpoint
-    /// (`ledger` copies the run's), and what its probe `lost`.
-    pub fn account(&mut self, ledger: impl FnOnce() -> Ledger, lost: &Losses) {
+    /// Publishes an account run's ledger so far and its cgroups' names, made only when
+    /// there is an endpoint (`so_far` copies the run's), its workloads named at the level
+    /// `by`, and what its probe `lost`.
+    pub fn account(
+        &mut self,
+        so_far: impl FnOnce() -> (Ledger, CgroupNames),
+        by: WorkloadBy,
+        lost: &Losses,
+    ) {
         self.publish("account", lost, |names| {
-            account_families(&ledger(), &names.irqs)
+            let (ledger, cgroups) = so_far();
+            account_families(&ledger, &names.irqs, &cgroups, by)
         });
     }
 

@@ -27,6 +27,7 @@ mod period;
 pub mod report;
 #[cfg(test)]
 mod tests;
+pub mod workloads;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -36,6 +37,7 @@ use super::timeline::{Context, Slice, Timeline};
 use compensate::Compensator;
 use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::Comm;
+use irqlens_model::workload::CgroupId;
 pub use period::Period;
 
 /// The idle task's pid: interrupt time on an idle CPU is billed to no process.
@@ -95,6 +97,17 @@ pub struct ThreadAccount {
     pub units: u64,
 }
 
+/// What the checkpoints told of a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// Its thread group (process) id.
+    pub tgid: u32,
+    /// Its name.
+    pub comm: Comm,
+    /// Its cgroup v2 id, the last one known (`CgroupId::UNKNOWN` if none was).
+    pub cgroup: CgroupId,
+}
+
 /// What the attribution found, by thread id.
 #[derive(Clone, Debug, Default)]
 pub struct Ledger {
@@ -103,8 +116,8 @@ pub struct Ledger {
     /// Interrupt time done for no thread: a run with no unit, the tick's housekeeping,
     /// NMIs, deliveries to sockets nobody reads.
     pub orphan: BySource,
-    /// Thread group and name of the threads the checkpoints named.
-    pub seen: HashMap<u32, (u32, Comm)>,
+    /// What the checkpoints told of the threads they named.
+    pub seen: HashMap<u32, Seen>,
     /// Interrupt time per CPU it ran on, by source; irqlens's own work left out.
     pub cpus: BTreeMap<u32, BySource>,
     /// irqlens's own process id: the threads whose work is its own.
@@ -129,9 +142,15 @@ impl Ledger {
         self.irqlens = self.irqlens.or(later.irqlens);
     }
 
+    /// The cgroups the checkpoints named its threads in.
+    pub fn cgroup_ids(&self) -> impl Iterator<Item = CgroupId> + '_ {
+        let ids = self.seen.values().map(|seen| seen.cgroup);
+        ids.filter(|id| id.is_known())
+    }
+
     /// Whether `thread` is one of irqlens's own.
     pub fn is_irqlens(&self, thread: u32) -> bool {
-        let tgid = self.seen.get(&thread).map_or(thread, |&(tgid, _)| tgid);
+        let tgid = self.seen.get(&thread).map_or(thread, |seen| seen.tgid);
         self.irqlens.is_some_and(|pid| thread == pid || tgid == pid)
     }
 
@@ -505,9 +524,14 @@ impl Attributor {
             } => (woken_pid, woken_tgid, woken_comm),
             _ => return,
         };
-        if pid != IDLE {
-            self.ledger.seen.insert(pid, (tgid, comm));
+        if pid == IDLE {
+            return;
         }
+        // a reading without a cgroup (an old recording's, a task the probe could not
+        // read) keeps the one known
+        let known = self.ledger.seen.get(&pid).map(|seen| seen.cgroup);
+        let cgroup = e.what.cgroup().or(known).unwrap_or(CgroupId::UNKNOWN);
+        self.ledger.seen.insert(pid, Seen { tgid, comm, cgroup });
     }
 
     /// Charges and serves a run that ended, as irqlens's own work if it is.

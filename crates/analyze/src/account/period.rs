@@ -1,14 +1,16 @@
 //! One stretch of an accounting run and what was accounted in it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use irqlens_model::account::ThreadInfo;
+use irqlens_model::workload::{CgroupId, CgroupNames};
 
 use super::Ledger;
 use super::compensate::Compensator;
 use crate::loss::Losses;
 
 /// One stretch of the run and what was accounted in it.
+#[derive(Clone)]
 pub struct Period {
     /// Since the start of the run.
     pub start_ns: u64,
@@ -22,6 +24,9 @@ pub struct Period {
     pub threads: HashMap<u32, ThreadInfo>,
     /// Checkpoints the probe lost in the period.
     pub lost_events: u64,
+    /// The paths of the cgroups its tasks were in, as far as known (a live run reads
+    /// them at the period's end, a replay from the recording's end line).
+    pub cgroups: CgroupNames,
 }
 
 impl Period {
@@ -30,10 +35,28 @@ impl Period {
         Losses::checkpoints(self.lost_events)
     }
 
+    /// The cgroups its tasks were in: as the checkpoints named them, and as /proc did.
+    pub fn cgroup_ids(&self) -> impl Iterator<Item = CgroupId> + '_ {
+        let read = self.threads.values().filter_map(|info| info.cgroup);
+        let read = read.filter(|id| id.is_known());
+        self.ledger.cgroup_ids().chain(read)
+    }
+
+    /// Names the cgroups its tasks were in with `path_of` (those it knows a path of).
+    pub fn name_cgroups(&mut self, mut path_of: impl FnMut(CgroupId) -> Option<String>) {
+        let ids: BTreeSet<CgroupId> = self.cgroup_ids().collect();
+        for id in ids {
+            if let Some(path) = path_of(id) {
+                self.cgroups.insert(id, path);
+            }
+        }
+    }
+
     /// Adds a later period's accounting (the kernel's bill is read for the whole run).
     pub fn absorb(&mut self, later: Period) {
         self.ledger.absorb(later.ledger);
         self.lost_events += later.lost_events;
+        self.cgroups.paths.extend(later.cgroups.paths);
         if let (Some(mine), Some(theirs)) = (self.compensator.as_mut(), later.compensator) {
             mine.absorb(theirs);
         }

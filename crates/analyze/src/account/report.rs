@@ -6,6 +6,7 @@ use super::compensate::Compensator;
 use super::{BySource, IDLE, Ledger, Source, add_into, total};
 use irqlens_model::account::ThreadInfo;
 use irqlens_model::tables::AccountFigures;
+use irqlens_model::workload::CgroupId;
 
 /// What the kernel accounted to each thread between two readings of
 /// `system::thread_runtimes`: threads born in between count from zero, threads gone by
@@ -44,7 +45,12 @@ pub struct Row {
     /// `served_ns` per interrupt source.
     pub served_by: BySource,
     /// The interrupt time the kernel billed it: what ran while it was current.
-    billed_ns: u64,
+    pub(super) billed_ns: u64,
+    /// What the compensation added to its kernel time (with --compensate).
+    pub(super) adjusted_ns: Option<i64>,
+    /// Its cgroup, if the checkpoints or /proc named one (a process's: its leader's,
+    /// else that of the first of its threads named).
+    pub cgroup: Option<CgroupId>,
 }
 
 impl Row {
@@ -59,8 +65,27 @@ impl Row {
         }
     }
 
-    fn finish(&mut self, adjusted_ns: Option<i64>) {
-        let figures = &mut self.figures;
+    /// Adds `other`'s interrupt time and kernel bill to this row's (`finish` works out
+    /// the rest from the sums).
+    pub(super) fn add(&mut self, other: &Row) {
+        add_into(&mut self.charged_by, &other.charged_by);
+        add_into(&mut self.served_by, &other.served_by);
+        self.billed_ns += other.billed_ns;
+        let (mine, theirs) = (&mut self.figures.amounts, &other.figures.amounts);
+        mine.irqlens_ns += theirs.irqlens_ns;
+        mine.units += theirs.units;
+        if let Some(kernel) = theirs.kernel_ns {
+            *mine.kernel_ns.get_or_insert(0) += kernel;
+        }
+        if let Some(adjusted) = other.adjusted_ns {
+            *self.adjusted_ns.get_or_insert(0) += adjusted;
+        }
+    }
+
+    /// Works out the sums, the corrected time and the errors from what was added.
+    pub(super) fn finish(&mut self, adjusted_ns: Option<i64>) {
+        self.adjusted_ns = adjusted_ns;
+        let figures = &mut self.figures.amounts;
         figures.charged_ns = total(&self.charged_by);
         figures.served_ns = total(&self.served_by);
         let Some(kernel) = figures.kernel_ns else {
@@ -135,7 +160,7 @@ pub fn table(
         threads
             .get(&tid)
             .map(|info| info.tgid)
-            .or_else(|| ledger.seen.get(&tid).map(|&(tgid, _)| tgid))
+            .or_else(|| ledger.seen.get(&tid).map(|seen| seen.tgid))
             .filter(|&tgid| tgid != 0)
             .unwrap_or(tid)
     };
@@ -147,8 +172,13 @@ pub fn table(
         threads
             .get(&tid)
             .map(|info| info.comm.clone())
-            .or_else(|| ledger.seen.get(&tid).map(|(_, comm)| comm.to_string()))
+            .or_else(|| ledger.seen.get(&tid).map(|seen| seen.comm.to_string()))
             .unwrap_or_else(|| "?".into())
+    };
+    let cgroup = |tid: u32| -> Option<CgroupId> {
+        let read = threads.get(&tid).and_then(|info| info.cgroup);
+        let seen = || ledger.seen.get(&tid).map(|seen| seen.cgroup);
+        read.or_else(seen).filter(|id| id.is_known())
     };
     let mut rows: BTreeMap<u32, Row> = BTreeMap::new();
     if let Some(pid) = ledger.irqlens {
@@ -165,14 +195,15 @@ pub fn table(
         }
         let id = group(tid);
         let row = rows.entry(id).or_insert_with(|| Row::new(id, name(id)));
+        row.cgroup = row.cgroup.or_else(|| cgroup(id)).or_else(|| cgroup(tid));
         add_into(&mut row.charged_by, &account.charged);
         row.billed_ns += total(&account.charged);
         if irqlens(tid).is_none() {
             take_from(&mut row.charged_by, &account.for_irqlens);
-            row.figures.irqlens_ns += total(&account.for_irqlens);
+            row.figures.amounts.irqlens_ns += total(&account.for_irqlens);
         }
         add_into(&mut row.served_by, &account.served);
-        row.figures.units += account.units;
+        row.figures.amounts.units += account.units;
         if let Some(compensator) = compensator {
             *adjusted.entry(id).or_default() += compensator.adjusted_ns(tid);
         }
@@ -180,7 +211,7 @@ pub fn table(
     // the kernel's bill of a process is that of all its threads
     for (&tid, info) in threads {
         if let (Some(row), Some(runtime)) = (rows.get_mut(&group(tid)), info.runtime_ns) {
-            *row.figures.kernel_ns.get_or_insert(0) += runtime;
+            *row.figures.amounts.kernel_ns.get_or_insert(0) += runtime;
         }
     }
     let mut rows: Vec<Row> = rows
@@ -189,7 +220,7 @@ pub fn table(
             let id = row.figures.id;
             if ledger.irqlens == Some(id) {
                 add_into(&mut row.charged_by, &moved_to_irqlens);
-                row.figures.irqlens_ns = total(&moved_to_irqlens);
+                row.figures.amounts.irqlens_ns = total(&moved_to_irqlens);
             }
             row.finish(compensator.map(|_| adjusted.get(&id).copied().unwrap_or(0)));
             row
@@ -199,7 +230,14 @@ pub fn table(
         .irqlens
         .and_then(|pid| rows.iter().position(|row| row.figures.id == pid))
         .map(|at| rows.remove(at));
-    rows.sort_by_key(|row| std::cmp::Reverse(row.figures.charged_ns.max(row.figures.served_ns)));
+    rows.sort_by_key(|row| {
+        std::cmp::Reverse(
+            row.figures
+                .amounts
+                .charged_ns
+                .max(row.figures.amounts.served_ns),
+        )
+    });
     Table { rows, irqlens }
 }
 

@@ -7,6 +7,7 @@ use super::report::{relative_error, table, totals};
 use super::*;
 use irqlens_model::account::ThreadInfo;
 use irqlens_model::event::{EventData, EventKind::*};
+use irqlens_model::workload::CgroupId;
 use irqlens_test_support::stream::{Stream, US};
 
 const SPINNER: u32 = 10;
@@ -235,7 +236,7 @@ fn idle_nmi_and_softirqs_that_never_ran_are_accounted() {
         ),
         (4 * US, 3 * US, 4 * US, 7 * US)
     );
-    assert_eq!(ledger.seen[&SPINNER].1.to_string(), "spinner");
+    assert_eq!(ledger.seen[&SPINNER].comm.to_string(), "spinner");
 }
 
 #[test]
@@ -254,24 +255,24 @@ fn rows_correct_the_kernels_bill_per_process() {
     let spinner = rows.iter().find(|r| r.figures.id == SPINNER).unwrap();
     assert_eq!(
         (
-            spinner.figures.kernel_ns,
-            spinner.figures.charged_ns,
-            spinner.figures.corrected_ns
+            spinner.figures.amounts.kernel_ns,
+            spinner.figures.amounts.charged_ns,
+            spinner.figures.amounts.corrected_ns
         ),
         (Some(1_000 * US), 6 * US, Some(994 * US))
     );
-    assert_eq!(spinner.figures.error, relative_error(1_000, 994));
+    assert_eq!(spinner.figures.amounts.error, relative_error(1_000, 994));
     let receiver = rows.iter().find(|r| r.figures.id == RECEIVER).unwrap();
     assert_eq!(
         (
-            receiver.figures.kernel_ns,
-            receiver.figures.served_ns,
-            receiver.figures.corrected_ns
+            receiver.figures.amounts.kernel_ns,
+            receiver.figures.amounts.served_ns,
+            receiver.figures.amounts.corrected_ns
         ),
         (Some(60 * US), 6 * US, Some(66 * US))
     );
     assert!(
-        receiver.figures.error.unwrap() < 0.0,
+        receiver.figures.amounts.error.unwrap() < 0.0,
         "the kernel under-bills the receiver"
     );
     assert_eq!(table(&ledger, &threads, None, true).rows.len(), 2);
@@ -480,12 +481,15 @@ fn irq_work_waking_irqlens_is_charged_to_irqlens_not_to_hackbench() {
         .find(|r| r.figures.id == HACKBENCH)
         .unwrap();
     assert_eq!(
-        (hackbench.figures.charged_ns, hackbench.figures.irqlens_ns),
+        (
+            hackbench.figures.amounts.charged_ns,
+            hackbench.figures.amounts.irqlens_ns
+        ),
         (0, 3 * US),
         "not charged to hackbench"
     );
     // hackbench did not run those 3 µs: its corrected time still leaves them out
-    assert_eq!(hackbench.figures.corrected_ns, Some(997 * US));
+    assert_eq!(hackbench.figures.amounts.corrected_ns, Some(997 * US));
     let irqlens = table.irqlens.expect("the [irqlens] row");
     assert_eq!(
         (irqlens.figures.id, irqlens.figures.comm.as_str()),
@@ -493,15 +497,18 @@ fn irq_work_waking_irqlens_is_charged_to_irqlens_not_to_hackbench() {
     );
     assert_eq!(
         (
-            irqlens.figures.charged_ns,
-            irqlens.figures.served_ns,
-            irqlens.figures.irqlens_ns
+            irqlens.figures.amounts.charged_ns,
+            irqlens.figures.amounts.served_ns,
+            irqlens.figures.amounts.irqlens_ns
         ),
         (3 * US, 3 * US, 3 * US)
     );
     // the kernel billed irqlens 120 µs; it was served 3 µs more on hackbench's time
     assert_eq!(
-        (irqlens.figures.kernel_ns, irqlens.figures.corrected_ns),
+        (
+            irqlens.figures.amounts.kernel_ns,
+            irqlens.figures.amounts.corrected_ns
+        ),
         (Some(120 * US), Some(123 * US))
     );
     assert!(
@@ -628,4 +635,19 @@ fn interrupt_time_is_kept_per_cpu_without_irqlens_own_work() {
     let mut twice = ledger.clone();
     twice.absorb(ledger);
     assert_eq!(in_us(&twice.cpus[&CPU]), vec![(ipi(), 4), (net_rx(), 8)]);
+}
+
+#[test]
+fn the_checkpoints_name_each_threads_cgroup_and_an_unknown_one_keeps_it() {
+    let mut s = Stream::new();
+    s.wake(10, CPU, SPINNER, RECEIVER, "receiver", false);
+    if let EventData::Wakeup { woken_cgroup, .. } = &mut s.events.last_mut().unwrap().what {
+        *woken_cgroup = CgroupId(77);
+    }
+    // a reading without a cgroup (an old recording's) keeps the one known
+    s.switch(20, CPU, SPINNER, RECEIVER, "receiver");
+    s.switch(30, CPU, RECEIVER, SPINNER, "spinner");
+    let ledger = attribute(&s).ledger().clone();
+    assert_eq!(ledger.seen[&RECEIVER].cgroup, CgroupId(77));
+    assert_eq!(ledger.seen[&SPINNER].cgroup, CgroupId::UNKNOWN);
 }

@@ -112,7 +112,7 @@ pub fn account_costs(ledger: &Ledger) -> Vec<MeasuredCost> {
             let comm = ledger
                 .seen
                 .get(tid)
-                .map_or_else(|| tid.to_string(), |(_, comm)| comm.to_string());
+                .map_or_else(|| tid.to_string(), |seen| seen.comm.to_string());
             MeasuredCost {
                 cost: CostName::SoftirqPerPacket,
                 dist: Dist::constant(account.served[&net_rx] as f64 / account.units as f64 / 1e3),

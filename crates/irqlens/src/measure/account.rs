@@ -13,6 +13,7 @@ use irqlens_model::kernel::parse_irq_line_names;
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::RunInfo;
 use irqlens_model::tables::AccountPeriod;
+use irqlens_model::workload::WorkloadBy;
 use irqlens_present::account::{self as show, View};
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
@@ -43,11 +44,13 @@ impl AccountResult {
     }
 }
 
-fn view<'a>(options: &AccountOptions, irq_names: &'a HashMap<u32, String>) -> View<'a> {
+fn view<'a>(options: &'a AccountOptions, irq_names: &'a HashMap<u32, String>) -> View<'a> {
     View {
         by_thread: options.threads,
         top: options.top,
         irq_names,
+        by: options.by,
+        within: &options.cgroups,
     }
 }
 
@@ -96,8 +99,10 @@ impl Measure for AccountTool {
         let json = live.output.show.json;
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
-        let on_tick = |tick: Tick, so_far: account_run::SoFar<'_>| {
-            exporter.account(|| so_far.ledger(), &tick.lost);
+        // the pods, unless --by says which level (its fallbacks name the rest)
+        let by = options.by.unwrap_or(WorkloadBy::Pod);
+        let on_tick = |tick: Tick, mut so_far: account_run::SoFar<'_>| {
+            exporter.account(|| so_far.ledger_and_cgroups(), by, &tick.lost);
             progress(tick.elapsed, so_far.events());
         };
         let (whole, info) = account_run::run(&options, &STOP, live.tap, on_tick, |period| {

@@ -20,7 +20,7 @@ fn ns(row: &Value, field: &str) -> u64 {
 }
 
 /// Receive-path time (NET_RX and the RPS IPI) in a row's charged or served sources.
-fn receive_path(row: &Value, field: &str) -> u64 {
+pub(crate) fn receive_path(row: &Value, field: &str) -> u64 {
     row[field]
         .as_object()
         .expect("sources")

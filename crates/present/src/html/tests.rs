@@ -16,6 +16,7 @@ use irqlens_model::sim::PeriodicResult;
 use irqlens_model::stimulus::LoadScenario;
 use irqlens_model::trial::{Design, DesignSummary, TrialPoint};
 use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig, TrackCounts};
+use irqlens_model::workload::{CgroupId, CgroupNames, WorkloadBy};
 use irqlens_test_support::svg::{self, bar_labels, legend_fills};
 
 /// An IRQ line name that would break the page if it went in unescaped.
@@ -513,14 +514,18 @@ fn account_ledger() -> Ledger {
     ledger
 }
 
-/// The page of a one-second account run of `ledger`'s spinner and <recv>.
-fn account_page(ledger: Ledger) -> String {
+/// The page of a one-second account run of `ledger`'s spinner (in a cgroup of no known
+/// layout) and <recv> (in a unit), with a table per workload `by`.
+fn account_page(ledger: Ledger, by: Option<WorkloadBy>) -> String {
     let thread = |tgid: u32, comm: &str| ThreadInfo {
         tgid,
         comm: comm.into(),
         runtime_ns: Some(10_000_000),
-        cgroup: None,
+        cgroup: Some(CgroupId(tgid.into())),
     };
+    let mut cgroups = CgroupNames::default();
+    cgroups.insert(CgroupId(10), "/irqlens-test-noisy".into());
+    cgroups.insert(CgroupId(20), "/system.slice/recv.service".into());
     let whole = Period {
         start_ns: 0,
         elapsed_ns: 1_000_000_000,
@@ -528,6 +533,7 @@ fn account_page(ledger: Ledger) -> String {
         compensator: None,
         threads: HashMap::from([(10, thread(10, "spinner")), (20, thread(20, "<recv>"))]),
         lost_events: 0,
+        cgroups,
     };
     let info = AccountRunInfo {
         common: RunCommon {
@@ -543,6 +549,8 @@ fn account_page(ledger: Ledger) -> String {
         by_thread: false,
         top: 10,
         irq_names: &names,
+        by,
+        within: &[],
     };
     let mut page = Page::new("account", "6.18.0-test");
     page.account("account", &whole, &info, &view);
@@ -556,8 +564,28 @@ fn fill(class: &str) -> String {
 }
 
 #[test]
+fn account_section_has_a_workload_table_only_when_asked() {
+    assert!(!account_page(account_ledger(), None).contains("Interrupt time per unit"));
+    let html = account_page(account_ledger(), Some(WorkloadBy::Unit));
+    let at = html
+        .find("Interrupt time per unit (µs)")
+        .expect("the workload table");
+    let table = &html[at..];
+    // the spinner's cgroup is no unit: its path; the receiver's unit served the 500 µs
+    // the spinner's cgroup was charged
+    let noisy = table.find("/irqlens-test-noisy").expect("the noisy cgroup");
+    let unit = table.find("recv.service").expect("the receiver's unit");
+    assert!(noisy < unit, "the largest first");
+    let row = &table[unit..table[unit..].find("</tr>").unwrap() + unit];
+    assert!(
+        row.contains("<td>unit</td>") && row.contains(">500.0</td>"),
+        "{row}"
+    );
+}
+
+#[test]
 fn account_section_ranks_victims_and_causers() {
-    let html = account_page(account_ledger());
+    let html = account_page(account_ledger(), None);
     let bars = plots(&html, "causes");
     assert_eq!(bars.len(), 2);
     assert!(bars[0].contains("Top victims") && bars[0].contains("spinner:10"));
@@ -592,7 +620,7 @@ fn account_section_shows_orphan_and_idle_time_as_the_text_table_does() {
             ..Default::default()
         },
     );
-    let html = account_page(ledger);
+    let html = account_page(ledger, None);
     // the text's rows: [orphan] in SERVED, [idle] in CHARGED, the rest blank
     let row = |cells: [&str; 5]| {
         let cells: String = cells

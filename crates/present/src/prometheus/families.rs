@@ -13,14 +13,17 @@ use prometheus_client::metrics::MetricType;
 use super::{Family, Labels};
 use crate::Names;
 use crate::bh::sources_of;
-use irqlens_analyze::account::report::{idle_by, table};
+use irqlens_analyze::account::report::{Row as AccountRow, idle_by, table};
+use irqlens_analyze::account::workloads::{UNKNOWN, name_cgroups};
 use irqlens_analyze::account::{BySource, Ledger, Source as AccountSource};
 use irqlens_analyze::bh::{BhStats, DelayCause};
 use irqlens_analyze::noise::{Cause as NoiseCause, IRQ_SOURCE_NAMES, NoiseAnalysis, softirq_name};
 use irqlens_analyze::wakeup::{Cause as WakeupCause, WakeupStats};
+use irqlens_analyze::workload::workload_key;
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
 use irqlens_model::noise::AnalysisConfig;
 use irqlens_model::wakeup::StatsConfig as WakeupConfig;
+use irqlens_model::workload::{CgroupNames, WorkloadBy};
 
 /// Series kept per family of an open-ended set (causes, sources, threads), the largest
 /// first: a busy machine has a comm per kind of short-lived thread, and Prometheus pays
@@ -401,26 +404,81 @@ fn by_class(labels: &Labels, by_source: &BySource) -> Vec<(Labels, [u64; 1])> {
         .collect()
 }
 
+/// The `workload` label values a family keeps (the largest); the rest are `other`: a
+/// node may run hundreds of pods, and Prometheus pays for every series it ever saw.
+pub const MAX_WORKLOADS_PER_FAMILY: usize = 10;
+
+/// The `workload` label of the workloads past the largest.
+const OTHER_WORKLOADS: &str = "other";
+
+/// Each row's `workload` label: its workload's key at the level `by` if it is among the
+/// `MAX_WORKLOADS_PER_FAMILY` with the most `value`, else `other`.
+fn workload_labels(
+    rows: &[AccountRow],
+    by: WorkloadBy,
+    value: fn(&AccountRow) -> u64,
+) -> Vec<String> {
+    let keys: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let path = row.figures.cgroup.as_deref();
+            path.map_or_else(|| UNKNOWN.to_owned(), |path| workload_key(path, by))
+        })
+        .collect();
+    let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
+    for (key, row) in keys.iter().zip(rows) {
+        *totals.entry(key).or_default() += value(row);
+    }
+    let mut ranked: Vec<(&str, u64)> = totals.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let kept: Vec<&str> = ranked
+        .iter()
+        .take(MAX_WORKLOADS_PER_FAMILY)
+        .map(|(key, _)| *key)
+        .collect();
+    keys.iter()
+        .map(|key| {
+            if kept.contains(&key.as_str()) {
+                key.clone()
+            } else {
+                OTHER_WORKLOADS.to_owned()
+            }
+        })
+        .collect()
+}
+
 /// `irqlens account`: interrupt time by class and source, and who it was charged to (the
 /// thread current when it ran, as the kernel bills it) and done for (the thread it
-/// served), per comm; irqlens's own work, idle CPUs' and nobody's apart.
-pub fn account_families(ledger: &Ledger, irq_names: &HashMap<u32, String>) -> Vec<Family> {
+/// served), per comm and workload (its cgroup in `cgroups`, named at the level `by`);
+/// irqlens's own work, idle CPUs' and nobody's apart.
+pub fn account_families(
+    ledger: &Ledger,
+    irq_names: &HashMap<u32, String>,
+    cgroups: &CgroupNames,
+    by: WorkloadBy,
+) -> Vec<Family> {
     // a row per thread, so that a comm is a thread's own name
-    let accounts = table(ledger, &HashMap::new(), None, true);
-    let per_comm = |by: fn(&irqlens_analyze::account::report::Row) -> &BySource| {
+    let mut accounts = table(ledger, &HashMap::new(), None, true);
+    name_cgroups(&mut accounts, cgroups);
+    let per_comm = |by_source: fn(&AccountRow) -> &BySource, value: fn(&AccountRow) -> u64| {
+        let workloads = workload_labels(&accounts.rows, by, value);
         top_series(
             accounts
                 .rows
                 .iter()
-                .flat_map(|row| by_class(&vec![("comm", row.figures.comm.clone())], by(row))),
+                .zip(workloads)
+                .flat_map(|(row, workload)| {
+                    let labels = vec![("comm", row.figures.comm.clone()), ("workload", workload)];
+                    by_class(&labels, by_source(row))
+                }),
         )
     };
-    let charged = per_comm(|row| &row.charged_by);
-    let served = per_comm(|row| &row.served_by);
+    let charged = per_comm(|row| &row.charged_by, |row| row.figures.amounts.charged_ns);
+    let served = per_comm(|row| &row.served_by, |row| row.figures.amounts.served_ns);
     let units = top_series(accounts.rows.iter().map(|row| {
         (
             vec![("comm", row.figures.comm.clone())],
-            [row.figures.units],
+            [row.figures.amounts.units],
         )
     }));
     let interrupts = top_series(ledger.threads.values().flat_map(|account| {
@@ -450,13 +508,13 @@ pub fn account_families(ledger: &Ledger, irq_names: &HashMap<u32, String>) -> Ve
         ),
         Family::seconds(
             "account_charged",
-            "Interrupt time that ran while a thread of this comm was current: what the kernel bills it (the largest comms)",
+            "Interrupt time that ran while a thread of this comm and workload was current: what the kernel bills it (the largest comms; the workloads past the largest are other)",
             MetricType::Counter,
             nth(&charged, 0),
         ),
         Family::seconds(
             "account_served",
-            "Interrupt time done on behalf of the threads of this comm, wherever it ran (the largest comms)",
+            "Interrupt time done on behalf of the threads of this comm and workload, wherever it ran (the largest comms; the workloads past the largest are other)",
             MetricType::Counter,
             nth(&served, 0),
         ),

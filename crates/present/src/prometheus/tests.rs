@@ -7,13 +7,14 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use super::*;
-use irqlens_analyze::account::{BySource, Source as AccountSource, ThreadAccount};
+use irqlens_analyze::account::{BySource, Seen, Source as AccountSource, ThreadAccount};
 use irqlens_analyze::bh::{BhWindow, Delay, DelayCause, Mechanism, Sample as BhSample, Source};
 use irqlens_analyze::wakeup::{Cause as WakeupCause, Origin, Sample as WakeupSample};
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
 use irqlens_model::kernel::Comm;
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
 use irqlens_model::wakeup::{Report, StatsConfig as WakeupConfig};
+use irqlens_model::workload::{CgroupId, CgroupNames, WorkloadBy};
 use irqlens_test_support::hostile_http::{
     Closed, claimed_body, closed_within, get, get_accepting, idle, large_header, request,
     sent_body, slow_head, status_field, still_open,
@@ -484,7 +485,14 @@ fn ledger() -> Ledger {
     ];
     for (tid, comm, charged, served, units) in accounts {
         let tgid = if tid == SPINNER + 1 { SPINNER } else { tid };
-        ledger.seen.insert(tid, (tgid, Comm::new(comm)));
+        // the spinner's threads in cgroup 7 (named by `spinner_in_a_pod` only)
+        let cgroup = if tgid == SPINNER {
+            CgroupId(7)
+        } else {
+            CgroupId::UNKNOWN
+        };
+        let comm = Comm::new(comm);
+        ledger.seen.insert(tid, Seen { tgid, comm, cgroup });
         let account = ThreadAccount {
             charged,
             served,
@@ -498,9 +506,16 @@ fn ledger() -> Ledger {
 
 #[test]
 fn account_families_by_class_source_and_comm() {
-    let text = render(account_families(&ledger(), &irq_names()));
+    let text = render(account_families(
+        &ledger(),
+        &irq_names(),
+        &CgroupNames::default(),
+        WorkloadBy::Pod,
+    ));
     let seconds = |series: &str| value(&text, &format!("irqlens_account_{series}"));
-    let spinner = |class: &str| format!("{{comm=\"spinner\",class=\"{class}\"}}");
+    // no cgroup named: the unknown workload
+    let spinner =
+        |class: &str| format!("{{comm=\"spinner\",workload=\"[unknown]\",class=\"{class}\"}}");
     // the two spinner threads are one series
     assert_eq!(
         seconds(&format!("charged_seconds_total{}", spinner("irq"))),
@@ -532,6 +547,72 @@ fn account_families_by_class_source_and_comm() {
     assert!(!text.contains("comm=\"irqlens\""));
 }
 
+/// `ledger()`'s spinner in a pod's container; the rest unknown.
+fn spinner_in_a_pod() -> CgroupNames {
+    let mut names = CgroupNames::default();
+    let path = format!(
+        "/kubepods.slice/kubepods-pod{}.slice/cri-containerd-{}.scope",
+        "0d9b3e51_7c1a_4e7e_9c2f_5a8b6d4e3f21",
+        "ab".repeat(32)
+    );
+    names.insert(CgroupId(7), path);
+    names
+}
+
+#[test]
+fn account_workloads_past_the_largest_are_other() {
+    let mut ledger = Ledger::default();
+    let mut names = CgroupNames::default();
+    let workloads = MAX_WORKLOADS_PER_FAMILY as u32 + 2;
+    // thread i in cgroup /w<i>, charged i µs of NET_RX: the two smallest are other
+    for tid in 1..=workloads {
+        let cgroup = CgroupId(tid.into());
+        names.insert(cgroup, format!("/w{tid}"));
+        let comm = Comm::new("worker");
+        ledger.seen.insert(
+            tid,
+            Seen {
+                tgid: tid,
+                comm,
+                cgroup,
+            },
+        );
+        let charged =
+            BySource::from([(AccountSource::Softirq { vector: 3 }, u64::from(tid) * 1_000)]);
+        let account = ThreadAccount {
+            charged,
+            ..ThreadAccount::default()
+        };
+        ledger.threads.insert(tid, account);
+    }
+    let text = render(account_families(
+        &ledger,
+        &irq_names(),
+        &names,
+        WorkloadBy::Cgroup,
+    ));
+    let charged = |workload: &str| {
+        value(
+            &text,
+            &format!(
+                "irqlens_account_charged_seconds_total{{comm=\"worker\",workload=\"{workload}\",class=\"softirq\"}}"
+            ),
+        )
+    };
+    assert_eq!(charged("other"), 3e-6, "/w1 and /w2 folded");
+    assert_eq!(
+        charged(&format!("/w{workloads}")),
+        f64::from(workloads) * 1e-6
+    );
+    let labels: HashSet<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("irqlens_account_charged_seconds_total{"))
+        .filter_map(|line| line.split("workload=\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(labels.len(), MAX_WORKLOADS_PER_FAMILY + 1, "{labels:?}");
+    assert!(!labels.contains("/w1") && !labels.contains("/w2"));
+}
+
 /// Every family of every capability, with series in them, and the build info.
 fn every_family() -> Vec<(&'static str, Vec<Family>)> {
     let names = Names {
@@ -542,7 +623,10 @@ fn every_family() -> Vec<(&'static str, Vec<Family>)> {
         ("noise", noise_families(&noise_analysis(), &names.irqs)),
         ("bh", bh_families(&bh_stats(), &names)),
         ("wakeup", wakeup_families(&traced_wakeups(), &names)),
-        ("account", account_families(&ledger(), &names.irqs)),
+        (
+            "account",
+            account_families(&ledger(), &names.irqs, &spinner_in_a_pod(), WorkloadBy::Pod),
+        ),
     ];
     for (capability, families) in &mut capabilities {
         families.push(build_info(capability));
@@ -580,6 +664,8 @@ fn no_label_is_a_pid_and_no_series_has_empty_braces() {
                         "cause",
                         "component",
                         "comm",
+                        // bounded: MAX_WORKLOADS_PER_FAMILY, the rest folded into other
+                        "workload",
                         "le",
                         "version",
                         "capability"
