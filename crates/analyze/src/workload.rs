@@ -25,7 +25,9 @@
 //!   `/user.slice/user-1000.slice/session-3.scope`; a cgroup a unit made inside itself
 //!   (delegation) belongs to the unit.
 
-use irqlens_model::workload::{Container, ContainerRuntime, QosClass, Workload};
+use irqlens_model::workload::{
+    CgroupId, CgroupNames, Container, ContainerRuntime, QosClass, TaskCgroup, Workload, WorkloadBy,
+};
 
 /// The longest path parsed (PATH_MAX): a longer one is not a cgroup path the kernel gives,
 /// and stays a path.
@@ -77,6 +79,72 @@ pub fn short_name(workload: &Workload) -> String {
     }
 }
 
+/// Task cgroup `id` as documents show it, named by `names`; none if the id is unknown.
+pub fn task_cgroup(id: CgroupId, names: &CgroupNames) -> Option<TaskCgroup> {
+    let path = names.path(id.is_known().then_some(id)?);
+    Some(TaskCgroup {
+        id,
+        path: path.map(str::to_owned),
+        workload: path.map(workload_of),
+    })
+}
+
+/// What rows are grouped under with `--by`: the workload at level `by` of the cgroup v2
+/// `path` (`pod <uid>`, `<runtime> <id>` with the full id, a unit's name, or the path),
+/// falling back to the next finer name the path has (`WorkloadBy`'s rule): a pod's
+/// container under `--by pod` is its pod; a systemd service under `--by pod` or
+/// `--by container` is its unit; an unknown layout is its path.
+pub fn workload_key(path: &str, by: WorkloadBy) -> String {
+    let workload = workload_of(path);
+    let pod = || match &workload {
+        Workload::Pod { uid, .. } => Some(format!("pod {uid}")),
+        _ => None,
+    };
+    let container = || match &workload {
+        Workload::Pod {
+            container: Some(container),
+            ..
+        }
+        | Workload::Container(container) => Some(container_key(container)),
+        _ => None,
+    };
+    let unit = || unit_on(path);
+    let key = match by {
+        WorkloadBy::Cgroup => None,
+        WorkloadBy::Pod => pod().or_else(container).or_else(unit),
+        WorkloadBy::Container => container().or_else(unit),
+        WorkloadBy::Unit => unit(),
+    };
+    key.unwrap_or_else(|| path.to_owned())
+}
+
+/// Whether cgroup `path` is `root` or below it, level by level (`/a/b` holds `/a/b/c`,
+/// not `/a/bc`); `/` holds every path.
+pub fn is_within(path: &str, root: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    match path.strip_prefix(root) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
+}
+
+fn container_key(container: &Container) -> String {
+    let runtime = container
+        .runtime
+        .map_or("container", ContainerRuntime::name);
+    format!("{runtime} {}", container.id)
+}
+
+/// The deepest systemd unit on a well-formed `path` (a pod's container scope is a unit
+/// too: `cri-containerd-<id>.scope`).
+fn unit_on(path: &str) -> Option<String> {
+    let levels = levels_of(path)?;
+    match unit_of(&levels)? {
+        Workload::Unit { name } => Some(name),
+        _ => None,
+    }
+}
+
 fn short_container(container: &Container) -> String {
     let runtime = container
         .runtime
@@ -92,23 +160,26 @@ fn prefix(text: &str, chars: usize) -> &str {
 }
 
 fn parse(path: &str) -> Option<Workload> {
-    if path.len() > LONGEST_PATH {
-        return None;
-    }
-    let levels: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
-    // the root, a trailing or doubled slash, and relative steps are no path the kernel gives
-    if levels
-        .iter()
-        .any(|level| level.is_empty() || *level == "." || *level == "..")
-    {
-        return None;
-    }
+    let levels = levels_of(path)?;
     if levels.iter().any(|level| is_kubepods(level)) {
         // a Kubernetes path is a pod or nothing known: a QoS level alone, or a pod
         // without a valid UID, is shown as its path
         return pod_of_systemd(&levels).or_else(|| pod_of_cgroupfs(&levels));
     }
     container_outside_kubernetes(&levels).or_else(|| unit_of(&levels))
+}
+
+/// The levels of a path the kernel could give: none for a too long one, the root, a
+/// trailing or doubled slash, or relative steps.
+fn levels_of(path: &str) -> Option<Vec<&str>> {
+    if path.len() > LONGEST_PATH {
+        return None;
+    }
+    let levels: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    let malformed = levels
+        .iter()
+        .any(|level| level.is_empty() || *level == "." || *level == "..");
+    (!malformed).then_some(levels)
 }
 
 /// Whether `level` is one of the kubelet's: `kubepods`, or a systemd slice named after it.
@@ -541,6 +612,60 @@ mod tests {
         // a name shorter than the prefix shown, not on a character boundary: whole
         assert_eq!(prefix("é", SHORT_POD_UID), "é");
         assert_eq!(prefix("ééé", 2), "éé");
+    }
+
+    #[test]
+    fn workload_keys_name_each_level_and_fall_back_to_finer_names() {
+        let id = container_id(0x3f);
+        let uid = underscored(UID);
+        let in_pod = format!(
+            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{uid}.slice/cri-containerd-{id}.scope"
+        );
+        assert_eq!(workload_key(&in_pod, WorkloadBy::Pod), format!("pod {UID}"));
+        assert_eq!(
+            workload_key(&in_pod, WorkloadBy::Container),
+            format!("containerd {id}")
+        );
+        assert_eq!(
+            workload_key(&in_pod, WorkloadBy::Unit),
+            format!("cri-containerd-{id}.scope")
+        );
+        assert_eq!(workload_key(&in_pod, WorkloadBy::Cgroup), in_pod);
+        // the pod's own cgroup has no container: its slice is the finer name
+        let pod_slice = in_pod.rsplit_once('/').unwrap().0;
+        assert_eq!(
+            workload_key(pod_slice, WorkloadBy::Container),
+            format!("kubepods-besteffort-pod{uid}.slice")
+        );
+        // a plain container has no pod: its container
+        let docker = format!("/system.slice/docker-{id}.scope");
+        assert_eq!(
+            workload_key(&docker, WorkloadBy::Pod),
+            format!("docker {id}")
+        );
+        // a service has neither
+        let sshd = "/system.slice/sshd.service";
+        for by in [WorkloadBy::Pod, WorkloadBy::Container, WorkloadBy::Unit] {
+            assert_eq!(workload_key(sshd, by), "sshd.service", "{by:?}");
+        }
+        // an unknown layout, or a malformed path, is its path at every level
+        for path in ["/a/b", "/", "", "/a//b.service"] {
+            for by in [WorkloadBy::Pod, WorkloadBy::Container, WorkloadBy::Unit] {
+                assert_eq!(workload_key(path, by), path, "{path} {by:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cgroup_is_within_its_ancestors_level_by_level() {
+        assert!(is_within("/a/b", "/a/b"));
+        assert!(is_within("/a/b/c", "/a/b"));
+        assert!(is_within("/a/b/c", "/a/b/"));
+        assert!(!is_within("/a/bc", "/a/b"));
+        assert!(!is_within("/a", "/a/b"));
+        assert!(!is_within("/x/a/b", "/a/b"));
+        assert!(is_within("/a", "/"));
+        assert!(is_within("/", "/"));
     }
 
     proptest! {

@@ -85,6 +85,22 @@ pub fn v2_path_in(proc_cgroup: &str) -> Option<&str> {
         .find_map(|line| line.strip_prefix("0::"))
 }
 
+/// The paths of cgroups `ids`, read now (at most MOST_CGROUPS of them): a cgroup removed
+/// since has none, and none at all when the machine has no v2 hierarchy.
+pub fn names_now(ids: impl IntoIterator<Item = CgroupId>) -> CgroupNames {
+    let ids: HashSet<CgroupId> = ids
+        .into_iter()
+        .filter(|id| id.is_known())
+        .take(MOST_CGROUPS)
+        .collect();
+    if ids.is_empty() {
+        return CgroupNames::default();
+    }
+    CgroupResolver::new()
+        .map(|mut resolver| resolver.names_of(ids))
+        .unwrap_or_default()
+}
+
 /// Resolves cgroup ids to their paths by the inode of each directory of the v2
 /// hierarchy, which is the cgroup's id. Walks the hierarchy once, and again when asked an
 /// id it does not know (a cgroup made since), at most once per such id.

@@ -65,7 +65,7 @@ impl Measure for WakeupTool {
             kernel: system::kernel_release(),
             options,
             outcome,
-            names: super::names(),
+            names: super::names([]),
         })
     }
 
