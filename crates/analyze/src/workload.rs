@@ -145,6 +145,18 @@ fn unit_on(path: &str) -> Option<String> {
     }
 }
 
+/// The shortest name of `short_name`'s: a pod's container alone (`containerd
+/// 3f4e5a6b7c8d`), for a column too narrow for its pod too.
+pub fn innermost_name(workload: &Workload) -> String {
+    match workload {
+        Workload::Pod {
+            container: Some(container),
+            ..
+        } => short_container(container),
+        _ => short_name(workload),
+    }
+}
+
 fn short_container(container: &Container) -> String {
     let runtime = container
         .runtime
@@ -595,6 +607,9 @@ mod tests {
         assert_eq!(short_name(&in_pod), "pod 1b2c3d4e…/containerd 3f4e5a6b7c8d");
         let bare = pod(UID, QosClass::Guaranteed, Some((None, &id)));
         assert_eq!(short_name(&bare), "pod 1b2c3d4e…/container 3f4e5a6b7c8d");
+        assert_eq!(innermost_name(&bare), "container 3f4e5a6b7c8d");
+        let pod_alone = pod(UID, QosClass::Burstable, None);
+        assert_eq!(innermost_name(&pod_alone), short_name(&pod_alone));
         assert_eq!(
             short_name(&pod(UID, QosClass::Burstable, None)),
             "pod 1b2c3d4e…"

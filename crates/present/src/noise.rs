@@ -12,7 +12,7 @@ use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::noise::{
     Breakdown, Cause, CauseStats, CpuSummary, NoiseAnalysis, StopReport, WorkloadCauses,
 };
-use irqlens_analyze::workload::{short_name, task_cgroup, workload_of};
+use irqlens_analyze::workload::{innermost_name, short_name, task_cgroup, workload_of};
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::Record;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo};
@@ -172,12 +172,12 @@ fn cause_label(cause: &Cause, names: &Names) -> String {
     let Some(path) = names.cgroups.path(cgroup) else {
         return label;
     };
-    let with_workload = format!("{label} {}", short_name(&workload_of(path)));
-    if with_workload.chars().count() <= CAUSE_COLUMNS[0].width {
-        with_workload
-    } else {
-        label
-    }
+    let workload = workload_of(path);
+    [short_name(&workload), innermost_name(&workload)]
+        .into_iter()
+        .map(|name| format!("{label} {name}"))
+        .find(|cell| cell.chars().count() <= CAUSE_COLUMNS[0].width)
+        .unwrap_or(label)
 }
 
 /// Columns of the thread causes per workload (`--by`), in the text and the HTML report.
@@ -767,6 +767,8 @@ mod workload_tests {
         write_causes(&mut text, &analysis, &names, 10).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("sshd:42 sshd.service"), "{text}");
+        // a pod's container alone when the pod does not fit too
+        assert!(text.contains("spin:40 containerd 3f4e5a6b7c8d"), "{text}");
         let mut by = Vec::new();
         write_workloads(&mut by, &analysis, &names.cgroups, WorkloadBy::Pod).unwrap();
         let by = String::from_utf8(by).unwrap();
