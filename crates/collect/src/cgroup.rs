@@ -146,6 +146,32 @@ impl CgroupFilter {
     }
 }
 
+/// Names cgroups as a run goes (for a live endpoint): the hierarchy is walked when a new
+/// id comes, not at every call, and at most MOST_CGROUPS names are kept.
+#[derive(Debug, Default)]
+pub struct CgroupNamer {
+    resolver: Option<CgroupResolver>,
+    names: CgroupNames,
+}
+
+impl CgroupNamer {
+    /// The names of `ids` and of those asked before.
+    pub fn name(&mut self, ids: impl IntoIterator<Item = CgroupId>) -> &CgroupNames {
+        for id in ids {
+            if self.names.path(id).is_some() || self.names.paths.len() >= MOST_CGROUPS {
+                continue;
+            }
+            if self.resolver.is_none() {
+                self.resolver = CgroupResolver::new().ok();
+            }
+            if let Some(path) = self.resolver.as_mut().and_then(|r| r.path_of(id)) {
+                self.names.insert(id, path.to_owned());
+            }
+        }
+        &self.names
+    }
+}
+
 /// The paths of cgroups `ids`, read now (at most MOST_CGROUPS of them): a cgroup removed
 /// since has none, and none at all when the machine has no v2 hierarchy.
 pub fn names_now(ids: impl IntoIterator<Item = CgroupId>) -> CgroupNames {

@@ -39,6 +39,7 @@ use irqlens_analyze::histogram::{DECADE_BOUNDS_NS, Histogram};
 use irqlens_analyze::loss::Losses;
 use irqlens_analyze::noise::NoiseAnalysis;
 use irqlens_analyze::wakeup::WakeupStats;
+use irqlens_model::workload::{CgroupNames, WorkloadBy};
 pub use server::{CONNECTION_DEADLINE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD_BYTES};
 use server::{Limits, Serving};
 
@@ -360,7 +361,12 @@ pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
     let empty: [(&str, Vec<Family>); 4] = [
         (
             "noise",
-            noise_families(&families::empty_noise(), &names.irqs),
+            noise_families(
+                &families::empty_noise(),
+                &names.irqs,
+                &names.cgroups,
+                WorkloadBy::Container,
+            ),
         ),
         ("bh", bh_families(&families::empty_bh(), &names)),
         ("wakeup", wakeup_families(&families::empty_wakeup(), &names)),
@@ -522,8 +528,18 @@ impl Exporter {
     }
 
     /// Publishes a noise run's analysis so far, and what its probe `lost`.
-    pub fn noise(&mut self, analysis: &NoiseAnalysis, lost: &Losses) {
-        self.publish("noise", lost, |names| noise_families(analysis, &names.irqs));
+    /// Its threads' noise is labelled by workload at level `by`, their cgroups named
+    /// by `cgroups` (only called when the endpoint serves).
+    pub fn noise(
+        &mut self,
+        analysis: &NoiseAnalysis,
+        lost: &Losses,
+        cgroups: impl FnOnce() -> CgroupNames,
+        by: WorkloadBy,
+    ) {
+        self.publish("noise", lost, |names| {
+            noise_families(analysis, &names.irqs, &cgroups(), by)
+        });
     }
 
     /// Publishes a bottom-half run's statistics so far, and what its probe `lost`.

@@ -4,11 +4,13 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 use irqlens_analyze::loss::RunLosses;
+use irqlens_collect::cgroup::CgroupNamer;
 use irqlens_collect::noise::{self as noise_run, NoiseOutcome};
 use irqlens_collect::system;
 use irqlens_model::noise::NoiseOptions;
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::RunInfo;
+use irqlens_model::workload::WorkloadBy;
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
 use irqlens_present::{self, Names, noise as show};
@@ -57,8 +59,11 @@ impl Measure for NoiseTool {
         let redraw = live_table(&options, live.output);
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
+        let mut cgroups = CgroupNamer::default();
+        let by = options.by.unwrap_or(WorkloadBy::Container);
         let outcome = noise_run::run(&options, &STOP, live.tap, |analysis, tick| {
-            exporter.noise(analysis, &tick.lost);
+            let thread_cgroups = || cgroups.name(analysis.thread_cgroups()).clone();
+            exporter.noise(analysis, &tick.lost, thread_cgroups, by);
             if redraw {
                 let mut out = io::stdout().lock();
                 let _ = write!(out, "\x1b[H\x1b[2J");

@@ -21,6 +21,7 @@ use irqlens_analyze::wakeup::{Cause as WakeupCause, WakeupStats};
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
 use irqlens_model::noise::AnalysisConfig;
 use irqlens_model::wakeup::StatsConfig as WakeupConfig;
+use irqlens_model::workload::{CgroupNames, WorkloadBy};
 
 /// Series kept per family of an open-ended set (causes, sources, threads), the largest
 /// first: a busy machine has a comm per kind of short-lived thread, and Prometheus pays
@@ -114,9 +115,47 @@ pub(super) fn empty_noise() -> NoiseAnalysis {
     NoiseAnalysis::new(config, [])
 }
 
+/// The most workloads a run's thread noise is labelled with: the rest is `other`, so
+/// that a node of many pods keeps a bounded number of series.
+pub const MOST_WORKLOADS: usize = 20;
+
+/// The label of the workloads past `MOST_WORKLOADS`.
+pub const OTHER_WORKLOADS: &str = "other";
+
+/// The thread noise per workload (`by`), the largest `MOST_WORKLOADS` by name and the
+/// rest together as `other`.
+fn workload_series(
+    analysis: &NoiseAnalysis,
+    cgroups: &CgroupNames,
+    by: WorkloadBy,
+) -> Vec<(Labels, [u64; 2])> {
+    let rows = analysis.workload_causes(cgroups, by);
+    let mut series: Vec<(Labels, [u64; 2])> = Vec::new();
+    let mut other = [0; 2];
+    for (rank, row) in rows.into_iter().enumerate() {
+        let values = [row.stats.total_ns, row.stats.count];
+        if rank < MOST_WORKLOADS {
+            series.push((vec![("workload", row.workload)], values));
+        } else {
+            other = [other[0] + values[0], other[1] + values[1]];
+        }
+    }
+    if other != [0; 2] {
+        series.push((vec![("workload", OTHER_WORKLOADS.to_owned())], other));
+    }
+    series
+}
+
 /// `irqlens noise`: per CPU as rtla osnoise top's columns, the sample histogram, and the
-/// causes of each CPU's noise.
-pub fn noise_families(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) -> Vec<Family> {
+/// causes of each CPU's noise, and
+/// the threads' noise per workload.
+pub fn noise_families(
+    analysis: &NoiseAnalysis,
+    irq_names: &HashMap<u32, String>,
+    cgroups: &CgroupNames,
+    by: WorkloadBy,
+) -> Vec<Family> {
+    let workloads = workload_series(analysis, cgroups, by);
     let cpus: Vec<_> = analysis.summaries().collect();
     let per_cpu = |value: fn(&irqlens_analyze::noise::CpuSummary) -> u64| {
         cpus.iter().map(move |s| (cpu(s.cpu), value(s)))
@@ -200,6 +239,17 @@ pub fn noise_families(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>
             "noise_cause_occurrences",
             "Occurrences of each cause of noise inside noise samples, per CPU (the largest causes of each CPU)",
             nth(&causes, 1),
+        ),
+        Family::seconds(
+            "noise_workload",
+            "Thread noise per workload (--by's level, container without it; the largest, the rest as other)",
+            MetricType::Counter,
+            nth(&workloads, 0),
+        ),
+        Family::count_total(
+            "noise_workload_occurrences",
+            "Thread interferences per workload inside noise samples (as noise_workload)",
+            nth(&workloads, 1),
         ),
     ]
 }
