@@ -511,6 +511,8 @@ pub struct WakeupThread {
     pub samples: u64,
     /// Its largest latency, ns.
     pub max_ns: u64,
+    /// Its cgroup (none in recordings older than the field).
+    pub cgroup: Option<TaskCgroup>,
 }
 
 /// The woken threads folded together.

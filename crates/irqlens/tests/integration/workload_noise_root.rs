@@ -170,18 +170,24 @@ fn cyclictest() -> Process {
 }
 
 /// The wakeups of the watched process's threads that `wakeup --pid PID --cgroup PATH`
-/// measured.
-fn woken_in(pid: u32, cgroup: &str) -> u64 {
+/// measured, and the cgroup paths the measured threads carry.
+fn woken_in(pid: u32, cgroup: &str) -> (u64, Vec<String>) {
     let pid = pid.to_string();
     let doc = irqlens_json(&[
         "wakeup", "--pid", &pid, "--cgroup", cgroup, "-c", "1", "-d", "2", "-q",
     ]);
-    doc["threads"]
-        .as_array()
-        .unwrap()
+    let threads = doc["threads"].as_array().unwrap();
+    let woken = threads.iter().map(|thread| exact(&thread["samples"])).sum();
+    let paths = threads
         .iter()
-        .map(|thread| exact(&thread["samples"]))
-        .sum()
+        .map(|thread| {
+            thread["cgroup"]["path"]
+                .as_str()
+                .unwrap_or("(none)")
+                .to_owned()
+        })
+        .collect();
+    (woken, paths)
 }
 
 #[test]
@@ -191,8 +197,9 @@ fn wakeup_measures_the_watched_tasks_of_its_cgroups_only() {
     let (uid, _) = fresh_uid_and_container_id();
     let parent = format!("/irqlens-test-{uid}");
     // its sibling /irqlens-test-<uid>x shares the prefix but is not below it
+    let inside_path = format!("{parent}/app");
     let (inside_bed, outside_bed) = (
-        CgroupBed::make(&format!("{parent}/app")).unwrap(),
+        CgroupBed::make(&inside_path).unwrap(),
         CgroupBed::make(&format!("{parent}x")).unwrap(),
     );
     let (inside, outside) = (cyclictest(), cyclictest());
@@ -207,9 +214,14 @@ fn wakeup_measures_the_watched_tasks_of_its_cgroups_only() {
     drop((inside, outside));
     drop((inside_bed, outside_bed));
 
+    let ((measured, paths), (left_out, _)) = (measured, left_out);
     assert!(
         measured >= 500,
         "1000 wakeups a second, {measured} measured in 2 s"
+    );
+    assert!(
+        !paths.is_empty() && paths.iter().all(|path| *path == inside_path),
+        "the measured threads carry their cgroup {inside_path}: {paths:?}"
     );
     assert_eq!(left_out, 0, "a process outside the cgroup is not measured");
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());

@@ -641,6 +641,7 @@ fn timer_wakeup(cpu: u32, irq: u64, handler: u64, sched: u64, back: u64) -> Wake
     WakeupSample {
         tid: 100 + cpu,
         comm: Comm::new("cyclic<test>"),
+        cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         cpu,
         waker_cpu: cpu,
         origin: irqlens_analyze::wakeup::Origin::Irq { source: 0, id: 11 },

@@ -377,6 +377,7 @@ fn traced_wakeup(tid: u32, cpu: u32) -> WakeupSample {
     WakeupSample {
         tid,
         comm: Comm::new("app"),
+        cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         cpu,
         waker_cpu: cpu,
         origin: Origin::Irq {
