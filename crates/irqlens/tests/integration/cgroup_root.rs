@@ -12,7 +12,7 @@ use irqlens_test_support::cgroup_bed::CgroupBed;
 use crate::common::*;
 
 /// A child process, killed and reaped when dropped (before the cgroup it is in).
-struct Sleeper(Child);
+pub(crate) struct Sleeper(pub(crate) Child);
 
 impl Drop for Sleeper {
     fn drop(&mut self) {
@@ -22,7 +22,7 @@ impl Drop for Sleeper {
 }
 
 /// A pod UID and a container id of this run's own, so that nothing on the machine has them.
-fn fresh_uid_and_container_id() -> (String, String) {
+pub(crate) fn fresh_uid_and_container_id() -> (String, String) {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()

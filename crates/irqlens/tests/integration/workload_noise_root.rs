@@ -2,12 +2,14 @@
 //! interfere, and groups them per pod; wakeup's task mode measures the watched tasks of
 //! the cgroups given only. Every cgroup made is removed, on failure too.
 
-use std::process::{Child, Command};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::Duration;
 
 use irqlens_test_support::cgroup_bed::CgroupBed;
 
+use crate::cgroup_root::{Sleeper as Process, fresh_uid_and_container_id};
 use crate::common::*;
+use crate::noise_root::exact;
 
 /// The CPU the tests measure: the last one, away from CPU 0's housekeeping.
 fn measured_cpu() -> u32 {
@@ -40,16 +42,6 @@ fn spinner_process_child() {
     std::thread::sleep(Duration::from_secs(60));
 }
 
-/// A child process, killed and reaped when dropped (before the cgroup it is in).
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A process of this test binary spinning on `cpu` (SCHED_FIFO 10, 2 ms every 20 ms).
 fn spinner_process(cpu: u32) -> Process {
     let child = Command::new(std::env::current_exe().unwrap())
@@ -66,30 +58,6 @@ fn spinner_process(cpu: u32) -> Process {
         .spawn()
         .unwrap();
     Process(child)
-}
-
-/// A pod UID and a container id of this run's own, so that nothing on the machine has them.
-fn fresh_uid_and_container_id() -> (String, String) {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let pid = std::process::id();
-    let uid = format!(
-        "{pid:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
-        nanos >> 48 & 0xffff,
-        nanos >> 36 & 0xfff,
-        nanos >> 24 & 0xfff,
-        nanos & 0xffff_ffff_ffff
-    );
-    let container_id = format!("{nanos:016x}{pid:016x}").repeat(2);
-    (uid, container_id)
-}
-
-fn exact(value: &serde_json::Value) -> u64 {
-    value
-        .as_u64()
-        .unwrap_or_else(|| panic!("{value} is not a count"))
 }
 
 #[test]
