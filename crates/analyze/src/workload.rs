@@ -79,72 +79,6 @@ pub fn short_name(workload: &Workload) -> String {
     }
 }
 
-/// Task cgroup `id` as documents show it, named by `names`; none if the id is unknown.
-pub fn task_cgroup(id: CgroupId, names: &CgroupNames) -> Option<TaskCgroup> {
-    let path = names.path(id.is_known().then_some(id)?);
-    Some(TaskCgroup {
-        id,
-        path: path.map(str::to_owned),
-        workload: path.map(workload_of),
-    })
-}
-
-/// What rows are grouped under with `--by`: the workload at level `by` of the cgroup v2
-/// `path` (`pod <uid>`, `<runtime> <id>` with the full id, a unit's name, or the path),
-/// falling back to the next finer name the path has (`WorkloadBy`'s rule): a pod's
-/// container under `--by pod` is its pod; a systemd service under `--by pod` or
-/// `--by container` is its unit; an unknown layout is its path.
-pub fn workload_key(path: &str, by: WorkloadBy) -> String {
-    let workload = workload_of(path);
-    let pod = || match &workload {
-        Workload::Pod { uid, .. } => Some(format!("pod {uid}")),
-        _ => None,
-    };
-    let container = || match &workload {
-        Workload::Pod {
-            container: Some(container),
-            ..
-        }
-        | Workload::Container(container) => Some(container_key(container)),
-        _ => None,
-    };
-    let unit = || unit_on(path);
-    let key = match by {
-        WorkloadBy::Cgroup => None,
-        WorkloadBy::Pod => pod().or_else(container).or_else(unit),
-        WorkloadBy::Container => container().or_else(unit),
-        WorkloadBy::Unit => unit(),
-    };
-    key.unwrap_or_else(|| path.to_owned())
-}
-
-/// Whether cgroup `path` is `root` or below it, level by level (`/a/b` holds `/a/b/c`,
-/// not `/a/bc`); `/` holds every path.
-pub fn is_within(path: &str, root: &str) -> bool {
-    let root = root.trim_end_matches('/');
-    match path.strip_prefix(root) {
-        Some(rest) => rest.is_empty() || rest.starts_with('/'),
-        None => false,
-    }
-}
-
-fn container_key(container: &Container) -> String {
-    let runtime = container
-        .runtime
-        .map_or("container", ContainerRuntime::name);
-    format!("{runtime} {}", container.id)
-}
-
-/// The deepest systemd unit on a well-formed `path` (a pod's container scope is a unit
-/// too: `cri-containerd-<id>.scope`).
-fn unit_on(path: &str) -> Option<String> {
-    let levels = levels_of(path)?;
-    match unit_of(&levels)? {
-        Workload::Unit { name } => Some(name),
-        _ => None,
-    }
-}
-
 /// The shortest name of `short_name`'s: a pod's container alone (`containerd
 /// 3f4e5a6b7c8d`), for a column too narrow for its pod too.
 pub fn innermost_name(workload: &Workload) -> String {
@@ -155,6 +89,16 @@ pub fn innermost_name(workload: &Workload) -> String {
         } => short_container(container),
         _ => short_name(workload),
     }
+}
+
+/// Task cgroup `id` as documents show it, named by `names`; none if the id is unknown.
+pub fn task_cgroup(id: CgroupId, names: &CgroupNames) -> Option<TaskCgroup> {
+    let path = names.path(id.is_known().then_some(id)?);
+    Some(TaskCgroup {
+        id,
+        path: path.map(str::to_owned),
+        workload: path.map(workload_of),
+    })
 }
 
 fn short_container(container: &Container) -> String {
@@ -171,6 +115,81 @@ fn prefix(text: &str, chars: usize) -> &str {
         .map_or(text, |(end, _)| &text[..end])
 }
 
+/// What `path` names at the level `by` (`--by`), with [`WorkloadBy`]'s fallbacks: a pod
+/// (its containers together) falls back to a container, a container to the deepest
+/// systemd unit on the path, a unit to the path itself. `WorkloadBy::Cgroup` groups by
+/// the path, and names it as fully as [`workload_of`] does.
+pub fn workload_at(path: &str, by: WorkloadBy) -> Workload {
+    let named = workload_of(path);
+    match (by, named) {
+        (WorkloadBy::Cgroup, named) => named,
+        (WorkloadBy::Pod, Workload::Pod { uid, qos, .. }) => Workload::Pod {
+            uid,
+            qos,
+            container: None,
+        },
+        (
+            WorkloadBy::Pod | WorkloadBy::Container,
+            named @ (Workload::Container(_)
+            | Workload::Pod {
+                container: Some(_), ..
+            }),
+        ) => named,
+        _ => levels_of(path)
+            .and_then(|levels| unit_of(&levels))
+            .unwrap_or_else(|| Workload::Cgroup {
+                path: path.to_owned(),
+            }),
+    }
+}
+
+/// The key that groups tasks at the level `by`: the same for every path in one workload,
+/// different for different workloads (full pod UIDs and container ids, unit names, or the
+/// path; the kinds cannot collide: only a path starts with `/`, only a pod with `pod `,
+/// and a unit name has no space). Readable, but long: tables show [`short_name`].
+pub fn workload_key(path: &str, by: WorkloadBy) -> String {
+    if by == WorkloadBy::Cgroup {
+        return path.to_owned();
+    }
+    match workload_at(path, by) {
+        Workload::Pod { uid, container, .. } => match container {
+            Some(container) => format!("pod {uid}/{}", container_key(&container)),
+            None => format!("pod {uid}"),
+        },
+        Workload::Container(container) => container_key(&container),
+        Workload::Unit { name } => name,
+        Workload::Cgroup { path } => path,
+    }
+}
+
+fn container_key(container: &Container) -> String {
+    let runtime = container
+        .runtime
+        .map_or("container", ContainerRuntime::name);
+    format!("{runtime} {}", container.id)
+}
+
+/// Whether the cgroup `path` is `ancestor` or below it, level by level (`/a/b` is not
+/// below `/a/bc`); `/` holds every path.
+pub fn is_within(path: &str, ancestor: &str) -> bool {
+    let ancestor = ancestor.trim_end_matches('/');
+    path.strip_prefix(ancestor)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The levels of a path the kernel could give, none for the root or a malformed path.
+fn levels_of(path: &str) -> Option<Vec<&str>> {
+    if path.len() > LONGEST_PATH {
+        return None;
+    }
+    let levels: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    // the root, a trailing or doubled slash, and relative steps are no path the kernel gives
+    let malformed = levels
+        .iter()
+        .any(|level| level.is_empty() || *level == "." || *level == "..");
+    (!malformed).then_some(levels)
+}
+
 fn parse(path: &str) -> Option<Workload> {
     let levels = levels_of(path)?;
     if levels.iter().any(|level| is_kubepods(level)) {
@@ -179,19 +198,6 @@ fn parse(path: &str) -> Option<Workload> {
         return pod_of_systemd(&levels).or_else(|| pod_of_cgroupfs(&levels));
     }
     container_outside_kubernetes(&levels).or_else(|| unit_of(&levels))
-}
-
-/// The levels of a path the kernel could give: none for a too long one, the root, a
-/// trailing or doubled slash, or relative steps.
-fn levels_of(path: &str) -> Option<Vec<&str>> {
-    if path.len() > LONGEST_PATH {
-        return None;
-    }
-    let levels: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
-    let malformed = levels
-        .iter()
-        .any(|level| level.is_empty() || *level == "." || *level == "..");
-    (!malformed).then_some(levels)
 }
 
 /// Whether `level` is one of the kubelet's: `kubepods`, or a systemd slice named after it.
@@ -630,60 +636,125 @@ mod tests {
     }
 
     #[test]
-    fn workload_keys_name_each_level_and_fall_back_to_finer_names() {
-        let id = container_id(0x3f);
-        let uid = underscored(UID);
-        let in_pod = format!(
-            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{uid}.slice/cri-containerd-{id}.scope"
+    fn by_pod_folds_a_pods_containers_and_falls_back_to_container_unit_path() {
+        let (one, two) = (container_id(0x11), container_id(0x22));
+        let pod_slice = format!(
+            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice",
+            underscored(UID)
         );
-        assert_eq!(workload_key(&in_pod, WorkloadBy::Pod), format!("pod {UID}"));
-        assert_eq!(
-            workload_key(&in_pod, WorkloadBy::Container),
-            format!("containerd {id}")
-        );
-        assert_eq!(
-            workload_key(&in_pod, WorkloadBy::Unit),
-            format!("cri-containerd-{id}.scope")
-        );
-        assert_eq!(workload_key(&in_pod, WorkloadBy::Cgroup), in_pod);
-        // the pod's own cgroup has no container: its slice is the finer name
-        let pod_slice = in_pod.rsplit_once('/').unwrap().0;
-        assert_eq!(
-            workload_key(pod_slice, WorkloadBy::Container),
-            format!("kubepods-besteffort-pod{uid}.slice")
-        );
-        // a plain container has no pod: its container
-        let docker = format!("/system.slice/docker-{id}.scope");
+        let first = format!("{pod_slice}/cri-containerd-{one}.scope");
+        let second = format!("{pod_slice}/cri-containerd-{two}.scope");
+        let cgroupfs = format!("/kubepods/besteffort/pod{UID}/{one}");
+        let whole_pod = pod(UID, QosClass::BestEffort, None);
+        for path in [&first, &second, &pod_slice, &cgroupfs] {
+            assert_eq!(workload_at(path, WorkloadBy::Pod), whole_pod, "{path}");
+            assert_eq!(workload_key(path, WorkloadBy::Pod), format!("pod {UID}"));
+        }
+        let docker = format!("/system.slice/docker-{two}.scope");
+        assert_eq!(workload_at(&docker, WorkloadBy::Pod), workload_of(&docker));
         assert_eq!(
             workload_key(&docker, WorkloadBy::Pod),
-            format!("docker {id}")
+            format!("docker {two}")
         );
-        // a service has neither
-        let sshd = "/system.slice/sshd.service";
-        for by in [WorkloadBy::Pod, WorkloadBy::Container, WorkloadBy::Unit] {
-            assert_eq!(workload_key(sshd, by), "sshd.service", "{by:?}");
-        }
-        // an unknown layout, or a malformed path, is its path at every level
-        for path in ["/a/b", "/", "", "/a//b.service"] {
-            for by in [WorkloadBy::Pod, WorkloadBy::Container, WorkloadBy::Unit] {
-                assert_eq!(workload_key(path, by), path, "{path} {by:?}");
-            }
+        let unit = "/system.slice/sshd.service";
+        assert_eq!(workload_key(unit, WorkloadBy::Pod), "sshd.service");
+        for path in ["/irqlens-test-noisy", "/", "", "/a//b", "/a/../b"] {
+            assert_eq!(workload_at(path, WorkloadBy::Pod), cgroup(path), "{path}");
+            assert_eq!(workload_key(path, WorkloadBy::Pod), path);
         }
     }
 
     #[test]
-    fn a_cgroup_is_within_its_ancestors_level_by_level() {
+    fn by_container_keeps_each_container_and_a_pods_own_cgroup_falls_back() {
+        let (one, two) = (container_id(0x11), container_id(0x22));
+        let pod_slice = format!(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice",
+            underscored(UID)
+        );
+        let first = format!("{pod_slice}/cri-containerd-{one}.scope");
+        let second = format!("{pod_slice}/cri-containerd-{two}.scope/sub");
+        assert_eq!(
+            workload_key(&first, WorkloadBy::Container),
+            format!("pod {UID}/containerd {one}")
+        );
+        assert_eq!(
+            workload_key(&second, WorkloadBy::Container),
+            format!("pod {UID}/containerd {two}")
+        );
+        // the pod's own cgroup names no container: its slice, the unit
+        let slice = format!("kubepods-burstable-pod{}.slice", underscored(UID));
+        assert_eq!(workload_key(&pod_slice, WorkloadBy::Container), slice);
+        // cgroupfs has no unit: the path
+        let cgroupfs = format!("/kubepods/pod{UID}");
+        assert_eq!(workload_key(&cgroupfs, WorkloadBy::Container), cgroupfs);
+        let podman = format!("/machine.slice/libpod-{two}.scope/container");
+        assert_eq!(
+            workload_key(&podman, WorkloadBy::Container),
+            format!("podman {two}")
+        );
+        assert_eq!(
+            workload_key(
+                "/user.slice/user-1000.slice/session-3.scope",
+                WorkloadBy::Container
+            ),
+            "session-3.scope"
+        );
+    }
+
+    #[test]
+    fn by_unit_is_the_deepest_unit_and_by_cgroup_the_path() {
+        let id = container_id(0x33);
+        let in_pod = format!(
+            "/kubepods.slice/kubepods-pod{}.slice/crio-{id}.scope",
+            underscored(UID)
+        );
+        assert_eq!(
+            workload_at(&in_pod, WorkloadBy::Unit),
+            Workload::Unit {
+                name: format!("crio-{id}.scope")
+            }
+        );
+        let cgroupfs = format!("/kubepods/pod{UID}/{id}");
+        assert_eq!(workload_at(&cgroupfs, WorkloadBy::Unit), cgroup(&cgroupfs));
+        let delegated = "/system.slice/containerd.service/delegated/leaf";
+        assert_eq!(
+            workload_key(delegated, WorkloadBy::Unit),
+            "containerd.service"
+        );
+        assert_eq!(workload_key(delegated, WorkloadBy::Cgroup), delegated);
+        // by cgroup, the key is the path and the name as full as it gets
+        assert_eq!(workload_key(&in_pod, WorkloadBy::Cgroup), in_pod);
+        assert_eq!(
+            workload_at(&in_pod, WorkloadBy::Cgroup),
+            workload_of(&in_pod)
+        );
+        for path in ["/a/b.service/", "/x/./y.service", "relative.service"] {
+            assert_eq!(workload_at(path, WorkloadBy::Unit), cgroup(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn within_is_level_by_level_not_by_characters() {
         assert!(is_within("/a/b", "/a/b"));
         assert!(is_within("/a/b/c", "/a/b"));
         assert!(is_within("/a/b/c", "/a/b/"));
         assert!(!is_within("/a/bc", "/a/b"));
         assert!(!is_within("/a", "/a/b"));
-        assert!(!is_within("/x/a/b", "/a/b"));
         assert!(is_within("/a", "/"));
         assert!(is_within("/", "/"));
+        assert!(!is_within("/b", "/a"));
     }
 
     proptest! {
+        #[test]
+        fn every_level_names_any_string_without_panic(path in "\\PC{0,120}") {
+            for by in [WorkloadBy::Cgroup, WorkloadBy::Pod, WorkloadBy::Container, WorkloadBy::Unit] {
+                let key = workload_key(&path, by);
+                prop_assert!(!key.is_empty() || path.is_empty());
+            }
+        }
+
+
         #[test]
         fn any_string_is_named_without_panic_and_a_fallback_keeps_it(path in "\\PC{0,200}") {
             if let Workload::Cgroup { path: kept } = workload_of(&path) {
