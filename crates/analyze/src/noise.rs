@@ -22,7 +22,7 @@ pub use irqlens_model::kernel::{Comm, IRQ_SOURCE_NAMES, SOFTIRQ_NAMES, irq_label
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample, StopHit};
 use irqlens_model::workload::{CgroupId, CgroupNames, WorkloadBy};
 
-use crate::workload::workload_key;
+use crate::workload::{short_name, workload_at, workload_key};
 
 /// Who a piece of noise is charged to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -437,12 +437,14 @@ impl NoiseAnalysis {
             let Cause::Thread { cgroup, .. } = cause else {
                 continue;
             };
-            let key = names.path(cgroup).map_or_else(
-                || UNNAMED_WORKLOAD.to_owned(),
-                |path| workload_key(path, by),
-            );
+            let (key, short) = match names.path(cgroup) {
+                Some(path) if by == WorkloadBy::Cgroup => (path.to_owned(), path.to_owned()),
+                Some(path) => (workload_key(path, by), short_name(&workload_at(path, by))),
+                None => (UNNAMED_WORKLOAD.to_owned(), UNNAMED_WORKLOAD.to_owned()),
+            };
             let row = rows.entry(key.clone()).or_insert_with(|| WorkloadCauses {
                 workload: key,
+                short,
                 threads: 0,
                 stats: CauseStats::default(),
             });
@@ -500,6 +502,8 @@ pub const UNNAMED_WORKLOAD: &str = "(cgroup not known)";
 pub struct WorkloadCauses {
     /// Its name at the level asked (`workload_key`).
     pub workload: String,
+    /// Its name for tables (`short_name`: pod UIDs and container ids shortened).
+    pub short: String,
     /// The thread causes in it (threads, by tid and name, on all CPUs).
     pub threads: u64,
     /// Their noise together: count and time add up, max is the longest.

@@ -191,33 +191,15 @@ pub(crate) const WORKLOAD_COLUMNS: [Column; 6] = [
 ];
 
 /// One workload's row in the order of `WORKLOAD_COLUMNS`; its share is of `noise_ns`.
-/// Pod UIDs and container ids are shortened as `short_name` does, when the row is one.
 pub(crate) fn workload_cells(row: &WorkloadCauses, noise_ns: u64) -> [String; 6] {
     [
-        short_workload(&row.workload),
+        row.short.clone(),
         row.threads.to_string(),
         row.stats.count.to_string(),
         us1(row.stats.total_ns),
         us1(row.stats.max_ns),
         format!("{:.2}%", percent(row.stats.total_ns, noise_ns)),
     ]
-}
-
-/// A workload key shortened for a table: `pod <uid>` and `<runtime> <id>` keep the
-/// first characters of the uid or id, as `short_name` does; the rest (units, paths, no
-/// name) stay whole.
-fn short_workload(key: &str) -> String {
-    const SHORT_ID: usize = 12;
-    match key.split_once(' ') {
-        Some((kind, id)) if id.len() > SHORT_ID && !id.contains('/') => {
-            let cut = id
-                .char_indices()
-                .nth(SHORT_ID)
-                .map_or(id.len(), |(at, _)| at);
-            format!("{kind} {}…", &id[..cut])
-        }
-        _ => key.to_owned(),
-    }
 }
 
 /// `--by`: the thread causes of the whole run per workload, largest first.
@@ -773,7 +755,7 @@ mod workload_tests {
         write_workloads(&mut by, &analysis, &names.cgroups, WorkloadBy::Pod).unwrap();
         let by = String::from_utf8(by).unwrap();
         assert!(by.contains("Thread noise per pod"), "{by}");
-        assert!(by.contains("pod 1b2c3d4e-5f6…"), "{by}");
+        assert!(by.contains("pod 1b2c3d4e…"), "{by}");
         assert!(
             text.lines()
                 .chain(by.lines())

@@ -120,9 +120,9 @@ fn thread_noise_names_its_pod_and_container_and_groups_per_pod() {
     let threads_ns: u64 = in_pod.iter().map(|row| exact(&row["total_ns"])).sum();
     assert_eq!(exact(&pod_rows[0]["total_ns"]), threads_ns);
     assert_eq!(exact(&pod_rows[0]["threads"]), in_pod.len() as u64);
-    // the text's table names the pod by its UID's first characters
+    // the text's table names the pod by its UID's first group
     assert!(text.contains("Thread noise per pod"), "{text}");
-    assert!(text.contains(&format!("pod {}", &uid[..12])), "{text}");
+    assert!(text.contains(&format!("pod {}…", &uid[..8])), "{text}");
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
 
