@@ -20,6 +20,9 @@ use serde::Serialize;
 use super::histogram::{Distribution, Histogram};
 pub use irqlens_model::kernel::{Comm, IRQ_SOURCE_NAMES, SOFTIRQ_NAMES, irq_label, softirq_name};
 use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample, StopHit};
+use irqlens_model::workload::{CgroupId, CgroupNames, WorkloadBy};
+
+use crate::workload::{short_name, workload_at, workload_key};
 
 /// Who a piece of noise is charged to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -43,6 +46,8 @@ pub enum Cause {
         pid: u32,
         /// Its name.
         comm: Comm,
+        /// Its cgroup v2 id (unknown in recordings older than the field).
+        cgroup: CgroupId,
     },
     /// The time of a sample around its traced interferences: entry and exit paths (on a
     /// VM also the exits to the hypervisor they cause), charged to the class of the
@@ -88,6 +93,7 @@ impl Cause {
             NoiseClass::Thread => Cause::Thread {
                 pid: record.id,
                 comm: record.comm,
+                cgroup: record.cgroup,
             },
         }
     }
@@ -115,7 +121,7 @@ impl Cause {
             Cause::Nmi => "nmi".into(),
             Cause::Irq { source, id } => irq_label(source, id, irq_names),
             Cause::Softirq(vector) => softirq_name(vector),
-            Cause::Thread { pid, comm } => format!("{comm}:{pid}"),
+            Cause::Thread { pid, comm, .. } => format!("{comm}:{pid}"),
             Cause::EntryExit(NoiseClass::Thread) => "context switch (not traced)".into(),
             Cause::EntryExit(class) => format!("{} entry/exit (not traced)", class.name()),
             Cause::NoRecord => "samples with interferences not recorded".into(),
@@ -125,7 +131,7 @@ impl Cause {
 }
 
 /// The noise charged to one cause.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CauseStats {
     /// Occurrences (records, or samples).
     pub count: u64,
@@ -422,6 +428,47 @@ impl NoiseAnalysis {
         ranked(&merged)
     }
 
+    /// The thread causes over all CPUs grouped per workload at level `by` (`--by`), their
+    /// cgroups named by `names`; ranked as `top_causes`. A thread whose cgroup has no name
+    /// (unknown to the probe, gone before it was read) is in the `UNNAMED_WORKLOAD` row.
+    pub fn workload_causes(&self, names: &CgroupNames, by: WorkloadBy) -> Vec<WorkloadCauses> {
+        let mut rows: HashMap<String, WorkloadCauses> = HashMap::new();
+        for (cause, stats) in self.top_causes() {
+            let Cause::Thread { cgroup, .. } = cause else {
+                continue;
+            };
+            let (key, short) = match names.path(cgroup) {
+                Some(path) if by == WorkloadBy::Cgroup => (path.to_owned(), path.to_owned()),
+                Some(path) => (workload_key(path, by), short_name(&workload_at(path, by))),
+                None => (UNNAMED_WORKLOAD.to_owned(), UNNAMED_WORKLOAD.to_owned()),
+            };
+            let row = rows.entry(key.clone()).or_insert_with(|| WorkloadCauses {
+                workload: key,
+                short,
+                threads: 0,
+                stats: CauseStats::default(),
+            });
+            row.threads += 1;
+            row.stats.merge(&stats);
+        }
+        let mut ranked: Vec<WorkloadCauses> = rows.into_values().collect();
+        ranked.sort_by(|a, b| {
+            (b.stats.total_ns.cmp(&a.stats.total_ns)).then_with(|| a.workload.cmp(&b.workload))
+        });
+        ranked
+    }
+
+    /// The cgroups the thread causes ran in (to be named by their paths).
+    pub fn thread_cgroups(&self) -> impl Iterator<Item = CgroupId> + '_ {
+        self.cpus
+            .values()
+            .flat_map(|cpu| cpu.causes.keys())
+            .filter_map(|cause| match cause {
+                Cause::Thread { cgroup, .. } if cgroup.is_known() => Some(*cgroup),
+                _ => None,
+            })
+    }
+
     /// One CPU's causes, ranked as `top_causes`: their totals add up to its noise.
     pub fn cpu_causes(&self, cpu: u32) -> Vec<(Cause, CauseStats)> {
         self.cpus
@@ -445,6 +492,22 @@ impl NoiseAnalysis {
     pub fn pending_records(&self) -> usize {
         self.cpus.values().map(|cpu| cpu.pending.len()).sum()
     }
+}
+
+/// The workload row of threads whose cgroup has no path.
+pub const UNNAMED_WORKLOAD: &str = "(cgroup not known)";
+
+/// The thread noise of one workload (`--by`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadCauses {
+    /// Its name at the level asked (`workload_key`).
+    pub workload: String,
+    /// Its name for tables (`short_name`: pod UIDs and container ids shortened).
+    pub short: String,
+    /// The thread causes in it (threads, by tid and name, on all CPUs).
+    pub threads: u64,
+    /// Their noise together: count and time add up, max is the longest.
+    pub stats: CauseStats,
 }
 
 fn ranked(causes: &HashMap<Cause, CauseStats>) -> Vec<(Cause, CauseStats)> {
@@ -498,8 +561,85 @@ mod tests {
             start_ns: seq * 1_000,
             duration_ns,
             seq,
-            cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
+            cgroup: CgroupId::UNKNOWN,
         }
+    }
+
+    /// A thread's record, the thread in cgroup `cgroup`.
+    fn thread_in(cgroup: u64, pid: u32, seq: u64, duration_ns: u64) -> Record {
+        Record {
+            cgroup: CgroupId(cgroup),
+            ..record(0, NoiseClass::Thread, pid, seq, duration_ns)
+        }
+    }
+
+    #[test]
+    fn thread_causes_group_per_workload_and_add_up_to_their_rows() {
+        let uid = "1b2c3d4e-5f60-4718-89ab-cdef01234567";
+        let pod = format!(
+            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice",
+            uid.replace('-', "_")
+        );
+        let mut names = CgroupNames::default();
+        names.insert(
+            CgroupId(7),
+            format!("{pod}/cri-containerd-{}.scope", "a".repeat(64)),
+        );
+        names.insert(
+            CgroupId(8),
+            format!("{pod}/cri-containerd-{}.scope", "b".repeat(64)),
+        );
+        names.insert(CgroupId(9), "/system.slice/sshd.service".into());
+        let mut a = NoiseAnalysis::new(CONFIG, [0]);
+        // two threads in two containers of one pod, sshd, one thread never named, an IRQ
+        a.add_records([
+            thread_in(7, 40, 1, 10_000),
+            thread_in(8, 41, 2, 30_000),
+            thread_in(9, 42, 3, 5_000),
+            thread_in(0, 43, 4, 1_000),
+            record(0, NoiseClass::Irq, 11, 5, 2_000),
+        ]);
+        let samples = (1..=5).map(|seq| sample(0, seq - 1, seq, 40_000)).collect();
+        a.add_period(&period(0, samples, 5));
+        let by_pod = a.workload_causes(&names, WorkloadBy::Pod);
+        let rows: Vec<(&str, u64, u64, u64, u64)> = by_pod
+            .iter()
+            .map(|row| {
+                let s = row.stats;
+                (
+                    row.workload.as_str(),
+                    row.threads,
+                    s.count,
+                    s.total_ns,
+                    s.max_ns,
+                )
+            })
+            .collect();
+        let pod_key = format!("pod {uid}");
+        assert_eq!(
+            rows,
+            [
+                (pod_key.as_str(), 2, 2, 40_000, 30_000),
+                ("sshd.service", 1, 1, 5_000, 5_000),
+                (UNNAMED_WORKLOAD, 1, 1, 1_000, 1_000),
+            ]
+        );
+        // the rows hold every thread cause, and nothing else
+        let threads_ns: u64 = a
+            .top_causes()
+            .iter()
+            .filter(|(cause, _)| matches!(cause, Cause::Thread { .. }))
+            .map(|(_, stats)| stats.total_ns)
+            .sum();
+        assert_eq!(
+            by_pod.iter().map(|row| row.stats.total_ns).sum::<u64>(),
+            threads_ns
+        );
+        // per container, the pod splits in two
+        assert_eq!(a.workload_causes(&names, WorkloadBy::Container).len(), 4);
+        let mut seen: Vec<CgroupId> = a.thread_cgroups().collect();
+        seen.sort();
+        assert_eq!(seen, [CgroupId(7), CgroupId(8), CgroupId(9)]);
     }
 
     fn sample(cpu: u32, seq_before: u64, seq_after: u64, duration_ns: u64) -> Sample {
@@ -561,6 +701,7 @@ mod tests {
         let thread = Cause::Thread {
             pid: 42,
             comm: Comm::new("spinner"),
+            cgroup: CgroupId::UNKNOWN,
         };
         assert_eq!(stats(&a, thread).total_ns, 50_000);
         // the IRQ below the threshold is not a cause of noise
@@ -807,6 +948,7 @@ mod tests {
         let thread = Cause::Thread {
             pid: 9,
             comm: Comm::new("kworker/1:1"),
+            cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         };
         assert_eq!(thread.label(&names), "kworker/1:1:9");
     }

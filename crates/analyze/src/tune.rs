@@ -308,6 +308,7 @@ mod tests {
         let napi = |comm: &str| Cause::Thread {
             pid: 7,
             comm: Comm::new(comm),
+            cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         };
         assert!(rps.counts(&napi("napi/veth1-8193")));
         assert!(!rps.counts(&napi("ksoftirqd/1")));
@@ -319,6 +320,7 @@ mod tests {
         assert!(!thread.counts(&Cause::Thread {
             pid: 8,
             comm: Comm::new("spin"),
+            cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         }));
         assert!(!thread.counts(&Cause::Softirq(net_rx)));
         let sysctl = Figure::of(&Knob::Sysctl {

@@ -25,7 +25,9 @@
 //!   `/user.slice/user-1000.slice/session-3.scope`; a cgroup a unit made inside itself
 //!   (delegation) belongs to the unit.
 
-use irqlens_model::workload::{Container, ContainerRuntime, QosClass, Workload, WorkloadBy};
+use irqlens_model::workload::{
+    CgroupId, CgroupNames, Container, ContainerRuntime, QosClass, TaskCgroup, Workload, WorkloadBy,
+};
 
 /// The longest path parsed (PATH_MAX): a longer one is not a cgroup path the kernel gives,
 /// and stays a path.
@@ -75,6 +77,28 @@ pub fn short_name(workload: &Workload) -> String {
         Workload::Unit { name } => name.clone(),
         Workload::Cgroup { path } => path.clone(),
     }
+}
+
+/// The shortest name of `short_name`'s: a pod's container alone (`containerd
+/// 3f4e5a6b7c8d`), for a column too narrow for its pod too.
+pub fn innermost_name(workload: &Workload) -> String {
+    match workload {
+        Workload::Pod {
+            container: Some(container),
+            ..
+        } => short_container(container),
+        _ => short_name(workload),
+    }
+}
+
+/// Task cgroup `id` as documents show it, named by `names`; none if the id is unknown.
+pub fn task_cgroup(id: CgroupId, names: &CgroupNames) -> Option<TaskCgroup> {
+    let path = names.path(id.is_known().then_some(id)?);
+    Some(TaskCgroup {
+        id,
+        path: path.map(str::to_owned),
+        workload: path.map(workload_of),
+    })
 }
 
 fn short_container(container: &Container) -> String {
@@ -589,6 +613,9 @@ mod tests {
         assert_eq!(short_name(&in_pod), "pod 1b2c3d4e…/containerd 3f4e5a6b7c8d");
         let bare = pod(UID, QosClass::Guaranteed, Some((None, &id)));
         assert_eq!(short_name(&bare), "pod 1b2c3d4e…/container 3f4e5a6b7c8d");
+        assert_eq!(innermost_name(&bare), "container 3f4e5a6b7c8d");
+        let pod_alone = pod(UID, QosClass::Burstable, None);
+        assert_eq!(innermost_name(&pod_alone), short_name(&pod_alone));
         assert_eq!(
             short_name(&pod(UID, QosClass::Burstable, None)),
             "pod 1b2c3d4e…"

@@ -9,6 +9,7 @@ use std::os::unix::fs::{DirEntryExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
+use irqlens_analyze::workload::is_within;
 use irqlens_model::workload::{CgroupId, CgroupNames};
 
 /// The most cgroups a walk of the hierarchy reads: a machine with more is unusual (a
@@ -83,6 +84,108 @@ pub fn v2_path_in(proc_cgroup: &str) -> Option<&str> {
     proc_cgroup
         .lines()
         .find_map(|line| line.strip_prefix("0::"))
+}
+
+/// Every path of `--cgroup` names a cgroup of the machine's v2 hierarchy.
+pub fn check_paths(paths: &[String]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let mount = v2_mount()?;
+    match paths
+        .iter()
+        .find(|path| !mount.join(path.trim_start_matches('/')).is_dir())
+    {
+        Some(path) => Err(anyhow!(
+            "no cgroup {path} (under the cgroup v2 hierarchy at {})",
+            mount.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether a task's cgroup is one of a set of cgroups or below one (`--cgroup`), by its
+/// id: each id is resolved to its path once, and the verdict kept.
+#[derive(Debug)]
+pub struct CgroupFilter {
+    roots: Vec<String>,
+    resolver: CgroupResolver,
+    verdicts: HashMap<CgroupId, bool>,
+}
+
+impl CgroupFilter {
+    /// A filter of the tasks in `roots` and below; none for no roots (every task).
+    pub fn new(roots: &[String]) -> Result<Option<Self>> {
+        if roots.is_empty() {
+            return Ok(None);
+        }
+        check_paths(roots)?;
+        Ok(Some(Self {
+            roots: roots.to_vec(),
+            resolver: CgroupResolver::new()?,
+            verdicts: HashMap::new(),
+        }))
+    }
+
+    /// Whether cgroup `id` is in one of the roots or below (an unknown id, or one gone
+    /// before it could be resolved, is not).
+    pub fn admits(&mut self, id: CgroupId) -> bool {
+        if let Some(&verdict) = self.verdicts.get(&id) {
+            return verdict;
+        }
+        let verdict = self
+            .resolver
+            .path_of(id)
+            .is_some_and(|path| self.roots.iter().any(|root| is_within(path, root)));
+        // bounded as the resolver is: a machine that makes cgroups without end
+        if self.verdicts.len() >= MOST_CGROUPS {
+            self.verdicts.clear();
+        }
+        self.verdicts.insert(id, verdict);
+        verdict
+    }
+}
+
+/// Names cgroups as a run goes (for a live endpoint): the hierarchy is walked when a new
+/// id comes, not at every call, and at most MOST_CGROUPS names are kept.
+#[derive(Debug, Default)]
+pub struct CgroupNamer {
+    resolver: Option<CgroupResolver>,
+    names: CgroupNames,
+}
+
+impl CgroupNamer {
+    /// The names of `ids` and of those asked before.
+    pub fn name(&mut self, ids: impl IntoIterator<Item = CgroupId>) -> &CgroupNames {
+        for id in ids {
+            if self.names.path(id).is_some() || self.names.paths.len() >= MOST_CGROUPS {
+                continue;
+            }
+            if self.resolver.is_none() {
+                self.resolver = CgroupResolver::new().ok();
+            }
+            if let Some(path) = self.resolver.as_mut().and_then(|r| r.path_of(id)) {
+                self.names.insert(id, path.to_owned());
+            }
+        }
+        &self.names
+    }
+}
+
+/// The paths of cgroups `ids`, read now (at most MOST_CGROUPS of them): a cgroup removed
+/// since has none, and none at all when the machine has no v2 hierarchy.
+pub fn names_now(ids: impl IntoIterator<Item = CgroupId>) -> CgroupNames {
+    let ids: HashSet<CgroupId> = ids
+        .into_iter()
+        .filter(|id| id.is_known())
+        .take(MOST_CGROUPS)
+        .collect();
+    if ids.is_empty() {
+        return CgroupNames::default();
+    }
+    CgroupResolver::new()
+        .map(|mut resolver| resolver.names_of(ids))
+        .unwrap_or_default()
 }
 
 /// Resolves cgroup ids to their paths by the inode of each directory of the v2
@@ -262,6 +365,34 @@ mod tests {
         assert_eq!(resolver.walks(), 3);
         let names = resolver.names_of([never, gone]);
         assert!(names.paths.is_empty());
+    }
+
+    #[test]
+    fn the_filter_admits_the_cgroups_below_its_roots_only() {
+        let Ok(mount) = v2_mount() else {
+            eprintln!("skipped: no cgroup2 mounted");
+            return;
+        };
+        let path = path_of_process(std::process::id()).unwrap();
+        let own = id_of_process(&mount, std::process::id()).unwrap();
+        let root = CgroupId(fs::metadata(&mount).unwrap().ino());
+        let mut filter = CgroupFilter::new(std::slice::from_ref(&path))
+            .unwrap()
+            .unwrap();
+        assert!(filter.admits(own));
+        assert!(!filter.admits(CgroupId::UNKNOWN));
+        // the root is above this process's cgroup, unless it is the root itself
+        assert_eq!(filter.admits(root), path == "/");
+        let mut everything = CgroupFilter::new(&["/".to_owned()]).unwrap().unwrap();
+        assert!(everything.admits(own) && everything.admits(root));
+        assert!(CgroupFilter::new(&[]).unwrap().is_none());
+        let missing = CgroupFilter::new(&["/irqlens-no-such-cgroup".to_owned()]);
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .contains("no cgroup /irqlens-no-such-cgroup")
+        );
     }
 
     #[test]

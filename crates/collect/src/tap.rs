@@ -9,7 +9,7 @@ use irqlens_model::options::RunOptions;
 use irqlens_model::workload::{CgroupId, CgroupNames};
 use irqlens_record::{End, Header, KernelFunction, Line, Sink};
 
-use crate::cgroup::{CgroupResolver, MOST_CGROUPS};
+use crate::cgroup::MOST_CGROUPS;
 use crate::system;
 
 /// The sinks of one run; with none, `put` does nothing.
@@ -110,12 +110,7 @@ impl Tap {
     /// The paths of the cgroups the inputs named, read now: a cgroup removed during the
     /// run has none (the machine's v2 hierarchy not found: none at all).
     fn cgroup_names(&self) -> CgroupNames {
-        if self.cgroups.is_empty() {
-            return CgroupNames::default();
-        }
-        CgroupResolver::new()
-            .map(|mut resolver| resolver.names_of(self.cgroups.iter().copied()))
-            .unwrap_or_default()
+        crate::cgroup::names_now(self.cgroups.iter().copied())
     }
 }
 

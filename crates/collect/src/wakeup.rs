@@ -12,11 +12,12 @@ use anyhow::{Result, anyhow, bail};
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{gettid, set_affinity, set_priority};
 use super::{EventStream, RunPace, StopOnDrop, Tick};
+use crate::cgroup::CgroupFilter;
 use crate::held::Held;
 use crate::tap::Tap;
 use irqlens_analyze::loss::Losses;
 use irqlens_analyze::wakeup::{Targets, Tracker, WakeupStats};
-use irqlens_model::event::Event;
+use irqlens_model::event::{Event, EventData};
 use irqlens_model::run::RunCommon;
 use irqlens_model::sched::Priority;
 use irqlens_model::tune::comm_matches;
@@ -48,6 +49,9 @@ pub fn run(
     warn: impl FnMut(String),
 ) -> Result<WakeupOutcome> {
     let traced = options.mode.traced();
+    // what --cgroup leaves out is never watched, in the recording too, so that a replay
+    // measures what the run did without the machine's cgroups
+    let mut cgroups = CgroupFilter::new(&options.cgroups)?;
     super::keep_freed_memory();
     // as cyclictest: no deep idle state to wake from, no page fault in a timer thread
     let held = Held::apply(options.dma_latency_us, options.mode.is_timer(), warn);
@@ -98,7 +102,8 @@ pub fn run(
                     report_rx.try_iter().for_each(drop);
                 }
                 Some(events) => {
-                    pipeline.feed(events.wait_and_take(wait), report_rx.try_iter(), tap);
+                    let taken = unwatch_outside(events.wait_and_take(wait), cgroups.as_mut());
+                    pipeline.feed(taken, report_rx.try_iter(), tap);
                 }
                 None => {
                     std::thread::sleep(wait);
@@ -134,7 +139,8 @@ pub fn run(
     // the timer threads are gone, their last wakeups long recorded: stop tracing now
     if let (Some(probe), Some(events)) = (&probe, &mut events) {
         probe.disable();
-        pipeline.feed(events.take_all(), report_rx.try_iter(), tap);
+        let taken = unwatch_outside(events.take_all(), cgroups.as_mut());
+        pipeline.feed(taken, report_rx.try_iter(), tap);
     } else {
         pipeline.feed_untraced(report_rx.try_iter(), tap);
     }
@@ -391,6 +397,24 @@ fn sleep_and_report(
             missed.fetch_add(behind, Ordering::Relaxed);
         }
     }
+}
+
+/// `--cgroup`: the wakeups of watched tasks outside the cgroups become wakeups of tasks
+/// not watched. Without a filter, the events pass untouched.
+fn unwatch_outside(mut events: Vec<Event>, filter: Option<&mut CgroupFilter>) -> Vec<Event> {
+    if let Some(filter) = filter {
+        for event in &mut events {
+            if let EventData::Wakeup {
+                woken_cgroup,
+                watched: watched @ true,
+                ..
+            } = &mut event.what
+            {
+                *watched = filter.admits(*woken_cgroup);
+            }
+        }
+    }
+    events
 }
 
 /// Task mode: the watched process must exist now (its threads are followed as they

@@ -23,6 +23,7 @@ use irqlens_model::hist::HistOptions;
 use irqlens_model::kernel::{KernelSymbols, parse_irq_line_names};
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::{Header, Measurement as MeasurementDocument, RunInfo};
+use irqlens_model::workload::CgroupId;
 use irqlens_present::document::Document;
 use irqlens_present::html::Page;
 use irqlens_present::perfetto::TraceWriter;
@@ -160,7 +161,7 @@ pub fn run_live<M: Measure>(
     output: &OutputArgs,
 ) -> Result<(M::Result, Result<()>)> {
     let recorded = M::recorded(&options);
-    let mut exporter = Exporter::start(output.prometheus_address()?, names)?;
+    let mut exporter = Exporter::start(output.prometheus_address()?, || names([]))?;
     if let Some(address) = exporter.address().filter(|a| !a.ip().is_loopback()) {
         eprintln!(
             "irqlens: --prometheus {address} serves this machine's thread names, IRQ lines and \
@@ -240,10 +241,11 @@ fn open_tap(output: &OutputArgs, options: &RunOptions) -> Result<Tap> {
 }
 
 /// How this machine names IRQ lines and kernel functions (for a live run).
-pub fn names() -> Names {
+pub fn names(cgroups: impl IntoIterator<Item = CgroupId>) -> Names {
     Names {
         symbols: system::kernel_symbols(),
         irqs: system::irq_line_names(),
+        cgroups: irqlens_collect::cgroup::names_now(cgroups),
     }
 }
 
@@ -256,6 +258,7 @@ pub fn recorded_names(end: &End) -> Names {
                 .map(|f| (f.address, f.name.clone())),
         ),
         irqs: parse_irq_line_names(&end.interrupts),
+        cgroups: end.cgroups.clone(),
     }
 }
 

@@ -97,6 +97,7 @@ impl WakeupArgs {
         let options = self.options_on(hist, system::select_cpus(self.cpus.as_ref())?)?;
         if let WakeupMode::Task(watched) = &options.mode {
             wakeup::check_watched(watched)?;
+            irqlens_collect::cgroup::check_paths(&options.cgroups)?;
         }
         Ok(options)
     }
@@ -118,6 +119,11 @@ impl WakeupArgs {
                     bail!("--aligned is for timer mode: task mode has no timer threads");
                 }
                 WakeupMode::Task(watched)
+            }
+            None if !self.cgroups.is_empty() => {
+                bail!(
+                    "--cgroup is for task mode (--pid/--comm): timer mode measures its own threads"
+                )
             }
             None => WakeupMode::Timer(TimerOptions {
                 period: self.period,

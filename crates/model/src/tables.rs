@@ -13,7 +13,7 @@ use crate::noise::{Record, Sample};
 use crate::sched::Priority;
 use crate::stimulus::LoadScenario;
 use crate::units::CpuList;
-use crate::workload::{Workload, WorkloadBy};
+use crate::workload::{TaskCgroup, Workload, WorkloadBy};
 
 /// What a run lost, and which of the document's tables it may have cut short.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -43,6 +43,8 @@ pub struct NoiseTables {
     pub per_cpu: Vec<NoiseCpu>,
     /// The causes of all CPUs, the largest first.
     pub causes: Vec<NoiseCause>,
+    /// `--by`: the thread causes per workload.
+    pub workloads: Option<NoiseWorkloads>,
     /// `noise hist`: per CPU, the samples' histogram.
     pub histograms: Vec<CpuHistogram>,
     /// The sample that hit a stop limit (-s/-S), if one did.
@@ -164,6 +166,36 @@ pub struct NoiseCause {
     /// IRQ line or vector, softirq number or pid; none for the others.
     pub id: Option<u32>,
     /// Occurrences.
+    pub count: u64,
+    /// Their time, ns.
+    pub total_ns: u64,
+    /// The longest, ns.
+    pub max_ns: u64,
+    /// Its share of the noise.
+    pub noise_percent: f64,
+    /// A thread's cgroup (none for the other classes, and for threads of recordings
+    /// older than the field).
+    pub cgroup: Option<TaskCgroup>,
+}
+
+/// `noise --by`: the thread causes per workload.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct NoiseWorkloads {
+    /// What a workload is: cgroup, pod, container or unit.
+    pub by: WorkloadBy,
+    /// The workloads, the largest first; their times add up to the thread rows' times.
+    pub rows: Vec<NoiseWorkload>,
+}
+
+/// The thread noise of one workload.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct NoiseWorkload {
+    /// Its name: `pod <uid>`, `<runtime> <container id>`, a systemd unit, a cgroup path,
+    /// or `(cgroup not known)`.
+    pub workload: String,
+    /// The thread causes in it.
+    pub threads: u64,
+    /// Their interferences.
     pub count: u64,
     /// Their time, ns.
     pub total_ns: u64,
@@ -479,6 +511,8 @@ pub struct WakeupThread {
     pub samples: u64,
     /// Its largest latency, ns.
     pub max_ns: u64,
+    /// Its cgroup (none in recordings older than the field).
+    pub cgroup: Option<TaskCgroup>,
 }
 
 /// The woken threads folded together.

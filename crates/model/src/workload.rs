@@ -203,6 +203,19 @@ impl CgroupNames {
     }
 }
 
+/// A task's cgroup as the documents show it: the probe's id, its path and what the path
+/// names (the path and workload are none when no name is known: the cgroup was gone
+/// before it was read, or a recording does not name it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskCgroup {
+    /// The cgroup v2 id.
+    pub id: CgroupId,
+    /// Its path from the hierarchy's root.
+    pub path: Option<String>,
+    /// What the path names.
+    pub workload: Option<Workload>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

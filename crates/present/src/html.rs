@@ -9,7 +9,6 @@
 //! unique in the page (`s<N>-<KIND>-<M>`), so several sections can share a page.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::iter;
 
@@ -20,7 +19,7 @@ use super::bh::{
 };
 use super::noise::{
     BREAKDOWN_COLUMNS, BREAKDOWN_HEADING, BREAKDOWN_NOTE, CAUSE_COLUMNS, SUMMARY_COLUMNS,
-    breakdown_cells, cause_cells, summary_cells,
+    WORKLOAD_COLUMNS, breakdown_cells, cause_cells, summary_cells, workload_cells,
 };
 use super::plot::{Axis, Bar, BarChart, Kind, Line, Scale, XyChart, escape, micro_sign};
 use super::table::{Form, headings};
@@ -43,6 +42,7 @@ use irqlens_model::noise::NoiseRunInfo;
 use irqlens_model::sim::{LatencySummary, PeriodicResult, SimReport};
 use irqlens_model::trial::TrialReport;
 use irqlens_model::wakeup::WakeupRunInfo;
+use irqlens_model::workload::WorkloadBy;
 
 /// Lines drawn in one chart: more CPUs than this would hide each other.
 const MAX_LINES: usize = 8;
@@ -443,7 +443,8 @@ impl Page {
         heading: &str,
         analysis: &NoiseAnalysis,
         info: &NoiseRunInfo,
-        irq_names: &HashMap<u32, String>,
+        names: &Names,
+        by: Option<WorkloadBy>,
     ) {
         let section = self.section(heading);
         noise_run_info(section, analysis, info);
@@ -477,12 +478,21 @@ impl Page {
             "total (µs)",
             &headings(&CAUSE_COLUMNS),
             causes.iter().map(|(cause, s)| {
-                let cells = cause_cells(cause, s, noise_ns, irq_names).to_vec();
+                let cells = cause_cells(cause, s, noise_ns, names).to_vec();
                 (cause.class_name(), micros(s.total_ns), cells)
             }),
         );
         if causes.len() > MAX_BARS {
             section.note(&format!("{} more causes", causes.len() - MAX_BARS));
+        }
+        if let Some(by) = by {
+            section.h3(&format!("Thread noise per {} (time in µs)", by.name()));
+            let rows: Vec<_> = analysis
+                .workload_causes(&names.cgroups, by)
+                .iter()
+                .map(|row| workload_cells(row, noise_ns))
+                .collect();
+            section.table(&headings(&WORKLOAD_COLUMNS), &rows);
         }
         noise_timeline(section, analysis);
     }

@@ -31,6 +31,7 @@ use irqlens_analyze::loss::Losses;
 use irqlens_model::hist::HistOptions;
 use irqlens_model::kernel::KernelSymbols;
 use irqlens_model::run::RunCommon;
+use irqlens_model::workload::CgroupNames;
 
 /// How kernel numbers and addresses are named.
 #[derive(Default)]
@@ -39,6 +40,8 @@ pub struct Names {
     pub symbols: KernelSymbols,
     /// IRQ line names, from /proc/interrupts.
     pub irqs: HashMap<u32, String>,
+    /// The paths of the cgroups the tasks shown ran in.
+    pub cgroups: CgroupNames,
 }
 
 /// ns as whole µs, as rtla prints them.

@@ -6,14 +6,21 @@ use std::io::{self, Write};
 
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, Form, TextTable};
-use super::{clock_time, percent, us1};
+use super::{Names, clock_time, percent, us1};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
-use irqlens_analyze::noise::{Breakdown, Cause, CauseStats, CpuSummary, NoiseAnalysis, StopReport};
+use irqlens_analyze::noise::{
+    Breakdown, Cause, CauseStats, CpuSummary, NoiseAnalysis, StopReport, WorkloadCauses,
+};
+use irqlens_analyze::workload::{innermost_name, short_name, task_cgroup, workload_of};
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::Record;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo};
-use irqlens_model::tables::{CpuHistogram, NoiseCause, NoiseCpu, NoiseOptionsTable, NoiseTables};
+use irqlens_model::tables::{
+    CpuHistogram, NoiseCause, NoiseCpu, NoiseOptionsTable, NoiseTables, NoiseWorkload,
+    NoiseWorkloads,
+};
+use irqlens_model::workload::{CgroupNames, WorkloadBy};
 
 /// Columns of the per-CPU summary, rtla osnoise top's (time in µs), in the text and the
 /// HTML report alike.
@@ -143,10 +150,10 @@ pub(crate) fn cause_cells(
     cause: &Cause,
     stats: &CauseStats,
     noise_ns: u64,
-    irq_names: &HashMap<u32, String>,
+    names: &Names,
 ) -> [String; 6] {
     [
-        cause.label(irq_names),
+        cause_label(cause, names),
         cause.class_name().into(),
         stats.count.to_string(),
         us1(stats.total_ns),
@@ -155,11 +162,76 @@ pub(crate) fn cause_cells(
     ]
 }
 
+/// A cause's name in the tables: a thread's followed by its workload's short name when
+/// both fit the column.
+fn cause_label(cause: &Cause, names: &Names) -> String {
+    let label = cause.label(&names.irqs);
+    let Cause::Thread { cgroup, .. } = *cause else {
+        return label;
+    };
+    let Some(path) = names.cgroups.path(cgroup) else {
+        return label;
+    };
+    let workload = workload_of(path);
+    [short_name(&workload), innermost_name(&workload)]
+        .into_iter()
+        .map(|name| format!("{label} {name}"))
+        .find(|cell| cell.chars().count() <= CAUSE_COLUMNS[0].width)
+        .unwrap_or(label)
+}
+
+/// Columns of the thread causes per workload (`--by`), in the text and the HTML report.
+pub(crate) const WORKLOAD_COLUMNS: [Column; 6] = [
+    Column::left("Workload", 40),
+    Column::right("Threads", 7),
+    Column::right("Count", 9),
+    Column::right("Total", 12),
+    Column::right("Max", 10),
+    Column::right("% Noise", 8),
+];
+
+/// One workload's row in the order of `WORKLOAD_COLUMNS`; its share is of `noise_ns`.
+pub(crate) fn workload_cells(row: &WorkloadCauses, noise_ns: u64) -> [String; 6] {
+    [
+        row.short.clone(),
+        row.threads.to_string(),
+        row.stats.count.to_string(),
+        us1(row.stats.total_ns),
+        us1(row.stats.max_ns),
+        format!("{:.2}%", percent(row.stats.total_ns, noise_ns)),
+    ]
+}
+
+/// `--by`: the thread causes of the whole run per workload, largest first.
+pub fn write_workloads(
+    out: &mut dyn Write,
+    analysis: &NoiseAnalysis,
+    cgroups: &CgroupNames,
+    by: WorkloadBy,
+) -> io::Result<()> {
+    let rows = analysis.workload_causes(cgroups, by);
+    let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Thread noise per {} (interference-free time in us)",
+        by.name()
+    )?;
+    let mut table = TextTable::new("", &WORKLOAD_COLUMNS).headings();
+    for row in &rows {
+        table.row(&workload_cells(row, noise_ns));
+    }
+    if rows.is_empty() {
+        table.note("(no thread noise above the threshold)");
+    }
+    table.write(out)
+}
+
 /// The causes of noise over the whole run, by total interference-free time.
 pub fn write_causes(
     out: &mut dyn Write,
     analysis: &NoiseAnalysis,
-    irq_names: &HashMap<u32, String>,
+    names: &Names,
     limit: usize,
 ) -> io::Result<()> {
     let causes = analysis.top_causes();
@@ -171,7 +243,7 @@ pub fn write_causes(
     )?;
     let mut table = TextTable::new("", &CAUSE_COLUMNS).headings();
     for (cause, stats) in causes.iter().take(limit) {
-        table.row(&cause_cells(cause, stats, noise_ns, irq_names));
+        table.row(&cause_cells(cause, stats, noise_ns, names));
     }
     if causes.len() > limit {
         table.note(format!(
@@ -302,7 +374,7 @@ pub fn to_json(
     analysis: &NoiseAnalysis,
     info: &NoiseRunInfo,
     options: &NoiseOptions,
-    irq_names: &HashMap<u32, String>,
+    names: &Names,
 ) -> NoiseTables {
     let noise_ns: u64 = analysis.summaries().map(|s| s.noise_ns).sum();
     let per_cpu = analysis
@@ -311,7 +383,7 @@ pub fn to_json(
             summary: s.clone(),
             cpu_available_percent: s.cpu_available_percent(),
             breakdown: parts,
-            causes: causes_json(&analysis.cpu_causes(s.cpu), s.noise_ns, irq_names),
+            causes: causes_json(&analysis.cpu_causes(s.cpu), s.noise_ns, names),
         })
         .collect();
     let w = &options.workload;
@@ -328,7 +400,22 @@ pub fn to_json(
         },
         lost: info.losses().table(&["per_cpu", "causes"]),
         per_cpu,
-        causes: causes_json(&analysis.top_causes(), noise_ns, irq_names),
+        causes: causes_json(&analysis.top_causes(), noise_ns, names),
+        workloads: options.by.map(|by| NoiseWorkloads {
+            by,
+            rows: analysis
+                .workload_causes(&names.cgroups, by)
+                .into_iter()
+                .map(|row| NoiseWorkload {
+                    workload: row.workload,
+                    threads: row.threads,
+                    count: row.stats.count,
+                    total_ns: row.stats.total_ns,
+                    max_ns: row.stats.max_ns,
+                    noise_percent: percent(row.stats.total_ns, noise_ns),
+                })
+                .collect(),
+        }),
         histograms: analysis
             .histograms()
             .map(|(cpu, h)| CpuHistogram {
@@ -340,21 +427,21 @@ pub fn to_json(
     }
 }
 
-fn causes_json(
-    causes: &[(Cause, CauseStats)],
-    noise_ns: u64,
-    irq_names: &HashMap<u32, String>,
-) -> Vec<NoiseCause> {
+fn causes_json(causes: &[(Cause, CauseStats)], noise_ns: u64, names: &Names) -> Vec<NoiseCause> {
     causes
         .iter()
         .map(|(cause, stats)| NoiseCause {
-            cause: cause.label(irq_names),
+            cause: cause.label(&names.irqs),
             class: cause.class_name().into(),
             id: cause_id(cause),
             count: stats.count,
             total_ns: stats.total_ns,
             max_ns: stats.max_ns,
             noise_percent: percent(stats.total_ns, noise_ns),
+            cgroup: match *cause {
+                Cause::Thread { cgroup, .. } => task_cgroup(cgroup, &names.cgroups),
+                _ => None,
+            },
         })
         .collect()
 }
@@ -550,5 +637,138 @@ mod tests {
     /// 1..=count times step µs, in ns.
     fn total_ns(count: u64, step: u64) -> u64 {
         (1..=count).map(|i| i * step * 1_000).sum()
+    }
+}
+
+#[cfg(test)]
+mod workload_tests {
+    use super::*;
+    use irqlens_model::kernel::Comm;
+    use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
+    use irqlens_model::workload::{CgroupId, Workload};
+
+    const UID: &str = "1b2c3d4e-5f60-4718-89ab-cdef01234567";
+
+    /// Thread `pid` named `comm` in cgroup `cgroup`, one sample of `us` µs each.
+    fn threads(threads: &[(u32, &str, u64, u64)]) -> NoiseAnalysis {
+        let config = AnalysisConfig {
+            bucket_ns: 1_000,
+            entries: 100,
+            keep_recent: 0,
+        };
+        let mut analysis = NoiseAnalysis::new(config, [0]);
+        let mut samples = Vec::new();
+        for (seq, &(pid, comm, cgroup, us)) in (1..).zip(threads) {
+            analysis.add_records([Record {
+                cpu: 0,
+                class: NoiseClass::Thread,
+                source: 0,
+                id: pid,
+                comm: Comm::new(comm),
+                start_ns: seq * 1_000_000,
+                duration_ns: us * 1_000,
+                seq,
+                cgroup: CgroupId(cgroup),
+            }]);
+            samples.push(Sample {
+                cpu: 0,
+                start_ns: seq * 1_000_000,
+                duration_ns: us * 1_000,
+                seq_before: seq - 1,
+                seq_after: seq,
+            });
+        }
+        analysis.add_period(&PeriodReport {
+            cpu: 0,
+            runtime_ns: 1_000_000_000,
+            noise_ns: samples.iter().map(|s| s.duration_ns).sum(),
+            last_seq: samples.len() as u64,
+            samples,
+            ..Default::default()
+        });
+        analysis
+    }
+
+    fn names() -> Names {
+        let mut names = Names::default();
+        let pod = format!(
+            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice",
+            UID.replace('-', "_")
+        );
+        let id = "3f4e5a6b7c8d".to_owned() + &"0".repeat(52);
+        names
+            .cgroups
+            .insert(CgroupId(7), format!("{pod}/cri-containerd-{id}.scope"));
+        names
+            .cgroups
+            .insert(CgroupId(9), "/system.slice/sshd.service".into());
+        names
+    }
+
+    #[test]
+    fn thread_causes_carry_their_cgroup_and_the_by_table_groups_them() {
+        let analysis = threads(&[
+            (40, "spin", 7, 30),
+            (41, "spin", 7, 20),
+            (42, "sshd", 9, 10),
+            (43, "old", 0, 5),
+        ]);
+        let names = names();
+        let mut options = NoiseOptions::defaults("0".parse().unwrap());
+        options.by = Some(WorkloadBy::Pod);
+        let tables = to_json(
+            &analysis,
+            &crate::html::tests::noise_info(),
+            &options,
+            &names,
+        );
+        let spin = tables.causes.iter().find(|c| c.id == Some(40)).unwrap();
+        let cgroup = spin.cgroup.as_ref().unwrap();
+        assert_eq!(cgroup.id, CgroupId(7));
+        assert!(cgroup.path.as_ref().unwrap().ends_with(".scope"));
+        match cgroup.workload.as_ref().unwrap() {
+            Workload::Pod { uid, container, .. } => {
+                assert_eq!(uid, UID);
+                assert!(container.as_ref().unwrap().id.starts_with("3f4e5a6b7c8d"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let old = tables.causes.iter().find(|c| c.id == Some(43)).unwrap();
+        assert_eq!(old.cgroup, None);
+        let rows = &tables.workloads.as_ref().unwrap().rows;
+        let pod = format!("pod {UID}");
+        let row = |key: &str| rows.iter().find(|r| r.workload == key).unwrap();
+        assert_eq!((row(&pod).threads, row(&pod).total_ns), (2, 50_000));
+        assert_eq!(row("sshd.service").total_ns, 10_000);
+        assert_eq!(
+            row(irqlens_analyze::noise::UNNAMED_WORKLOAD).total_ns,
+            5_000
+        );
+        // text: a short workload name where it fits, the per-pod table shortened
+        let mut text = Vec::new();
+        write_causes(&mut text, &analysis, &names, 10).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("sshd:42 sshd.service"), "{text}");
+        // a pod's container alone when the pod does not fit too
+        assert!(text.contains("spin:40 containerd 3f4e5a6b7c8d"), "{text}");
+        let mut by = Vec::new();
+        write_workloads(&mut by, &analysis, &names.cgroups, WorkloadBy::Pod).unwrap();
+        let by = String::from_utf8(by).unwrap();
+        assert!(by.contains("Thread noise per pod"), "{by}");
+        assert!(by.contains("pod 1b2c3d4e…"), "{by}");
+        assert!(
+            text.lines()
+                .chain(by.lines())
+                .all(|l| l.chars().count() <= 100)
+        );
+        // without --by, no table
+        options.by = None;
+        let tables = to_json(
+            &analysis,
+            &crate::html::tests::noise_info(),
+            &options,
+            &names,
+        );
+        assert!(tables.workloads.is_none());
     }
 }

@@ -144,6 +144,7 @@ impl TraceWriter {
             names: Names {
                 symbols,
                 irqs: parse_irq_line_names(&header.system.interrupts),
+                ..Names::default()
             },
             cpus: BTreeMap::new(),
             open_callbacks: AgedMap::new(MAX_OPEN_CALLBACKS),

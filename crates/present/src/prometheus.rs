@@ -31,7 +31,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::Names;
 pub use families::{
-    MAX_SERIES_PER_FAMILY, MAX_WORKLOADS_PER_FAMILY, account_families, bh_families, noise_families,
+    MAX_SERIES_PER_FAMILY, MOST_WORKLOADS, account_families, bh_families, noise_families,
     wakeup_families,
 };
 use irqlens_analyze::account::Ledger;
@@ -362,7 +362,12 @@ pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
     let empty: [(&str, Vec<Family>); 4] = [
         (
             "noise",
-            noise_families(&families::empty_noise(), &names.irqs),
+            noise_families(
+                &families::empty_noise(),
+                &names.irqs,
+                &names.cgroups,
+                WorkloadBy::Pod,
+            ),
         ),
         ("bh", bh_families(&families::empty_bh(), &names)),
         ("wakeup", wakeup_families(&families::empty_wakeup(), &names)),
@@ -532,8 +537,18 @@ impl Exporter {
     }
 
     /// Publishes a noise run's analysis so far, and what its probe `lost`.
-    pub fn noise(&mut self, analysis: &NoiseAnalysis, lost: &Losses) {
-        self.publish("noise", lost, |names| noise_families(analysis, &names.irqs));
+    /// Its threads' noise is labelled by workload at level `by`, their cgroups named
+    /// by `cgroups` (only called when the endpoint serves).
+    pub fn noise(
+        &mut self,
+        analysis: &NoiseAnalysis,
+        lost: &Losses,
+        cgroups: impl FnOnce() -> CgroupNames,
+        by: WorkloadBy,
+    ) {
+        self.publish("noise", lost, |names| {
+            noise_families(analysis, &names.irqs, &cgroups(), by)
+        });
     }
 
     /// Publishes a bottom-half run's statistics so far, and what its probe `lost`.

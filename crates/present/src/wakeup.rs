@@ -17,6 +17,7 @@ use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::wakeup::{
     Cause, CauseStats, Component, CpuStats, Sample, Stop, WakeupStats, from_checkpoints,
 };
+use irqlens_analyze::workload::task_cgroup;
 use irqlens_model::hist::HistOptions;
 use irqlens_model::wakeup::{WakeupMode, WakeupOptions, WakeupRunInfo};
 
@@ -531,6 +532,7 @@ pub fn to_json(
                 comm: t.comm,
                 samples: t.samples,
                 max_ns: t.max_ns,
+                cgroup: task_cgroup(t.cgroup, &names.cgroups),
             })
             .collect(),
         threads_folded: stats.threads.other().map(|t| FoldedThreads {

@@ -32,7 +32,7 @@ pub fn noise_causes(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) 
                         name: softirq_name(vector),
                     },
                 ),
-                NoiseCause::Thread { pid, comm } => (
+                NoiseCause::Thread { pid, comm, .. } => (
                     CauseClass::Thread,
                     CauseSource::Thread {
                         tid: Some(pid),

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use irqlens_model::wakeup::WakeupRunInfo;
+use irqlens_model::workload::CgroupId;
 use serde::Serialize;
 
 use irqlens_model::kernel::{Comm, hardirq_label, softirq_name};
@@ -215,6 +216,8 @@ pub struct Sample {
     pub tid: u32,
     /// Its name.
     pub comm: Comm,
+    /// Its cgroup v2 id (unknown if the probe did not read it).
+    pub cgroup: CgroupId,
     /// Where the task ran.
     pub cpu: u32,
     /// Where the wakeup happened.

@@ -16,6 +16,7 @@ use crate::histogram::Distribution;
 use crate::keep_worst;
 use irqlens_model::kernel::Comm;
 use irqlens_model::wakeup::{Report, StatsConfig};
+use irqlens_model::workload::CgroupId;
 
 /// The latency of one CPU's tasks.
 #[derive(Clone, Debug)]
@@ -97,6 +98,8 @@ impl Foldable for CauseStats {
 pub struct ThreadStats {
     /// Its name.
     pub comm: Comm,
+    /// Its cgroup v2 id.
+    pub cgroup: CgroupId,
     /// Its samples.
     pub samples: u64,
     /// Its largest latency, ns.
@@ -199,6 +202,7 @@ impl WakeupStats {
         }
         let thread = self.threads.entry(sample.tid);
         thread.comm = sample.comm;
+        thread.cgroup = sample.cgroup;
         thread.samples += 1;
         thread.max_ns = thread.max_ns.max(sample.total_ns());
         self.latency_ns += sample.total_ns();

@@ -424,6 +424,7 @@ fn sample_with_total(us: u64, cause: Cause) -> Sample {
     Sample {
         tid: TASK,
         comm: Comm::new("t"),
+        cgroup: CgroupId::UNKNOWN,
         cpu: 0,
         waker_cpu: 0,
         origin: Origin::Irq {

@@ -23,6 +23,7 @@ use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{Report, TrackCounts};
+use irqlens_model::workload::CgroupId;
 
 /// Softirq vectors (include/linux/interrupt.h).
 const VECTORS: usize = 10;
@@ -104,6 +105,8 @@ pub struct Tracker {
     traced: Option<CpuList>,
     cpus: HashMap<u32, CpuState>,
     comms: AgedMap<u32, Comm>,
+    /// The cgroups of the threads seen woken or switched to, when the probe read them.
+    cgroups: AgedMap<u32, CgroupId>,
     last_cpu: AgedMap<u32, u32>,
     armed: AgedMap<u64, Armed>,
     /// Chains carried by woken threads that run bottom halves.
@@ -133,6 +136,7 @@ impl Tracker {
             traced: None,
             cpus: HashMap::new(),
             comms: AgedMap::new(THREADS),
+            cgroups: AgedMap::new(THREADS),
             last_cpu: AgedMap::new(THREADS),
             armed: AgedMap::new(THREADS),
             carried: AgedMap::new(THREADS),
@@ -221,14 +225,20 @@ impl Tracker {
             EventData::Wakeup {
                 woken_pid,
                 woken_comm,
+                woken_cgroup,
                 watched,
                 ..
-            } => self.wakeup(e, woken_pid, woken_comm, watched),
+            } => {
+                self.learn_cgroup(woken_pid, woken_cgroup);
+                self.wakeup(e, woken_pid, woken_comm, watched)
+            }
             EventData::Switch {
                 next_pid,
                 next_comm,
+                next_cgroup,
                 ..
             } => {
+                self.learn_cgroup(next_pid, next_cgroup);
                 self.comms.insert(next_pid, next_comm);
                 self.switch_in(next_pid, e.cpu, e.time_ns);
             }
@@ -292,6 +302,16 @@ impl Tracker {
         let unreported: usize = self.switched.drain().map(|(_, w)| w.len()).sum();
         self.counts.unreported += unreported as u64;
         self.counts.forgotten_wakeups = self.pending.evicted();
+    }
+
+    fn learn_cgroup(&mut self, pid: u32, cgroup: CgroupId) {
+        if cgroup.is_known() {
+            self.cgroups.insert(pid, cgroup);
+        }
+    }
+
+    fn cgroup(&self, pid: u32) -> CgroupId {
+        self.cgroups.get(&pid).copied().unwrap_or_default()
     }
 
     fn comm(&self, pid: u32) -> Comm {
@@ -578,6 +598,7 @@ impl Tracker {
         Sample {
             tid: woken.tid,
             comm: self.comm(woken.tid),
+            cgroup: self.cgroup(woken.tid),
             cpu: woken.cpu,
             waker_cpu: chain.waker_cpu,
             origin: chain.origin,

@@ -49,7 +49,7 @@ impl Measure for BhTool {
         Ok(BhResult {
             options,
             outcome,
-            names: super::names(),
+            names: super::names([]),
             kernel: system::kernel_release(),
         })
     }

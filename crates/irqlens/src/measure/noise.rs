@@ -1,18 +1,19 @@
 //! `irqlens noise`: the osnoise method's run, live or replayed.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use anyhow::Result;
 use irqlens_analyze::loss::RunLosses;
+use irqlens_collect::cgroup::CgroupNamer;
 use irqlens_collect::noise::{self as noise_run, NoiseOutcome};
 use irqlens_collect::system;
 use irqlens_model::noise::NoiseOptions;
 use irqlens_model::options::RunOptions;
 use irqlens_model::run::RunInfo;
+use irqlens_model::workload::WorkloadBy;
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
-use irqlens_present::{self, noise as show};
+use irqlens_present::{self, Names, noise as show};
 use irqlens_record::Reader;
 
 use super::{Live, Measure, Outcome};
@@ -26,7 +27,7 @@ pub struct NoiseTool;
 pub struct NoiseResult {
     options: NoiseOptions,
     outcome: NoiseOutcome,
-    irq_names: HashMap<u32, String>,
+    names: Names,
     /// The kernel release the run was measured on.
     kernel: String,
 }
@@ -58,8 +59,11 @@ impl Measure for NoiseTool {
         let redraw = live_table(&options, live.output);
         let exporter = &mut *live.exporter;
         let progress = &mut *live.progress;
+        let mut cgroups = CgroupNamer::default();
+        let by = options.by.unwrap_or(WorkloadBy::Pod);
         let outcome = noise_run::run(&options, &STOP, live.tap, |analysis, tick| {
-            exporter.noise(analysis, &tick.lost);
+            let thread_cgroups = || cgroups.name(analysis.thread_cgroups()).clone();
+            exporter.noise(analysis, &tick.lost, thread_cgroups, by);
             if redraw {
                 let mut out = io::stdout().lock();
                 let _ = write!(out, "\x1b[H\x1b[2J");
@@ -77,10 +81,13 @@ impl Measure for NoiseTool {
         if redraw {
             write!(io::stdout(), "\x1b[H\x1b[2J")?;
         }
+        // the cgroups are named at the end: a walk of the hierarchy per tick would cost
+        // the measured CPUs
+        let names = super::names(outcome.analysis.thread_cgroups());
         Ok(NoiseResult {
             options,
             outcome,
-            irq_names: system::irq_line_names(),
+            names,
             kernel: system::kernel_release(),
         })
     }
@@ -90,7 +97,7 @@ impl Measure for NoiseTool {
         Ok(NoiseResult {
             options,
             outcome,
-            irq_names: super::recorded_names(reader.end()?).irqs,
+            names: super::recorded_names(reader.end()?),
             kernel: reader.header().system.kernel_release.clone(),
         })
     }
@@ -99,7 +106,7 @@ impl Measure for NoiseTool {
 impl Document for NoiseResult {
     fn json(&self) -> serde_json::Value {
         let NoiseOutcome { analysis, info } = &self.outcome;
-        let tables = show::to_json(analysis, info, &self.options, &self.irq_names);
+        let tables = show::to_json(analysis, info, &self.options, &self.names);
         super::measurement_json(
             &NoiseTool::recorded(&self.options),
             &self.kernel,
@@ -115,7 +122,10 @@ impl Document for NoiseResult {
             None => {
                 show::write_summary(out, analysis, info.common.elapsed_ns, &info.losses())?;
                 show::write_breakdown(out, analysis)?;
-                show::write_causes(out, analysis, &self.irq_names, self.options.causes)?;
+                show::write_causes(out, analysis, &self.names, self.options.causes)?;
+                if let Some(by) = self.options.by {
+                    show::write_workloads(out, analysis, &self.names.cgroups, by)?;
+                }
             }
         }
         Ok(())
@@ -124,7 +134,7 @@ impl Document for NoiseResult {
     fn write_about(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         let NoiseOutcome { analysis, info } = &self.outcome;
         if let Some(stop) = analysis.stop_report() {
-            show::write_stop(out, stop, &self.irq_names)?;
+            show::write_stop(out, stop, &self.names.irqs)?;
         }
         show::write_run_info(out, analysis, info)?;
         Ok(())
@@ -136,7 +146,7 @@ impl Document for NoiseResult {
 
     fn html(&self, page: &mut Page, heading: &str) {
         let NoiseOutcome { analysis, info } = &self.outcome;
-        page.noise(heading, analysis, info, &self.irq_names);
+        page.noise(heading, analysis, info, &self.names, self.options.by);
     }
 
     fn threshold_hit(&self) -> bool {
@@ -150,7 +160,7 @@ impl Document for NoiseResult {
 
 impl Outcome for NoiseResult {
     fn figures(&self) -> Vec<Figure> {
-        show::figures(&self.outcome.analysis, &self.irq_names)
+        show::figures(&self.outcome.analysis, &self.names.irqs)
     }
 
     fn run_info(&mut self) -> &mut dyn RunInfo {
@@ -164,7 +174,7 @@ impl Outcome for NoiseResult {
     fn causes(&self) -> Option<Vec<irqlens_model::tune::CpuCause>> {
         Some(irqlens_analyze::advise::noise_causes(
             &self.outcome.analysis,
-            &self.irq_names,
+            &self.names.irqs,
         ))
     }
 

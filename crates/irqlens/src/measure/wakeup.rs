@@ -61,11 +61,12 @@ impl Measure for WakeupTool {
             },
             |warning| eprintln!("irqlens: warning: {warning}"),
         )?;
+        let names = super::names(outcome.stats.threads.values().map(|t| t.cgroup));
         Ok(WakeupResult {
             kernel: system::kernel_release(),
             options,
             outcome,
-            names: super::names(),
+            names,
         })
     }
 

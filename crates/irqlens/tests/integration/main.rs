@@ -42,4 +42,5 @@ mod tune_root;
 mod wakeup_cli;
 mod wakeup_root;
 mod width_cli;
+mod workload_noise_root;
 mod workload_root;

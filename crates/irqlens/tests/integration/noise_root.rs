@@ -26,7 +26,7 @@ fn total_ns(rows: &serde_json::Value, keep: impl Fn(&str) -> bool) -> u64 {
         .sum()
 }
 
-fn exact(value: &serde_json::Value) -> u64 {
+pub(crate) fn exact(value: &serde_json::Value) -> u64 {
     value
         .as_u64()
         .unwrap_or_else(|| panic!("{value} is not a count"))

@@ -100,3 +100,27 @@ fn bad_dma_latency_and_alignment() {
         "--aligned is for timer mode",
     );
 }
+
+#[test]
+fn cgroups_are_for_task_mode_and_must_exist() {
+    assert_fails_with(
+        &["wakeup", "--cgroup", "/system.slice", "-d", "1"],
+        "--cgroup is for task mode (--pid/--comm)",
+    );
+    assert_fails_with(
+        &[
+            "wakeup",
+            "--pid",
+            "1",
+            "--cgroup",
+            "/irqlens-no-such-cgroup",
+            "-d",
+            "1",
+        ],
+        "no cgroup /irqlens-no-such-cgroup",
+    );
+    assert_fails_with(
+        &["wakeup", "--pid", "1", "--cgroup", "relative", "-d", "1"],
+        "is not a cgroup path from the hierarchy's root",
+    );
+}

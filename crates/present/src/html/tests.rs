@@ -30,6 +30,7 @@ pub(crate) fn names() -> Names {
     Names {
         symbols: KernelSymbols::default(),
         irqs: irq_names(),
+        ..Names::default()
     }
 }
 
@@ -79,7 +80,7 @@ fn noise_analysis() -> NoiseAnalysis {
     analysis
 }
 
-fn noise_info() -> NoiseRunInfo {
+pub(crate) fn noise_info() -> NoiseRunInfo {
     NoiseRunInfo {
         common: RunCommon {
             elapsed_ns: 3_000_000_000,
@@ -336,7 +337,7 @@ fn timeline_is_the_share_available_over_run_seconds() {
     assert_eq!(line.faded_from, Some(3));
 
     let mut page = Page::new("noise", "6.18.0-test");
-    page.noise("noise", &analysis, &noise_info(), &irq_names());
+    page.noise("noise", &analysis, &noise_info(), &names(), None);
     let html = render(&page);
     assert!(
         html.contains("the last period ran 0.20 s of 1.00 s"),
@@ -372,7 +373,7 @@ fn whole_periods_are_not_faded() {
 #[test]
 fn noise_section_has_every_plot_and_the_causes() {
     let mut page = Page::new("run <1>", "6.18.0-test");
-    page.noise("noise", &noise_analysis(), &noise_info(), &irq_names());
+    page.noise("noise", &noise_analysis(), &noise_info(), &names(), None);
     let html = render(&page);
 
     let histograms = plots(&html, "histogram");
@@ -417,8 +418,8 @@ fn noise_section_has_every_plot_and_the_causes() {
 #[test]
 fn sections_share_a_page_with_unique_ids() {
     let mut page = Page::new("two recordings", "6.18.0-test");
-    page.noise("A.rec", &noise_analysis(), &noise_info(), &irq_names());
-    page.noise("B.rec", &noise_analysis(), &noise_info(), &irq_names());
+    page.noise("A.rec", &noise_analysis(), &noise_info(), &names(), None);
+    page.noise("B.rec", &noise_analysis(), &noise_info(), &names(), None);
     page.bh("C.rec", &bh_stats(), &bh_info(), &names());
     let html = render(&page);
     let ids = ids(&html);
@@ -668,6 +669,7 @@ fn timer_wakeup(cpu: u32, irq: u64, handler: u64, sched: u64, back: u64) -> Wake
     WakeupSample {
         tid: 100 + cpu,
         comm: Comm::new("cyclic<test>"),
+        cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         cpu,
         waker_cpu: cpu,
         origin: irqlens_analyze::wakeup::Origin::Irq { source: 0, id: 11 },
@@ -1138,7 +1140,7 @@ fn a_page_of_one_section_headed_as_the_page_shows_its_title_once() {
 #[test]
 fn the_page_and_its_charts_spell_the_unit_with_the_micro_sign() {
     let mut page = Page::new("irqlens report", "6.18.0-test");
-    page.noise("noise", &noise_analysis(), &noise_info(), &irq_names());
+    page.noise("noise", &noise_analysis(), &noise_info(), &names(), None);
     page.bh("bh", &bh_stats(), &bh_info(), &names());
     let mut stats = WakeupStats::new(WakeupConfig {
         bucket_ns: 1_000,

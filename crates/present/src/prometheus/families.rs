@@ -117,9 +117,47 @@ pub(super) fn empty_noise() -> NoiseAnalysis {
     NoiseAnalysis::new(config, [])
 }
 
+/// The `workload` label values a family keeps (the largest); the rest are `other`: a
+/// node may run hundreds of pods, and Prometheus pays for every series it ever saw.
+pub const MOST_WORKLOADS: usize = 10;
+
+/// The `workload` label of the workloads past the largest `MOST_WORKLOADS`.
+pub const OTHER_WORKLOADS: &str = "other";
+
+/// The thread noise per workload (`by`), the largest `MOST_WORKLOADS` by name and the
+/// rest together as `other`.
+fn workload_series(
+    analysis: &NoiseAnalysis,
+    cgroups: &CgroupNames,
+    by: WorkloadBy,
+) -> Vec<(Labels, [u64; 2])> {
+    let rows = analysis.workload_causes(cgroups, by);
+    let mut series: Vec<(Labels, [u64; 2])> = Vec::new();
+    let mut other = [0; 2];
+    for (rank, row) in rows.into_iter().enumerate() {
+        let values = [row.stats.total_ns, row.stats.count];
+        if rank < MOST_WORKLOADS {
+            series.push((vec![("workload", row.workload)], values));
+        } else {
+            other = [other[0] + values[0], other[1] + values[1]];
+        }
+    }
+    if other != [0; 2] {
+        series.push((vec![("workload", OTHER_WORKLOADS.to_owned())], other));
+    }
+    series
+}
+
 /// `irqlens noise`: per CPU as rtla osnoise top's columns, the sample histogram, and the
-/// causes of each CPU's noise.
-pub fn noise_families(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>) -> Vec<Family> {
+/// causes of each CPU's noise, and
+/// the threads' noise per workload.
+pub fn noise_families(
+    analysis: &NoiseAnalysis,
+    irq_names: &HashMap<u32, String>,
+    cgroups: &CgroupNames,
+    by: WorkloadBy,
+) -> Vec<Family> {
+    let workloads = workload_series(analysis, cgroups, by);
     let cpus: Vec<_> = analysis.summaries().collect();
     let per_cpu = |value: fn(&irqlens_analyze::noise::CpuSummary) -> u64| {
         cpus.iter().map(move |s| (cpu(s.cpu), value(s)))
@@ -203,6 +241,17 @@ pub fn noise_families(analysis: &NoiseAnalysis, irq_names: &HashMap<u32, String>
             "noise_cause_occurrences",
             "Occurrences of each cause of noise inside noise samples, per CPU (the largest causes of each CPU)",
             nth(&causes, 1),
+        ),
+        Family::seconds(
+            "noise_workload",
+            "Thread noise per workload (--by's level, container without it; the largest, the rest as other)",
+            MetricType::Counter,
+            nth(&workloads, 0),
+        ),
+        Family::count_total(
+            "noise_workload_occurrences",
+            "Thread interferences per workload inside noise samples (as noise_workload)",
+            nth(&workloads, 1),
         ),
     ]
 }
@@ -404,15 +453,8 @@ fn by_class(labels: &Labels, by_source: &BySource) -> Vec<(Labels, [u64; 1])> {
         .collect()
 }
 
-/// The `workload` label values a family keeps (the largest); the rest are `other`: a
-/// node may run hundreds of pods, and Prometheus pays for every series it ever saw.
-pub const MAX_WORKLOADS_PER_FAMILY: usize = 10;
-
-/// The `workload` label of the workloads past the largest.
-const OTHER_WORKLOADS: &str = "other";
-
 /// Each row's `workload` label: its workload's key at the level `by` if it is among the
-/// `MAX_WORKLOADS_PER_FAMILY` with the most `value`, else `other`.
+/// `MOST_WORKLOADS` with the most `value`, else `other`.
 fn workload_labels(
     rows: &[AccountRow],
     by: WorkloadBy,
@@ -433,7 +475,7 @@ fn workload_labels(
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     let kept: Vec<&str> = ranked
         .iter()
-        .take(MAX_WORKLOADS_PER_FAMILY)
+        .take(MOST_WORKLOADS)
         .map(|(key, _)| *key)
         .collect();
     keys.iter()

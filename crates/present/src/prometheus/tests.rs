@@ -177,7 +177,12 @@ fn cpu_label(cpu: u32) -> Labels {
 #[test]
 fn noise_families_carry_the_summary_histogram_and_causes() {
     let mut analysis = noise_analysis();
-    let text = render(noise_families(&analysis, &HashMap::new()));
+    let text = render(noise_families(
+        &analysis,
+        &HashMap::new(),
+        &CgroupNames::default(),
+        WorkloadBy::Pod,
+    ));
     assert_eq!(
         value(&text, "irqlens_noise_runtime_seconds_total{cpu=\"1\"}"),
         1e-3
@@ -218,7 +223,12 @@ fn noise_families_carry_the_summary_histogram_and_causes() {
 
     // the analysis is cumulative: a later snapshot only grows
     noisy_period(&mut analysis, 1, 10);
-    let later = render(noise_families(&analysis, &HashMap::new()));
+    let later = render(noise_families(
+        &analysis,
+        &HashMap::new(),
+        &CgroupNames::default(),
+        WorkloadBy::Pod,
+    ));
     assert_eq!(
         value(&later, "irqlens_noise_runtime_seconds_total{cpu=\"1\"}"),
         2e-3
@@ -367,6 +377,7 @@ fn traced_wakeup(tid: u32, cpu: u32) -> WakeupSample {
     WakeupSample {
         tid,
         comm: Comm::new("app"),
+        cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
         cpu,
         waker_cpu: cpu,
         origin: Origin::Irq {
@@ -563,7 +574,7 @@ fn spinner_in_a_pod() -> CgroupNames {
 fn account_workloads_past_the_largest_are_other() {
     let mut ledger = Ledger::default();
     let mut names = CgroupNames::default();
-    let workloads = MAX_WORKLOADS_PER_FAMILY as u32 + 2;
+    let workloads = MOST_WORKLOADS as u32 + 2;
     // thread i in cgroup /w<i>, charged i µs of NET_RX: the two smallest are other
     for tid in 1..=workloads {
         let cgroup = CgroupId(tid.into());
@@ -609,7 +620,7 @@ fn account_workloads_past_the_largest_are_other() {
         .filter(|line| line.starts_with("irqlens_account_charged_seconds_total{"))
         .filter_map(|line| line.split("workload=\"").nth(1)?.split('"').next())
         .collect();
-    assert_eq!(labels.len(), MAX_WORKLOADS_PER_FAMILY + 1, "{labels:?}");
+    assert_eq!(labels.len(), MOST_WORKLOADS + 1, "{labels:?}");
     assert!(!labels.contains("/w1") && !labels.contains("/w2"));
 }
 
@@ -620,7 +631,15 @@ fn every_family() -> Vec<(&'static str, Vec<Family>)> {
         ..Names::default()
     };
     let mut capabilities = [
-        ("noise", noise_families(&noise_analysis(), &names.irqs)),
+        (
+            "noise",
+            noise_families(
+                &noise_analysis(),
+                &names.irqs,
+                &names.cgroups,
+                WorkloadBy::Pod,
+            ),
+        ),
         ("bh", bh_families(&bh_stats(), &names)),
         ("wakeup", wakeup_families(&traced_wakeups(), &names)),
         (
@@ -664,7 +683,7 @@ fn no_label_is_a_pid_and_no_series_has_empty_braces() {
                         "cause",
                         "component",
                         "comm",
-                        // bounded: MAX_WORKLOADS_PER_FAMILY, the rest folded into other
+                        // bounded: MOST_WORKLOADS, the rest folded into other
                         "workload",
                         "le",
                         "version",
@@ -823,7 +842,12 @@ fn the_classic_format_is_promtool_clean_and_holds_the_same_samples() {
 #[test]
 fn openmetrics_read_as_the_classic_format_is_what_promtool_refuses() {
     // the exposition every scrape got before: counters' samples have no HELP
-    let openmetrics = render(noise_families(&noise_analysis(), &HashMap::new()));
+    let openmetrics = render(noise_families(
+        &noise_analysis(),
+        &HashMap::new(),
+        &CgroupNames::default(),
+        WorkloadBy::Pod,
+    ));
     let problems = promtool::check_metrics(&openmetrics).unwrap_err();
     assert!(problems.contains("no help text"), "{problems}");
 }
@@ -833,7 +857,12 @@ fn a_scrape_gets_the_format_it_asks_for() {
     let mut exporter =
         Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
     let address = exporter.address().unwrap();
-    exporter.noise(&noise_analysis(), &nothing_lost());
+    exporter.noise(
+        &noise_analysis(),
+        &nothing_lost(),
+        CgroupNames::default,
+        WorkloadBy::Pod,
+    );
     let body_of = |response: &str| {
         let (head, body) = response.split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -883,7 +912,12 @@ fn the_probes_are_up_while_the_run_publishes() {
         Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
     let address = exporter.address().unwrap();
     let lost = Losses::records(2).per_cpu(BTreeMap::from([(1, 2)]));
-    exporter.noise(&noise_analysis(), &lost);
+    exporter.noise(
+        &noise_analysis(),
+        &lost,
+        CgroupNames::default,
+        WorkloadBy::Pod,
+    );
     let scrape = || get_accepting(address, "/metrics", OPENMETRICS);
     let up = "irqlens_probe_up{capability=\"noise\"}";
     let now = scrape();
@@ -906,7 +940,12 @@ fn the_probes_are_up_while_the_run_publishes() {
     let stale = Instant::now().checked_sub(PROBE_STALE_AFTER * 2).unwrap();
     snapshot.replace_published(Published {
         capability: "noise",
-        families: noise_families(&noise_analysis(), &HashMap::new()),
+        families: noise_families(
+            &noise_analysis(),
+            &HashMap::new(),
+            &CgroupNames::default(),
+            WorkloadBy::Pod,
+        ),
         at: stale,
     });
     let later = scrape();
@@ -935,7 +974,12 @@ fn serves_the_latest_snapshot_until_dropped() {
         Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
     let address = exporter.address().unwrap();
     assert_ne!(address.port(), 0);
-    exporter.noise(&noise_analysis(), &nothing_lost());
+    exporter.noise(
+        &noise_analysis(),
+        &nothing_lost(),
+        CgroupNames::default,
+        WorkloadBy::Pod,
+    );
 
     let response = get_accepting(address, "/metrics", OPENMETRICS);
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
@@ -972,7 +1016,12 @@ fn a_large_scrape_is_sent_whole_with_its_length() {
         Exporter::start(Some("127.0.0.1:0".parse().unwrap()), Names::default).unwrap();
     let address = exporter.address().unwrap();
     // larger than the connection's buffer (MAX_HEAD_BYTES)
-    exporter.noise(&noise_analysis_on(0..64), &nothing_lost());
+    exporter.noise(
+        &noise_analysis_on(0..64),
+        &nothing_lost(),
+        CgroupNames::default,
+        WorkloadBy::Pod,
+    );
     let response = get_accepting(address, "/metrics", OPENMETRICS);
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     assert!(body.len() > 2 * MAX_HEAD_BYTES, "{} bytes", body.len());
@@ -985,7 +1034,12 @@ fn a_large_scrape_is_sent_whole_with_its_length() {
 #[test]
 fn without_an_address_nothing_listens() {
     let mut exporter = Exporter::start(None, Names::default).unwrap();
-    exporter.noise(&noise_analysis(), &nothing_lost());
+    exporter.noise(
+        &noise_analysis(),
+        &nothing_lost(),
+        CgroupNames::default,
+        WorkloadBy::Pod,
+    );
     assert_eq!(exporter.address(), None);
 }
 
@@ -993,7 +1047,12 @@ fn without_an_address_nothing_listens() {
 fn serving(limits: Limits, cpus: u32) -> Exporter {
     let address = Some("127.0.0.1:0".parse().unwrap());
     let mut exporter = Exporter::with_limits(address, Names::default, limits).unwrap();
-    exporter.noise(&noise_analysis_on(0..cpus), &nothing_lost());
+    exporter.noise(
+        &noise_analysis_on(0..cpus),
+        &nothing_lost(),
+        CgroupNames::default,
+        WorkloadBy::Pod,
+    );
     exporter
 }
 
@@ -1234,4 +1293,86 @@ fn a_thread_unlocks_its_own_stack() {
     })
     .join()
     .unwrap();
+}
+
+#[test]
+fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
+    let workloads = families::MOST_WORKLOADS as u64 + 5;
+    let mut analysis = NoiseAnalysis::new(
+        AnalysisConfig {
+            bucket_ns: NS_PER_US,
+            entries: 256,
+            keep_recent: 0,
+        },
+        [0],
+    );
+    let mut cgroups = CgroupNames::default();
+    let mut samples = Vec::new();
+    // workload i's thread takes i µs: the smallest five are `other`
+    for i in 1..=workloads {
+        cgroups.insert(CgroupId(100 + i), format!("/system.slice/w{i}.service"));
+        analysis.add_records([Record {
+            cpu: 0,
+            class: NoiseClass::Thread,
+            source: 0,
+            id: i as u32,
+            comm: Comm::new("worker"),
+            start_ns: i * 1_000 * NS_PER_US,
+            duration_ns: i * NS_PER_US,
+            seq: i,
+            cgroup: CgroupId(100 + i),
+        }]);
+        samples.push(Sample {
+            cpu: 0,
+            start_ns: i * 1_000 * NS_PER_US,
+            duration_ns: i * NS_PER_US,
+            seq_before: i - 1,
+            seq_after: i,
+        });
+    }
+    analysis.add_period(&PeriodReport {
+        cpu: 0,
+        runtime_ns: 1_000_000_000,
+        noise_ns: samples.iter().map(|s| s.duration_ns).sum(),
+        samples,
+        last_seq: workloads,
+        ..Default::default()
+    });
+    let text = render(noise_families(
+        &analysis,
+        &HashMap::new(),
+        &cgroups,
+        WorkloadBy::Unit,
+    ));
+    let series = |name: &str| {
+        text.lines()
+            .filter(|line| line.starts_with(name) && !line.starts_with('#'))
+            .count()
+    };
+    assert_eq!(
+        series("irqlens_noise_workload_seconds_total{"),
+        families::MOST_WORKLOADS + 1
+    );
+    // the largest: the last one's
+    assert_eq!(
+        value(
+            &text,
+            &format!("irqlens_noise_workload_seconds_total{{workload=\"w{workloads}.service\"}}")
+        ),
+        workloads as f64 / 1e6
+    );
+    // 1 + 2 + 3 + 4 + 5 µs
+    let other = value(
+        &text,
+        "irqlens_noise_workload_seconds_total{workload=\"other\"}",
+    );
+    assert!((other - 15e-6).abs() < 1e-12, "{other}");
+    assert_eq!(
+        value(
+            &text,
+            "irqlens_noise_workload_occurrences_total{workload=\"other\"}"
+        ),
+        5.0
+    );
+    assert!(!text.contains("w5.service"));
 }
