@@ -37,6 +37,8 @@ pub fn run(
     mut on_period: impl FnMut(&Period),
 ) -> Result<(Period, AccountRunInfo)> {
     super::keep_freed_memory();
+    // a --cgroup that names no cgroup (a typo) would filter every row out, silently
+    crate::cgroup::check_paths(&options.cgroups)?;
     // the tick only matters to the compensation, and measuring it takes 100 ms
     let hz = options.compensate.then(system::kernel_hz).transpose()?;
     let mut storage = MaybeUninit::uninit();

@@ -263,6 +263,18 @@ fn the_pod_is_served_what_the_interrupted_view_charges_the_noisy_cgroup() {
 #[ignore = "needs root: loads BPF programs, makes cgroups (scripts/test runs it)"]
 fn a_cgroup_filter_leaves_only_the_rows_in_the_pod() {
     assert_root();
+    assert_fails_with(
+        &[
+            "account",
+            "-c",
+            "1",
+            "-d",
+            "1",
+            "--cgroup",
+            "/irqlens-no-such",
+        ],
+        "no cgroup /irqlens-no-such",
+    );
     let bed = Bed::start();
     let doc = irqlens_json(&[
         "account",
