@@ -48,6 +48,10 @@ pub struct Row {
     pub(super) billed_ns: u64,
     /// What the compensation added to its kernel time (with --compensate).
     pub(super) adjusted_ns: Option<i64>,
+    /// A sum of rows (a workload's): the time served to those without a kernel bill (gone
+    /// by the end reading), which the corrected time leaves out as it leaves out their
+    /// bill.
+    unbilled_served_ns: u64,
     /// Its cgroup, if the checkpoints or /proc named one (a process's: its leader's,
     /// else that of the first of its threads named).
     pub cgroup: Option<CgroupId>,
@@ -66,17 +70,21 @@ impl Row {
     }
 
     /// Adds `other`'s interrupt time and kernel bill to this row's (`finish` works out
-    /// the rest from the sums).
+    /// the rest from the sums). The corrected time and the compensation sum only the rows
+    /// with a kernel bill: a process gone by the end reading has none, and its billed and
+    /// served time taken from the others' bill would skew theirs.
     pub(super) fn add(&mut self, other: &Row) {
         add_into(&mut self.charged_by, &other.charged_by);
         add_into(&mut self.served_by, &other.served_by);
-        self.billed_ns += other.billed_ns;
         let (mine, theirs) = (&mut self.figures.amounts, &other.figures.amounts);
         mine.irqlens_ns += theirs.irqlens_ns;
         mine.units += theirs.units;
-        if let Some(kernel) = theirs.kernel_ns {
-            *mine.kernel_ns.get_or_insert(0) += kernel;
-        }
+        let Some(kernel) = theirs.kernel_ns else {
+            self.unbilled_served_ns += total(&other.served_by);
+            return;
+        };
+        *mine.kernel_ns.get_or_insert(0) += kernel;
+        self.billed_ns += other.billed_ns;
         if let Some(adjusted) = other.adjusted_ns {
             *self.adjusted_ns.get_or_insert(0) += adjusted;
         }
@@ -92,7 +100,8 @@ impl Row {
             return;
         };
         // the kernel's bill, not the charge: irqlens's own work is in the former
-        let corrected = (kernel + figures.served_ns).saturating_sub(self.billed_ns);
+        let served = figures.served_ns - self.unbilled_served_ns;
+        let corrected = (kernel + served).saturating_sub(self.billed_ns);
         figures.corrected_ns = Some(corrected);
         figures.error = relative_error(kernel, corrected);
         if let Some(adjusted) = adjusted_ns {

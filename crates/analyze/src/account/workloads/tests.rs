@@ -235,3 +235,40 @@ fn common_ancestors_are_level_by_level() {
     assert_eq!(common_ancestor("/a", "/b"), "/");
     assert_eq!(common_ancestor("/", "/b"), "/");
 }
+
+#[test]
+fn a_process_gone_by_the_end_reading_leaves_its_workloads_error_alone() {
+    let (mut ledger, mut threads) = run();
+    // an exec probe of the pod that ended before the end reading: billed and served, no
+    // kernel bill
+    const PROBE: u32 = 40;
+    let probe = ThreadAccount {
+        charged: net_rx(4_000),
+        served: net_rx(2_000),
+        units: 1,
+        ..Default::default()
+    };
+    ledger.threads.insert(PROBE, probe);
+    let comm = Comm::new("probe");
+    let seen = Seen {
+        tgid: PROBE,
+        comm,
+        cgroup: RECEIVER_CG,
+    };
+    ledger.seen.insert(PROBE, seen);
+    threads.remove(&PROBE);
+    let with_probe = {
+        let mut table = table(&ledger, &threads, None, false);
+        name_cgroups(&mut table, &names());
+        workloads(&table, WorkloadBy::Pod)
+    };
+    let without = workloads(&named_table(false), WorkloadBy::Pod);
+    let pod = |rows: &[WorkloadRow]| find(rows, &format!("pod {UID}")).sums.figures.amounts.clone();
+    let (with_probe, without) = (pod(&with_probe), pod(&without));
+    // its charge and service show, its bill does not skew the others'
+    assert_eq!(with_probe.charged_ns, without.charged_ns + 4_000 * US);
+    assert_eq!(with_probe.served_ns, without.served_ns + 2_000 * US);
+    assert_eq!(with_probe.kernel_ns, without.kernel_ns);
+    assert_eq!(with_probe.corrected_ns, without.corrected_ns);
+    assert_eq!(with_probe.error, without.error);
+}
