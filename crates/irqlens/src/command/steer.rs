@@ -11,6 +11,7 @@ use irqlens_collect::{steer, system};
 use irqlens_model::run::Header;
 use irqlens_model::steer::{SteerOptions, SteerReport};
 use irqlens_present::steer as show;
+use irqlens_present::terminal::Printable;
 
 impl Tool for SteerArgs {
     const NAME: &'static str = "steer";
@@ -61,7 +62,7 @@ impl Tool for SteerArgs {
         };
         let outcome = steer::run_in(&options, &STOP, journal, |change| {
             if log {
-                let mut out = std::io::stdout().lock();
+                let mut out = Printable(std::io::stdout().lock());
                 let _ = show::write_change(&mut out, change).and_then(|()| out.flush());
             }
         })?;

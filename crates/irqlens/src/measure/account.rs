@@ -17,6 +17,7 @@ use irqlens_model::workload::WorkloadBy;
 use irqlens_present::account::{self as show, View};
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
+use irqlens_present::terminal::Printable;
 use irqlens_record::Reader;
 
 use super::{Live, Measure, Outcome};
@@ -107,7 +108,7 @@ impl Measure for AccountTool {
         };
         let (whole, info) = account_run::run(&options, &STOP, live.tap, on_tick, |period| {
             // a report per interval, as it comes
-            let mut stdout = io::stdout().lock();
+            let mut stdout = Printable(io::stdout().lock());
             periods.add(period, (!json).then_some(&mut stdout as _));
         })?;
         let periods_json = periods.json;

@@ -13,6 +13,7 @@ use irqlens_model::run::RunInfo;
 use irqlens_model::workload::WorkloadBy;
 use irqlens_present::compare::Figure;
 use irqlens_present::html::Page;
+use irqlens_present::terminal::Printable;
 use irqlens_present::{self, Names, noise as show};
 use irqlens_record::Reader;
 
@@ -66,9 +67,10 @@ impl Measure for NoiseTool {
             exporter.noise(analysis, &tick.lost, thread_cgroups, by);
             if redraw {
                 let mut out = io::stdout().lock();
+                // home and clear are irqlens's own; the table's names may not move the cursor
                 let _ = write!(out, "\x1b[H\x1b[2J");
                 let _ = show::write_summary(
-                    &mut out,
+                    &mut Printable(&mut out),
                     analysis,
                     tick.elapsed.as_nanos() as u64,
                     &tick.lost,

@@ -263,7 +263,13 @@ fn a_process_gone_by_the_end_reading_leaves_its_workloads_error_alone() {
         workloads(&table, WorkloadBy::Pod)
     };
     let without = workloads(&named_table(false), WorkloadBy::Pod);
-    let pod = |rows: &[WorkloadRow]| find(rows, &format!("pod {UID}")).sums.figures.amounts.clone();
+    let pod = |rows: &[WorkloadRow]| {
+        find(rows, &format!("pod {UID}"))
+            .sums
+            .figures
+            .amounts
+            .clone()
+    };
     let (with_probe, without) = (pod(&with_probe), pod(&without));
     // its charge and service show, its bill does not skew the others'
     assert_eq!(with_probe.charged_ns, without.charged_ns + 4_000 * US);
