@@ -495,7 +495,7 @@ impl NoiseAnalysis {
 }
 
 /// The workload row of threads whose cgroup has no path.
-pub const UNNAMED_WORKLOAD: &str = "(cgroup not known)";
+pub const UNNAMED_WORKLOAD: &str = crate::workload::UNNAMED;
 
 /// The thread noise of one workload (`--by`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -620,7 +620,7 @@ mod tests {
             rows,
             [
                 (pod_key.as_str(), 2, 2, 40_000, 30_000),
-                ("sshd.service", 1, 1, 5_000, 5_000),
+                ("/system.slice/sshd.service", 1, 1, 5_000, 5_000),
                 (UNNAMED_WORKLOAD, 1, 1, 1_000, 1_000),
             ]
         );

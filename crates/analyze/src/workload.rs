@@ -143,10 +143,16 @@ pub fn workload_at(path: &str, by: WorkloadBy) -> Workload {
     }
 }
 
+/// The workload of a task whose cgroup is not named (unknown to the probe, or gone before
+/// it was read), in every table and label.
+pub const UNNAMED: &str = "[unknown]";
+
 /// The key that groups tasks at the level `by`: the same for every path in one workload,
-/// different for different workloads (full pod UIDs and container ids, unit names, or the
-/// path; the kinds cannot collide: only a path starts with `/`, only a pod with `pod `,
-/// and a unit name has no space). Readable, but long: tables show [`short_name`].
+/// different for different workloads (full pod UIDs and container ids, a unit's own
+/// cgroup path (two units of one name, a user's and the system's, are two workloads), or
+/// the path; the kinds cannot collide: only a path starts with `/`, only a pod with
+/// `pod `, and a container key names its runtime). Readable, but long: tables show
+/// [`short_name`].
 pub fn workload_key(path: &str, by: WorkloadBy) -> String {
     if by == WorkloadBy::Cgroup {
         return path.to_owned();
@@ -157,9 +163,16 @@ pub fn workload_key(path: &str, by: WorkloadBy) -> String {
             None => format!("pod {uid}"),
         },
         Workload::Container(container) => container_key(&container),
-        Workload::Unit { name } => name,
+        Workload::Unit { name } => unit_path(path, &name).unwrap_or(name),
         Workload::Cgroup { path } => path,
     }
+}
+
+/// The path of unit `name`'s own cgroup in `path`: its deepest level so named.
+fn unit_path(path: &str, name: &str) -> Option<String> {
+    let levels: Vec<&str> = path.split('/').collect();
+    let at = levels.iter().rposition(|level| *level == name)?;
+    Some(levels[..=at].join("/"))
 }
 
 fn container_key(container: &Container) -> String {
@@ -657,7 +670,7 @@ mod tests {
             format!("docker {two}")
         );
         let unit = "/system.slice/sshd.service";
-        assert_eq!(workload_key(unit, WorkloadBy::Pod), "sshd.service");
+        assert_eq!(workload_key(unit, WorkloadBy::Pod), unit);
         for path in ["/irqlens-test-noisy", "/", "", "/a//b", "/a/../b"] {
             assert_eq!(workload_at(path, WorkloadBy::Pod), cgroup(path), "{path}");
             assert_eq!(workload_key(path, WorkloadBy::Pod), path);
@@ -682,8 +695,7 @@ mod tests {
             format!("pod {UID}/containerd {two}")
         );
         // the pod's own cgroup names no container: its slice, the unit
-        let slice = format!("kubepods-burstable-pod{}.slice", underscored(UID));
-        assert_eq!(workload_key(&pod_slice, WorkloadBy::Container), slice);
+        assert_eq!(workload_key(&pod_slice, WorkloadBy::Container), pod_slice);
         // cgroupfs has no unit: the path
         let cgroupfs = format!("/kubepods/pod{UID}");
         assert_eq!(workload_key(&cgroupfs, WorkloadBy::Container), cgroupfs);
@@ -697,7 +709,7 @@ mod tests {
                 "/user.slice/user-1000.slice/session-3.scope",
                 WorkloadBy::Container
             ),
-            "session-3.scope"
+            "/user.slice/user-1000.slice/session-3.scope"
         );
     }
 
@@ -719,7 +731,14 @@ mod tests {
         let delegated = "/system.slice/containerd.service/delegated/leaf";
         assert_eq!(
             workload_key(delegated, WorkloadBy::Unit),
-            "containerd.service"
+            "/system.slice/containerd.service"
+        );
+        // two units of one name, the system's and a user's, are two workloads
+        let users = "/user.slice/user-1000.slice/user@1000.service/app.slice/containerd.service";
+        assert_eq!(workload_key(users, WorkloadBy::Unit), users);
+        assert_eq!(
+            workload_at(users, WorkloadBy::Unit),
+            workload_at(delegated, WorkloadBy::Unit)
         );
         assert_eq!(workload_key(delegated, WorkloadBy::Cgroup), delegated);
         // by cgroup, the key is the path and the name as full as it gets

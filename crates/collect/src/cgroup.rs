@@ -175,11 +175,15 @@ impl CgroupNamer {
 /// The paths of cgroups `ids`, read now (at most MOST_CGROUPS of them): a cgroup removed
 /// since has none, and none at all when the machine has no v2 hierarchy.
 pub fn names_now(ids: impl IntoIterator<Item = CgroupId>) -> CgroupNames {
-    let ids: HashSet<CgroupId> = ids
-        .into_iter()
-        .filter(|id| id.is_known())
-        .take(MOST_CGROUPS)
-        .collect();
+    let mut known = HashSet::new();
+    for id in ids.into_iter().filter(|id| id.is_known()) {
+        // the bound counts distinct ids: the same one comes once per CPU or thread
+        if known.len() == MOST_CGROUPS {
+            break;
+        }
+        known.insert(id);
+    }
+    let ids = known;
     if ids.is_empty() {
         return CgroupNames::default();
     }

@@ -70,7 +70,8 @@ pub fn parse_workload_by(text: &str) -> Result<WorkloadBy, String> {
 const MOST_CGROUP_PATH: usize = 4096;
 
 /// `--cgroup`: a cgroup v2 path from the hierarchy's root, as /proc/PID/cgroup shows it
-/// (`/kubepods.slice/...`), kept without a trailing `/`.
+/// (`/kubepods.slice/...`), kept as /proc shows paths: no empty part (`//a/` is `/a`,
+/// as the file system takes it), no trailing `/`.
 pub fn parse_cgroup_path(text: &str) -> Result<String, String> {
     if !text.starts_with('/') {
         return Err(format!(
@@ -83,8 +84,8 @@ pub fn parse_cgroup_path(text: &str) -> Result<String, String> {
     if text.split('/').any(|part| part == "." || part == "..") {
         return Err(format!("'{text}': a cgroup path has no . or .. parts"));
     }
-    let trimmed = text.trim_end_matches('/');
-    Ok(if trimmed.is_empty() { "/" } else { trimmed }.to_owned())
+    let parts: Vec<&str> = text.split('/').filter(|part| !part.is_empty()).collect();
+    Ok(format!("/{}", parts.join("/")))
 }
 
 /// What `--on-threshold` and `--on-end` do (rtla's actions), in the order given.
@@ -178,6 +179,22 @@ fn parse_signal(text: &str, arguments: &str) -> Result<Action, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_paths_are_kept_as_proc_shows_them() {
+        for (given, kept) in [
+            ("/", "/"),
+            ("/a/b/", "/a/b"),
+            ("//kubepods.slice", "/kubepods.slice"),
+            ("/a//b", "/a/b"),
+        ] {
+            assert_eq!(parse_cgroup_path(given).as_deref(), Ok(kept), "{given}");
+        }
+        for bad in ["", "a/b", "/a/../b", "/./a", "/a\0b"] {
+            assert!(parse_cgroup_path(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_cgroup_path(&format!("/{}", "x".repeat(4096))).is_err());
+    }
 
     #[test]
     fn actions_as_rtla_writes_them() {

@@ -191,7 +191,7 @@ pub struct NoiseWorkloads {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct NoiseWorkload {
     /// Its name: `pod <uid>`, `<runtime> <container id>`, a systemd unit, a cgroup path,
-    /// or `(cgroup not known)`.
+    /// or `[unknown]` (its cgroup not named).
     pub workload: String,
     /// The thread causes in it.
     pub threads: u64,

@@ -739,7 +739,7 @@ mod workload_tests {
         let pod = format!("pod {UID}");
         let row = |key: &str| rows.iter().find(|r| r.workload == key).unwrap();
         assert_eq!((row(&pod).threads, row(&pod).total_ns), (2, 50_000));
-        assert_eq!(row("sshd.service").total_ns, 10_000);
+        assert_eq!(row("/system.slice/sshd.service").total_ns, 10_000);
         assert_eq!(
             row(irqlens_analyze::noise::UNNAMED_WORKLOAD).total_ns,
             5_000

@@ -17,7 +17,7 @@ use irqlens_model::workload::{CgroupNames, Workload, WorkloadBy};
 
 /// The key and name of the rows whose cgroup is not known (an old recording, a task gone
 /// before its cgroup could be read, a cgroup removed before the end of the period).
-pub const UNKNOWN: &str = "[unknown]";
+pub const UNKNOWN: &str = crate::workload::UNNAMED;
 
 /// One workload: its process (or thread) rows added up.
 #[derive(Clone, Debug, PartialEq)]

@@ -244,7 +244,7 @@ pub fn noise_families(
         ),
         Family::seconds(
             "noise_workload",
-            "Thread noise per workload (--by's level, container without it; the largest, the rest as other)",
+            "Thread noise per workload (--by's level, the pod without it; the largest, the rest as other)",
             MetricType::Counter,
             nth(&workloads, 0),
         ),

@@ -1357,7 +1357,9 @@ fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
     assert_eq!(
         value(
             &text,
-            &format!("irqlens_noise_workload_seconds_total{{workload=\"w{workloads}.service\"}}")
+            &format!(
+                "irqlens_noise_workload_seconds_total{{workload=\"/system.slice/w{workloads}.service\"}}"
+            )
         ),
         workloads as f64 / 1e6
     );
