@@ -108,11 +108,26 @@ impl Tap {
     }
 
     /// The paths of the cgroups the inputs named, read now: a cgroup removed during the
-    /// run has none (the machine's v2 hierarchy not found: none at all).
+    /// run has none (the machine's v2 hierarchy not found: none at all). At most
+    /// `CGROUP_NAMES_BYTES` of paths, so that the end line stays readable (a reader takes
+    /// lines up to `irqlens_record::MAX_LINE`); the ids past it stay unnamed.
     fn cgroup_names(&self) -> CgroupNames {
-        crate::cgroup::names_now(self.cgroups.iter().copied())
+        let mut names = crate::cgroup::names_now(self.cgroups.iter().copied());
+        let mut bytes = 0;
+        names.paths.retain(|_, path| {
+            bytes += path.len() + CGROUP_NAME_OVERHEAD;
+            bytes <= CGROUP_NAMES_BYTES
+        });
+        names
     }
 }
+
+/// The most bytes of cgroup paths an end line names: a quarter of the longest line a
+/// reader takes, the rest left to /proc/interrupts, /proc/softirqs and the functions.
+const CGROUP_NAMES_BYTES: usize = irqlens_record::MAX_LINE as usize / 4;
+/// What a name costs besides its path in the end line: its id as a key, quotes, colon and
+/// comma.
+const CGROUP_NAME_OVERHEAD: usize = 26;
 
 /// The kernel function a checkpoint names: a tasklet's, a work item's, an hrtimer
 /// callback.
