@@ -31,7 +31,8 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::Names;
 pub use families::{
-    MAX_SERIES_PER_FAMILY, MOST_WORKLOADS, account_families, bh_families, noise_families,
+    MAX_SERIES_PER_FAMILY, MOST_WORKLOADS, WorkloadLabels, account_families,
+    account_families_labelled, bh_families, noise_families, noise_families_labelled,
     wakeup_families,
 };
 use irqlens_analyze::account::Ledger;
@@ -493,6 +494,8 @@ pub struct Exporter {
 struct Endpoint {
     snapshot: Arc<Snapshot>,
     names: Names,
+    /// The workloads with a label of their own so far.
+    workloads: WorkloadLabels,
     address: SocketAddr,
     /// Bound at the start (so a taken port fails the run before anything is loaded),
     /// served from the first snapshot on.
@@ -523,6 +526,7 @@ impl Exporter {
             endpoint: Some(Endpoint {
                 snapshot: Arc::default(),
                 names: names(),
+                workloads: WorkloadLabels::default(),
                 address,
                 listener: Some(listener),
                 limits,
@@ -546,19 +550,19 @@ impl Exporter {
         cgroups: impl FnOnce() -> CgroupNames,
         by: WorkloadBy,
     ) {
-        self.publish("noise", lost, |names| {
-            noise_families(analysis, &names.irqs, &cgroups(), by)
+        self.publish("noise", lost, |names, labels| {
+            noise_families_labelled(analysis, &names.irqs, &cgroups(), by, labels)
         });
     }
 
     /// Publishes a bottom-half run's statistics so far, and what its probe `lost`.
     pub fn bh(&mut self, stats: &BhStats, lost: &Losses) {
-        self.publish("bh", lost, |names| bh_families(stats, names));
+        self.publish("bh", lost, |names, _| bh_families(stats, names));
     }
 
     /// Publishes a wakeup run's statistics so far, and what its probe `lost`.
     pub fn wakeup(&mut self, stats: &WakeupStats, lost: &Losses) {
-        self.publish("wakeup", lost, |names| wakeup_families(stats, names));
+        self.publish("wakeup", lost, |names, _| wakeup_families(stats, names));
     }
 
     /// Publishes an account run's ledger so far and its cgroups' names, made only when
@@ -570,9 +574,9 @@ impl Exporter {
         by: WorkloadBy,
         lost: &Losses,
     ) {
-        self.publish("account", lost, |names| {
+        self.publish("account", lost, |names, labels| {
             let (ledger, cgroups) = so_far();
-            account_families(&ledger, &names.irqs, &cgroups, by)
+            account_families_labelled(&ledger, &names.irqs, &cgroups, by, labels)
         });
     }
 
@@ -583,12 +587,12 @@ impl Exporter {
         &mut self,
         capability: &'static str,
         lost: &Losses,
-        families: impl FnOnce(&Names) -> Vec<Family>,
+        families: impl FnOnce(&Names, &mut WorkloadLabels) -> Vec<Family>,
     ) {
         let Some(endpoint) = &mut self.endpoint else {
             return;
         };
-        let mut families = families(&endpoint.names);
+        let mut families = families(&endpoint.names, &mut endpoint.workloads);
         families.push(build_info(capability));
         families.push(lost_events(capability, lost));
         endpoint.snapshot.replace(capability, families);

@@ -6,7 +6,7 @@
 //! by comm, never by pid: a pid is a new series per short-lived thread. Families of
 //! open-ended sets keep their largest series only (`MAX_SERIES_PER_FAMILY`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use prometheus_client::metrics::MetricType;
 
@@ -117,29 +117,63 @@ pub(super) fn empty_noise() -> NoiseAnalysis {
     NoiseAnalysis::new(config, [])
 }
 
-/// The `workload` label values a family keeps (the largest); the rest are `other`: a
+/// The `workload` label values a run keeps (`WorkloadLabels`); the rest are `other`: a
 /// node may run hundreds of pods, and Prometheus pays for every series it ever saw.
 pub const MOST_WORKLOADS: usize = 10;
 
-/// The `workload` label of the workloads past the largest `MOST_WORKLOADS`.
+/// The `workload` label of the workloads past the first `MOST_WORKLOADS`.
 pub const OTHER_WORKLOADS: &str = "other";
 
-/// The thread noise per workload (`by`), the largest `MOST_WORKLOADS` by name and the
-/// rest together as `other`.
+/// The workloads that have a `workload` label of their own for as long as a run serves:
+/// the first `MOST_WORKLOADS` to show up (the largest first among those that show up
+/// together). Kept from one snapshot to the next, so that no workload moves into or out
+/// of `other`: every series, `other`'s included, then only grows, as a counter must (a
+/// ranking made again at each snapshot would take a workload rising into the largest out
+/// of `other`, a counter reset to Prometheus).
+#[derive(Debug, Default)]
+pub struct WorkloadLabels(BTreeSet<String>);
+
+impl WorkloadLabels {
+    /// Gives `ranked` (largest first) their own labels while there is room.
+    fn admit<'k>(&mut self, ranked: impl IntoIterator<Item = &'k str>) {
+        for key in ranked {
+            if self.0.len() == MOST_WORKLOADS {
+                return;
+            }
+            if !self.0.contains(key) {
+                self.0.insert(key.to_owned());
+            }
+        }
+    }
+
+    /// The label of workload `key`: its own, or `other`.
+    fn label(&self, key: &str) -> String {
+        match self.0.contains(key) {
+            true => key.to_owned(),
+            false => OTHER_WORKLOADS.to_owned(),
+        }
+    }
+}
+
+/// The thread noise per workload (`by`), each with its label in `labels`, the rest
+/// together as `other`.
 fn workload_series(
     analysis: &NoiseAnalysis,
     cgroups: &CgroupNames,
     by: WorkloadBy,
+    labels: &mut WorkloadLabels,
 ) -> Vec<(Labels, [u64; 2])> {
     let rows = analysis.workload_causes(cgroups, by);
+    labels.admit(rows.iter().map(|row| row.workload.as_str()));
     let mut series: Vec<(Labels, [u64; 2])> = Vec::new();
     let mut other = [0; 2];
-    for (rank, row) in rows.into_iter().enumerate() {
+    for row in rows {
         let values = [row.stats.total_ns, row.stats.count];
-        if rank < MOST_WORKLOADS {
-            series.push((vec![("workload", row.workload)], values));
-        } else {
-            other = [other[0] + values[0], other[1] + values[1]];
+        match labels.label(&row.workload) {
+            label if label == OTHER_WORKLOADS => {
+                other = [other[0] + values[0], other[1] + values[1]];
+            }
+            label => series.push((vec![("workload", label)], values)),
         }
     }
     if other != [0; 2] {
@@ -157,7 +191,19 @@ pub fn noise_families(
     cgroups: &CgroupNames,
     by: WorkloadBy,
 ) -> Vec<Family> {
-    let workloads = workload_series(analysis, cgroups, by);
+    let mut labels = WorkloadLabels::default();
+    noise_families_labelled(analysis, irq_names, cgroups, by, &mut labels)
+}
+
+/// [`noise_families`] with the workloads labelled so far in a run.
+pub fn noise_families_labelled(
+    analysis: &NoiseAnalysis,
+    irq_names: &HashMap<u32, String>,
+    cgroups: &CgroupNames,
+    by: WorkloadBy,
+    labels: &mut WorkloadLabels,
+) -> Vec<Family> {
+    let workloads = workload_series(analysis, cgroups, by, labels);
     let cpus: Vec<_> = analysis.summaries().collect();
     let per_cpu = |value: fn(&irqlens_analyze::noise::CpuSummary) -> u64| {
         cpus.iter().map(move |s| (cpu(s.cpu), value(s)))
@@ -244,7 +290,7 @@ pub fn noise_families(
         ),
         Family::seconds(
             "noise_workload",
-            "Thread noise per workload (--by's level, the pod without it; the largest, the rest as other)",
+            "Thread noise per workload (--by's level, the pod without it; the first to show up, the rest as other)",
             MetricType::Counter,
             nth(&workloads, 0),
         ),
@@ -453,12 +499,13 @@ fn by_class(labels: &Labels, by_source: &BySource) -> Vec<(Labels, [u64; 1])> {
         .collect()
 }
 
-/// Each row's `workload` label: its workload's key at the level `by` if it is among the
-/// `MOST_WORKLOADS` with the most `value`, else `other`.
+/// Each row's `workload` label: its workload's key at the level `by` if it has a label of
+/// its own in `labels` (those with the most `value` first), else `other`.
 fn workload_labels(
     rows: &[AccountRow],
     by: WorkloadBy,
     value: fn(&AccountRow) -> u64,
+    labels: &mut WorkloadLabels,
 ) -> Vec<String> {
     let keys: Vec<String> = rows
         .iter()
@@ -473,20 +520,8 @@ fn workload_labels(
     }
     let mut ranked: Vec<(&str, u64)> = totals.into_iter().collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    let kept: Vec<&str> = ranked
-        .iter()
-        .take(MOST_WORKLOADS)
-        .map(|(key, _)| *key)
-        .collect();
-    keys.iter()
-        .map(|key| {
-            if kept.contains(&key.as_str()) {
-                key.clone()
-            } else {
-                OTHER_WORKLOADS.to_owned()
-            }
-        })
-        .collect()
+    labels.admit(ranked.iter().map(|(key, _)| *key));
+    keys.iter().map(|key| labels.label(key)).collect()
 }
 
 /// `irqlens account`: interrupt time by class and source, and who it was charged to (the
@@ -499,11 +534,23 @@ pub fn account_families(
     cgroups: &CgroupNames,
     by: WorkloadBy,
 ) -> Vec<Family> {
+    let mut labels = WorkloadLabels::default();
+    account_families_labelled(ledger, irq_names, cgroups, by, &mut labels)
+}
+
+/// [`account_families`] with the workloads labelled so far in a run.
+pub fn account_families_labelled(
+    ledger: &Ledger,
+    irq_names: &HashMap<u32, String>,
+    cgroups: &CgroupNames,
+    by: WorkloadBy,
+    labels: &mut WorkloadLabels,
+) -> Vec<Family> {
     // a row per thread, so that a comm is a thread's own name
     let mut accounts = table(ledger, &HashMap::new(), None, true);
     name_cgroups(&mut accounts, cgroups);
-    let per_comm = |by_source: fn(&AccountRow) -> &BySource, value: fn(&AccountRow) -> u64| {
-        let workloads = workload_labels(&accounts.rows, by, value);
+    let mut per_comm = |by_source: fn(&AccountRow) -> &BySource, value: fn(&AccountRow) -> u64| {
+        let workloads = workload_labels(&accounts.rows, by, value, labels);
         top_series(
             accounts
                 .rows
@@ -550,13 +597,13 @@ pub fn account_families(
         ),
         Family::seconds(
             "account_charged",
-            "Interrupt time that ran while a thread of this comm and workload was current: what the kernel bills it (the largest comms; the workloads past the largest are other)",
+            "Interrupt time that ran while a thread of this comm and workload was current: what the kernel bills it (the largest comms; the workloads past the first to show up are other)",
             MetricType::Counter,
             nth(&charged, 0),
         ),
         Family::seconds(
             "account_served",
-            "Interrupt time done on behalf of the threads of this comm and workload, wherever it ran (the largest comms; the workloads past the largest are other)",
+            "Interrupt time done on behalf of the threads of this comm and workload, wherever it ran (the largest comms; the workloads past the first to show up are other)",
             MetricType::Counter,
             nth(&served, 0),
         ),

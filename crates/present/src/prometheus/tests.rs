@@ -1295,9 +1295,9 @@ fn a_thread_unlocks_its_own_stack() {
     .unwrap();
 }
 
-#[test]
-fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
-    let workloads = families::MOST_WORKLOADS as u64 + 5;
+/// Thread noise on CPU 0 from one thread per workload, workload `w` (1, 2, ...) taking
+/// `micros(w)` µs, each a unit of its own.
+fn noise_per_workload(workloads: u64, micros: impl Fn(u64) -> u64) -> (NoiseAnalysis, CgroupNames) {
     let mut analysis = NoiseAnalysis::new(
         AnalysisConfig {
             bucket_ns: NS_PER_US,
@@ -1308,9 +1308,9 @@ fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
     );
     let mut cgroups = CgroupNames::default();
     let mut samples = Vec::new();
-    // workload i's thread takes i µs: the smallest five are `other`
     for i in 1..=workloads {
         cgroups.insert(CgroupId(100 + i), format!("/system.slice/w{i}.service"));
+        let duration_ns = micros(i) * NS_PER_US;
         analysis.add_records([Record {
             cpu: 0,
             class: NoiseClass::Thread,
@@ -1318,14 +1318,14 @@ fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
             id: i as u32,
             comm: Comm::new("worker"),
             start_ns: i * 1_000 * NS_PER_US,
-            duration_ns: i * NS_PER_US,
+            duration_ns,
             seq: i,
             cgroup: CgroupId(100 + i),
         }]);
         samples.push(Sample {
             cpu: 0,
             start_ns: i * 1_000 * NS_PER_US,
-            duration_ns: i * NS_PER_US,
+            duration_ns,
             seq_before: i - 1,
             seq_after: i,
         });
@@ -1338,6 +1338,14 @@ fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
         last_seq: workloads,
         ..Default::default()
     });
+    (analysis, cgroups)
+}
+
+#[test]
+fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
+    let workloads = families::MOST_WORKLOADS as u64 + 5;
+    // workload i's thread takes i µs: the smallest five are `other`
+    let (analysis, cgroups) = noise_per_workload(workloads, |i| i);
     let text = render(noise_families(
         &analysis,
         &HashMap::new(),
@@ -1377,4 +1385,37 @@ fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
         5.0
     );
     assert!(!text.contains("w5.service"));
+}
+
+#[test]
+fn a_workload_keeps_its_label_from_one_snapshot_to_the_next() {
+    let workloads = families::MOST_WORKLOADS as u64 + 2;
+    let mut labels = families::WorkloadLabels::default();
+    let snapshot = |labels: &mut families::WorkloadLabels, micros: &dyn Fn(u64) -> u64| {
+        let (analysis, cgroups) = noise_per_workload(workloads, micros);
+        render(families::noise_families_labelled(
+            &analysis,
+            &HashMap::new(),
+            &cgroups,
+            WorkloadBy::Unit,
+            labels,
+        ))
+    };
+    let other = |text: &str| {
+        value(
+            text,
+            "irqlens_noise_workload_seconds_total{workload=\"other\"}",
+        )
+    };
+    // w1 and w2, the smallest, are `other`
+    let first = snapshot(&mut labels, &|i| i);
+    assert!(!first.contains("w1.service"));
+    // later w1 is the largest: it stays in `other`, which only grows, as a counter must
+    let later = snapshot(&mut labels, &|i| if i == 1 { 1_000 } else { i });
+    assert!(!later.contains("w1.service"), "{later}");
+    assert!(other(&later) > other(&first));
+    // each labelled workload keeps its series
+    for i in 3..=workloads {
+        assert!(later.contains(&format!("w{i}.service")), "w{i}");
+    }
 }
