@@ -102,10 +102,15 @@ pub fn task_cgroup(id: CgroupId, names: &CgroupNames) -> Option<TaskCgroup> {
 }
 
 fn short_container(container: &Container) -> String {
+    container_name(container, SHORT_CONTAINER_ID)
+}
+
+/// `<runtime> <id>`, the id cut to `chars` characters.
+fn container_name(container: &Container, chars: usize) -> String {
     let runtime = container
         .runtime
         .map_or("container", ContainerRuntime::name);
-    format!("{runtime} {}", prefix(&container.id, SHORT_CONTAINER_ID))
+    format!("{runtime} {}", prefix(&container.id, chars))
 }
 
 /// The first `chars` characters of `text` (all of it if shorter).
@@ -176,10 +181,7 @@ fn unit_path(path: &str, name: &str) -> Option<String> {
 }
 
 fn container_key(container: &Container) -> String {
-    let runtime = container
-        .runtime
-        .map_or("container", ContainerRuntime::name);
-    format!("{runtime} {}", container.id)
+    container_name(container, usize::MAX)
 }
 
 /// Whether the cgroup `path` is `ancestor` or below it, level by level (`/a/b` is not

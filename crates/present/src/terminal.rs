@@ -13,12 +13,6 @@ fn acts_on_terminal(byte: u8) -> bool {
     (byte < 0x20 && byte != b'\n' && byte != b'\t') || byte == 0x7f
 }
 
-/// Whether `c` is a control character a terminal acts on: C0 and DEL as above, and C1
-/// (U+0080 to U+009F: some terminals take U+009B for CSI).
-fn control(c: char) -> bool {
-    u8::try_from(c).is_ok_and(acts_on_terminal) || ('\u{80}'..='\u{9f}').contains(&c)
-}
-
 /// A writer that shows every such control character as `?`: what the driver writes text
 /// through (JSON escapes them itself, HTML shows them as nothing).
 pub struct Printable<W: Write>(pub W);
@@ -54,10 +48,11 @@ impl<W: Write> Write for Printable<W> {
 
 /// `text` as [`Printable`] writes it, for a line on stderr.
 pub fn printable(text: impl fmt::Display) -> String {
-    text.to_string()
-        .chars()
-        .map(|c| if control(c) { '?' } else { c })
-        .collect()
+    let mut out = Printable(Vec::new());
+    // writing to memory cannot fail, and what comes out is UTF-8: a control character
+    // (one byte, or C1's two) becomes `?`, the rest is copied
+    let _ = write!(out, "{text}");
+    String::from_utf8_lossy(&out.0).into_owned()
 }
 
 #[cfg(test)]
