@@ -329,6 +329,9 @@ pub struct BhCause {
     pub q50_ns: u64,
     /// The largest, ns.
     pub max_ns: u64,
+    /// A thread cause's cgroup (none for the others, and in recordings older than the
+    /// field).
+    pub cgroup: Option<TaskCgroup>,
 }
 
 /// One bottom half, requested and run, with what delayed it.
@@ -355,6 +358,11 @@ pub struct BhSample {
     pub window: BhWindow,
     /// What delayed it, in order, by name.
     pub causes: Vec<String>,
+    /// The threads it woke (the first few; `woken` counts them all), as far as the probe
+    /// recorded their wakeups.
+    pub woke: Vec<ThreadWithCgroup>,
+    /// How many threads it woke.
+    pub woken: u32,
 }
 
 /// What ran on the executing CPU between a bottom half's request and its invocation:
@@ -488,6 +496,23 @@ pub struct WakeupCause {
     pub max_ns: u64,
     /// Its share of all the latency.
     pub share_percent: f64,
+    /// A thread cause's cgroup (none for the others, and in recordings older than the
+    /// field).
+    pub cgroup: Option<TaskCgroup>,
+}
+
+/// A thread a document names (a delay cause's, one a bottom half woke, one on a wakeup
+/// chain), with its cgroup.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ThreadWithCgroup {
+    /// Its thread id, where the document has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
+    /// Its name.
+    #[schemars(with = "String")]
+    pub comm: Comm,
+    /// Its cgroup (none in recordings older than the field).
+    pub cgroup: Option<TaskCgroup>,
 }
 
 /// Samples of one origin.
@@ -538,11 +563,12 @@ pub struct WakeupSample {
     /// Its name.
     #[schemars(with = "String")]
     pub comm: Comm,
+    /// Its cgroup (none in recordings older than the field).
+    pub cgroup: Option<TaskCgroup>,
     /// The interrupt the chain began with, by name.
     pub origin: String,
     /// Threads between the interrupt and the task, in chain order.
-    #[schemars(with = "Vec<String>")]
-    pub interposed: Vec<Comm>,
+    pub interposed: Vec<ThreadWithCgroup>,
     /// Context switches from the interrupt to the task.
     pub context_switches: u32,
     /// Per component (`NAME_ns`), its time.
@@ -558,6 +584,8 @@ pub struct WakeupSampleCause {
     pub cause: String,
     /// Its time, ns.
     pub ns: u64,
+    /// A thread cause's cgroup (none for the others).
+    pub cgroup: Option<TaskCgroup>,
 }
 
 /// What hit the stop limit: a decomposed sample, or a timer thread's untraced latency.
@@ -565,7 +593,7 @@ pub struct WakeupSampleCause {
 #[serde(untagged)]
 pub enum WakeupStop {
     /// A decomposed sample.
-    Sample(WakeupSample),
+    Sample(Box<WakeupSample>),
     /// An activation seen by the timer thread alone.
     Untraced(UntracedStop),
 }

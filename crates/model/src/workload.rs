@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::kernel::Comm;
+
 /// A cgroup v2 id: the inode number of the cgroup's directory in the cgroup2 file system,
 /// which is what BPF's `bpf_get_current_cgroup_id()` and `task->cgroups->dfl_cgrp->kn->id`
 /// give (64-bit kernfs ids, Linux 5.5 and later).
@@ -35,6 +37,28 @@ impl CgroupId {
     /// Whether the id names a cgroup.
     pub fn is_known(self) -> bool {
         self != Self::UNKNOWN
+    }
+}
+
+/// A thread as a cause or a chain names it: its name and its cgroup, so that two threads
+/// of one name in two workloads (a `worker` in each of two pods) are told apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NamedThread {
+    /// Its comm.
+    pub comm: Comm,
+    /// Its cgroup v2 id (unknown in recordings older than the field).
+    pub cgroup: CgroupId,
+}
+
+impl NamedThread {
+    /// Thread `comm` in cgroup `cgroup`.
+    pub fn new(comm: Comm, cgroup: CgroupId) -> Self {
+        NamedThread { comm, cgroup }
+    }
+
+    /// Thread `name`, its cgroup unknown (a recording older than the field).
+    pub fn named(name: &str) -> Self {
+        NamedThread::new(Comm::new(name), CgroupId::UNKNOWN)
     }
 }
 

@@ -9,7 +9,9 @@ use irqlens_model::tables::{
 
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, TextTable};
-use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
+use super::{
+    Names, THREAD_CAUSE_WIDTH, clock_time, opt_us, percent, us2, write_hist_table, write_legend,
+};
 use irqlens_analyze::bh::{BhStats, CauseStats, DelayCause, Mechanism, Sample, Series, Source};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
@@ -26,6 +28,15 @@ impl Names {
 
     pub(crate) fn cause(&self, cause: &DelayCause) -> String {
         cause.label(&self.irqs, &|address| self.symbols.name(address))
+    }
+
+    /// `cause`, a thread's followed by its workload where it fits `width`.
+    pub(crate) fn cause_cell(&self, cause: &DelayCause, width: usize) -> String {
+        let label = self.cause(cause);
+        match cause.thread() {
+            Some(thread) => self.with_workload(label, thread.cgroup, width),
+            None => label,
+        }
     }
 }
 
@@ -80,7 +91,7 @@ pub(crate) fn cause_cells(
     names: &Names,
 ) -> [String; 5] {
     [
-        names.cause(cause),
+        names.cause_cell(cause, THREAD_CAUSE_WIDTH),
         stats.samples.to_string(),
         format!("{:.1}%", percent(stats.samples, samples)),
         us2(stats.median_ns()),
@@ -195,17 +206,40 @@ fn describe(sample: &Sample, names: &Names) -> String {
     if let Some(switched) = w.switched_in_after_ns {
         parts.push(format!("switched in at +{} us", us2(switched)));
     }
-    let causes: Vec<String> = d.causes.iter().map(|c| names.cause(c)).collect();
+    let causes: Vec<String> = d
+        .causes
+        .iter()
+        .map(|c| names.cause_cell(c, usize::MAX))
+        .collect();
     format!(
-        "{} on CPU {} (requested on CPU {} by pid {}, run by pid {}): {}; causes: {}",
+        "{} on CPU {} (requested on CPU {} by pid {}, run by pid {}): {}; causes: {}{}",
         names.source(&sample.source),
         sample.cpu,
         sample.request_cpu,
         sample.requester,
         sample.executor,
         parts.join(", "),
-        causes.join(", ")
+        causes.join(", "),
+        woke(sample, names)
     )
+}
+
+/// `; woke ` and the threads the sample woke with their workloads, if it woke any.
+fn woke(sample: &Sample, names: &Names) -> String {
+    let woke = &sample.woke;
+    if woke.count == 0 {
+        return String::new();
+    }
+    let mut threads: Vec<String> = woke
+        .threads
+        .iter()
+        .map(|(pid, t)| names.with_workload(format!("{} {pid}", t.comm), t.cgroup, usize::MAX))
+        .collect();
+    let more = woke.count as usize - woke.threads.len();
+    if more > 0 {
+        threads.push(format!("{more} more"));
+    }
+    format!("; woke {}", threads.join(", "))
 }
 
 /// The slowest samples of each mechanism, decomposed.
@@ -363,6 +397,13 @@ fn sample_json(sample: &Sample, names: &Names) -> BhSample {
         executor: sample.executor,
         window: sample.delay.window,
         causes: sample.delay.causes.iter().map(|c| names.cause(c)).collect(),
+        woke: sample
+            .woke
+            .threads
+            .iter()
+            .map(|&(pid, thread)| names.thread_json(Some(pid), thread))
+            .collect(),
+        woken: sample.woke.count,
     }
 }
 
@@ -383,6 +424,7 @@ pub fn to_json(stats: &BhStats, info: &BhRunInfo, options: &BhOptions, names: &N
                     share_percent: percent(c.samples, m.series.count),
                     q50_ns: c.median_ns(),
                     max_ns: c.max_ns(),
+                    cgroup: cause.thread().and_then(|t| names.task_cgroup(t.cgroup)),
                 })
                 .collect(),
             worst: m.worst.iter().map(|s| sample_json(s, names)).collect(),
@@ -438,7 +480,7 @@ pub fn figures(stats: &BhStats, names: &Names) -> Vec<Figure> {
                 DelayCause::Irq { source: 0, id } => {
                     format!("hardirq {}", irq_line_key(id, &names.irqs))
                 }
-                _ => names.cause(cause),
+                _ => names.cause_cell(cause, usize::MAX),
             };
             let group = format!("{} delayed by {label}", mechanism.name());
             figures.push(Figure::count(&group, "samples", cause_stats.samples));
@@ -453,4 +495,87 @@ fn series_figures(group: &str, series: &Series) -> Vec<Figure> {
     figures.extend(quantile_figures(group, |q| series.quantile_ns(q)));
     figures.extend(series.max_ns().map(|max| Figure::ns(group, "max", max)));
     figures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::tests::{bh_info, bh_stats};
+    use crate::workload_fixture::{CONTAINER, ROOT, SERVICE, names};
+    use irqlens_analyze::bh::{Delay, Woke};
+    use irqlens_analyze::loss::Losses;
+    use irqlens_model::kernel::Comm;
+    use irqlens_model::workload::{NamedThread, Workload};
+
+    #[test]
+    fn thread_causes_and_woken_threads_name_their_workloads() {
+        let mut stats = bh_stats();
+        let (spin, sshd) = (
+            NamedThread::new(Comm::new("spin"), CONTAINER),
+            NamedThread::new(Comm::new("sshd"), SERVICE),
+        );
+        let mut woke = Woke::default();
+        woke.add(300, spin);
+        woke.add(301, NamedThread::new(Comm::new("kworker/0:1"), ROOT));
+        stats.add(Sample {
+            mechanism: Mechanism::Softirq,
+            source: Source::Vector(3),
+            request_cpu: 0,
+            cpu: 0,
+            request_ns: 0,
+            latency_ns: 900_000,
+            runtime_ns: 1_000,
+            requester: 0,
+            executor: 0,
+            woke_watched: false,
+            woke,
+            delay: Delay {
+                causes: vec![DelayCause::Thread(spin), DelayCause::Busy(sshd)],
+                ..Delay::default()
+            },
+        });
+        let names = names();
+        let mut text = Vec::new();
+        write_causes(&mut text, &stats, &names, 10, &Losses::checkpoints(0)).unwrap();
+        write_worst(&mut text, &stats, &names).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        // the cause column keeps its width: the container alone when the pod does not fit
+        assert!(
+            text.contains("thread spin ran first containerd 3f4e5a6b7c8d"),
+            "{text}"
+        );
+        assert!(
+            text.contains("thread sshd was running sshd.service"),
+            "{text}"
+        );
+        // a sample's line has room for the pod, and names whom it woke; a kernel
+        // thread's root cgroup is not named
+        assert!(
+            text.contains(
+                "; woke spin 300 pod 1b2c3d4e…/containerd 3f4e5a6b7c8d, kworker/0:1 301\n"
+            ),
+            "{text}"
+        );
+
+        let options = BhOptions::defaults("0".parse().unwrap());
+        let tables = to_json(&stats, &bh_info(), &options, &names);
+        let softirq = &tables.mechanisms[0];
+        let spin_cause = softirq
+            .causes
+            .iter()
+            .find(|c| c.cause == "thread spin ran first");
+        let cgroup = spin_cause.unwrap().cgroup.as_ref().unwrap();
+        assert_eq!(cgroup.id, CONTAINER);
+        assert!(matches!(cgroup.workload, Some(Workload::Pod { .. })));
+        let undelayed = softirq.causes.iter().find(|c| c.cause.contains("<hog>"));
+        assert_eq!(
+            undelayed.unwrap().cgroup,
+            None,
+            "a cgroup the run did not see"
+        );
+        let worst = &softirq.worst[0];
+        assert_eq!(worst.woken, 2);
+        assert_eq!(worst.woke[0].tid, Some(300));
+        assert_eq!(worst.woke[0].cgroup.as_ref().unwrap().id, CONTAINER);
+    }
 }

@@ -28,10 +28,12 @@ use std::time::Duration;
 
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::Losses;
+use irqlens_analyze::workload::{innermost_name, short_name, task_cgroup, workload_of};
 use irqlens_model::hist::HistOptions;
 use irqlens_model::kernel::KernelSymbols;
 use irqlens_model::run::RunCommon;
-use irqlens_model::workload::CgroupNames;
+use irqlens_model::tables::ThreadWithCgroup;
+use irqlens_model::workload::{CgroupId, CgroupNames, NamedThread, TaskCgroup, Workload};
 
 /// How kernel numbers and addresses are named.
 #[derive(Default)]
@@ -42,6 +44,48 @@ pub struct Names {
     pub irqs: HashMap<u32, String>,
     /// The paths of the cgroups the tasks shown ran in.
     pub cgroups: CgroupNames,
+}
+
+/// How wide a thread cause's cell may grow in a table for its workload's name to follow
+/// (the table widens the column to it): room for a container's short name after a full
+/// comm, not for its pod's too.
+pub(crate) const THREAD_CAUSE_WIDTH: usize = 56;
+
+impl Names {
+    /// What the cgroup `cgroup` names, if the run named it and it is not the root (every
+    /// kernel thread's cgroup: naming it tells nothing).
+    pub(crate) fn workload(&self, cgroup: CgroupId) -> Option<Workload> {
+        let path = self.cgroups.path(cgroup).filter(|path| *path != "/")?;
+        Some(workload_of(path))
+    }
+
+    /// `label` (a thread's) followed by its workload's short name, or by its innermost
+    /// name when only that fits `width` characters; `label` alone when neither fits or
+    /// the workload is not known (`workload`).
+    pub(crate) fn with_workload(&self, label: String, cgroup: CgroupId, width: usize) -> String {
+        let Some(workload) = self.workload(cgroup) else {
+            return label;
+        };
+        [short_name(&workload), innermost_name(&workload)]
+            .into_iter()
+            .map(|name| format!("{label} {name}"))
+            .find(|cell| cell.chars().count() <= width)
+            .unwrap_or(label)
+    }
+
+    /// Cgroup `cgroup` as documents show it (none if unknown).
+    pub(crate) fn task_cgroup(&self, cgroup: CgroupId) -> Option<TaskCgroup> {
+        task_cgroup(cgroup, &self.cgroups)
+    }
+
+    /// `thread` as documents name it.
+    pub(crate) fn thread_json(&self, tid: Option<u32>, thread: NamedThread) -> ThreadWithCgroup {
+        ThreadWithCgroup {
+            tid,
+            comm: thread.comm,
+            cgroup: self.task_cgroup(thread.cgroup),
+        }
+    }
 }
 
 /// ns as whole µs, as rtla prints them.
@@ -265,6 +309,38 @@ pub fn write_hist_table(
 
 #[cfg(test)]
 mod loss_tests;
+
+/// Names of a run with workloads, for the tests of every tool's output.
+#[cfg(test)]
+pub(crate) mod workload_fixture {
+    use super::Names;
+    use irqlens_model::workload::CgroupId;
+
+    /// The pod's UID.
+    pub const POD_UID: &str = "1b2c3d4e-5f60-4718-89ab-cdef01234567";
+    /// A container of the pod (`CONTAINER` below).
+    pub const CONTAINER: CgroupId = CgroupId(7);
+    /// A systemd service.
+    pub const SERVICE: CgroupId = CgroupId(9);
+    /// The root cgroup, every kernel thread's.
+    pub const ROOT: CgroupId = CgroupId(1);
+
+    /// `CONTAINER` in a best-effort pod (systemd driver), `SERVICE` as sshd.service, and
+    /// the root.
+    pub fn names() -> Names {
+        let mut names = Names::default();
+        let pod = format!(
+            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice",
+            POD_UID.replace('-', "_")
+        );
+        let id = "3f4e5a6b7c8d".to_owned() + &"0".repeat(52);
+        let cgroups = &mut names.cgroups;
+        cgroups.insert(CONTAINER, format!("{pod}/cri-containerd-{id}.scope"));
+        cgroups.insert(SERVICE, "/system.slice/sshd.service".into());
+        cgroups.insert(ROOT, "/".into());
+        names
+    }
+}
 
 #[cfg(test)]
 mod tests {

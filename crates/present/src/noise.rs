@@ -12,7 +12,6 @@ use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::noise::{
     Breakdown, Cause, CauseStats, CpuSummary, NoiseAnalysis, StopReport, WorkloadCauses,
 };
-use irqlens_analyze::workload::{innermost_name, short_name, task_cgroup, workload_of};
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::Record;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo};
@@ -163,21 +162,13 @@ pub(crate) fn cause_cells(
 }
 
 /// A cause's name in the tables: a thread's followed by its workload's short name when
-/// both fit the column.
+/// it fits the column.
 fn cause_label(cause: &Cause, names: &Names) -> String {
     let label = cause.label(&names.irqs);
-    let Cause::Thread { cgroup, .. } = *cause else {
-        return label;
-    };
-    let Some(path) = names.cgroups.path(cgroup) else {
-        return label;
-    };
-    let workload = workload_of(path);
-    [short_name(&workload), innermost_name(&workload)]
-        .into_iter()
-        .map(|name| format!("{label} {name}"))
-        .find(|cell| cell.chars().count() <= CAUSE_COLUMNS[0].width)
-        .unwrap_or(label)
+    match *cause {
+        Cause::Thread { cgroup, .. } => names.with_workload(label, cgroup, CAUSE_COLUMNS[0].width),
+        _ => label,
+    }
 }
 
 /// Columns of the thread causes per workload (`--by`), in the text and the HTML report.
@@ -439,7 +430,7 @@ fn causes_json(causes: &[(Cause, CauseStats)], noise_ns: u64, names: &Names) -> 
             max_ns: stats.max_ns,
             noise_percent: percent(stats.total_ns, noise_ns),
             cgroup: match *cause {
-                Cause::Thread { cgroup, .. } => task_cgroup(cgroup, &names.cgroups),
+                Cause::Thread { cgroup, .. } => names.task_cgroup(cgroup),
                 _ => None,
             },
         })
@@ -647,7 +638,7 @@ mod workload_tests {
     use irqlens_model::noise::{AnalysisConfig, NoiseClass, PeriodReport, Record, Sample};
     use irqlens_model::workload::{CgroupId, Workload};
 
-    const UID: &str = "1b2c3d4e-5f60-4718-89ab-cdef01234567";
+    use crate::workload_fixture::{POD_UID as UID, names};
 
     /// Thread `pid` named `comm` in cgroup `cgroup`, one sample of `us` µs each.
     fn threads(threads: &[(u32, &str, u64, u64)]) -> NoiseAnalysis {
@@ -687,22 +678,6 @@ mod workload_tests {
             ..Default::default()
         });
         analysis
-    }
-
-    fn names() -> Names {
-        let mut names = Names::default();
-        let pod = format!(
-            "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice",
-            UID.replace('-', "_")
-        );
-        let id = "3f4e5a6b7c8d".to_owned() + &"0".repeat(52);
-        names
-            .cgroups
-            .insert(CgroupId(7), format!("{pod}/cri-containerd-{id}.scope"));
-        names
-            .cgroups
-            .insert(CgroupId(9), "/system.slice/sshd.service".into());
-        names
     }
 
     #[test]

@@ -11,13 +11,14 @@ use irqlens_model::tables::{
 
 use super::compare::{Figure, TOP_FIGURES, irq_line_key, quantile_figures};
 use super::table::{Column, Form, TextTable};
-use super::{Names, clock_time, opt_us, percent, us2, write_hist_table, write_legend};
+use super::{
+    Names, THREAD_CAUSE_WIDTH, clock_time, opt_us, percent, us2, write_hist_table, write_legend,
+};
 use irqlens_analyze::histogram::Histogram;
 use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_analyze::wakeup::{
     Cause, CauseStats, Component, CpuStats, Sample, Stop, WakeupStats, from_checkpoints,
 };
-use irqlens_analyze::workload::task_cgroup;
 use irqlens_model::hist::HistOptions;
 use irqlens_model::wakeup::{WakeupMode, WakeupOptions, WakeupRunInfo};
 
@@ -29,6 +30,15 @@ const CHAIN_THREADS: usize = 10;
 impl Names {
     pub(crate) fn wakeup_cause(&self, cause: &Cause) -> String {
         cause.label(&self.irqs, &|address| self.symbols.name(address))
+    }
+
+    /// `wakeup_cause`, a thread's followed by its workload where it fits `width`.
+    pub(crate) fn wakeup_cause_cell(&self, cause: &Cause, width: usize) -> String {
+        let label = self.wakeup_cause(cause);
+        match cause.thread() {
+            Some(thread) => self.with_workload(label, thread.cgroup, width),
+            None => label,
+        }
     }
 }
 
@@ -156,7 +166,7 @@ pub(crate) fn cause_cells(
     names: &Names,
 ) -> [String; 5] {
     [
-        names.wakeup_cause(cause),
+        names.wakeup_cause_cell(cause, THREAD_CAUSE_WIDTH),
         stats.samples.to_string(),
         format!("{:.1}%", percent(stats.total_ns, latency_ns)),
         us2(stats.total_ns / stats.samples.max(1)),
@@ -225,13 +235,20 @@ pub fn write_chains(
         "  context switches from the interrupt to the task: {}",
         switches.join(", ")
     )?;
-    if stats.threads.len() + stats.threads.folded() as usize > 1 {
+    let in_workloads = stats
+        .threads
+        .values()
+        .any(|t| names.workload(t.cgroup).is_some());
+    if stats.threads.len() + stats.threads.folded() as usize > 1 || in_workloads {
         let mut threads: Vec<_> = stats.threads.iter().collect();
         threads.sort_by_key(|(tid, t)| (std::cmp::Reverse(t.samples), **tid));
         let mut named: Vec<String> = threads
             .iter()
             .take(CHAIN_THREADS)
-            .map(|(tid, t)| format!("{} {tid} ({}, max {} us)", t.comm, t.samples, us2(t.max_ns)))
+            .map(|(tid, t)| {
+                let thread = names.with_workload(format!("{} {tid}", t.comm), t.cgroup, usize::MAX);
+                format!("{thread} ({}, max {} us)", t.samples, us2(t.max_ns))
+            })
             .collect();
         let rest = threads.len().saturating_sub(CHAIN_THREADS) as u64 + stats.threads.folded();
         if rest > 0 {
@@ -330,15 +347,18 @@ fn write_sample(out: &mut dyn Write, lead: &str, sample: &Sample, names: &Names)
     let total = sample.total_ns();
     writeln!(
         out,
-        "{lead} CPU {} {} (tid {}): total {} us, woken from {} on CPU {}, {} context switch(es){}",
+        "{lead} CPU {} {}: total {} us, woken from {} on CPU {}, {} context switch(es){}",
         sample.cpu,
-        sample.comm,
-        sample.tid,
+        names.with_workload(
+            format!("{} (tid {})", sample.comm, sample.tid),
+            sample.cgroup,
+            usize::MAX
+        ),
         us2(total),
         sample.origin.label(&names.irqs),
         sample.waker_cpu,
         sample.switches,
-        interposed(sample),
+        interposed(sample, names),
     )?;
     let parts: Vec<String> = Component::ALL
         .iter()
@@ -350,7 +370,7 @@ fn write_sample(out: &mut dyn Write, lead: &str, sample: &Sample, names: &Names)
         writeln!(
             out,
             "      {:<52} {:>9} us {:>6.1}%",
-            names.wakeup_cause(cause),
+            names.wakeup_cause_cell(cause, 52),
             us2(*ns),
             percent(*ns, total)
         )?;
@@ -358,12 +378,16 @@ fn write_sample(out: &mut dyn Write, lead: &str, sample: &Sample, names: &Names)
     Ok(())
 }
 
-fn interposed(sample: &Sample) -> String {
+fn interposed(sample: &Sample, names: &Names) -> String {
     if sample.interposed.is_empty() {
         return String::new();
     }
-    let names: Vec<String> = sample.interposed.iter().map(|c| c.to_string()).collect();
-    format!(", through {}", names.join(" -> "))
+    let threads: Vec<String> = sample
+        .interposed
+        .iter()
+        .map(|t| names.with_workload(t.comm.to_string(), t.cgroup, usize::MAX))
+        .collect();
+    format!(", through {}", threads.join(" -> "))
 }
 
 /// rtla timerlat hist's layout: per CPU, the IRQ (or interrupt-to-wakeup) column and
@@ -493,6 +517,7 @@ pub fn to_json(
             total_ns: s.total_ns,
             max_ns: s.max_ns,
             share_percent: percent(s.total_ns, stats.latency_ns),
+            cgroup: cause.thread().and_then(|t| names.task_cgroup(t.cgroup)),
         })
         .collect();
     let origins = stats
@@ -504,7 +529,7 @@ pub fn to_json(
         })
         .collect();
     let stop = stats.stop.as_ref().map(|stop| match stop {
-        Stop::Sample(sample) => WakeupStop::Sample(sample_json(sample, names)),
+        Stop::Sample(sample) => WakeupStop::Sample(Box::new(sample_json(sample, names))),
         Stop::Untraced(report) => WakeupStop::Untraced(UntracedStop {
             cpu: report.cpu,
             tid: report.tid,
@@ -532,7 +557,7 @@ pub fn to_json(
                 comm: t.comm,
                 samples: t.samples,
                 max_ns: t.max_ns,
-                cgroup: task_cgroup(t.cgroup, &names.cgroups),
+                cgroup: names.task_cgroup(t.cgroup),
             })
             .collect(),
         threads_folded: stats.threads.other().map(|t| FoldedThreads {
@@ -560,8 +585,13 @@ fn sample_json(sample: &Sample, names: &Names) -> WakeupSample {
         waker_cpu: sample.waker_cpu,
         tid: sample.tid,
         comm: sample.comm,
+        cgroup: names.task_cgroup(sample.cgroup),
         origin: sample.origin.label(&names.irqs),
-        interposed: sample.interposed.clone(),
+        interposed: sample
+            .interposed
+            .iter()
+            .map(|&thread| names.thread_json(None, thread))
+            .collect(),
         context_switches: sample.switches,
         components: Component::ALL
             .iter()
@@ -573,6 +603,7 @@ fn sample_json(sample: &Sample, names: &Names) -> WakeupSample {
             .map(|(cause, ns)| WakeupSampleCause {
                 cause: names.wakeup_cause(cause),
                 ns: *ns,
+                cgroup: cause.thread().and_then(|t| names.task_cgroup(t.cgroup)),
             })
             .collect(),
     }
@@ -596,11 +627,78 @@ pub fn figures(stats: &WakeupStats, names: &Names) -> Vec<Figure> {
                 format!("the waking hardirq {}", irq_line_key(id, &names.irqs))
             }
             Cause::Irq { source: 0, id } => format!("hardirq {}", irq_line_key(id, &names.irqs)),
-            _ => names.wakeup_cause(cause),
+            _ => names.wakeup_cause_cell(cause, usize::MAX),
         };
         let group = format!("cause {label}");
         figures.push(Figure::ns(&group, "total", cause_stats.total_ns));
         figures.push(Figure::count(&group, "samples", cause_stats.samples));
     }
     figures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::tests::{timer_wakeup, wakeup_info};
+    use crate::workload_fixture::{CONTAINER, ROOT, SERVICE, names};
+    use irqlens_analyze::loss::Losses;
+    use irqlens_model::kernel::Comm;
+    use irqlens_model::wakeup::StatsConfig;
+    use irqlens_model::workload::NamedThread;
+
+    #[test]
+    fn the_task_its_chain_and_the_threads_in_its_way_name_their_workloads() {
+        let mut stats = WakeupStats::new(StatsConfig {
+            bucket_ns: 1_000,
+            entries: 2_000,
+            worst: 1,
+            ..StatsConfig::default()
+        });
+        let ksoftirqd = NamedThread::new(Comm::new("ksoftirqd/0"), ROOT);
+        let sshd = NamedThread::new(Comm::new("sshd"), SERVICE);
+        let mut sample = timer_wakeup(0, 3, 1, 60, 2);
+        sample.cgroup = CONTAINER;
+        sample.interposed = vec![ksoftirqd];
+        let total = sample.total_ns();
+        sample.causes = vec![
+            (Cause::Blocking(sshd), total - 1_000),
+            (Cause::Interposed(ksoftirqd), 1_000),
+        ];
+        stats.add(sample);
+        let names = names();
+        let mut text = Vec::new();
+        write_causes(&mut text, &stats, &names, 10, &Losses::checkpoints(0)).unwrap();
+        write_chains(&mut text, &stats, &names, &Losses::checkpoints(0)).unwrap();
+        write_worst(&mut text, &stats, &names).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("thread sshd kept the CPU sshd.service"),
+            "{text}"
+        );
+        // the one woken thread is listed for its workload
+        assert!(
+            text.contains(
+                "woken threads: cyclic<test> 100 pod 1b2c3d4e…/containerd 3f4e5a6b7c8d (1,"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("cyclic<test> (tid 100) pod 1b2c3d4e…/containerd 3f4e5a6b7c8d: total"),
+            "{text}"
+        );
+        assert!(
+            text.contains("context switch(es), through ksoftirqd/0\n"),
+            "{text}"
+        );
+
+        let options = WakeupOptions::timer("0".parse().unwrap());
+        let tables = to_json(&stats, &wakeup_info(true), &options, &names);
+        let blocking = tables.causes.iter().find(|c| c.cause.contains("sshd"));
+        assert_eq!(blocking.unwrap().cgroup.as_ref().unwrap().id, SERVICE);
+        let worst = &tables.worst[0];
+        assert_eq!(worst.cgroup.as_ref().unwrap().id, CONTAINER);
+        assert_eq!(worst.interposed[0].cgroup.as_ref().unwrap().id, ROOT);
+        assert_eq!(worst.causes[0].cgroup.as_ref().unwrap().id, SERVICE);
+        assert_eq!(worst.causes[1].cgroup.as_ref().unwrap().id, ROOT);
+    }
 }

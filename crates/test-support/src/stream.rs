@@ -65,6 +65,16 @@ impl Stream {
         self.at(us, cpu, waker, what);
     }
 
+    /// Puts the task the last checkpoint names (a switch's next, a wakeup's woken) in
+    /// cgroup `cgroup`.
+    pub fn in_cgroup(&mut self, cgroup: CgroupId) {
+        match &mut self.events.last_mut().expect("a checkpoint to change").what {
+            EventData::Switch { next_cgroup, .. } => *next_cgroup = cgroup,
+            EventData::Wakeup { woken_cgroup, .. } => *woken_cgroup = cgroup,
+            other => panic!("{other:?} names no task"),
+        }
+    }
+
     /// A watched thread arms `hrtimer` to expire at `expires_ns`.
     pub fn timer_start(&mut self, us: u64, cpu: u32, pid: u32, hrtimer: u64, expires_ns: u64) {
         self.at(

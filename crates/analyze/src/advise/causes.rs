@@ -92,9 +92,9 @@ pub fn wakeup_causes(
                         name: softirq_name(vector.into()),
                     },
                 ),
-                WakeupCause::Interposed(comm)
-                | WakeupCause::Thread(comm)
-                | WakeupCause::Blocking(comm) => (CauseClass::Thread, thread(&comm)),
+                WakeupCause::Interposed(t) | WakeupCause::Thread(t) | WakeupCause::Blocking(t) => {
+                    (CauseClass::Thread, thread(&t.comm))
+                }
                 WakeupCause::Handler(_)
                 | WakeupCause::Timer(_)
                 | WakeupCause::Scheduler
@@ -218,7 +218,7 @@ fn bh_delay(
             },
         ),
         DelayCause::Ksoftirqd => thread(format!("ksoftirqd/{cpu}")),
-        DelayCause::Thread(comm) | DelayCause::Busy(comm) => thread(comm.to_string()),
+        DelayCause::Thread(t) | DelayCause::Busy(t) => thread(t.comm.to_string()),
         DelayCause::Idle => (CauseClass::Idle, CauseSource::None),
         DelayCause::Undelayed
         | DelayCause::WorkerWakeup

@@ -12,12 +12,13 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{Delay, DelayCause, Mechanism, Sample, Source};
+use super::{Delay, DelayCause, Mechanism, Sample, Source, Woke};
 use crate::bounded::AgedMap;
 use irqlens_model::bh::MatchCounts;
 use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
+use irqlens_model::workload::NamedThread;
 
 /// Softirq vectors (include/linux/interrupt.h) the matcher tracks.
 const VECTORS: usize = 10;
@@ -71,6 +72,7 @@ struct Running {
     request: Option<Request>,
     entry_ns: u64,
     woke_watched: bool,
+    woke: Woke,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,7 +81,7 @@ enum Happened {
     Nmi,
     Softirq(u16),
     Work(u64),
-    Switch { pid: u32, comm: Comm },
+    Switch { pid: u32, thread: NamedThread },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -286,13 +288,15 @@ impl Matcher {
             EventData::Switch {
                 next_pid,
                 next_comm,
+                next_cgroup,
                 ..
-            } => self.switch(e, next_pid, next_comm),
+            } => self.switch(e, next_pid, NamedThread::new(next_comm, next_cgroup)),
             EventData::Wakeup {
                 woken_pid,
                 woken_comm,
+                woken_cgroup,
                 ..
-            } => self.wakeup(e, woken_pid, woken_comm),
+            } => self.wakeup(e, woken_pid, NamedThread::new(woken_comm, woken_cgroup)),
             // hrtimers are wakeup's checkpoints; the bh probe does not load them
             EventData::TimerStart { .. }
             | EventData::TimerExpire { .. }
@@ -355,6 +359,7 @@ impl Matcher {
             request,
             entry_ns: e.time_ns,
             woke_watched: false,
+            woke: Woke::default(),
         });
     }
 
@@ -402,6 +407,7 @@ impl Matcher {
             request,
             entry_ns: e.time_ns,
             woke_watched: false,
+            woke: Woke::default(),
         });
     }
 
@@ -433,6 +439,7 @@ impl Matcher {
                 request,
                 entry_ns: e.time_ns,
                 woke_watched: false,
+                woke: Woke::default(),
             },
         );
         self.counts.unended_works = self.running_works.evicted();
@@ -455,13 +462,14 @@ impl Matcher {
     }
 
     /// `e`'s thread switches out for `next`.
-    fn switch(&mut self, e: &Event, next: u32, comm: Comm) {
+    fn switch(&mut self, e: &Event, next: u32, thread: NamedThread) {
         let prev = e.pid;
+        let comm = thread.comm;
         self.comms.insert(next, comm);
         self.cpu(e.cpu).remember(Happening {
             start_ns: e.time_ns,
             end_ns: e.time_ns,
-            what: Happened::Switch { pid: next, comm },
+            what: Happened::Switch { pid: next, thread },
         });
         if is_worker(&comm) || is_irq_thread(&comm) {
             self.switched_in.insert(next, e.time_ns);
@@ -481,13 +489,15 @@ impl Matcher {
                 request: Some(request),
                 entry_ns: e.time_ns,
                 woke_watched: false,
+                woke: Woke::default(),
             };
             self.running_irq_threads.insert(next, (running, e.cpu));
         }
     }
 
-    /// `e` (its waker's context) woke `woken`.
-    fn wakeup(&mut self, e: &Event, woken: u32, comm: Comm) {
+    /// `e` (its waker's context) woke `woken` (`thread`).
+    fn wakeup(&mut self, e: &Event, woken: u32, thread: NamedThread) {
+        let comm = thread.comm;
         self.comms.insert(woken, comm);
         if is_worker(&comm) {
             self.woken.insert(woken, e.time_ns);
@@ -497,29 +507,37 @@ impl Matcher {
             // a wakeup before the thread got to sleep is superseded by this one
             self.irq_thread_wakeups.insert(woken, Request::at(e));
         }
-        if self.watched == Some(woken) {
-            self.mark_waker(e);
-        }
+        // the watched thread is irqlens's stimulus: marked, not listed among whom the
+        // bottom half worked for
+        let watched = self.watched == Some(woken);
+        self.credit_waker(e, |running| {
+            if watched {
+                running.woke_watched = true;
+            } else {
+                running.woke.add(woken, thread);
+            }
+        });
     }
 
-    /// The bottom half running on the waker's CPU woke the watched thread. A hardirq
-    /// interrupting it is not the bottom half: its wakeups do not count.
-    fn mark_waker(&mut self, e: &Event) {
+    /// Applies `credit` to the bottom halves running on the waker's CPU in the waker's
+    /// context (a softirq and the tasklet in it, a work item, an IRQ thread). A hardirq
+    /// interrupting them is not the bottom half: its wakeups are not theirs.
+    fn credit_waker(&mut self, e: &Event, mut credit: impl FnMut(&mut Running)) {
         let cpu = self.cpus.entry(e.cpu).or_default();
         if !cpu.irqs.is_empty() {
             return;
         }
         if cpu.softirq.is_some() {
             for running in [&mut cpu.softirq, &mut cpu.tasklet].into_iter().flatten() {
-                running.woke_watched = true;
+                credit(running);
             }
             return;
         }
         let work = cpu.work.filter(|&(_, worker)| worker == e.pid);
         if let Some(running) = work.and_then(|(work, _)| self.running_works.get_mut(&work)) {
-            running.woke_watched = true;
+            credit(running);
         } else if let Some((running, _)) = self.running_irq_threads.get_mut(&e.pid) {
-            running.woke_watched = true;
+            credit(running);
         }
     }
 
@@ -562,6 +580,7 @@ impl Matcher {
             requester: request.pid,
             executor,
             woke_watched: running.woke_watched,
+            woke: running.woke,
             delay,
         });
     }
@@ -610,10 +629,10 @@ impl Matcher {
                     delay.window.work_ns += h.end_ns - h.start_ns;
                     causes.push(DelayCause::WorkFirst(function));
                 }
-                Happened::Switch { pid, comm } => {
+                Happened::Switch { pid, thread } => {
                     delay.window.switches += 1;
                     if pid != executor && pid != 0 {
-                        causes.push(DelayCause::Thread(comm));
+                        causes.push(DelayCause::Thread(thread));
                     }
                 }
             }
@@ -646,8 +665,8 @@ impl Matcher {
         if in_thread {
             match state.running_at(from) {
                 Some(Happened::Switch { pid: 0, .. }) => causes.push(DelayCause::Idle),
-                Some(Happened::Switch { pid, comm }) if pid != executor => {
-                    causes.push(DelayCause::Busy(comm))
+                Some(Happened::Switch { pid, thread }) if pid != executor => {
+                    causes.push(DelayCause::Busy(thread))
                 }
                 _ => {}
             }
@@ -668,6 +687,8 @@ impl Matcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bh::WOKE_KEPT;
+    use irqlens_model::workload::CgroupId;
 
     /// A stream builder: events on one CPU at given µs.
     struct Stream(Vec<Event>);
@@ -1122,7 +1143,7 @@ mod tests {
             samples[0].delay.causes,
             vec![
                 DelayCause::Irq { source: 2, id: 253 },
-                DelayCause::Busy(Comm::new("il-load/3"))
+                DelayCause::Busy(NamedThread::named("il-load/3"))
             ]
         );
     }
@@ -1180,6 +1201,75 @@ mod tests {
                 (Source::Vector(NET_RX), true)
             ]
         );
+        assert!(
+            samples.iter().all(|s| s.woke.count == 0),
+            "irqlens's stimulus is marked, not listed among the threads served"
+        );
+    }
+
+    #[test]
+    fn causes_and_woken_threads_carry_their_cgroups() {
+        let (pod, neighbour) = (CgroupId(7), CgroupId(9));
+        let in_cgroup = |cgroup| {
+            move |e: &mut Event| match &mut e.what {
+                Switch { next_cgroup, .. } => *next_cgroup = cgroup,
+                Wakeup { woken_cgroup, .. } => *woken_cgroup = cgroup,
+                _ => unreachable!("only switches and wakeups name a task"),
+            }
+        };
+        let (samples, _) = Stream::new()
+            .at(0, 0, raise(NET_RX))
+            // two threads of one name, in two cgroups, run before the softirq
+            .at(1, 0, switch(300, "worker"))
+            .with(in_cgroup(neighbour))
+            .at(2, 0, switch(301, "worker"))
+            .with(in_cgroup(pod))
+            .at(3, 0, entry(NET_RX))
+            .at(4, 0, wakeup(301, "worker"))
+            .with(in_cgroup(pod))
+            // a hardirq's wakeup is not the softirq's
+            .at(5, 0, irq_entry(0, 30))
+            .at(5, 0, wakeup(302, "other"))
+            .at(6, 0, irq_exit(30))
+            .at(7, 0, wakeup(300, "worker"))
+            .with(in_cgroup(neighbour))
+            .at(8, 0, exit(NET_RX))
+            .run(None);
+        let worker = |cgroup| NamedThread::new(Comm::new("worker"), cgroup);
+        let mut causes = samples[0].delay.causes.clone();
+        causes.sort();
+        assert_eq!(
+            causes,
+            vec![
+                DelayCause::Thread(worker(pod)),
+                DelayCause::Thread(worker(neighbour))
+            ]
+        );
+        assert_eq!(
+            samples[0].woke.threads,
+            vec![(301, worker(pod)), (300, worker(neighbour))]
+        );
+        assert_eq!(samples[0].woke.count, 2);
+    }
+
+    #[test]
+    fn a_bottom_half_keeps_its_first_woken_threads_and_counts_them_all() {
+        let mut stream = Stream::new()
+            .at(0, 0, raise(NET_RX))
+            .at(1, 0, entry(NET_RX));
+        let woken = WOKE_KEPT as u32 + 3;
+        for pid in 0..woken {
+            stream = stream.at(2, 0, wakeup(100 + pid, "reader"));
+        }
+        let (samples, _) = stream.at(3, 0, exit(NET_RX)).run(None);
+        let kept: Vec<u32> = samples[0]
+            .woke
+            .threads
+            .iter()
+            .map(|&(pid, _)| pid)
+            .collect();
+        assert_eq!(kept, (100..100 + WOKE_KEPT as u32).collect::<Vec<_>>());
+        assert_eq!(samples[0].woke.count, woken);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use irqlens_model::kernel::{Comm, hardirq_label, softirq_name};
 pub use irqlens_model::tables::BhWindow;
+use irqlens_model::workload::NamedThread;
 
 pub use irqlens_model::event::{Event, EventKind};
 pub use matcher::Matcher;
@@ -111,11 +112,11 @@ pub enum DelayCause {
     SoftirqFirst(u16),
     /// The softirq was deferred to ksoftirqd instead of running at IRQ exit.
     Ksoftirqd,
-    /// Another thread ran on the CPU before the bottom half did.
-    Thread(Comm),
+    /// Another thread (of this name and cgroup) ran on the CPU before the bottom half did.
+    Thread(NamedThread),
     /// The thread that ran it had to wait until this one, running when the request
     /// came, was preempted.
-    Busy(Comm),
+    Busy(NamedThread),
     /// The CPU that ran it was idle when the request came: it had to wake up first
     /// (on a VM, the hypervisor has to run the virtual CPU again).
     Idle,
@@ -132,6 +133,14 @@ pub enum DelayCause {
 }
 
 impl DelayCause {
+    /// The thread it names, if it names one.
+    pub fn thread(&self) -> Option<NamedThread> {
+        match *self {
+            DelayCause::Thread(thread) | DelayCause::Busy(thread) => Some(thread),
+            _ => None,
+        }
+    }
+
     /// `symbols` names a kernel function address.
     pub fn label(
         &self,
@@ -149,8 +158,8 @@ impl DelayCause {
                 format!("softirq {} first", softirq_name(vector.into()))
             }
             DelayCause::Ksoftirqd => "deferred to ksoftirqd".into(),
-            DelayCause::Thread(comm) => format!("thread {comm} ran first"),
-            DelayCause::Busy(comm) => format!("thread {comm} was running"),
+            DelayCause::Thread(thread) => format!("thread {} ran first", thread.comm),
+            DelayCause::Busy(thread) => format!("thread {} was running", thread.comm),
             DelayCause::Idle => "CPU was idle (wakeup from idle)".into(),
             DelayCause::WorkerWakeup => "worker wakeup".into(),
             DelayCause::HeldBack => "held back by max_active".into(),
@@ -195,6 +204,9 @@ pub struct Sample {
     pub executor: u32,
     /// It woke the watched thread (irqlens's stimulus) while running.
     pub woke_watched: bool,
+    /// The other threads it woke while running, as far as the probe recorded their
+    /// wakeups.
+    pub woke: Woke,
     /// What ran between request and invocation.
     pub delay: Delay,
 }
@@ -247,5 +259,27 @@ impl Sample {
                 (*cause, ns / members[group(cause)])
             })
             .collect()
+    }
+}
+
+/// Threads a bottom half woke kept per sample; the others are only counted.
+pub const WOKE_KEPT: usize = 4;
+
+/// The threads one bottom half woke: whom it worked for (Zhang & West's beneficiaries).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Woke {
+    /// The first `WOKE_KEPT`, in order, with their thread ids.
+    pub threads: Vec<(u32, NamedThread)>,
+    /// How many it woke in all.
+    pub count: u32,
+}
+
+impl Woke {
+    /// `pid` (`thread`) was woken.
+    pub fn add(&mut self, pid: u32, thread: NamedThread) {
+        if self.threads.len() < WOKE_KEPT {
+            self.threads.push((pid, thread));
+        }
+        self.count += 1;
     }
 }

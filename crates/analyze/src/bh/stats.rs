@@ -18,6 +18,7 @@ use super::{DelayCause, Mechanism, Sample, Source};
 use crate::bounded::{Foldable, TopMap};
 use crate::histogram::{Distribution, coarse_quantiles, record};
 use irqlens_model::bh::{Selection, StatsConfig};
+use irqlens_model::workload::CgroupId;
 
 /// Delay causes kept per mechanism: causes name threads (any comm a system runs), so past
 /// this many the rarer half is folded into `DelayCause::Other`.
@@ -297,12 +298,29 @@ impl BhStats {
     pub fn samples(&self) -> u64 {
         self.mechanisms.values().map(|m| m.series.count).sum()
     }
+
+    /// The cgroups of the threads it names (delay causes, and the threads the slowest
+    /// samples woke), to be named by their paths; repeats included.
+    pub fn thread_cgroups(&self) -> impl Iterator<Item = CgroupId> + '_ {
+        self.mechanisms.values().flat_map(|m| {
+            let causes = m.causes.keys().filter_map(DelayCause::thread);
+            let worst = m.worst.iter().flat_map(|sample| {
+                let causes = sample.delay.causes.iter().filter_map(DelayCause::thread);
+                causes.chain(sample.woke.threads.iter().map(|&(_, thread)| thread))
+            });
+            causes
+                .chain(worst)
+                .map(|thread| thread.cgroup)
+                .filter(|cgroup| cgroup.is_known())
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bh::{BhWindow, Delay};
+    use irqlens_model::workload::NamedThread;
 
     fn sample(latency_ns: u64, irqs: u32) -> Sample {
         Sample {
@@ -316,6 +334,7 @@ mod tests {
             requester: 7,
             executor: 0,
             woke_watched: false,
+            woke: Default::default(),
             delay: Delay {
                 window: BhWindow {
                     irqs,
@@ -386,12 +405,11 @@ mod tests {
 
     #[test]
     fn causes_named_after_a_hundred_thousand_threads_stay_bounded() {
-        use irqlens_model::kernel::Comm;
         let mut stats = BhStats::new(config(Selection::All));
         for n in 0..100_000u32 {
             // each sample delayed by a thread of its own, and by the tick
             let mut delayed = sample(u64::from(n % 1_000) * 1_000, 1);
-            let thread = DelayCause::Thread(Comm::new(&format!("worker-{n}")));
+            let thread = DelayCause::Thread(NamedThread::named(&format!("worker-{n}")));
             delayed.delay.causes.push(thread);
             stats.add(delayed);
         }
@@ -411,7 +429,6 @@ mod tests {
 
     #[test]
     fn latency_is_split_among_the_delay_causes_by_what_they_ran() {
-        use irqlens_model::kernel::Comm;
         let mut delayed = sample(10_000, 2);
         delayed.delay.window.irq_ns = 3_000;
         delayed.delay.window.softirq_ns = 2_000;
@@ -420,7 +437,7 @@ mod tests {
             DelayCause::Irq { source: 1, id: 236 },
             DelayCause::SoftirqFirst(7),
             DelayCause::Ksoftirqd,
-            DelayCause::Busy(Comm::new("spin")),
+            DelayCause::Busy(NamedThread::named("spin")),
         ];
         assert_eq!(
             delayed.delay_by_cause(),
@@ -430,7 +447,7 @@ mod tests {
                 (DelayCause::SoftirqFirst(7), 2_000),
                 // what the timed causes did not run: 10 - 3 - 2 µs, shared by two
                 (DelayCause::Ksoftirqd, 2_500),
-                (DelayCause::Busy(Comm::new("spin")), 2_500),
+                (DelayCause::Busy(NamedThread::named("spin")), 2_500),
             ]
         );
         // an undelayed sample's latency is nobody's

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use irqlens_model::wakeup::WakeupRunInfo;
-use irqlens_model::workload::CgroupId;
+use irqlens_model::workload::{CgroupId, NamedThread};
 use serde::Serialize;
 
 use irqlens_model::kernel::{Comm, hardirq_label, softirq_name};
@@ -85,13 +85,13 @@ pub enum Cause {
     Softirq(u16),
     /// A thread of the chain: an IRQ thread, ksoftirqd or a kworker between the
     /// interrupt and the task (the extra context switch of Lee & Park §3).
-    Interposed(Comm),
+    Interposed(NamedThread),
     /// A thread that ran before the task although it was not running when the task was
     /// woken (higher priority, or first in line).
-    Thread(Comm),
+    Thread(NamedThread),
     /// The thread that was running when the task was woken kept the CPU (no preemption
     /// point yet, or equal or higher priority).
-    Blocking(Comm),
+    Blocking(NamedThread),
     /// The scheduler: from the wakeup of an idle CPU to the switch, the switch itself.
     Scheduler,
     /// Timer mode: from the switch-in back to user space (the rest of the syscall).
@@ -107,6 +107,16 @@ pub enum Cause {
 pub const INTERPOSED_LABEL: &str = "interposed thread ";
 
 impl Cause {
+    /// The thread it names, if it names one.
+    pub fn thread(&self) -> Option<NamedThread> {
+        match *self {
+            Cause::Interposed(thread) | Cause::Thread(thread) | Cause::Blocking(thread) => {
+                Some(thread)
+            }
+            _ => None,
+        }
+    }
+
     /// `symbols` names a kernel function address.
     pub fn label(
         &self,
@@ -124,9 +134,9 @@ impl Cause {
             Cause::Irq { source, id } => hardirq_label(source, id, irq_names),
             Cause::Nmi => "nmi".into(),
             Cause::Softirq(vector) => format!("softirq {}", softirq_name(vector.into())),
-            Cause::Interposed(comm) => format!("{INTERPOSED_LABEL}{comm}"),
-            Cause::Thread(comm) => format!("thread {comm} ran first"),
-            Cause::Blocking(comm) => format!("thread {comm} kept the CPU"),
+            Cause::Interposed(thread) => format!("{INTERPOSED_LABEL}{}", thread.comm),
+            Cause::Thread(thread) => format!("thread {} ran first", thread.comm),
+            Cause::Blocking(thread) => format!("thread {} kept the CPU", thread.comm),
             Cause::Scheduler => "scheduler (wakeup to switch)".into(),
             Cause::Return => "switch-in to user space".into(),
             Cause::Untraced => "window not fully traced".into(),
@@ -235,7 +245,7 @@ pub struct Sample {
     /// Timer mode: when the task read the clock back in user space.
     pub user_ns: Option<u64>,
     /// Threads between the interrupt and the task, in chain order.
-    pub interposed: Vec<Comm>,
+    pub interposed: Vec<NamedThread>,
     /// Context switches on the task's CPU from the interrupt to the task (1: direct).
     pub switches: u32,
     /// Where the latency went, largest first; adds up to `total_ns`.

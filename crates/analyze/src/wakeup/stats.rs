@@ -197,8 +197,8 @@ impl WakeupStats {
         }
         *self.origins.entry(sample.origin).or_default() += 1;
         *self.switches.entry(sample.switches).or_default() += 1;
-        for comm in &sample.interposed {
-            *self.interposed.entry(*comm) += 1;
+        for thread in &sample.interposed {
+            *self.interposed.entry(thread.comm) += 1;
         }
         let thread = self.threads.entry(sample.tid);
         thread.comm = sample.comm;
@@ -241,6 +241,32 @@ impl WakeupStats {
     /// Causes by time spent, largest first, the folded ones as one.
     pub fn ranked_causes(&self) -> Vec<(Cause, CauseStats)> {
         ranked(&self.causes)
+    }
+
+    /// The cgroups of the threads it names (woken threads, thread causes, and the
+    /// threads of the samples it keeps), to be named by their paths; repeats included.
+    pub fn thread_cgroups(&self) -> impl Iterator<Item = CgroupId> + '_ {
+        let stopped = match &self.stop {
+            Some(Stop::Sample(sample)) => Some(sample.as_ref()),
+            _ => None,
+        };
+        let samples = self.worst.iter().chain(stopped).flat_map(|sample| {
+            let causes = sample.causes.iter().filter_map(|(cause, _)| cause.thread());
+            let chain = sample
+                .interposed
+                .iter()
+                .copied()
+                .chain(causes)
+                .map(|t| t.cgroup);
+            std::iter::once(sample.cgroup).chain(chain)
+        });
+        let causes = self.causes.keys().filter_map(Cause::thread);
+        self.threads
+            .values()
+            .map(|thread| thread.cgroup)
+            .chain(causes.map(|thread| thread.cgroup))
+            .chain(samples)
+            .filter(|cgroup| cgroup.is_known())
     }
 
     /// Whether a total or timer IRQ latency (None: not known) reaches its stop threshold.

@@ -156,7 +156,7 @@ fn wakeup_through_ksoftirqd_counts_it_as_interposed() {
         1_002 * US,
         "the hardirq that raised the softirq"
     );
-    assert_eq!(sample.interposed, vec![Comm::new("ksoftirqd/0")]);
+    assert_eq!(sample.interposed, vec![NamedThread::named("ksoftirqd/0")]);
     assert_eq!(sample.switches, 2, "prev -> ksoftirqd -> task");
     assert_eq!(component_us(sample, Component::Irq), Some(9));
     assert_eq!(
@@ -170,8 +170,8 @@ fn wakeup_through_ksoftirqd_counts_it_as_interposed() {
                 },
                 3
             ),
-            (Cause::Blocking(Comm::new("work")), 2),
-            (Cause::Interposed(Comm::new("ksoftirqd/0")), 3),
+            (Cause::Blocking(NamedThread::named("work")), 2),
+            (Cause::Interposed(NamedThread::named("ksoftirqd/0")), 3),
             (Cause::Softirq(HRTIMER_SOFTIRQ), 2),
             (Cause::Handler(WAKEUP_FN), 2),
             (Cause::Return, 2),
@@ -198,7 +198,7 @@ fn a_higher_priority_thread_woken_by_the_same_interrupt_runs_first() {
 
     let sample = &samples[0];
     let causes = causes_us(sample);
-    assert_eq!(causes[&Cause::Thread(Comm::new("hog"))], 300);
+    assert_eq!(causes[&Cause::Thread(NamedThread::named("hog"))], 300);
     assert_eq!(
         causes[&Cause::Timer(OTHER_FN)],
         1,
@@ -207,7 +207,7 @@ fn a_higher_priority_thread_woken_by_the_same_interrupt_runs_first() {
     assert_eq!(causes[&Cause::IdleExit], 2);
     assert_eq!(
         sample.causes[0].0,
-        Cause::Thread(Comm::new("hog")),
+        Cause::Thread(NamedThread::named("hog")),
         "largest first"
     );
     assert_eq!(sample.switches, 2);
@@ -233,7 +233,10 @@ fn task_mode_follows_an_irq_thread_across_cpus() {
     let sample = &samples[0];
     assert_eq!(sample.origin, Origin::Irq { source: 0, id: 25 });
     assert_eq!((sample.waker_cpu, sample.cpu), (1, 0));
-    assert_eq!(sample.interposed, vec![Comm::new("irq/25-virtio0")]);
+    assert_eq!(
+        sample.interposed,
+        vec![NamedThread::named("irq/25-virtio0")]
+    );
     assert_eq!(component_us(sample, Component::Wakeup), Some(10));
     assert_eq!(component_us(sample, Component::Sched), Some(10));
     assert_eq!(component_us(sample, Component::Total), Some(20));
@@ -241,11 +244,14 @@ fn task_mode_follows_an_irq_thread_across_cpus() {
     let causes = causes_us(sample);
     assert_eq!(causes[&Cause::Origin { source: 0, id: 25 }], 2);
     assert_eq!(
-        causes[&Cause::Blocking(Comm::new("app"))],
+        causes[&Cause::Blocking(NamedThread::named("app"))],
         3,
         "ran on after the IRQ"
     );
-    assert_eq!(causes[&Cause::Interposed(Comm::new("irq/25-virtio0"))], 5);
+    assert_eq!(
+        causes[&Cause::Interposed(NamedThread::named("irq/25-virtio0"))],
+        5
+    );
     assert_eq!(
         causes[&Cause::Scheduler],
         10,
@@ -273,7 +279,47 @@ fn softirq_raised_by_a_thread_is_its_own_origin() {
     );
     let causes = causes_us(sample);
     assert_eq!(causes[&Cause::Softirq(3)], 4);
-    assert_eq!(causes[&Cause::Blocking(Comm::new("sender"))], 4);
+    assert_eq!(causes[&Cause::Blocking(NamedThread::named("sender"))], 4);
+}
+
+#[test]
+fn threads_in_the_way_and_on_the_chain_carry_their_cgroups() {
+    let (pod, neighbour) = (CgroupId(7), CgroupId(9));
+    let mut s = Stream::new();
+    s.switch(0, 0, 1, 40, "sender");
+    s.in_cgroup(neighbour);
+    s.irq(10, 0, 40, true, 0, 30);
+    s.softirq(11, 0, 40, SoftirqRaise, 3);
+    s.irq(12, 0, 40, false, 0, 30);
+    // the softirq goes to ksoftirqd, which wakes the task: an interposed thread
+    s.wake(13, 0, 40, 9, "ksoftirqd/0", false);
+    s.in_cgroup(CgroupId(1));
+    s.switch(14, 0, 40, 9, "ksoftirqd/0");
+    s.in_cgroup(CgroupId(1));
+    s.softirq(15, 0, 9, SoftirqEntry, 3);
+    s.wake(16, 0, 9, 200, "server", true);
+    s.in_cgroup(pod);
+    s.softirq(17, 0, 9, SoftirqExit, 3);
+    s.switch(18, 0, 9, 40, "sender");
+    s.in_cgroup(neighbour);
+    s.switch(20, 0, 40, 200, "server");
+    s.in_cgroup(pod);
+    let samples = s.run(&mut Tracker::new(Targets::Watched), &[]);
+
+    let sample = &samples[0];
+    assert_eq!(sample.cgroup, pod);
+    let ksoftirqd = NamedThread::new(Comm::new("ksoftirqd/0"), CgroupId(1));
+    assert_eq!(sample.interposed, vec![ksoftirqd]);
+    let causes = causes_us(sample);
+    assert!(
+        causes.contains_key(&Cause::Interposed(ksoftirqd)),
+        "{causes:?}"
+    );
+    let sender = NamedThread::new(Comm::new("sender"), neighbour);
+    assert!(
+        causes.contains_key(&Cause::Blocking(sender)),
+        "the sender, in its own cgroup, kept the CPU: {causes:?}"
+    );
 }
 
 #[test]
@@ -510,9 +556,9 @@ fn stats_of_a_million_threads_and_causes_stay_bounded_and_add_up() {
     for tid in 0..1_000_000u32 {
         // each sample a new thread, blocked by a new short-lived thread, through a new
         // kworker; and one thread that keeps coming back
-        let comm = Comm::new(&format!("t{tid}"));
-        let mut sample = sample_with_total(1, Cause::Thread(comm));
-        (sample.tid, sample.interposed) = (TASK + 1 + tid, vec![comm]);
+        let thread = NamedThread::named(&format!("t{tid}"));
+        let mut sample = sample_with_total(1, Cause::Thread(thread));
+        (sample.tid, sample.interposed) = (TASK + 1 + tid, vec![thread]);
         stats.add(sample);
         stats.add(sample_with_total(2, Cause::Scheduler));
     }

@@ -23,7 +23,7 @@ use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{Report, TrackCounts};
-use irqlens_model::workload::CgroupId;
+use irqlens_model::workload::{CgroupId, NamedThread};
 
 /// Softirq vectors (include/linux/interrupt.h).
 const VECTORS: usize = 10;
@@ -318,6 +318,11 @@ impl Tracker {
         self.comms.get(&pid).copied().unwrap_or_default()
     }
 
+    /// `pid` as causes and chains name it.
+    fn thread(&self, pid: u32) -> NamedThread {
+        NamedThread::new(self.comm(pid), self.cgroup(pid))
+    }
+
     /// IRQ threads, ksoftirqd and kworkers: their wakeups carry a chain on.
     fn runs_bottom_halves(&self, pid: u32) -> bool {
         let comm = self.comm(pid);
@@ -607,7 +612,11 @@ impl Tracker {
             wakeup_ns: chain.wakeup_ns,
             switch_in_ns: woken.switch_in_ns,
             user_ns,
-            interposed: chain.interposed.iter().map(|&pid| self.comm(pid)).collect(),
+            interposed: chain
+                .interposed
+                .iter()
+                .map(|&pid| self.thread(pid))
+                .collect(),
             switches,
             causes,
         }
@@ -660,13 +669,13 @@ impl Tracker {
                 }
             }
             Context::Thread(pid) if chain.interposed.contains(&pid) => {
-                Cause::Interposed(self.comm(pid))
+                Cause::Interposed(self.thread(pid))
             }
             Context::Thread(0) => Cause::Scheduler,
             Context::Thread(pid) if blocking.contains(&Some(pid)) => {
-                Cause::Blocking(self.comm(pid))
+                Cause::Blocking(self.thread(pid))
             }
-            Context::Thread(pid) => Cause::Thread(self.comm(pid)),
+            Context::Thread(pid) => Cause::Thread(self.thread(pid)),
         }
     }
 }

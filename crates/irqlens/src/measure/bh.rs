@@ -46,10 +46,11 @@ impl Measure for BhTool {
             exporter.bh(stats, &tick.lost);
             progress(tick.elapsed, stats.samples())
         })?;
+        let names = super::names(outcome.stats.thread_cgroups());
         Ok(BhResult {
             options,
             outcome,
-            names: super::names([]),
+            names,
             kernel: system::kernel_release(),
         })
     }

@@ -61,7 +61,7 @@ impl Measure for WakeupTool {
             },
             |warning| eprintln!("irqlens: warning: {warning}"),
         )?;
-        let names = super::names(outcome.stats.threads.values().map(|t| t.cgroup));
+        let names = super::names(outcome.stats.thread_cgroups());
         Ok(WakeupResult {
             kernel: system::kernel_release(),
             options,

@@ -1,6 +1,7 @@
 //! The sections built from synthetic analyses: the plots each one must have, unique ids
 //! across sections, escaping, and the data behind the lines.
 
+use irqlens_model::workload::NamedThread;
 use std::collections::{BTreeMap, HashMap};
 
 use super::*;
@@ -115,9 +116,10 @@ pub(crate) fn bh_stats() -> BhStats {
             requester: 0,
             executor: 0,
             woke_watched: false,
+            woke: Default::default(),
             delay: Delay {
                 raised_in_ns: 0,
-                causes: vec![DelayCause::Thread(Comm::new("<hog>"))],
+                causes: vec![DelayCause::Thread(NamedThread::named("<hog>"))],
                 ..Default::default()
             },
         });
@@ -661,7 +663,13 @@ fn account_section_shows_orphan_and_idle_time_as_the_text_table_does() {
 /// A timer-mode wakeup on `cpu`: the timer expired at 1 ms, its handler ran `irq` µs
 /// later and woke the task `handler` µs into it, which was switched in `sched` µs later
 /// and back in user space `back` µs after that.
-fn timer_wakeup(cpu: u32, irq: u64, handler: u64, sched: u64, back: u64) -> WakeupSample {
+pub(crate) fn timer_wakeup(
+    cpu: u32,
+    irq: u64,
+    handler: u64,
+    sched: u64,
+    back: u64,
+) -> WakeupSample {
     let expected_ns = 1_000_000;
     let handler_ns = expected_ns + irq * 1_000;
     let wakeup_ns = handler_ns + handler * 1_000;
@@ -776,6 +784,7 @@ fn net_rx(latency_ns: u64) -> BhSample {
         requester: 0,
         executor: 0,
         woke_watched: false,
+        woke: Default::default(),
         delay: Delay::default(),
     }
 }
@@ -810,7 +819,7 @@ fn bh_section_has_a_cdf_and_exceedance_per_source_of_a_mechanism() {
 }
 
 /// A one-second wakeup run's information, traced or not.
-fn wakeup_info(traced: bool) -> WakeupRunInfo {
+pub(crate) fn wakeup_info(traced: bool) -> WakeupRunInfo {
     WakeupRunInfo {
         common: RunCommon {
             elapsed_ns: 1_000_000_000,

@@ -1,6 +1,7 @@
 //! The families of each capability from synthetic analyses, as a scrape encodes them,
 //! and the endpoint itself.
 
+use irqlens_model::workload::NamedThread;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -248,6 +249,7 @@ fn bh_sample(vector: u16, latency_ns: u64, irqs: u32) -> BhSample {
         requester: 7,
         executor: 0,
         woke_watched: false,
+        woke: Default::default(),
         delay: Delay {
             window: BhWindow {
                 irqs,
@@ -392,7 +394,10 @@ fn traced_wakeup(tid: u32, cpu: u32) -> WakeupSample {
         interposed: Vec::new(),
         switches: 1,
         causes: vec![
-            (WakeupCause::Thread(Comm::new("kworker/0:1")), 5 * NS_PER_US),
+            (
+                WakeupCause::Thread(NamedThread::named("kworker/0:1")),
+                5 * NS_PER_US,
+            ),
             (
                 WakeupCause::Origin {
                     source: irq.0,

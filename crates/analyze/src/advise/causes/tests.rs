@@ -8,6 +8,7 @@ use irqlens_model::bh::{Selection, StatsConfig};
 use irqlens_model::event::EventKind::{SoftirqEntry, SoftirqExit, SoftirqRaise};
 use irqlens_model::kernel::Comm;
 use irqlens_model::tune::{MachineState, RpsQueue};
+use irqlens_model::workload::NamedThread;
 use irqlens_test_support::stream::{Stream, US};
 
 const NET_RX: u16 = 3;
@@ -40,6 +41,7 @@ fn ran(
         requester: 0,
         executor: 0,
         woke_watched: false,
+        woke: Default::default(),
         delay: Delay {
             raised_in_ns: 0,
             causes: vec![DelayCause::Undelayed],
@@ -64,7 +66,7 @@ fn bh_stats() -> BhStats {
     delayed.delay.window.irq_ns = 20 * US;
     delayed.delay.causes = vec![
         DelayCause::Irq { source: 0, id: 24 },
-        DelayCause::Busy(Comm::new("spin")),
+        DelayCause::Busy(NamedThread::named("spin")),
     ];
     stats.add(delayed);
     let mut deferred = ran(1, Mechanism::Softirq, net_rx, 300, 50);
