@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod alone;
 #[cfg(feature = "live")]
 pub mod cgroup_bed;
 pub mod hostile_http;

@@ -20,8 +20,8 @@ use irqlens_test_support::hostile_http::{
     Closed, claimed_body, closed_within, get, get_accepting, idle, large_header, request,
     sent_body, slow_head, status_field, still_open,
 };
-use irqlens_test_support::promtool;
 use irqlens_test_support::python::run_script;
+use irqlens_test_support::{alone, promtool};
 
 const NS_PER_US: u64 = 1_000;
 
@@ -1096,6 +1096,12 @@ const RSS_GROWTH_BOUND_KIB: u64 = 64 * 1024;
 
 #[test]
 fn hostile_clients_neither_stop_a_scrape_nor_grow_the_process() {
+    // VmRSS is the whole process's: measured where no other test allocates meanwhile
+    if !alone::is_alone() {
+        return alone::rerun_alone(
+            "prometheus::tests::hostile_clients_neither_stop_a_scrape_nor_grow_the_process",
+        );
+    }
     allow_open_files(4 * IDLE_CONNECTIONS as u64);
     let limits = Limits {
         connections: MAX_CONNECTIONS,
