@@ -24,14 +24,13 @@ use std::time::{Duration, Instant};
 #[path = "common.rs"]
 mod common;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, bail};
 
-use common::run_seconds;
+use common::{before_binary, run_seconds};
 use irqlens_test_support::runner::{self, require_root};
 
 const DEFAULT_SECONDS: u64 = 60;
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
-const BEFORE_VAR: &str = "IRQLENS_BEFORE";
 const ONLY_VAR: &str = "IRQLENS_BENCH_ONLY";
 
 const CASES: [&[&str]; 6] = [
@@ -170,16 +169,10 @@ fn wanted(args: &[&str]) -> bool {
 
 /// IRQLENS_BEFORE's binary (first) if set, and the irqlens this build made.
 fn binaries_under_test() -> Result<Vec<(&'static str, PathBuf)>> {
-    let mut binaries = Vec::new();
-    if let Some(before) = std::env::var_os(BEFORE_VAR) {
-        let before = PathBuf::from(before);
-        ensure!(
-            before.is_file(),
-            "{BEFORE_VAR}={}: no such file",
-            before.display()
-        );
-        binaries.push(("before", before));
-    }
+    let mut binaries: Vec<_> = before_binary()?
+        .map(|b| ("before", b))
+        .into_iter()
+        .collect();
     binaries.push(("current", runner::binary().to_path_buf()));
     Ok(binaries)
 }
