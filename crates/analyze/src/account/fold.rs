@@ -23,7 +23,7 @@ use std::cmp::Reverse;
 use std::collections::HashSet;
 
 use super::compensate::Compensator;
-use super::{IDLE, Ledger, ThreadAccount, add_into, total};
+use super::{IDLE, Ledger, ThreadAccount, total};
 use crate::bounded::{Foldable, TopMap};
 use irqlens_model::workload::CgroupId;
 
@@ -54,12 +54,7 @@ pub struct FoldedAccount {
 
 impl FoldedAccount {
     fn add(&mut self, account: &ThreadAccount, threads: u64, adjusted_ns: i64) {
-        let mine = &mut self.account;
-        add_into(&mut mine.charged, &account.charged);
-        add_into(&mut mine.for_irqlens, &account.for_irqlens);
-        add_into(&mut mine.served, &account.served);
-        mine.units += account.units;
-        mine.last_ns = mine.last_ns.max(account.last_ns);
+        self.account.add(account);
         self.threads += threads;
         self.adjusted_ns += adjusted_ns;
     }

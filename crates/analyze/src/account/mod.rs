@@ -102,6 +102,17 @@ pub struct ThreadAccount {
     pub last_ns: u64,
 }
 
+impl ThreadAccount {
+    /// Adds `other`'s interrupt time and units to this account.
+    pub fn add(&mut self, other: &ThreadAccount) {
+        add_into(&mut self.charged, &other.charged);
+        add_into(&mut self.for_irqlens, &other.for_irqlens);
+        add_into(&mut self.served, &other.served);
+        self.units += other.units;
+        self.last_ns = self.last_ns.max(other.last_ns);
+    }
+}
+
 /// What the checkpoints told of a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Seen {
@@ -144,12 +155,7 @@ impl Ledger {
     /// adjustments out of `compensator` (this ledger's).
     pub(crate) fn absorb_with(&mut self, later: Ledger, compensator: Option<&mut Compensator>) {
         for (thread, account) in later.threads {
-            let mine = self.threads.entry(thread).or_default();
-            add_into(&mut mine.charged, &account.charged);
-            add_into(&mut mine.for_irqlens, &account.for_irqlens);
-            add_into(&mut mine.served, &account.served);
-            mine.units += account.units;
-            mine.last_ns = mine.last_ns.max(account.last_ns);
+            self.threads.entry(thread).or_default().add(&account);
         }
         add_into(&mut self.orphan, &later.orphan);
         for (cpu, by_source) in later.cpus {
