@@ -8,7 +8,7 @@
 use std::fs;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -22,6 +22,7 @@ pub use irqlens_test_support::storm;
 use storm::terminated_with_parent;
 
 const SECONDS_VAR: &str = "IRQLENS_BENCH_SECONDS";
+const BEFORE_VAR: &str = "IRQLENS_BEFORE";
 const ROUNDS_VAR: &str = "IRQLENS_BENCH_ROUNDS";
 const QUICK_VAR: &str = "IRQLENS_BENCH_QUICK";
 
@@ -29,6 +30,20 @@ const QUICK_VAR: &str = "IRQLENS_BENCH_QUICK";
 /// that a bench works; its figures then mean little.
 pub fn quick_mode() -> bool {
     std::env::var(QUICK_VAR).is_ok_and(|value| !value.is_empty() && value != "0")
+}
+
+/// IRQLENS_BEFORE=/path/to/irqlens: an older binary to measure next to this build's.
+pub fn before_binary() -> Result<Option<PathBuf>> {
+    let Some(before) = std::env::var_os(BEFORE_VAR) else {
+        return Ok(None);
+    };
+    let before = PathBuf::from(before);
+    ensure!(
+        before.is_file(),
+        "{BEFORE_VAR}={}: no such file",
+        before.display()
+    );
+    Ok(Some(before))
 }
 
 /// Seconds per run: IRQLENS_BENCH_SECONDS, or `default`.

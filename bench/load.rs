@@ -30,10 +30,12 @@ use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
 use serde_json::Value;
 
 use common::storm::{HACKBENCH_GROUPS, hackbench, hackbench_loop, irq_work_interrupts, udp_flood};
-use common::{Background, interleaved_min, median, ping_pong, quick_mode, run_seconds, vm_rss_kib};
+use common::{
+    Background, before_binary, interleaved_min, median, ping_pong, quick_mode, run_seconds,
+    vm_rss_kib,
+};
 use irqlens_test_support::runner::{self, require_root};
 
-const BEFORE_VAR: &str = "IRQLENS_BEFORE";
 /// Loops of the short hackbench run that sizes the measured ones.
 const CALIBRATION_LOOPS: u32 = 100;
 
@@ -240,15 +242,7 @@ fn wanted(section: &str) -> bool {
 /// The irqlens this build made (target/release/irqlens), and IRQLENS_BEFORE's binary if set.
 fn binaries_under_test() -> Result<Vec<(&'static str, PathBuf)>> {
     let mut binaries = vec![("current", runner::binary().to_path_buf())];
-    if let Some(before) = std::env::var_os(BEFORE_VAR) {
-        let before = PathBuf::from(before);
-        ensure!(
-            before.is_file(),
-            "{BEFORE_VAR}={}: no such file",
-            before.display()
-        );
-        binaries.push(("before", before));
-    }
+    binaries.extend(before_binary()?.map(|before| ("before", before)));
     Ok(binaries)
 }
 

@@ -1,16 +1,23 @@
 //! Whether irqlens's memory stays flat in an event storm: each capability runs under
-//! `hackbench -l 2000 -g 4` in a loop and a UDP flood on loopback, and the bench prints
-//! the irqlens process's resident memory (VmRSS) every 5 s, after the warm-up (a quarter
-//! of the run) and at the end, and its growth in between. Run as root after
-//! `cargo build --release`: `cargo bench --bench memory` (IRQLENS_BENCH_SECONDS=N per
-//! run, 60 by default; a long storm is what shows a slow growth). It prints figures and
-//! asserts nothing.
+//! `hackbench -l 2000 -g 4` in a loop, a UDP flood on loopback and a churn of short-lived
+//! processes (`true` started one after the other: account's ledger sees each of them),
+//! and the bench prints the irqlens process's resident memory (VmRSS) every 5 s, after
+//! the warm-up (a quarter of the run) and at the end, its growth in between, and how many
+//! processes came and went in the run. Run as root after `cargo build --release`:
+//! `cargo bench --bench memory`. It prints figures and asserts nothing.
+//!
+//! - IRQLENS_BENCH_SECONDS=N: each run's length (60 s by default; a long storm is what
+//!   shows a slow growth).
+//! - IRQLENS_BENCH_ONLY=account,bh: only the runs of these capabilities (or of these
+//!   cases: `IRQLENS_BENCH_ONLY="account --compensate"`).
+//! - IRQLENS_BEFORE=/path/to/irqlens also runs that binary, each case right before the
+//!   current one, so before and after come out of one storm.
 
 use std::net::UdpSocket;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -19,11 +26,12 @@ mod common;
 
 use anyhow::{Context, Result, bail};
 
-use common::run_seconds;
+use common::{before_binary, run_seconds};
 use irqlens_test_support::runner::{self, require_root};
 
 const DEFAULT_SECONDS: u64 = 60;
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
+const ONLY_VAR: &str = "IRQLENS_BENCH_ONLY";
 
 const CASES: [&[&str]; 6] = [
     &["noise"],
@@ -34,10 +42,13 @@ const CASES: [&[&str]; 6] = [
     &["account", "--interval", "1s", "--json"],
 ];
 
-/// hackbench in a loop and a UDP flood on loopback, until dropped.
+/// hackbench in a loop, a UDP flood on loopback and short-lived processes one after the
+/// other, until dropped.
 struct Storm {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    /// Short-lived processes started so far.
+    churned: Arc<AtomicU64>,
 }
 
 impl Storm {
@@ -63,6 +74,8 @@ impl Storm {
         };
         let mut buffer = [0u8; 2048];
         let sender = UdpSocket::bind("127.0.0.1:0")?;
+        let churned = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&churned);
         let threads = vec![
             until_stopped(&stop, Box::new(move || drop(receiver.recv(&mut buffer)))),
             until_stopped(&stop, Box::new(move || drop(sender.send_to(&[0; 64], to)))),
@@ -76,8 +89,21 @@ impl Storm {
                         .status();
                 }),
             ),
+            // each one a new pid, gone in a millisecond
+            until_stopped(
+                &stop,
+                Box::new(move || {
+                    if Command::new("true").status().is_ok() {
+                        counted.fetch_add(1, Ordering::Relaxed);
+                    }
+                }),
+            ),
         ];
-        Ok(Storm { stop, threads })
+        Ok(Storm {
+            stop,
+            threads,
+            churned,
+        })
     }
 }
 
@@ -87,6 +113,12 @@ impl Drop for Storm {
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
+    }
+}
+
+impl Storm {
+    fn churned(&self) -> u64 {
+        self.churned.load(Ordering::Relaxed)
     }
 }
 
@@ -125,32 +157,59 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
+/// Whether IRQLENS_BENCH_ONLY (a comma-separated list of capabilities or whole cases,
+/// `account --compensate`) leaves this case in; all run when it is not set.
+fn wanted(args: &[&str]) -> bool {
+    let case = args.join(" ");
+    std::env::var(ONLY_VAR).map_or(true, |only| {
+        only.split(',')
+            .any(|s| s.trim() == args[0] || s.trim() == case)
+    })
+}
+
+/// IRQLENS_BEFORE's binary (first) if set, and the irqlens this build made.
+fn binaries_under_test() -> Result<Vec<(&'static str, PathBuf)>> {
+    let mut binaries: Vec<_> = before_binary()?
+        .map(|b| ("before", b))
+        .into_iter()
+        .collect();
+    binaries.push(("current", runner::binary().to_path_buf()));
+    Ok(binaries)
+}
+
 fn main() -> Result<()> {
     require_root("the memory bench traces the kernel")?;
     let seconds = run_seconds(DEFAULT_SECONDS)?;
-    println!("VmRSS (MiB) every 5 s of {seconds} s runs under hackbench and a UDP flood");
+    let binaries = binaries_under_test()?;
     println!(
-        "{:<40} {:>9} {:>9} {:>9}  samples",
-        "run", "warm", "end", "growth"
+        "VmRSS (MiB) every 5 s of {seconds} s runs under hackbench, a UDP flood and short-lived processes"
     );
-    let _storm = Storm::start()?;
+    println!(
+        "{:<48} {:>9} {:>9} {:>9} {:>9}  samples",
+        "run", "warm", "end", "growth", "processes"
+    );
+    let storm = Storm::start()?;
     // let the storm reach its pace
     std::thread::sleep(Duration::from_secs(2));
-    for args in CASES {
-        let samples = resident_over_run(runner::binary(), args, seconds)?;
-        let (Some(&end), warm) = (samples.last(), samples.get(samples.len() / 4)) else {
-            bail!("irqlens {} ended before its first sample", args.join(" "));
-        };
-        let warm = warm.copied().unwrap_or(end);
-        let all: Vec<String> = samples.iter().map(|&k| format!("{:.1}", mib(k))).collect();
-        println!(
-            "{:<40} {:>9.1} {:>9.1} {:>+9.1}  {}",
-            args.join(" "),
-            mib(warm),
-            mib(end),
-            mib(end) - mib(warm),
-            all.join(" ")
-        );
+    for args in CASES.into_iter().filter(|args| wanted(args)) {
+        for (label, binary) in &binaries {
+            let churned = storm.churned();
+            let samples = resident_over_run(binary, args, seconds)?;
+            let churned = storm.churned() - churned;
+            let (Some(&end), warm) = (samples.last(), samples.get(samples.len() / 4)) else {
+                bail!("irqlens {} ended before its first sample", args.join(" "));
+            };
+            let warm = warm.copied().unwrap_or(end);
+            let all: Vec<String> = samples.iter().map(|&k| format!("{:.1}", mib(k))).collect();
+            let run = format!("{} ({label})", args.join(" "));
+            println!(
+                "{run:<48} {:>9.1} {:>9.1} {:>+9.1} {churned:>9}  {}",
+                mib(warm),
+                mib(end),
+                mib(end) - mib(warm),
+                all.join(" ")
+            );
+        }
     }
     Ok(())
 }

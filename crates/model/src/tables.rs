@@ -653,6 +653,11 @@ pub struct AccountPeriod {
     pub workloads: Vec<AccountWorkload>,
     /// irqlens's own work.
     pub irqlens: Option<AccountRow>,
+    /// The thread accounts folded to keep memory bounded (past 4096 threads: those with
+    /// no interrupt time for 30 s first, then the lightest), added up; none if none was.
+    /// `rows` leave them out, `workloads` and `totals` count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded: Option<AccountFolded>,
     /// The compensation's interrupts per tick (--compensate).
     pub interrupts_per_tick: Option<u64>,
     /// What the run lost.
@@ -738,6 +743,26 @@ pub struct AccountAmounts {
     pub compensated_error: Option<f64>,
 }
 
+fn u64_is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Thread accounts folded into one to keep memory bounded: their sums.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct AccountFolded {
+    /// Thread accounts folded (a thread folded, interrupted again and folded again counts
+    /// twice).
+    pub threads: u64,
+    /// Their figures added up: no kernel bill (`kernel_ns`, `corrected_ns` and the errors
+    /// are null).
+    #[serde(flatten)]
+    pub amounts: AccountAmounts,
+    /// `charged_ns` per interrupt source.
+    pub charged_by: BTreeMap<String, u64>,
+    /// `served_ns` per interrupt source.
+    pub served_by: BTreeMap<String, u64>,
+}
+
 /// One workload of the accounting (`--by`): the process (or thread) rows whose cgroups
 /// name it, added up, and the kernel's error recomputed from the sums.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -754,6 +779,9 @@ pub struct AccountWorkload {
     pub workload: Option<Workload>,
     /// How many process (or thread) rows it adds up.
     pub tasks: usize,
+    /// Thread accounts folded to keep memory bounded that it adds up too (not in `tasks`).
+    #[serde(default, skip_serializing_if = "u64_is_zero")]
+    pub folded_threads: u64,
     /// The sums of its rows' figures; the error and the compensated error recomputed.
     #[serde(flatten)]
     pub amounts: AccountAmounts,

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 use irqlens_model::tables::{
-    AccountAmounts, AccountPeriod, AccountRow, AccountTables, AccountWorkload,
+    AccountAmounts, AccountFolded, AccountPeriod, AccountRow, AccountTables, AccountWorkload,
 };
 use irqlens_model::workload::WorkloadBy;
 
@@ -12,8 +12,9 @@ use super::compare::Figure;
 use super::table::{Column, Form, TextTable};
 use super::{clock_time, percent, us, write_legend};
 use irqlens_analyze::account::Period;
+use irqlens_analyze::account::fold::{ACCOUNTS, GRACE_NS};
 use irqlens_analyze::account::report::{
-    Row, Table, Totals, idle_by, relative_error, table, top, totals,
+    FOLDED, Row, Table, Totals, idle_by, relative_error, table, top, totals,
 };
 use irqlens_analyze::account::workloads::{WorkloadRow, keep_within, name_cgroups, workloads};
 use irqlens_analyze::account::{BySource, Source};
@@ -257,10 +258,15 @@ fn compensation_cells(amounts: &AccountAmounts, form: Form) -> [String; 2] {
     ]
 }
 
-/// A row's cells in the order of `columns`; the command cut to fit in the text.
+/// A row's cells in the order of `columns`; the command cut to fit in the text. The
+/// folded row has no id.
 pub(crate) fn cells(row: &Row, compensate: bool, form: Form) -> Vec<String> {
+    let id = match row.is_folded() {
+        true => "-".to_owned(),
+        false => row.figures.id.to_string(),
+    };
     let mut cells = vec![
-        row.figures.id.to_string(),
+        id,
         match form {
             Form::Text => short(&row.figures.comm),
             Form::Html => row.figures.comm.clone(),
@@ -323,7 +329,8 @@ fn write_table(
             table.rows.len() - view.top
         ));
     }
-    if let Some(row) = &table.irqlens {
+    let folded = table.folded_sum();
+    for row in folded.iter().chain(&table.irqlens) {
         text.row(&cells(row, compensate, Form::Text));
     }
     // the time of no task is in no cgroup
@@ -333,7 +340,19 @@ fn write_table(
         }
     }
     text.write(out)?;
+    if let Some(row) = &folded {
+        writeln!(out, "{}", folded_note(row))?;
+    }
     write_legend(out, losses, "columns")
+}
+
+/// What the folded row stands for, under the table.
+pub(crate) fn folded_note(folded: &Row) -> String {
+    format!(
+        "{FOLDED}: {} thread accounts folded to keep memory bounded (the threads with no interrupt time for {} s first, then the lightest; at most {ACCOUNTS} kept)",
+        folded.folded_threads,
+        GRACE_NS / 1_000_000_000
+    )
 }
 
 /// The columns of the workload table, in the text and the HTML report alike: the two
@@ -487,9 +506,20 @@ fn workload_json(row: &WorkloadRow, view: &View) -> AccountWorkload {
         path: row.path.clone(),
         workload: row.workload.clone(),
         tasks: row.tasks,
+        folded_threads: row.sums.folded_threads,
         amounts: row.sums.figures.amounts.clone(),
         charged_by: view.sources_json(&row.sums.charged_by),
         served_by: view.sources_json(&row.sums.served_by),
+    }
+}
+
+/// The folded row as JSON.
+fn folded_json(row: &Row, view: &View) -> AccountFolded {
+    AccountFolded {
+        threads: row.folded_threads,
+        amounts: row.figures.amounts.clone(),
+        charged_by: view.sources_json(&row.charged_by),
+        served_by: view.sources_json(&row.served_by),
     }
 }
 
@@ -509,6 +539,7 @@ pub fn period_json(period: &Period, view: &View, losses: &Losses) -> AccountPeri
             .map(|row| workload_json(row, view))
             .collect(),
         irqlens: table.irqlens.as_ref().map(|row| row_json(row, view)),
+        folded: table.folded_sum().map(|row| folded_json(&row, view)),
         interrupts_per_tick: period
             .compensator
             .as_ref()
@@ -520,6 +551,7 @@ pub fn period_json(period: &Period, view: &View, losses: &Losses) -> AccountPeri
             "rows",
             "workloads",
             "irqlens",
+            "folded",
         ]),
     }
 }
@@ -604,6 +636,36 @@ fn merge_by_comm(rows: &[Row]) -> Vec<ByComm<'_>> {
         }
     }
     merged
+}
+
+/// `ledger` with `threads` more accounts of 1 µs of NET_RX each (pids from 100 000 on, in
+/// cgroup 1), as many as make it fold its lightest: for the tests of the folded row.
+#[cfg(test)]
+pub(crate) fn with_folded(
+    ledger: irqlens_analyze::account::Ledger,
+    threads: u32,
+) -> irqlens_analyze::account::Ledger {
+    use irqlens_analyze::account::{Ledger, ThreadAccount};
+    use irqlens_model::workload::CgroupId;
+    let mut crowd = Ledger::default();
+    for tid in 100_000..100_000 + threads {
+        let charged = BySource::from([(Source::Softirq { vector: 3 }, 1_000)]);
+        let account = ThreadAccount {
+            charged,
+            ..Default::default()
+        };
+        crowd.threads.insert(tid, account);
+        let comm = irqlens_model::kernel::Comm::new("short");
+        let seen = irqlens_analyze::account::Seen {
+            tgid: tid,
+            comm,
+            cgroup: CgroupId(1),
+        };
+        crowd.seen.insert(tid, seen);
+    }
+    let mut whole = ledger;
+    whole.absorb(crowd);
+    whole
 }
 
 #[cfg(test)]
@@ -730,5 +792,52 @@ mod tests {
         assert_eq!(charged("dd"), (Some(300_000.0), Some(200_000.0)));
         assert_eq!(charged("cargo"), (Some(50_000.0), Some(50_000.0)));
         assert!(rows.iter().all(|r| r.a.is_some() && r.b.is_some()));
+    }
+
+    #[test]
+    fn the_folded_row_is_in_the_text_and_the_json_and_adds_up_with_the_rows() {
+        let mut period = run(&[10, 11]);
+        period.ledger = with_folded(period.ledger, ACCOUNTS as u32);
+        let folded = period.ledger.folded.threads();
+        assert!(folded > 0);
+        let names = HashMap::new();
+        let options = AccountOptions::defaults(irqlens_model::units::CpuList::single(0));
+        let view = View {
+            by_thread: false,
+            top: 10,
+            irq_names: &names,
+            by: Some(WorkloadBy::Cgroup),
+            within: &[],
+        };
+        let mut out = Vec::new();
+        write_period(&mut out, &period, &options, &view, &Losses::checkpoints(0)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let row = text
+            .lines()
+            .find(|line| line.trim_start().starts_with("- "))
+            .unwrap_or_else(|| panic!("no folded row in {text}"));
+        // its id and kernel bill blank, then CHARGED
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells[..4],
+            ["-", FOLDED, "-", &(folded).to_string()],
+            "{text}"
+        );
+        assert!(text.contains(&format!("{FOLDED}: {folded} thread accounts folded")));
+        let json = period_json(&period, &view, &Losses::checkpoints(0));
+        let folded_json = json.folded.expect("folded in the JSON");
+        assert_eq!(folded_json.threads, folded);
+        let rows: u64 = json.rows.iter().map(|r| r.figures.amounts.charged_ns).sum();
+        assert_eq!(
+            rows + folded_json.amounts.charged_ns,
+            json.totals.interrupt_ns()
+        );
+        // the workloads count the folded accounts too
+        let workloads: u64 = json.workloads.iter().map(|w| w.amounts.charged_ns).sum();
+        assert_eq!(workloads, json.totals.interrupt_ns());
+        assert_eq!(
+            json.workloads.iter().map(|w| w.folded_threads).sum::<u64>(),
+            folded
+        );
     }
 }

@@ -857,10 +857,12 @@ impl Page {
         section.h3(&format!("Interrupt time per {} (µs)", view.per()));
         let compensate = whole.compensator.is_some();
         let columns = account::columns(view, compensate);
+        let folded = table.folded_sum();
         let mut rows: Vec<Vec<String>> = table
             .rows
             .iter()
             .take(view.top)
+            .chain(&folded)
             .chain(&table.irqlens)
             .map(|row| account::cells(row, compensate, Form::Html))
             .collect();
@@ -880,6 +882,9 @@ impl Page {
         section.legend(&losses, "columns");
         if table.rows.len() > view.top {
             section.note(&format!("{} more", table.rows.len() - view.top));
+        }
+        if let Some(row) = &folded {
+            section.note(&account::folded_note(row));
         }
         if let Some(by) = view.by {
             let workloads = view.workloads(&table);

@@ -11,13 +11,13 @@
 //!
 //! Memory: a count per CPU, x_k per thread touched lately (`THREADS`: a thread not
 //! served nor charged a tick while half as many others were is forgotten, counted in
-//! `forgotten`), and the adjustments of at most `ACCOUNTS` threads (the smaller half
-//! folded into one when it fills).
+//! `forgotten`), and the adjustments of the threads the ledger keeps an account of (those
+//! of a thread folded go with its account: see [`super::fold`]).
 
 use std::collections::HashMap;
 
-use super::{ACCOUNTS, THREADS};
-use crate::bounded::{AgedMap, TopMap};
+use super::THREADS;
+use crate::bounded::AgedMap;
 
 /// The EWMA weight of the newest N(t), as in Zhang & West's implementation (§4).
 pub const GAMMA: f64 = 0.3;
@@ -41,7 +41,7 @@ pub struct Compensator {
     /// x_k by thread.
     unaccounted: AgedMap<u32, i64>,
     /// System time moved, in ticks, by thread.
-    adjusted: TopMap<u32, i64>,
+    adjusted: HashMap<u32, i64>,
 }
 
 impl Compensator {
@@ -52,7 +52,7 @@ impl Compensator {
             per_tick: None,
             cpus: HashMap::new(),
             unaccounted: AgedMap::new(THREADS),
-            adjusted: TopMap::new(ACCOUNTS),
+            adjusted: HashMap::new(),
         }
     }
 
@@ -97,7 +97,7 @@ impl Compensator {
         let ticks = *x / n;
         if ticks != 0 {
             *x -= ticks * n;
-            *self.adjusted.entry(current) += ticks;
+            *self.adjusted.entry(current).or_default() += ticks;
         }
     }
 
@@ -122,9 +122,26 @@ impl Compensator {
         self.adjusted.get(&thread).copied().unwrap_or(0) * self.tick_ns as i64
     }
 
+    /// Takes out the thread's adjustment, ns (its account is folded).
+    pub fn take_adjusted_ns(&mut self, thread: u32) -> i64 {
+        self.adjusted.remove(&thread).unwrap_or(0) * self.tick_ns as i64
+    }
+
+    /// Threads with an adjustment.
+    pub fn adjusted_threads(&self) -> usize {
+        self.adjusted.len()
+    }
+
+    /// Keeps the adjustments of the threads `keep` says yes to.
+    pub fn keep_adjusted(&mut self, keep: impl Fn(u32) -> bool) {
+        self.adjusted.retain(|&thread, _| keep(thread));
+    }
+
     /// Adds a later period's adjustments, and takes its N(t).
     pub fn absorb(&mut self, later: Compensator) {
-        self.adjusted.absorb(later.adjusted);
+        for (thread, ticks) in later.adjusted {
+            *self.adjusted.entry(thread).or_default() += ticks;
+        }
         self.per_tick = later.per_tick;
     }
 

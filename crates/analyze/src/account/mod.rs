@@ -21,8 +21,11 @@
 //! `charged` and marks it `for_irqlens`: the table moves it, the correction does not.
 //!
 //! Times are exclusive: nested interrupts are cut out of the run they interrupted.
+//!
+//! A ledger's memory is bounded however many threads come and go: see [`fold`].
 
 pub mod compensate;
+pub mod fold;
 mod period;
 pub mod report;
 #[cfg(test)]
@@ -35,6 +38,7 @@ use serde::Serialize;
 
 use super::timeline::{Context, Slice, Timeline};
 use compensate::Compensator;
+pub use fold::{ACCOUNTS, Folded, FoldedAccount};
 use irqlens_model::event::{Event, EventData};
 use irqlens_model::kernel::Comm;
 use irqlens_model::workload::CgroupId;
@@ -44,8 +48,6 @@ pub use period::Period;
 pub const IDLE: u32 = 0;
 /// irq_vectors.h's SRC_LOCAL_TIMER.
 const LOCAL_TIMER: u16 = 1;
-/// Threads whose compensation adjustments are kept; past it the smaller half is folded.
-pub const ACCOUNTS: usize = 4096;
 /// Threads whose compensation counters are kept: forgotten when not touched while half
 /// as many other threads were.
 pub const THREADS: usize = 1 << 16;
@@ -95,6 +97,20 @@ pub struct ThreadAccount {
     pub served: BySource,
     /// Deliveries and wakeups it was served.
     pub units: u64,
+    /// When it was last charged or served (ns of the checkpoints' clock): a thread quiet
+    /// for long is folded first.
+    pub last_ns: u64,
+}
+
+impl ThreadAccount {
+    /// Adds `other`'s interrupt time and units to this account.
+    pub fn add(&mut self, other: &ThreadAccount) {
+        add_into(&mut self.charged, &other.charged);
+        add_into(&mut self.for_irqlens, &other.for_irqlens);
+        add_into(&mut self.served, &other.served);
+        self.units += other.units;
+        self.last_ns = self.last_ns.max(other.last_ns);
+    }
 }
 
 /// What the checkpoints told of a thread.
@@ -122,17 +138,24 @@ pub struct Ledger {
     pub cpus: BTreeMap<u32, BySource>,
     /// irqlens's own process id: the threads whose work is its own.
     pub irqlens: Option<u32>,
+    /// The accounts folded to keep at most `ACCOUNTS`, by cgroup.
+    pub folded: Folded,
+    /// The time of the latest checkpoint it took (ns of the checkpoints' clock): how long
+    /// an account has been quiet is measured from it.
+    pub now_ns: u64,
 }
 
 impl Ledger {
-    /// Adds a later period's ledger to this one.
+    /// Adds a later period's ledger to this one (folding accounts past `ACCOUNTS`).
     pub fn absorb(&mut self, later: Ledger) {
+        self.absorb_with(later, None);
+    }
+
+    /// Adds a later period's ledger to this one, and the accounts it folds take their
+    /// adjustments out of `compensator` (this ledger's).
+    pub(crate) fn absorb_with(&mut self, later: Ledger, compensator: Option<&mut Compensator>) {
         for (thread, account) in later.threads {
-            let mine = self.threads.entry(thread).or_default();
-            add_into(&mut mine.charged, &account.charged);
-            add_into(&mut mine.for_irqlens, &account.for_irqlens);
-            add_into(&mut mine.served, &account.served);
-            mine.units += account.units;
+            self.threads.entry(thread).or_default().add(&account);
         }
         add_into(&mut self.orphan, &later.orphan);
         for (cpu, by_source) in later.cpus {
@@ -140,12 +163,23 @@ impl Ledger {
         }
         self.seen.extend(later.seen);
         self.irqlens = self.irqlens.or(later.irqlens);
+        self.folded.absorb(later.folded);
+        self.now_ns = self.now_ns.max(later.now_ns);
+        self.fold_excess(compensator, &[]);
     }
 
-    /// The cgroups the checkpoints named its threads in.
+    /// Every thread account, the folded ones' sums included (the idle task's too).
+    pub fn accounts(&self) -> impl Iterator<Item = &ThreadAccount> {
+        let folded = self.folded.by_cgroup().map(|(_, folded)| &folded.account);
+        self.threads.values().chain(folded)
+    }
+
+    /// The cgroups the checkpoints named its threads in, and those of its folded
+    /// accounts.
     pub fn cgroup_ids(&self) -> impl Iterator<Item = CgroupId> + '_ {
         let ids = self.seen.values().map(|seen| seen.cgroup);
-        ids.filter(|id| id.is_known())
+        let folded = self.folded.by_cgroup().map(|(id, _)| id);
+        ids.chain(folded).filter(|id| id.is_known())
     }
 
     /// Whether `thread` is one of irqlens's own.
@@ -175,6 +209,7 @@ impl Ledger {
                 .or_default() += part.ns;
         }
         let account = self.threads.entry(part.current).or_default();
+        account.last_ns = self.now_ns;
         *account.charged.entry(part.source).or_default() += part.ns;
         if for_irqlens {
             *account.for_irqlens.entry(part.source).or_default() += part.ns;
@@ -195,13 +230,9 @@ impl Ledger {
                 *self.orphan.entry(source).or_default() += part;
                 continue;
             }
-            *self
-                .threads
-                .entry(thread)
-                .or_default()
-                .served
-                .entry(source)
-                .or_default() += part;
+            let account = self.threads.entry(thread).or_default();
+            account.last_ns = self.now_ns;
+            *account.served.entry(source).or_default() += part;
         }
     }
 
@@ -380,6 +411,21 @@ impl Attributor {
 
     /// Takes the next checkpoint.
     pub fn add(&mut self, e: &Event) {
+        self.ledger.now_ns = self.ledger.now_ns.max(e.time_ns);
+        self.attribute(e);
+        self.bound();
+    }
+
+    /// Folds accounts and forgets names past the ledger's bounds (see [`fold`]); the
+    /// names of the threads running now are kept, whatever the bound.
+    fn bound(&mut self) {
+        if self.ledger.over_bounds(self.compensator.as_ref()) {
+            let running: Vec<u32> = self.cpus.values().map(|c| c.timeline.thread()).collect();
+            self.ledger.fold_excess(self.compensator.as_mut(), &running);
+        }
+    }
+
+    fn attribute(&mut self, e: &Event) {
         self.learn_name(e);
         self.settle_ipi(e);
         let cpu = self.cpus.entry(e.cpu).or_default();
@@ -468,6 +514,7 @@ impl Attributor {
         let next = Ledger {
             seen: self.ledger.seen.clone(),
             irqlens: self.ledger.irqlens,
+            now_ns: self.ledger.now_ns,
             ..Default::default()
         };
         let ledger = std::mem::replace(&mut self.ledger, next);

@@ -54,11 +54,13 @@ impl Period {
 
     /// Adds a later period's accounting (the kernel's bill is read for the whole run).
     pub fn absorb(&mut self, later: Period) {
-        self.ledger.absorb(later.ledger);
-        self.lost_events += later.lost_events;
-        self.cgroups.paths.extend(later.cgroups.paths);
         if let (Some(mine), Some(theirs)) = (self.compensator.as_mut(), later.compensator) {
             mine.absorb(theirs);
         }
+        // the accounts the whole run folds take their adjustments along
+        self.ledger
+            .absorb_with(later.ledger, self.compensator.as_mut());
+        self.lost_events += later.lost_events;
+        self.cgroups.paths.extend(later.cgroups.paths);
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::compensate::Compensator;
-use super::{BySource, IDLE, Ledger, Source, add_into, total};
+use super::{BySource, IDLE, Ledger, Source, ThreadAccount, add_into, total};
 use irqlens_model::account::ThreadInfo;
 use irqlens_model::tables::AccountFigures;
 use irqlens_model::workload::CgroupId;
@@ -55,6 +55,9 @@ pub struct Row {
     /// Its cgroup, if the checkpoints or /proc named one (a process's: its leader's,
     /// else that of the first of its threads named).
     pub cgroup: Option<CgroupId>,
+    /// The thread accounts folded into it, if it stands for those of a cgroup (to bound
+    /// memory: see [`super::fold`]); none for a process's or a thread's own row.
+    pub folded_threads: u64,
 }
 
 impl Row {
@@ -76,6 +79,7 @@ impl Row {
     pub(super) fn add(&mut self, other: &Row) {
         add_into(&mut self.charged_by, &other.charged_by);
         add_into(&mut self.served_by, &other.served_by);
+        self.folded_threads += other.folded_threads;
         let (mine, theirs) = (&mut self.figures.amounts, &other.figures.amounts);
         mine.irqlens_ns += theirs.irqlens_ns;
         mine.units += theirs.units;
@@ -88,6 +92,31 @@ impl Row {
         if let Some(adjusted) = other.adjusted_ns {
             *self.adjusted_ns.get_or_insert(0) += adjusted;
         }
+    }
+
+    /// Whether it stands for folded thread accounts.
+    pub fn is_folded(&self) -> bool {
+        self.folded_threads > 0
+    }
+
+    /// Adds a thread's interrupt time: its own work and what it was served, the part of
+    /// its charge that was irqlens's work moved to `moved_to_irqlens` unless the row is
+    /// irqlens's.
+    fn add_account(
+        &mut self,
+        account: &ThreadAccount,
+        irqlens_row: bool,
+        moved_to_irqlens: &mut BySource,
+    ) {
+        add_into(&mut self.charged_by, &account.charged);
+        self.billed_ns += total(&account.charged);
+        if !irqlens_row {
+            add_into(moved_to_irqlens, &account.for_irqlens);
+            take_from(&mut self.charged_by, &account.for_irqlens);
+            self.figures.amounts.irqlens_ns += total(&account.for_irqlens);
+        }
+        add_into(&mut self.served_by, &account.served);
+        self.figures.amounts.units += account.units;
     }
 
     /// Works out the sums, the corrected time and the errors from what was added.
@@ -119,28 +148,22 @@ pub fn relative_error(t: u64, t_o: u64) -> Option<f64> {
 
 pub use irqlens_model::tables::AccountTotals as Totals;
 
-/// The totals of `ledger`.
+/// The totals of `ledger`, its folded accounts included.
 pub fn totals(ledger: &Ledger) -> Totals {
     let mut totals = Totals {
         orphan_ns: total(&ledger.orphan),
+        idle_ns: total(&idle_by(ledger)),
         ..Totals::default()
     };
-    for (&thread, account) in &ledger.threads {
+    for account in ledger.accounts() {
         for (source, &ns) in &account.charged {
             match source {
                 Source::Hardirq { .. } => totals.hardirq_ns += ns,
                 Source::Softirq { .. } => totals.softirq_ns += ns,
                 Source::Nmi => totals.nmi_ns += ns,
             }
-            if thread == IDLE {
-                totals.idle_ns += ns;
-            }
         }
-        let for_irqlens = total(&account.for_irqlens);
-        totals.irqlens_ns += for_irqlens;
-        if thread == IDLE {
-            totals.idle_ns -= for_irqlens;
-        }
+        totals.irqlens_ns += total(&account.for_irqlens);
         totals.served_ns += total(&account.served);
     }
     totals
@@ -155,7 +178,23 @@ pub struct Table {
     /// `[irqlens]`: irqlens's threads, charged with its own work wherever it ran; none
     /// if the run does not say which process irqlens was.
     pub irqlens: Option<Row>,
+    /// The thread accounts folded to bound memory, a row per cgroup (the unknown one's
+    /// may come twice), with no kernel bill.
+    pub folded: Vec<Row>,
 }
+
+impl Table {
+    /// The folded rows added up, as the tables show them; none if nothing was folded.
+    pub fn folded_sum(&self) -> Option<Row> {
+        let mut sum = Row::new(0, FOLDED.into());
+        self.folded.iter().for_each(|row| sum.add(row));
+        sum.finish(None);
+        sum.is_folded().then_some(sum)
+    }
+}
+
+/// The name of the folded rows.
+pub const FOLDED: &str = "[folded]";
 
 /// The table of `ledger` with the kernel's bill from `threads`, a row per process (or
 /// thread, `by_thread`).
@@ -195,28 +234,27 @@ pub fn table(
     }
     let mut adjusted: BTreeMap<u32, i64> = BTreeMap::new();
     let mut moved_to_irqlens = BySource::new();
-    for (&tid, account) in &ledger.threads {
-        if irqlens(tid).is_none() {
-            add_into(&mut moved_to_irqlens, &account.for_irqlens);
-        }
-        if tid == IDLE {
-            continue;
-        }
+    if let Some(idle) = ledger.threads.get(&IDLE) {
+        add_into(&mut moved_to_irqlens, &idle.for_irqlens);
+    }
+    for (&tid, account) in ledger.threads.iter().filter(|(tid, _)| **tid != IDLE) {
         let id = group(tid);
         let row = rows.entry(id).or_insert_with(|| Row::new(id, name(id)));
         row.cgroup = row.cgroup.or_else(|| cgroup(id)).or_else(|| cgroup(tid));
-        add_into(&mut row.charged_by, &account.charged);
-        row.billed_ns += total(&account.charged);
-        if irqlens(tid).is_none() {
-            take_from(&mut row.charged_by, &account.for_irqlens);
-            row.figures.amounts.irqlens_ns += total(&account.for_irqlens);
-        }
-        add_into(&mut row.served_by, &account.served);
-        row.figures.amounts.units += account.units;
+        row.add_account(account, irqlens(tid).is_some(), &mut moved_to_irqlens);
         if let Some(compensator) = compensator {
             *adjusted.entry(id).or_default() += compensator.adjusted_ns(tid);
         }
     }
+    let folded = ledger.folded.by_cgroup().map(|(cgroup, folded)| {
+        let mut row = Row::new(0, FOLDED.into());
+        row.cgroup = Some(cgroup).filter(|id| id.is_known());
+        row.folded_threads = folded.threads;
+        row.add_account(&folded.account, false, &mut moved_to_irqlens);
+        row.finish(compensator.map(|_| folded.adjusted_ns));
+        row
+    });
+    let folded: Vec<Row> = folded.collect();
     // the kernel's bill of a process is that of all its threads
     for (&tid, info) in threads {
         if let (Some(row), Some(runtime)) = (rows.get_mut(&group(tid)), info.runtime_ns) {
@@ -247,7 +285,11 @@ pub fn table(
                 .max(row.figures.amounts.served_ns),
         )
     });
-    Table { rows, irqlens }
+    Table {
+        rows,
+        irqlens,
+        folded,
+    }
 }
 
 /// Interrupt time on idle CPUs by source, irqlens's own work left out.

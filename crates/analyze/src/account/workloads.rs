@@ -30,15 +30,17 @@ pub struct WorkloadRow {
     pub path: Option<String>,
     /// What its path names at the `--by` level; none for the unknown.
     pub workload: Option<Workload>,
-    /// How many rows it adds up.
+    /// How many process (or thread) rows it adds up, the folded ones left out.
     pub tasks: usize,
-    /// The sums of its rows (its `figures.id` and `comm` say nothing).
+    /// The sums of its rows, folded ones included (its `figures.id` and `comm` say
+    /// nothing; `folded_threads` counts the thread accounts folded into it).
     pub sums: Row,
 }
 
 /// Names each row's cgroup path from `names` (a cgroup not among them stays unnamed).
 pub fn name_cgroups(table: &mut Table, names: &CgroupNames) {
-    for row in table.rows.iter_mut().chain(table.irqlens.as_mut()) {
+    let rows = table.rows.iter_mut().chain(&mut table.folded);
+    for row in rows.chain(table.irqlens.as_mut()) {
         row.figures.cgroup = row.cgroup.and_then(|id| names.path(id)).map(str::to_owned);
     }
 }
@@ -56,14 +58,16 @@ pub fn keep_within(table: &mut Table, within: &[String]) {
             .is_some_and(|path| within.iter().any(|ancestor| is_within(path, ancestor)))
     };
     table.rows.retain(inside);
+    table.folded.retain(inside);
     table.irqlens = table.irqlens.take().filter(inside);
 }
 
 /// The rows of `table` (named by `name_cgroups`) added up per workload at the level `by`,
-/// the largest share of interrupt time first, as the table's rows are.
+/// its folded rows too, the largest share of interrupt time first, as the table's rows
+/// are.
 pub fn workloads(table: &Table, by: WorkloadBy) -> Vec<WorkloadRow> {
     let mut groups: BTreeMap<String, WorkloadRow> = BTreeMap::new();
-    for row in &table.rows {
+    for row in table.rows.iter().chain(&table.folded) {
         let path = row.figures.cgroup.as_deref();
         let key = path.map_or_else(|| UNKNOWN.to_owned(), |path| workload_key(path, by));
         let group = groups
@@ -74,7 +78,7 @@ pub fn workloads(table: &Table, by: WorkloadBy) -> Vec<WorkloadRow> {
             .take()
             .zip(path)
             .map(|(mine, theirs)| common_ancestor(&mine, theirs).to_owned());
-        group.tasks += 1;
+        group.tasks += usize::from(!row.is_folded());
         group.sums.add(row);
     }
     let mut rows: Vec<WorkloadRow> = groups

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::*;
 use crate::plot;
-use irqlens_analyze::account::{Ledger, Source as AccountSource, ThreadAccount};
+use irqlens_analyze::account::{ACCOUNTS, Ledger, Source as AccountSource, ThreadAccount};
 use irqlens_analyze::bh::{Delay, DelayCause, Mechanism, Sample as BhSample, Source as BhSource};
 use irqlens_model::account::ThreadInfo;
 use irqlens_model::bh::{MatchCounts, Selection, StatsConfig as BhConfig};
@@ -564,6 +564,15 @@ fn account_page(ledger: Ledger, by: Option<WorkloadBy>) -> String {
 fn fill(class: &str) -> String {
     let c = plot::class_color(class);
     format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2)
+}
+
+#[test]
+fn account_section_has_the_folded_row_and_says_what_it_is() {
+    let ledger = super::account::with_folded(account_ledger(), ACCOUNTS as u32);
+    let folded = ledger.folded.threads();
+    let html = account_page(ledger, Some(WorkloadBy::Cgroup));
+    assert!(html.contains("<td>[folded]</td>"), "{html}");
+    assert!(html.contains(&format!("[folded]: {folded} thread accounts folded")));
 }
 
 #[test]

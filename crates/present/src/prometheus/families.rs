@@ -549,6 +549,8 @@ pub fn account_families_labelled(
     // a row per thread, so that a comm is a thread's own name
     let mut accounts = table(ledger, &HashMap::new(), None, true);
     name_cgroups(&mut accounts, cgroups);
+    // the folded accounts are a comm of their own, `[folded]`, in each workload
+    accounts.rows.append(&mut accounts.folded);
     let mut per_comm = |by_source: fn(&AccountRow) -> &BySource, value: fn(&AccountRow) -> u64| {
         let workloads = workload_labels(&accounts.rows, by, value, labels);
         top_series(
@@ -570,7 +572,7 @@ pub fn account_families_labelled(
             [row.figures.amounts.units],
         )
     }));
-    let interrupts = top_series(ledger.threads.values().flat_map(|account| {
+    let interrupts = top_series(ledger.accounts().flat_map(|account| {
         account.charged.iter().map(|(source, &ns)| {
             let name = match *source {
                 AccountSource::Hardirq { source, id } => irq_source(source, id, irq_names),
@@ -597,19 +599,19 @@ pub fn account_families_labelled(
         ),
         Family::seconds(
             "account_charged",
-            "Interrupt time that ran while a thread of this comm and workload was current: what the kernel bills it (the largest comms; the workloads past the first to show up are other)",
+            "Interrupt time that ran while a thread of this comm and workload was current: what the kernel bills it (the largest comms, [folded] the accounts folded to bound memory; the workloads past the first to show up are other)",
             MetricType::Counter,
             nth(&charged, 0),
         ),
         Family::seconds(
             "account_served",
-            "Interrupt time done on behalf of the threads of this comm and workload, wherever it ran (the largest comms; the workloads past the first to show up are other)",
+            "Interrupt time done on behalf of the threads of this comm and workload, wherever it ran (the largest comms, [folded] the accounts folded to bound memory; the workloads past the first to show up are other)",
             MetricType::Counter,
             nth(&served, 0),
         ),
         Family::count_total(
             "account_served_units",
-            "Deliveries and wakeups the threads of this comm were served (the largest comms)",
+            "Deliveries and wakeups the threads of this comm were served (the largest comms, [folded] the accounts folded to bound memory)",
             nth(&units, 0),
         ),
         Family::seconds(

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use super::*;
-use irqlens_analyze::account::{BySource, Seen, Source as AccountSource, ThreadAccount};
+use irqlens_analyze::account::{ACCOUNTS, BySource, Seen, Source as AccountSource, ThreadAccount};
 use irqlens_analyze::bh::{BhWindow, Delay, DelayCause, Mechanism, Sample as BhSample, Source};
 use irqlens_analyze::wakeup::{Cause as WakeupCause, Origin, Sample as WakeupSample};
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
@@ -573,6 +573,35 @@ fn spinner_in_a_pod() -> CgroupNames {
     );
     names.insert(CgroupId(7), path);
     names
+}
+
+#[test]
+fn account_folded_accounts_are_one_comm_and_keep_the_totals() {
+    let folded = crate::account::with_folded(ledger(), ACCOUNTS as u32);
+    let names = Names::default();
+    let text = render(account_families(
+        &folded,
+        &names.irqs,
+        &CgroupNames::default(),
+        WorkloadBy::Cgroup,
+    ));
+    let series = |family: &str| -> f64 {
+        text.lines()
+            .filter(|line| line.starts_with(&format!("{family}{{")))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert!(
+        text.contains(
+            "irqlens_account_charged_seconds_total{comm=\"[folded]\",workload=\"[unknown]\""
+        ),
+        "{text}"
+    );
+    let charged = series("irqlens_account_charged_seconds_total")
+        + series("irqlens_account_idle_seconds_total")
+        + series("irqlens_account_irqlens_seconds_total");
+    let all = series("irqlens_account_interrupt_seconds_total");
+    assert!((charged - all).abs() < 1e-9, "{charged} {all}");
 }
 
 #[test]
