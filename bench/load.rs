@@ -27,6 +27,7 @@ use anyhow::{Context, Result, ensure};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
+use irqlens_probe::{ProgramRuns, RunTimeStats};
 use serde_json::Value;
 
 use common::storm::{HACKBENCH_GROUPS, hackbench, hackbench_loop, irq_work_interrupts, udp_flood};
@@ -623,8 +624,101 @@ fn checkpoint_event_cost(plan: &Plan, online: &CpuList) -> Result<()> {
             load.as_millis()
         );
     }
+    program_run_cost(plan, cpu)?;
     println!();
     Ok(())
+}
+
+/// The same ping-pong with the kernel's run time statistics on: what each program costs
+/// per run, as the kernel times it (the statistics add two clock reads to every run, so
+/// the rounds above, which time the events, run without).
+fn program_run_cost(plan: &Plan, cpu: u32) -> Result<()> {
+    let rounds = plan.ping_pong_rounds.div_ceil(3);
+    println!(
+        "   per program run (BPF run time statistics on): the round of least time per round \
+         trip of {rounds}"
+    );
+    println!(
+        "   {:<26} {:>9} {:>14} {:>8}",
+        "", "runs/rt", "run ns/rt", "ns/run"
+    );
+    for (name, checkpoints) in CHECKPOINT_SETS {
+        let mut best: Option<(f64, Vec<ProgramRuns>)> = None;
+        for _ in 0..rounds {
+            let runs = timed_program_runs(cpu, plan.round_trips, checkpoints)?;
+            let ns: u64 = runs.iter().map(|r| r.run_time_ns).sum();
+            let per_round_trip = ns as f64 / plan.round_trips as f64;
+            if best
+                .as_ref()
+                .is_none_or(|(least, _)| per_round_trip < *least)
+            {
+                best = Some((per_round_trip, runs));
+            }
+        }
+        let Some((_, runs)) = best else { continue };
+        let row = |label: &str, runs: u64, ns: u64| {
+            println!(
+                "   {label:<26} {:>9.2} {:>14.0} {:>8.1}",
+                runs as f64 / plan.round_trips as f64,
+                ns as f64 / plan.round_trips as f64,
+                ns as f64 / runs.max(1) as f64
+            )
+        };
+        let total_runs = runs.iter().map(|r| r.runs).sum();
+        row(name, total_runs, runs.iter().map(|r| r.run_time_ns).sum());
+        for program in runs.iter().filter(|r| r.runs > 0) {
+            row(
+                &format!("  {}", program.name),
+                program.runs,
+                program.run_time_ns,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Each program's runs during a ping-pong on `cpu` traced by `checkpoints` (only while
+/// timed: the counts before are subtracted).
+fn timed_program_runs(
+    cpu: u32,
+    round_trips: u64,
+    checkpoints: Checkpoints,
+) -> Result<Vec<ProgramRuns>> {
+    let mut storage = MaybeUninit::uninit();
+    let probe = CheckpointProbe::load(
+        &mut storage,
+        checkpoints,
+        &CpuList::single(cpu),
+        &Watched::Process(UNWATCHED_PID),
+    )?;
+    let _stats = RunTimeStats::enable()?;
+    let mut before = Vec::new();
+    let mut timing_error = None;
+    ping_pong(cpu, round_trips, |timed| {
+        if timed {
+            match probe.program_runs() {
+                Ok(runs) => before = runs,
+                Err(err) => timing_error = Some(err),
+            }
+            probe.enable()
+        } else {
+            probe.disable()
+        }
+    })?;
+    if let Some(err) = timing_error {
+        return Err(err);
+    }
+    let after = probe.program_runs()?;
+    Ok(after
+        .into_iter()
+        .map(|mut program| {
+            if let Some(earlier) = before.iter().find(|b| b.name == program.name) {
+                program.runs -= earlier.runs;
+                program.run_time_ns -= earlier.run_time_ns;
+            }
+            program
+        })
+        .collect())
 }
 
 /// A ping-pong on `cpu` with the checkpoint probe tracing it (and nothing else) exactly
