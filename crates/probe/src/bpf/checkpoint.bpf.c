@@ -63,11 +63,15 @@ __u32 enabled;
 /* Each CPU's positions and flags (`traced` is set before enabling). */
 struct area_cursor cursors[MAX_CPUS];
 
-/* Which thread reads each socket (the last one that did): who data queued to it is for. */
+/*
+ * Which thread reads each socket (the last one that did): who data queued to it is for.
+ * Kept in the socket itself (socket-local storage: a pointer from the sock, no hash
+ * lookup), freed with it.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, __u32);
 } socket_reader SEC(".maps");
 /* Never written: makes the skeleton generate the event's Rust types. */
@@ -380,15 +384,14 @@ int BPF_PROG(irqlens_timer_expire_exit, struct hrtimer *timer)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(irqlens_sock_recv, struct sock *sk, int ret, int flags)
 {
-	__u64 key = (__u64)sk;
 	__u32 reader, *known;
 
 	if (!enabled)
 		return 0;
 	reader = current_pid();
-	known = bpf_map_lookup_elem(&socket_reader, &key);
-	if (!known || *known != reader)
-		bpf_map_update_elem(&socket_reader, &key, &reader, BPF_ANY);
+	known = bpf_sk_storage_get(&socket_reader, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (known && *known != reader)
+		*known = reader;
 	return 0;
 }
 
@@ -396,13 +399,13 @@ int BPF_PROG(irqlens_sock_recv, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(irqlens_sock_data, const struct sock *sk)
 {
-	__u64 key = (__u64)sk;
 	struct area_cursor *c;
 	__u32 cpu, *reader;
 
 	c = traced_cursor(&cpu);
 	if (!c)
 		return 0;
-	reader = bpf_map_lookup_elem(&socket_reader, &key);
-	return record(c, cpu, current_pid(), EV_SOCK_DATA, 0, reader ? *reader : 0, key, 0, NULL);
+	reader = bpf_sk_storage_get(&socket_reader, (struct sock *)sk, 0, 0);
+	return record(c, cpu, current_pid(), EV_SOCK_DATA, 0, reader ? *reader : 0, (__u64)sk, 0,
+		      NULL);
 }
