@@ -574,6 +574,8 @@ struct ProbedRound {
     events: u64,
     lost_events: u64,
     load: Duration,
+    /// Each program's runs, with run time statistics on.
+    programs: Vec<ProgramRuns>,
 }
 
 fn checkpoint_event_cost(plan: &Plan, online: &CpuList) -> Result<()> {
@@ -588,7 +590,7 @@ fn checkpoint_event_cost(plan: &Plan, online: &CpuList) -> Result<()> {
     let mut kept: [Vec<ProbedRound>; 3] = Default::default();
     let [bh_rounds, wakeup_rounds, account_rounds] = &mut kept;
     let probed = |rounds: &mut Vec<ProbedRound>, checkpoints| -> Result<f64> {
-        let round = probed_ping_pong(cpu, round_trips, checkpoints)?;
+        let round = probed_ping_pong(cpu, round_trips, checkpoints, false)?;
         let ns = round.ns_per_round_trip;
         rounds.push(round);
         Ok(ns)
@@ -645,7 +647,7 @@ fn program_run_cost(plan: &Plan, cpu: u32) -> Result<()> {
     for (name, checkpoints) in CHECKPOINT_SETS {
         let mut best: Option<(f64, Vec<ProgramRuns>)> = None;
         for _ in 0..rounds {
-            let runs = timed_program_runs(cpu, plan.round_trips, checkpoints)?;
+            let runs = probed_ping_pong(cpu, plan.round_trips, checkpoints, true)?.programs;
             let ns: u64 = runs.iter().map(|r| r.run_time_ns).sum();
             let per_round_trip = ns as f64 / plan.round_trips as f64;
             if best
@@ -677,53 +679,15 @@ fn program_run_cost(plan: &Plan, cpu: u32) -> Result<()> {
     Ok(())
 }
 
-/// Each program's runs during a ping-pong on `cpu` traced by `checkpoints` (only while
-/// timed: the counts before are subtracted).
-fn timed_program_runs(
+/// A ping-pong on `cpu` with the checkpoint probe tracing it (and nothing else) exactly
+/// while timed; with `run_time_stats`, the kernel counts each program's runs and run time
+/// meanwhile (the counts before the timed round trips are subtracted).
+fn probed_ping_pong(
     cpu: u32,
     round_trips: u64,
     checkpoints: Checkpoints,
-) -> Result<Vec<ProgramRuns>> {
-    let mut storage = MaybeUninit::uninit();
-    let probe = CheckpointProbe::load(
-        &mut storage,
-        checkpoints,
-        &CpuList::single(cpu),
-        &Watched::Process(UNWATCHED_PID),
-    )?;
-    let _stats = RunTimeStats::enable()?;
-    let mut before = Vec::new();
-    let mut timing_error = None;
-    ping_pong(cpu, round_trips, |timed| {
-        if timed {
-            match probe.program_runs() {
-                Ok(runs) => before = runs,
-                Err(err) => timing_error = Some(err),
-            }
-            probe.enable()
-        } else {
-            probe.disable()
-        }
-    })?;
-    if let Some(err) = timing_error {
-        return Err(err);
-    }
-    let after = probe.program_runs()?;
-    Ok(after
-        .into_iter()
-        .map(|mut program| {
-            if let Some(earlier) = before.iter().find(|b| b.name == program.name) {
-                program.runs -= earlier.runs;
-                program.run_time_ns -= earlier.run_time_ns;
-            }
-            program
-        })
-        .collect())
-}
-
-/// A ping-pong on `cpu` with the checkpoint probe tracing it (and nothing else) exactly
-/// while timed.
-fn probed_ping_pong(cpu: u32, round_trips: u64, checkpoints: Checkpoints) -> Result<ProbedRound> {
+    run_time_stats: bool,
+) -> Result<ProbedRound> {
     let started = Instant::now();
     let mut storage = MaybeUninit::uninit();
     let probe = CheckpointProbe::load(
@@ -733,19 +697,35 @@ fn probed_ping_pong(cpu: u32, round_trips: u64, checkpoints: Checkpoints) -> Res
         &Watched::Process(UNWATCHED_PID),
     )?;
     let load = started.elapsed();
+    let _stats = run_time_stats.then(RunTimeStats::enable).transpose()?;
+    let mut before = Ok(Vec::new());
     let ns_per_round_trip = ping_pong(cpu, round_trips, |timed| {
         if timed {
+            if run_time_stats {
+                before = probe.program_runs();
+            }
             probe.enable()
         } else {
             probe.disable()
         }
     })?;
+    let (before, mut programs) = (before?, Vec::new());
+    if run_time_stats {
+        for mut program in probe.program_runs()? {
+            if let Some(earlier) = before.iter().find(|b| b.name == program.name) {
+                program.runs -= earlier.runs;
+                program.run_time_ns -= earlier.run_time_ns;
+            }
+            programs.push(program);
+        }
+    }
     let mut events = probe.events()?;
     Ok(ProbedRound {
         ns_per_round_trip,
         events: events.take().len() as u64,
         lost_events: events.lost(),
         load,
+        programs,
     })
     // dropping the probe detaches it: the next round starts untraced
 }
