@@ -27,6 +27,7 @@ use anyhow::{Context, Result, ensure};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
+use irqlens_probe::{ProgramRuns, RunTimeStats};
 use serde_json::Value;
 
 use common::storm::{HACKBENCH_GROUPS, hackbench, hackbench_loop, irq_work_interrupts, udp_flood};
@@ -567,6 +568,8 @@ struct ProbedRound {
     events: u64,
     lost_events: u64,
     load: Duration,
+    /// Each program's runs, with run time statistics on.
+    programs: Vec<ProgramRuns>,
 }
 
 fn checkpoint_event_cost(plan: &Plan, online: &CpuList) -> Result<()> {
@@ -581,7 +584,7 @@ fn checkpoint_event_cost(plan: &Plan, online: &CpuList) -> Result<()> {
     let mut kept: [Vec<ProbedRound>; 3] = Default::default();
     let [bh_rounds, wakeup_rounds, account_rounds] = &mut kept;
     let probed = |rounds: &mut Vec<ProbedRound>, checkpoints| -> Result<f64> {
-        let round = probed_ping_pong(cpu, round_trips, checkpoints)?;
+        let round = probed_ping_pong(cpu, round_trips, checkpoints, false)?;
         let ns = round.ns_per_round_trip;
         rounds.push(round);
         Ok(ns)
@@ -617,13 +620,68 @@ fn checkpoint_event_cost(plan: &Plan, online: &CpuList) -> Result<()> {
             load.as_millis()
         );
     }
+    program_run_cost(plan, cpu)?;
     println!();
     Ok(())
 }
 
+/// The same ping-pong with the kernel's run time statistics on: what each program costs
+/// per run, as the kernel times it (the statistics add two clock reads to every run, so
+/// the rounds above, which time the events, run without).
+fn program_run_cost(plan: &Plan, cpu: u32) -> Result<()> {
+    let rounds = plan.ping_pong_rounds.div_ceil(3);
+    println!(
+        "   per program run (BPF run time statistics on): the round of least time per round \
+         trip of {rounds}"
+    );
+    println!(
+        "   {:<26} {:>9} {:>14} {:>8}",
+        "", "runs/rt", "run ns/rt", "ns/run"
+    );
+    for (name, checkpoints) in CHECKPOINT_SETS {
+        let mut best: Option<(f64, Vec<ProgramRuns>)> = None;
+        for _ in 0..rounds {
+            let runs = probed_ping_pong(cpu, plan.round_trips, checkpoints, true)?.programs;
+            let ns: u64 = runs.iter().map(|r| r.run_time_ns).sum();
+            let per_round_trip = ns as f64 / plan.round_trips as f64;
+            if best
+                .as_ref()
+                .is_none_or(|(least, _)| per_round_trip < *least)
+            {
+                best = Some((per_round_trip, runs));
+            }
+        }
+        let Some((_, runs)) = best else { continue };
+        let row = |label: &str, runs: u64, ns: u64| {
+            println!(
+                "   {label:<26} {:>9.2} {:>14.0} {:>8.1}",
+                runs as f64 / plan.round_trips as f64,
+                ns as f64 / plan.round_trips as f64,
+                ns as f64 / runs.max(1) as f64
+            )
+        };
+        let total_runs = runs.iter().map(|r| r.runs).sum();
+        row(name, total_runs, runs.iter().map(|r| r.run_time_ns).sum());
+        for program in runs.iter().filter(|r| r.runs > 0) {
+            row(
+                &format!("  {}", program.name),
+                program.runs,
+                program.run_time_ns,
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A ping-pong on `cpu` with the checkpoint probe tracing it (and nothing else) exactly
-/// while timed.
-fn probed_ping_pong(cpu: u32, round_trips: u64, checkpoints: Checkpoints) -> Result<ProbedRound> {
+/// while timed; with `run_time_stats`, the kernel counts each program's runs and run time
+/// meanwhile (the counts before the timed round trips are subtracted).
+fn probed_ping_pong(
+    cpu: u32,
+    round_trips: u64,
+    checkpoints: Checkpoints,
+    run_time_stats: bool,
+) -> Result<ProbedRound> {
     let started = Instant::now();
     let mut storage = MaybeUninit::uninit();
     let probe = CheckpointProbe::load(
@@ -633,19 +691,35 @@ fn probed_ping_pong(cpu: u32, round_trips: u64, checkpoints: Checkpoints) -> Res
         &Watched::Process(UNWATCHED_PID),
     )?;
     let load = started.elapsed();
+    let _stats = run_time_stats.then(RunTimeStats::enable).transpose()?;
+    let mut before = Ok(Vec::new());
     let ns_per_round_trip = ping_pong(cpu, round_trips, |timed| {
         if timed {
+            if run_time_stats {
+                before = probe.program_runs();
+            }
             probe.enable()
         } else {
             probe.disable()
         }
     })?;
+    let (before, mut programs) = (before?, Vec::new());
+    if run_time_stats {
+        for mut program in probe.program_runs()? {
+            if let Some(earlier) = before.iter().find(|b| b.name == program.name) {
+                program.runs -= earlier.runs;
+                program.run_time_ns -= earlier.run_time_ns;
+            }
+            programs.push(program);
+        }
+    }
     let mut events = probe.events()?;
     Ok(ProbedRound {
         ns_per_round_trip,
         events: events.take().len() as u64,
         lost_events: events.lost(),
         load,
+        programs,
     })
     // dropping the probe detaches it: the next round starts untraced
 }

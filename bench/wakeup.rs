@@ -5,11 +5,14 @@
 //! both); and the cost irqlens's probes add to the latency it measures, traced runs
 //! against the untraced ones, in the same rounds. Run as root after `cargo build
 //! --release`: `cargo bench --bench wakeup` (IRQLENS_BENCH_SECONDS=N changes each run
-//! from 3 s, IRQLENS_BENCH_ROUNDS=N the rounds from 18).
+//! from 3 s, IRQLENS_BENCH_ROUNDS=N the rounds from 18). IRQLENS_BEFORE=/path/to/irqlens
+//! adds that binary's traced run to every round, at a place that moves from round to
+//! round, so the probes' cost before and after comes out of one run.
 //! It prints figures and asserts nothing about timing: the machine is noisy, so the
 //! ratios within this one run are what compare. It flags a run that counted fewer
 //! activations than it should (a cyclictest thread short of its loops).
 
+use std::path::PathBuf;
 use std::process::Command;
 
 #[path = "common.rs"]
@@ -37,7 +40,11 @@ enum Run {
     Cyclictest,
     Untraced,
     Traced,
+    /// Traced, by IRQLENS_BEFORE's binary.
+    TracedBefore,
 }
+
+const BEFORE_VAR: &str = "IRQLENS_BEFORE";
 
 /// The order of each round's runs, in turn: every order, so none of the three always
 /// follows another.
@@ -69,6 +76,10 @@ struct Round {
     cyclictest: Latency,
     untraced: Latency,
     traced: Latency,
+    /// With IRQLENS_BEFORE: that binary's traced run, and its checkpoints per activation.
+    before: Option<(Latency, f64)>,
+    /// Checkpoints per activation of the traced run.
+    checkpoints: f64,
 }
 
 fn main() -> Result<()> {
@@ -102,25 +113,42 @@ fn main() -> Result<()> {
         args
     };
     let loops = seconds * 1_000_000 / PERIOD_US;
+    let before = std::env::var_os(BEFORE_VAR).map(PathBuf::from);
+    if let Some(before) = &before {
+        println!("traced runs of {} too ({BEFORE_VAR})\n", before.display());
+    }
     let mut rounds = Vec::new();
     let mut last_traced = None;
     for (round_number, order) in ORDERS.iter().cycle().take(rounds_wanted).enumerate() {
+        let mut order = order.to_vec();
+        if before.is_some() {
+            order.insert(round_number % (order.len() + 1), Run::TracedBefore);
+        }
         let (mut cyclictest_run, mut untraced, mut traced) = (None, None, None);
+        let mut traced_before = None;
         for run in order {
             match run {
                 Run::Cyclictest => cyclictest_run = Some(cyclictest(loops)?),
                 Run::Untraced => untraced = Some(total(&run_json(&irqlens_args(false))?)?),
                 Run::Traced => {
                     let doc = run_json(&irqlens_args(true))?;
-                    traced = Some(total(&doc)?);
+                    traced = Some((total(&doc)?, checkpoints_per_activation(&doc)?));
                     last_traced = Some(doc);
+                }
+                Run::TracedBefore => {
+                    let binary = before.as_ref().context("no binary before")?;
+                    let doc = run_binary_json(binary, &irqlens_args(true))?;
+                    traced_before = Some((total(&doc)?, checkpoints_per_activation(&doc)?));
                 }
             }
         }
+        let (traced, checkpoints) = traced.context("no traced run")?;
         let round = Round {
             cyclictest: cyclictest_run.context("no cyclictest run")?,
             untraced: untraced.context("no untraced run")?,
-            traced: traced.context("no traced run")?,
+            traced,
+            before: traced_before,
+            checkpoints,
         };
         flag_short("cyclictest", round_number, round.cyclictest.count, loops);
         // irqlens runs for a duration, its thread starting a moment after it: 1% slack
@@ -139,11 +167,16 @@ fn main() -> Result<()> {
         "ROUND", "TOOL", "COUNT", "MIN", "AVG", "MAX"
     );
     for (index, round) in rounds.iter().enumerate() {
-        for (tool, row) in [
-            ("cyclictest", &round.cyclictest),
-            ("irqlens wakeup --no-trace", &round.untraced),
-            ("irqlens wakeup (traced)", &round.traced),
-        ] {
+        let runs = [
+            ("cyclictest", Some(&round.cyclictest)),
+            ("irqlens wakeup --no-trace", Some(&round.untraced)),
+            ("irqlens wakeup (traced)", Some(&round.traced)),
+            (
+                "irqlens before (traced)",
+                round.before.as_ref().map(|(l, _)| l),
+            ),
+        ];
+        for (tool, row) in runs.into_iter().filter_map(|(t, r)| Some((t, r?))) {
             println!(
                 "{:<5} {tool:<26} {:>8} {:>8.2} {:>8.2} {:>9.2}",
                 index + 1,
@@ -197,19 +230,41 @@ fn main() -> Result<()> {
         .map(|r| r.traced.min - r.untraced.min)
         .collect();
     println!(
-        "probe cost per activation, traced - untraced, each round: avg {} us (median {:+.2}), min {} us (median {:+.2}); target: avg <= +1.5 us",
+        "probe cost per activation, traced - untraced, each round: avg {} us (median {:+.2}, mean {:+.2}), min {} us (median {:+.2}); target: avg <= +1.5 us",
         listed(&added_avg, |v| format!("{v:+.2}")),
         median(added_avg.clone()),
+        added_avg.iter().sum::<f64>() / added_avg.len() as f64,
         listed(&added_min, |v| format!("{v:+.2}")),
         median(added_min.clone())
     );
-    let run = &traced_doc["run"];
-    let last = rounds.last().context("no round ran")?;
+    let checkpoints: Vec<f64> = rounds.iter().map(|r| r.checkpoints).collect();
     println!(
-        "last traced run: {} checkpoints ({:.1} per activation), {} lost",
-        run["tracking"]["events"],
-        run["tracking"]["events"].as_f64().unwrap_or(0.0) / last.traced.count.max(1) as f64,
-        run["lost_events"]
+        "checkpoints per activation, each traced run: {} (median {:.2})",
+        listed(&checkpoints, |v| format!("{v:.2}")),
+        median(checkpoints.clone())
+    );
+    let befores: Vec<(&Round, &(Latency, f64))> = rounds
+        .iter()
+        .filter_map(|r| Some((r, r.before.as_ref()?)))
+        .collect();
+    if !befores.is_empty() {
+        let added: Vec<f64> = befores
+            .iter()
+            .map(|(r, (before, _))| before.avg - r.untraced.avg)
+            .collect();
+        let checkpoints: Vec<f64> = befores.iter().map(|(_, (_, c))| *c).collect();
+        println!(
+            "before ({BEFORE_VAR}): traced - untraced, each round: avg {} us (median {:+.2}, mean {:+.2}); checkpoints per activation: median {:.2}",
+            listed(&added, |v| format!("{v:+.2}")),
+            median(added.clone()),
+            added.iter().sum::<f64>() / added.len() as f64,
+            median(checkpoints)
+        );
+    }
+    let run = &traced_doc["run"];
+    println!(
+        "last traced run: {} checkpoints, {} lost",
+        run["tracking"]["events"], run["lost_events"]
     );
     println!();
     println!("decomposition of the last traced run (avg us):");
@@ -317,6 +372,31 @@ fn parse_cyclictest(doc: &Value) -> Result<Latency> {
         avg: us("avg")?,
         max: us("max")?,
     })
+}
+
+/// Checkpoints tracked per activation measured in an irqlens wakeup document.
+fn checkpoints_per_activation(doc: &Value) -> Result<f64> {
+    let checkpoints = doc["run"]["tracking"]["events"]
+        .as_f64()
+        .context("no run/tracking/events")?;
+    Ok(checkpoints / total(doc)?.count.max(1) as f64)
+}
+
+/// Runs `binary` (another irqlens) with `args` and `--json`, and parses its document.
+fn run_binary_json(binary: &std::path::Path, args: &[&str]) -> Result<Value> {
+    let output = Command::new(binary)
+        .args(args)
+        .arg("--json")
+        .output()
+        .with_context(|| format!("running {}", binary.display()))?;
+    if !output.status.success() {
+        bail!(
+            "{} {args:?} failed: {}",
+            binary.display(),
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("parsing irqlens's JSON")
 }
 
 /// The total latency of an irqlens wakeup document on its one CPU.

@@ -12,7 +12,7 @@ use anyhow::{Result, anyhow, bail};
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{gettid, set_affinity, set_priority};
 use super::{EventStream, RunPace, StopOnDrop, Tick};
-use crate::cgroup::CgroupFilter;
+use crate::cgroup::{self, CgroupFilter};
 use crate::held::Held;
 use crate::tap::Tap;
 use irqlens_analyze::loss::Losses;
@@ -25,7 +25,8 @@ use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{
     Report, TimerOptions, TimerThread, WakeupMode, WakeupOptions, WakeupRunInfo, Watched,
 };
-use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints};
+use irqlens_model::workload::CgroupId;
+use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints, TIMER_THREAD_PREFIX};
 use irqlens_record::{Line, Reader};
 
 /// How often a timer thread sleeping through a long period checks for a stop.
@@ -52,16 +53,26 @@ pub fn run(
     // what --cgroup leaves out is never watched, in the recording too, so that a replay
     // measures what the run did without the machine's cgroups
     let mut cgroups = CgroupFilter::new(&options.cgroups)?;
+    // timer mode's probe leaves its own threads' cgroup to user space
+    let own_cgroup = options
+        .mode
+        .is_timer()
+        .then(|| cgroup::id_of_process(&cgroup::v2_mount().ok()?, std::process::id()))
+        .flatten();
     super::keep_freed_memory();
     // as cyclictest: no deep idle state to wake from, no page fault in a timer thread
     let held = Held::apply(options.dma_latency_us, options.mode.is_timer(), warn);
-    let watched = match &options.mode {
-        WakeupMode::Timer(_) => Watched::Process(std::process::id()),
-        WakeupMode::Task(watched) => watched.clone(),
+    // timer mode watches its own timer threads, not the reader's sleeps
+    let (watched, checkpoints) = match &options.mode {
+        WakeupMode::Timer(_) => (
+            Watched::Process(std::process::id()),
+            Checkpoints::TimerThreads,
+        ),
+        WakeupMode::Task(watched) => (watched.clone(), Checkpoints::Timers),
     };
     let mut storage = MaybeUninit::uninit();
     let probe = traced
-        .then(|| CheckpointProbe::load(&mut storage, Checkpoints::Timers, &options.cpus, &watched))
+        .then(|| CheckpointProbe::load(&mut storage, checkpoints, &options.cpus, &watched))
         .transpose()?;
     let mut events = probe
         .as_ref()
@@ -102,7 +113,8 @@ pub fn run(
                     report_rx.try_iter().for_each(drop);
                 }
                 Some(events) => {
-                    let taken = unwatch_outside(events.wait_and_take(wait), cgroups.as_mut());
+                    let taken =
+                        mark_watched(events.wait_and_take(wait), own_cgroup, cgroups.as_mut());
                     pipeline.feed(taken, report_rx.try_iter(), tap);
                 }
                 None => {
@@ -139,7 +151,7 @@ pub fn run(
     // the timer threads are gone, their last wakeups long recorded: stop tracing now
     if let (Some(probe), Some(events)) = (&probe, &mut events) {
         probe.disable();
-        let taken = unwatch_outside(events.take_all(), cgroups.as_mut());
+        let taken = mark_watched(events.take_all(), own_cgroup, cgroups.as_mut());
         pipeline.feed(taken, report_rx.try_iter(), tap);
     } else {
         pipeline.feed_untraced(report_rx.try_iter(), tap);
@@ -283,7 +295,7 @@ fn start_timer_threads<'scope, 'env>(
             let (start_tx, start_rx) = mpsc::channel::<u64>();
             starts.push(start_tx);
             std::thread::Builder::new()
-                .name(format!("il-wakeup/{cpu}"))
+                .name(format!("{TIMER_THREAD_PREFIX}{cpu}"))
                 .spawn_scoped(scope, move || {
                     let _stop_all = StopOnDrop(stop);
                     let tid = match prepare(cpu, timer.priority) {
@@ -399,17 +411,28 @@ fn sleep_and_report(
     }
 }
 
-/// `--cgroup`: the wakeups of watched tasks outside the cgroups become wakeups of tasks
-/// not watched. Without a filter, the events pass untouched.
-fn unwatch_outside(mut events: Vec<Event>, filter: Option<&mut CgroupFilter>) -> Vec<Event> {
-    if let Some(filter) = filter {
-        for event in &mut events {
-            if let EventData::Wakeup {
-                woken_cgroup,
-                watched: watched @ true,
-                ..
-            } = &mut event.what
-            {
+/// The wakeups of watched tasks get `own_cgroup` (timer mode: the probe leaves irqlens's
+/// own threads' to user space) if given; then with `--cgroup` those outside the cgroups
+/// become wakeups of tasks not watched. Otherwise the events pass untouched.
+fn mark_watched(
+    mut events: Vec<Event>,
+    own_cgroup: Option<CgroupId>,
+    mut filter: Option<&mut CgroupFilter>,
+) -> Vec<Event> {
+    if own_cgroup.is_none() && filter.is_none() {
+        return events;
+    }
+    for event in &mut events {
+        if let EventData::Wakeup {
+            woken_cgroup,
+            watched: watched @ true,
+            ..
+        } = &mut event.what
+        {
+            if let Some(own) = own_cgroup {
+                *woken_cgroup = own;
+            }
+            if let Some(filter) = filter.as_deref_mut() {
                 *watched = filter.admits(*woken_cgroup);
             }
         }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -21,7 +21,10 @@ use irqlens_model::units::CpuList;
 pub(crate) struct Cursor {
     head: AtomicU64,
     lost: AtomicU64,
-    _writer_pad: [u64; 6],
+    _seen_tail: AtomicU64,
+    _traced: AtomicU32,
+    _raised: AtomicU32,
+    _writer_pad: [u64; 4],
     tail: AtomicU64,
     _reader_pad: [u64; 7],
 }

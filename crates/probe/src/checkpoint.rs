@@ -9,7 +9,7 @@ use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, OpenObject};
 
 use super::area::{AreaLayout, Cursor, RecordAreas};
-use super::{Attached, Gate, load_and_attach, loaded_programs};
+use super::{Attached, Gate, ProgramRuns, load_and_attach, loaded_programs, program_runs};
 use irqlens_model::event::{Event, EventKind, RawEvent};
 use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
@@ -49,14 +49,31 @@ const _: () = assert!(size_of::<checkpoint_slot>() == 64);
 pub enum Checkpoints {
     /// Tasklets and work items.
     BottomHalves,
-    /// hrtimers armed by watched threads, and hrtimer callbacks.
+    /// hrtimers armed by watched threads, and hrtimer callbacks; only the first raise of
+    /// a softirq until it runs.
     Timers,
+    /// As `Timers`, for wakeup's own timer threads: of the watched process, only the
+    /// threads named [`TIMER_THREAD_PREFIX`]`...` are watched, and their wakeups name no
+    /// cgroup (user space knows its own).
+    TimerThreads,
     /// Every wakeup on the traced CPUs, hrtimer callbacks, and data queued to sockets
     /// with their readers.
     Accounting,
     /// Only data queued to sockets with their readers (none of the common ones): who
     /// serves whom, at one checkpoint per delivery (`steer`).
     Sockets,
+}
+
+/// The start of the name of wakeup's timer threads (`Checkpoints::TimerThreads`).
+pub const TIMER_THREAD_PREFIX: &str = "il-wakeup/";
+
+/// Whose cgroup the records of switches and wakeups name (enum cgroup_reads).
+#[derive(Clone, Copy)]
+#[repr(u32)]
+enum CgroupReads {
+    None = 0,
+    Watched = 1,
+    All = 2,
 }
 
 impl Checkpoints {
@@ -67,9 +84,23 @@ impl Checkpoints {
         let socket = tracepoint.starts_with("sock_") || tracepoint.starts_with("sk_");
         match self {
             Checkpoints::BottomHalves => !timer && !socket,
-            Checkpoints::Timers => !bottom_half && !socket,
+            Checkpoints::Timers | Checkpoints::TimerThreads => !bottom_half && !socket,
             Checkpoints::Accounting => !bottom_half,
             Checkpoints::Sockets => socket,
+        }
+    }
+
+    /// What the records name a cgroup for: account's workloads take every task's;
+    /// wakeup's --cgroup and its threads' workloads the watched threads' (but its own
+    /// timer threads are in irqlens's cgroup, which user space knows: the reads would sit
+    /// in the very latency they measure); bh names none.
+    fn cgroup_reads(self) -> CgroupReads {
+        match self {
+            Checkpoints::BottomHalves | Checkpoints::Sockets | Checkpoints::TimerThreads => {
+                CgroupReads::None
+            }
+            Checkpoints::Timers => CgroupReads::Watched,
+            Checkpoints::Accounting => CgroupReads::All,
         }
     }
 }
@@ -102,7 +133,31 @@ impl<'obj> CheckpointProbe<'obj> {
             size_of::<checkpoint_slot>(),
             MAX_SLOTS_PER_CPU,
         )?;
-        let size_areas = |open: &mut skel::OpenCheckpointSkel<'obj>| {
+        let configure = |open: &mut skel::OpenCheckpointSkel<'obj>| {
+            let rodata = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the program has a .rodata");
+            rodata.slots_per_cpu = layout.slots_per_cpu();
+            let (tgid, comm, comm_len) = match (watched, checkpoints) {
+                (Watched::Process(tgid), Checkpoints::TimerThreads) => (
+                    *tgid,
+                    Comm::new(TIMER_THREAD_PREFIX),
+                    TIMER_THREAD_PREFIX.len(),
+                ),
+                (Watched::Process(tgid), _) => (*tgid, Comm::default(), 0),
+                // a whole name, its NUL included (never empty: see
+                // collect::wakeup::check_watched)
+                (Watched::Name(name), _) => (0, Comm::new(name), name.len().min(15) + 1),
+            };
+            rodata.watched_tgid = tgid;
+            rodata.watched_comm = comm.0.map(|byte| byte as _);
+            rodata.watched_comm_len = comm_len as u32;
+            rodata.all_wakeups = checkpoints == Checkpoints::Accounting;
+            rodata.cgroup_reads = checkpoints.cgroup_reads() as u32;
+            rodata.first_raise_only =
+                matches!(checkpoints, Checkpoints::Timers | Checkpoints::TimerThreads);
             open.maps
                 .events
                 .set_max_entries(layout.entries())
@@ -111,7 +166,7 @@ impl<'obj> CheckpointProbe<'obj> {
         let Attached { mut skel, skipped } = load_and_attach(
             CheckpointSkelBuilder::default(),
             storage,
-            size_areas,
+            configure,
             |tracepoint| checkpoints.wants(tracepoint),
         )?;
         let bss: *mut bss = skel
@@ -123,23 +178,8 @@ impl<'obj> CheckpointProbe<'obj> {
         // written through raw pointers (no reference: BPF may run on any CPU), indices
         // bounds-checked; the programs are still disabled.
         unsafe {
-            match watched {
-                Watched::Process(tgid) => {
-                    ptr::write_volatile(addr_of_mut!((*bss).watched_tgid), *tgid)
-                }
-                // a name set is what makes the BPF side match names (never empty: see
-                // collect::wakeup::check_watched)
-                Watched::Name(name) => ptr::write_volatile(
-                    addr_of_mut!((*bss).watched_comm),
-                    Comm::new(name).0.map(|byte| byte as _),
-                ),
-            }
             for cpu in cpus.iter() {
-                ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);
-            }
-            ptr::write_volatile(addr_of_mut!((*bss).slots_per_cpu), layout.slots_per_cpu());
-            if checkpoints == Checkpoints::Accounting {
-                ptr::write_volatile(addr_of_mut!((*bss).all_wakeups), 1);
+                ptr::write_volatile(addr_of_mut!((*bss).cursors[cpu as usize].traced), 1);
             }
         }
         Ok(CheckpointProbe {
@@ -181,6 +221,12 @@ impl<'obj> CheckpointProbe<'obj> {
     /// Number of programs loaded (for the overhead line).
     pub fn programs(&self) -> usize {
         loaded_programs(self.skel.object())
+    }
+
+    /// How often each loaded program ran, and for how long, while
+    /// [`RunTimeStats`](super::RunTimeStats) were on.
+    pub fn program_runs(&self) -> Result<Vec<ProgramRuns>> {
+        program_runs(self.skel.object())
     }
 }
 

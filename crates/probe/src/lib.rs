@@ -9,9 +9,11 @@ pub mod noise;
 #[cfg(test)]
 mod nest;
 
+use std::collections::HashMap;
 use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use libbpf_rs::OpenObject;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::btf::types::Typedef;
@@ -100,6 +102,64 @@ impl Drop for Gate {
 /// Number of programs an object loaded (for the overhead line).
 pub(crate) fn loaded_programs(object: &libbpf_rs::Object) -> usize {
     object.progs().filter(|p| p.autoload()).count()
+}
+
+/// How often a loaded program ran and for how long in all, while [`RunTimeStats`] were on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgramRuns {
+    /// The program's name (its C function's).
+    pub name: String,
+    /// Runs counted.
+    pub runs: u64,
+    /// Time spent in it, ns, over those runs.
+    pub run_time_ns: u64,
+}
+
+/// The kernel counts every BPF program's runs and run time while this lives (the
+/// BPF_ENABLE_STATS form of kernel.bpf_stats_enabled: the kernel stops counting when the
+/// last such fd closes, however the process ends, and leaves the sysctl as it was). Each
+/// run then costs two clock reads more: time events with it off.
+pub struct RunTimeStats(#[allow(dead_code)] OwnedFd);
+
+impl RunTimeStats {
+    /// Turns the counting on (root only).
+    pub fn enable() -> Result<Self> {
+        // SAFETY: a system call wrapper taking an integer; it returns a new fd or < 0.
+        let fd = unsafe {
+            libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
+        };
+        if fd < 0 {
+            bail!(
+                "enabling BPF run time statistics: {}",
+                std::io::Error::from_raw_os_error(-fd)
+            );
+        }
+        // SAFETY: a new fd that nothing else owns.
+        Ok(RunTimeStats(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+}
+
+/// Runs of each program an object loaded, by name.
+pub(crate) fn program_runs(object: &libbpf_rs::Object) -> Result<Vec<ProgramRuns>> {
+    let ids: HashMap<u32, String> = object
+        .progs()
+        .filter(|p| p.autoload())
+        .map(|p| {
+            let id = libbpf_rs::Program::id_from_fd(p.as_fd())?;
+            Ok((id, p.name().to_string_lossy().into_owned()))
+        })
+        .collect::<Result<_>>()?;
+    let mut runs: Vec<ProgramRuns> = libbpf_rs::query::ProgInfoIter::default()
+        .filter_map(|info| {
+            Some(ProgramRuns {
+                name: ids.get(&info.id)?.clone(),
+                runs: info.run_cnt,
+                run_time_ns: info.run_time_ns,
+            })
+        })
+        .collect();
+    runs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(runs)
 }
 
 /// Tracepoints `names` that this kernel lacks (tp_btf programs need their BTF type to

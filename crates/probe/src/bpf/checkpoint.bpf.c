@@ -32,55 +32,89 @@ struct {
 	__uint(max_entries, 1);
 } events SEC(".maps");
 
+/*
+ * What a capability wants, set by user space before loading: the verifier sees them as
+ * constants and drops the branches a capability does not take, so each capability gets
+ * programs of its own rather than programs that ask at every event.
+ */
+/* A power of two. */
+const volatile __u64 slots_per_cpu = 1024;
+/*
+ * The watched threads (irqlens's own, or those a user named): their wakeups and the
+ * hrtimers they arm are always checkpoints. Those of process `watched_tgid` (0: of any
+ * process) whose name begins with the first `watched_comm_len` bytes of `watched_comm`
+ * (0: any name; a whole name counts its NUL).
+ */
+const volatile __u32 watched_tgid;
+const volatile char watched_comm[TASK_COMM_LEN];
+const volatile __u32 watched_comm_len;
+/* Accounting: every wakeup on a traced CPU is a checkpoint, not only the watched ones. */
+const volatile bool all_wakeups;
+/* Whose cgroup the records name (enum cgroup_reads): reading it is four pointer loads. */
+const volatile __u32 cgroup_reads;
+/*
+ * Only the first raise of a softirq until it runs (wakeup's chains start there; a raise
+ * of a vector already pending requests nothing new).
+ */
+const volatile bool first_raise_only;
+
 /* Cleared before detaching, so no half-detached program pair produces fake matches. */
 __u32 enabled;
-/* A power of two, written by user space before enabling. */
-__u64 slots_per_cpu;
+/* Each CPU's positions and flags (`traced` is set before enabling). */
 struct area_cursor cursors[MAX_CPUS];
-/*
- * The watched process (irqlens's own threads, or the one a user named by pid), or the
- * watched thread name when one is set (user space rejects an empty name): their
- * wakeups and the hrtimers they arm are always checkpoints.
- */
-__u32 watched_tgid;
-char watched_comm[TASK_COMM_LEN];
-__u8 traced_cpu[MAX_CPUS];
-/* Accounting: every wakeup on a traced CPU is a checkpoint, not only the watched ones. */
-__u8 all_wakeups;
 
-/* Which thread reads each socket (the last one that did): who data queued to it is for. */
+/*
+ * Which thread reads each socket (the last one that did): who data queued to it is for.
+ * Kept in the socket itself (socket-local storage: a pointer from the sock, no hash
+ * lookup), freed with it.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, __u32);
 } socket_reader SEC(".maps");
 /* Never written: makes the skeleton generate the event's Rust types. */
 struct checkpoint_slot slot_layout;
 
-static __always_inline bool on_traced_cpu(__u32 *cpu)
+static __always_inline struct area_cursor *cursor_of(__u32 cpu)
 {
+	return &cursors[cpu & (MAX_CPUS - 1)];
+}
+
+/* This CPU's cursor if tracing is on and the CPU is traced, else NULL. */
+static __always_inline struct area_cursor *traced_cursor(__u32 *cpu)
+{
+	struct area_cursor *c;
+
 	if (!enabled)
-		return false;
+		return NULL;
 	*cpu = bpf_get_smp_processor_id();
-	return traced_cpu[*cpu & (MAX_CPUS - 1)];
+	c = cursor_of(*cpu);
+	return c->traced ? c : NULL;
+}
+
+/* The thread running now (tp_btf runs in its context): its pid without a helper call. */
+static __always_inline __u32 current_pid(void)
+{
+	return bpf_get_current_task_btf()->pid;
 }
 
 /*
- * Writes one checkpoint into the CPU's record area, every field once; `comm` names the
- * task it is about (NULL: none). The time is read first: a program that nests inside
- * this one between the clock read and the claim then comes after it in time as in
- * position.
+ * Writes one checkpoint of thread `pid` into the CPU's record area, every field once;
+ * `comm` names the task it is about (NULL: none). The time is read first: a program that
+ * nests inside this one between the clock read and the claim then comes after it in time
+ * as in position.
  */
-static __always_inline int record(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __u64 ptr, __u64 func,
-				  const char *comm)
+static __always_inline int record(struct area_cursor *c, __u32 cpu, __u32 pid, __u16 kind,
+				  __u16 id, __u32 aux, __u64 ptr, __u64 func, const char *comm)
 {
 	__u64 time = bpf_ktime_get_ns(), slots = slots_per_cpu, pos;
 	struct checkpoint_slot *slot;
 	struct checkpoint *e;
 	__u32 index;
 
-	if (area_claim(&cursors[cpu & (MAX_CPUS - 1)], slots, &pos))
+	if (area_claim(c, slots, &pos))
 		return 0;
 	index = area_index(cpu, slots, pos);
 	slot = bpf_map_lookup_elem(&events, &index);
@@ -89,7 +123,7 @@ static __always_inline int record(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __
 	e = &slot->event;
 	e->time = time;
 	e->cpu = cpu;
-	e->pid = (__u32)bpf_get_current_pid_tgid();
+	e->pid = pid;
 	e->kind = kind;
 	e->id = id;
 	e->aux = aux;
@@ -103,14 +137,16 @@ static __always_inline int record(__u32 cpu, __u16 kind, __u16 id, __u32 aux, __
 	return 0;
 }
 
-/* A checkpoint of a traced CPU. */
+/* A checkpoint of a traced CPU about the thread running there. */
 static __always_inline int emit(__u16 kind, __u16 id, __u32 aux, __u64 ptr, __u64 func)
 {
+	struct area_cursor *c;
 	__u32 cpu;
 
-	if (!on_traced_cpu(&cpu))
+	c = traced_cursor(&cpu);
+	if (!c)
 		return 0;
-	return record(cpu, kind, id, aux, ptr, func, NULL);
+	return record(c, cpu, current_pid(), kind, id, aux, ptr, func, NULL);
 }
 
 SEC("tp_btf/nmi_handler")
@@ -146,13 +182,33 @@ ALL_VECTOR_PROBES(irqlens, on_vector_entry, on_vector_exit)
 SEC("tp_btf/softirq_raise")
 int BPF_PROG(irqlens_softirq_raise, unsigned int vec_nr)
 {
-	return emit(EV_SOFTIRQ_RAISE, vec_nr, 0, 0, 0);
+	struct area_cursor *c;
+	__u32 cpu, bit = 1u << (vec_nr & 31);
+
+	c = traced_cursor(&cpu);
+	if (!c)
+		return 0;
+	if (first_raise_only) {
+		/* raises and runs of a CPU's softirqs happen on that CPU, interrupts off */
+		if (c->raised & bit)
+			return 0;
+		c->raised |= bit;
+	}
+	return record(c, cpu, current_pid(), EV_SOFTIRQ_RAISE, vec_nr, 0, 0, 0, NULL);
 }
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(irqlens_softirq_entry, unsigned int vec_nr)
 {
-	return emit(EV_SOFTIRQ_ENTRY, vec_nr, 0, 0, 0);
+	struct area_cursor *c;
+	__u32 cpu;
+
+	c = traced_cursor(&cpu);
+	if (!c)
+		return 0;
+	if (first_raise_only)
+		c->raised &= ~(1u << (vec_nr & 31));
+	return record(c, cpu, current_pid(), EV_SOFTIRQ_ENTRY, vec_nr, 0, 0, 0, NULL);
 }
 
 SEC("tp_btf/softirq_exit")
@@ -180,9 +236,12 @@ int BPF_PROG(irqlens_tasklet_exit, struct tasklet_struct *t, void *func)
  */
 static __always_inline int emit_work(__u16 kind, struct work_struct *work, __u64 func, __u32 aux)
 {
+	__u32 cpu;
+
 	if (!enabled)
 		return 0;
-	return record(bpf_get_smp_processor_id(), kind, 0, aux, (__u64)work, func, NULL);
+	cpu = bpf_get_smp_processor_id();
+	return record(cursor_of(cpu), cpu, current_pid(), kind, 0, aux, (__u64)work, func, NULL);
 }
 
 SEC("tp_btf/workqueue_queue_work")
@@ -211,16 +270,25 @@ int BPF_PROG(irqlens_work_end, struct work_struct *work, work_func_t function)
 	return emit_work(EV_WORK_END, work, 0, 0);
 }
 
+/* The id of `p`'s cgroup if records are to name it (`wanted`: the reads that do), else 0. */
+static __always_inline __u64 cgroup_if(__u32 wanted, struct task_struct *p)
+{
+	return cgroup_reads >= wanted ? task_cgroup_id(p) : 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	struct area_cursor *c;
 	__u32 cpu;
 
-	if (!on_traced_cpu(&cpu))
+	c = traced_cursor(&cpu);
+	if (!c)
 		return 0;
-	/* current is still prev here: the event's pid is the thread switched out */
-	return record(cpu, EV_SWITCH, 0, next->pid, next->tgid, task_cgroup_id(next), next->comm);
+	/* the event's pid is the thread switched out */
+	return record(c, cpu, prev->pid, EV_SWITCH, 0, next->pid, next->tgid,
+		      cgroup_if(CGROUPS_ALL, next), next->comm);
 }
 
 /* Threads that run bottom halves: kworkers, IRQ threads, ksoftirqd. */
@@ -238,13 +306,13 @@ static __always_inline bool runs_bottom_halves(struct task_struct *p)
 
 static __always_inline bool is_watched(struct task_struct *p)
 {
-	if (!watched_comm[0])
-		return p->tgid == watched_tgid;
+	if (watched_tgid && p->tgid != watched_tgid)
+		return false;
 	for (int i = 0; i < TASK_COMM_LEN; i++) {
+		if (i >= watched_comm_len)
+			break;
 		if (p->comm[i] != watched_comm[i])
 			return false;
-		if (!watched_comm[i])
-			break;
 	}
 	return true;
 }
@@ -257,6 +325,7 @@ static __always_inline bool is_watched(struct task_struct *p)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(irqlens_waking, struct task_struct *p)
 {
+	struct area_cursor *c;
 	bool watched, chained;
 	__u32 cpu;
 
@@ -268,9 +337,12 @@ int BPF_PROG(irqlens_waking, struct task_struct *p)
 	if (!chained && !all_wakeups)
 		return 0;
 	cpu = bpf_get_smp_processor_id();
-	if (!chained && !traced_cpu[cpu & (MAX_CPUS - 1)])
+	c = cursor_of(cpu);
+	if (!chained && !c->traced)
 		return 0;
-	return record(cpu, EV_WAKEUP, watched, p->pid, p->tgid, task_cgroup_id(p), p->comm);
+	return record(c, cpu, current_pid(), EV_WAKEUP, watched, p->pid, p->tgid,
+		      watched ? cgroup_if(CGROUPS_WATCHED, p) : cgroup_if(CGROUPS_ALL, p),
+		      p->comm);
 }
 
 /*
@@ -280,9 +352,16 @@ int BPF_PROG(irqlens_waking, struct task_struct *p)
 SEC("tp_btf/hrtimer_start")
 int BPF_PROG(irqlens_timer_start, struct hrtimer *timer)
 {
-	if (!enabled || !is_watched(bpf_get_current_task_btf()))
+	struct task_struct *current;
+	__u32 cpu;
+
+	if (!enabled)
 		return 0;
-	return record(bpf_get_smp_processor_id(), EV_TIMER_START, 0, 0, (__u64)timer,
+	current = bpf_get_current_task_btf();
+	if (!is_watched(current))
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	return record(cursor_of(cpu), cpu, current->pid, EV_TIMER_START, 0, 0, (__u64)timer,
 		      timer->_softexpires, NULL);
 }
 
@@ -305,15 +384,14 @@ int BPF_PROG(irqlens_timer_expire_exit, struct hrtimer *timer)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(irqlens_sock_recv, struct sock *sk, int ret, int flags)
 {
-	__u64 key = (__u64)sk;
 	__u32 reader, *known;
 
 	if (!enabled)
 		return 0;
-	reader = (__u32)bpf_get_current_pid_tgid();
-	known = bpf_map_lookup_elem(&socket_reader, &key);
-	if (!known || *known != reader)
-		bpf_map_update_elem(&socket_reader, &key, &reader, BPF_ANY);
+	reader = current_pid();
+	known = bpf_sk_storage_get(&socket_reader, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (known && *known != reader)
+		*known = reader;
 	return 0;
 }
 
@@ -321,11 +399,13 @@ int BPF_PROG(irqlens_sock_recv, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(irqlens_sock_data, const struct sock *sk)
 {
-	__u64 key = (__u64)sk;
+	struct area_cursor *c;
 	__u32 cpu, *reader;
 
-	if (!on_traced_cpu(&cpu))
+	c = traced_cursor(&cpu);
+	if (!c)
 		return 0;
-	reader = bpf_map_lookup_elem(&socket_reader, &key);
-	return record(cpu, EV_SOCK_DATA, 0, reader ? *reader : 0, key, 0, NULL);
+	reader = bpf_sk_storage_get(&socket_reader, (struct sock *)sk, 0, 0);
+	return record(c, cpu, current_pid(), EV_SOCK_DATA, 0, reader ? *reader : 0, (__u64)sk, 0,
+		      NULL);
 }

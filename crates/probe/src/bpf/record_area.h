@@ -25,12 +25,16 @@
 /*
  * One CPU's positions; writer and reader fields on separate cache lines. Aligned to the
  * line so the pads do what they say, and so the reader's 64-aligned view of the array in
- * .bss (after other globals) is aligned too.
+ * .bss (after other globals) is aligned too. A program touches its CPU's writer line
+ * only (its flags are there too), and the reader's line only when the area looks full.
  */
 struct __attribute__((aligned(64))) area_cursor {
 	__u64 head; /* next position to claim (BPF) */
 	__u64 lost; /* records dropped because the area was full (BPF) */
-	__u64 writer_pad[6];
+	__u64 seen_tail; /* a copy of `tail` from the last time the area looked full (BPF) */
+	__u32 traced; /* the CPU's own checkpoints are wanted (set before enabling) */
+	__u32 raised; /* softirqs raised and not run yet, one bit per vector (BPF) */
+	__u64 writer_pad[4];
 	__u64 tail; /* every position below was read (user space) */
 	__u64 reader_pad[7];
 };
@@ -44,14 +48,24 @@ struct __attribute__((aligned(64))) area_cursor {
 /*
  * Claims the next position of an area of `slots` slots (a power of two). Returns 0 and
  * the position in *pos, or -1 when the area is full (the record is counted lost).
+ *
+ * The reader's `tail` only grows, so a copy of it is a bound on how full the area is:
+ * the writer reads the reader's line (which the reader writes at every drain) only when
+ * its copy says the area is full. A nested program may store an older copy over a newer
+ * one: that only makes the area look fuller, and the next claim looks again.
  */
 static __always_inline int area_claim(struct area_cursor *c, __u64 slots, __u64 *pos)
 {
 	__u64 head = *(volatile __u64 *)&c->head;
 
-	if (head - *(volatile __u64 *)&c->tail + AREA_NESTING >= slots) {
-		__sync_fetch_and_add(&c->lost, 1);
-		return -1;
+	if (head - *(volatile __u64 *)&c->seen_tail + AREA_NESTING >= slots) {
+		__u64 tail = *(volatile __u64 *)&c->tail;
+
+		*(volatile __u64 *)&c->seen_tail = tail;
+		if (head - tail + AREA_NESTING >= slots) {
+			__sync_fetch_and_add(&c->lost, 1);
+			return -1;
+		}
 	}
 	*pos = __sync_fetch_and_add(&c->head, 1);
 	return 0;
