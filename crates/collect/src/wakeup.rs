@@ -12,7 +12,7 @@ use anyhow::{Result, anyhow, bail};
 use super::clock::{monotonic_ns, skip_missed, sleep_until};
 use super::sched::{gettid, set_affinity, set_priority};
 use super::{EventStream, RunPace, StopOnDrop, Tick};
-use crate::cgroup::{self, CgroupFilter};
+use crate::cgroup::CgroupFilter;
 use crate::held::Held;
 use crate::tap::Tap;
 use irqlens_analyze::loss::Losses;
@@ -25,7 +25,6 @@ use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{
     Report, TimerOptions, TimerThread, WakeupMode, WakeupOptions, WakeupRunInfo, Watched,
 };
-use irqlens_model::workload::CgroupId;
 use irqlens_probe::checkpoint::{CheckpointProbe, Checkpoints, TIMER_THREAD_PREFIX};
 use irqlens_record::{Line, Reader};
 
@@ -53,12 +52,6 @@ pub fn run(
     // what --cgroup leaves out is never watched, in the recording too, so that a replay
     // measures what the run did without the machine's cgroups
     let mut cgroups = CgroupFilter::new(&options.cgroups)?;
-    // timer mode's probe leaves its own threads' cgroup to user space
-    let own_cgroup = options
-        .mode
-        .is_timer()
-        .then(|| cgroup::id_of_process(&cgroup::v2_mount().ok()?, std::process::id()))
-        .flatten();
     super::keep_freed_memory();
     // as cyclictest: no deep idle state to wake from, no page fault in a timer thread
     let held = Held::apply(options.dma_latency_us, options.mode.is_timer(), warn);
@@ -113,8 +106,7 @@ pub fn run(
                     report_rx.try_iter().for_each(drop);
                 }
                 Some(events) => {
-                    let taken =
-                        mark_watched(events.wait_and_take(wait), own_cgroup, cgroups.as_mut());
+                    let taken = mark_watched(events.wait_and_take(wait), cgroups.as_mut());
                     pipeline.feed(taken, report_rx.try_iter(), tap);
                 }
                 None => {
@@ -151,7 +143,7 @@ pub fn run(
     // the timer threads are gone, their last wakeups long recorded: stop tracing now
     if let (Some(probe), Some(events)) = (&probe, &mut events) {
         probe.disable();
-        let taken = mark_watched(events.take_all(), own_cgroup, cgroups.as_mut());
+        let taken = mark_watched(events.take_all(), cgroups.as_mut());
         pipeline.feed(taken, report_rx.try_iter(), tap);
     } else {
         pipeline.feed_untraced(report_rx.try_iter(), tap);
@@ -411,17 +403,12 @@ fn sleep_and_report(
     }
 }
 
-/// The wakeups of watched tasks get `own_cgroup` (timer mode: the probe leaves irqlens's
-/// own threads' to user space) if given; then with `--cgroup` those outside the cgroups
-/// become wakeups of tasks not watched. Otherwise the events pass untouched.
-fn mark_watched(
-    mut events: Vec<Event>,
-    own_cgroup: Option<CgroupId>,
-    mut filter: Option<&mut CgroupFilter>,
-) -> Vec<Event> {
-    if own_cgroup.is_none() && filter.is_none() {
+/// With `--cgroup`, the wakeups of watched tasks outside the cgroups become wakeups of
+/// tasks not watched; otherwise the events pass untouched.
+fn mark_watched(mut events: Vec<Event>, filter: Option<&mut CgroupFilter>) -> Vec<Event> {
+    let Some(filter) = filter else {
         return events;
-    }
+    };
     for event in &mut events {
         if let EventData::Wakeup {
             woken_cgroup,
@@ -429,12 +416,7 @@ fn mark_watched(
             ..
         } = &mut event.what
         {
-            if let Some(own) = own_cgroup {
-                *woken_cgroup = own;
-            }
-            if let Some(filter) = filter.as_deref_mut() {
-                *watched = filter.admits(*woken_cgroup);
-            }
+            *watched = filter.admits(*woken_cgroup);
         }
     }
     events

@@ -361,7 +361,7 @@ pub struct BhSample {
     /// The threads it woke (the first few; `woken` counts them all), as far as the probe
     /// recorded their wakeups.
     pub woke: Vec<ThreadWithCgroup>,
-    /// How many threads it woke.
+    /// How many wakeups it made (a thread woken twice counts twice).
     pub woken: u32,
 }
 

@@ -46,10 +46,10 @@ pub struct Names {
     pub cgroups: CgroupNames,
 }
 
-/// How wide a thread cause's cell may grow in a table for its workload's name to follow
-/// (the table widens the column to it): room for a container's short name after a full
-/// comm, not for its pod's too.
-pub(crate) const THREAD_CAUSE_WIDTH: usize = 56;
+/// How wide a thread cause's cell may grow for its workload's name to follow (a table
+/// widens the column to it): room for a container's short name after the longest label
+/// with a full comm (`interposed thread `, `... kept the CPU`), not for its pod's too.
+pub(crate) const THREAD_CAUSE_WIDTH: usize = 64;
 
 impl Names {
     /// What the cgroup `cgroup` names, if the run named it and it is not the root (every

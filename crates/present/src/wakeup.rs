@@ -370,7 +370,7 @@ fn write_sample(out: &mut dyn Write, lead: &str, sample: &Sample, names: &Names)
         writeln!(
             out,
             "      {:<52} {:>9} us {:>6.1}%",
-            names.wakeup_cause_cell(cause, 52),
+            names.wakeup_cause_cell(cause, THREAD_CAUSE_WIDTH),
             us2(*ns),
             percent(*ns, total)
         )?;
@@ -621,14 +621,20 @@ pub fn figures(stats: &WakeupStats, names: &Names) -> Vec<Figure> {
             figures.extend(total.max_ns().map(|max| Figure::ns(&group, "max", max)));
         }
     }
+    // a thread by its name, as noise's: a pod's ids change from run to run; of one name in
+    // several cgroups, the one with the most time (ranked first) stands
+    let mut labels = std::collections::HashSet::new();
     for (cause, cause_stats) in stats.ranked_causes().iter().take(TOP_FIGURES) {
         let label = match *cause {
             Cause::Origin { source: 0, id } => {
                 format!("the waking hardirq {}", irq_line_key(id, &names.irqs))
             }
             Cause::Irq { source: 0, id } => format!("hardirq {}", irq_line_key(id, &names.irqs)),
-            _ => names.wakeup_cause_cell(cause, usize::MAX),
+            _ => names.wakeup_cause(cause),
         };
+        if !labels.insert(label.clone()) {
+            continue;
+        }
         let group = format!("cause {label}");
         figures.push(Figure::ns(&group, "total", cause_stats.total_ns));
         figures.push(Figure::count(&group, "samples", cause_stats.samples));

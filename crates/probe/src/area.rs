@@ -24,7 +24,9 @@ pub(crate) struct Cursor {
     _seen_tail: AtomicU64,
     _traced: AtomicU32,
     _raised: AtomicU32,
-    _writer_pad: [u64; 4],
+    _serving: AtomicU32,
+    _writer_pad32: u32,
+    _writer_pad: [u64; 3],
     tail: AtomicU64,
     _reader_pad: [u64; 7],
 }

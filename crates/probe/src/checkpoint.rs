@@ -53,8 +53,7 @@ pub enum Checkpoints {
     /// a softirq until it runs.
     Timers,
     /// As `Timers`, for wakeup's own timer threads: of the watched process, only the
-    /// threads named [`TIMER_THREAD_PREFIX`]`...` are watched, and their wakeups name no
-    /// cgroup (user space knows its own).
+    /// threads named [`TIMER_THREAD_PREFIX`]`...` are watched.
     TimerThreads,
     /// Every wakeup on the traced CPUs, hrtimer callbacks, and data queued to sockets
     /// with their readers.
@@ -66,15 +65,6 @@ pub enum Checkpoints {
 
 /// The start of the name of wakeup's timer threads (`Checkpoints::TimerThreads`).
 pub const TIMER_THREAD_PREFIX: &str = "il-wakeup/";
-
-/// Whose cgroup the records of switches and wakeups name (enum cgroup_reads).
-#[derive(Clone, Copy)]
-#[repr(u32)]
-enum CgroupReads {
-    None = 0,
-    Watched = 1,
-    All = 2,
-}
 
 impl Checkpoints {
     fn wants(self, tracepoint: &str) -> bool {
@@ -90,18 +80,12 @@ impl Checkpoints {
         }
     }
 
-    /// What the records name a cgroup for: account's workloads take every task's;
-    /// wakeup's --cgroup and its threads' workloads the watched threads' (but its own
-    /// timer threads are in irqlens's cgroup, which user space knows: the reads would sit
-    /// in the very latency they measure); bh names none.
-    fn cgroup_reads(self) -> CgroupReads {
-        match self {
-            Checkpoints::BottomHalves | Checkpoints::Sockets | Checkpoints::TimerThreads => {
-                CgroupReads::None
-            }
-            Checkpoints::Timers => CgroupReads::Watched,
-            Checkpoints::Accounting => CgroupReads::All,
-        }
+    /// Whether switches and wakeups name their task's cgroup: every capability names
+    /// the workloads of the threads it shows (account its rows, bh its delay causes and
+    /// the threads a bottom half woke, wakeup the woken task, its chain and the threads
+    /// in its way); steer shows none.
+    fn reads_cgroups(self) -> bool {
+        self != Checkpoints::Sockets
     }
 }
 
@@ -155,7 +139,8 @@ impl<'obj> CheckpointProbe<'obj> {
             rodata.watched_comm = comm.0.map(|byte| byte as _);
             rodata.watched_comm_len = comm_len as u32;
             rodata.all_wakeups = checkpoints == Checkpoints::Accounting;
-            rodata.cgroup_reads = checkpoints.cgroup_reads() as u32;
+            rodata.read_cgroups = checkpoints.reads_cgroups();
+            rodata.bottom_half_wakeups = checkpoints == Checkpoints::BottomHalves;
             rodata.first_raise_only =
                 matches!(checkpoints, Checkpoints::Timers | Checkpoints::TimerThreads);
             open.maps

@@ -466,6 +466,9 @@ impl Matcher {
         let prev = e.pid;
         let comm = thread.comm;
         self.comms.insert(next, comm);
+        // no context switch happens in a hardirq: one still open lost its exit, and would
+        // otherwise keep every later wakeup on the CPU from its bottom half
+        self.cpu(e.cpu).irqs.clear();
         self.cpu(e.cpu).remember(Happening {
             start_ns: e.time_ns,
             end_ns: e.time_ns,

@@ -270,7 +270,7 @@ pub const WOKE_KEPT: usize = 4;
 pub struct Woke {
     /// The first `WOKE_KEPT`, in order, with their thread ids.
     pub threads: Vec<(u32, NamedThread)>,
-    /// How many it woke in all.
+    /// How many wakeups it made in all (a thread woken twice counts twice).
     pub count: u32,
 }
 

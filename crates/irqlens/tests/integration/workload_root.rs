@@ -320,3 +320,50 @@ fn a_cgroup_filter_leaves_only_the_rows_in_the_pod() {
     assert!(interrupt_ns >= ns(&workloads[0], "served_ns") && interrupt_ns > 0);
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
 }
+
+#[test]
+#[ignore = "needs root: loads BPF programs, makes cgroups (scripts/test runs it)"]
+fn a_receive_bottom_half_names_the_pod_it_woke() {
+    assert_root();
+    let bed = Bed::start();
+    // every sample kept (a 2 s run has fewer), so every wakeup a NET_RX run made is listed
+    let doc = irqlens_json(&["bh", "-c", "1", "-d", "2", "--worst", "10000"]);
+    let (container, uid, receiver) = (
+        bed.container.clone(),
+        bed.uid.clone(),
+        bed.flow.receiver_pid(),
+    );
+    drop(bed);
+    let softirq = doc["mechanisms"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["mechanism"] == "softirq"))
+        .unwrap_or_else(|| panic!("no softirq samples: {doc:#}"));
+    let net_rx: Vec<&Value> = softirq["worst"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["source"] == "NET_RX")
+        .collect();
+    let kept = softirq["worst"].as_array().unwrap().len() as u64;
+    assert_eq!(
+        kept,
+        softirq["count"].as_u64().unwrap(),
+        "every sample kept"
+    );
+    let woke_receiver: Vec<&Value> = net_rx
+        .iter()
+        .flat_map(|s| s["woke"].as_array().unwrap())
+        .filter(|t| t["tid"] == receiver)
+        .collect();
+    assert!(
+        !woke_receiver.is_empty(),
+        "no NET_RX run on CPU 1 woke the receiver {receiver}, of {} runs",
+        net_rx.len()
+    );
+    for woken in woke_receiver {
+        let cgroup = &woken["cgroup"];
+        assert_eq!(cgroup["path"], container.as_str(), "{woken:#}");
+        assert_eq!(cgroup["workload"]["uid"], uid.as_str(), "{woken:#}");
+    }
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}

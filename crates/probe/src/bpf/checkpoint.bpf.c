@@ -50,8 +50,13 @@ const volatile char watched_comm[TASK_COMM_LEN];
 const volatile __u32 watched_comm_len;
 /* Accounting: every wakeup on a traced CPU is a checkpoint, not only the watched ones. */
 const volatile bool all_wakeups;
-/* Whose cgroup the records name (enum cgroup_reads): reading it is four pointer loads. */
-const volatile __u32 cgroup_reads;
+/* Switches and wakeups name the task's cgroup: four pointer loads. */
+const volatile bool read_cgroups;
+/*
+ * bh: a wakeup made by a bottom half on a traced CPU (in a softirq, a kworker or an IRQ
+ * thread) is a checkpoint: the thread woken is whom the bottom half worked for.
+ */
+const volatile bool bottom_half_wakeups;
 /*
  * Only the first raise of a softirq until it runs (wakeup's chains start there; a raise
  * of a vector already pending requests nothing new).
@@ -208,13 +213,25 @@ int BPF_PROG(irqlens_softirq_entry, unsigned int vec_nr)
 		return 0;
 	if (first_raise_only)
 		c->raised &= ~(1u << (vec_nr & 31));
+	/* softirqs do not nest on a CPU: a flag, not a count, so a lost exit leaves it set
+	 * only until the next softirq's exit */
+	if (bottom_half_wakeups)
+		c->serving = 1;
 	return record(c, cpu, current_pid(), EV_SOFTIRQ_ENTRY, vec_nr, 0, 0, 0, NULL);
 }
 
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(irqlens_softirq_exit, unsigned int vec_nr)
 {
-	return emit(EV_SOFTIRQ_EXIT, vec_nr, 0, 0, 0);
+	struct area_cursor *c;
+	__u32 cpu;
+
+	c = traced_cursor(&cpu);
+	if (!c)
+		return 0;
+	if (bottom_half_wakeups)
+		c->serving = 0;
+	return record(c, cpu, current_pid(), EV_SOFTIRQ_EXIT, vec_nr, 0, 0, 0, NULL);
 }
 
 SEC("tp_btf/tasklet_entry")
@@ -270,10 +287,10 @@ int BPF_PROG(irqlens_work_end, struct work_struct *work, work_func_t function)
 	return emit_work(EV_WORK_END, work, 0, 0);
 }
 
-/* The id of `p`'s cgroup if records are to name it (`wanted`: the reads that do), else 0. */
-static __always_inline __u64 cgroup_if(__u32 wanted, struct task_struct *p)
+/* The id of `p`'s cgroup if records are to name it, else 0. */
+static __always_inline __u64 cgroup_if_read(struct task_struct *p)
 {
-	return cgroup_reads >= wanted ? task_cgroup_id(p) : 0;
+	return read_cgroups ? task_cgroup_id(p) : 0;
 }
 
 SEC("tp_btf/sched_switch")
@@ -288,7 +305,7 @@ int BPF_PROG(irqlens_switch, bool preempt, struct task_struct *prev, struct task
 		return 0;
 	/* the event's pid is the thread switched out */
 	return record(c, cpu, prev->pid, EV_SWITCH, 0, next->pid, next->tgid,
-		      cgroup_if(CGROUPS_ALL, next), next->comm);
+		      cgroup_if_read(next), next->comm);
 }
 
 /* Threads that run bottom halves: kworkers, IRQ threads, ksoftirqd. */
@@ -334,15 +351,17 @@ int BPF_PROG(irqlens_waking, struct task_struct *p)
 	watched = is_watched(p);
 	chained = watched || runs_bottom_halves(p);
 	/* most wakeups on the machine stop here, before any helper call */
-	if (!chained && !all_wakeups)
+	if (!chained && !all_wakeups && !bottom_half_wakeups)
 		return 0;
 	cpu = bpf_get_smp_processor_id();
 	c = cursor_of(cpu);
 	if (!chained && !c->traced)
 		return 0;
+	if (!chained && !all_wakeups && !c->serving &&
+	    !runs_bottom_halves(bpf_get_current_task_btf()))
+		return 0;
 	return record(c, cpu, current_pid(), EV_WAKEUP, watched, p->pid, p->tgid,
-		      watched ? cgroup_if(CGROUPS_WATCHED, p) : cgroup_if(CGROUPS_ALL, p),
-		      p->comm);
+		      cgroup_if_read(p), p->comm);
 }
 
 /*

@@ -40,13 +40,6 @@ enum checkpoint_kind {
 	EV_SOCK_DATA,
 };
 
-/* Whose cgroup the records of switches and wakeups name (0 for the others). */
-enum cgroup_reads {
-	CGROUPS_NONE = 0,
-	CGROUPS_WATCHED, /* the watched threads' wakeups */
-	CGROUPS_ALL,	 /* every switch and wakeup */
-};
-
 struct checkpoint {
 	__u64 time; /* CLOCK_MONOTONIC ns */
 	__u64 ptr;

@@ -34,7 +34,9 @@ struct __attribute__((aligned(64))) area_cursor {
 	__u64 seen_tail; /* a copy of `tail` from the last time the area looked full (BPF) */
 	__u32 traced; /* the CPU's own checkpoints are wanted (set before enabling) */
 	__u32 raised; /* softirqs raised and not run yet, one bit per vector (BPF) */
-	__u64 writer_pad[4];
+	__u32 serving; /* a softirq is running on the CPU (BPF) */
+	__u32 writer_pad32;
+	__u64 writer_pad[3];
 	__u64 tail; /* every position below was read (user space) */
 	__u64 reader_pad[7];
 };
