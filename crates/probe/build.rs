@@ -43,10 +43,12 @@ fn main() {
             .unwrap_or_else(|e| panic!("building {}: {e:#}", source.display()));
     }
 
-    // The nesting rules (R1-R7) live in one C header used by the BPF program; the unit
-    // tests run that same header on the host.
+    // The nesting rules (R1-R7) and account's attribution live in C headers used by the
+    // BPF programs; the unit tests run those same headers on the host, and account runs
+    // its attribution's end there.
     cc::Build::new()
         .file(Path::new(BPF_DIR).join("nest_host.c"))
+        .file(Path::new(BPF_DIR).join("account_host.c"))
         .include(BPF_DIR)
         .warnings(true)
         .compile("irqlens_nest_host");
