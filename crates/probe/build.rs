@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use libbpf_cargo::SkeletonBuilder;
 
 const BPF_DIR: &str = "src/bpf";
-const PROGRAMS: &[&str] = &["noise", "checkpoint", "fentry_check"];
+const PROGRAMS: &[&str] = &["noise", "checkpoint", "fentry_check", "account"];
 /// A `vmlinux.h` of one's own (e.g. `bpftool btf dump file /sys/kernel/btf/vmlinux format c`)
 /// instead of the committed one.
 const VMLINUX_H_ENV: &str = "IRQLENS_VMLINUX_H";

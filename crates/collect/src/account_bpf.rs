@@ -2,10 +2,94 @@
 //! (crates/probe/src/account.rs) turned into the ledger the report reads, the same one
 //! the checkpoints' attribution in user space builds (crates/analyze/src/account).
 
-use irqlens_analyze::account::{Ledger, Seen, Source};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::{RunPace, Tick};
+use crate::account::{Mark, Pipeline, SoFar};
+use irqlens_analyze::account::{Ledger, Period, Seen, Source};
+use irqlens_analyze::loss::Losses;
+use irqlens_model::account::{AccountOptions, AccountRunInfo};
 use irqlens_model::kernel::Comm;
+use irqlens_model::run::RunCommon;
 use irqlens_model::workload::CgroupId;
-use irqlens_probe::account::{FOLDED, Identity, Totals};
+use irqlens_probe::account::{AccountProbe, FOLDED, Identity, Totals};
+
+/// Measures as `account::run` does, the attribution done by the kernel: user space reads
+/// its totals at each period's end (and each second, for the live views).
+pub(crate) fn run(
+    options: &AccountOptions,
+    stop: &AtomicBool,
+    mut on_tick: impl FnMut(Tick, SoFar<'_>),
+    mut on_period: impl FnMut(&Period),
+) -> Result<(Period, AccountRunInfo)> {
+    // a --cgroup that names no cgroup (a typo) would filter every row out, silently
+    crate::cgroup::check_paths(&options.cgroups)?;
+    let irqlens = Some(std::process::id());
+    let mut storage = MaybeUninit::uninit();
+    let probe = AccountProbe::load(&mut storage, &options.cpus, irqlens)?;
+    let started = Instant::now();
+    let mut pipeline = Pipeline::new(
+        None,
+        options.interval.is_some(),
+        irqlens,
+        Mark::now(started, 0),
+    );
+    pipeline.resolve_cgroups();
+    probe.enable();
+    let mut pace = RunPace::new(started, options.duration);
+    let mut next_report = options.interval.map(|i| started + i);
+    let mut before = Totals::default();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(pace.wait());
+        let now = Instant::now();
+        if let Some(elapsed) = pace.tick(now) {
+            pipeline.open_in_kernel = ledger(&probe.totals()?.since(&before), irqlens);
+            let tick = Tick::new(
+                elapsed,
+                Losses::checkpoints,
+                Default::default(),
+                &options.cpus,
+            );
+            on_tick(tick, SoFar::new(&mut pipeline));
+        }
+        if pace.over(now) {
+            break;
+        }
+        if let Some(at) = next_report.filter(|&at| now >= at) {
+            next_report = options.interval.map(|i| at + i);
+            let totals = probe.totals()?;
+            let period = ledger(&totals.since(&before), irqlens);
+            pipeline.close_period(period, None, Mark::now(started, 0), false, &mut on_period);
+            before = totals;
+        }
+    }
+    probe.disable();
+    let totals = probe.final_totals()?;
+    let lost: u64 = totals.lost.values().sum();
+    let last = ledger(&totals.since(&before), irqlens);
+    pipeline.close_period(last, None, Mark::now(started, lost), true, &mut on_period);
+    let unmapped_ns = probe.unmapped_ns();
+    if unmapped_ns > 0 {
+        eprintln!("irqlens: {unmapped_ns} ns of interrupt time found no room in account's maps");
+    }
+    let info = AccountRunInfo {
+        common: RunCommon {
+            elapsed_ns: pipeline.whole.elapsed_ns,
+            events: totals.events,
+            lost_events: lost,
+            lost_by_cpu: totals.lost.clone(),
+            programs: probe.programs(),
+            skipped_tracepoints: probe.skipped.clone(),
+            interrupted: false,
+        },
+        hz: None,
+    };
+    Ok((pipeline.whole, info))
+}
 
 /// The source account.h encoded in one word.
 pub fn decode_source(code: u32) -> Source {

@@ -2,8 +2,38 @@
 //! host build (which user space runs on the CPU states it reads back, and the tests feed
 //! recorded checkpoints), and the totals it keeps, in the shape of the BPF maps.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_int;
+use std::mem::MaybeUninit;
+use std::ptr::{self, addr_of_mut};
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::Skel;
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+
+use super::{Attached, Gate, load_and_attach, loaded_programs};
+use irqlens_model::units::CpuList;
+
+mod skel {
+    #![allow(
+        clippy::all,
+        clippy::undocumented_unsafe_blocks,
+        non_camel_case_types,
+        non_snake_case,
+        dead_code
+    )]
+    include!(concat!(env!("OUT_DIR"), "/account.skel.rs"));
+}
+
+use skel::types::{acct_task_info, acct_task_key, acct_task_time, bss};
+use skel::{AccountSkel, AccountSkelBuilder};
+
+/// Largest CPU number + 1 the BPF side has room for (MAX_CPUS in account.bpf.c).
+pub const MAX_CPUS: u32 = 1024;
+
+const _: () = assert!(size_of::<acct_task_time>() == size_of::<TaskTime>());
+const _: () = assert!(size_of::<acct_task_info>() == size_of::<TaskInfo>());
+const _: () = assert!(size_of::<acct_task_key>() == 8);
 
 /// account.h's `ACCT_FOLDED`: the thread a run's served share goes to past
 /// `ACCT_UNITS` distinct threads.
@@ -137,13 +167,7 @@ unsafe extern "C" {
         c: *const Config,
         out: *mut Out,
     );
-    fn irqlens_acct_finish(
-        s: *mut Line,
-        cpu: u32,
-        out: *mut Out,
-        inexact: *mut u64,
-        lost: *mut u64,
-    );
+    fn irqlens_acct_finish(s: *mut Line, cpu: u32, out: *mut Out, counts: *mut [u64; 3]);
     fn irqlens_acct_defer(s: *mut Line, e: *const AcctEvent) -> c_int;
     fn irqlens_acct_drain(s: *mut Line, cpu: u32, c: *const Config, out: *mut Out);
 }
@@ -223,10 +247,12 @@ pub struct Totals {
     pub orphan: HashMap<u32, u64>,
     /// Time per (CPU, encoded source), irqlens's own work left out.
     pub cpus: HashMap<(u32, u32), u64>,
+    /// Events followed (known at the end of the run).
+    pub events: u64,
     /// Cases bounded rather than decided exactly (account.h's `inexact`).
     pub inexact: u64,
-    /// Events of nested programs the CPUs had no room for.
-    pub lost: u64,
+    /// Events of nested programs a CPU had no room for, by CPU (known at the end).
+    pub lost: BTreeMap<u32, u64>,
 }
 
 impl Totals {
@@ -317,13 +343,17 @@ impl HostAttribution {
     pub fn finish(&mut self) {
         let cpus: Vec<u32> = self.cpus.keys().copied().collect();
         for cpu in cpus {
-            let (mut inexact, mut lost) = (0, 0);
+            let mut counts = [0; 3];
             self.with_state(cpu, |state, out| {
-                // SAFETY: as in `step`; the counts are live u64s it may write.
-                unsafe { irqlens_acct_finish(state, cpu, out, &mut inexact, &mut lost) }
+                // SAFETY: as in `step`; `counts` is a live [u64; 3] it may write.
+                unsafe { irqlens_acct_finish(state, cpu, out, &mut counts) }
             });
+            let [events, inexact, lost] = counts;
+            self.totals.events += events;
             self.totals.inexact += inexact;
-            self.totals.lost += lost;
+            if lost > 0 {
+                *self.totals.lost.entry(cpu).or_default() += lost;
+            }
         }
     }
 
@@ -344,13 +374,229 @@ impl HostAttribution {
 }
 
 /// Settles what only the end of the run decides on a CPU state read back from the
-/// kernel, into `totals`.
-pub fn finish_read_back(totals: &mut Totals, cpu: u32, state: CpuState) {
-    let mut host = HostAttribution::new(false);
+/// kernel, into `totals`: the events nested programs left waiting, then the end.
+pub fn finish_read_back(totals: &mut Totals, cpu: u32, state: CpuState, irqlens_known: bool) {
+    let mut host = HostAttribution::new(irqlens_known);
     host.cpus.insert(cpu, state);
     host.totals = std::mem::take(totals);
+    host.drain(cpu);
     host.finish();
     *totals = host.totals;
+}
+
+impl Totals {
+    /// What was added since `earlier` (totals only grow).
+    pub fn since(&self, earlier: &Totals) -> Totals {
+        let tasks = self.tasks.iter().map(|(key, now)| {
+            let before = earlier.tasks.get(key).copied().unwrap_or_default();
+            let time = TaskTime {
+                charged: now.charged.saturating_sub(before.charged),
+                for_irqlens: now.for_irqlens.saturating_sub(before.for_irqlens),
+                served: now.served.saturating_sub(before.served),
+            };
+            (*key, time)
+        });
+        let threads = self.threads.iter().map(|(tid, now)| {
+            let before = earlier.threads.get(tid).map_or(0, |info| info.units);
+            let info = TaskInfo {
+                units: now.units.saturating_sub(before),
+                ..*now
+            };
+            (*tid, info)
+        });
+        Totals {
+            tasks: tasks.collect(),
+            threads: threads.collect(),
+            orphan: minus(&self.orphan, &earlier.orphan),
+            cpus: minus(&self.cpus, &earlier.cpus),
+            events: self.events.saturating_sub(earlier.events),
+            inexact: self.inexact.saturating_sub(earlier.inexact),
+            lost: self.lost.clone(),
+        }
+    }
+}
+
+fn minus<K: Copy + Eq + std::hash::Hash>(
+    now: &HashMap<K, u64>,
+    before: &HashMap<K, u64>,
+) -> HashMap<K, u64> {
+    let less = |(key, ns): (&K, &u64)| {
+        (
+            *key,
+            ns.saturating_sub(before.get(key).copied().unwrap_or(0)),
+        )
+    };
+    now.iter().map(less).collect()
+}
+
+/// The loaded account programs: they attribute on the traced CPUs and keep the totals
+/// in their maps. Dropping it stops and detaches them.
+pub struct AccountProbe<'obj> {
+    /// First, so it closes before the skeleton's links are detached.
+    gate: Gate,
+    skel: AccountSkel<'obj>,
+    /// The mmapped .bss, written by BPF on every CPU: volatile accesses only.
+    bss: *mut bss,
+    /// Tracepoints this kernel does not have.
+    pub skipped: Vec<String>,
+    irqlens_known: bool,
+}
+
+impl<'obj> AccountProbe<'obj> {
+    /// Loads and attaches the programs, disabled; `enable` starts attributing on `cpus`.
+    /// `irqlens`: irqlens's own process, whose threads' work is its own.
+    pub fn load(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        cpus: &CpuList,
+        irqlens: Option<u32>,
+    ) -> Result<Self> {
+        let tell_irqlens = |open: &mut skel::OpenAccountSkel<'obj>| {
+            let rodata = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .context("the account program has no .rodata")?;
+            rodata.irqlens_tgid = irqlens.unwrap_or(0);
+            Ok(())
+        };
+        let Attached { mut skel, skipped } =
+            load_and_attach(AccountSkelBuilder::default(), storage, tell_irqlens, |_| {
+                true
+            })?;
+        // the folded threads' units have a place before the map can be full
+        let folded = TaskInfo::default();
+        skel.maps
+            .task_info
+            .update(&FOLDED.to_ne_bytes(), as_bytes(&folded), MapFlags::ANY)
+            .context("preparing account's map of threads")?;
+        let bss: *mut bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .expect("the program has a .bss");
+        // SAFETY: `bss` is the skeleton's mmapped .bss, mapped while the skeleton lives;
+        // written through raw pointers (BPF may run on any CPU), indices checked by
+        // CpuList (below MAX_CPUS); the programs are still disabled.
+        unsafe {
+            for cpu in cpus.iter().filter(|&cpu| cpu < MAX_CPUS) {
+                ptr::write_volatile(addr_of_mut!((*bss).traced_cpu[cpu as usize]), 1);
+            }
+        }
+        Ok(AccountProbe {
+            // SAFETY: the flag is in the mapped .bss; the probe drops its gate before the
+            // skeleton that keeps it mapped.
+            gate: unsafe { Gate::new(addr_of_mut!((*bss).enabled)) },
+            skel,
+            bss,
+            skipped,
+            irqlens_known: irqlens.is_some(),
+        })
+    }
+
+    /// Starts all programs at once.
+    pub fn enable(&self) {
+        self.gate.set(true);
+    }
+
+    /// Stops all programs at once (dropping the probe does too, before detaching).
+    pub fn disable(&self) {
+        self.gate.set(false);
+    }
+
+    /// Number of programs loaded (for the overhead line).
+    pub fn programs(&self) -> usize {
+        loaded_programs(self.skel.object())
+    }
+
+    /// Interrupt time no map had room for (never dropped silently).
+    pub fn unmapped_ns(&self) -> u64 {
+        // SAFETY: an aligned u64 of the mapped .bss, which BPF adds to atomically.
+        unsafe { ptr::read_volatile(addr_of_mut!((*self.bss).unmapped_ns)) }
+    }
+
+    /// The totals so far (runs still open on the CPUs left out).
+    pub fn totals(&self) -> Result<Totals> {
+        let maps = &self.skel.maps;
+        let mut totals = Totals::default();
+        for key in maps.task_time.keys() {
+            let Some(value) = maps.task_time.lookup(&key, MapFlags::ANY)? else {
+                continue;
+            };
+            let key: acct_task_key = from_bytes(&key);
+            totals
+                .tasks
+                .insert((key.tid, key.source), from_bytes(&value));
+        }
+        for key in maps.folded_time.keys() {
+            let Some(value) = maps.folded_time.lookup(&key, MapFlags::ANY)? else {
+                continue;
+            };
+            let source: u32 = from_bytes(&key);
+            totals.tasks.insert((FOLDED, source), from_bytes(&value));
+        }
+        for key in maps.task_info.keys() {
+            let Some(value) = maps.task_info.lookup(&key, MapFlags::ANY)? else {
+                continue;
+            };
+            totals.threads.insert(from_bytes(&key), from_bytes(&value));
+        }
+        let cpu_ids = |map: &dyn MapCore| -> Result<HashMap<(u32, u32), u64>> {
+            let mut by_cpu = HashMap::new();
+            for key in map.keys() {
+                let source: u32 = from_bytes(&key);
+                let Some(values) = map.lookup_percpu(&key, MapFlags::ANY)? else {
+                    continue;
+                };
+                for (cpu, value) in values.iter().enumerate() {
+                    let ns: u64 = from_bytes(value);
+                    if ns > 0 {
+                        by_cpu.insert((cpu as u32, source), ns);
+                    }
+                }
+            }
+            Ok(by_cpu)
+        };
+        totals.cpus = cpu_ids(&maps.cpu_time)?;
+        let orphan = cpu_ids(&maps.orphan_time)?;
+        for ((_, source), ns) in orphan {
+            *totals.orphan.entry(source).or_default() += ns;
+        }
+        Ok(totals)
+    }
+
+    /// The totals at the end of the run (the probe disabled): with what only the end
+    /// decides (hardirq time handed on to softirq runs that never came, a wakeup IPI
+    /// still waiting for its switch) and the events nested programs left waiting.
+    pub fn final_totals(&self) -> Result<Totals> {
+        let mut totals = self.totals()?;
+        let states = self
+            .skel
+            .maps
+            .cpu_state
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+            .unwrap_or_default();
+        for (cpu, bytes) in states.iter().enumerate() {
+            let state =
+                CpuState::from_bytes(bytes).context("account's CPU state has another size")?;
+            finish_read_back(&mut totals, cpu as u32, state, self.irqlens_known);
+        }
+        Ok(totals)
+    }
+}
+
+/// A plain C value of `bytes` (a map's key or value, as the kernel copied it).
+fn from_bytes<T: Copy + Default>(bytes: &[u8]) -> T {
+    let mut value = T::default();
+    let n = bytes.len().min(size_of::<T>());
+    // SAFETY: at most size_of::<T>() bytes into a T of plain integers and byte arrays
+    // (every twin here), valid for any bit pattern.
+    unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), (&mut value as *mut T).cast(), n) };
+    value
+}
+
+fn as_bytes<T: Copy>(value: &T) -> &[u8] {
+    // SAFETY: a plain C value's bytes, for its lifetime.
+    unsafe { std::slice::from_raw_parts((value as *const T).cast(), size_of::<T>()) }
 }
 
 #[cfg(test)]
@@ -440,7 +686,7 @@ mod tests {
         let queued = (0..100).take_while(|_| host.defer(CPU, &e)).count();
         assert!(queued > 0 && queued < 100, "bounded: {queued}");
         host.finish();
-        assert_eq!(host.totals.lost, 1, "the one refused");
+        assert_eq!(host.totals.lost[&CPU], 1, "the one refused");
     }
 
     #[test]

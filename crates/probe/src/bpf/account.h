@@ -38,6 +38,15 @@
 /* Events of programs that nested inside another one on the CPU, waiting for it. */
 #define ACCT_PENDING 16
 
+/*
+ * Loops `i` (an int the caller declares) over [0, n). The BPF side makes it an
+ * open-coded iterator (bpf_for), which the verifier checks in a few passes rather than
+ * once per iteration and per path.
+ */
+#ifndef ACCT_FOR
+#define ACCT_FOR(i, n) for ((i) = 0; (i) < (n); (i)++)
+#endif
+
 /* The thread a served share goes to when a run serves more threads than it can hold. */
 #define ACCT_FOLDED 0xffffffffu
 /* The idle task: interrupt time on an idle CPU is billed to no process. */
@@ -181,6 +190,8 @@ struct __attribute__((aligned(64))) acct_cpu {
 	__u8 ipi_open;
 	__u8 reserved[7];
 	struct acct_deferred deferred[ACCT_VECTORS];
+	/* events followed */
+	__u64 events;
 	/* cases bounded rather than decided exactly (see the top of the file) */
 	__u64 inexact;
 	/* nested events dropped because `pending` was full */
@@ -222,10 +233,12 @@ static __always_inline void acct_run_begin(struct acct_run *run, __u32 source)
 /* The entry of `tid` among the run's units, or -1. */
 static __always_inline int acct_find_unit(const struct acct_run *run, __u32 tid)
 {
-	for (int i = 0; i < ACCT_UNITS; i++) {
+	int i;
+
+	ACCT_FOR(i, ACCT_UNITS) {
 		if (i >= run->distinct)
 			break;
-		if (run->units[i].tid == tid)
+		if (run->units[i & (ACCT_UNITS - 1)].tid == tid)
 			return i;
 	}
 	return -1;
@@ -320,12 +333,16 @@ static __always_inline void acct_wake(struct acct_cpu *s, struct acct_run *run,
 /* Whether a run is irqlens's own work: it has units, all of irqlens's threads. */
 static __always_inline int acct_is_irqlens_work(const struct acct_run *run)
 {
+	int i;
+
 	if (!run->units_total)
 		return 0;
-	for (int i = 0; i < ACCT_UNITS; i++) {
+	ACCT_FOR(i, ACCT_UNITS) {
+		const struct acct_unit *u = &run->units[i & (ACCT_UNITS - 1)];
+
 		if (i >= run->distinct)
 			break;
-		if (run->units[i].count && !run->units[i].irqlens)
+		if (u->count && !u->irqlens)
 			return 0;
 	}
 	return 1;
@@ -350,6 +367,7 @@ static __always_inline void acct_serve_part(const struct acct_run *run,
 					    const struct acct_part *part, struct acct_out *out)
 {
 	__u64 share, rest;
+	int i;
 
 	/* nothing to share (the Rust ledger notes zeros; totals do not) */
 	if (!part->ns)
@@ -360,8 +378,8 @@ static __always_inline void acct_serve_part(const struct acct_run *run,
 	}
 	share = part->ns / run->units_total;
 	rest = part->ns - share * run->units_total;
-	for (int i = 0; i < ACCT_UNITS; i++) {
-		const struct acct_unit *u = &run->units[i];
+	ACCT_FOR(i, ACCT_UNITS) {
+		const struct acct_unit *u = &run->units[i & (ACCT_UNITS - 1)];
 		__u64 ns;
 
 		if (i >= run->distinct)
@@ -379,11 +397,15 @@ static __always_inline void acct_serve_part(const struct acct_run *run,
 
 static __always_inline void acct_count_units(const struct acct_run *run, struct acct_out *out)
 {
-	for (int i = 0; i < ACCT_UNITS; i++) {
+	int i;
+
+	ACCT_FOR(i, ACCT_UNITS) {
+		const struct acct_unit *u = &run->units[i & (ACCT_UNITS - 1)];
+
 		if (i >= run->distinct)
 			break;
-		if (run->units[i].count && run->units[i].tid != ACCT_IDLE)
-			acct_count_unit(out, &run->units[i]);
+		if (u->count && u->tid != ACCT_IDLE)
+			acct_count_unit(out, u);
 	}
 }
 
@@ -403,16 +425,19 @@ static __always_inline void acct_settle(struct acct_cpu *s, __u32 cpu, const str
 {
 	int for_irqlens = acct_is_irqlens_work(run);
 	struct acct_part own;
+	int i;
 
 	acct_own_part(run, &own);
 	acct_charge_part(s, cpu, &own, for_irqlens, out);
 	acct_serve_part(run, &own, out);
 	if (deferred) {
-		for (int i = 0; i < ACCT_PARTS; i++) {
+		ACCT_FOR(i, ACCT_PARTS) {
+			const struct acct_part *part = &deferred->parts[i & (ACCT_PARTS - 1)];
+
 			if ((__u32)i >= deferred->count)
 				break;
-			acct_charge_part(s, cpu, &deferred->parts[i], for_irqlens, out);
-			acct_serve_part(run, &deferred->parts[i], out);
+			acct_charge_part(s, cpu, part, for_irqlens, out);
+			acct_serve_part(run, part, out);
 		}
 		deferred->count = 0;
 	}
@@ -428,15 +453,6 @@ static __always_inline void acct_settle_orphan(struct acct_cpu *s, __u32 cpu,
 	acct_orphan(out, part->source, part->ns);
 }
 
-static __always_inline int acct_popcount16(__u16 bits)
-{
-	int n = 0;
-
-	for (int i = 0; i < ACCT_VECTORS; i++)
-		n += (bits >> i) & 1;
-	return n;
-}
-
 /*
  * A device or IPI hardirq with no unit hands its time to the softirq vectors it raised
  * (the tick's raises are housekeeping). Returns 1 if it did (none to settle).
@@ -445,15 +461,15 @@ static __always_inline int acct_hand_on(struct acct_cpu *s, __u32 cpu, struct ac
 					struct acct_out *out)
 {
 	struct acct_part share;
-	int raised;
+	int raised, v;
 
 	if (run->units_total || !run->raised || acct_is_hardirq_of(run->source, ACCT_SRC_LOCAL_TIMER))
 		return 0;
-	raised = acct_popcount16(run->raised);
+	raised = __builtin_popcount(run->raised);
 	acct_own_part(run, &share);
 	share.ns = run->ns / raised;
-	for (int v = 0; v < ACCT_VECTORS; v++) {
-		struct acct_deferred *d = &s->deferred[v];
+	ACCT_FOR(v, ACCT_VECTORS) {
+		struct acct_deferred *d = &s->deferred[v & (ACCT_VECTORS - 1)];
 
 		if (!((run->raised >> v) & 1))
 			continue;
@@ -555,12 +571,13 @@ static __always_inline void acct_push(struct acct_cpu *s, __u32 cpu, __u64 t, __
 				      __u32 source, __u64 hrtimer, struct acct_out *out)
 {
 	struct acct_frame *f;
+	int i;
 
 	acct_close(s, cpu, t, out);
 	if (s->depth == ACCT_DEPTH) {
 		/* exits were lost: the outermost, stalest context goes */
-		for (int i = 0; i < ACCT_DEPTH - 1; i++)
-			s->stack[i] = s->stack[i + 1];
+		ACCT_FOR(i, ACCT_DEPTH - 1)
+			s->stack[i & (ACCT_DEPTH - 1)] = s->stack[(i + 1) & (ACCT_DEPTH - 1)];
 		s->depth--;
 	}
 	f = &s->stack[s->depth & (ACCT_DEPTH - 1)];
@@ -577,13 +594,15 @@ static __always_inline void acct_push(struct acct_cpu *s, __u32 cpu, __u64 t, __
 static __always_inline void acct_pop(struct acct_cpu *s, __u32 cpu, __u64 t, __u8 kind,
 				     __u64 hrtimer, struct acct_out *out)
 {
-	int found = -1;
+	int found = -1, j;
 
-	for (int i = ACCT_DEPTH - 1; i >= 0; i--) {
-		const struct acct_frame *f = &s->stack[i];
+	/* innermost first */
+	ACCT_FOR(j, ACCT_DEPTH) {
+		int i = s->depth - 1 - j;
+		const struct acct_frame *f = &s->stack[i & (ACCT_DEPTH - 1)];
 
-		if (i >= s->depth)
-			continue;
+		if (i < 0)
+			break;
 		if (f->kind == kind && (kind != ACCT_FRAME_TIMER || f->hrtimer == hrtimer)) {
 			found = i;
 			break;
@@ -621,6 +640,7 @@ static __always_inline void acct_step(struct acct_cpu *s, __u32 cpu, const struc
 	struct acct_run *run;
 	struct acct_part part;
 
+	s->events++;
 	/* a wakeup IPI waiting for the switch: irqlens's own work if it is to irqlens */
 	if (e->kind == ACCT_SWITCH)
 		acct_settle_ipi(s, cpu, e->irqlens, out);
@@ -744,13 +764,15 @@ static __always_inline void acct_step(struct acct_cpu *s, __u32 cpu, const struc
  */
 static __always_inline void acct_finish(struct acct_cpu *s, __u32 cpu, struct acct_out *out)
 {
-	for (int v = 0; v < ACCT_VECTORS; v++) {
-		struct acct_deferred *d = &s->deferred[v];
+	int v, i;
 
-		for (int i = 0; i < ACCT_PARTS; i++) {
+	ACCT_FOR(v, ACCT_VECTORS) {
+		struct acct_deferred *d = &s->deferred[v & (ACCT_VECTORS - 1)];
+
+		ACCT_FOR(i, ACCT_PARTS) {
 			if ((__u32)i >= d->count)
 				break;
-			acct_settle_orphan(s, cpu, &d->parts[i], 0, out);
+			acct_settle_orphan(s, cpu, &d->parts[i & (ACCT_PARTS - 1)], 0, out);
 		}
 		d->count = 0;
 	}
@@ -779,18 +801,20 @@ static __always_inline int acct_defer(struct acct_cpu *s, const struct acct_even
 	return 0;
 }
 
-/* Takes the events that nested programs left, in order. */
-static __always_inline void acct_drain(struct acct_cpu *s, __u32 cpu,
-				       const struct acct_config *config, struct acct_out *out)
+/*
+ * Follows the oldest event a nested program left; 0 if there was none. The caller loops
+ * (a bounded loop on the host, bpf_loop in the kernel) to take them all, in order.
+ */
+static __always_inline int acct_take_pending(struct acct_cpu *s, __u32 cpu,
+					     const struct acct_config *config, struct acct_out *out)
 {
-	for (int i = 0; i < ACCT_PENDING; i++) {
-		__u64 tail = s->pending_tail;
+	__u64 tail = s->pending_tail;
 
-		if (tail == *(volatile __u64 *)&s->pending_head)
-			break;
-		acct_step(s, cpu, &s->pending[tail & (ACCT_PENDING - 1)], config, out);
-		s->pending_tail = tail + 1;
-	}
+	if (tail == *(volatile __u64 *)&s->pending_head)
+		return 0;
+	acct_step(s, cpu, &s->pending[tail & (ACCT_PENDING - 1)], config, out);
+	s->pending_tail = tail + 1;
+	return 1;
 }
 
 #endif /* IRQLENS_ACCOUNT_H */

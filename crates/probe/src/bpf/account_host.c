@@ -107,13 +107,13 @@ void irqlens_acct_step(struct acct_cpu *s, __u32 cpu, const struct acct_event *e
 	acct_step(s, cpu, e, config, out);
 }
 
-/* Settles the end of the run, and tells the CPU's inexact and lost counts. */
-void irqlens_acct_finish(struct acct_cpu *s, __u32 cpu, struct acct_out *out, __u64 *inexact,
-			 __u64 *lost)
+/* Settles the end of the run, and tells the CPU's counts: events, inexact, lost. */
+void irqlens_acct_finish(struct acct_cpu *s, __u32 cpu, struct acct_out *out, __u64 counts[3])
 {
 	acct_finish(s, cpu, out);
-	*inexact = s->inexact;
-	*lost = s->lost;
+	counts[0] = s->events;
+	counts[1] = s->inexact;
+	counts[2] = s->lost;
 }
 
 int irqlens_acct_defer(struct acct_cpu *s, const struct acct_event *e)
@@ -124,5 +124,6 @@ int irqlens_acct_defer(struct acct_cpu *s, const struct acct_event *e)
 void irqlens_acct_drain(struct acct_cpu *s, __u32 cpu, const struct acct_config *config,
 			struct acct_out *out)
 {
-	acct_drain(s, cpu, config, out);
+	for (int i = 0; i < ACCT_PENDING && acct_take_pending(s, cpu, config, out); i++)
+		;
 }
