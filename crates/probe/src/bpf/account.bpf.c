@@ -15,6 +15,13 @@
 
 /* account.h's loops as open-coded iterators: verified in a few passes */
 #define ACCT_FOR(i, n) bpf_for(i, 0, n)
+#define ACCT_STEP step
+struct acct_cpu;
+struct acct_event;
+struct acct_config;
+struct acct_out;
+static int step(struct acct_cpu *s, __u32 cpu, const struct acct_event *e,
+		const struct acct_config *config, struct acct_out *out);
 #include "account_maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -90,41 +97,46 @@ struct acct_out {
 	__u32 unused;
 };
 
-static __always_inline void add_percpu(void *map, __u32 source, __u64 ns)
-{
-	__u64 *total = bpf_map_lookup_elem(map, &source);
-
-	if (total) {
-		*total += ns; /* this CPU's own copy: no other writer */
-		return;
-	}
-	if (bpf_map_update_elem(map, &source, &ns, BPF_NOEXIST))
-		__sync_fetch_and_add(&unmapped_ns, ns);
-}
-
-/* A thread's time for a source; past the map's room, the folded threads'. */
-static __attribute__((noinline)) struct acct_task_time *task_time_of(__u32 tid, __u32 source)
+/*
+ * The map updates are global functions: verified once per program, not at every call
+ * site of the state machine.
+ *
+ * Adds to a thread's time for a source; past the map's room, to the folded threads'.
+ */
+__noinline int add_task_time(__u32 tid, __u32 source, __u64 charged, __u64 for_irqlens,
+			     __u64 served)
 {
 	struct acct_task_key key = { .tid = tid, .source = source };
 	struct acct_task_time zero = {}, *time;
 
 	time = bpf_map_lookup_elem(&task_time, &key);
-	if (time)
-		return time;
-	/* fails if another CPU just added it (found below) or the map is full */
-	bpf_map_update_elem(&task_time, &key, &zero, BPF_NOEXIST);
-	time = bpf_map_lookup_elem(&task_time, &key);
-	if (time)
-		return time;
-	time = bpf_map_lookup_elem(&folded_time, &source);
-	if (time)
-		return time;
-	bpf_map_update_elem(&folded_time, &source, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&folded_time, &source);
+	if (!time) {
+		/* fails if another CPU just added it (found below) or the map is full */
+		bpf_map_update_elem(&task_time, &key, &zero, BPF_NOEXIST);
+		time = bpf_map_lookup_elem(&task_time, &key);
+	}
+	if (!time) {
+		time = bpf_map_lookup_elem(&folded_time, &source);
+		if (!time) {
+			bpf_map_update_elem(&folded_time, &source, &zero, BPF_NOEXIST);
+			time = bpf_map_lookup_elem(&folded_time, &source);
+		}
+	}
+	if (!time) {
+		__sync_fetch_and_add(&unmapped_ns, charged + served);
+		return 0;
+	}
+	if (charged)
+		__sync_fetch_and_add(&time->charged, charged);
+	if (for_irqlens)
+		__sync_fetch_and_add(&time->for_irqlens, for_irqlens);
+	if (served)
+		__sync_fetch_and_add(&time->served, served);
+	return 0;
 }
 
-static __attribute__((noinline)) void name_task(__u32 tid, const struct acct_identity *who,
-						__u64 units)
+/* Adds units to a thread and names it (`who` may be NULL). */
+__noinline int name_task(__u32 tid, const struct acct_identity *who, __u64 units)
 {
 	struct acct_task_info *info = bpf_map_lookup_elem(&task_info, &tid), fresh = {};
 
@@ -135,7 +147,7 @@ static __attribute__((noinline)) void name_task(__u32 tid, const struct acct_ide
 			info->named = 1;
 			info->who = *who;
 		}
-		return;
+		return 0;
 	}
 	fresh.units = units;
 	if (who) {
@@ -143,50 +155,77 @@ static __attribute__((noinline)) void name_task(__u32 tid, const struct acct_ide
 		fresh.who = *who;
 	}
 	if (bpf_map_update_elem(&task_info, &tid, &fresh, BPF_NOEXIST) && units) {
-		/* no room for the thread: its units are the folded threads' */
+		/* no room for the thread: its units are the folded threads' (made at load) */
 		tid = ACCT_FOLDED;
 		info = bpf_map_lookup_elem(&task_info, &tid);
 		if (info)
 			__sync_fetch_and_add(&info->units, units);
 	}
+	return 0;
+}
+
+__noinline int add_percpu_time(__u32 orphan, __u32 source, __u64 ns)
+{
+	void *map = orphan ? (void *)&orphan_time : (void *)&cpu_time;
+	__u64 *total = bpf_map_lookup_elem(map, &source);
+
+	if (!total) {
+		/* the key is the map's, the values each CPU's: another CPU may add it first */
+		bpf_map_update_elem(map, &source, &(__u64){ 0 }, BPF_NOEXIST);
+		total = bpf_map_lookup_elem(map, &source);
+	}
+	if (total)
+		*total += ns; /* this CPU's own copy: no other writer */
+	else
+		__sync_fetch_and_add(&unmapped_ns, ns);
+	return 0;
 }
 
 static void acct_charge(struct acct_out *out, __u32 cpu, const struct acct_part *part,
 			int for_irqlens, const struct acct_identity *who)
 {
-	struct acct_task_time *time = task_time_of(part->current, part->source);
-
-	if (time) {
-		__sync_fetch_and_add(&time->charged, part->ns);
-		if (for_irqlens)
-			__sync_fetch_and_add(&time->for_irqlens, part->ns);
-	} else {
-		__sync_fetch_and_add(&unmapped_ns, part->ns);
-	}
+	add_task_time(part->current, part->source, part->ns, for_irqlens ? part->ns : 0, 0);
 	if (!for_irqlens)
-		add_percpu(&cpu_time, part->source, part->ns);
+		add_percpu_time(0, part->source, part->ns);
 	if (who)
 		name_task(part->current, who, 0);
 }
 
 static void acct_serve(struct acct_out *out, __u32 tid, __u32 source, __u64 ns)
 {
-	struct acct_task_time *time = task_time_of(tid, source);
-
-	if (time)
-		__sync_fetch_and_add(&time->served, ns);
-	else
-		__sync_fetch_and_add(&unmapped_ns, ns);
+	add_task_time(tid, source, 0, 0, ns);
 }
 
 static void acct_orphan(struct acct_out *out, __u32 source, __u64 ns)
 {
-	add_percpu(&orphan_time, source, ns);
+	add_percpu_time(1, source, ns);
 }
 
 static void acct_count_unit(struct acct_out *out, const struct acct_unit *unit)
 {
 	name_task(unit->tid, unit->named ? &unit->who : NULL, unit->count);
+}
+
+/*
+ * The state machine, once per program: a global function is verified on its own, not
+ * again at each call.
+ */
+__noinline int acct_follow_one(struct acct_cpu *s, const struct acct_event *e)
+{
+	struct acct_config config = { .irqlens_known = irqlens_tgid != 0 };
+	struct acct_out out = {};
+
+	if (!s || !e)
+		return 0;
+	/* the CPU is only named to the hooks, whose per-CPU maps know it */
+	acct_step(s, 0, e, &config, &out);
+	return 0;
+}
+
+static int step(struct acct_cpu *s, __u32 cpu, const struct acct_event *e,
+		const struct acct_config *config, struct acct_out *out)
+{
+	return acct_follow_one(s, e);
 }
 
 struct drain_ctx {
@@ -226,7 +265,7 @@ static __always_inline int follow(struct acct_event *e)
 	ctx.s->busy = 1;
 	asm volatile("" ::: "memory");
 	bpf_loop(ACCT_PENDING, drain_one, &ctx, 0);
-	acct_step(ctx.s, ctx.cpu, e, &ctx.config, &ctx.out);
+	step(ctx.s, ctx.cpu, e, &ctx.config, &ctx.out);
 	bpf_loop(ACCT_PENDING, drain_one, &ctx, 0);
 	asm volatile("" ::: "memory");
 	ctx.s->busy = 0;

@@ -802,6 +802,14 @@ static __always_inline int acct_defer(struct acct_cpu *s, const struct acct_even
 }
 
 /*
+ * How the pending events are followed: acct_step itself, or a function of the includer
+ * that calls it (the BPF side's, verified once per program rather than per call).
+ */
+#ifndef ACCT_STEP
+#define ACCT_STEP acct_step
+#endif
+
+/*
  * Follows the oldest event a nested program left; 0 if there was none. The caller loops
  * (a bounded loop on the host, bpf_loop in the kernel) to take them all, in order.
  */
@@ -812,7 +820,7 @@ static __always_inline int acct_take_pending(struct acct_cpu *s, __u32 cpu,
 
 	if (tail == *(volatile __u64 *)&s->pending_head)
 		return 0;
-	acct_step(s, cpu, &s->pending[tail & (ACCT_PENDING - 1)], config, out);
+	ACCT_STEP(s, cpu, &s->pending[tail & (ACCT_PENDING - 1)], config, out);
 	s->pending_tail = tail + 1;
 	return 1;
 }
