@@ -297,19 +297,19 @@ static __always_inline int naming(__u16 kind, struct task_struct *p)
 }
 
 SEC("tp_btf/nmi_handler")
-int BPF_PROG(acct_nmi, void *handler, s64 delta_ns, int handled)
+int BPF_PROG(irqlens_acct_nmi, void *handler, s64 delta_ns, int handled)
 {
 	return simple(ACCT_NMI_END, 0, 0, delta_ns);
 }
 
 SEC("tp_btf/irq_handler_entry")
-int BPF_PROG(acct_irq_entry, int irq, struct irqaction *action)
+int BPF_PROG(irqlens_acct_irq_entry, int irq, struct irqaction *action)
 {
 	return simple(ACCT_IRQ_ENTRY, irq, SRC_DEVICE, 0);
 }
 
 SEC("tp_btf/irq_handler_exit")
-int BPF_PROG(acct_irq_exit, int irq, struct irqaction *action, int ret)
+int BPF_PROG(irqlens_acct_irq_exit, int irq, struct irqaction *action, int ret)
 {
 	return simple(ACCT_IRQ_EXIT, irq, 0, 0);
 }
@@ -324,28 +324,28 @@ static __always_inline int on_vector_exit(int vector)
 	return simple(ACCT_IRQ_EXIT, vector, 0, 0);
 }
 
-ALL_VECTOR_PROBES(acct, on_vector_entry, on_vector_exit)
+ALL_VECTOR_PROBES(irqlens_acct, on_vector_entry, on_vector_exit)
 
 SEC("tp_btf/softirq_raise")
-int BPF_PROG(acct_softirq_raise, unsigned int vec_nr)
+int BPF_PROG(irqlens_acct_softirq_raise, unsigned int vec_nr)
 {
 	return simple(ACCT_SOFTIRQ_RAISE, vec_nr, 0, 0);
 }
 
 SEC("tp_btf/softirq_entry")
-int BPF_PROG(acct_softirq_entry, unsigned int vec_nr)
+int BPF_PROG(irqlens_acct_softirq_entry, unsigned int vec_nr)
 {
 	return simple(ACCT_SOFTIRQ_ENTRY, vec_nr, 0, 0);
 }
 
 SEC("tp_btf/softirq_exit")
-int BPF_PROG(acct_softirq_exit, unsigned int vec_nr)
+int BPF_PROG(irqlens_acct_softirq_exit, unsigned int vec_nr)
 {
 	return simple(ACCT_SOFTIRQ_EXIT, vec_nr, 0, 0);
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(acct_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+int BPF_PROG(irqlens_acct_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
 	return naming(ACCT_SWITCH, next);
@@ -353,26 +353,26 @@ int BPF_PROG(acct_switch, bool preempt, struct task_struct *prev, struct task_st
 
 /* sched_waking fires on the waker's CPU, in its context: the run that woke is known. */
 SEC("tp_btf/sched_waking")
-int BPF_PROG(acct_waking, struct task_struct *p)
+int BPF_PROG(irqlens_acct_waking, struct task_struct *p)
 {
 	return naming(ACCT_WAKEUP, p);
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
-int BPF_PROG(acct_timer_expire, struct hrtimer *timer)
+int BPF_PROG(irqlens_acct_timer_expire, struct hrtimer *timer)
 {
 	return simple(ACCT_TIMER_EXPIRE, 0, 0, (__u64)timer);
 }
 
 SEC("tp_btf/hrtimer_expire_exit")
-int BPF_PROG(acct_timer_expire_exit, struct hrtimer *timer)
+int BPF_PROG(irqlens_acct_timer_expire_exit, struct hrtimer *timer)
 {
 	return simple(ACCT_TIMER_EXPIRE_EXIT, 0, 0, (__u64)timer);
 }
 
 /* A read from a socket, in the reader's context: remember who reads it. */
 SEC("tp_btf/sock_recv_length")
-int BPF_PROG(acct_sock_recv, struct sock *sk, int ret, int flags)
+int BPF_PROG(irqlens_acct_sock_recv, struct sock *sk, int ret, int flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 key = (__u64)sk;
@@ -394,7 +394,7 @@ int BPF_PROG(acct_sock_recv, struct sock *sk, int ret, int flags)
 
 /* Data queued to a socket (a UDP datagram, TCP segment...), usually in NET_RX. */
 SEC("tp_btf/sk_data_ready")
-int BPF_PROG(acct_sock_data, const struct sock *sk)
+int BPF_PROG(irqlens_acct_sock_data, const struct sock *sk)
 {
 	struct acct_event e = { .time = bpf_ktime_get_ns(), .kind = ACCT_SOCK_DATA };
 	__u64 key = (__u64)sk;
