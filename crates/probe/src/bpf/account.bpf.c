@@ -27,6 +27,7 @@ static int step(struct acct_cpu *s, __u32 cpu, const struct acct_event *e,
 char LICENSE[] SEC("license") = "GPL";
 
 #define MAX_CPUS 1024
+#define AF_UNIX 1
 
 /* Cleared before detaching, so no half-detached program pair makes fake runs. */
 __u32 enabled;
@@ -218,7 +219,7 @@ __noinline int acct_follow_one(struct acct_cpu *s, const struct acct_event *e)
 	if (!s || !e)
 		return 0;
 	/* the CPU is only named to the hooks, whose per-CPU maps know it */
-	acct_step(s, 0, e, &config, &out);
+	acct_follow(s, 0, e, &config, &out);
 	return 0;
 }
 
@@ -240,35 +241,48 @@ static int drain_one(__u32 index, struct drain_ctx *ctx)
 	return !acct_take_pending(ctx->s, ctx->cpu, &ctx->config, &ctx->out);
 }
 
+/* The state of the CPU the program runs on, if it is traced. */
+static __always_inline struct acct_cpu *traced_state(__u32 *cpu)
+{
+	__u32 zero = 0;
+
+	if (!enabled)
+		return NULL;
+	*cpu = bpf_get_smp_processor_id();
+	if (!traced_cpu[*cpu & (MAX_CPUS - 1)])
+		return NULL;
+	return bpf_map_lookup_elem(&cpu_state, &zero);
+}
+
+static __always_inline int has_pending(const struct acct_cpu *s)
+{
+	return s->pending_head != *(volatile __u64 *)&s->pending_tail;
+}
+
 /*
  * Runs the state machine on the event; one that nests inside another program of the
  * CPU waits for it (acct_defer), and is taken before that program leaves.
  */
-static __always_inline int follow(struct acct_event *e)
+static __always_inline int follow(struct acct_cpu *s, __u32 cpu, struct acct_event *e)
 {
-	struct drain_ctx ctx = { .config = { .irqlens_known = irqlens_tgid != 0 } };
-	__u32 zero = 0;
+	struct drain_ctx ctx = {
+		.s = s, .cpu = cpu, .config = { .irqlens_known = irqlens_tgid != 0 },
+	};
 
-	if (!enabled)
-		return 0;
-	ctx.cpu = bpf_get_smp_processor_id();
-	if (!traced_cpu[ctx.cpu & (MAX_CPUS - 1)])
-		return 0;
-	ctx.s = bpf_map_lookup_elem(&cpu_state, &zero);
-	if (!ctx.s)
-		return 0;
 	e->pid = (__u32)bpf_get_current_pid_tgid();
-	if (ctx.s->busy) {
-		acct_defer(ctx.s, e);
+	if (s->busy) {
+		acct_defer(s, e);
 		return 0;
 	}
-	ctx.s->busy = 1;
+	s->busy = 1;
 	asm volatile("" ::: "memory");
-	bpf_loop(ACCT_PENDING, drain_one, &ctx, 0);
-	step(ctx.s, ctx.cpu, e, &ctx.config, &ctx.out);
-	bpf_loop(ACCT_PENDING, drain_one, &ctx, 0);
+	if (has_pending(s))
+		bpf_loop(ACCT_PENDING, drain_one, &ctx, 0);
+	step(s, cpu, e, &ctx.config, &ctx.out);
+	if (has_pending(s))
+		bpf_loop(ACCT_PENDING, drain_one, &ctx, 0);
 	asm volatile("" ::: "memory");
-	ctx.s->busy = 0;
+	s->busy = 0;
 	/* what nested after the last look waits for the CPU's next event (or the end) */
 	return 0;
 }
@@ -278,22 +292,31 @@ static __always_inline int simple(__u16 kind, __u16 id, __u16 source, __u64 ptr)
 	struct acct_event e = {
 		.time = bpf_ktime_get_ns(), .kind = kind, .id = id, .source = source, .ptr = ptr,
 	};
+	struct acct_cpu *s;
+	__u32 cpu;
 
-	return follow(&e);
+	s = traced_state(&cpu);
+	return s ? follow(s, cpu, &e) : 0;
 }
 
 /* An event naming task `p` (switched to, woken). */
 static __always_inline int naming(__u16 kind, struct task_struct *p)
 {
 	struct acct_event e = { .time = bpf_ktime_get_ns(), .kind = kind };
+	struct acct_cpu *s;
+	__u32 cpu;
 
+	s = traced_state(&cpu);
+	/* most wakeups are a thread's, outside any run: nothing more to read */
+	if (!s || (kind == ACCT_WAKEUP && !acct_takes_units(s)))
+		return 0;
 	e.tid = p->pid;
 	e.irqlens = irqlens_tgid && p->tgid == irqlens_tgid;
 	e.named = 1;
 	e.who.tgid = p->tgid;
 	e.who.cgroup = task_cgroup_id(p);
 	__builtin_memcpy(e.who.comm, p->comm, ACCT_COMM_LEN);
-	return follow(&e);
+	return follow(s, cpu, &e);
 }
 
 SEC("tp_btf/nmi_handler")
@@ -374,12 +397,14 @@ int BPF_PROG(irqlens_acct_timer_expire_exit, struct hrtimer *timer)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(irqlens_acct_sock_recv, struct sock *sk, int ret, int flags)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task;
 	__u64 key = (__u64)sk;
 	struct acct_reader *known, reader = {};
 
-	if (!enabled)
+	/* local sockets get their data in the sender's context, never in a run */
+	if (!enabled || sk->__sk_common.skc_family == AF_UNIX)
 		return 0;
+	task = bpf_get_current_task_btf();
 	known = bpf_map_lookup_elem(&socket_reader, &key);
 	/* every socket read on the machine passes here: written only when the reader changes */
 	if (known && known->tid == task->pid)
@@ -399,7 +424,13 @@ int BPF_PROG(irqlens_acct_sock_data, const struct sock *sk)
 	struct acct_event e = { .time = bpf_ktime_get_ns(), .kind = ACCT_SOCK_DATA };
 	__u64 key = (__u64)sk;
 	struct acct_reader *reader;
+	struct acct_cpu *s;
+	__u32 cpu;
 
+	s = traced_state(&cpu);
+	/* a delivery outside any run (a local socket's, a thread's) takes no unit */
+	if (!s || !acct_takes_units(s))
+		return 0;
 	reader = bpf_map_lookup_elem(&socket_reader, &key);
 	if (reader) {
 		e.tid = reader->tid;
@@ -407,5 +438,5 @@ int BPF_PROG(irqlens_acct_sock_data, const struct sock *sk)
 		e.named = 1;
 		e.who = reader->who;
 	}
-	return follow(&e);
+	return follow(s, cpu, &e);
 }

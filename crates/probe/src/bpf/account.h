@@ -759,6 +759,27 @@ static __always_inline void acct_step(struct acct_cpu *s, __u32 cpu, const struc
 }
 
 /*
+ * Whether a wakeup or a delivery can change anything: only a run open on the CPU (or
+ * events waiting that may open one) takes units. Elsewhere (a thread waking another, a
+ * write to a local socket) the event would only restate the current thread, which the
+ * switch to it told: the kernel side skips it before reading anything more.
+ */
+static __always_inline int acct_takes_units(const struct acct_cpu *s)
+{
+	return s->busy || s->pending_head != s->pending_tail || s->hardirq.open ||
+	       s->softirq.open || s->callback.open;
+}
+
+/* Follows one event, skipping the wakeups and deliveries that take no unit. */
+static __always_inline void acct_follow(struct acct_cpu *s, __u32 cpu, const struct acct_event *e,
+					const struct acct_config *config, struct acct_out *out)
+{
+	if ((e->kind == ACCT_WAKEUP || e->kind == ACCT_SOCK_DATA) && !acct_takes_units(s))
+		return;
+	acct_step(s, cpu, e, config, out);
+}
+
+/*
  * The end of the run: hardirq time handed on to softirq runs that never came is orphan
  * time; a wakeup IPI still waiting for its switch woke nobody known.
  */
@@ -806,7 +827,7 @@ static __always_inline int acct_defer(struct acct_cpu *s, const struct acct_even
  * that calls it (the BPF side's, verified once per program rather than per call).
  */
 #ifndef ACCT_STEP
-#define ACCT_STEP acct_step
+#define ACCT_STEP acct_follow
 #endif
 
 /*

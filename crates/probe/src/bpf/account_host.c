@@ -104,7 +104,7 @@ size_t irqlens_acct_sizeof(int which)
 void irqlens_acct_step(struct acct_cpu *s, __u32 cpu, const struct acct_event *e,
 		       const struct acct_config *config, struct acct_out *out)
 {
-	acct_step(s, cpu, e, config, out);
+	acct_follow(s, cpu, e, config, out);
 }
 
 /* Settles the end of the run, and tells the CPU's counts: events, inexact, lost. */
