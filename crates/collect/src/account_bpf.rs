@@ -76,6 +76,13 @@ pub(crate) fn run(
     if unmapped_ns > 0 {
         eprintln!("irqlens: {unmapped_ns} ns of interrupt time found no room in account's maps");
     }
+    if totals.inexact > 0 {
+        eprintln!(
+            "irqlens: {} times a run served more threads, or a softirq vector waited for more \
+             hardirqs, than the kernel's state holds: the rest was served as [folded] or orphan",
+            totals.inexact
+        );
+    }
     let info = AccountRunInfo {
         common: RunCommon {
             elapsed_ns: pipeline.whole.elapsed_ns,
