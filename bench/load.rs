@@ -10,6 +10,8 @@
 //! - IRQLENS_BENCH_SECONDS=N: each storm's length (120 s by default).
 //! - IRQLENS_BENCH_QUICK=1: a few seconds per step, to check that the bench works.
 //! - IRQLENS_BENCH_ONLY=slowdown,storm,events: run only these sections.
+//! - IRQLENS_BENCH_CAPABILITIES=account,bh: measure only these capabilities (and the
+//!   bpftrace reference), to keep a before/after of one change short.
 //!
 //! With bpftrace installed, it is measured too as a reference: it counts the tracepoints
 //! `account` traces in per-CPU maps (no events to user space). It needs tracefs, which
@@ -249,8 +251,15 @@ fn binaries_under_test() -> Result<Vec<(&'static str, PathBuf)>> {
 
 /// Each capability with each binary, the binaries of one capability next to each other.
 fn irqlens_tracers(binaries: &[(&'static str, PathBuf)]) -> Vec<Tracer> {
+    let chosen = std::env::var("IRQLENS_BENCH_CAPABILITIES").ok();
+    let wanted = |capability: &&Capability| {
+        chosen
+            .as_deref()
+            .is_none_or(|list| list.split(',').any(|name| name.trim() == capability.name))
+    };
     CAPABILITIES
         .iter()
+        .filter(wanted)
         .flat_map(|capability| {
             binaries.iter().map(move |(label, path)| Tracer {
                 tool: format!("irqlens {}", capability.name),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use libbpf_cargo::SkeletonBuilder;
 
 const BPF_DIR: &str = "src/bpf";
-const PROGRAMS: &[&str] = &["noise", "checkpoint", "fentry_check"];
+const PROGRAMS: &[&str] = &["noise", "checkpoint", "fentry_check", "account"];
 /// A `vmlinux.h` of one's own (e.g. `bpftool btf dump file /sys/kernel/btf/vmlinux format c`)
 /// instead of the committed one.
 const VMLINUX_H_ENV: &str = "IRQLENS_VMLINUX_H";
@@ -43,10 +43,12 @@ fn main() {
             .unwrap_or_else(|e| panic!("building {}: {e:#}", source.display()));
     }
 
-    // The nesting rules (R1-R7) live in one C header used by the BPF program; the unit
-    // tests run that same header on the host.
+    // The nesting rules (R1-R7) and account's attribution live in C headers used by the
+    // BPF programs; the unit tests run those same headers on the host, and account runs
+    // its attribution's end there.
     cc::Build::new()
         .file(Path::new(BPF_DIR).join("nest_host.c"))
+        .file(Path::new(BPF_DIR).join("account_host.c"))
         .include(BPF_DIR)
         .warnings(true)
         .compile("irqlens_nest_host");

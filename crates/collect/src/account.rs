@@ -36,6 +36,11 @@ pub fn run(
     mut on_tick: impl FnMut(Tick, SoFar<'_>),
     mut on_period: impl FnMut(&Period),
 ) -> Result<(Period, AccountRunInfo)> {
+    // without a recording or the compensation (which need every checkpoint), the kernel
+    // attributes and user space only reads the totals
+    if !options.compensate && !tap.is_on() {
+        return crate::account_bpf::run(options, stop, on_tick, on_period);
+    }
     super::keep_freed_memory();
     // a --cgroup that names no cgroup (a typo) would filter every row out, silently
     crate::cgroup::check_paths(&options.cgroups)?;
@@ -54,11 +59,7 @@ pub fn run(
     }
     let started = Instant::now();
     let mark = |tap: &mut Tap, lost_events: u64| {
-        let mark = Mark {
-            at_ns: started.elapsed().as_nanos() as u64,
-            threads: ThreadReading::all(system::thread_runtimes()),
-            lost_events,
-        };
+        let mark = Mark::now(started, lost_events);
         tap.put(mark.line());
         mark
     };
@@ -69,8 +70,7 @@ pub fn run(
         irqlens,
         mark(tap, events.lost()),
     );
-    // a machine without cgroup v2 names no cgroup: its rows have no path
-    pipeline.resolver = CgroupResolver::new().ok();
+    pipeline.resolve_cgroups();
     probe.enable();
     let mut pace = RunPace::new(started, options.duration);
     let mut next_report = options.interval.map(|i| started + i);
@@ -184,10 +184,14 @@ pub fn replay(
 /// A live run so far, as its tick sees it.
 pub struct SoFar<'a>(&'a mut Pipeline);
 
-impl SoFar<'_> {
-    /// Checkpoints attributed.
+impl<'a> SoFar<'a> {
+    /// Checkpoints attributed (in user space: the kernel's count only at the end).
     pub fn events(&self) -> u64 {
         self.0.events
+    }
+
+    pub(crate) fn new(pipeline: &'a mut Pipeline) -> Self {
+        SoFar(pipeline)
     }
 
     /// The interrupt time attributed so far (what is still open left out): a copy of the
@@ -195,6 +199,7 @@ impl SoFar<'_> {
     pub fn ledger(&self) -> Ledger {
         let mut ledger = self.0.whole.ledger.clone();
         ledger.absorb(self.0.attributor.ledger().clone());
+        ledger.absorb(self.0.open_in_kernel.clone());
         mark_own_threads(&mut ledger);
         ledger
     }
@@ -236,13 +241,22 @@ fn mark_own_threads(ledger: &mut Ledger) {
 
 /// A period boundary: when it was taken (ns since the start of the run), the kernel's
 /// per-thread CPU time then, and the checkpoints lost so far.
-struct Mark {
+pub(crate) struct Mark {
     at_ns: u64,
     threads: Vec<ThreadReading>,
     lost_events: u64,
 }
 
 impl Mark {
+    /// A live run's mark, now: `started` is the run's start.
+    pub(crate) fn now(started: Instant, lost_events: u64) -> Self {
+        Mark {
+            at_ns: started.elapsed().as_nanos() as u64,
+            threads: ThreadReading::all(system::thread_runtimes()),
+            lost_events,
+        }
+    }
+
     fn line(&self) -> Line {
         Line::Mark {
             at_ns: self.at_ns,
@@ -254,8 +268,11 @@ impl Mark {
 
 /// The attribution a run feeds as checkpoints arrive and cuts into periods at marks,
 /// live or recorded.
-struct Pipeline {
+pub(crate) struct Pipeline {
     attributor: Attributor,
+    /// The open period's ledger as the kernel's totals have it (account attributed in
+    /// BPF), for the live views.
+    pub(crate) open_in_kernel: Ledger,
     /// Each period is reported, not only the whole run (--interval).
     periodic: bool,
     events: u64,
@@ -263,7 +280,7 @@ struct Pipeline {
     /// The mark the current period began at: ns since the start, readings, losses.
     last: (u64, HashMap<u32, ThreadInfo>, u64),
     /// The run so far, its periods added up.
-    whole: Period,
+    pub(crate) whole: Period,
     /// Names each period's cgroups as it ends (a live run's).
     resolver: Option<CgroupResolver>,
 }
@@ -271,11 +288,12 @@ struct Pipeline {
 impl Pipeline {
     /// A run whose tick rate is `hz` (if compensating), begun at `first`; `periodic`:
     /// each period is reported; `irqlens`: irqlens's own process id.
-    fn new(hz: Option<u32>, periodic: bool, irqlens: Option<u32>, first: Mark) -> Self {
+    pub(crate) fn new(hz: Option<u32>, periodic: bool, irqlens: Option<u32>, first: Mark) -> Self {
         let tick_ns = hz.map(|hz| 1_000_000_000 / hz as u64);
         let threads = ThreadReading::by_tid(first.threads);
         Pipeline {
             attributor: Attributor::new(tick_ns, irqlens),
+            open_in_kernel: Ledger::default(),
             periodic,
             events: 0,
             first: threads.clone(),
@@ -291,6 +309,12 @@ impl Pipeline {
             },
             resolver: None,
         }
+    }
+
+    /// Names the cgroups of the periods (a live run's).
+    pub(crate) fn resolve_cgroups(&mut self) {
+        // a machine without cgroup v2 names no cgroup: its rows have no path
+        self.resolver = CgroupResolver::new().ok();
     }
 
     /// Attributes `events` and puts them on `tap`.
@@ -313,6 +337,20 @@ impl Pipeline {
             self.attributor.finish();
         }
         let (ledger, compensator) = self.attributor.take();
+        self.close_period(ledger, compensator, mark, last, report);
+    }
+
+    /// Ends the current period at a mark with its `ledger` (and the run if `last`), as
+    /// `cut` does.
+    pub(crate) fn close_period(
+        &mut self,
+        ledger: Ledger,
+        compensator: Option<Compensator>,
+        mark: Mark,
+        last: bool,
+        report: &mut dyn FnMut(&Period),
+    ) {
+        self.open_in_kernel = Ledger::default();
         let threads = ThreadReading::by_tid(mark.threads);
         let mut period = Period {
             start_ns: self.last.0,

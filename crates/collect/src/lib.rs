@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod account;
+pub mod account_bpf;
 pub mod bh;
 pub mod cgroup;
 pub mod check;

@@ -2,6 +2,7 @@
 
 #![warn(missing_docs)]
 
+pub mod account;
 pub mod area;
 pub mod checkpoint;
 pub mod noise;
