@@ -154,7 +154,11 @@ pub fn ledger(totals: &Totals, irqlens: Option<u32>) -> Ledger {
         let by_source = ledger.cpus.entry(cpu).or_default();
         *by_source.entry(decode_source(code)).or_default() += ns;
     }
-    ledger
+    // at most `ACCOUNTS` accounts, as the checkpoints' ledger keeps: an empty ledger folds
+    // the rest as it absorbs them
+    let mut bounded = Ledger::default();
+    bounded.absorb(ledger);
+    bounded
 }
 
 fn seen(who: &Identity) -> Seen {

@@ -117,6 +117,8 @@ fn numbers(ledger: &Ledger) -> (HashMap<u32, ThreadAccount>, BySource, Vec<(u32,
                 for_irqlens: nonzero(&account.for_irqlens),
                 served: nonzero(&account.served),
                 units: account.units,
+                // the kernel keeps no time of a thread's last interrupt
+                last_ns: 0,
             };
             (tid, account)
         })
