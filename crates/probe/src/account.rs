@@ -14,16 +14,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use super::{Attached, Gate, load_and_attach, loaded_programs};
 use irqlens_model::units::CpuList;
 
-mod skel {
-    #![allow(
-        clippy::all,
-        clippy::undocumented_unsafe_blocks,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code
-    )]
-    include!(concat!(env!("OUT_DIR"), "/account.skel.rs"));
-}
+skeleton!("account.skel.rs");
 
 use skel::types::{acct_task_info, acct_task_key, acct_task_time, bss};
 use skel::{AccountSkel, AccountSkelBuilder};

@@ -15,16 +15,7 @@ use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
 
-mod skel {
-    #![allow(
-        clippy::all,
-        clippy::undocumented_unsafe_blocks,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code
-    )]
-    include!(concat!(env!("OUT_DIR"), "/checkpoint.skel.rs"));
-}
+skeleton!("checkpoint.skel.rs");
 
 use skel::types::{area_cursor, bss, checkpoint, checkpoint_slot};
 use skel::{CheckpointSkel, CheckpointSkelBuilder};

@@ -2,6 +2,23 @@
 
 #![warn(missing_docs)]
 
+/// The module `skel`: the skeleton libbpf-cargo generated for `$file` (in OUT_DIR), with
+/// the lints generated code trips allowed. Before the modules, which use it.
+macro_rules! skeleton {
+    ($file:literal) => {
+        mod skel {
+            #![allow(
+                clippy::all,
+                clippy::undocumented_unsafe_blocks,
+                non_camel_case_types,
+                non_snake_case,
+                dead_code
+            )]
+            include!(concat!(env!("OUT_DIR"), "/", $file));
+        }
+    };
+}
+
 pub mod account;
 pub mod area;
 pub mod checkpoint;

@@ -16,16 +16,7 @@ use irqlens_model::noise::{NoiseClass, Record};
 use irqlens_model::units::CpuList;
 use irqlens_model::workload::CgroupId;
 
-mod skel {
-    #![allow(
-        clippy::all,
-        clippy::undocumented_unsafe_blocks,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code
-    )]
-    include!(concat!(env!("OUT_DIR"), "/noise.skel.rs"));
-}
+skeleton!("noise.skel.rs");
 
 pub use skel::types::nest_state as NestState;
 use skel::types::{area_cursor, bss, noise_slot};
