@@ -14,7 +14,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use super::{Attached, Gate, load_and_attach, loaded_programs};
 use irqlens_model::units::CpuList;
 
-skeleton!("account.skel.rs");
+skeleton!(skel, "account.skel.rs");
 
 use skel::types::{acct_task_info, acct_task_key, acct_task_time, bss};
 use skel::{AccountSkel, AccountSkelBuilder};

@@ -15,7 +15,7 @@ use irqlens_model::kernel::Comm;
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::Watched;
 
-skeleton!("checkpoint.skel.rs");
+skeleton!(skel, "checkpoint.skel.rs");
 
 use skel::types::{area_cursor, bss, checkpoint, checkpoint_slot};
 use skel::{CheckpointSkel, CheckpointSkelBuilder};
@@ -240,16 +240,7 @@ fn decode_event(bytes: &[u8]) -> Option<Event> {
     Some(event.into())
 }
 
-mod fentry_check {
-    #![allow(
-        clippy::all,
-        clippy::undocumented_unsafe_blocks,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code
-    )]
-    include!(concat!(env!("OUT_DIR"), "/fentry_check.skel.rs"));
-}
+skeleton!(fentry_check, "fentry_check.skel.rs");
 
 /// What bh cannot observe on any kernel: these have no tracepoint.
 const NO_TRACEPOINT: &str = "entropy mixing (add_interrupt_randomness) and scheduler runtime accounting (update_curr) have no tracepoint";

@@ -2,11 +2,11 @@
 
 #![warn(missing_docs)]
 
-/// The module `skel`: the skeleton libbpf-cargo generated for `$file` (in OUT_DIR), with
-/// the lints generated code trips allowed. Before the modules, which use it.
+/// A module `$name` holding the skeleton libbpf-cargo generated for `$file` (in OUT_DIR),
+/// with the lints generated code trips allowed. Before the modules, which use it.
 macro_rules! skeleton {
-    ($file:literal) => {
-        mod skel {
+    ($name:ident, $file:literal) => {
+        mod $name {
             #![allow(
                 clippy::all,
                 clippy::undocumented_unsafe_blocks,

@@ -16,7 +16,7 @@ use irqlens_model::noise::{NoiseClass, Record};
 use irqlens_model::units::CpuList;
 use irqlens_model::workload::CgroupId;
 
-skeleton!("noise.skel.rs");
+skeleton!(skel, "noise.skel.rs");
 
 pub use skel::types::nest_state as NestState;
 use skel::types::{area_cursor, bss, noise_slot};
