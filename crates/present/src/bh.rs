@@ -33,11 +33,7 @@ impl Names {
 
     /// `cause`, a thread's followed by its workload where it fits `width`.
     pub(crate) fn cause_cell(&self, cause: &DelayCause, width: usize) -> String {
-        let label = self.cause(cause);
-        match cause.thread() {
-            Some(thread) => self.with_workload(label, thread.cgroup, width),
-            None => label,
-        }
+        self.with_workload(self.cause(cause), cause.thread().map(|t| t.cgroup), width)
     }
 }
 
@@ -234,7 +230,9 @@ fn woke(sample: &Sample, names: &Names) -> String {
     let mut threads: Vec<String> = woke
         .threads
         .iter()
-        .map(|(pid, t)| names.with_workload(format!("{} {pid}", t.comm), t.cgroup, usize::MAX))
+        .map(|(pid, t)| {
+            names.with_workload(format!("{} {pid}", t.comm), Some(t.cgroup), usize::MAX)
+        })
         .collect();
     let more = woke.count as usize - woke.threads.len();
     if more > 0 {

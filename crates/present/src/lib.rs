@@ -59,11 +59,16 @@ impl Names {
         Some(workload_of(path))
     }
 
-    /// `label` (a thread's) followed by its workload's short name, or by its innermost
-    /// name when only that fits `width` characters; `label` alone when neither fits or
-    /// the workload is not known (`workload`).
-    pub(crate) fn with_workload(&self, label: String, cgroup: CgroupId, width: usize) -> String {
-        let Some(workload) = self.workload(cgroup) else {
+    /// `label` (a thread's, in cgroup `cgroup`) followed by its workload's short name, or
+    /// by its innermost name when only that fits `width` characters; `label` alone when
+    /// neither fits, or there is no cgroup or it names no workload (`workload`).
+    pub(crate) fn with_workload(
+        &self,
+        label: String,
+        cgroup: Option<CgroupId>,
+        width: usize,
+    ) -> String {
+        let Some(workload) = cgroup.and_then(|cgroup| self.workload(cgroup)) else {
             return label;
         };
         [short_name(&workload), innermost_name(&workload)]

@@ -166,7 +166,9 @@ pub(crate) fn cause_cells(
 fn cause_label(cause: &Cause, names: &Names) -> String {
     let label = cause.label(&names.irqs);
     match *cause {
-        Cause::Thread { cgroup, .. } => names.with_workload(label, cgroup, CAUSE_COLUMNS[0].width),
+        Cause::Thread { cgroup, .. } => {
+            names.with_workload(label, Some(cgroup), CAUSE_COLUMNS[0].width)
+        }
         _ => label,
     }
 }

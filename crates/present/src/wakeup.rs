@@ -34,11 +34,11 @@ impl Names {
 
     /// `wakeup_cause`, a thread's followed by its workload where it fits `width`.
     pub(crate) fn wakeup_cause_cell(&self, cause: &Cause, width: usize) -> String {
-        let label = self.wakeup_cause(cause);
-        match cause.thread() {
-            Some(thread) => self.with_workload(label, thread.cgroup, width),
-            None => label,
-        }
+        self.with_workload(
+            self.wakeup_cause(cause),
+            cause.thread().map(|t| t.cgroup),
+            width,
+        )
     }
 }
 
@@ -246,7 +246,8 @@ pub fn write_chains(
             .iter()
             .take(CHAIN_THREADS)
             .map(|(tid, t)| {
-                let thread = names.with_workload(format!("{} {tid}", t.comm), t.cgroup, usize::MAX);
+                let thread =
+                    names.with_workload(format!("{} {tid}", t.comm), Some(t.cgroup), usize::MAX);
                 format!("{thread} ({}, max {} us)", t.samples, us2(t.max_ns))
             })
             .collect();
@@ -351,7 +352,7 @@ fn write_sample(out: &mut dyn Write, lead: &str, sample: &Sample, names: &Names)
         sample.cpu,
         names.with_workload(
             format!("{} (tid {})", sample.comm, sample.tid),
-            sample.cgroup,
+            Some(sample.cgroup),
             usize::MAX
         ),
         us2(total),
@@ -385,7 +386,7 @@ fn interposed(sample: &Sample, names: &Names) -> String {
     let threads: Vec<String> = sample
         .interposed
         .iter()
-        .map(|t| names.with_workload(t.comm.to_string(), t.cgroup, usize::MAX))
+        .map(|t| names.with_workload(t.comm.to_string(), Some(t.cgroup), usize::MAX))
         .collect();
     format!(", through {}", threads.join(" -> "))
 }
