@@ -231,9 +231,11 @@ fn every_panel_keeps_the_hosts_apart() {
             );
         }
     }
-    // the fleet row ranks hosts by noise and by latency tails
+    // the fleet row ranks hosts by noise, by interrupt time (the agent's default: its
+    // noise runs are off) and by latency tails
     for figure in [
         "irqlens_noise_seconds_total",
+        "irqlens_account_interrupt_seconds_total",
         "irqlens_bh_latency_seconds_bucket",
         "irqlens_wakeup_latency_seconds_bucket",
     ] {
@@ -250,6 +252,37 @@ fn every_panel_keeps_the_hosts_apart() {
     for legend in legends {
         assert!(legend.contains("{{instance}}"), "legend {legend}");
     }
+}
+
+#[test]
+fn every_fleet_panel_drills_into_the_host_clicked() {
+    let dashboard = dashboard();
+    let uid = dashboard["uid"].as_str().unwrap();
+    let drill = format!("/d/{uid}/");
+    let mut fleet_panels = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        let mut exprs = Vec::new();
+        strings_under(&panel["targets"], "expr", &mut exprs);
+        let ranks_hosts = exprs.iter().any(|expr| {
+            aggregations(expr)
+                .iter()
+                .any(|(operator, by, _)| *operator == "topk" && by.is_none())
+        });
+        if !ranks_hosts {
+            continue;
+        }
+        fleet_panels += 1;
+        let mut urls = Vec::new();
+        strings_under(&panel["fieldConfig"], "url", &mut urls);
+        assert!(
+            urls.iter().any(|url| url.starts_with(&drill)
+                && url.contains("var-instance=${__field.labels.instance}")
+                && url.contains("${__url_time_range}")),
+            "{}: no link to this dashboard for the host clicked ({urls:?})",
+            panel["title"]
+        );
+    }
+    assert!(fleet_panels >= 4, "{fleet_panels} fleet panels");
 }
 
 #[test]

@@ -36,6 +36,15 @@ pub fn calibration_from_fixtures(name: &str) -> (String, serde_json::Value) {
     (path, document)
 }
 
+/// A file removed when dropped, however the test ends.
+pub struct TempFile(pub std::path::PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Waits until `done`, failing the test after `limit`.
 pub fn wait_until(what: &str, limit: std::time::Duration, done: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + limit;

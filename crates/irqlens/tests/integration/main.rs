@@ -14,6 +14,7 @@ mod check_cli;
 mod check_root;
 mod chromium;
 mod common;
+mod deploy_cli;
 mod fixtures;
 mod fuzz_cli;
 mod generate_cli;

@@ -76,15 +76,6 @@ impl Bed {
     }
 }
 
-/// A file removed when dropped.
-struct TempFile(std::path::PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 fn ns(value: &Value, field: &str) -> u64 {
     value[field].as_u64().unwrap_or(0)
 }
