@@ -29,6 +29,7 @@ mod prometheus_cli;
 mod prometheus_root;
 mod record_cli;
 mod record_root;
+mod release_root;
 mod rtla_cli;
 mod rtla_root;
 mod sim_cli;
