@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::bounds::{Check, Checked, finite_within, within};
-pub use crate::design::{BottomHalves, Budget, DEFAULT_BUDGET, Design, Migration};
+pub use crate::design::{
+    BottomHalves, Budget, BusyPoll, DEFAULT_BUDGET, DEFAULT_BUSY_POLL_US, Defer, Design, Migration,
+};
 use crate::sched::Priority;
 
 /// A cost or a time as a distribution, in microseconds.
