@@ -263,6 +263,12 @@ pub(crate) mod tests {
                 context_switches: 20,
                 switches_per_arrival: 2.0,
                 switches_per_interrupt: 2.0,
+                timer_interrupts: 0,
+                napi_schedules: 10,
+                interrupts_per_arrival: 1.0,
+                napi_schedules_per_arrival: 1.0,
+                busy_by_cpu: vec![0.1],
+                busy_poll: 0.0,
                 consumers: vec![ConsumerResult {
                     task: "udp-server".into(),
                     latency,
