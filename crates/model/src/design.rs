@@ -76,7 +76,8 @@ pub struct Defer {
 pub enum BusyPoll {
     /// `+busy-poll`: [`DEFAULT_BUSY_POLL_US`].
     Default,
-    /// `+busy-poll=US`.
+    /// `+busy-poll=US`; 0: one poll, then it sleeps (epoll's busy poll with
+    /// prefer_busy_poll and busy_poll_usecs 0, as the IRQ-suspension series sets it).
     Usecs(u32),
     /// `+busy-poll=always`: it never sleeps (a full busy poll, a CPU at 100%).
     Always,
@@ -131,9 +132,9 @@ pub struct Design {
     /// IRQ suspension (`+suspend=US`, Linux 6.13): `irq-suspend-timeout`, µs. Only with
     /// `defer` and `busy_poll`.
     pub suspend_us: Option<u32>,
-    /// Threaded busy polling (`+thread-busy-poll`, netdev netlink's `threaded` =
-    /// `busy-poll`): the NAPI thread polls without end and never enables the IRQ again.
-    /// Only with a `threaded-*` design.
+    /// Threaded busy polling (`+thread-busy-poll`, netdev netlink's `napi-set` with
+    /// `threaded` = `busy-poll`, Linux 6.19: 6.18 lacks it): the NAPI thread polls without
+    /// end and never enables the IRQ again. Only with a `threaded-*` design.
     pub thread_busy_poll: bool,
 }
 
@@ -268,12 +269,17 @@ impl FromStr for Design {
                 None if option == "busy-poll" => design.busy_poll = Some(BusyPoll::Default),
                 Some(("busy-poll", "always")) => design.busy_poll = Some(BusyPoll::Always),
                 Some(("busy-poll", us)) => {
-                    let us = parse_count(text, "busy-poll", us, MAX_BUSY_POLL_US, "always")?;
+                    let us = parse_count(text, "busy-poll", us, (0, MAX_BUSY_POLL_US), "always")?;
                     design.busy_poll = Some(BusyPoll::Usecs(us));
                 }
                 Some(("suspend", us)) => {
-                    design.suspend_us =
-                        Some(parse_count(text, "suspend", us, MAX_NAPI_TIMEOUT_US, "")?);
+                    design.suspend_us = Some(parse_count(
+                        text,
+                        "suspend",
+                        us,
+                        (1, MAX_NAPI_TIMEOUT_US),
+                        "",
+                    )?);
                 }
                 None if option == "thread-busy-poll" => design.thread_busy_poll = true,
                 _ => {
@@ -303,11 +309,17 @@ impl FromStr for Design {
     }
 }
 
-/// A count from 1 to `max` for `option` of the design `text` (`also` names another value
-/// the option takes, if any).
-fn parse_count(text: &str, option: &str, value: &str, max: u32, also: &str) -> Result<u32, String> {
+/// A count from `min` to `max` for `option` of the design `text` (`also` names another
+/// value the option takes, if any).
+fn parse_count(
+    text: &str,
+    option: &str,
+    value: &str,
+    (min, max): (u32, u32),
+    also: &str,
+) -> Result<u32, String> {
     match value.parse::<u32>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
         _ => {
             let also = if also.is_empty() {
                 String::new()
@@ -315,7 +327,7 @@ fn parse_count(text: &str, option: &str, value: &str, max: u32, also: &str) -> R
                 format!(" or '{also}'")
             };
             Err(format!(
-                "'{text}': {option} is a count of µs from 1 to {max}{also}"
+                "'{text}': {option} is a count of µs from {min} to {max}{also}"
             ))
         }
     }
@@ -331,7 +343,13 @@ fn parse_defer(text: &str, value: &str) -> Result<Defer, String> {
     match hard_irqs.parse::<u32>() {
         Ok(n) if (1..=MAX_DEFER_HARD_IRQS).contains(&n) => Ok(Defer {
             hard_irqs: n,
-            flush_timeout_us: parse_count(text, "defer's T", timeout, MAX_NAPI_TIMEOUT_US, "")?,
+            flush_timeout_us: parse_count(
+                text,
+                "defer's T",
+                timeout,
+                (1, MAX_NAPI_TIMEOUT_US),
+                "",
+            )?,
         }),
         _ => Err(format!(
             "'{text}': defer's N (napi_defer_hard_irqs) is from 1 to {MAX_DEFER_HARD_IRQS}"
@@ -411,7 +429,7 @@ impl JsonSchema for Design {
                             trial documents: softirq, budget, process-aware, the first and \
                             last with +budget.",
             "type": "string",
-            "pattern": "^((stock|threaded-fifo|threaded-niced)(\\+(budget(=[1-9][0-9]*)?|ihm|ihm-dis|process-aware|defer=[1-9][0-9]*:[1-9][0-9]*|busy-poll(=([1-9][0-9]*|always))?|suspend=[1-9][0-9]*|thread-busy-poll))*|softirq(\\+budget)?|budget|process-aware(\\+budget)?)$",
+            "pattern": "^((stock|threaded-fifo|threaded-niced)(\\+(budget(=[1-9][0-9]*)?|ihm|ihm-dis|process-aware|defer=[1-9][0-9]*:[1-9][0-9]*|busy-poll(=(0|[1-9][0-9]*|always))?|suspend=[1-9][0-9]*|thread-busy-poll))*|softirq(\\+budget)?|budget|process-aware(\\+budget)?)$",
         })
     }
 }
@@ -463,6 +481,7 @@ mod tests {
             "stock+defer=1:1",
             "stock+defer=2147483647:1000000",
             "stock+busy-poll",
+            "stock+busy-poll=0",
             "stock+busy-poll=2147483647",
             "stock+busy-poll=always",
             "stock+budget=8+defer=100:20+busy-poll+suspend=20000",
@@ -496,8 +515,8 @@ mod tests {
             ("stock+defer=100", "defer is N:T"),
             ("stock+defer", "not an option"),
             (
-                "stock+busy-poll=0",
-                "busy-poll is a count of µs from 1 to 2147483647 or 'always'",
+                "stock+busy-poll=-1",
+                "busy-poll is a count of µs from 0 to 2147483647 or 'always'",
             ),
             ("stock+busy-poll=2147483648", "busy-poll is a count"),
             ("stock+busy-poll=never", "busy-poll is a count"),

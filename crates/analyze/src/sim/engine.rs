@@ -27,7 +27,7 @@
 //! `+thread-busy-poll`), each at the method that does it: [`Engine::complete_napi`]
 //! (deferred hard IRQs), [`Engine::watchdog`] (their timer), [`Engine::busy_poll_piece`]
 //! and [`Engine::busy_poll_stop`] (busy polling, prefer_busy_poll, IRQ suspension), and
-//! [`Engine::thread_busy_spin`] (threaded busy polling). A CPU that idles while a NAPI
+//! [`Engine::thread_busy_spin`] (threaded busy polling, Linux 6.19). A CPU that idles while a NAPI
 //! timer is pending leaves no deep idle state: cpuidle's governors (menu, teo) pick the
 //! state from the time to the next timer (tick_nohz_get_sleep_length), so an interrupt
 //! then pays no `idle_exit`; the timer interrupt never does.
@@ -1463,8 +1463,8 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Threaded busy polling (`+thread-busy-poll`; net/core/dev.c: napi_threaded_poll
-    /// with NAPI_STATE_THREADED_BUSY_POLL): once woken, the NAPI thread stays in
+    /// Threaded busy polling (`+thread-busy-poll`, Linux 6.19, commit c18d4b190a46;
+    /// net/core/dev.c: napi_threaded_poll with NAPI_STATE_THREADED_BUSY_POLL): once woken, the NAPI thread stays in
     /// NAPI_STATE_IN_BUSY_POLL, so napi_complete_done never enables the IRQ again, and
     /// it polls in a loop with cond_resched() between polls instead of sleeping: it
     /// spins on an empty ring, taking its CPU.
@@ -1559,14 +1559,17 @@ impl<'a> Engine<'a> {
         Some((cost, Work::Consume))
     }
 
-    /// Busy polling (`+busy-poll`; net/core/busy_poll.c and net/core/dev.c:
-    /// napi_busy_loop): a consumer that finds its socket empty, rather than sleep, takes
+    /// Busy polling (`+busy-poll`; net/core/dev.c: __napi_busy_loop, called by
+    /// include/net/busy_poll.h's sk_busy_loop and fs/eventpoll.c's ep_busy_loop): a consumer that finds its socket empty, rather than sleep, takes
     /// its NAPI (NAPI_STATE_SCHED | NAPI_STATE_IN_BUSY_POLL, if no poll holds it) and
     /// polls it from process context, BUSY_POLL_BUDGET packets a poll, each packet's
     /// receive on its own CPU time; on an empty ring it spins. The loop ends when a poll
     /// leaves data in the socket (sk_busy_loop_end, ep_busy_loop_end) or when its
-    /// busy-poll time since the loop began is up (busy_loop_timeout); then it sleeps as
-    /// before. `None`: no busy polling, or the time is up (it sleeps).
+    /// busy-poll time since the loop began is up (busy_loop_timeout; 0: after one poll);
+    /// then it sleeps as before. `None`: no busy polling, or the time is up (it sleeps).
+    /// Not modelled: need_resched() ending the loop early (the consumer is preempted
+    /// as any thread), and a preferring poller's NAPI_STATE_PREFER_BUSY_POLL making the
+    /// softirq's full-budget polls yield to it.
     fn busy_poll_piece(&mut self, id: usize, index: usize, now: Ns) -> Option<(Ns, Work)> {
         let busy_for = self.busy_poll.filter(|_| self.sources[index].napi)?;
         let source = &mut self.sources[index];
@@ -1603,8 +1606,10 @@ impl<'a> Engine<'a> {
     /// prefer_busy_poll, napi_complete_done enables the IRQ again if the ring is empty,
     /// else the NAPI is scheduled. With prefer_busy_poll (here: `+busy-poll` with
     /// `+defer`), it sets defer_hard_irqs_count to N and starts the timer for
-    /// gro_flush_timeout T instead of scheduling it: the IRQ stays masked while the
-    /// application polls, and the timer polls for it while it does not.
+    /// gro_flush_timeout T instead of scheduling it, and the last poll's completion
+    /// counts one deferral: the IRQ stays masked while the application polls, and the
+    /// timer polls for it while it does not. (What that last poll would find is left
+    /// to the timer's poll.)
     ///
     /// IRQ suspension (`+suspend=S`, Linux 6.13; fs/eventpoll.c: ep_try_send_events,
     /// ep_busy_loop, and net/core/dev.c: napi_suspend_irqs, napi_resume_irqs): when the
@@ -1619,9 +1624,9 @@ impl<'a> Engine<'a> {
         let cpu = self.sources[index].cpu;
         if std::mem::take(&mut self.sources[index].busy_polled) {
             match self.defer {
-                Some((hard_irqs, timeout)) => {
+                Some((hard_irqs, _)) => {
                     self.sources[index].defer_count = hard_irqs;
-                    self.arm_timer(index, now + timeout);
+                    self.complete_napi(index, false, now);
                 }
                 None if self.sources[index].ring.is_empty() => {
                     self.complete_napi(index, false, now);
