@@ -438,6 +438,14 @@ impl JsonSchema for Design {
 mod tests {
     use super::*;
 
+    /// The design `text` parses, displays as `text`, and reads back from its JSON.
+    fn assert_round_trips(text: &str) {
+        let design: Design = text.parse().unwrap();
+        assert_eq!(design.to_string(), text);
+        let json = serde_json::to_string(&design).unwrap();
+        assert_eq!(serde_json::from_str::<Design>(&json).unwrap(), design);
+    }
+
     #[test]
     fn designs_parse_and_display_alike() {
         for text in [
@@ -447,10 +455,7 @@ mod tests {
             "stock+budget=32",
             "stock+budget=8+process-aware",
         ] {
-            let design: Design = text.parse().unwrap();
-            assert_eq!(design.to_string(), text);
-            let json = serde_json::to_string(&design).unwrap();
-            assert_eq!(serde_json::from_str::<Design>(&json).unwrap(), design);
+            assert_round_trips(text);
         }
         for bad in ["", "fast", "stock+ihm2", "stock+budget=0", "stock+budget=x"] {
             assert!(bad.parse::<Design>().is_err(), "{bad}");
@@ -488,10 +493,7 @@ mod tests {
             "threaded-niced+thread-busy-poll",
             "threaded-fifo+defer=2:50+thread-busy-poll",
         ] {
-            let design: Design = text.parse().unwrap();
-            assert_eq!(design.to_string(), text);
-            let json = serde_json::to_string(&design).unwrap();
-            assert_eq!(serde_json::from_str::<Design>(&json).unwrap(), design);
+            assert_round_trips(text);
         }
         // the options in any order read as the one spelling
         assert_eq!(
