@@ -25,12 +25,13 @@
 //!
 //! Today's NAPI mechanisms (the design's `+defer`, `+busy-poll`, `+suspend`,
 //! `+thread-busy-poll`), each at the method that does it: [`Engine::complete_napi`]
-//! (deferred hard IRQs), [`Engine::watchdog`] (their timer), [`Engine::busy_poll_piece`]
-//! and [`Engine::busy_poll_stop`] (busy polling, prefer_busy_poll, IRQ suspension), and
-//! [`Engine::thread_busy_spin`] (threaded busy polling, Linux 6.19). A CPU that idles while a NAPI
-//! timer is pending leaves no deep idle state: cpuidle's governors (menu, teo) pick the
-//! state from the time to the next timer (tick_nohz_get_sleep_length), so an interrupt
-//! then pays no `idle_exit`; the timer interrupt never does.
+//! (deferred hard IRQs), [`Engine::timer_expires`] (their timer),
+//! [`Engine::busy_poll_piece`] and [`Engine::busy_poll_stop`] (busy polling,
+//! prefer_busy_poll, IRQ suspension), and [`Engine::thread_busy_spin`] (threaded busy
+//! polling, Linux 6.19). A CPU that idles while a NAPI timer is pending leaves no deep
+//! idle state: cpuidle's governors (menu, teo) pick the state from the time to the next
+//! timer (tick_nohz_get_sleep_length), so an interrupt then pays no `idle_exit`; the
+//! timer interrupt never does.
 //!
 //! Costs: the waker pays the wakeup, the CPU pays a context switch at each change of
 //! thread (idle included, as the kernel counts them), and a woken consumer pays the
@@ -1141,13 +1142,10 @@ impl<'a> Engine<'a> {
                     self.cpus[cpu].hardirqs.push_front(wake);
                 }
             }
-            Work::Watchdog(index) => {
-                self.out.timer_interrupts += 1;
-                if let Some(wake) = self.schedule_napi(cpu, index) {
-                    self.cpus[cpu].hardirqs.push_front(wake);
+            Work::Watchdog(index) | Work::Schedule(index) => {
+                if matches!(work, Work::Watchdog(_)) {
+                    self.out.timer_interrupts += 1;
                 }
-            }
-            Work::Schedule(index) => {
                 if let Some(wake) = self.schedule_napi(cpu, index) {
                     self.cpus[cpu].hardirqs.push_front(wake);
                 }
@@ -1464,10 +1462,10 @@ impl<'a> Engine<'a> {
     }
 
     /// Threaded busy polling (`+thread-busy-poll`, Linux 6.19, commit c18d4b190a46;
-    /// net/core/dev.c: napi_threaded_poll with NAPI_STATE_THREADED_BUSY_POLL): once woken, the NAPI thread stays in
-    /// NAPI_STATE_IN_BUSY_POLL, so napi_complete_done never enables the IRQ again, and
-    /// it polls in a loop with cond_resched() between polls instead of sleeping: it
-    /// spins on an empty ring, taking its CPU.
+    /// net/core/dev.c: napi_threaded_poll with NAPI_STATE_THREADED_BUSY_POLL): once
+    /// woken, the NAPI thread stays in NAPI_STATE_IN_BUSY_POLL, so napi_complete_done
+    /// never enables the IRQ again, and it polls in a loop with cond_resched() between
+    /// polls instead of sleeping: it spins on an empty ring, taking its CPU.
     fn thread_busy_spin(&mut self, id: usize, now: Ns) -> Option<(Ns, Work)> {
         let thread = &mut self.threads[id];
         if !thread.thread_busy_poll || thread.poll.is_some() {
@@ -1560,16 +1558,17 @@ impl<'a> Engine<'a> {
     }
 
     /// Busy polling (`+busy-poll`; net/core/dev.c: __napi_busy_loop, called by
-    /// include/net/busy_poll.h's sk_busy_loop and fs/eventpoll.c's ep_busy_loop): a consumer that finds its socket empty, rather than sleep, takes
-    /// its NAPI (NAPI_STATE_SCHED | NAPI_STATE_IN_BUSY_POLL, if no poll holds it) and
-    /// polls it from process context, BUSY_POLL_BUDGET packets a poll, each packet's
-    /// receive on its own CPU time; on an empty ring it spins. The loop ends when a poll
-    /// leaves data in the socket (sk_busy_loop_end, ep_busy_loop_end) or when its
-    /// busy-poll time since the loop began is up (busy_loop_timeout; 0: after one poll);
-    /// then it sleeps as before. `None`: no busy polling, or the time is up (it sleeps).
-    /// Not modelled: need_resched() ending the loop early (the consumer is preempted
-    /// as any thread), and a preferring poller's NAPI_STATE_PREFER_BUSY_POLL making the
-    /// softirq's full-budget polls yield to it.
+    /// include/net/busy_poll.h's sk_busy_loop and fs/eventpoll.c's ep_busy_loop): a
+    /// consumer that finds its socket empty, rather than sleep, takes its NAPI
+    /// (NAPI_STATE_SCHED | NAPI_STATE_IN_BUSY_POLL, if no poll holds it) and polls it
+    /// from process context, BUSY_POLL_BUDGET packets a poll, each packet's receive on
+    /// its own CPU time; on an empty ring (or a NAPI another poll holds) it spins. The
+    /// loop ends when a poll leaves data in the socket (sk_busy_loop_end,
+    /// ep_busy_loop_end) or when its busy-poll time since the loop began is up
+    /// (busy_loop_timeout; 0: after one poll); then it sleeps as before. `None`: no busy
+    /// polling, or the time is up (it sleeps). Not modelled: need_resched() ending the
+    /// loop early (the consumer is preempted as any thread), and a preferring poller's
+    /// NAPI_STATE_PREFER_BUSY_POLL making the softirq's full-budget polls yield to it.
     fn busy_poll_piece(&mut self, id: usize, index: usize, now: Ns) -> Option<(Ns, Work)> {
         let busy_for = self.busy_poll.filter(|_| self.sources[index].napi)?;
         let source = &mut self.sources[index];
