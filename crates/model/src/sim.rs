@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::bounds::{Check, Checked, finite_within, within};
-pub use crate::design::{BottomHalves, Budget, DEFAULT_BUDGET, Design, Migration};
+pub use crate::design::{
+    BottomHalves, Budget, BusyPoll, DEFAULT_BUDGET, DEFAULT_BUSY_POLL_US, Defer, Design, Migration,
+};
 use crate::sched::Priority;
 
 /// A cost or a time as a distribution, in microseconds.
@@ -705,6 +707,28 @@ pub struct DesignResult {
     pub switches_per_arrival: f64,
     /// Context switches per hardirq.
     pub switches_per_interrupt: f64,
+    /// NAPI timer interrupts (napi_watchdog under deferral or suspension): interrupts
+    /// that are not the device's, not in `interrupts`.
+    #[serde(default)]
+    pub timer_interrupts: u64,
+    /// NAPI schedules (by a device's hardirq, a NAPI timer, or the end of a busy poll):
+    /// each a poll in softirq or in a NAPI thread; a busy poller's polls are not.
+    #[serde(default)]
+    pub napi_schedules: u64,
+    /// Device hardirqs per arrival.
+    #[serde(default)]
+    pub interrupts_per_arrival: f64,
+    /// NAPI schedules per arrival.
+    #[serde(default)]
+    pub napi_schedules_per_arrival: f64,
+    /// Per CPU of the model, the share of its time not idle (the receiving CPU's busy
+    /// share is its source's CPU's).
+    #[serde(default)]
+    pub busy_by_cpu: Vec<f64>,
+    /// Busy-poll loops (a consumer's spin and the packets it polls, a busy-polling NAPI
+    /// thread), fractions of all CPUs' time: part of `cpu.tasks` and `cpu.bh_threads`.
+    #[serde(default)]
+    pub busy_poll: f64,
     /// Interrupt-driven tasks.
     pub consumers: Vec<ConsumerResult>,
     /// Periodic tasks.

@@ -751,8 +751,8 @@ impl Page {
     /// tables the terminal shows.
     pub fn sim(&mut self, heading: &str, report: &SimReport) {
         use super::sim::{
-            CONSUMER_COLUMNS, CONSUMER_TITLE, CPU_COLUMNS, CPU_TITLE, PERIODIC_COLUMNS,
-            PERIODIC_TITLE, consumer_rows, cpu_rows, periodic_rows,
+            CONSUMER_COLUMNS, CONSUMER_TITLE, CPU_COLUMNS, CPU_TITLE, NAPI_COLUMNS, NAPI_TITLE,
+            PERIODIC_COLUMNS, PERIODIC_TITLE, consumer_rows, cpu_rows, napi_rows, periodic_rows,
         };
         let section = self.section(heading);
         section.facts(&[
@@ -805,6 +805,11 @@ impl Page {
         }
         section.h3(CPU_TITLE);
         section.table(&headings(&CPU_COLUMNS), &cpu_rows(report));
+        let napi = napi_rows(report);
+        if !napi.is_empty() {
+            section.h3(NAPI_TITLE);
+            section.table(&headings(&NAPI_COLUMNS), &napi);
+        }
     }
 
     /// `irqlens account`: the totals, the table, and the top victims and causers.

@@ -42,6 +42,49 @@ pub(crate) const CPU_COLUMNS: [Column; 7] = [
     Column::right("idle", 7),
 ];
 
+/// Interrupts and NAPI polls per packet, busy polling and each CPU's busy share: what
+/// today's NAPI mechanisms trade.
+pub(crate) const NAPI_COLUMNS: [Column; 6] = [
+    Column::left("design", 6),
+    Column::right("hardirqs/pkt", 12).gap(2),
+    Column::right("timer irqs/pkt", 14),
+    Column::right("polls/pkt", 9),
+    Column::right("busy poll %", 11),
+    Column::left("busy % per CPU", 14).gap(2),
+];
+
+/// A row per design, when a design uses today's NAPI mechanisms (none otherwise: the
+/// other tables say what the other designs trade).
+pub(crate) fn napi_rows(report: &SimReport) -> Vec<[String; 6]> {
+    if !report.designs.iter().any(|d| d.design.napi_mechanisms()) {
+        return Vec::new();
+    }
+    report
+        .designs
+        .iter()
+        .map(|design| {
+            let busy = design
+                .busy_by_cpu
+                .iter()
+                .enumerate()
+                .map(|(cpu, busy)| format!("{cpu}:{:.1}", busy * 100.0))
+                .collect::<Vec<_>>()
+                .join(" ");
+            [
+                design.design.to_string(),
+                format!("{:.3}", design.interrupts_per_arrival),
+                format!(
+                    "{:.3}",
+                    design.timer_interrupts as f64 / design.arrivals.max(1) as f64
+                ),
+                format!("{:.3}", design.napi_schedules_per_arrival),
+                one(design.busy_poll * 100.0),
+                busy,
+            ]
+        })
+        .collect()
+}
+
 fn one(value: f64) -> String {
     format!("{value:.1}")
 }
@@ -151,7 +194,8 @@ pub fn write_report(out: &mut dyn Write, report: &SimReport) -> io::Result<()> {
         &PERIODIC_COLUMNS,
         &periodic_rows(report),
     )?;
-    write_table(out, CPU_TITLE, &CPU_COLUMNS, &cpu_rows(report))
+    write_table(out, CPU_TITLE, &CPU_COLUMNS, &cpu_rows(report))?;
+    write_table(out, NAPI_TITLE, &NAPI_COLUMNS, &napi_rows(report))
 }
 
 /// The tables' titles, the same in the HTML report.
@@ -159,6 +203,8 @@ pub(crate) const CONSUMER_TITLE: &str =
     "Interrupt-driven tasks: packet arrival to the task's start on it (µs)";
 pub(crate) const PERIODIC_TITLE: &str = "Periodic tasks: release to completion (µs)";
 pub(crate) const CPU_TITLE: &str = "CPU time (% of all CPUs)";
+pub(crate) const NAPI_TITLE: &str =
+    "Interrupts and NAPI polls per packet (a busy poller's polls not counted), busy polling";
 
 /// `--against`: per point, trial's measurement next to the simulation.
 const COMPARED_COLUMNS: [Column; 7] = [
@@ -263,6 +309,12 @@ pub(crate) mod tests {
                 context_switches: 20,
                 switches_per_arrival: 2.0,
                 switches_per_interrupt: 2.0,
+                timer_interrupts: 0,
+                napi_schedules: 10,
+                interrupts_per_arrival: 1.0,
+                napi_schedules_per_arrival: 1.0,
+                busy_by_cpu: vec![0.1],
+                busy_poll: 0.0,
                 consumers: vec![ConsumerResult {
                     task: "udp-server".into(),
                     latency,
@@ -281,6 +333,30 @@ pub(crate) mod tests {
                 },
             }],
         }
+    }
+
+    #[test]
+    fn the_napi_table_shows_only_when_a_design_uses_todays_napi_mechanisms() {
+        let mut report = report();
+        assert!(napi_rows(&report).is_empty());
+        report.designs[0].design = "stock+defer=100:20".parse().unwrap();
+        report.designs[0].timer_interrupts = 5;
+        report.designs[0].busy_by_cpu = vec![0.25, 0.5];
+        let rows = napi_rows(&report);
+        assert_eq!(
+            rows[0],
+            [
+                "stock+defer=100:20",
+                "1.000",
+                "0.500",
+                "1.000",
+                "0.0",
+                "0:25.0 1:50.0"
+            ]
+        );
+        let mut text = Vec::new();
+        write_report(&mut text, &report).unwrap();
+        assert!(String::from_utf8(text).unwrap().contains(NAPI_TITLE));
     }
 
     #[test]

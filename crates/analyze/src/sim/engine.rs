@@ -23,6 +23,16 @@
 //!   under local_bh_disable() and the thread can be preempted only between polls
 //!   (net/core/dev.c: napi_threaded_poll).
 //!
+//! Today's NAPI mechanisms (the design's `+defer`, `+busy-poll`, `+suspend`,
+//! `+thread-busy-poll`), each at the method that does it: [`Engine::complete_napi`]
+//! (deferred hard IRQs), [`Engine::timer_expires`] (their timer),
+//! [`Engine::busy_poll_piece`] and [`Engine::busy_poll_stop`] (busy polling,
+//! prefer_busy_poll, IRQ suspension), and [`Engine::thread_busy_spin`] (threaded busy
+//! polling, Linux 6.19). A CPU that idles while a NAPI timer is pending leaves no deep
+//! idle state: cpuidle's governors (menu, teo) pick the state from the time to the next
+//! timer (tick_nohz_get_sleep_length), so an interrupt then pays no `idle_exit`; the
+//! timer interrupt never does.
+//!
 //! Costs: the waker pays the wakeup, the CPU pays a context switch at each change of
 //! thread (idle included, as the kernel counts them), and a woken consumer pays the
 //! return to user space before it starts on its first packet.
@@ -39,6 +49,9 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use super::designs::{self, BottomHalf};
 use super::samples::{EXACT_SAMPLES, FOLDED_BYTES, Latencies};
 use super::scheduler::{self, Candidate, NICE_0_WEIGHT};
+
+/// Packets per poll of a busy poller (include/net/busy_poll.h: BUSY_POLL_BUDGET).
+const BUSY_POLL_BUDGET: u32 = 8;
 
 /// How many events the engine handles between two looks at its stop flag.
 const STOP_CHECK_EVENTS: u32 = 1 << 16;
@@ -121,6 +134,19 @@ pub(super) fn footprint(config: &SimConfig) -> Footprint {
             TaskKind::Hog => (0.0, 0.0, lower("the number")),
         });
     }
+    // a deferring NAPI's timer polls every T, at worst all the time
+    let timers = config
+        .designs
+        .iter()
+        .filter_map(|design| design.defer)
+        .map(|defer| us / f64::from(defer.flush_timeout_us))
+        .fold(0.0, f64::max);
+    let napi_sources = config.sources.iter().filter(|s| s.napi).count() as f64;
+    items.push((
+        timers * napi_sources,
+        0.0,
+        "duration_s or raise the designs' defer timeout T".into(),
+    ));
     // threads sharing a CPU take turns of a slice
     let slices = us / config.limits.base_slice_us;
     let busy = busy.iter().filter(|&&b| b).count() as f64;
@@ -237,6 +263,8 @@ enum Event {
     Done(usize, u64),
     /// Another CPU made a thread of this one runnable: settle.
     Kick(usize),
+    /// A source's NAPI timer expires, unless it was armed again since (generation).
+    Timer(usize, u64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -259,6 +287,16 @@ enum Work {
     Job,
     /// A hog's endless work.
     Spin,
+    /// A busy poller's poll of one packet of a source (arrived at the time given), in
+    /// process context.
+    BusyPoll(usize, Ns),
+    /// A busy poller spinning on an empty ring: ends at its time or when kicked.
+    BusySpin,
+    /// A NAPI timer's interrupt (napi_watchdog) for a source.
+    Watchdog(usize),
+    /// napi_schedule from process context (napi_resume_irqs): no interrupt, the
+    /// softirq runs at local_bh_enable as at an interrupt's exit.
+    Schedule(usize),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -310,6 +348,13 @@ struct Thread {
     period: Ns,
     jobs: VecDeque<Ns>,
     started: bool,
+    // Busy polling:
+    /// In a busy-poll loop since then (a threaded busy poller: since it started).
+    busy_since: Option<Ns>,
+    /// Packets left in the busy poller's current poll.
+    busy_batch: u32,
+    /// A NAPI thread that busy polls (`+thread-busy-poll`).
+    thread_busy_poll: bool,
 }
 
 struct SourceState {
@@ -328,6 +373,16 @@ struct SourceState {
     offered: u64,
     dropped_ring: u64,
     dropped_socket: u64,
+    /// NAPI_STATE_SCHED by a hardirq, a timer or a resume: on a poll list, or its
+    /// thread's to poll, until a poll completes.
+    scheduled: bool,
+    /// NAPI_STATE_SCHED held by its consumer's busy-poll loop (NAPI_STATE_IN_BUSY_POLL).
+    busy_polled: bool,
+    /// napi_struct's defer_hard_irqs_count.
+    defer_count: u32,
+    /// The generation of its timer (arming again or cancelling moves it).
+    timer: u64,
+    timer_pending: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -379,11 +434,19 @@ pub(super) struct Split {
     pub tasks: Ns,
     pub switching: Ns,
     pub idle: Ns,
+    /// Busy-poll loops (within tasks and bh_threads).
+    pub busy_poll: Ns,
+    /// Idle per CPU.
+    pub idle_by_cpu: Vec<Ns>,
 }
 
 /// What one run gives back, raw.
 pub(super) struct Outcome {
     pub interrupts: u64,
+    /// NAPI timer interrupts (napi_watchdog).
+    pub timer_interrupts: u64,
+    /// NAPI schedules (not a busy poller's polls).
+    pub napi_schedules: u64,
     pub context_switches: u64,
     pub split: Split,
     /// Per task in the configuration's order.
@@ -421,6 +484,12 @@ pub(super) struct Engine<'a> {
     softirq_limits: (u32, u32),
     /// [`Engine::pick`]'s candidates (kept to reuse its allocation).
     runnable: Vec<Candidate>,
+    /// `+defer=N:T`: napi_defer_hard_irqs and gro_flush_timeout.
+    defer: Option<(u32, Ns)>,
+    /// `+busy-poll`: how long a consumer busy polls an empty socket (`Ns::MAX`: always).
+    busy_poll: Option<Ns>,
+    /// `+suspend=US`: irq-suspend-timeout.
+    suspend: Option<Ns>,
     out: Outcome,
 }
 
@@ -446,10 +515,22 @@ impl<'a> Engine<'a> {
             base_slice: us_to_ns(limits.base_slice_us),
             softirq_limits: (limits.netdev_budget, limits.napi_weight),
             runnable: Vec::new(),
+            defer: design
+                .defer
+                .map(|d| (d.hard_irqs, us_to_ns(f64::from(d.flush_timeout_us)))),
+            busy_poll: design
+                .busy_poll
+                .map(|b| b.usecs().map_or(Ns::MAX, |us| us_to_ns(f64::from(us)))),
+            suspend: design.suspend_us.map(|us| us_to_ns(f64::from(us))),
             out: Outcome {
                 interrupts: 0,
+                timer_interrupts: 0,
+                napi_schedules: 0,
                 context_switches: 0,
-                split: Split::default(),
+                split: Split {
+                    idle_by_cpu: vec![0; config.cpus as usize],
+                    ..Split::default()
+                },
                 tasks: config
                     .tasks
                     .iter()
@@ -532,6 +613,7 @@ impl<'a> Engine<'a> {
                         priority,
                     );
                     engine.threads[id].batch = batch;
+                    engine.threads[id].thread_busy_poll = design.thread_busy_poll;
                     Some(id)
                 }
                 Some(BottomHalf::Softirq { budget, weight }) => {
@@ -560,6 +642,11 @@ impl<'a> Engine<'a> {
                 offered: 0,
                 dropped_ring: 0,
                 dropped_socket: 0,
+                scheduled: false,
+                busy_polled: false,
+                defer_count: 0,
+                timer: 0,
+                timer_pending: false,
             });
             let mut arrivals = Arrivals {
                 arrival: source.arrival.clone(),
@@ -610,6 +697,9 @@ impl<'a> Engine<'a> {
             period: 0,
             jobs: VecDeque::new(),
             started: false,
+            busy_since: None,
+            busy_batch: 0,
+            thread_busy_poll: false,
         });
         self.threads.len() - 1
     }
@@ -644,6 +734,7 @@ impl<'a> Engine<'a> {
                     self.charge(cpu, now);
                     self.settle(cpu, now);
                 }
+                Event::Timer(source, generation) => self.timer_expires(source, generation, now),
             }
         }
         for cpu in 0..self.cpus.len() {
@@ -682,6 +773,11 @@ impl<'a> Engine<'a> {
             source.dropped_ring += 1;
         } else {
             source.ring.push_back(now);
+            let polled = source.busy_polled || source.thread.is_some();
+            if polled {
+                self.kick_busy_pollers(index, now);
+            }
+            let source = &mut self.sources[index];
             if !source.masked {
                 source.masked = true;
                 self.cpus[cpu].hardirqs.push_back(Piece {
@@ -716,9 +812,10 @@ impl<'a> Engine<'a> {
     }
 
     /// What an interrupt arriving now pays to leave the CPU's idle state: nothing on a
-    /// busy CPU (call after `charge`).
+    /// busy CPU, nor on one idling shallow for a pending NAPI timer (call after `charge`).
     fn idle_exit(&mut self, cpu: usize) -> Ns {
-        if self.cpus[cpu].running == Running::Idle {
+        let timer_pending = self.sources.iter().any(|s| s.cpu == cpu && s.timer_pending);
+        if self.cpus[cpu].running == Running::Idle && !timer_pending {
             self.costs.sample(&self.config.costs.idle_exit)
         } else {
             0
@@ -735,7 +832,10 @@ impl<'a> Engine<'a> {
         }
         let split = &mut self.out.split;
         match state.running {
-            Running::Idle => split.idle += ran,
+            Running::Idle => {
+                split.idle += ran;
+                split.idle_by_cpu[cpu] += ran;
+            }
             Running::Hardirq => {
                 split.hardirq += ran;
                 if let Some(piece) = state.hardirqs.front_mut() {
@@ -762,6 +862,9 @@ impl<'a> Engine<'a> {
                 }
                 if let Some(piece) = thread.piece.as_mut() {
                     piece.left = piece.left.saturating_sub(ran);
+                }
+                if thread.busy_since.is_some() {
+                    split.busy_poll += ran;
                 }
                 if !scheduler::is_realtime(thread.priority) {
                     thread.vruntime += ran as f64 * NICE_0_WEIGHT / thread.weight;
@@ -987,7 +1090,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Hands a received packet to its consumer's socket; the wakeup it needs, if any.
-    fn deliver(&mut self, index: usize, arrived: Ns) -> Option<Piece> {
+    fn deliver(&mut self, index: usize, arrived: Ns, now: Ns) -> Option<Piece> {
         let source = &mut self.sources[index];
         let consumer = source.consumer?;
         let thread = &mut self.threads[consumer];
@@ -996,6 +1099,11 @@ impl<'a> Engine<'a> {
             return None;
         }
         thread.socket.push_back(arrived);
+        let busy = thread.busy_since.is_some();
+        if busy {
+            // the busy poller's loop ends on a socket with data (sk_busy_loop_end)
+            self.end_spin(consumer, now);
+        }
         self.wake(consumer)
     }
 
@@ -1005,7 +1113,7 @@ impl<'a> Engine<'a> {
                 self.out.interrupts += 1;
                 if let Some(arrived) = event {
                     self.sources[index].handlers_waiting -= 1;
-                    if let Some(wake) = self.deliver(index, arrived) {
+                    if let Some(wake) = self.deliver(index, arrived, now) {
                         self.cpus[cpu].hardirqs.push_front(wake);
                     }
                     return;
@@ -1030,17 +1138,16 @@ impl<'a> Engine<'a> {
                     self.cpus[cpu].hardirqs.push_front(wake);
                     return;
                 }
-                match source.thread {
-                    Some(thread) => {
-                        if let Some(wake) = self.wake(thread) {
-                            self.cpus[cpu].hardirqs.push_front(wake);
-                        }
-                    }
-                    None => {
-                        if !self.cpus[cpu].poll_list.contains(&index) {
-                            self.cpus[cpu].poll_list.push_back(index);
-                        }
-                    }
+                if let Some(wake) = self.schedule_napi(cpu, index) {
+                    self.cpus[cpu].hardirqs.push_front(wake);
+                }
+            }
+            Work::Watchdog(index) | Work::Schedule(index) => {
+                if matches!(work, Work::Watchdog(_)) {
+                    self.out.timer_interrupts += 1;
+                }
+                if let Some(wake) = self.schedule_napi(cpu, index) {
+                    self.cpus[cpu].hardirqs.push_front(wake);
                 }
             }
             Work::Wake(id) => self.make_runnable(id, now, false),
@@ -1084,7 +1191,7 @@ impl<'a> Engine<'a> {
         let finished = self.cpus[cpu].softirq.as_mut().and_then(|s| s.piece.take());
         match finished.map(|p| p.work) {
             Some(Work::Packet(index, arrived)) => {
-                if let Some(wake) = self.deliver(index, arrived) {
+                if let Some(wake) = self.deliver(index, arrived, now) {
                     self.softirq_mut(cpu).piece = Some(wake);
                     return;
                 }
@@ -1118,7 +1225,8 @@ impl<'a> Engine<'a> {
                 });
                 return;
             }
-            self.end_poll(cpu, index);
+            let work_done = self.softirq_mut(cpu).weight_left < weight;
+            self.end_poll(cpu, index, work_done, now);
             if self.cpus[cpu].poll_list.is_empty() {
                 self.cpus[cpu].softirq = None;
                 return;
@@ -1152,26 +1260,136 @@ impl<'a> Engine<'a> {
         self.cpus[cpu].softirq.as_mut().expect("in softirq")
     }
 
-    /// A poll of a device on the CPU's list ended: off the list (and unmasked) if its
+    /// A poll of a device on the CPU's list ended: off the list (and completed) if its
     /// ring is empty, else to the list's tail.
-    fn end_poll(&mut self, cpu: usize, index: usize) {
+    fn end_poll(&mut self, cpu: usize, index: usize, work_done: bool, now: Ns) {
         let list = &mut self.cpus[cpu].poll_list;
         list.retain(|&i| i != index);
         if self.sources[index].ring.is_empty() {
-            self.sources[index].masked = false;
+            self.complete_napi(index, work_done, now);
         } else {
             list.push_back(index);
         }
     }
 
+    /// napi_schedule (by the device's hardirq, the NAPI's timer or a resume): the NAPI
+    /// on the CPU's poll list, or its thread woken (the wakeup to make, if any). Nothing
+    /// if it is scheduled already or a busy poller holds it (napi_schedule_prep finds
+    /// NAPI_STATE_SCHED: the device's IRQ only sets NAPI_STATE_MISSED, napi_watchdog
+    /// does nothing).
+    fn schedule_napi(&mut self, cpu: usize, index: usize) -> Option<Piece> {
+        let source = &mut self.sources[index];
+        if source.scheduled || source.busy_polled {
+            return None;
+        }
+        source.scheduled = true;
+        self.out.napi_schedules += 1;
+        match source.thread {
+            Some(thread) => self.wake(thread),
+            None => {
+                if !self.cpus[cpu].poll_list.contains(&index) {
+                    self.cpus[cpu].poll_list.push_back(index);
+                }
+                None
+            }
+        }
+    }
+
+    /// A poll found the ring empty: napi_complete_done (net/core/dev.c). Without
+    /// deferral the driver enables the device's IRQ again. With `+defer=N:T`, a poll that
+    /// did work sets defer_hard_irqs_count to N; while the count is above 0 it is
+    /// decremented and napi_complete_done returns false: the IRQ stays masked and the
+    /// NAPI's hrtimer is started for gro_flush_timeout T instead (napi_watchdog then
+    /// schedules the poll). So the IRQ comes back at the Nth poll in a row that found
+    /// nothing.
+    fn complete_napi(&mut self, index: usize, work_done: bool, now: Ns) {
+        let source = &mut self.sources[index];
+        source.scheduled = false;
+        let deferred = match self.defer {
+            Some((hard_irqs, timeout)) => {
+                if work_done {
+                    source.defer_count = hard_irqs;
+                }
+                let deferred = source.defer_count > 0;
+                if deferred {
+                    source.defer_count -= 1;
+                    self.arm_timer(index, now + timeout);
+                }
+                deferred
+            }
+            None => false,
+        };
+        if !deferred {
+            self.sources[index].masked = false;
+        }
+        // a busy poller that found the NAPI taken may take it now
+        self.kick_busy_pollers(index, now);
+    }
+
+    /// Starts (or starts again: hrtimer_start) a source's NAPI timer.
+    fn arm_timer(&mut self, index: usize, at: Ns) {
+        let source = &mut self.sources[index];
+        source.timer += 1;
+        source.timer_pending = true;
+        let generation = source.timer;
+        self.push(at, Event::Timer(index, generation));
+    }
+
+    /// A NAPI timer expires: the hrtimer interrupt runs napi_watchdog, which schedules
+    /// the NAPI as the device's IRQ would (net/core/dev.c: napi_watchdog), from the timer
+    /// interrupt: no device hardirq. It costs the source's hardirq (an interrupt's entry
+    /// and exit are most of it) and, the CPU having idled shallow for it, no idle exit.
+    fn timer_expires(&mut self, index: usize, generation: u64, now: Ns) {
+        let source = &mut self.sources[index];
+        if source.timer != generation {
+            return;
+        }
+        source.timer_pending = false;
+        let cpu = source.cpu;
+        self.charge(cpu, now);
+        let left = self.costs.sample(&self.sources[index].hardirq);
+        self.cpus[cpu].hardirqs.push_back(Piece {
+            left,
+            work: Work::Watchdog(index),
+        });
+        self.settle(cpu, now);
+    }
+
+    /// Ends the spin of a source's busy pollers (its consumer in a busy-poll loop, its
+    /// busy-polling NAPI thread): something changed (a packet in the ring or the socket,
+    /// the NAPI free).
+    fn kick_busy_pollers(&mut self, index: usize, now: Ns) {
+        let source = &self.sources[index];
+        for id in [source.consumer, source.thread].into_iter().flatten() {
+            self.end_spin(id, now);
+        }
+    }
+
+    /// Ends a thread's spin now, if it spins.
+    fn end_spin(&mut self, id: usize, now: Ns) {
+        let spinning = self.threads[id]
+            .piece
+            .is_some_and(|p| p.work == Work::BusySpin);
+        if !spinning {
+            return;
+        }
+        let cpu = self.threads[id].cpu;
+        self.charge(cpu, now);
+        if let Some(piece) = self.threads[id].piece.as_mut() {
+            piece.left = 0;
+        }
+        self.push(now, Event::Kick(cpu));
+    }
+
     /// A thread's piece ended.
     fn end_piece(&mut self, id: usize, now: Ns, work: Work) {
         match work {
-            Work::Packet(index, arrived) => {
-                if let Some(wake) = self.deliver(index, arrived) {
+            Work::Packet(index, arrived) | Work::BusyPoll(index, arrived) => {
+                if let Some(wake) = self.deliver(index, arrived, now) {
                     self.threads[id].piece = Some(wake);
                 }
             }
+            Work::BusySpin => {}
             Work::Wake(other) => self.make_runnable(other, now, false),
             Work::ReturnToUser => self.threads[id].return_pending = false,
             Work::Consume => {
@@ -1186,7 +1404,11 @@ impl<'a> Engine<'a> {
                 self.out.tasks[task].responses.push(now - released);
             }
             Work::Spin => {}
-            Work::WakeKsoftirqd | Work::WakeDirect(_) | Work::Handler(..) => {
+            Work::WakeKsoftirqd
+            | Work::WakeDirect(_)
+            | Work::Handler(..)
+            | Work::Watchdog(_)
+            | Work::Schedule(_) => {
                 unreachable!("not thread work")
             }
         }
@@ -1202,11 +1424,13 @@ impl<'a> Engine<'a> {
             Role::Ksoftirqd => {
                 self.cpus[cpu].softirq_at_bh_enable = false;
                 match self.cpus[cpu].poll_list.front() {
-                    Some(&index) => self.poll_piece(id, index, true),
+                    Some(&index) => self.poll_piece(id, index, true, now),
                     None => None,
                 }
             }
-            Role::BottomHalf(index) => self.poll_piece(id, index, false),
+            Role::BottomHalf(index) => self
+                .poll_piece(id, index, false, now)
+                .or_else(|| self.thread_busy_spin(id, now)),
         };
         match piece {
             Some((left, work)) => self.threads[id].piece = Some(Piece { left, work }),
@@ -1231,12 +1455,34 @@ impl<'a> Engine<'a> {
                 thread.socket.is_empty() && !thread.migrated_handler && !thread.return_pending
             }
             Role::Ksoftirqd => self.cpus[thread.cpu].poll_list.is_empty(),
-            Role::BottomHalf(index) => self.sources[index].ring.is_empty(),
+            Role::BottomHalf(index) => {
+                self.sources[index].ring.is_empty() && thread.busy_since.is_none()
+            }
         }
     }
 
+    /// Threaded busy polling (`+thread-busy-poll`, Linux 6.19, commit c18d4b190a46;
+    /// net/core/dev.c: napi_threaded_poll with NAPI_STATE_THREADED_BUSY_POLL): once
+    /// woken, the NAPI thread stays in NAPI_STATE_IN_BUSY_POLL, so napi_complete_done
+    /// never enables the IRQ again, and it polls in a loop with cond_resched() between
+    /// polls instead of sleeping: it spins on an empty ring, taking its CPU.
+    fn thread_busy_spin(&mut self, id: usize, now: Ns) -> Option<(Ns, Work)> {
+        let thread = &mut self.threads[id];
+        if !thread.thread_busy_poll || thread.poll.is_some() {
+            return None;
+        }
+        thread.busy_since.get_or_insert(now);
+        Some((self.end.saturating_sub(now).max(1), Work::BusySpin))
+    }
+
     /// The next packet of a poll by a thread, or the end of the poll (None).
-    fn poll_piece(&mut self, id: usize, index: usize, on_list: bool) -> Option<(Ns, Work)> {
+    fn poll_piece(
+        &mut self,
+        id: usize,
+        index: usize,
+        on_list: bool,
+        now: Ns,
+    ) -> Option<(Ns, Work)> {
         let batch = self.threads[id].batch;
         let allowed = self.threads[id].poll.unwrap_or(batch);
         if allowed > 0
@@ -1247,12 +1493,13 @@ impl<'a> Engine<'a> {
             return Some((left, Work::Packet(index, arrived)));
         }
         // The poll ends: bottom halves enabled again, pending softirqs run.
+        let work_done = allowed < batch;
         self.threads[id].poll = None;
         let cpu = self.threads[id].cpu;
         if on_list {
-            self.end_poll(cpu, index);
-        } else if self.sources[index].ring.is_empty() {
-            self.sources[index].masked = false;
+            self.end_poll(cpu, index, work_done, now);
+        } else if self.sources[index].ring.is_empty() && !self.threads[id].thread_busy_poll {
+            self.complete_napi(index, work_done, now);
         }
         if std::mem::take(&mut self.cpus[cpu].softirq_at_bh_enable)
             && self.cpus[cpu].softirq.is_none()
@@ -1290,11 +1537,118 @@ impl<'a> Engine<'a> {
             let left = self.costs.sample(&self.config.costs.return_to_user);
             return Some((left, Work::ReturnToUser));
         }
+        if self.threads[id].busy_since.is_some() {
+            let thread = &self.threads[id];
+            let mid_poll = self.sources[index].busy_polled
+                && (1..BUSY_POLL_BUDGET).contains(&thread.busy_batch)
+                && !self.sources[index].ring.is_empty();
+            // the loop ends after a poll that left data in the socket
+            if thread.socket.is_empty() || mid_poll {
+                return self.busy_poll_piece(id, index, now);
+            }
+            self.busy_poll_stop(id, index, true, now);
+        } else if self.threads[id].socket.is_empty() {
+            return self.busy_poll_piece(id, index, now);
+        }
         let arrived = self.threads[id].socket.pop_front()?;
         let task = self.threads[id].task.expect("a task");
         self.out.tasks[task].latencies.push(now - arrived);
         let cost = self.costs.sample(&self.threads[id].cost);
         Some((cost, Work::Consume))
+    }
+
+    /// Busy polling (`+busy-poll`; net/core/dev.c: __napi_busy_loop, called by
+    /// include/net/busy_poll.h's sk_busy_loop and fs/eventpoll.c's ep_busy_loop): a
+    /// consumer that finds its socket empty, rather than sleep, takes its NAPI
+    /// (NAPI_STATE_SCHED | NAPI_STATE_IN_BUSY_POLL, if no poll holds it) and polls it
+    /// from process context, BUSY_POLL_BUDGET packets a poll, each packet's receive on
+    /// its own CPU time; on an empty ring (or a NAPI another poll holds) it spins. The
+    /// loop ends when a poll leaves data in the socket (sk_busy_loop_end,
+    /// ep_busy_loop_end) or when its busy-poll time since the loop began is up
+    /// (busy_loop_timeout; 0: after one poll); then it sleeps as before. `None`: no busy
+    /// polling, or the time is up (it sleeps). Not modelled: need_resched() ending the
+    /// loop early (the consumer is preempted as any thread), and a preferring poller's
+    /// NAPI_STATE_PREFER_BUSY_POLL making the softirq's full-budget polls yield to it.
+    fn busy_poll_piece(&mut self, id: usize, index: usize, now: Ns) -> Option<(Ns, Work)> {
+        let busy_for = self.busy_poll.filter(|_| self.sources[index].napi)?;
+        let source = &mut self.sources[index];
+        let thread = &mut self.threads[id];
+        let since = *thread.busy_since.get_or_insert(now);
+        if !source.busy_polled && !source.scheduled {
+            source.busy_polled = true;
+            thread.busy_batch = 0;
+        }
+        if source.busy_polled {
+            if thread.busy_batch == 0 {
+                thread.busy_batch = BUSY_POLL_BUDGET;
+            }
+            if let Some(arrived) = source.ring.pop_front() {
+                thread.busy_batch -= 1;
+                let left = self.costs.sample(&self.sources[index].per_packet);
+                return Some((left, Work::BusyPoll(index, arrived)));
+            }
+            // the poll ended on an empty ring
+            thread.busy_batch = 0;
+        }
+        let elapsed = now - since;
+        if elapsed < busy_for {
+            let until_end = self.end.saturating_sub(now).max(1);
+            return Some(((busy_for - elapsed).min(until_end), Work::BusySpin));
+        }
+        self.busy_poll_stop(id, index, false, now);
+        None
+    }
+
+    /// The end of a busy-poll loop, `found`: with data in the socket.
+    ///
+    /// net/core/dev.c: busy_poll_stop gives the NAPI back with a last poll: without
+    /// prefer_busy_poll, napi_complete_done enables the IRQ again if the ring is empty,
+    /// else the NAPI is scheduled. With prefer_busy_poll (here: `+busy-poll` with
+    /// `+defer`), it sets defer_hard_irqs_count to N and starts the timer for
+    /// gro_flush_timeout T instead of scheduling it, and the last poll's completion
+    /// counts one deferral: the IRQ stays masked while the application polls, and the
+    /// timer polls for it while it does not. (What that last poll would find is left
+    /// to the timer's poll.)
+    ///
+    /// IRQ suspension (`+suspend=S`, Linux 6.13; fs/eventpoll.c: ep_try_send_events,
+    /// ep_busy_loop, and net/core/dev.c: napi_suspend_irqs, napi_resume_irqs): when the
+    /// loop returns events, the timer is started again for irq-suspend-timeout S, a
+    /// safety net longer than T, so that neither IRQ nor timer polls while the
+    /// application works; when a loop finds nothing and the application goes to
+    /// block, the NAPI is scheduled at once, and its polls fall back to deferral (N, T),
+    /// then to the IRQ.
+    fn busy_poll_stop(&mut self, id: usize, index: usize, found: bool, now: Ns) {
+        self.threads[id].busy_since = None;
+        self.threads[id].busy_batch = 0;
+        let cpu = self.sources[index].cpu;
+        if std::mem::take(&mut self.sources[index].busy_polled) {
+            match self.defer {
+                Some((hard_irqs, _)) => {
+                    self.sources[index].defer_count = hard_irqs;
+                    self.complete_napi(index, false, now);
+                }
+                None if self.sources[index].ring.is_empty() => {
+                    self.complete_napi(index, false, now);
+                }
+                None => self.schedule_from_process(cpu, index, now),
+            }
+        }
+        match self.suspend {
+            Some(timeout) if found => self.arm_timer(index, now + timeout),
+            Some(_) => self.schedule_from_process(cpu, index, now),
+            None => {}
+        }
+    }
+
+    /// napi_schedule from process context: pending softirqs run at the
+    /// local_bh_enable() after it, as at a hardirq's exit.
+    fn schedule_from_process(&mut self, cpu: usize, index: usize, now: Ns) {
+        self.charge(cpu, now);
+        self.cpus[cpu].hardirqs.push_back(Piece {
+            left: 0,
+            work: Work::Schedule(index),
+        });
+        self.push(now, Event::Kick(cpu));
     }
 }
 

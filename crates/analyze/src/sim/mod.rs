@@ -7,7 +7,7 @@
 //!
 //! Not modelled (each would need a cost nobody has calibrated yet): the IPI of a wakeup
 //! across CPUs, cache effects (001's cache-hit gain from IHM), the timer interrupts that
-//! release periodic tasks, RPS/RFS steering, busy polling, PREEMPT_RT's preemptible
+//! release periodic tasks, RPS/RFS steering, PREEMPT_RT's preemptible
 //! bottom halves, and the load balancer (threads stay on their CPU).
 
 pub mod calibrate;
@@ -106,6 +106,16 @@ fn design_until(config: &SimConfig, design: &Design, stop: &AtomicBool) -> Optio
         context_switches: outcome.context_switches,
         switches_per_arrival: outcome.context_switches as f64 / arrivals.max(1) as f64,
         switches_per_interrupt: outcome.context_switches as f64 / outcome.interrupts.max(1) as f64,
+        timer_interrupts: outcome.timer_interrupts,
+        napi_schedules: outcome.napi_schedules,
+        interrupts_per_arrival: outcome.interrupts as f64 / arrivals.max(1) as f64,
+        napi_schedules_per_arrival: outcome.napi_schedules as f64 / arrivals.max(1) as f64,
+        busy_by_cpu: split
+            .idle_by_cpu
+            .iter()
+            .map(|&idle| 1.0 - idle as f64 / (seconds * 1e9).max(1.0))
+            .collect(),
+        busy_poll: share(split.busy_poll),
         consumers,
         periodic,
         cpu: CpuSplit {
