@@ -82,6 +82,33 @@ fn effective_capabilities() -> Result<u64> {
     u64::from_str_radix(hex.trim(), 16).context("parsing CapEff")
 }
 
+/// The process's CPU time so far (user + system, every thread).
+pub fn own_cpu_time() -> std::time::Duration {
+    // SAFETY: all zeroes is a valid rusage for the kernel to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a live rusage of the right size.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    let time =
+        |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// The process's resident memory now, bytes (/proc/self/statm's resident pages); 0 if it
+/// cannot be read.
+pub fn own_resident_bytes() -> u64 {
+    let statm = read_proc("self/statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|pages| pages.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page_bytes = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as u64;
+    pages * page_bytes
+}
+
 /// IRQ line number -> the handler names /proc/interrupts lists for it (`virtio0-input.0`).
 pub fn irq_line_names() -> HashMap<u32, String> {
     irqlens_model::kernel::parse_irq_line_names(&read_proc("interrupts"))
