@@ -183,6 +183,12 @@ mod tests {
         settled: Duration::from_secs(600),
     };
 
+    /// `run` supervised with short waits, publishing nowhere.
+    fn quick(health: &Arc<Health>, run: RunCapability) -> Supervised {
+        let nowhere = Exporter::start(None, Default::default).unwrap();
+        Supervised::start(Arc::clone(health), nowhere, QUICK, run).unwrap()
+    }
+
     fn wait_for(what: &str, done: impl Fn() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !done() {
@@ -210,13 +216,7 @@ mod tests {
                 }
             }
         });
-        let supervised = Supervised::start(
-            Arc::clone(&health),
-            Exporter::start(None, Default::default).unwrap(),
-            QUICK,
-            run,
-        )
-        .unwrap();
+        let supervised = quick(&health, run);
         wait_for("the third start", || health.now().up);
         let now = health.now();
         assert_eq!((now.name, now.up, now.failures), ("flaky", true, 2));
@@ -235,13 +235,7 @@ mod tests {
             seen.lock().unwrap().push(Instant::now());
             Err(anyhow!("still broken"))
         });
-        let supervised = Supervised::start(
-            Arc::clone(&health),
-            Exporter::start(None, Default::default).unwrap(),
-            QUICK,
-            run,
-        )
-        .unwrap();
+        let supervised = quick(&health, run);
         wait_for("six failures", || health.counts().1 >= 6);
         let stopping = Instant::now();
         drop(supervised);
@@ -259,13 +253,7 @@ mod tests {
     fn a_run_that_ends_by_itself_is_a_failure() {
         let health = Health::new("short");
         let run: RunCapability = Box::new(|_, _, _| Ok(()));
-        let supervised = Supervised::start(
-            Arc::clone(&health),
-            Exporter::start(None, Default::default).unwrap(),
-            QUICK,
-            run,
-        )
-        .unwrap();
+        let supervised = quick(&health, run);
         wait_for("a failure", || health.counts().1 >= 1);
         drop(supervised);
     }
