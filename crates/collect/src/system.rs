@@ -20,6 +20,10 @@ const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// Capabilities that replace root: load BPF, read kernel tracepoints, set RT priorities.
 const NEEDED_CAPS: [(u32, &str); 3] = [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (23, "CAP_SYS_NICE")];
 
+/// Those that load and attach the probes alone, for a run whose real-time priorities are
+/// best effort (the agent's readers).
+const PROBE_CAPS: [(u32, &str); 2] = [(39, "CAP_BPF"), (38, "CAP_PERFMON")];
+
 /// The online CPUs (/sys/devices/system/cpu/online).
 pub fn online_cpus() -> Result<CpuList> {
     let text = fs::read_to_string("/sys/devices/system/cpu/online")
@@ -40,6 +44,15 @@ pub fn select_cpus(cpus: Option<&CpuList>) -> Result<CpuList> {
 
 /// Fails with one line naming what is missing: privileges or the kernel's BTF.
 pub fn check_can_trace() -> Result<()> {
+    check_capabilities(&NEEDED_CAPS)
+}
+
+/// As [`check_can_trace`], for a run that only loads probes (CAP_SYS_NICE not needed).
+pub fn check_can_probe() -> Result<()> {
+    check_capabilities(&PROBE_CAPS)
+}
+
+fn check_capabilities(needed: &[(u32, &str)]) -> Result<()> {
     if !Path::new(VMLINUX_BTF).exists() {
         bail!(
             "this kernel exposes no BTF ({VMLINUX_BTF} is missing): irqlens needs CONFIG_DEBUG_INFO_BTF=y"
@@ -50,27 +63,20 @@ pub fn check_can_trace() -> Result<()> {
         return Ok(());
     }
     let effective = effective_capabilities()?;
-    let missing: Vec<&str> = NEEDED_CAPS
+    let missing: Vec<&str> = needed
         .iter()
         .filter(|(bit, _)| effective & (1 << bit) == 0)
         .map(|(_, name)| *name)
         .collect();
     if !missing.is_empty() {
+        let names: Vec<&str> = needed.iter().map(|(_, name)| *name).collect();
         bail!(
             "needs root, or the capabilities {}: missing {}",
-            cap_names(),
+            names.join(", "),
             missing.join(", ")
         );
     }
     Ok(())
-}
-
-fn cap_names() -> String {
-    NEEDED_CAPS
-        .iter()
-        .map(|(_, name)| *name)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn effective_capabilities() -> Result<u64> {

@@ -70,8 +70,10 @@ impl Tool for AgentTool {
         &self.show
     }
 
+    /// The contract's: root, or CAP_BPF and CAP_PERFMON (CAP_SYS_NICE only raises its
+    /// readers, best effort).
     fn needs(&self) -> Needs {
-        Needs::Tracing
+        Needs::Probes
     }
 
     fn measures(&self) -> Option<Measures> {
