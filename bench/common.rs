@@ -347,6 +347,55 @@ pub fn vm_rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
+/// VmRSS of `pid` at `started`, then every `every` until `deadline` (nothing without one).
+pub fn rss_series(
+    pid: Option<u32>,
+    every: Duration,
+    started: Instant,
+    deadline: Instant,
+) -> Vec<u64> {
+    let mut series = Vec::new();
+    for at in (0..).map(|i| started + every * i) {
+        if at > deadline {
+            break;
+        }
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        if let Some(kib) = pid.and_then(vm_rss_kib) {
+            series.push(kib);
+        }
+    }
+    std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+    series
+}
+
+/// CPU time process `pid` used so far, all its threads, user and system (/proc/PID/stat);
+/// None once it has exited.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // the fields after the command (which may hold spaces): utime and stime are the
+    // 14th and 15th of the line, the 12th and 13th after it
+    let after_command = stat.rsplit_once(')')?.1;
+    let mut fields = after_command.split_whitespace().skip(11);
+    let ticks: u64 = fields.next()?.parse::<u64>().ok()? + fields.next()?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Some(ticks as f64 / per_second.max(1) as f64)
+}
+
+// ---------------------------------------------------------------------------------------
+// hackbench
+
+/// Loops of the short hackbench run that sizes the measured ones.
+const CALIBRATION_LOOPS: u32 = 100;
+
+/// Loops for one hackbench run of about `target` on this machine now, untraced.
+pub fn hackbench_loops_for(target: Duration) -> Result<u32> {
+    storm::hackbench(CALIBRATION_LOOPS)?; // warms up
+    let seconds = storm::hackbench(CALIBRATION_LOOPS)?;
+    let loops = (CALIBRATION_LOOPS as f64 * target.as_secs_f64() / seconds).round() as u32;
+    Ok(loops.max(10))
+}
+
 /// The middle value (the mean of the two middle ones for an even count); NaN if none.
 pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);

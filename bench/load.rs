@@ -34,13 +34,10 @@ use serde_json::Value;
 
 use common::storm::{HACKBENCH_GROUPS, hackbench, hackbench_loop, irq_work_interrupts, udp_flood};
 use common::{
-    Background, before_binary, interleaved_min, median, ping_pong, quick_mode, run_seconds,
-    vm_rss_kib,
+    Background, before_binary, hackbench_loops_for, interleaved_min, median, ping_pong, quick_mode,
+    rss_series, run_seconds,
 };
 use irqlens_test_support::runner::{self, require_root};
-
-/// Loops of the short hackbench run that sizes the measured ones.
-const CALIBRATION_LOOPS: u32 = 100;
 
 /// A tracer may take this long to load and attach (bpftrace compiles its script first).
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -334,14 +331,6 @@ impl Drop for Tracefs {
 // ---------------------------------------------------------------------------------------
 // hackbench
 
-/// Loops for one hackbench run of about `target` on this machine now, untraced.
-fn hackbench_loops_for(target: Duration) -> Result<u32> {
-    hackbench(CALIBRATION_LOOPS)?; // warms up
-    let seconds = hackbench(CALIBRATION_LOOPS)?;
-    let loops = (CALIBRATION_LOOPS as f64 * target.as_secs_f64() / seconds).round() as u32;
-    Ok(loops.max(10))
-}
-
 // ---------------------------------------------------------------------------------------
 // 1. hackbench slowdown
 
@@ -543,22 +532,6 @@ fn storm(tracer: Option<&Tracer>, plan: &Plan, loops: u32) -> Result<Storm> {
             Ok(storm)
         }
     }
-}
-
-/// VmRSS of `pid` at `started`, then every `every` until `deadline` (nothing without one).
-fn rss_series(pid: Option<u32>, every: Duration, started: Instant, deadline: Instant) -> Vec<u64> {
-    let mut series = Vec::new();
-    for at in (0..).map(|i| started + every * i) {
-        if at > deadline {
-            break;
-        }
-        std::thread::sleep(at.saturating_duration_since(Instant::now()));
-        if let Some(kib) = pid.and_then(vm_rss_kib) {
-            series.push(kib);
-        }
-    }
-    std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-    series
 }
 
 // ---------------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ pub fn run_in(
         journal,
         made: Repeated::default(),
     };
-    let cpu_time_before = own_cpu_time();
+    let cpu_time_before = system::own_cpu_time();
     let started = Instant::now();
     let started_ns = monotonic_ns();
     let pace = RunPace::new(started, options.duration);
@@ -204,7 +204,7 @@ pub fn run_in(
     }
     probe.disable();
     let elapsed = started.elapsed();
-    let cpu_time = own_cpu_time().saturating_sub(cpu_time_before);
+    let cpu_time = system::own_cpu_time().saturating_sub(cpu_time_before);
     let threads = steering
         .threads()
         .map(|(tid, original, current, deliveries)| {
@@ -344,18 +344,6 @@ impl Drop for Steered<'_> {
             eprintln!("irqlens: {err:#}");
         }
     }
-}
-
-/// The process's CPU time so far (user + system, every thread).
-fn own_cpu_time() -> Duration {
-    // SAFETY: all zeroes is a valid rusage for the kernel to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a live rusage of the right size.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 #[cfg(test)]

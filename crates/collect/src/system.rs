@@ -20,6 +20,10 @@ const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// Capabilities that replace root: load BPF, read kernel tracepoints, set RT priorities.
 const NEEDED_CAPS: [(u32, &str); 3] = [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (23, "CAP_SYS_NICE")];
 
+/// Those that load and attach the probes alone, for a run whose real-time priorities are
+/// best effort (the agent's readers).
+const PROBE_CAPS: [(u32, &str); 2] = [(39, "CAP_BPF"), (38, "CAP_PERFMON")];
+
 /// The online CPUs (/sys/devices/system/cpu/online).
 pub fn online_cpus() -> Result<CpuList> {
     let text = fs::read_to_string("/sys/devices/system/cpu/online")
@@ -40,6 +44,15 @@ pub fn select_cpus(cpus: Option<&CpuList>) -> Result<CpuList> {
 
 /// Fails with one line naming what is missing: privileges or the kernel's BTF.
 pub fn check_can_trace() -> Result<()> {
+    check_capabilities(&NEEDED_CAPS)
+}
+
+/// As [`check_can_trace`], for a run that only loads probes (CAP_SYS_NICE not needed).
+pub fn check_can_probe() -> Result<()> {
+    check_capabilities(&PROBE_CAPS)
+}
+
+fn check_capabilities(needed: &[(u32, &str)]) -> Result<()> {
     if !Path::new(VMLINUX_BTF).exists() {
         bail!(
             "this kernel exposes no BTF ({VMLINUX_BTF} is missing): irqlens needs CONFIG_DEBUG_INFO_BTF=y"
@@ -50,27 +63,20 @@ pub fn check_can_trace() -> Result<()> {
         return Ok(());
     }
     let effective = effective_capabilities()?;
-    let missing: Vec<&str> = NEEDED_CAPS
+    let missing: Vec<&str> = needed
         .iter()
         .filter(|(bit, _)| effective & (1 << bit) == 0)
         .map(|(_, name)| *name)
         .collect();
     if !missing.is_empty() {
+        let names: Vec<&str> = needed.iter().map(|(_, name)| *name).collect();
         bail!(
             "needs root, or the capabilities {}: missing {}",
-            cap_names(),
+            names.join(", "),
             missing.join(", ")
         );
     }
     Ok(())
-}
-
-fn cap_names() -> String {
-    NEEDED_CAPS
-        .iter()
-        .map(|(_, name)| *name)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn effective_capabilities() -> Result<u64> {
@@ -80,6 +86,33 @@ fn effective_capabilities() -> Result<u64> {
         .find_map(|line| line.strip_prefix("CapEff:"))
         .context("no CapEff line in /proc/self/status")?;
     u64::from_str_radix(hex.trim(), 16).context("parsing CapEff")
+}
+
+/// The process's CPU time so far (user + system, every thread).
+pub fn own_cpu_time() -> std::time::Duration {
+    // SAFETY: all zeroes is a valid rusage for the kernel to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a live rusage of the right size.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    let time =
+        |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// The process's resident memory now, bytes (/proc/self/statm's resident pages); 0 if it
+/// cannot be read.
+pub fn own_resident_bytes() -> u64 {
+    let statm = read_proc("self/statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|pages| pages.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page_bytes = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as u64;
+    pages * page_bytes
 }
 
 /// IRQ line number -> the handler names /proc/interrupts lists for it (`virtio0-input.0`).

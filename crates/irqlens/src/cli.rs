@@ -139,6 +139,42 @@ pub enum Command {
     /// simulation of hardirqs, softirqs, NAPI, bottom-half threads and the scheduler
     /// (stock, threaded, niced, IHM/DIS of Lee & Park, process-aware of Zhang & West)
     Sim(SimArgs),
+    /// A long-running Prometheus exporter with a bounded cost: bottom-half latency and
+    /// interrupt time per process and workload, continuously, configured by a file
+    /// (SIGHUP reloads it, SIGTERM stops it)
+    Agent(AgentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The configuration, TOML (see docs/agent.md) [default: /etc/irqlens/agent.toml, the
+    /// defaults if it is missing]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Serve OpenMetrics at http://ADDR/metrics: a port (on 127.0.0.1), or IP:PORT such
+    /// as 0.0.0.0:9464 or [::]:9464 [default: the configuration's listen, 0.0.0.0:9464]
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// CPUs traced, as a list like 0-3,8 [default: the configuration's cpus, all online
+    /// CPUs]
+    #[arg(short, long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+    /// The level account's workload label names: cgroup, pod, container or unit
+    /// [default: the configuration's, pod]
+    #[arg(long, value_name = "KIND", value_parser = parse_workload_by)]
+    pub by: Option<WorkloadBy>,
+    /// Leave bottom halves out, whatever the configuration says
+    #[arg(long)]
+    pub no_bh: bool,
+    /// Leave interrupt accounting out, whatever the configuration says
+    #[arg(long)]
+    pub no_account: bool,
+    /// How much it logs on stderr: off, error, warn, info, debug, trace [default: the
+    /// configuration's, info]
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<irqlens_model::agent::LogLevel>,
+    #[command(flatten)]
+    pub show: ShowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -535,7 +571,12 @@ impl OutputArgs {
 /// A port alone listens on loopback: metrics reach the network only when the user names
 /// an address to listen on.
 pub fn parse_listen_address(value: &str) -> Result<SocketAddr> {
-    let invalid = |why: &str| anyhow!("--prometheus '{value}': {why}");
+    parse_listen_address_of("--prometheus", value)
+}
+
+/// [`parse_listen_address`] of a value given as `option` (its error names it).
+pub fn parse_listen_address_of(option: &str, value: &str) -> Result<SocketAddr> {
+    let invalid = |why: &str| anyhow!("{option} '{value}': {why}");
     let address = if value.bytes().all(|b| b.is_ascii_digit()) {
         let port = value
             .parse()

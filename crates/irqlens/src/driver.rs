@@ -84,6 +84,9 @@ pub enum Needs {
     Nothing,
     /// BPF on tracepoints: root, or the capabilities that allow it.
     Tracing,
+    /// BPF on tracepoints, its readers' real-time priority best effort: root, or
+    /// CAP_BPF and CAP_PERFMON.
+    Probes,
     /// Root itself, for the reason given (and tracing).
     Root(&'static str),
 }
@@ -294,6 +297,7 @@ fn check(needs: Needs) -> Result<()> {
     match needs {
         Needs::Nothing => Ok(()),
         Needs::Tracing => system::check_can_trace(),
+        Needs::Probes => system::check_can_probe(),
         Needs::Root(why) => {
             // SAFETY: geteuid has no preconditions and cannot fail.
             if unsafe { libc::geteuid() } != 0 {

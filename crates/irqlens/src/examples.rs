@@ -128,6 +128,16 @@ pub fn of(subcommand: &str) -> &'static [Example] {
                 answers: "The designs simulated with those costs, as an HTML page.",
             },
         ],
+        "agent" => &[
+            Example {
+                command: "irqlens agent",
+                answers: "Serve bottom-half latency and interrupt time per workload on 0.0.0.0:9464, as /etc/irqlens/agent.toml says (SIGHUP reloads it).",
+            },
+            Example {
+                command: "irqlens agent --config agent.toml --listen 127.0.0.1:9464 --no-bh",
+                answers: "The same from another file, on loopback only, without bottom halves.",
+            },
+        ],
         _ => &[],
     }
 }

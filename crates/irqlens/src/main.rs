@@ -101,5 +101,6 @@ fn run(cli: Cli) -> Result<Ended> {
             TrialLoad::Net(args) => run_tool(args),
         },
         Command::Sim(args) => run_tool(args),
+        Command::Agent(args) => run_tool(args.resolve()?),
     }
 }

@@ -424,7 +424,8 @@ pub fn recorded_options(argv: &[String], cpus: CpuList) -> Result<RunOptions> {
         | Command::Tune(_)
         | Command::Steer(_)
         | Command::Trial(_)
-        | Command::Sim(_) => {
+        | Command::Sim(_)
+        | Command::Agent(_) => {
             bail!("not a measurement's recording")
         }
     })

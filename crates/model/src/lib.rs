@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod account;
+pub mod agent;
 pub mod bh;
 pub mod bounds;
 pub mod check;

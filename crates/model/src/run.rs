@@ -213,6 +213,8 @@ pub enum Document {
     TuneRevert(crate::tune::TuneRevert),
     /// `irqlens steer --json`.
     Steer(crate::steer::SteerReport),
+    /// `irqlens agent --json`, when it stops.
+    Agent(crate::agent::AgentReport),
     /// `irqlens trial net --json`.
     Trial(crate::trial::TrialReport),
     /// `irqlens sim --json`.
@@ -252,6 +254,7 @@ pub fn json_schema() -> serde_json::Value {
         ("TunePlan", "tune"),
         ("TuneRevert", "tune"),
         ("SteerReport", "steer"),
+        ("AgentReport", "agent"),
         ("TrialReport", "trial"),
         ("SimDocument", "sim"),
     ] {

@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 
+use irqlens_model::agent::AgentReport;
 use irqlens_model::run::{Comparison, RecordingSummary};
 use irqlens_model::sim::{SimDocument, TrialComparison};
 use irqlens_model::steer::SteerReport;
@@ -168,6 +169,40 @@ impl Document for SteerReport {
 
     fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         Ok(crate::steer::write_summary(out, self)?)
+    }
+}
+
+impl Document for AgentReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    /// How long it served, and how each capability went.
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        let served = std::time::Duration::from_secs(self.elapsed_ns / 1_000_000_000);
+        writeln!(
+            out,
+            "irqlens agent served http://{}/metrics for {}; {} configuration reload(s), {} refused",
+            self.listen,
+            humantime::format_duration(served),
+            self.config_reloads,
+            self.refused_reloads
+        )?;
+        for capability in &self.capabilities {
+            writeln!(
+                out,
+                "  {:<8} started {} time(s), failed {} time(s), {} at the end",
+                capability.name,
+                capability.starts,
+                capability.failures,
+                if capability.running_at_end {
+                    "running"
+                } else {
+                    "not running"
+                }
+            )?;
+        }
+        Ok(())
     }
 }
 

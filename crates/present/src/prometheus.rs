@@ -31,9 +31,9 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::Names;
 pub use families::{
-    MAX_SERIES_PER_FAMILY, MOST_WORKLOADS, WorkloadLabels, account_families,
-    account_families_labelled, bh_families, noise_families, noise_families_labelled,
-    wakeup_families,
+    AgentHealth, CapabilityHealth, MAX_SERIES_PER_FAMILY, MOST_WORKLOADS, WorkloadLabels,
+    account_families, account_families_labelled, agent_families, bh_families, noise_families,
+    noise_families_labelled, wakeup_families,
 };
 use irqlens_analyze::account::Ledger;
 use irqlens_analyze::bh::BhStats;
@@ -211,17 +211,18 @@ impl Family {
         }
     }
 
-    fn encode(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
-        if self.metrics.is_empty() {
+    /// Encodes `same`, families of one name (their series' labels differ), as one.
+    fn encode_all(same: &[&Family], encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let Some(first) = same.iter().find(|f| !f.metrics.is_empty()) else {
             return Ok(());
-        }
+        };
         let mut family =
-            encoder.encode_descriptor(self.name, self.help, self.unit.as_ref(), self.kind)?;
-        for (labels, value) in &self.metrics {
+            encoder.encode_descriptor(first.name, first.help, first.unit.as_ref(), first.kind)?;
+        for (labels, value) in same.iter().flat_map(|f| &f.metrics) {
             // a series without labels is its name alone, not `name{}`
             match labels.is_empty() {
-                true => value.encode(self.kind, &mut family)?,
-                false => value.encode(self.kind, &mut family.encode_family(labels)?)?,
+                true => value.encode(first.kind, &mut family)?,
+                false => value.encode(first.kind, &mut family.encode_family(labels)?)?,
             }
         }
         Ok(())
@@ -360,7 +361,7 @@ fn sample_names(family: &Family) -> Vec<String> {
 /// dashboard's queries are checked against it.
 pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
     let names = Names::default();
-    let empty: [(&str, Vec<Family>); 4] = [
+    let empty: [(&str, Vec<Family>); 5] = [
         (
             "noise",
             noise_families(
@@ -381,6 +382,7 @@ pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
                 WorkloadBy::Pod,
             ),
         ),
+        ("agent", agent_families(&AgentHealth::default())),
     ];
     empty
         .into_iter()
@@ -397,11 +399,15 @@ struct Published {
     capability: &'static str,
     families: Vec<Family>,
     at: Instant,
+    /// Whether it comes from probes, whose `irqlens_probe_up` a scrape adds (the agent's
+    /// own figures do not).
+    probed: bool,
 }
 
-/// The latest snapshot, which a scrape encodes.
+/// The latest snapshot of each capability that publishes into the endpoint (one for a
+/// run's `--prometheus`, several for the agent's), which a scrape encodes together.
 #[derive(Debug, Default)]
-struct Snapshot(Mutex<Option<Arc<Published>>>);
+struct Snapshot(Mutex<BTreeMap<&'static str, Arc<Published>>>);
 
 impl Snapshot {
     fn replace(&self, capability: &'static str, families: Vec<Family>) {
@@ -409,28 +415,49 @@ impl Snapshot {
             capability,
             families,
             at: Instant::now(),
+            probed: true,
         });
     }
 
     fn replace_published(&self, published: Published) {
-        let old = self.lock().replace(Arc::new(published));
+        let old = self
+            .lock()
+            .insert(published.capability, Arc::new(published));
         drop(old); // outside the lock
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Published>>> {
+    /// Takes `capability`'s families out of the scrapes.
+    fn remove(&self, capability: &str) {
+        let old = self.lock().remove(capability);
+        drop(old); // outside the lock
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<&'static str, Arc<Published>>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
-        // a scrape holds the lock only to take the snapshot, not to encode it
-        let Some(published) = self.lock().clone() else {
-            return Ok(());
-        };
-        let fresh = published.at.elapsed() < PROBE_STALE_AFTER;
-        let up = probe_up(published.capability, fresh);
-        (published.families.iter().chain([&up])).try_for_each(|f| f.encode(&mut encoder))
+        // a scrape holds the lock only to take the snapshots, not to encode them
+        let published: Vec<Arc<Published>> = self.lock().values().cloned().collect();
+        let ups: Vec<Family> = (published.iter())
+            .filter(|p| p.probed)
+            .map(|p| probe_up(p.capability, p.at.elapsed() < PROBE_STALE_AFTER))
+            .collect();
+        // a family several capabilities serve (build_info, lost_events, probe_up) is
+        // described once, with every capability's series
+        let mut by_name: Vec<Vec<&Family>> = Vec::new();
+        let all = (published.iter()).flat_map(|p| &p.families).chain(&ups);
+        for family in all {
+            match by_name.iter_mut().find(|same| same[0].name == family.name) {
+                Some(same) => same.push(family),
+                None => by_name.push(vec![family]),
+            }
+        }
+        by_name
+            .iter()
+            .try_for_each(|same| Family::encode_all(same, &mut encoder))
     }
 }
 
@@ -486,19 +513,21 @@ fn classic(openmetrics: &str) -> String {
 }
 
 /// The endpoint of a run, or nothing without `--prometheus`: every call is then a no-op,
-/// so the runs call it unconditionally.
+/// so the runs call it unconditionally. Several runs can publish into one endpoint (the
+/// agent's capabilities): each has its own [`Exporter::share`]d handle, and a scrape
+/// serves every run's latest snapshot.
 pub struct Exporter {
     endpoint: Option<Endpoint>,
 }
 
 struct Endpoint {
     snapshot: Arc<Snapshot>,
-    names: Names,
+    names: Arc<Names>,
     /// The workloads with a label of their own so far.
     workloads: WorkloadLabels,
     address: SocketAddr,
     /// Bound at the start (so a taken port fails the run before anything is loaded),
-    /// served from the first snapshot on.
+    /// served from the first snapshot on; `None` in a shared handle, which only publishes.
     listener: Option<TcpListener>,
     limits: Limits,
     serving: Option<Serving>,
@@ -511,7 +540,26 @@ impl Exporter {
         Exporter::with_limits(address, names, Limits::default())
     }
 
+    /// Listens on `address` as [`Exporter::start`] does, for a long-running endpoint
+    /// whose address is the `option`'s (its error names it).
+    pub fn listen(
+        option: &str,
+        address: SocketAddr,
+        names: impl FnOnce() -> Names,
+    ) -> Result<Self> {
+        Exporter::open(option, Some(address), names, Limits::default())
+    }
+
     fn with_limits(
+        address: Option<SocketAddr>,
+        names: impl FnOnce() -> Names,
+        limits: Limits,
+    ) -> Result<Self> {
+        Exporter::open("--prometheus", address, names, limits)
+    }
+
+    fn open(
+        option: &str,
         address: Option<SocketAddr>,
         names: impl FnOnce() -> Names,
         limits: Limits,
@@ -520,12 +568,12 @@ impl Exporter {
             return Ok(Exporter { endpoint: None });
         };
         let listener = TcpListener::bind(address)
-            .with_context(|| format!("--prometheus '{address}': cannot listen"))?;
+            .with_context(|| format!("{option} '{address}': cannot listen"))?;
         let address = listener.local_addr()?;
         Ok(Exporter {
             endpoint: Some(Endpoint {
                 snapshot: Arc::default(),
-                names: names(),
+                names: Arc::new(names()),
                 workloads: WorkloadLabels::default(),
                 address,
                 listener: Some(listener),
@@ -533,6 +581,45 @@ impl Exporter {
                 serving: None,
             }),
         })
+    }
+
+    /// Another handle on the same endpoint, for a run beside this one: what it publishes
+    /// is served with the rest, under its capability's name. The endpoint serves while
+    /// this handle (the one that started it) lives.
+    pub fn share(&self) -> Exporter {
+        let endpoint = self.endpoint.as_ref().map(|endpoint| Endpoint {
+            snapshot: Arc::clone(&endpoint.snapshot),
+            names: Arc::clone(&endpoint.names),
+            workloads: WorkloadLabels::default(),
+            address: endpoint.address,
+            listener: None,
+            limits: endpoint.limits,
+            serving: None,
+        });
+        Exporter { endpoint }
+    }
+
+    /// Takes `capability`'s families out of the scrapes (it stopped, or failed).
+    pub fn remove(&self, capability: &str) {
+        if let Some(endpoint) = &self.endpoint {
+            endpoint.snapshot.remove(capability);
+        }
+    }
+
+    /// Publishes the agent's own figures (its cost, its capabilities' health).
+    pub fn agent(&mut self, health: &AgentHealth) {
+        let Some(endpoint) = &mut self.endpoint else {
+            return;
+        };
+        let mut families = agent_families(health);
+        families.push(build_info("agent"));
+        endpoint.snapshot.replace_published(Published {
+            capability: "agent",
+            families,
+            at: Instant::now(),
+            probed: false,
+        });
+        endpoint.serve();
     }
 
     /// Where it listens (the port picked, for port 0).
@@ -596,10 +683,17 @@ impl Exporter {
         families.push(build_info(capability));
         families.push(lost_events(capability, lost));
         endpoint.snapshot.replace(capability, families);
-        if let Some(listener) = endpoint.listener.take() {
-            let registry = registry(Arc::clone(&endpoint.snapshot));
-            match Serving::start(listener, registry, endpoint.limits) {
-                Ok(serving) => endpoint.serving = Some(serving),
+        endpoint.serve();
+    }
+}
+
+impl Endpoint {
+    /// Starts the server if it is not serving yet (and this handle holds the listener).
+    fn serve(&mut self) {
+        if let Some(listener) = self.listener.take() {
+            let registry = registry(Arc::clone(&self.snapshot));
+            match Serving::start(listener, registry, self.limits) {
+                Ok(serving) => self.serving = Some(serving),
                 // the run goes on: its own results matter more than the endpoint
                 Err(err) => eprintln!("irqlens: --prometheus: {err:#}"),
             }

@@ -220,6 +220,14 @@ pub fn loaded_irqlens_programs() -> Vec<String> {
         .collect()
 }
 
+/// A TCP port nothing listens on now (the kernel's pick), for a run to serve on.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port on loopback")
+        .port()
+}
+
 /// A path in the temp directory for this process's file `name`.
 pub fn temp_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("irqlens-{}-{name}", std::process::id()))

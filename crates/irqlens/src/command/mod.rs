@@ -2,6 +2,7 @@
 //! implemented on its resolved command line.
 
 pub mod advise;
+pub mod agent;
 pub mod check;
 pub mod compare;
 pub mod report;

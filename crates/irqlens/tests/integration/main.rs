@@ -7,6 +7,8 @@ mod account_cli;
 mod account_root;
 mod advise_cli;
 mod advise_root;
+mod agent_cli;
+mod agent_root;
 mod bh_cli;
 mod bh_root;
 mod cgroup_root;

@@ -3,7 +3,7 @@
 //! passes `promtool check metrics`; its counters grow while the run goes on, hostile clients neither stop it nor grow the process, and the port closes
 //! when the run ends. Needs root (CI runs as root).
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,14 +26,6 @@ samples = [[s.name, s.labels, s.value]
            for s in family.samples]
 print(json.dumps(samples))
 "#;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))

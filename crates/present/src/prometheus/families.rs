@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use prometheus_client::metrics::MetricType;
 
-use super::{Family, Labels};
+use super::{Family, Labels, Value};
 use crate::Names;
 use crate::bh::sources_of;
 use irqlens_analyze::account::report::{Row as AccountRow, idle_by, table};
@@ -631,6 +631,69 @@ pub fn account_families_labelled(
             "Interrupt time of irqlens's own work, wherever it ran",
             MetricType::Counter,
             nth(&irqlens, 0),
+        ),
+    ]
+}
+
+/// The agent's own figures, as it publishes them each second.
+#[derive(Clone, Debug, Default)]
+pub struct AgentHealth {
+    /// Its CPU time so far (every thread, user and system), ns.
+    pub cpu_ns: u64,
+    /// Its resident memory now, bytes.
+    pub resident_bytes: u64,
+    /// Each capability the configuration enables.
+    pub capabilities: Vec<CapabilityHealth>,
+    /// Configurations read again (SIGHUP), the refused ones included.
+    pub config_reloads: u64,
+}
+
+/// How one of the agent's capabilities goes.
+#[derive(Clone, Debug)]
+pub struct CapabilityHealth {
+    /// `bh`, `account`, ...
+    pub name: &'static str,
+    /// Running (its probes attached and drained), or failed and waiting to be retried.
+    pub up: bool,
+    /// Times it failed so far.
+    pub failures: u64,
+}
+
+/// `irqlens agent`: its cost (CPU time, memory), whether each capability runs, its
+/// failures and the configuration's reloads.
+pub fn agent_families(health: &AgentHealth) -> Vec<Family> {
+    let capability = |c: &CapabilityHealth| vec![("capability", c.name.to_owned())];
+    let capabilities = || health.capabilities.iter();
+    vec![
+        Family::seconds(
+            "agent_cpu",
+            "CPU time the agent used so far, all its threads, user and system",
+            MetricType::Counter,
+            [(Labels::new(), health.cpu_ns)],
+        ),
+        Family::new(
+            "agent_resident",
+            "The agent's resident memory",
+            Some(prometheus_client::registry::Unit::Bytes),
+            MetricType::Gauge,
+            [(Labels::new(), Value::Count(health.resident_bytes))],
+        ),
+        Family::new(
+            "agent_capability_up",
+            "1 while the capability runs, 0 while it has failed and waits to be retried",
+            None,
+            MetricType::Gauge,
+            capabilities().map(|c| (capability(c), Value::Count(c.up.into()))),
+        ),
+        Family::count_total(
+            "agent_capability_failures",
+            "Times the capability failed (its probes did not load, or its run ended in an error)",
+            capabilities().map(|c| (capability(c), c.failures)),
+        ),
+        Family::count_total(
+            "agent_config_reloads",
+            "Configurations read again on SIGHUP, refused ones included",
+            [(Labels::new(), health.config_reloads)],
         ),
     ]
 }

@@ -981,11 +981,89 @@ fn the_probes_are_up_while_the_run_publishes() {
             WorkloadBy::Pod,
         ),
         at: stale,
+        probed: true,
     });
     let later = scrape();
     assert_eq!(value(&later, up), 0.0, "{later}");
     // the run's figures are still served: only its health changed
     assert_eq!(value(&later, "irqlens_noise_samples_total{cpu=\"1\"}"), 2.0);
+}
+
+/// The agent's endpoint: several capabilities publish through shared handles; a family
+/// several serve is described once with each one's series, and a capability removed
+/// leaves the scrapes.
+#[test]
+fn runs_sharing_an_endpoint_are_served_together_and_one_can_leave() {
+    let snapshot_of = |exporter: &Exporter| {
+        let snapshot = Arc::clone(&exporter.endpoint.as_ref().unwrap().snapshot);
+        move || encode(&registry(Arc::clone(&snapshot)), Format::Classic)
+    };
+    let mut agent =
+        Exporter::listen("listen", "127.0.0.1:0".parse().unwrap(), Names::default).unwrap();
+    let scrape = snapshot_of(&agent);
+    let (mut bh, mut noise) = (agent.share(), agent.share());
+    assert_eq!(bh.address(), agent.address());
+    bh.bh(&bh_stats(), &nothing_lost());
+    noise.noise(
+        &noise_analysis(),
+        &nothing_lost(),
+        CgroupNames::default,
+        WorkloadBy::Pod,
+    );
+    let health = AgentHealth {
+        cpu_ns: 1_500_000_000,
+        resident_bytes: 4096,
+        capabilities: vec![CapabilityHealth {
+            name: "bh",
+            up: true,
+            failures: 2,
+        }],
+        config_reloads: 3,
+    };
+    agent.agent(&health);
+    let text = scrape();
+    promtool::check_metrics(&text).unwrap_or_else(|problems| panic!("{problems}\n{text}"));
+    for (line, count) in [
+        ("# TYPE irqlens_lost_events_total counter", 1),
+        ("# TYPE irqlens_build_info gauge", 1),
+        ("# TYPE irqlens_probe_up gauge", 1),
+        (
+            "irqlens_lost_events_total{capability=\"bh\",cpu=\"1\"} 0",
+            1,
+        ),
+        (
+            "irqlens_lost_events_total{capability=\"noise\",cpu=\"1\"} 0",
+            1,
+        ),
+        ("irqlens_probe_up{capability=\"bh\"} 1", 1),
+        ("irqlens_probe_up{capability=\"noise\"} 1", 1),
+        // the agent's own figures come from no probe
+        ("irqlens_probe_up{capability=\"agent\"}", 0),
+        ("irqlens_build_info{version=", 3),
+        ("irqlens_agent_cpu_seconds_total 1.5", 1),
+        ("irqlens_agent_resident_bytes 4096", 1),
+        ("irqlens_agent_capability_up{capability=\"bh\"} 1", 1),
+        (
+            "irqlens_agent_capability_failures_total{capability=\"bh\"} 2",
+            1,
+        ),
+        ("irqlens_agent_config_reloads_total 3", 1),
+    ] {
+        assert_eq!(text.matches(line).count(), count, "{line}:\n{text}");
+    }
+    assert!(
+        text.contains("irqlens_bh_samples_total") && text.contains("irqlens_noise_samples_total")
+    );
+    bh.remove("bh");
+    let without = scrape();
+    assert!(!without.contains("capability=\"bh\",cpu"), "{without}");
+    assert!(!without.contains("irqlens_bh_"), "{without}");
+    assert!(without.contains("irqlens_noise_samples_total"), "{without}");
+    // every family the agent serves is listed, for the dashboard's queries
+    let listed = &metric_names()["agent"];
+    for name in reference_parse(&render(agent_families(&health))) {
+        assert!(listed.contains(&name), "{name} not in {listed:?}");
+    }
 }
 
 #[test]

@@ -1,0 +1,303 @@
+//! `irqlens agent`: a long-running exporter. The passive capabilities (bh, account) run
+//! continuously, each in a thread of its own (`supervise`), publishing into one endpoint
+//! with the agent's own figures (its CPU time, memory, the capabilities' health); a
+//! capability that fails is retried after a back-off while the others go on. SIGHUP
+//! reads the configuration again and starts again only what changed; SIGTERM or SIGINT
+//! stops every capability, which detaches its probes, and ends the run with a summary.
+
+mod config;
+mod logs;
+mod privileges;
+mod supervise;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::cli::{AgentArgs, ShowArgs};
+use crate::driver::{Done, Measures, Needs, Run, Tool};
+use config::{Overrides, Resolved, Source};
+use irqlens_collect::tap::Tap;
+use irqlens_collect::{account as account_run, bh as bh_run, system};
+use irqlens_model::account::AccountOptions;
+use irqlens_model::agent::{AgentConfig, AgentReport, CapabilitySummary};
+use irqlens_model::bh::BhOptions;
+use irqlens_model::run::Header;
+use irqlens_model::units::CpuList;
+use irqlens_present::prometheus::{AgentHealth, Exporter};
+use supervise::{BACKOFF, Health, RunCapability, Supervised};
+
+/// The passive capabilities, in the order they start.
+const PASSIVE: [&str; 2] = ["bh", "account"];
+
+/// How often the agent publishes its own figures and looks at its signals' flags.
+const TICK: Duration = Duration::from_secs(1);
+
+/// `irqlens agent`, resolved: its configuration, checked against the machine.
+pub struct AgentTool {
+    show: ShowArgs,
+    source: Source,
+    overrides: Overrides,
+    resolved: Resolved,
+}
+
+impl AgentArgs {
+    /// The configuration read and checked, before anything is loaded: a bad one is one
+    /// line and exit status 1.
+    pub fn resolve(self) -> Result<AgentTool> {
+        let source = Source::of(self.config.as_deref());
+        let overrides = Overrides::of(&self);
+        let resolved = config::resolve(&source, &overrides)?;
+        Ok(AgentTool {
+            show: self.show,
+            source,
+            overrides,
+            resolved,
+        })
+    }
+}
+
+impl Tool for AgentTool {
+    const NAME: &'static str = "agent";
+    /// Its own handlers (signal-hook flags): ctrlc's would run in a thread of its own,
+    /// made before the capabilities are dropped, which would keep them all.
+    const STOPS_AT_SIGNAL: bool = false;
+
+    fn show(&self) -> &ShowArgs {
+        &self.show
+    }
+
+    /// The contract's: root, or CAP_BPF and CAP_PERFMON (CAP_SYS_NICE only raises its
+    /// readers, best effort).
+    fn needs(&self) -> Needs {
+        Needs::Probes
+    }
+
+    fn measures(&self) -> Option<Measures> {
+        Some(Measures {
+            cpus: self.resolved.cpus.clone(),
+            alone: false,
+        })
+    }
+
+    fn execute(self, _run: &mut Run) -> Result<Done> {
+        let signals = Signals::register()?;
+        let log = logs::Log::install(self.resolved.config.log_level);
+        let started = Instant::now();
+        let listen = self.resolved.listen;
+        // bound (and the kernel's names read) before the capabilities go
+        let option = self.overrides.listen_option();
+        let exporter = Exporter::listen(option, listen, || crate::measure::names([]))?;
+        // before any thread starts, so that every thread has the smaller sets
+        let kept = privileges::keep_only_needed()?;
+        tracing::info!(kept = %kept.join(","), "capabilities dropped");
+        let mut agent = Agent {
+            resolved: self.resolved,
+            exporter,
+            healths: PASSIVE.map(|name| (name, Health::new(name))).into(),
+            running: BTreeMap::new(),
+            reloads: 0,
+            refused: 0,
+            log,
+        };
+        agent.publish_health();
+        tracing::info!(
+            listen = %listen,
+            cpus = %agent.resolved.cpus,
+            config = %self.source.name(),
+            "started"
+        );
+        for name in PASSIVE {
+            agent.restart(name)?;
+        }
+        let mut next_tick = Instant::now();
+        while !signals.terminate.load(Ordering::Relaxed) {
+            if signals.hangup.swap(false, Ordering::Relaxed) {
+                agent.reload(&self.source, &self.overrides);
+            }
+            if Instant::now() >= next_tick {
+                agent.publish_health();
+                next_tick += TICK;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        tracing::info!("stopping");
+        let report = agent.stop(started.elapsed(), listen.to_string());
+        tracing::info!("stopped");
+        Ok(Done::new(report))
+    }
+}
+
+/// SIGTERM/SIGINT and SIGHUP, as flags the agent's loop reads (no thread: a signal
+/// handler sets them).
+struct Signals {
+    terminate: Arc<AtomicBool>,
+    hangup: Arc<AtomicBool>,
+}
+
+impl Signals {
+    fn register() -> Result<Signals> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        use signal_hook::flag;
+        let signals = Signals {
+            terminate: Arc::default(),
+            hangup: Arc::default(),
+        };
+        for signal in [SIGTERM, SIGINT] {
+            // a second one while it stops ends it at once (a stop that hangs)
+            flag::register_conditional_shutdown(signal, 1, Arc::clone(&signals.terminate))?;
+            flag::register(signal, Arc::clone(&signals.terminate))?;
+        }
+        flag::register(SIGHUP, Arc::clone(&signals.hangup))?;
+        Ok(signals)
+    }
+}
+
+/// The running agent: its configuration, its endpoint, its capabilities.
+struct Agent {
+    resolved: Resolved,
+    exporter: Exporter,
+    /// Each capability's health, for the agent's whole life.
+    healths: BTreeMap<&'static str, Arc<Health>>,
+    /// The capabilities running now.
+    running: BTreeMap<&'static str, Supervised>,
+    reloads: u64,
+    refused: u64,
+    log: logs::Log,
+}
+
+impl Agent {
+    /// Stops `name` if it runs, and starts it with the current configuration if enabled.
+    fn restart(&mut self, name: &'static str) -> Result<()> {
+        // dropping it stops its run, which detaches its probes
+        drop(self.running.remove(name));
+        let config = &self.resolved.config;
+        let cpus = self.resolved.cpus.clone();
+        let run: RunCapability = match name {
+            "bh" if config.bh.enabled => bh(cpus),
+            "account" if config.account.enabled => account(cpus, config),
+            _ => return Ok(()),
+        };
+        let health = Arc::clone(&self.healths[name]);
+        let supervised = Supervised::start(health, self.exporter.share(), BACKOFF, run)?;
+        self.running.insert(name, supervised);
+        Ok(())
+    }
+
+    /// Reads the configuration again and applies what changed; a configuration it cannot
+    /// honour is refused, and the one before stays.
+    fn reload(&mut self, source: &Source, overrides: &Overrides) {
+        self.reloads += 1;
+        let mut new = match config::resolve(source, overrides) {
+            Ok(new) => new,
+            Err(error) => {
+                self.refused += 1;
+                tracing::warn!(
+                    error = %format!("{error:#}"),
+                    "reload refused: the configuration stays as it was"
+                );
+                return;
+            }
+        };
+        let changes = self.resolved.config.changes(&new.config);
+        for key in &changes.at_restart {
+            tracing::warn!(key, "takes effect when the agent starts again");
+        }
+        // the endpoint stays up, where it is
+        new.config.listen = self.resolved.config.listen.clone();
+        new.listen = self.resolved.listen;
+        if changes.log_level {
+            self.log.set_level(new.config.log_level);
+        }
+        self.resolved = new;
+        let mut restarted = Vec::new();
+        for &name in changes.restart.iter().filter(|name| PASSIVE.contains(name)) {
+            if let Err(error) = self.restart(name) {
+                tracing::error!(capability = name, error = %format!("{error:#}"), "cannot start");
+            }
+            restarted.push(name);
+        }
+        self.publish_health();
+        tracing::info!(restarted = %restarted.join(","), "configuration reloaded");
+    }
+
+    /// Publishes the agent's own figures.
+    fn publish_health(&mut self) {
+        let health = AgentHealth {
+            cpu_ns: system::own_cpu_time().as_nanos() as u64,
+            resident_bytes: system::own_resident_bytes(),
+            capabilities: self
+                .running
+                .keys()
+                .map(|name| self.healths[name].now())
+                .collect(),
+            config_reloads: self.reloads,
+        };
+        self.exporter.agent(&health);
+    }
+
+    /// Stops every capability (each detaches its probes) and sums the run up.
+    fn stop(mut self, elapsed: Duration, listen: String) -> AgentReport {
+        let running_at_end: Vec<&str> = (self.running.iter())
+            .filter(|(name, _)| self.healths[*name].now().up)
+            .map(|(name, _)| *name)
+            .collect();
+        self.running.clear();
+        let capabilities = (self.healths.values())
+            .filter(|health| health.counts().0 > 0)
+            .map(|health| {
+                let (starts, failures) = health.counts();
+                CapabilitySummary {
+                    name: health.name().to_owned(),
+                    starts,
+                    failures,
+                    running_at_end: running_at_end.contains(&health.name()),
+                }
+            })
+            .collect();
+        AgentReport {
+            header: Header::new(AgentTool::NAME),
+            kernel: system::kernel_release(),
+            listen,
+            elapsed_ns: elapsed.as_nanos() as u64,
+            config_reloads: self.reloads,
+            refused_reloads: self.refused,
+            capabilities,
+        }
+    }
+}
+
+/// Bottom halves on `cpus`, until stopped: every bottom half (passive mode), no worst
+/// samples kept (the endpoint serves none).
+fn bh(cpus: CpuList) -> RunCapability {
+    let mut options = BhOptions::defaults(cpus);
+    options.stats.worst = 0;
+    Box::new(move |stop, exporter, health| {
+        bh_run::run(&options, stop, &mut Tap::default(), |stats, tick| {
+            exporter.bh(stats, &tick.lost);
+            health.running();
+        })?;
+        Ok(())
+    })
+}
+
+/// Interrupt time per process and workload on `cpus`, until stopped (attributed in the
+/// kernel: no recording, no compensation).
+fn account(cpus: CpuList, config: &AgentConfig) -> RunCapability {
+    let by = config.account.by;
+    let options = AccountOptions {
+        by: Some(by),
+        ..AccountOptions::defaults(cpus)
+    };
+    Box::new(move |stop, exporter, health| {
+        let on_tick = |tick: irqlens_collect::Tick, mut so_far: account_run::SoFar<'_>| {
+            exporter.account(|| so_far.ledger_and_cgroups(), by, &tick.lost);
+            health.running();
+        };
+        account_run::run(&options, stop, &mut Tap::default(), on_tick, |_| {})?;
+        Ok(())
+    })
+}
