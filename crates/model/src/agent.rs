@@ -281,7 +281,8 @@ impl AgentConfig {
     }
 }
 
-/// A CPU list as the command line takes it: `"0-3,8"` (or a single number).
+/// A CPU list as the command line takes it: `"0-3,8"` (or a single number), or `"all"`,
+/// the kernel's word for every CPU, as the default is.
 fn optional_cpus<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<CpuList>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -294,6 +295,7 @@ fn optional_cpus<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cp
         .map_err(|_| D::Error::custom("expected a CPU list such as \"0-3,8\""))?
     {
         Cpus::Number(cpu) => Ok(Some(CpuList::single(cpu))),
+        Cpus::Text(text) if text.trim() == "all" => Ok(None),
         Cpus::Text(text) => text.parse().map(Some).map_err(D::Error::custom),
     }
 }

@@ -160,3 +160,11 @@ fn a_reload_restarts_only_what_changed() {
     let changes = old.changes(&new);
     assert!(changes.log_level && changes.restart.is_empty());
 }
+
+#[test]
+fn cpus_all_is_every_cpu_as_the_default() {
+    let config = from_json(r#"{"cpus": "all", "noise": {"cpus": " all "}}"#).unwrap();
+    assert_eq!(config.cpus, None);
+    assert_eq!(config.noise.cpus, None);
+    assert!(from_json(r#"{"cpus": "al"}"#).is_err());
+}

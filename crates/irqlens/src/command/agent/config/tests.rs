@@ -185,3 +185,13 @@ fn an_active_run_it_cannot_honour_is_refused() {
     assert!(err.starts_with("[wakeup] enabled: "), "{err}");
     std::fs::remove_file(&file).unwrap();
 }
+
+/// What the packages and manifests ship (deploy/agent.toml, which the ConfigMap and the Helm
+/// chart's values are checked to equal) is a configuration the agent takes as it is.
+#[test]
+fn the_shipped_example_configuration_reads() {
+    let example = include_str!("../../../../../../deploy/agent.toml");
+    let config = parse(example).unwrap_or_else(|e| panic!("deploy/agent.toml: {e}"));
+    assert_eq!(config.cpus, None, "cpus = \"all\" is every CPU");
+    assert!(config.bh.enabled && config.account.enabled);
+}
