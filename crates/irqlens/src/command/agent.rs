@@ -42,12 +42,16 @@ pub struct AgentTool {
     source: Source,
     overrides: Overrides,
     resolved: Resolved,
+    signals: Signals,
 }
 
 impl AgentArgs {
     /// The configuration read and checked, before anything is loaded: a bad one is one
     /// line and exit status 1.
     pub fn resolve(self) -> Result<AgentTool> {
+        // first of all: a SIGHUP's default action ends the process, and a service manager
+        // may reload it as soon as it has started it
+        let signals = Signals::register()?;
         let source = Source::of(self.config.as_deref());
         let overrides = Overrides::of(&self);
         let resolved = config::resolve(&source, &overrides)?;
@@ -56,6 +60,7 @@ impl AgentArgs {
             source,
             overrides,
             resolved,
+            signals,
         })
     }
 }
@@ -76,15 +81,14 @@ impl Tool for AgentTool {
         Needs::Probes
     }
 
+    /// None: the agent only traces, for as long as the machine runs. A claim on every
+    /// CPU would refuse every trial and put a warning on every other run for good.
     fn measures(&self) -> Option<Measures> {
-        Some(Measures {
-            cpus: self.resolved.cpus.clone(),
-            alone: false,
-        })
+        None
     }
 
     fn execute(self, _run: &mut Run) -> Result<Done> {
-        let signals = Signals::register()?;
+        let signals = self.signals;
         let log = logs::Log::install(self.resolved.config.log_level);
         let started = Instant::now();
         let listen = self.resolved.listen;
@@ -212,9 +216,18 @@ impl Agent {
         if changes.log_level {
             self.log.set_level(new.config.log_level);
         }
+        // the CPUs the configuration names may stay and the CPUs they resolve to move
+        // ("all" with a CPU brought online since): traced CPUs are the resolved ones
+        let mut restart = changes.restart;
+        if self.resolved.cpus != new.cpus {
+            let missing: Vec<&'static str> = (PASSIVE.into_iter())
+                .filter(|name| !restart.contains(name))
+                .collect();
+            restart.extend(missing);
+        }
         self.resolved = new;
         let mut restarted = Vec::new();
-        for &name in changes.restart.iter().filter(|name| PASSIVE.contains(name)) {
+        for &name in restart.iter().filter(|name| PASSIVE.contains(name)) {
             if let Err(error) = self.restart(name) {
                 tracing::error!(capability = name, error = %format!("{error:#}"), "cannot start");
             }
