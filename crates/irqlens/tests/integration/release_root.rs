@@ -205,13 +205,32 @@ fn irqlens_package_known() -> bool {
         .is_ok_and(|output| output.status.success())
 }
 
+/// Written before the test installs the package and removed after it removed it: a run
+/// killed in between (no unwinding, so no [`Installed`] drop) leaves it, and the next run
+/// then knows that the installed irqlens package is this test's, not the machine's.
+const INSTALLED_MARK: &str = "/var/tmp/irqlens-release-test.installed";
+
 /// Removes the package if the test stopped between installing and removing it.
 struct Installed;
+
+impl Installed {
+    fn mark() -> Installed {
+        std::fs::write(
+            INSTALLED_MARK,
+            "dpkg -r irqlens: installed by release_root\n",
+        )
+        .expect("the test's mark is written before it installs");
+        Installed
+    }
+}
 
 impl Drop for Installed {
     fn drop(&mut self) {
         if irqlens_package_known() {
             let _ = Command::new("dpkg").args(["-r", "irqlens"]).status();
+        }
+        if !irqlens_package_known() {
+            let _ = std::fs::remove_file(INSTALLED_MARK);
         }
     }
 }
@@ -260,6 +279,10 @@ fn release_deb_installs_its_files_and_removes_them() {
         );
     }
 
+    if Path::new(INSTALLED_MARK).exists() {
+        // an earlier run was killed between installing and removing its package
+        drop(Installed);
+    }
     assert!(
         !irqlens_package_known(),
         "a package named irqlens is installed: remove it (dpkg -r irqlens) before this test"
@@ -271,7 +294,7 @@ fn release_deb_installs_its_files_and_removes_them() {
         );
     }
     let before = dpkg_state();
-    let installed = Installed;
+    let installed = Installed::mark();
     stdout_of(Command::new("dpkg").arg("-i").arg(&release.deb));
     for file in &files {
         assert!(Path::new(file).is_file(), "{file} is not installed");
