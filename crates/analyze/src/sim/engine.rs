@@ -383,6 +383,9 @@ struct SourceState {
     /// The generation of its timer (arming again or cancelling moves it).
     timer: u64,
     timer_pending: bool,
+    /// Where its timer fires: the CPU that started it (HRTIMER_MODE_REL_PINNED), the
+    /// polling one, which a busy poller's is.
+    timer_cpu: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -647,6 +650,7 @@ impl<'a> Engine<'a> {
                 defer_count: 0,
                 timer: 0,
                 timer_pending: false,
+                timer_cpu: source.cpu as usize,
             });
             let mut arrivals = Arrivals {
                 arrival: source.arrival.clone(),
@@ -814,7 +818,10 @@ impl<'a> Engine<'a> {
     /// What an interrupt arriving now pays to leave the CPU's idle state: nothing on a
     /// busy CPU, nor on one idling shallow for a pending NAPI timer (call after `charge`).
     fn idle_exit(&mut self, cpu: usize) -> Ns {
-        let timer_pending = self.sources.iter().any(|s| s.cpu == cpu && s.timer_pending);
+        let timer_pending = self
+            .sources
+            .iter()
+            .any(|s| s.timer_pending && s.timer_cpu == cpu);
         if self.cpus[cpu].running == Running::Idle && !timer_pending {
             self.costs.sample(&self.config.costs.idle_exit)
         } else {
@@ -1266,7 +1273,7 @@ impl<'a> Engine<'a> {
         let list = &mut self.cpus[cpu].poll_list;
         list.retain(|&i| i != index);
         if self.sources[index].ring.is_empty() {
-            self.complete_napi(index, work_done, now);
+            self.complete_napi(cpu, index, work_done, now);
         } else {
             list.push_back(index);
         }
@@ -1302,7 +1309,8 @@ impl<'a> Engine<'a> {
     /// NAPI's hrtimer is started for gro_flush_timeout T instead (napi_watchdog then
     /// schedules the poll). So the IRQ comes back at the Nth poll in a row that found
     /// nothing.
-    fn complete_napi(&mut self, index: usize, work_done: bool, now: Ns) {
+    /// It runs on `cpu`, the polling CPU, where the timer is pinned.
+    fn complete_napi(&mut self, cpu: usize, index: usize, work_done: bool, now: Ns) {
         let source = &mut self.sources[index];
         source.scheduled = false;
         let deferred = match self.defer {
@@ -1313,7 +1321,7 @@ impl<'a> Engine<'a> {
                 let deferred = source.defer_count > 0;
                 if deferred {
                     source.defer_count -= 1;
-                    self.arm_timer(index, now + timeout);
+                    self.arm_timer(cpu, index, now + timeout);
                 }
                 deferred
             }
@@ -1326,9 +1334,10 @@ impl<'a> Engine<'a> {
         self.kick_busy_pollers(index, now);
     }
 
-    /// Starts (or starts again: hrtimer_start) a source's NAPI timer.
-    fn arm_timer(&mut self, index: usize, at: Ns) {
+    /// Starts (or starts again: hrtimer_start) a source's NAPI timer, pinned to `cpu`.
+    fn arm_timer(&mut self, cpu: usize, index: usize, at: Ns) {
         let source = &mut self.sources[index];
+        source.timer_cpu = cpu;
         source.timer += 1;
         source.timer_pending = true;
         let generation = source.timer;
@@ -1345,7 +1354,7 @@ impl<'a> Engine<'a> {
             return;
         }
         source.timer_pending = false;
-        let cpu = source.cpu;
+        let cpu = source.timer_cpu;
         self.charge(cpu, now);
         let left = self.costs.sample(&self.sources[index].hardirq);
         self.cpus[cpu].hardirqs.push_back(Piece {
@@ -1499,7 +1508,7 @@ impl<'a> Engine<'a> {
         if on_list {
             self.end_poll(cpu, index, work_done, now);
         } else if self.sources[index].ring.is_empty() && !self.threads[id].thread_busy_poll {
-            self.complete_napi(index, work_done, now);
+            self.complete_napi(cpu, index, work_done, now);
         }
         if std::mem::take(&mut self.cpus[cpu].softirq_at_bh_enable)
             && self.cpus[cpu].softirq.is_none()
@@ -1620,21 +1629,23 @@ impl<'a> Engine<'a> {
     fn busy_poll_stop(&mut self, id: usize, index: usize, found: bool, now: Ns) {
         self.threads[id].busy_since = None;
         self.threads[id].busy_batch = 0;
-        let cpu = self.sources[index].cpu;
+        // the poller's CPU: busy_poll_stop and napi_resume_irqs run there, their timer is
+        // pinned there and their napi_schedule puts the NAPI on its poll list
+        let cpu = self.threads[id].cpu;
         if std::mem::take(&mut self.sources[index].busy_polled) {
             match self.defer {
                 Some((hard_irqs, _)) => {
                     self.sources[index].defer_count = hard_irqs;
-                    self.complete_napi(index, false, now);
+                    self.complete_napi(cpu, index, false, now);
                 }
                 None if self.sources[index].ring.is_empty() => {
-                    self.complete_napi(index, false, now);
+                    self.complete_napi(cpu, index, false, now);
                 }
                 None => self.schedule_from_process(cpu, index, now),
             }
         }
         match self.suspend {
-            Some(timeout) if found => self.arm_timer(index, now + timeout),
+            Some(timeout) if found => self.arm_timer(cpu, index, now + timeout),
             Some(_) => self.schedule_from_process(cpu, index, now),
             None => {}
         }

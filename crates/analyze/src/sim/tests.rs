@@ -807,3 +807,27 @@ fn the_published_tables_order_busy_poll_fastest_at_full_cpu_defer_and_suspend_be
     // finds nothing, which is what suspend's epoll polls add
     assert!(mean(suspend) <= mean(defer));
 }
+
+#[test]
+fn a_busy_pollers_deferral_timer_fires_on_its_cpu_not_the_irqs() {
+    // the device's IRQ on CPU 0, its server busy polling on CPU 1: busy_poll_stop starts
+    // the NAPI timer from CPU 1 (HRTIMER_MODE_REL_PINNED), so its expiries, and the
+    // polls they schedule, are CPU 1's
+    let mut config = stream(20_000.0, &["stock+defer=100:20+busy-poll"]);
+    config.cpus = 2;
+    config.tasks[0].cpu = 1;
+    let result = &run(&config)[0];
+    println!(
+        "busy by CPU {:?}, device irqs {}, timer irqs {}",
+        result.busy_by_cpu, result.interrupts, result.timer_interrupts
+    );
+    assert!(result.timer_interrupts > 100, "{}", result.timer_interrupts);
+    // CPU 0 takes the device IRQs the deferral lets through, and nothing else
+    let device_time = result.interrupts as f64 * 1.5e-6 / config.duration_s;
+    assert!(
+        result.busy_by_cpu[0] <= device_time + 1e-3,
+        "CPU 0 busy {:.4} for {} device IRQs",
+        result.busy_by_cpu[0],
+        result.interrupts
+    );
+}
