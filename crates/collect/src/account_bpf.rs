@@ -4,7 +4,7 @@
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
@@ -17,6 +17,11 @@ use irqlens_model::kernel::Comm;
 use irqlens_model::run::RunCommon;
 use irqlens_model::workload::CgroupId;
 use irqlens_probe::account::{AccountProbe, FOLDED, Identity, Totals};
+
+/// How often a run without --interval still closes a period: the maps then drop the
+/// threads that exited, so a run of any length (the agent's) keeps room for new threads
+/// and reads only the recent ones at each tick.
+const SETTLE_EVERY: Duration = Duration::from_secs(10);
 
 /// Measures as `account::run` does, the attribution done by the kernel: user space reads
 /// its totals at each period's end (and each second, for the live views).
@@ -41,7 +46,8 @@ pub(crate) fn run(
     pipeline.resolve_cgroups();
     probe.enable();
     let mut pace = RunPace::new(started, options.duration);
-    let mut next_report = options.interval.map(|i| started + i);
+    let period_length = options.interval.unwrap_or(SETTLE_EVERY);
+    let mut next_close = started + period_length;
     let mut before = Totals::default();
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(pace.wait());
@@ -59,11 +65,17 @@ pub(crate) fn run(
         if pace.over(now) {
             break;
         }
-        if let Some(at) = next_report.filter(|&at| now >= at) {
-            next_report = options.interval.map(|i| at + i);
-            let totals = probe.totals()?;
+        if now >= next_close {
+            next_close += period_length;
+            let mut totals = probe.totals()?;
             let period = ledger(&totals.since(&before), irqlens);
-            pipeline.close_period(period, None, Mark::now(started, 0), false, &mut on_period);
+            // read after the totals: a thread missing from it had exited when they were read
+            let mark = Mark::now(started, 0);
+            let alive = mark.thread_ids();
+            let exited = totals.exited(|tid| alive.contains(&tid));
+            pipeline.close_period(period, None, mark, false, &mut on_period);
+            probe.forget(&exited)?;
+            totals.forget(&exited);
             before = totals;
         }
     }

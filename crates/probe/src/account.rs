@@ -2,7 +2,7 @@
 //! host build (which user space runs on the CPU states it reads back, and the tests feed
 //! recorded checkpoints), and the totals it keeps, in the shape of the BPF maps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::c_int;
 use std::mem::MaybeUninit;
 use std::ptr::{self, addr_of_mut};
@@ -407,6 +407,25 @@ impl Totals {
     }
 }
 
+impl Totals {
+    /// The threads of these totals that are not in `alive` (the folded one excepted).
+    pub fn exited(&self, alive: impl Fn(u32) -> bool) -> HashSet<u32> {
+        let tids = self
+            .threads
+            .keys()
+            .chain(self.tasks.keys().map(|(tid, _)| tid));
+        tids.copied()
+            .filter(|&tid| tid != FOLDED && !alive(tid))
+            .collect()
+    }
+
+    /// Leaves `threads` out, as [`AccountProbe::forget`] leaves them out of the maps.
+    pub fn forget(&mut self, threads: &HashSet<u32>) {
+        self.tasks.retain(|(tid, _), _| !threads.contains(tid));
+        self.threads.retain(|tid, _| !threads.contains(tid));
+    }
+}
+
 fn minus<K: Copy + Eq + std::hash::Hash>(
     now: &HashMap<K, u64>,
     before: &HashMap<K, u64>,
@@ -555,6 +574,30 @@ impl<'obj> AccountProbe<'obj> {
         Ok(totals)
     }
 
+    /// Deletes `threads` (exited, their totals read) from the maps, so that they hold the
+    /// threads alive and a run of any length keeps room for new ones: without it a
+    /// machine that starts threads all day fills them, and every later thread's time goes
+    /// unmapped. What the kernel adds for one of them between the read and the delete is
+    /// lost (a thread that exited is charged nothing more).
+    pub fn forget(&self, threads: &HashSet<u32>) -> Result<()> {
+        if threads.is_empty() {
+            return Ok(());
+        }
+        let maps = &self.skel.maps;
+        let keys: Vec<Vec<u8>> = maps
+            .task_time
+            .keys()
+            .filter(|key| threads.contains(&from_bytes::<acct_task_key>(key).tid))
+            .collect();
+        for key in keys {
+            delete_if_present(&maps.task_time, &key)?;
+        }
+        for tid in threads {
+            delete_if_present(&maps.task_info, &tid.to_ne_bytes())?;
+        }
+        Ok(())
+    }
+
     /// The totals at the end of the run (the probe disabled): with what only the end
     /// decides (hardirq time handed on to softirq runs that never came, a wakeup IPI
     /// still waiting for its switch) and the events nested programs left waiting.
@@ -572,6 +615,14 @@ impl<'obj> AccountProbe<'obj> {
             finish_read_back(&mut totals, cpu as u32, state, self.irqlens_known);
         }
         Ok(totals)
+    }
+}
+
+/// Deletes `key` from `map`; one already gone is not an error.
+fn delete_if_present(map: &dyn MapCore, key: &[u8]) -> Result<()> {
+    match map.delete(key) {
+        Err(err) if err.kind() == libbpf_rs::ErrorKind::NotFound => Ok(()),
+        other => other.context("forgetting an exited thread in account's maps"),
     }
 }
 
@@ -593,6 +644,36 @@ fn as_bytes<T: Copy>(value: &T) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn charging(ns: u64) -> TaskTime {
+        TaskTime {
+            charged: ns,
+            ..TaskTime::default()
+        }
+    }
+
+    #[test]
+    fn an_exited_thread_is_forgotten_and_a_new_one_with_its_id_counts_whole() {
+        let mut before = Totals::default();
+        before.tasks.insert((7, 1), charging(10));
+        before.tasks.insert((8, 1), charging(20));
+        before.tasks.insert((FOLDED, 1), charging(5));
+        before.threads.insert(9, TaskInfo::default());
+        let exited = before.exited(|tid| tid == 7);
+        assert_eq!(exited, HashSet::from([8, 9]), "the folded thread stays");
+        before.forget(&exited);
+        assert_eq!(before.tasks.len(), 2);
+        assert!(before.threads.is_empty());
+        // the maps forgot 8 as well; a new thread took its id
+        let mut now = Totals::default();
+        now.tasks.insert((7, 1), charging(15));
+        now.tasks.insert((8, 1), charging(3));
+        now.tasks.insert((FOLDED, 1), charging(5));
+        let delta = now.since(&before);
+        assert_eq!(delta.tasks[&(7, 1)].charged, 5);
+        assert_eq!(delta.tasks[&(8, 1)].charged, 3, "not 3 - 20");
+        assert_eq!(delta.tasks[&(FOLDED, 1)].charged, 0);
+    }
 
     #[test]
     fn the_rust_twins_have_the_c_layout() {

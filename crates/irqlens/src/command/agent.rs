@@ -35,6 +35,8 @@ const PASSIVE: [&str; 2] = ["bh", "account"];
 
 /// How often the agent publishes its own figures and looks at its signals' flags.
 const TICK: Duration = Duration::from_secs(1);
+/// How often the agent gives the allocator's free pages back to the kernel.
+const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 /// `irqlens agent`, resolved: its configuration, checked against the machine.
 pub struct AgentTool {
@@ -118,6 +120,7 @@ impl Tool for AgentTool {
             agent.restart(name)?;
         }
         let mut next_tick = Instant::now();
+        let mut next_trim = next_tick + TRIM_EVERY;
         while !signals.terminate.load(Ordering::Relaxed) {
             if signals.hangup.swap(false, Ordering::Relaxed) {
                 agent.reload(&self.source, &self.overrides);
@@ -126,12 +129,28 @@ impl Tool for AgentTool {
                 agent.publish_health();
                 next_tick += TICK;
             }
+            if Instant::now() >= next_trim {
+                return_free_memory();
+                next_trim += TRIM_EVERY;
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
         tracing::info!("stopping");
         let report = agent.stop(started.elapsed(), listen.to_string());
         tracing::info!("stopped");
         Ok(Done::new(report))
+    }
+}
+
+/// Gives the pages the allocator holds free back to the kernel. Each capability's thread
+/// allocates and frees in its own glibc arena all day (map snapshots, exposition text):
+/// the freed memory stays resident in each arena, so without this the agent's RSS climbed
+/// from 37 to 98 MiB under a storm while its live heap stayed near 30 MiB.
+fn return_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; every allocation stays valid.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
