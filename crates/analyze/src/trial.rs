@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use irqlens_model::trial::{CpuSplit, DesignSummary, EchoLatency, TrialPoint};
+use irqlens_model::trial::{
+    Compared, Comparison, CpuSplit, DesignSummary, Difference, EchoLatency, Spread, TrialPoint,
+};
 
 use crate::histogram::Distribution;
 
@@ -204,6 +206,80 @@ pub fn summarize(points: &[TrialPoint]) -> Vec<DesignSummary> {
         .collect()
 }
 
+/// The spread of `values` (one per round); none of none.
+pub fn spread(values: &[f64]) -> Option<Spread> {
+    Some(Spread {
+        median: crate::median(values)?,
+        low: values.iter().copied().fold(f64::INFINITY, f64::min),
+        high: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    })
+}
+
+/// `design` against `baseline`: a difference counts only beyond what either one's rounds
+/// differ among themselves (the machine's own noise, measured in the same trial).
+pub fn compared(design: Spread, baseline: Spread) -> Compared {
+    let noise = design.width().max(baseline.width());
+    let difference = if design.median - baseline.median > noise {
+        Difference::Higher
+    } else if baseline.median - design.median > noise {
+        Difference::Lower
+    } else {
+        Difference::Within
+    };
+    Compared {
+        design,
+        baseline,
+        difference,
+    }
+}
+
+/// Each design but the first against the first, at each rate both measured in two rounds
+/// or more (one round has no spread: a difference could be the machine's noise alone).
+pub fn compare(points: &[TrialPoint]) -> Vec<Comparison> {
+    let designs = crate::first_seen(points.iter().map(|p| p.design));
+    let Some((&baseline, others)) = designs.split_first() else {
+        return Vec::new();
+    };
+    let rounds_of = |design, offered| -> Vec<&TrialPoint> {
+        points
+            .iter()
+            .filter(|p| p.design == design && p.offered_pps == offered)
+            .collect()
+    };
+    let figure = |points: &[&TrialPoint], value: &dyn Fn(&TrialPoint) -> Option<f64>| {
+        let values: Option<Vec<f64>> = points.iter().map(|&p| value(p)).collect();
+        spread(&values?)
+    };
+    let both = |mine: &[&TrialPoint],
+                theirs: &[&TrialPoint],
+                value: &dyn Fn(&TrialPoint) -> Option<f64>| {
+        Some(compared(figure(mine, value)?, figure(theirs, value)?))
+    };
+    let offered: Vec<u64> = crate::first_seen(points.iter().map(|p| p.offered_pps));
+    let mut comparisons = Vec::new();
+    for &design in others {
+        for &rate in &offered {
+            let (mine, theirs) = (rounds_of(design, rate), rounds_of(baseline, rate));
+            if mine.len() < 2 || theirs.len() < 2 {
+                continue;
+            }
+            let echoed = |p: &TrialPoint| Some(p.echoed_pps);
+            let p50 = |p: &TrialPoint| p.echo_latency.map(|l| l.p50_ns as f64);
+            let cyclic_max = |p: &TrialPoint| p.cyclic.as_ref().map(|c| c.max_ns as f64);
+            comparisons.push(Comparison {
+                offered_pps: rate,
+                design,
+                baseline,
+                echoed_pps: both(&mine, &theirs, &echoed).expect("every point echoes a rate"),
+                echo_p50_ns: both(&mine, &theirs, &p50),
+                cyclic_max_ns: both(&mine, &theirs, &cyclic_max),
+            });
+        }
+    }
+    comparisons.sort_by_key(|c| c.offered_pps);
+    comparisons
+}
+
 #[cfg(test)]
 mod tests {
     use irqlens_model::trial::CyclicLatency;
@@ -229,6 +305,69 @@ mod tests {
             napi_scheduling: Vec::new(),
             runtimes: None,
         }
+    }
+
+    /// `design`'s rounds at one rate, echoing `echoes` (one per round).
+    fn rounds(design: &str, offered: u64, echoes: &[u64]) -> Vec<TrialPoint> {
+        let round = |(i, &echoed): (usize, &u64)| TrialPoint {
+            round: i as u32 + 1,
+            ..point(design, offered, offered, echoed, 100)
+        };
+        echoes.iter().enumerate().map(round).collect()
+    }
+
+    #[test]
+    fn a_difference_counts_only_beyond_the_rounds_spread() {
+        let points = [
+            rounds("stock", 1_000, &[900, 1_000, 950]),
+            rounds("threaded-fifo", 1_000, &[500, 520, 540]),
+            rounds("threaded-niced", 1_000, &[800, 1_050, 990]),
+            rounds("stock", 2_000, &[1_000, 1_010, 1_020]),
+            rounds("threaded-fifo", 2_000, &[1_200, 1_220, 1_260]),
+            rounds("threaded-niced", 2_000, &[1_040, 1_050, 1_060]),
+        ]
+        .concat();
+        let verdicts: Vec<(u64, String, Difference)> = compare(&points)
+            .iter()
+            .map(|c| (c.offered_pps, c.design.to_string(), c.echoed_pps.difference))
+            .collect();
+        let expected = [
+            (1_000, "threaded-fifo", Difference::Lower),
+            // 990 against 950, where its own rounds span 250
+            (1_000, "threaded-niced", Difference::Within),
+            (2_000, "threaded-fifo", Difference::Higher),
+            // 1050 against 1010: 40 beyond spreads of 20
+            (2_000, "threaded-niced", Difference::Higher),
+        ]
+        .map(|(rate, design, difference)| (rate, design.to_string(), difference));
+        assert_eq!(verdicts, expected);
+        let first = &compare(&points)[0];
+        assert_eq!(first.baseline.to_string(), "stock");
+        assert_eq!(
+            first.echoed_pps.design,
+            Spread {
+                median: 520.0,
+                low: 500.0,
+                high: 540.0
+            }
+        );
+        assert_eq!(
+            first.echo_p50_ns, None,
+            "nothing to compare without latencies"
+        );
+        let cyclic = first.cyclic_max_ns.expect("both measured the cyclic task");
+        assert_eq!(cyclic.difference, Difference::Within);
+    }
+
+    #[test]
+    fn one_round_is_not_judged() {
+        let points = [
+            rounds("stock", 1_000, &[900]),
+            rounds("threaded-fifo", 1_000, &[10]),
+        ]
+        .concat();
+        assert!(compare(&points).is_empty());
+        assert!(compare(&rounds("stock", 1_000, &[900, 950])).is_empty());
     }
 
     #[test]

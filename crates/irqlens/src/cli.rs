@@ -211,8 +211,9 @@ pub struct TrialNetArgs {
     pub duration: Duration,
     /// Measure the whole ladder N times, one round after the other (1 to 20): each rate's
     /// figures are then the medians of its rounds, a rate follows when half of its rounds
-    /// did, and each round's own knee shows how far the machine's noise moves it
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    /// did, each round's own knee shows how far the machine's noise moves it, and each
+    /// design is judged against the first only beyond its rounds' spread
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub rounds: u32,
     /// How long each point runs before it is measured
     #[arg(long, value_name = "TIME", default_value = "500ms", value_parser = parse_run_duration)]
@@ -228,7 +229,8 @@ pub struct TrialNetArgs {
     /// trial weighs the bottom half against its consumer, not against the rest)
     #[arg(long, value_name = "NICE", default_value_t = -10, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub consumer_nice: i32,
-    /// threaded-niced's NAPI thread nice [default: the consumer's]
+    /// threaded-niced's NAPI thread nice [default: the consumer's + 5, as the slides: at
+    /// equal nice its polls, which nothing preempts, still take most of the CPU]
     #[arg(long, value_name = "NICE", value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub napi_nice: Option<i32>,
     /// threaded-fifo's NAPI thread priority (SCHED_FIFO, as PREEMPT_RT's IRQ threads)

@@ -14,7 +14,7 @@ use irqlens_model::bounds::Check;
 use irqlens_model::hist::HistOptions;
 use irqlens_model::noise::{self, AnalysisConfig, NoiseOptions, WorkloadConfig};
 use irqlens_model::options::RunOptions;
-use irqlens_model::trial::{Design, TrialOptions};
+use irqlens_model::trial::{Design, NAPI_NICE_BELOW_CONSUMER, TrialOptions};
 use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::{
     DmaLatency, StatsConfig as WakeupStatsConfig, TimerOptions, WakeupMode, WakeupOptions, Watched,
@@ -366,7 +366,9 @@ impl TrialNetArgs {
             warm_up_ns: self.warm_up.as_nanos() as u64,
             payload_bytes: self.payload.into(),
             consumer_nice: self.consumer_nice,
-            napi_nice: self.napi_nice.unwrap_or(self.consumer_nice),
+            napi_nice: self
+                .napi_nice
+                .unwrap_or((self.consumer_nice + NAPI_NICE_BELOW_CONSUMER).min(19)),
             napi_fifo_priority: self.napi_priority,
             cyclic_priority: self.priority,
             cyclic_period_ns: self.period.as_nanos() as u64,

@@ -35,8 +35,8 @@ pub struct TrialOptions {
     pub payload_bytes: usize,
     /// The echo server's (the consumer's) nice.
     pub consumer_nice: i32,
-    /// The NAPI thread's nice in `threaded-niced` (the consumer's unless told: the
-    /// slides settled on the consumer's + 5 for their echo).
+    /// The NAPI thread's nice in `threaded-niced` (the consumer's + 5 unless told, as the
+    /// slides settled on for their echo; older recordings: the consumer's).
     pub napi_nice: i32,
     /// The NAPI thread's SCHED_FIFO priority in `threaded-fifo`.
     pub napi_fifo_priority: u32,
@@ -209,6 +209,65 @@ pub struct DesignSummary {
     pub cyclic_max_ns: Option<u64>,
 }
 
+/// One figure over a rate's rounds: their median and the lowest and highest round.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Spread {
+    /// The median of the rounds.
+    pub median: f64,
+    /// The lowest round.
+    pub low: f64,
+    /// The highest round.
+    pub high: f64,
+}
+
+impl Spread {
+    /// How far the rounds differ among themselves.
+    pub fn width(&self) -> f64 {
+        self.high - self.low
+    }
+}
+
+/// How a design's figure stands against the baseline's at one rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Difference {
+    /// Higher by more than either design's rounds differ among themselves.
+    Higher,
+    /// Lower by more than either design's rounds differ among themselves.
+    Lower,
+    /// Within the rounds' spread: no difference the trial can tell.
+    Within,
+}
+
+/// One figure of a design and of the baseline at one rate, and their difference.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Compared {
+    /// The design's rounds.
+    pub design: Spread,
+    /// The baseline's rounds.
+    pub baseline: Spread,
+    /// The design against the baseline.
+    pub difference: Difference,
+}
+
+/// A design against the trial's first design (the baseline) at one offered rate, on
+/// the medians of their rounds (two rounds at least: one round has no spread to judge by).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Comparison {
+    /// The offered rate, packets/s.
+    pub offered_pps: u64,
+    /// The design.
+    pub design: Design,
+    /// The trial's first design.
+    pub baseline: Design,
+    /// Echoed per second.
+    pub echoed_pps: Compared,
+    /// The echo's median latency, ns (none if either echoed nothing).
+    pub echo_p50_ns: Option<Compared>,
+    /// The cyclic task's largest latency, ns (none if either measured nothing).
+    pub cyclic_max_ns: Option<Compared>,
+}
+
 /// The JSON document of `irqlens trial net`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TrialReport {
@@ -229,6 +288,9 @@ pub struct TrialReport {
     pub points: Vec<TrialPoint>,
     /// One per design.
     pub designs: Vec<DesignSummary>,
+    /// Each design but the first against the first, rate by rate (with two rounds or more).
+    #[serde(default)]
+    pub comparisons: Vec<Comparison>,
 }
 
 impl TrialReport {
@@ -240,6 +302,12 @@ impl TrialReport {
         ladder
     }
 }
+
+/// How many nice levels below its consumer `threaded-niced` puts the NAPI thread unless
+/// told (`--napi-nice`): the slides' setting. At equal nice the thread's polls, which
+/// nothing preempts, still took 64 to 77% of the CPU on the test VM and the remedy did
+/// not show from run to run.
+pub const NAPI_NICE_BELOW_CONSUMER: i32 = 5;
 
 /// The highest offered rate (`--rates`), datagrams/s.
 pub const MAX_RATE: u64 = 10_000_000;

@@ -1,11 +1,12 @@
 //! `irqlens trial net`: one table per design, a row per offered rate (echo throughput and
 //! latency, the cyclic task's latency and top cause, the receiving CPU's time), then a
-//! line per design saying where its echo stopped following the offered rate.
+//! line per design saying where its echo stopped following the offered rate, and (with
+//! rounds) each design against the first, rate by rate.
 
 use std::io::{self, Write};
 
 use irqlens_model::design::{BottomHalves, Design};
-use irqlens_model::trial::{TrialPoint, TrialReport};
+use irqlens_model::trial::{Compared, Comparison, Difference, Spread, TrialPoint, TrialReport};
 
 use super::table::{Column, Form, TextTable};
 
@@ -136,6 +137,7 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
             s.echoed_at_highest_pps,
         )?;
     }
+    write_comparisons(out, report)?;
     if report.interrupted {
         writeln!(
             out,
@@ -143,6 +145,115 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Columns of the designs against the first: a figure's median [lowest-highest round],
+/// then how it stands against the first design's.
+const COMPARISON_COLUMNS: [Column; 8] = [
+    Column::right("OFFERED", 8),
+    Column::left("DESIGN", 22).gap(2),
+    Column::right("ECHOED/s", 22).gap(2),
+    Column::left("", 6),
+    Column::right("ECHO p50", 18).gap(2),
+    Column::left("", 6),
+    Column::right("CYC max", 18).gap(2),
+    Column::left("", 6),
+];
+
+/// Each design against the trial's first, rate by rate: the verdict that holds from run
+/// to run, a difference within the rounds' own spread told as none.
+fn write_comparisons(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
+    let Some(first) = report.comparisons.first() else {
+        if report.options.rounds == 1 && report.designs.len() > 1 {
+            writeln!(
+                out,
+                "(one round: no verdict between the designs; --rounds 3 measures how much the \
+                 machine's own noise moves each figure)"
+            )?;
+        }
+        return Ok(());
+    };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Against {}, rate by rate: the median of {} rounds [lowest-highest], times in us; \
+         higher or lower only beyond either design's own rounds, else none:",
+        first.baseline, report.options.rounds
+    )?;
+    let mut table = TextTable::new("  ", &COMPARISON_COLUMNS).headings();
+    let mut rate = None;
+    for comparison in &report.comparisons {
+        if rate != Some(comparison.offered_pps) {
+            rate = Some(comparison.offered_pps);
+            table.row(&baseline_cells(comparison));
+        }
+        table.row(&comparison_cells(comparison));
+    }
+    table.write(out)
+}
+
+/// The baseline's row at a comparison's rate.
+fn baseline_cells(c: &Comparison) -> [String; COMPARISON_COLUMNS.len()] {
+    let figure = |compared: Option<&Compared>, unit: fn(f64) -> String| {
+        compared.map_or("-".into(), |compared| spread(compared.baseline, unit))
+    };
+    [
+        c.offered_pps.to_string(),
+        c.baseline.to_string(),
+        figure(Some(&c.echoed_pps), rate),
+        String::new(),
+        figure(c.echo_p50_ns.as_ref(), micros),
+        String::new(),
+        figure(c.cyclic_max_ns.as_ref(), micros),
+        String::new(),
+    ]
+}
+
+/// A design's row against the baseline.
+fn comparison_cells(c: &Comparison) -> [String; COMPARISON_COLUMNS.len()] {
+    let figure = |compared: Option<&Compared>, unit: fn(f64) -> String| match compared {
+        Some(compared) => [spread(compared.design, unit), verdict(compared.difference)],
+        None => ["-".into(), String::new()],
+    };
+    let [echoed, echoed_verdict] = figure(Some(&c.echoed_pps), rate);
+    let [p50, p50_verdict] = figure(c.echo_p50_ns.as_ref(), micros);
+    let [cyclic, cyclic_verdict] = figure(c.cyclic_max_ns.as_ref(), micros);
+    [
+        String::new(),
+        c.design.to_string(),
+        echoed,
+        echoed_verdict,
+        p50,
+        p50_verdict,
+        cyclic,
+        cyclic_verdict,
+    ]
+}
+
+fn spread(spread: Spread, unit: fn(f64) -> String) -> String {
+    format!(
+        "{} [{}-{}]",
+        unit(spread.median),
+        unit(spread.low),
+        unit(spread.high)
+    )
+}
+
+fn rate(pps: f64) -> String {
+    format!("{pps:.0}")
+}
+
+fn micros(ns: f64) -> String {
+    format!("{:.0}", ns / 1e3)
+}
+
+fn verdict(difference: Difference) -> String {
+    match difference {
+        Difference::Higher => "higher",
+        Difference::Lower => "lower",
+        Difference::Within => "none",
+    }
+    .into()
 }
 
 /// ", N rounds" past the first.
@@ -269,7 +380,86 @@ pub(crate) mod tests {
                 echoed_at_highest_pps: 1_000.0,
                 cyclic_max_ns: Some(950_000),
             }],
+            comparisons: Vec::new(),
         }
+    }
+
+    #[test]
+    fn designs_are_judged_against_the_first_only_beyond_their_rounds() {
+        let mut report = report_of("stock".parse().unwrap());
+        report.options.rounds = 3;
+        let spread = |median, low, high| Spread { median, low, high };
+        let compared = |design, baseline, difference| Compared {
+            design,
+            baseline,
+            difference,
+        };
+        report.comparisons = vec![Comparison {
+            offered_pps: 1_000_000,
+            design: "threaded-fifo".parse().unwrap(),
+            baseline: "stock".parse().unwrap(),
+            echoed_pps: compared(
+                spread(11_100.0, 10_300.0, 17_200.0),
+                spread(40_000.0, 39_000.0, 41_000.0),
+                Difference::Lower,
+            ),
+            echo_p50_ns: None,
+            cyclic_max_ns: Some(compared(
+                spread(2_400_000.0, 1_000_000.0, 4_000_000.0),
+                spread(3_000_000.0, 2_000_000.0, 5_000_000.0),
+                Difference::Within,
+            )),
+        }];
+        let mut text = Vec::new();
+        write_text(&mut text, &report).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("Against stock, rate by rate: the median of 3 rounds"),
+            "{text}"
+        );
+        let row = |start: &str| -> Vec<String> {
+            let line = text.lines().find(|l| l.trim_start().starts_with(start));
+            let line = line.unwrap_or_else(|| panic!("a row of {start}: {text}"));
+            line.split_whitespace().map(str::to_owned).collect()
+        };
+        assert_eq!(
+            row("1000000"),
+            [
+                "1000000",
+                "stock",
+                "40000",
+                "[39000-41000]",
+                "-",
+                "3000",
+                "[2000-5000]"
+            ]
+        );
+        assert_eq!(
+            row("threaded-fifo "),
+            [
+                "threaded-fifo",
+                "11100",
+                "[10300-17200]",
+                "lower",
+                "-",
+                "2400",
+                "[1000-4000]",
+                "none"
+            ]
+        );
+    }
+
+    #[test]
+    fn one_round_says_why_it_gives_no_verdict() {
+        let mut report = report_of("stock".parse().unwrap());
+        report.designs.push(report.designs[0].clone());
+        let mut text = Vec::new();
+        write_text(&mut text, &report).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("one round: no verdict between the designs"),
+            "{text}"
+        );
     }
 
     #[test]

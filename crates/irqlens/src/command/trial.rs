@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::cli::{ShowArgs, TrialNetArgs};
 use crate::driver::{Actions, Done, Measures, Needs, Run, STOP, Tool, interrupted};
-use irqlens_analyze::trial::summarize;
+use irqlens_analyze::trial::{compare, summarize};
 use irqlens_collect::{system, trial as trial_run};
 use irqlens_model::bounds::Check;
 use irqlens_model::trial::TrialReport;
@@ -97,6 +97,7 @@ impl Tool for TrialNetArgs {
             kernel: system::kernel_release(),
             cpus: options.cpus(),
             designs: summarize(&points),
+            comparisons: compare(&points),
             options,
             // STOP is set only by the signal handler, with INTERRUPTED
             interrupted: interrupted(),
