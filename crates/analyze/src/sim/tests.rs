@@ -417,6 +417,49 @@ fn the_softirq_cap_hands_a_flood_to_ksoftirqd_and_keeps_the_consumer_alive() {
 }
 
 #[test]
+fn every_release_of_a_periodic_task_gives_a_pending_net_rx_one_round() {
+    // a flood the softirq could never finish, a consumer above ksoftirqd (as trial's
+    // nice -10 echo server), and a FIFO task whose timer fires every 500 µs
+    let (period_us, per_packet_us) = (500.0, 1.0);
+    let flooded = |tasks: Vec<Task>| {
+        let costs = Costs {
+            softirq_per_packet: us(per_packet_us),
+            ..free_costs()
+        };
+        let flood = Arrival::Poisson { rate_per_s: 2e6 };
+        let mut tasks = tasks;
+        tasks.push(task("echo", "o:-10", consumer("flood", 5.0, 256)));
+        config(
+            0.5,
+            vec![source("flood", flood, true)],
+            tasks,
+            costs,
+            &["stock"],
+        )
+    };
+    let cyclic = task("cyclic", "f:95", periodic(period_us, 0.0, 1.0));
+    let (with, without) = (
+        &run(&flooded(vec![cyclic]))[0],
+        &run(&flooded(Vec::new()))[0],
+    );
+    println!(
+        "softirq {:.3} ksoftirqd {:.3} with the timer, {:.3} {:.3} without",
+        with.cpu.softirq, with.cpu.bh_threads, without.cpu.softirq, without.cpu.bh_threads
+    );
+    // irq_exit runs net_rx_action once per release: the task it woke sets need_resched,
+    // so __do_softirq does not restart; one round is netdev_budget packets
+    let round = f64::from(Limits::default().netdev_budget) * per_packet_us / period_us;
+    assert!((with.cpu.softirq - round).abs() < 0.05 * round, "{with:?}");
+    // without the timer the flood's softirq stops at its cap and ksoftirqd, at nice 0
+    // against the consumer's -10, gets a small share
+    assert!(without.cpu.softirq < 0.05, "{without:?}");
+    assert!(
+        without.cpu.bh_threads < with.cpu.softirq / 2.0,
+        "{without:?}"
+    );
+}
+
+#[test]
 fn a_sleeping_other_task_preempts_a_hog_on_waking_and_hogs_share_by_slices() {
     let costs = Costs {
         context_switch: us(3.0),
