@@ -419,44 +419,57 @@ fn the_softirq_cap_hands_a_flood_to_ksoftirqd_and_keeps_the_consumer_alive() {
 #[test]
 fn every_release_of_a_periodic_task_gives_a_pending_net_rx_one_round() {
     // a flood the softirq could never finish, a consumer above ksoftirqd (as trial's
-    // nice -10 echo server), and a FIFO task whose timer fires every 500 µs
-    let (period_us, per_packet_us) = (500.0, 1.0);
-    let flooded = |tasks: Vec<Task>| {
+    // nice -10 echo server), and a FIFO task whose timer fires every `period_us`
+    let (seconds, per_packet_us) = (0.5, 1.0);
+    let flooded = |period_us: Option<f64>| {
         let costs = Costs {
             softirq_per_packet: us(per_packet_us),
             ..free_costs()
         };
         let flood = Arrival::Poisson { rate_per_s: 2e6 };
-        let mut tasks = tasks;
-        tasks.push(task("echo", "o:-10", consumer("flood", 5.0, 256)));
-        config(
-            0.5,
+        let mut tasks = vec![task("echo", "o:-10", consumer("flood", 5.0, 256))];
+        if let Some(period_us) = period_us {
+            tasks.push(task("cyclic", "f:95", periodic(period_us, 0.0, 1.0)));
+        }
+        let config = config(
+            seconds,
             vec![source("flood", flood, true)],
             tasks,
             costs,
             &["stock"],
-        )
+        );
+        run(&config).remove(0)
     };
-    let cyclic = task("cyclic", "f:95", periodic(period_us, 0.0, 1.0));
-    let (with, without) = (
-        &run(&flooded(vec![cyclic]))[0],
-        &run(&flooded(Vec::new()))[0],
-    );
+    // softirq packets per release
+    let per_release = |period_us: f64| {
+        let result = flooded(Some(period_us));
+        let releases = seconds * 1e6 / period_us;
+        result.cpu.softirq * seconds * 1e6 / per_packet_us / releases
+    };
+    let (every_500, every_1000) = (per_release(500.0), per_release(1000.0));
+    let without = flooded(None);
     println!(
-        "softirq {:.3} ksoftirqd {:.3} with the timer, {:.3} {:.3} without",
-        with.cpu.softirq, with.cpu.bh_threads, without.cpu.softirq, without.cpu.bh_threads
+        "softirq packets per release: {every_500:.0} every 500 µs, {every_1000:.0} every \
+         1000 µs; without the timer softirq {:.3} ksoftirqd {:.3}",
+        without.cpu.softirq, without.cpu.bh_threads
     );
-    // irq_exit runs net_rx_action once per release: the task it woke sets need_resched,
-    // so __do_softirq does not restart; one round is netdev_budget packets
-    let round = f64::from(Limits::default().netdev_budget) * per_packet_us / period_us;
-    assert!((with.cpu.softirq - round).abs() < 0.05 * round, "{with:?}");
+    // irq_exit runs net_rx_action at each release, and only once: the task it woke sets
+    // need_resched, so __do_softirq does not restart. A round stops at netdev_budget
+    // packets, checked after each poll of up to a weight's packets; a round may find
+    // part of the flood taken by ksoftirqd's polls meanwhile, hence the lower half.
+    let limits = Limits::default();
+    let most = f64::from(limits.netdev_budget + limits.napi_weight);
+    for packets in [every_500, every_1000] {
+        assert!(
+            (most / 2.0..=most).contains(&packets),
+            "{packets} packets per release"
+        );
+    }
+    assert!((every_500 / every_1000 - 1.0).abs() < 0.1);
     // without the timer the flood's softirq stops at its cap and ksoftirqd, at nice 0
     // against the consumer's -10, gets a small share
     assert!(without.cpu.softirq < 0.05, "{without:?}");
-    assert!(
-        without.cpu.bh_threads < with.cpu.softirq / 2.0,
-        "{without:?}"
-    );
+    assert!(without.cpu.bh_threads < 0.2, "{without:?}");
 }
 
 #[test]
