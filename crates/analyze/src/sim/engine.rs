@@ -800,17 +800,15 @@ impl<'a> Engine<'a> {
         self.charge(cpu, now);
         self.threads[id].jobs.push_back(now);
         if self.threads[id].state == State::Sleeping {
-            // The timer's own interrupt and wakeup are not modelled: the release is exact,
-            // but for the exit from the idle state the interrupt finds.
+            // The timer's interrupt costs nothing but the exit from the idle state it
+            // finds (the release is exact), yet it is an interrupt: pending softirqs run
+            // at its exit (kernel/softirq.c: irq_exit). Under a flood that gives NET_RX a
+            // round at every release, cut to one by the need_resched() of the task it woke.
             let exit = self.idle_exit(cpu);
-            if exit > 0 {
-                self.cpus[cpu].hardirqs.push_back(Piece {
-                    left: exit,
-                    work: Work::Wake(id),
-                });
-            } else {
-                self.make_runnable(id, now, false);
-            }
+            self.cpus[cpu].hardirqs.push_back(Piece {
+                left: exit,
+                work: Work::Wake(id),
+            });
         }
         self.settle(cpu, now);
     }

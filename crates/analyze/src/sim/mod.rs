@@ -6,8 +6,9 @@
 //! the same arrivals; a seed gives the same results.
 //!
 //! Not modelled (each would need a cost nobody has calibrated yet): the IPI of a wakeup
-//! across CPUs, cache effects (001's cache-hit gain from IHM), the timer interrupts that
-//! release periodic tasks, RPS/RFS steering, PREEMPT_RT's preemptible
+//! across CPUs, cache effects (001's cache-hit gain from IHM), the cost of the timer
+//! interrupts that release periodic tasks (their exit runs pending softirqs), the tick,
+//! RPS/RFS steering, PREEMPT_RT's preemptible
 //! bottom halves, and the load balancer (threads stay on their CPU).
 
 pub mod calibrate;

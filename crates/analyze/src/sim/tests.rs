@@ -417,6 +417,62 @@ fn the_softirq_cap_hands_a_flood_to_ksoftirqd_and_keeps_the_consumer_alive() {
 }
 
 #[test]
+fn every_release_of_a_periodic_task_gives_a_pending_net_rx_one_round() {
+    // a flood the softirq could never finish, a consumer above ksoftirqd (as trial's
+    // nice -10 echo server), and a FIFO task whose timer fires every `period_us`
+    let (seconds, per_packet_us) = (0.5, 1.0);
+    let flooded = |period_us: Option<f64>| {
+        let costs = Costs {
+            softirq_per_packet: us(per_packet_us),
+            ..free_costs()
+        };
+        let flood = Arrival::Poisson { rate_per_s: 2e6 };
+        let mut tasks = vec![task("echo", "o:-10", consumer("flood", 5.0, 256))];
+        if let Some(period_us) = period_us {
+            tasks.push(task("cyclic", "f:95", periodic(period_us, 0.0, 1.0)));
+        }
+        let config = config(
+            seconds,
+            vec![source("flood", flood, true)],
+            tasks,
+            costs,
+            &["stock"],
+        );
+        run(&config).remove(0)
+    };
+    // softirq packets per release
+    let per_release = |period_us: f64| {
+        let result = flooded(Some(period_us));
+        let releases = seconds * 1e6 / period_us;
+        result.cpu.softirq * seconds * 1e6 / per_packet_us / releases
+    };
+    let (every_500, every_1000) = (per_release(500.0), per_release(1000.0));
+    let without = flooded(None);
+    println!(
+        "softirq packets per release: {every_500:.0} every 500 µs, {every_1000:.0} every \
+         1000 µs; without the timer softirq {:.3} ksoftirqd {:.3}",
+        without.cpu.softirq, without.cpu.bh_threads
+    );
+    // irq_exit runs net_rx_action at each release, and only once: the task it woke sets
+    // need_resched, so __do_softirq does not restart. A round stops at netdev_budget
+    // packets, checked after each poll of up to a weight's packets; a round may find
+    // part of the flood taken by ksoftirqd's polls meanwhile, hence the lower half.
+    let limits = Limits::default();
+    let most = f64::from(limits.netdev_budget + limits.napi_weight);
+    for packets in [every_500, every_1000] {
+        assert!(
+            (most / 2.0..=most).contains(&packets),
+            "{packets} packets per release"
+        );
+    }
+    assert!((every_500 / every_1000 - 1.0).abs() < 0.1);
+    // without the timer the flood's softirq stops at its cap and ksoftirqd, at nice 0
+    // against the consumer's -10, gets a small share
+    assert!(without.cpu.softirq < 0.05, "{without:?}");
+    assert!(without.cpu.bh_threads < 0.2, "{without:?}");
+}
+
+#[test]
 fn a_sleeping_other_task_preempts_a_hog_on_waking_and_hogs_share_by_slices() {
     let costs = Costs {
         context_switch: us(3.0),
