@@ -100,6 +100,22 @@ pub fn cpu_split(before: &CpuTimes, after: &CpuTimes, napi_thread_ticks: u64) ->
     }
 }
 
+/// `count` per datagram sent; none if nothing was sent.
+pub fn per_datagram(count: u64, sent: u64) -> Option<f64> {
+    (sent > 0).then(|| count as f64 / sent as f64)
+}
+
+/// The receiving CPU's busy share over a point, 0 to 1 (1 - idle): from cpuidle's
+/// residency, which does not sample, where the CPU has cpuidle, else from /proc/stat's
+/// idle ticks (sampled at the tick: a CPU idle between short bursts reads off).
+pub fn receiving_busy_share(point: &TrialPoint) -> f64 {
+    let exact = point.runtimes.as_ref().and_then(|r| {
+        let busy = r.busy_ns?;
+        (r.window_ns > 0).then(|| busy.min(r.window_ns) as f64 / r.window_ns as f64)
+    });
+    exact.unwrap_or_else(|| (1.0 - point.cpu.idle_percent / 100.0).clamp(0.0, 1.0))
+}
+
 /// Whether a point echoed at least [`FOLLOWING_SHARE`] of what it sent.
 pub fn follows(point: &TrialPoint) -> bool {
     keeps_up(point.sent as f64, point.echoed as f64)
@@ -206,7 +222,7 @@ pub fn summarize(points: &[TrialPoint]) -> Vec<DesignSummary> {
 
 #[cfg(test)]
 mod tests {
-    use irqlens_model::trial::CyclicLatency;
+    use irqlens_model::trial::{CyclicLatency, Runtimes};
 
     use super::*;
 
@@ -228,7 +244,30 @@ mod tests {
             cpu: CpuSplit::default(),
             napi_scheduling: Vec::new(),
             runtimes: None,
+            napi: None,
         }
+    }
+
+    #[test]
+    fn per_datagram_figures_and_the_busy_share() {
+        assert_eq!(per_datagram(30, 120), Some(0.25));
+        assert_eq!(per_datagram(5, 0), None);
+        let mut point = point("stock", 1000, 1000, 1000, 0);
+        point.cpu.idle_percent = 75.0;
+        // no cpuidle: /proc/stat's idle
+        assert_eq!(receiving_busy_share(&point), 0.25);
+        point.runtimes = Some(Runtimes {
+            window_ns: 2_000,
+            busy_ns: Some(500),
+            ..Runtimes::default()
+        });
+        // cpuidle's residency, exact, wins
+        assert_eq!(receiving_busy_share(&point), 0.25);
+        point.runtimes.as_mut().unwrap().busy_ns = Some(1_500);
+        assert_eq!(receiving_busy_share(&point), 0.75);
+        // a residency read a little apart from the window cannot make it more than busy
+        point.runtimes.as_mut().unwrap().busy_ns = Some(2_100);
+        assert_eq!(receiving_busy_share(&point), 1.0);
     }
 
     #[test]
