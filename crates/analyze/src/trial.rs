@@ -116,6 +116,15 @@ pub fn receiving_busy_share(point: &TrialPoint) -> f64 {
     exact.unwrap_or_else(|| (1.0 - point.cpu.idle_percent / 100.0).clamp(0.0, 1.0))
 }
 
+/// The echo server's own share of the point's window, 0 to 1 (its sum_exec_runtime,
+/// with the softirqs that ran in its context): what a busy-polling consumer spends,
+/// which the machine's other work on its CPU does not add to as it does to the CPU's
+/// busy share. None for older recordings.
+pub fn echo_share(point: &TrialPoint) -> Option<f64> {
+    let r = point.runtimes.as_ref()?;
+    (r.window_ns > 0).then(|| r.echo_ns.min(r.window_ns) as f64 / r.window_ns as f64)
+}
+
 /// Whether a point echoed at least [`FOLLOWING_SHARE`] of what it sent.
 pub fn follows(point: &TrialPoint) -> bool {
     keeps_up(point.sent as f64, point.echoed as f64)
@@ -268,6 +277,10 @@ mod tests {
         // a residency read a little apart from the window cannot make it more than busy
         point.runtimes.as_mut().unwrap().busy_ns = Some(2_100);
         assert_eq!(receiving_busy_share(&point), 1.0);
+        point.runtimes.as_mut().unwrap().echo_ns = 500;
+        assert_eq!(echo_share(&point), Some(0.25));
+        point.runtimes = None;
+        assert_eq!(echo_share(&point), None);
     }
 
     #[test]

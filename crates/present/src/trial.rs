@@ -4,14 +4,14 @@
 
 use std::io::{self, Write};
 
-use irqlens_analyze::trial::{per_datagram, receiving_busy_share};
+use irqlens_analyze::trial::{echo_share, per_datagram, receiving_busy_share};
 use irqlens_model::design::{BottomHalves, Design};
 use irqlens_model::trial::{TrialPoint, TrialReport, defer_knobs, echo_busy_poll};
 
 use super::table::{Column, Form, TextTable};
 
 /// Columns of a design's ladder (rtla's style: whole µs, percentages of the CPU).
-pub(crate) const POINT_COLUMNS: [Column; 21] = [
+pub(crate) const POINT_COLUMNS: [Column; 22] = [
     Column::right("OFFERED", 8),
     Column::right("SENT/s", 8),
     Column::right("ECHOED/s", 8),
@@ -29,6 +29,7 @@ pub(crate) const POINT_COLUMNS: [Column; 21] = [
     Column::right("IRQ", 4),
     Column::right("IDLE", 4),
     Column::right("BUSY", 4),
+    Column::right("SRV", 4),
     Column::right("NET_RX/dg", 9).gap(2),
     Column::right("snd", 5),
     Column::right("BPOLL/dg", 8),
@@ -78,6 +79,7 @@ pub(crate) fn cells(point: &TrialPoint) -> [String; POINT_COLUMNS.len()] {
         percent(cpu.irq_percent),
         percent(cpu.idle_percent),
         percent(100.0 * receiving_busy_share(point)),
+        echo_share(point).map_or_else(|| "-".into(), |share| percent(100.0 * share)),
         per_datagram(napi.map(|n| n.receiving_net_rx)),
         per_datagram(napi.map(|n| n.sending_net_rx)),
         per_datagram(napi.and_then(|n| n.busy_polled)),
@@ -92,7 +94,7 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         out,
         "trial net: echo server on CPU {} (SCHED_OTHER nice {}), load from CPU {}, cyclic task \
          {} every {} us on CPU {}; {} s per point after {} s of warm-up{}; times in us, CPU \
-         split and BUSY (out of idle) of CPU {}; per datagram sent: NET_RX softirqs on CPU {} \
+         split, BUSY (out of idle) and the echo server's share (SRV) of CPU {}; per datagram sent: NET_RX softirqs on CPU {} \
          and on the sending CPU (snd), veth packets busy polls took (BPOLL)",
         o.receiving_cpu,
         o.consumer_nice,
@@ -340,7 +342,7 @@ pub(crate) mod tests {
             "950",
             "93%",
             // 150000 sent: NET_RX per datagram on each CPU; no busy poll counted
-            "0.50  2.00        -",
+            "   -       0.50  2.00        -",
             "thread napi/t1r-8 61%",
         ] {
             assert!(row.contains(cell), "{cell} in {row}");
