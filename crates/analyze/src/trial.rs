@@ -102,6 +102,31 @@ pub fn cpu_split(before: &CpuTimes, after: &CpuTimes, napi_thread_ticks: u64) ->
     }
 }
 
+/// `count` per datagram sent; none if nothing was sent.
+pub fn per_datagram(count: u64, sent: u64) -> Option<f64> {
+    (sent > 0).then(|| count as f64 / sent as f64)
+}
+
+/// The receiving CPU's busy share over a point, 0 to 1 (1 - idle): from cpuidle's
+/// residency, which does not sample, where the CPU has cpuidle, else from /proc/stat's
+/// idle ticks (sampled at the tick: a CPU idle between short bursts reads off).
+pub fn receiving_busy_share(point: &TrialPoint) -> f64 {
+    let exact = point.runtimes.as_ref().and_then(|r| {
+        let busy = r.busy_ns?;
+        (r.window_ns > 0).then(|| busy.min(r.window_ns) as f64 / r.window_ns as f64)
+    });
+    exact.unwrap_or_else(|| (1.0 - point.cpu.idle_percent / 100.0).clamp(0.0, 1.0))
+}
+
+/// The echo server's own share of the point's window, 0 to 1 (its sum_exec_runtime,
+/// with the softirqs that ran in its context): what a busy-polling consumer spends,
+/// which the machine's other work on its CPU does not add to as it does to the CPU's
+/// busy share. None for older recordings.
+pub fn echo_share(point: &TrialPoint) -> Option<f64> {
+    let r = point.runtimes.as_ref()?;
+    (r.window_ns > 0).then(|| r.echo_ns.min(r.window_ns) as f64 / r.window_ns as f64)
+}
+
 /// Whether a point echoed at least [`FOLLOWING_SHARE`] of what it sent.
 pub fn follows(point: &TrialPoint) -> bool {
     keeps_up(point.sent as f64, point.echoed as f64)
@@ -282,7 +307,7 @@ pub fn compare(points: &[TrialPoint]) -> Vec<Comparison> {
 
 #[cfg(test)]
 mod tests {
-    use irqlens_model::trial::CyclicLatency;
+    use irqlens_model::trial::{CyclicLatency, Runtimes};
 
     use super::*;
 
@@ -304,6 +329,7 @@ mod tests {
             cpu: CpuSplit::default(),
             napi_scheduling: Vec::new(),
             runtimes: None,
+            napi: None,
         }
     }
 
@@ -368,6 +394,32 @@ mod tests {
         .concat();
         assert!(compare(&points).is_empty());
         assert!(compare(&rounds("stock", 1_000, &[900, 950])).is_empty());
+    }
+
+    #[test]
+    fn per_datagram_figures_and_the_busy_share() {
+        assert_eq!(per_datagram(30, 120), Some(0.25));
+        assert_eq!(per_datagram(5, 0), None);
+        let mut point = point("stock", 1000, 1000, 1000, 0);
+        point.cpu.idle_percent = 75.0;
+        // no cpuidle: /proc/stat's idle
+        assert_eq!(receiving_busy_share(&point), 0.25);
+        point.runtimes = Some(Runtimes {
+            window_ns: 2_000,
+            busy_ns: Some(500),
+            ..Runtimes::default()
+        });
+        // cpuidle's residency, exact, wins
+        assert_eq!(receiving_busy_share(&point), 0.25);
+        point.runtimes.as_mut().unwrap().busy_ns = Some(1_500);
+        assert_eq!(receiving_busy_share(&point), 0.75);
+        // a residency read a little apart from the window cannot make it more than busy
+        point.runtimes.as_mut().unwrap().busy_ns = Some(2_100);
+        assert_eq!(receiving_busy_share(&point), 1.0);
+        point.runtimes.as_mut().unwrap().echo_ns = 500;
+        assert_eq!(echo_share(&point), Some(0.25));
+        point.runtimes = None;
+        assert_eq!(echo_share(&point), None);
     }
 
     #[test]

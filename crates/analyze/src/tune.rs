@@ -36,9 +36,11 @@ impl Figure {
     pub fn of(knob: &Knob) -> Figure {
         match knob {
             Knob::IrqAffinity { irq } => Figure::IrqLine(*irq),
-            Knob::RpsCpus { .. } | Knob::XpsCpus { .. } | Knob::NapiThreaded { .. } => {
-                Figure::NetReceive
-            }
+            Knob::RpsCpus { .. }
+            | Knob::XpsCpus { .. }
+            | Knob::NapiThreaded { .. }
+            | Knob::NapiDeferHardIrqs { .. }
+            | Knob::GroFlushTimeout { .. } => Figure::NetReceive,
             Knob::ThreadAffinity { tid, .. } | Knob::ThreadPriority { tid, .. } => {
                 Figure::Thread(*tid)
             }

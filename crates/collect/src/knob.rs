@@ -35,6 +35,12 @@ pub fn path(knob: &Knob) -> Option<PathBuf> {
             queue_file(device, &format!("tx-{queue}"), "xps_cpus")
         }
         Knob::NapiThreaded { device, .. } => format!("/sys/class/net/{device}/threaded").into(),
+        Knob::NapiDeferHardIrqs { device, .. } => {
+            format!("/sys/class/net/{device}/napi_defer_hard_irqs").into()
+        }
+        Knob::GroFlushTimeout { device, .. } => {
+            format!("/sys/class/net/{device}/gro_flush_timeout").into()
+        }
         Knob::Sysctl { name } => sysctl_path(name),
         Knob::WorkqueueCpumask => WORKQUEUE_CPUMASK.into(),
         Knob::RtGroupRuntime { cgroup } => PathBuf::from(cgroup).join(RT_RUNTIME_FILE),
@@ -62,7 +68,9 @@ fn sysctl_path(name: &str) -> PathBuf {
 fn netns(knob: &Knob) -> Option<&str> {
     match knob {
         Knob::RpsCpus { netns, .. } | Knob::XpsCpus { netns, .. } => netns.as_deref(),
-        Knob::NapiThreaded { netns, .. } => netns.as_deref(),
+        Knob::NapiThreaded { netns, .. }
+        | Knob::NapiDeferHardIrqs { netns, .. }
+        | Knob::GroFlushTimeout { netns, .. } => netns.as_deref(),
         _ => None,
     }
 }
@@ -225,10 +233,18 @@ pub fn gone(knob: &Knob) -> Option<String> {
         }
         | Knob::NapiThreaded {
             netns: Some(ns), ..
+        }
+        | Knob::NapiDeferHardIrqs {
+            netns: Some(ns), ..
+        }
+        | Knob::GroFlushTimeout {
+            netns: Some(ns), ..
         } if !netns::exists(ns) => Some(format!("network namespace {ns} was deleted")),
         Knob::RpsCpus { netns, device, .. }
         | Knob::XpsCpus { netns, device, .. }
-        | Knob::NapiThreaded { netns, device } => {
+        | Knob::NapiThreaded { netns, device }
+        | Knob::NapiDeferHardIrqs { netns, device }
+        | Knob::GroFlushTimeout { netns, device } => {
             let there = match netns {
                 Some(ns) => netns::ip(&["-n", ns, "link", "show", "dev", device]).is_ok(),
                 None => !missing(PathBuf::from("/sys/class/net").join(device)),
@@ -366,6 +382,14 @@ pub fn parse_change(spec: &str) -> Result<(Knob, String)> {
             let (netns, device, _) = device(None)?;
             Knob::NapiThreaded { netns, device }
         }
+        "defer-hard-irqs" => {
+            let (netns, device, _) = device(None)?;
+            Knob::NapiDeferHardIrqs { netns, device }
+        }
+        "gro-flush-timeout" => {
+            let (netns, device, _) = device(None)?;
+            Knob::GroFlushTimeout { netns, device }
+        }
         "sysctl" => {
             let valid = !what.is_empty()
                 && what.split('.').all(|part| {
@@ -407,7 +431,8 @@ pub fn parse_change(spec: &str) -> Result<(Knob, String)> {
         _ => {
             return Err(bad(
                 "unknown knob (irq:N, rps:[NETNS/]DEV/rx-N, xps:[NETNS/]DEV/tx-N, \
-                 threaded:[NETNS/]DEV, sysctl:NAME, workqueue-cpumask, rt-runtime:CGROUP, \
+                 threaded:[NETNS/]DEV, defer-hard-irqs:[NETNS/]DEV, \
+                 gro-flush-timeout:[NETNS/]DEV, sysctl:NAME, workqueue-cpumask, rt-runtime:CGROUP, \
                  affinity:TID, priority:TID, dma-latency)",
             ));
         }
@@ -431,6 +456,19 @@ fn check_value(knob: &Knob, value: &str) -> Result<(), String> {
         Knob::NapiThreaded { .. } => matches!(value, "0" | "1")
             .then_some(())
             .ok_or_else(|| "threaded takes 0 or 1".into()),
+        // net/core/net-sysfs.c: napi_defer_hard_irqs is at most S32_MAX, the timeout any
+        // count of ns
+        Knob::NapiDeferHardIrqs { .. } => match value.parse::<u32>() {
+            Ok(n) if n <= i32::MAX as u32 => Ok(()),
+            _ => Err(format!(
+                "'{value}' is not a napi_defer_hard_irqs (a count from 0 to {})",
+                i32::MAX
+            )),
+        },
+        Knob::GroFlushTimeout { .. } => value
+            .parse::<u64>()
+            .map(drop)
+            .map_err(|_| format!("'{value}' is not a gro_flush_timeout (ns)")),
         Knob::Sysctl { .. } | Knob::DmaLatency => Ok(()),
         Knob::RtGroupRuntime { .. } => match value.parse::<i64>() {
             Ok(us) if us >= -1 => Ok(()),
@@ -571,6 +609,12 @@ pub fn change_spec(knob: &Knob, value: &str) -> String {
             format!("xps:{}/tx-{queue}", device(netns, dev))
         }
         Knob::NapiThreaded { netns, device: dev } => format!("threaded:{}", device(netns, dev)),
+        Knob::NapiDeferHardIrqs { netns, device: dev } => {
+            format!("defer-hard-irqs:{}", device(netns, dev))
+        }
+        Knob::GroFlushTimeout { netns, device: dev } => {
+            format!("gro-flush-timeout:{}", device(netns, dev))
+        }
         Knob::Sysctl { name } => format!("sysctl:{name}"),
         Knob::WorkqueueCpumask => "workqueue-cpumask".into(),
         Knob::RtGroupRuntime { cgroup } => format!("rt-runtime:{cgroup}"),
@@ -612,6 +656,8 @@ mod tests {
             "rps:eth0/rx-3=00000002",
             "xps:eth0/tx-1=3",
             "threaded:il-ns/veth1=1",
+            "defer-hard-irqs:il-ns/veth1=100",
+            "gro-flush-timeout:veth1=20000",
             "sysctl:kernel.timer_migration=0",
             "sysctl:net.core.netdev_budget=600",
             "workqueue-cpumask=1",
@@ -661,6 +707,15 @@ mod tests {
             ("rps:../rx-0=1", "expected [NETNS/]DEV"),
             ("rps:eth0/rx-0=xyz", "not a hex CPU mask"),
             ("threaded:eth0=2", "0 or 1"),
+            (
+                "defer-hard-irqs:eth0=2147483648",
+                "a count from 0 to 2147483647",
+            ),
+            ("defer-hard-irqs:eth0=-1", "not a napi_defer_hard_irqs"),
+            (
+                "gro-flush-timeout:eth0=20us",
+                "not a gro_flush_timeout (ns)",
+            ),
             ("sysctl:../../etc/passwd=1", "a sysctl name"),
             ("sysctl:kernel..x=1", "a sysctl name"),
             ("priority:1=f:100", "1 to 99"),

@@ -83,16 +83,33 @@ pub fn enter(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A UDP socket bound to `addr` inside namespace `name`, by a short-lived thread that
-/// enters it (a socket keeps the namespace it was made in, whichever thread uses it).
-pub fn bind_udp(name: &str, addr: SocketAddr) -> Result<UdpSocket> {
+/// What `body` makes inside namespace `name`, by a short-lived thread that enters it (a
+/// socket, or a /proc/thread-self/net file, keeps the namespace it was opened in,
+/// whichever thread uses it).
+fn within<T: Send>(name: &str, body: impl FnOnce() -> Result<T> + Send) -> Result<T> {
     std::thread::scope(|scope| {
         scope
-            .spawn(|| -> Result<UdpSocket> {
+            .spawn(|| -> Result<T> {
                 enter(name)?;
-                UdpSocket::bind(addr).with_context(|| format!("binding {addr} in netns {name}"))
+                body()
             })
             .join()
             .map_err(|_| anyhow!("the namespace thread panicked"))?
+    })
+}
+
+/// A UDP socket bound to `addr` inside namespace `name`.
+pub fn bind_udp(name: &str, addr: SocketAddr) -> Result<UdpSocket> {
+    within(name, || {
+        UdpSocket::bind(addr).with_context(|| format!("binding {addr} in netns {name}"))
+    })
+}
+
+/// `/proc/net/FILE` of namespace `name`, opened: read from its start again (seek to 0),
+/// it shows the namespace's figures of the moment.
+pub fn open_proc_net(name: &str, file: &str) -> Result<File> {
+    within(name, || {
+        let path = format!("/proc/thread-self/net/{file}");
+        File::open(&path).with_context(|| format!("opening {path} in netns {name}"))
     })
 }

@@ -125,6 +125,17 @@ pub fn softirq_runs(cpus: &CpuList) -> BTreeMap<String, u64> {
     parse_softirq_runs(&read_proc("softirqs"), cpus)
 }
 
+/// A counter of /proc/net/netstat or /proc/net/snmp (`BusyPollRxPackets`): each group is
+/// a line of names and a line of values, both headed `Group:`.
+pub fn net_counter(text: &str, name: &str) -> Option<u64> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.chunks(2).find_map(|pair| {
+        let [names, values] = pair else { return None };
+        let at = names.split_whitespace().position(|n| n == name)?;
+        values.split_whitespace().nth(at)?.parse().ok()
+    })
+}
+
 fn parse_softirq_runs(text: &str, cpus: &CpuList) -> BTreeMap<String, u64> {
     let mut lines = text.lines();
     let columns: Vec<u32> = lines
@@ -469,6 +480,19 @@ mod tests {
         let me = &threads[&std::process::id()];
         assert_eq!(me.tgid, std::process::id());
         assert!(me.runtime_ns.unwrap() > 0);
+    }
+
+    #[test]
+    fn net_counters_are_found_by_name_in_their_group() {
+        let text = "TcpExt: SyncookiesSent BusyPollRxPackets\nTcpExt: 3 1641\n\
+                    IpExt: InNoRoutes InOctets\nIpExt: 0 999\n";
+        assert_eq!(net_counter(text, "BusyPollRxPackets"), Some(1641));
+        assert_eq!(net_counter(text, "InOctets"), Some(999));
+        assert_eq!(net_counter(text, "Nowhere"), None);
+        assert_eq!(
+            net_counter("TcpExt: BusyPollRxPackets\n", "BusyPollRxPackets"),
+            None
+        );
     }
 
     #[test]

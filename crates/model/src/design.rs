@@ -3,7 +3,8 @@
 //! `+budget[=N]`, `+ihm`, `+ihm-dis`, `+process-aware` (e.g. `threaded-niced+budget`), and
 //! today's NAPI mechanisms: `+defer=N:T`, `+busy-poll[=US|always]`, `+suspend=US`,
 //! `+thread-busy-poll` (e.g. `stock+defer=100:20+busy-poll=10+suspend=20000`).
-//! Trial builds only some of them ([`Design::trial_refusal`]); documents written before the
+//! Trial builds all but handler migration, suspension and threaded busy polling
+//! ([`Design::trial_refusal`]); documents written before the
 //! two commands shared it spell trial's designs otherwise, and still read.
 
 use std::fmt;
@@ -186,17 +187,23 @@ impl Design {
     }
 
     /// Why `irqlens trial net` cannot build this design, if it cannot. Trial builds what a
-    /// stock kernel can be set to: handler migration is not in Linux, and its
-    /// process-aware design is threaded-fifo's NAPI thread that irqlens steer then keeps
-    /// at its consumer's priority (004's interrupt-level scheduler under `stock` is not a
-    /// thread steer can move).
+    /// stock kernel can be set to and its veth test bed shows: handler migration is not in
+    /// Linux; IRQ suspension needs a device IRQ (veth has none: its peer's transmit
+    /// schedules its NAPI) and threaded busy polling Linux 6.19; its busy poll is the echo
+    /// server's socket's (SO_BUSY_POLL), which has no single poll of epoll's
+    /// `busy_poll_usecs` 0; and its process-aware design is threaded-fifo's NAPI thread
+    /// that irqlens steer then keeps at its consumer's priority (004's interrupt-level
+    /// scheduler under `stock` is not a thread steer can move).
     pub fn trial_refusal(&self) -> Option<String> {
         let why = if self.migration != Migration::None {
             "handler migration (+ihm, +ihm-dis) is not in Linux: irqlens sim simulates it"
-        } else if self.napi_mechanisms() {
-            "deferred hard IRQs, busy polling, IRQ suspension and threaded busy polling \
-             (+defer, +busy-poll, +suspend, +thread-busy-poll): irqlens sim simulates them; \
-             trial does not build them yet"
+        } else if self.suspend_us.is_some() || self.thread_busy_poll {
+            "IRQ suspension (+suspend) needs a device IRQ, which veth lacks (its peer's \
+             transmit schedules its NAPI), and threaded busy polling (+thread-busy-poll) \
+             Linux 6.19: irqlens sim simulates them"
+        } else if self.busy_poll == Some(BusyPoll::Usecs(0)) {
+            "busy-poll=0 is epoll's single poll (the IRQ-suspension series' setting); the \
+             echo server busy polls its socket (SO_BUSY_POLL): give it µs, or 'always'"
         } else if self.process_aware && self.bottom_halves != BottomHalves::ThreadedFifo {
             "its process-aware design is threaded-fifo+process-aware (the NAPI thread \
              steered from SCHED_FIFO)"
@@ -579,6 +586,10 @@ mod tests {
             "threaded-fifo+budget",
             "threaded-niced",
             "threaded-fifo+process-aware",
+            "stock+defer=100:20",
+            "stock+busy-poll",
+            "stock+busy-poll=always",
+            "threaded-niced+defer=2:50+busy-poll=10",
         ] {
             let design: Design = buildable.parse().unwrap();
             assert_eq!(design.trial_refusal(), None, "{buildable}");
@@ -592,11 +603,11 @@ mod tests {
                 "threaded-fifo+process-aware",
             ),
             (
-                "stock+defer=100:20",
-                "irqlens sim simulates them; trial does not build them yet",
+                "stock+defer=100:20+busy-poll+suspend=20000",
+                "needs a device IRQ, which veth lacks",
             ),
-            ("stock+busy-poll", "busy polling"),
-            ("threaded-fifo+thread-busy-poll", "+thread-busy-poll"),
+            ("threaded-fifo+thread-busy-poll", "Linux 6.19"),
+            ("stock+busy-poll=0", "give it µs, or 'always'"),
         ] {
             let refusal = design.parse::<Design>().unwrap().trial_refusal().unwrap();
             assert!(

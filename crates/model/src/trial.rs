@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::bounds::{Check, Checked, check_cpus, check_time, finite_within, within};
 pub use crate::design::Design;
+use crate::design::{BusyPoll, DEFAULT_BUSY_POLL_US};
 use crate::sched::Priority;
 use crate::units::CpuList;
 
@@ -69,6 +70,68 @@ impl TrialOptions {
             .budget
             .map(|budget| budget.packets(self.budget_packets))
     }
+}
+
+/// What a design sets on the receiving veth to defer its NAPI's "IRQs" (veth's peer
+/// schedules the NAPI at each transmit unless masked): `napi_defer_hard_irqs` and
+/// `gro_flush_timeout`, ns (the design spells µs), per device in sysfs.
+pub fn defer_knobs(design: &Design) -> Option<(u32, u64)> {
+    design
+        .defer
+        .map(|defer| (defer.hard_irqs, u64::from(defer.flush_timeout_us) * 1_000))
+}
+
+/// How a design's echo server busy polls its socket's NAPI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EchoBusyPoll {
+    /// SO_BUSY_POLL, µs: how long a blocking receive polls before it sleeps.
+    pub usecs: u32,
+    /// SO_PREFER_BUSY_POLL: with deferral, the NAPI stays masked while the server polls
+    /// (net/core/dev.c: a precondition is a non-zero napi_defer_hard_irqs and
+    /// gro_flush_timeout).
+    pub prefer: bool,
+    /// Non-blocking receives in a loop that never sleeps (`busy-poll=always`, the full
+    /// busy poll): each receive polls the NAPI once.
+    pub spins: bool,
+}
+
+/// The busy polling of `design`'s echo server, if it busy polls.
+pub fn echo_busy_poll(design: &Design) -> Option<EchoBusyPoll> {
+    let busy_poll = design.busy_poll?;
+    Some(EchoBusyPoll {
+        // a non-blocking receive polls once whatever the time, but only if it is not 0
+        usecs: busy_poll.usecs().unwrap_or(DEFAULT_BUSY_POLL_US),
+        prefer: design.defer.is_some(),
+        spins: busy_poll == BusyPoll::Always,
+    })
+}
+
+/// What today's NAPI mechanisms set and did at a point (measured at every point, so
+/// that `stock` shows what they change).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NapiFigures {
+    /// The receiving veth's `napi_defer_hard_irqs`, read back after the window.
+    pub defer_hard_irqs: Option<u32>,
+    /// Its `gro_flush_timeout`, ns, read back after the window.
+    pub gro_flush_timeout_ns: Option<u64>,
+    /// The echo socket's SO_BUSY_POLL, µs, read back (0: it does not busy poll).
+    pub busy_poll_us: u32,
+    /// The echo socket's SO_PREFER_BUSY_POLL, read back.
+    pub prefer_busy_poll: bool,
+    /// The echo socket's SO_INCOMING_NAPI_ID at the end: the NAPI its datagrams came
+    /// through, which its busy polls poll (0: none the kernel could give).
+    pub echo_napi_id: u32,
+    /// NET_RX softirq runs on the receiving CPU in the window (/proc/softirqs): RPS's
+    /// protocol work in `stock`.
+    pub receiving_net_rx: u64,
+    /// NET_RX softirq runs on the sending CPU in the window: where veth's peer (the
+    /// load's transmit) or deferral's timer schedules the receiving NAPI in softirq
+    /// designs, and where the echoes are received.
+    pub sending_net_rx: u64,
+    /// Packets busy polls took from the receiving veth in the window
+    /// (`BusyPollRxPackets` of its namespace's /proc/net/netstat): veth's packets, each
+    /// a UDP GSO batch of up to 8 datagrams.
+    pub busy_polled: Option<u64>,
 }
 
 /// Quantiles of a latency, ns.
@@ -185,6 +248,9 @@ pub struct TrialPoint {
     /// The exact times of the window (older recordings have none).
     #[serde(default)]
     pub runtimes: Option<Runtimes>,
+    /// The NAPI mechanisms' settings and counts (older recordings have none).
+    #[serde(default)]
+    pub napi: Option<NapiFigures>,
 }
 
 /// How one design behaved over the ladder.
@@ -441,6 +507,36 @@ mod tests {
             options.budget_of(&"stock+budget=8".parse().unwrap()),
             Some(8)
         );
+    }
+
+    #[test]
+    fn a_design_sets_the_knobs_and_socket_options_it_names() {
+        let design = |text: &str| text.parse::<Design>().unwrap();
+        assert_eq!(defer_knobs(&design("stock")), None);
+        assert_eq!(
+            defer_knobs(&design("threaded-fifo+defer=100:20")),
+            Some((100, 20_000))
+        );
+        assert_eq!(echo_busy_poll(&design("stock+defer=100:20")), None);
+        assert_eq!(
+            echo_busy_poll(&design("stock+busy-poll")),
+            Some(EchoBusyPoll {
+                usecs: DEFAULT_BUSY_POLL_US,
+                prefer: false,
+                spins: false
+            })
+        );
+        // with deferral the server prefers its busy poll to the NAPI's softirq
+        assert_eq!(
+            echo_busy_poll(&design("stock+defer=2:50+busy-poll=10")),
+            Some(EchoBusyPoll {
+                usecs: 10,
+                prefer: true,
+                spins: false
+            })
+        );
+        let always = echo_busy_poll(&design("stock+busy-poll=always")).unwrap();
+        assert!(always.spins && always.usecs > 0 && !always.prefer);
     }
 
     #[test]

@@ -42,6 +42,22 @@ pub enum Knob {
         /// The device.
         device: String,
     },
+    /// `/sys/class/net/DEVICE/napi_defer_hard_irqs`: how many empty NAPI polls in a row,
+    /// each `gro_flush_timeout` apart, keep the device's IRQ masked (Linux 5.10).
+    NapiDeferHardIrqs {
+        /// The network namespace the device lives in; none: irqlens's own.
+        netns: Option<String>,
+        /// The device.
+        device: String,
+    },
+    /// `/sys/class/net/DEVICE/gro_flush_timeout`: ns; with `napi_defer_hard_irqs`, the
+    /// timer that polls the device's NAPI instead of its IRQ.
+    GroFlushTimeout {
+        /// The network namespace the device lives in; none: irqlens's own.
+        netns: Option<String>,
+        /// The device.
+        device: String,
+    },
     /// A sysctl under /proc/sys, by its dotted name (`net.core.netdev_budget`,
     /// `kernel.sched_rt_runtime_us`, `kernel.timer_migration`, ...).
     Sysctl {

@@ -5,13 +5,16 @@
 
 use std::io::{self, Write};
 
+use irqlens_analyze::trial::{echo_share, per_datagram, receiving_busy_share};
 use irqlens_model::design::{BottomHalves, Design};
-use irqlens_model::trial::{Compared, Comparison, Difference, Spread, TrialPoint, TrialReport};
+use irqlens_model::trial::{
+    Compared, Comparison, Difference, Spread, TrialPoint, TrialReport, defer_knobs, echo_busy_poll,
+};
 
 use super::table::{Column, Form, TextTable};
 
 /// Columns of a design's ladder (rtla's style: whole µs, percentages of the CPU).
-pub(crate) const POINT_COLUMNS: [Column; 17] = [
+pub(crate) const POINT_COLUMNS: [Column; 22] = [
     Column::right("OFFERED", 8),
     Column::right("SENT/s", 8),
     Column::right("ECHOED/s", 8),
@@ -28,6 +31,11 @@ pub(crate) const POINT_COLUMNS: [Column; 17] = [
     Column::right("NAPI", 4),
     Column::right("IRQ", 4),
     Column::right("IDLE", 4),
+    Column::right("BUSY", 4),
+    Column::right("SRV", 4),
+    Column::right("NET_RX/dg", 9).gap(2),
+    Column::right("snd", 5),
+    Column::right("BPOLL/dg", 8),
     Column::left("CYC TOP CAUSE", 13).gap(2),
 ];
 
@@ -50,6 +58,12 @@ pub(crate) fn cells(point: &TrialPoint) -> [String; POINT_COLUMNS.len()] {
         })
         .unwrap_or_else(|| "-".into());
     let cpu = &point.cpu;
+    let napi = point.napi.as_ref();
+    let per_datagram = |count: Option<u64>| {
+        count
+            .and_then(|count| per_datagram(count, point.sent))
+            .map_or_else(|| "-".into(), |n| format!("{n:.2}"))
+    };
     [
         point.offered_pps.to_string(),
         format!("{:.0}", point.sent_pps),
@@ -67,6 +81,11 @@ pub(crate) fn cells(point: &TrialPoint) -> [String; POINT_COLUMNS.len()] {
         percent(cpu.napi_thread_percent),
         percent(cpu.irq_percent),
         percent(cpu.idle_percent),
+        percent(100.0 * receiving_busy_share(point)),
+        echo_share(point).map_or_else(|| "-".into(), |share| percent(100.0 * share)),
+        per_datagram(napi.map(|n| n.receiving_net_rx)),
+        per_datagram(napi.map(|n| n.sending_net_rx)),
+        per_datagram(napi.and_then(|n| n.busy_polled)),
         cause,
     ]
 }
@@ -78,7 +97,8 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         out,
         "trial net: echo server on CPU {} (SCHED_OTHER nice {}), load from CPU {}, cyclic task \
          {} every {} us on CPU {}; {} s per point after {} s of warm-up{}; times in us, CPU \
-         split of CPU {}",
+         split, BUSY (out of idle) and the echo server's share (SRV) of CPU {}; per datagram sent: NET_RX softirqs on CPU {} \
+         and on the sending CPU (snd), veth packets busy polls took (BPOLL)",
         o.receiving_cpu,
         o.consumer_nice,
         o.sending_cpu,
@@ -88,6 +108,7 @@ pub fn write_text(out: &mut dyn Write, report: &TrialReport) -> io::Result<()> {
         o.duration_ns as f64 / 1e9,
         o.warm_up_ns as f64 / 1e9,
         rounds(o.rounds),
+        o.receiving_cpu,
         o.receiving_cpu,
     )?;
     for summary in &report.designs {
@@ -291,7 +312,28 @@ pub(crate) fn describe(design: Design, report: &TrialReport) -> String {
             format!(", netdev_budget {packets} and netdev_budget_usecs {usecs}")
         }
     };
-    format!("{design}: {bottom_half}{budget}")
+    let defer = defer_knobs(&design).map_or(String::new(), |(hard_irqs, timeout_ns)| {
+        format!(
+            ", napi_defer_hard_irqs {hard_irqs} and gro_flush_timeout {} us on the receiving veth",
+            timeout_ns / 1_000
+        )
+    });
+    let busy_poll = echo_busy_poll(&design).map_or(String::new(), |poll| {
+        let prefer = if poll.prefer {
+            ", preferred (SO_PREFER_BUSY_POLL)"
+        } else {
+            ""
+        };
+        if poll.spins {
+            format!(", the echo server spins on non-blocking receives (full busy poll){prefer}")
+        } else {
+            format!(
+                ", the echo server busy polls {} us before it sleeps (SO_BUSY_POLL){prefer}",
+                poll.usecs
+            )
+        }
+    });
+    format!("{design}: {bottom_half}{budget}{defer}{busy_poll}")
 }
 
 /// A point's progress line.
@@ -309,7 +351,9 @@ pub fn progress_line(point: &TrialPoint) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use irqlens_model::sched::Priority;
-    use irqlens_model::trial::{CpuSplit, CyclicLatency, DesignSummary, EchoLatency, TrialOptions};
+    use irqlens_model::trial::{
+        CpuSplit, CyclicLatency, DesignSummary, EchoLatency, NapiFigures, TrialOptions,
+    };
 
     use super::*;
 
@@ -362,6 +406,12 @@ pub(crate) mod tests {
             },
             napi_scheduling: vec!["f:50".into()],
             runtimes: None,
+            napi: Some(NapiFigures {
+                receiving_net_rx: 75_000,
+                sending_net_rx: 300_000,
+                busy_polled: None,
+                ..NapiFigures::default()
+            }),
         };
         TrialReport {
             header: irqlens_model::run::Header::new("trial"),
@@ -483,6 +533,8 @@ pub(crate) mod tests {
             "12345",
             "950",
             "93%",
+            // 150000 sent: NET_RX per datagram on each CPU; no busy poll counted
+            "   -       0.50  2.00        -",
             "thread napi/t1r-8 61%",
         ] {
             assert!(row.contains(cell), "{cell} in {row}");
@@ -511,6 +563,20 @@ pub(crate) mod tests {
                 "threaded-fifo+process-aware",
                 32,
                 "threaded-fifo+process-aware: threaded NAPI started at SCHED_FIFO 50, steered",
+            ),
+            (
+                "stock+defer=100:20+busy-poll=50",
+                32,
+                "stock+defer=100:20+busy-poll=50: NAPI in softirq, NET_RX steered to the \
+                 receiving CPU by RPS, napi_defer_hard_irqs 100 and gro_flush_timeout 20 us on \
+                 the receiving veth, the echo server busy polls 50 us before it sleeps \
+                 (SO_BUSY_POLL), preferred (SO_PREFER_BUSY_POLL)",
+            ),
+            (
+                "stock+busy-poll=always",
+                32,
+                "stock+busy-poll=always: NAPI in softirq, NET_RX steered to the receiving CPU by \
+                 RPS, the echo server spins on non-blocking receives (full busy poll)",
             ),
         ] {
             let mut report = report_of(design.parse().unwrap());

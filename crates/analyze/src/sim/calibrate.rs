@@ -632,6 +632,7 @@ mod tests {
                 napi_ns: 0,
                 napi_sleeps: None,
             }),
+            napi: None,
         }
     }
 

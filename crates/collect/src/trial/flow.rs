@@ -20,6 +20,7 @@ use crate::sched::{set_affinity, set_priority};
 use irqlens_analyze::histogram::Distribution;
 use irqlens_analyze::trial::echo_distribution;
 use irqlens_model::sched::Priority;
+use irqlens_model::trial::EchoBusyPoll;
 use irqlens_model::units::CpuList;
 
 /// Datagrams in one send (one GSO packet). Small: veth's NAPI polls 64 packets with
@@ -78,7 +79,7 @@ pub struct Flow {
     /// `sent` when the window opened and when it closed.
     sent_at_open: u64,
     sent_at_close: u64,
-    server: Option<JoinHandle<Result<()>>>,
+    server: Option<JoinHandle<Result<EchoSocket>>>,
     generator: Option<JoinHandle<Result<()>>>,
     collector: Option<JoinHandle<Result<Echoes>>>,
     /// The echo server's thread id.
@@ -93,19 +94,32 @@ pub struct FlowCounts {
     pub echoed: u64,
     /// Send to echo, per echo.
     pub latencies: Distribution,
+    /// The echo server's socket at its end.
+    pub echo_socket: EchoSocket,
+}
+
+/// The echo server's socket options, read back at its end.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EchoSocket {
+    /// SO_BUSY_POLL, µs.
+    pub busy_poll_us: u32,
+    /// SO_PREFER_BUSY_POLL.
+    pub prefer_busy_poll: bool,
+    /// SO_INCOMING_NAPI_ID: the NAPI the last datagram came through (0: none).
+    pub napi_id: u32,
 }
 
 impl Flow {
-    /// Starts the echo server on `receiving_cpu` at `consumer`'s priority, then the
-    /// generator sending `rate` datagrams of `payload` bytes a second and its collector
-    /// on `sending_cpu`.
+    /// Starts the echo server on `receiving_cpu` at `consumer`'s priority, busy polling
+    /// as `busy_poll` says, then the generator sending `rate` datagrams of `payload`
+    /// bytes a second and its collector on `sending_cpu`.
     pub fn start(
         bed: &Testbed,
         rate: u64,
         payload: usize,
-        receiving_cpu: u32,
-        sending_cpu: u32,
+        (receiving_cpu, sending_cpu): (u32, u32),
         consumer: Priority,
+        busy_poll: Option<EchoBusyPoll>,
     ) -> Result<Flow> {
         // bound before any thread starts: no datagram comes before the server is bound
         // (it would be lost for nothing); a socket stays in the namespace it was made in
@@ -115,6 +129,10 @@ impl Flow {
         let load_socket = netns::bind_udp(&bed.sender.netns, (SENDER_ADDRESS, 0).into())
             .context("binding the generator")?;
         load_socket.connect((RECEIVER_ADDRESS, ECHO_PORT))?;
+        // connected, the server's socket takes each datagram's NAPI id (an unconnected
+        // one keeps the first it saw, which may be none: net/ipv4/udp.c), so that its
+        // busy polls find veth's NAPI
+        server_socket.connect(load_socket.local_addr()?)?;
         let collector_socket = load_socket.try_clone()?;
         let mut flow = Flow {
             stop: Arc::new(AtomicBool::new(false)),
@@ -135,7 +153,7 @@ impl Flow {
         let stop = flow.stop.clone();
         flow.server = Some(spawn("trial-echo", receiving_cpu, consumer, move || {
             let _ = tid_tx.send(crate::sched::gettid());
-            echo(&server_socket, &stop)
+            echo(&server_socket, &stop, busy_poll)
         })?);
         // the load starts once the consumer runs where and as it should
         flow.echo_tid = match tid.recv() {
@@ -188,11 +206,12 @@ impl Flow {
         self.stop.store(true, Ordering::Relaxed);
         join(self.generator.take())?;
         let echoes = join(self.collector.take())?;
-        join(self.server.take())?;
+        let echo_socket = join(self.server.take())?;
         Ok(FlowCounts {
             sent: self.sent_at_close.saturating_sub(self.sent_at_open),
             echoed: echoes.count,
             latencies: echoes.latencies,
+            echo_socket,
         })
     }
 }
@@ -208,10 +227,10 @@ impl Drop for Flow {
     /// A flow not finished (an error) still stops its threads.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        for handle in [self.generator.take(), self.server.take()]
-            .into_iter()
-            .flatten()
-        {
+        if let Some(handle) = self.generator.take() {
+            let _ = handle.join();
+        }
+        if let Some(handle) = self.server.take() {
             let _ = handle.join();
         }
         if let Some(handle) = self.collector.take() {
@@ -224,21 +243,95 @@ fn timed_out(err: &std::io::Error) -> bool {
     matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
-/// The consumer: one datagram at a time, received and sent back (as inetd's echo).
-fn echo(socket: &UdpSocket, stop: &AtomicBool) -> Result<()> {
-    socket.set_read_timeout(Some(POLL))?;
+/// The consumer: one datagram at a time, received and sent back (as inetd's echo),
+/// busy polling as `busy_poll` says: a blocking receive polls the NAPI for its µs before
+/// it sleeps; one that spins never sleeps.
+fn echo(
+    socket: &UdpSocket,
+    stop: &AtomicBool,
+    busy_poll: Option<EchoBusyPoll>,
+) -> Result<EchoSocket> {
+    let spins = busy_poll.is_some_and(|poll| poll.spins);
+    if let Some(poll) = busy_poll {
+        let usecs = libc::c_int::try_from(poll.usecs).context("SO_BUSY_POLL's µs")?;
+        set_option(socket, libc::SOL_SOCKET, libc::SO_BUSY_POLL, usecs)
+            .context("busy polling the echo server's socket (SO_BUSY_POLL)")?;
+        if poll.prefer {
+            set_option(socket, libc::SOL_SOCKET, libc::SO_PREFER_BUSY_POLL, 1)
+                .context("preferring the echo server's busy poll (SO_PREFER_BUSY_POLL)")?;
+        }
+    }
+    if spins {
+        socket.set_nonblocking(true)?;
+    } else {
+        socket.set_read_timeout(Some(POLL))?;
+    }
     let mut buffer = [0u8; 2048];
     while !stop.load(Ordering::Relaxed) {
-        match socket.recv_from(&mut buffer) {
-            Ok((length, from)) => {
+        match socket.recv(&mut buffer) {
+            Ok(length) => {
                 // a full queue on the way back drops the echo, as it would a request
-                let _ = socket.send_to(&buffer[..length], from);
+                let _ = socket.send(&buffer[..length]);
             }
-            Err(err) if timed_out(&err) || err.kind() == ErrorKind::Interrupted => {}
+            Err(err)
+                if timed_out(&err)
+                    || matches!(
+                        err.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionRefused
+                    ) => {}
             Err(err) => return Err(err).context("the echo server's receive"),
         }
     }
+    let option = |name| option(socket, libc::SOL_SOCKET, name).unwrap_or(0);
+    Ok(EchoSocket {
+        busy_poll_us: option(libc::SO_BUSY_POLL).try_into().unwrap_or(0),
+        prefer_busy_poll: option(libc::SO_PREFER_BUSY_POLL) != 0,
+        napi_id: option(libc::SO_INCOMING_NAPI_ID).try_into().unwrap_or(0),
+    })
+}
+
+/// Sets the int socket option `name` of `level` to `value`.
+fn set_option(
+    socket: &UdpSocket,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: `value` is a live c_int whose size is passed; the kernel only reads it.
+    let ret = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if ret != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     Ok(())
+}
+
+/// The int socket option `name` of `level`.
+fn option(socket: &UdpSocket, level: libc::c_int, name: libc::c_int) -> std::io::Result<i32> {
+    let mut value: libc::c_int = 0;
+    let mut length = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `length` are live and sized as passed; the kernel writes at
+    // most `length` bytes to `value` and the length back.
+    let ret = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut length,
+        )
+    };
+    if ret != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(value)
 }
 
 /// Sends `rate` datagrams a second, in batches as they fall due; counts every
@@ -291,22 +384,8 @@ const UDP_SEGMENT: libc::c_int = 103;
 /// than the receiving one, which segments the batch in its bottom half (the socket of
 /// the echo server asks for single datagrams), can carry.
 fn segment_sends(socket: &UdpSocket, size: usize) -> Result<()> {
-    let size = size as libc::c_int;
-    // SAFETY: `size` is a live c_int whose size is passed; the kernel only reads it.
-    let ret = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_UDP,
-            UDP_SEGMENT,
-            (&size as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if ret != 0 {
-        return Err(std::io::Error::last_os_error())
-            .context("asking for UDP segmentation offload (UDP_SEGMENT, Linux 4.18)");
-    }
-    Ok(())
+    set_option(socket, libc::IPPROTO_UDP, UDP_SEGMENT, size as libc::c_int)
+        .context("asking for UDP segmentation offload (UDP_SEGMENT, Linux 4.18)")
 }
 
 /// Sends `batch` (whole datagrams of the socket's segment size) in one call; returns

@@ -20,7 +20,10 @@ use irqlens_analyze::trial::{CpuTimes, cpu_split, echo_latency, loss_percent};
 use irqlens_analyze::wakeup::Component;
 use irqlens_model::sched::Priority;
 use irqlens_model::steer::SteerOptions;
-use irqlens_model::trial::{CyclicLatency, Design, Runtimes, TrialOptions, TrialPoint};
+use irqlens_model::trial::{
+    CyclicLatency, Design, NapiFigures, Runtimes, TrialOptions, TrialPoint, echo_busy_poll,
+};
+use irqlens_model::units::CpuList;
 use irqlens_model::wakeup::WakeupOptions;
 use testbed::Testbed;
 
@@ -42,12 +45,25 @@ struct Snapshot {
     echo_sleeps: u64,
     napi_ns: u64,
     napi_sleeps: u64,
+    receiving_net_rx: u64,
+    sending_net_rx: u64,
+    busy_polled: Option<u64>,
 }
 
-fn snapshot(options: &TrialOptions, napi_threads: &[u32], echo: u32) -> Result<Snapshot> {
+/// NET_RX softirq runs on `cpu` so far.
+fn net_rx_runs(cpu: u32) -> u64 {
+    let runs = system::softirq_runs(&CpuList::single(cpu));
+    runs.get("NET_RX").copied().unwrap_or(0)
+}
+
+fn snapshot(options: &TrialOptions, bed: &Testbed, echo: u32) -> Result<Snapshot> {
     let runtime = |tid| system::thread_runtime_ns(tid).unwrap_or(0);
     let cpu = options.receiving_cpu;
+    let napi_threads = &bed.napi_threads;
     Ok(Snapshot {
+        receiving_net_rx: net_rx_runs(cpu),
+        sending_net_rx: net_rx_runs(options.sending_cpu),
+        busy_polled: bed.busy_polled(),
         cpu: system::cpu_times(cpu)?,
         napi_ticks: napi_threads
             .iter()
@@ -161,9 +177,9 @@ fn measure(
         bed,
         rate,
         options.payload_bytes,
-        options.receiving_cpu,
-        options.sending_cpu,
+        (options.receiving_cpu, options.sending_cpu),
         consumer,
+        echo_busy_poll(&design),
     )?;
     let warm_up = Duration::from_nanos(options.warm_up_ns);
     let duration = Duration::from_nanos(options.duration_ns);
@@ -208,11 +224,11 @@ fn measure(
                 return Ok(None);
             }
             let opened = Instant::now();
-            let before = snapshot(options, &bed.napi_threads, flow.echo_tid)?;
+            let before = snapshot(options, bed, flow.echo_tid)?;
             flow.open_window();
             let full = sleep_unless(stop, duration);
             flow.close_window();
-            let after = snapshot(options, &bed.napi_threads, flow.echo_tid)?;
+            let after = snapshot(options, bed, flow.echo_tid)?;
             let window = opened.elapsed();
             // what the NAPI threads run at now, before steer (process-aware) puts them back
             let scheduling = bed
@@ -243,6 +259,25 @@ fn measure(
     let Some((runtimes, before, after, napi_scheduling)) = window else {
         return Ok(None);
     };
+    // what the bed set, read back from the device while it stands
+    let [defer, timeout] = bed.defer_knobs();
+    let read_back = |knob| crate::knob::read(&knob).ok()?.parse::<u64>().ok();
+    let socket = counts.echo_socket;
+    let napi = NapiFigures {
+        defer_hard_irqs: read_back(defer).and_then(|n| n.try_into().ok()),
+        gro_flush_timeout_ns: read_back(timeout),
+        busy_poll_us: socket.busy_poll_us,
+        prefer_busy_poll: socket.prefer_busy_poll,
+        echo_napi_id: socket.napi_id,
+        receiving_net_rx: after
+            .receiving_net_rx
+            .saturating_sub(before.receiving_net_rx),
+        sending_net_rx: after.sending_net_rx.saturating_sub(before.sending_net_rx),
+        busy_polled: after
+            .busy_polled
+            .zip(before.busy_polled)
+            .map(|(a, b)| a.saturating_sub(b)),
+    };
     let seconds = duration.as_secs_f64();
     Ok(Some(TrialPoint {
         design,
@@ -263,5 +298,6 @@ fn measure(
         ),
         napi_scheduling,
         runtimes: Some(runtimes),
+        napi: Some(napi),
     }))
 }

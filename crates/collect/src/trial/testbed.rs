@@ -1,9 +1,12 @@
 //! The test bed of one point: two private network namespaces joined by a veth pair
 //! (GRO on on the receiving end, so that its NAPI can be threaded), the receive work put
-//! on the receiving CPU as the design says. Every change is journaled before it is made
+//! on the receiving CPU as the design says, and the receiving veth's NAPI deferred if the
+//! design defers. Every change is journaled before it is made
 //! (the namespaces too, as [`Knob::Netns`]), and put back by [`Testbed::tear_down`], or
 //! by the journal's owner at its exit, or by `irqlens tune --revert` after a SIGKILL.
 
+use std::fs::File;
+use std::io::{Read, Seek};
 use std::net::Ipv4Addr;
 
 use anyhow::{Context, Result, ensure};
@@ -12,7 +15,7 @@ use crate::journal::{Journal, SystemKnobs};
 use crate::netns;
 use irqlens_model::design::{BottomHalves, Design};
 use irqlens_model::sched::Priority;
-use irqlens_model::trial::TrialOptions;
+use irqlens_model::trial::{TrialOptions, defer_knobs};
 use irqlens_model::tune::{Knob, cpu_mask_hex};
 use irqlens_model::units::CpuList;
 
@@ -43,6 +46,8 @@ pub struct Testbed {
     pub receiver: Side,
     /// The receiving device's NAPI threads (threaded designs).
     pub napi_threads: Vec<u32>,
+    /// The receiving namespace's /proc/net/netstat.
+    receiver_netstat: Option<File>,
     /// The journal entries made, in order.
     applied: Vec<usize>,
 }
@@ -61,6 +66,7 @@ impl Testbed {
             sender: side('s'),
             receiver: side('r'),
             napi_threads: Vec::new(),
+            receiver_netstat: None,
             applied: Vec::new(),
         };
         if let Err(err) = bed.set_up(journal, design, options) {
@@ -123,6 +129,14 @@ impl Testbed {
         // sending CPU's backlog)
         ethtool(&receiver, &["gro", "on"])?;
         ethtool(&sender, &["tso", "off"])?;
+        self.receiver_netstat = Some(netns::open_proc_net(&receiver.netns, "netstat")?);
+        // per device: sysfs sets the device's NAPIs (veth's one, made by GRO on) and those
+        // it makes later; per NAPI (netdev netlink, 6.13) would set the same one here
+        if let Some((hard_irqs, timeout_ns)) = defer_knobs(&design) {
+            let [defer, timeout] = self.defer_knobs();
+            self.apply(journal, timeout, &timeout_ns.to_string())?;
+            self.apply(journal, defer, &hard_irqs.to_string())?;
+        }
         // the echoes' receive work stays on the sending CPU
         let rps = |side: &Side| Knob::RpsCpus {
             netns: Some(side.netns.clone()),
@@ -184,6 +198,31 @@ impl Testbed {
             }
         }
         Ok(())
+    }
+
+    /// The receiving veth's `napi_defer_hard_irqs` and `gro_flush_timeout`.
+    pub fn defer_knobs(&self) -> [Knob; 2] {
+        let (netns, device) = (Some(self.receiver.netns.clone()), &self.receiver.device);
+        [
+            Knob::NapiDeferHardIrqs {
+                netns: netns.clone(),
+                device: device.clone(),
+            },
+            Knob::GroFlushTimeout {
+                netns,
+                device: device.clone(),
+            },
+        ]
+    }
+
+    /// Packets busy polls took from the receiving namespace's devices so far
+    /// (`BusyPollRxPackets`).
+    pub fn busy_polled(&self) -> Option<u64> {
+        let mut file = self.receiver_netstat.as_ref()?;
+        file.rewind().ok()?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).ok()?;
+        crate::system::net_counter(&text, "BusyPollRxPackets")
     }
 
     /// Puts back everything the bed changed, last first, and removes its namespaces

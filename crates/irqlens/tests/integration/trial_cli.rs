@@ -30,6 +30,34 @@ fn bad_input_is_refused_in_one_line() {
             "trial cannot build stock+process-aware: its process-aware design is \
              threaded-fifo+process-aware",
         ),
+        // today's NAPI mechanisms veth cannot show, or that trial's socket has no way to
+        (
+            &[
+                "trial",
+                "net",
+                "--designs",
+                "stock+defer=100:20+busy-poll+suspend=20000",
+            ],
+            "trial cannot build stock+defer=100:20+busy-poll+suspend=20000: IRQ suspension \
+             (+suspend) needs a device IRQ",
+        ),
+        (
+            &[
+                "trial",
+                "net",
+                "--designs",
+                "threaded-fifo+thread-busy-poll",
+            ],
+            "threaded busy polling (+thread-busy-poll) Linux 6.19",
+        ),
+        (
+            &["trial", "net", "--designs", "stock+busy-poll=0"],
+            "trial cannot build stock+busy-poll=0: busy-poll=0 is epoll's single poll",
+        ),
+        (
+            &["trial", "net", "--designs", "stock+defer=100"],
+            "'stock+defer=100': defer is N:T",
+        ),
         (
             &["trial", "net", "--sending-cpu", "1", "--receiving-cpu", "1"],
             "--sending-cpu and --receiving-cpu must differ",
@@ -45,6 +73,24 @@ fn bad_input_is_refused_in_one_line() {
     ] {
         assert_fails_with(args, expected);
     }
+}
+
+/// The designs trial builds of today's NAPI mechanisms pass --designs: the next option
+/// checked (--payload, after --designs) is the one refused.
+#[test]
+fn defer_and_busy_poll_designs_are_taken() {
+    assert_fails_with(
+        &[
+            "trial",
+            "net",
+            "--designs",
+            "stock+defer=100:20,stock+busy-poll,stock+busy-poll=50,stock+busy-poll=always,\
+             threaded-niced+defer=2:50+busy-poll=10",
+            "--payload",
+            "8",
+        ],
+        "--payload",
+    );
 }
 
 #[test]
