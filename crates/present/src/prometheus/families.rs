@@ -18,6 +18,7 @@ use irqlens_analyze::account::workloads::{UNKNOWN, name_cgroups};
 use irqlens_analyze::account::{BySource, Ledger, Source as AccountSource};
 use irqlens_analyze::bh::{BhStats, DelayCause};
 use irqlens_analyze::noise::{Cause as NoiseCause, IRQ_SOURCE_NAMES, NoiseAnalysis, softirq_name};
+use irqlens_analyze::noise_passive::{PassiveCause, PassiveNoise};
 use irqlens_analyze::wakeup::{Cause as WakeupCause, WakeupStats};
 use irqlens_analyze::workload::workload_key;
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
@@ -105,6 +106,40 @@ fn noise_cause(cause: &NoiseCause, irq_names: &HashMap<u32, String>) -> Labels {
         NoiseCause::Hardware | NoiseCause::Nmi | NoiseCause::NoRecord | NoiseCause::Dropped => None,
     };
     with_source(vec![("class", cause.class_name().to_owned())], source)
+}
+
+/// Passive noise (the agent's): each CPU's interference per cause since the start, its
+/// series as bounded as the analysis's causes (its `MAX_CAUSES_PER_CPU` and `other`).
+pub fn noise_passive_families(
+    noise: &PassiveNoise,
+    irq_names: &HashMap<u32, String>,
+) -> Vec<Family> {
+    let series: Vec<(Labels, [u64; 2])> = noise
+        .cpus()
+        .flat_map(|(c, causes)| {
+            causes.iter().map(move |(cause, stats)| {
+                let mut labels = cpu(c);
+                labels.extend(match cause {
+                    PassiveCause::Cause(cause) => noise_cause(cause, irq_names),
+                    PassiveCause::Other => vec![("class", cause.class_name().to_owned())],
+                });
+                (labels, [stats.total_ns, stats.count])
+            })
+        })
+        .collect();
+    vec![
+        Family::seconds(
+            "noise_passive_interference",
+            "Time each CPU spent in NMIs, hardirqs and softirqs, per cause (interference-free: nested ones subtracted; the causes a CPU sees past its first few dozen summed as class other)",
+            MetricType::Counter,
+            nth(&series, 0),
+        ),
+        Family::count_total(
+            "noise_passive_interferences",
+            "NMIs, hardirqs and softirqs that ran on each CPU, per cause (as noise_passive_interference)",
+            nth(&series, 1),
+        ),
+    ]
 }
 
 /// A noise analysis of no CPU: the families every noise run has.

@@ -418,6 +418,51 @@ fn traced_wakeups() -> WakeupStats {
     stats
 }
 
+/// Passive noise on CPUs 0 and 1: virtio0's line twice and NET_RX on CPU 0, an NMI on 1.
+fn passive_noise() -> PassiveNoise {
+    let record = |cpu, class, id, duration_ns| Record {
+        cpu,
+        class,
+        source: 0,
+        id,
+        comm: Comm::default(),
+        start_ns: 0,
+        duration_ns,
+        seq: 0,
+        cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
+    };
+    let mut noise = PassiveNoise::new([0, 1]);
+    noise.add_records([
+        record(0, NoiseClass::Irq, 11, 3 * NS_PER_US),
+        record(0, NoiseClass::Irq, 11, 5 * NS_PER_US),
+        record(0, NoiseClass::Softirq, 3, 7 * NS_PER_US),
+        record(1, NoiseClass::Nmi, 0, NS_PER_US),
+    ]);
+    noise
+}
+
+#[test]
+fn passive_noise_is_counted_per_cpu_and_cause_by_name() {
+    let text = render(noise_passive_families(&passive_noise(), &irq_names()));
+    let seconds = |labels: &str| {
+        value(
+            &text,
+            &format!("irqlens_noise_passive_interference_seconds_total{{{labels}}}"),
+        )
+    };
+    let count = |labels: &str| {
+        value(
+            &text,
+            &format!("irqlens_noise_passive_interferences_total{{{labels}}}"),
+        )
+    };
+    let line = r#"cpu="0",class="irq",source="virtio0-input.0""#;
+    assert_eq!(seconds(line), 8e-6);
+    assert_eq!(count(line), 2.0);
+    assert_eq!(seconds(r#"cpu="0",class="softirq",source="NET_RX""#), 7e-6);
+    assert_eq!(count(r#"cpu="1",class="nmi""#), 1.0);
+}
+
 fn irq_names() -> HashMap<u32, String> {
     HashMap::from([(11, "virtio0-input.0".to_owned())])
 }
@@ -673,6 +718,10 @@ fn every_family() -> Vec<(&'static str, Vec<Family>)> {
                 &names.cgroups,
                 WorkloadBy::Pod,
             ),
+        ),
+        (
+            "noise_passive",
+            noise_passive_families(&passive_noise(), &names.irqs),
         ),
         ("bh", bh_families(&bh_stats(), &names)),
         ("wakeup", wakeup_families(&traced_wakeups(), &names)),
