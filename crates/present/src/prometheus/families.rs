@@ -159,31 +159,42 @@ pub const MOST_WORKLOADS: usize = 10;
 /// The `workload` label of the workloads past the first `MOST_WORKLOADS`.
 pub const OTHER_WORKLOADS: &str = "other";
 
-/// The workloads that have a `workload` label of their own for as long as a run serves:
-/// the first `MOST_WORKLOADS` to show up (the largest first among those that show up
-/// together). Kept from one snapshot to the next, so that no workload moves into or out
-/// of `other`: every series, `other`'s included, then only grows, as a counter must (a
-/// ranking made again at each snapshot would take a workload rising into the largest out
-/// of `other`, a counter reset to Prometheus).
+/// The workloads that have a `workload` label of their own: the first `MOST_WORKLOADS`
+/// to show up (the largest first among those that show up together). Kept from one
+/// snapshot to the next, so that no workload moves into or out of `other`: every series,
+/// `other`'s included, then only grows, as a counter must (a ranking made again at each
+/// snapshot would take a workload rising into the largest out of `other`, a counter
+/// reset to Prometheus). A workload gone from a snapshot (its pod deleted, its rows
+/// folded) gives its label back, to a workload that shows up later: over pod churn the
+/// labels go to the pods that run now, not to the first ten the node ever ran.
 #[derive(Debug, Default)]
-pub struct WorkloadLabels(BTreeSet<String>);
+pub struct WorkloadLabels {
+    own: BTreeSet<String>,
+    /// Every workload of the last snapshot: one counted in `other` there stays there.
+    last: BTreeSet<String>,
+}
 
 impl WorkloadLabels {
-    /// Gives `ranked` (largest first) their own labels while there is room.
+    /// Takes a snapshot's workloads, `ranked` (largest first): frees the labels of those
+    /// gone, and gives labels to those new since the last snapshot while there is room.
     fn admit<'k>(&mut self, ranked: impl IntoIterator<Item = &'k str>) {
+        let ranked: Vec<&str> = ranked.into_iter().collect();
+        let now: BTreeSet<String> = ranked.iter().map(|key| (*key).to_owned()).collect();
+        self.own.retain(|key| now.contains(key));
         for key in ranked {
-            if self.0.len() == MOST_WORKLOADS {
-                return;
+            if self.own.len() == MOST_WORKLOADS {
+                break;
             }
-            if !self.0.contains(key) {
-                self.0.insert(key.to_owned());
+            if !self.last.contains(key) {
+                self.own.insert(key.to_owned());
             }
         }
+        self.last = now;
     }
 
     /// The label of workload `key`: its own, or `other`.
     fn label(&self, key: &str) -> String {
-        match self.0.contains(key) {
+        match self.own.contains(key) {
             true => key.to_owned(),
             false => OTHER_WORKLOADS.to_owned(),
         }

@@ -1463,7 +1463,7 @@ fn a_thread_unlocks_its_own_stack() {
 }
 
 /// Thread noise on CPU 0 from one thread per workload, workload `w` (1, 2, ...) taking
-/// `micros(w)` µs, each a unit of its own.
+/// `micros(w)` µs, each a unit of its own; one taking 0 µs is not there.
 fn noise_per_workload(workloads: u64, micros: impl Fn(u64) -> u64) -> (NoiseAnalysis, CgroupNames) {
     let mut analysis = NoiseAnalysis::new(
         AnalysisConfig {
@@ -1475,7 +1475,7 @@ fn noise_per_workload(workloads: u64, micros: impl Fn(u64) -> u64) -> (NoiseAnal
     );
     let mut cgroups = CgroupNames::default();
     let mut samples = Vec::new();
-    for i in 1..=workloads {
+    for i in (1..=workloads).filter(|&i| micros(i) > 0) {
         cgroups.insert(CgroupId(100 + i), format!("/system.slice/w{i}.service"));
         let duration_ns = micros(i) * NS_PER_US;
         analysis.add_records([Record {
@@ -1585,4 +1585,41 @@ fn a_workload_keeps_its_label_from_one_snapshot_to_the_next() {
     for i in 3..=workloads {
         assert!(later.contains(&format!("w{i}.service")), "w{i}");
     }
+}
+
+#[test]
+fn a_workload_gone_gives_its_label_to_one_that_shows_up_later() {
+    let mut labels = families::WorkloadLabels::default();
+    // workloads w1..=wN: each takes i µs, w`gone` left out
+    let snapshot = |labels: &mut families::WorkloadLabels, workloads: u64, gone: u64| {
+        let (analysis, cgroups) = noise_per_workload(workloads, |i| if i == gone { 0 } else { i });
+        render(families::noise_families_labelled(
+            &analysis,
+            &HashMap::new(),
+            &cgroups,
+            WorkloadBy::Unit,
+            labels,
+        ))
+    };
+    let most = families::MOST_WORKLOADS as u64;
+    let series = |text: &str| {
+        (text.lines())
+            .filter(|line| line.starts_with("irqlens_noise_workload_seconds_total{"))
+            .count()
+    };
+    // the first MOST_WORKLOADS take every label
+    let first = snapshot(&mut labels, most, 0);
+    assert_eq!(series(&first), families::MOST_WORKLOADS);
+    // w3's pod goes, and a new one comes: it takes w3's label, not other
+    let churned = snapshot(&mut labels, most + 1, 3);
+    assert!(!churned.contains("w3.service"), "{churned}");
+    assert!(
+        churned.contains(&format!("w{}.service", most + 1)),
+        "{churned}"
+    );
+    assert!(!churned.contains("workload=\"other\""), "{churned}");
+    // the labels stay bounded: a later one finds no room, and is other
+    let more = snapshot(&mut labels, most + 2, 3);
+    assert!(!more.contains(&format!("w{}.service", most + 2)), "{more}");
+    assert_eq!(series(&more), families::MOST_WORKLOADS + 1);
 }
