@@ -223,10 +223,18 @@ impl Agent {
             }
         };
         let changes = self.resolved.config.changes(&new.config);
+        // the endpoint stays up, where it is: a reload binds nothing, so an address that
+        // cannot be bound refuses nothing now, and the start that tries it says so
         for key in &changes.at_restart {
-            tracing::warn!(key, "takes effect when the agent starts again");
+            match *key {
+                "listen" => tracing::warn!(
+                    serving = %self.resolved.listen,
+                    listen = %new.listen,
+                    "listen: the endpoint stays where it serves; the new address is bound (or refused) when the agent starts again"
+                ),
+                key => tracing::warn!(key, "takes effect when the agent starts again"),
+            }
         }
-        // the endpoint stays up, where it is
         new.config.listen = self.resolved.config.listen.clone();
         new.listen = self.resolved.listen;
         if changes.log_level {
