@@ -88,22 +88,7 @@ impl PassiveCause {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use irqlens_model::kernel::Comm;
-    use irqlens_model::workload::CgroupId;
-
-    fn record(cpu: u32, class: NoiseClass, id: u32, duration_ns: u64) -> Record {
-        Record {
-            cpu,
-            class,
-            source: 0,
-            id,
-            comm: Comm::default(),
-            start_ns: 0,
-            duration_ns,
-            seq: 0,
-            cgroup: CgroupId(0),
-        }
-    }
+    use irqlens_test_support::stream::interference as record;
 
     fn stats(noise: &PassiveNoise, cpu: u32, cause: PassiveCause) -> Option<CauseStats> {
         let (_, causes) = noise.cpus().find(|(c, _)| *c == cpu)?;

@@ -420,17 +420,7 @@ fn traced_wakeups() -> WakeupStats {
 
 /// Passive noise on CPUs 0 and 1: virtio0's line twice and NET_RX on CPU 0, an NMI on 1.
 fn passive_noise() -> PassiveNoise {
-    let record = |cpu, class, id, duration_ns| Record {
-        cpu,
-        class,
-        source: 0,
-        id,
-        comm: Comm::default(),
-        start_ns: 0,
-        duration_ns,
-        seq: 0,
-        cgroup: irqlens_model::workload::CgroupId::UNKNOWN,
-    };
+    use irqlens_test_support::stream::interference as record;
     let mut noise = PassiveNoise::new([0, 1]);
     noise.add_records([
         record(0, NoiseClass::Irq, 11, 3 * NS_PER_US),
@@ -1554,19 +1544,28 @@ fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
     assert!(!text.contains("w5.service"));
 }
 
+/// The noise families of [`noise_per_workload`]'s workloads, labelled with `labels`.
+fn workload_snapshot(
+    labels: &mut families::WorkloadLabels,
+    workloads: u64,
+    micros: impl Fn(u64) -> u64,
+) -> String {
+    let (analysis, cgroups) = noise_per_workload(workloads, micros);
+    render(families::noise_families_labelled(
+        &analysis,
+        &HashMap::new(),
+        &cgroups,
+        WorkloadBy::Unit,
+        labels,
+    ))
+}
+
 #[test]
 fn a_workload_keeps_its_label_from_one_snapshot_to_the_next() {
     let workloads = families::MOST_WORKLOADS as u64 + 2;
     let mut labels = families::WorkloadLabels::default();
     let snapshot = |labels: &mut families::WorkloadLabels, micros: &dyn Fn(u64) -> u64| {
-        let (analysis, cgroups) = noise_per_workload(workloads, micros);
-        render(families::noise_families_labelled(
-            &analysis,
-            &HashMap::new(),
-            &cgroups,
-            WorkloadBy::Unit,
-            labels,
-        ))
+        workload_snapshot(labels, workloads, micros)
     };
     let other = |text: &str| {
         value(
@@ -1592,14 +1591,7 @@ fn a_workload_gone_gives_its_label_to_one_that_shows_up_later() {
     let mut labels = families::WorkloadLabels::default();
     // workloads w1..=wN: each takes i µs, w`gone` left out
     let snapshot = |labels: &mut families::WorkloadLabels, workloads: u64, gone: u64| {
-        let (analysis, cgroups) = noise_per_workload(workloads, |i| if i == gone { 0 } else { i });
-        render(families::noise_families_labelled(
-            &analysis,
-            &HashMap::new(),
-            &cgroups,
-            WorkloadBy::Unit,
-            labels,
-        ))
+        workload_snapshot(labels, workloads, |i| if i == gone { 0 } else { i })
     };
     let most = families::MOST_WORKLOADS as u64;
     let series = |text: &str| {
