@@ -12,6 +12,7 @@ pub mod histogram;
 
 pub mod loss;
 pub mod noise;
+pub mod noise_passive;
 pub mod sim;
 pub mod steer;
 pub mod timeline;

@@ -142,7 +142,7 @@ pub struct CauseStats {
 }
 
 impl CauseStats {
-    fn add(&mut self, duration_ns: u64) {
+    pub(crate) fn add(&mut self, duration_ns: u64) {
         self.count += 1;
         self.total_ns += duration_ns;
         self.max_ns = self.max_ns.max(duration_ns);

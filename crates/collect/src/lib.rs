@@ -55,6 +55,24 @@ pub(crate) fn raise_reader() -> Option<RaisedPriority> {
     RaisedPriority::raise(READER_PRIORITY).ok()
 }
 
+/// Set once a process says it outlives its runs (see [`forgo_memory_locks`]).
+static MEMORY_LOCKS_FORGONE: AtomicBool = AtomicBool::new(false);
+
+/// For a process that lives on after its runs (the agent): no run locks the process's
+/// memory (mlockall) from now on. MCL_FUTURE would pin every allocation of every other
+/// thread while a run lasts, and MCL_CURRENT fault in every mapping (each thread's whole
+/// stack), pages that stay resident after munlockall: the agent's memory would grow at
+/// each run. Its runs' measurement threads may then take a page fault, which shows as
+/// hardware noise or latency, as on a machine short of memory.
+pub fn forgo_memory_locks() {
+    MEMORY_LOCKS_FORGONE.store(true, Ordering::Relaxed);
+}
+
+/// Whether a run may lock the process's memory (see [`forgo_memory_locks`]).
+pub(crate) fn may_lock_memory() -> bool {
+    !MEMORY_LOCKS_FORGONE.load(Ordering::Relaxed)
+}
+
 /// Keeps what the process frees for reuse instead of giving it back: an munmap or a
 /// heap trim sends TLB-flush IPIs to every CPU the process ran on (interrupts irqlens
 /// would cause on the traced CPUs), and each drain's batch would be mapped anew. RSS
@@ -214,7 +232,7 @@ impl<'p> EventStream<'p> {
 }
 
 /// Sets the flag when dropped: a thread that ends, however it ends, stops the others.
-struct StopOnDrop<'a>(&'a AtomicBool);
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {

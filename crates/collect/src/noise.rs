@@ -17,6 +17,7 @@ use crate::system;
 use crate::tap::Tap;
 use irqlens_analyze::loss::Losses;
 use irqlens_analyze::noise::NoiseAnalysis;
+use irqlens_analyze::noise_passive::PassiveNoise;
 use irqlens_model::noise::{NoiseOptions, NoiseRunInfo, PeriodReport, Record, WorkloadConfig};
 use irqlens_model::run::RunCommon;
 use irqlens_model::units::CpuList;
@@ -142,6 +143,36 @@ pub fn run(
     Ok(NoiseOutcome { analysis, info })
 }
 
+/// Passive noise on `cpus` until `stop` is set: the probe without measurement threads,
+/// its records summed per CPU and cause; `on_tick` sees the sums once a second. Returns
+/// when stopped (the probe detached), or with the error that kept it from loading.
+pub fn passive(
+    cpus: &CpuList,
+    stop: &AtomicBool,
+    mut on_tick: impl FnMut(&PassiveNoise, Tick),
+) -> Result<()> {
+    let mut storage = MaybeUninit::uninit();
+    let probe = NoiseProbe::load_passive(&mut storage, cpus)?;
+    let mut records = probe.records()?;
+    let mut noise = PassiveNoise::new(cpus.iter());
+    let mut pace = RunPace::new(Instant::now(), None);
+    probe.enable();
+    let _reader = super::raise_reader();
+    while !stop.load(Ordering::Relaxed) {
+        // sooner when the areas fill faster: an idle machine is read once a second
+        records.wait(super::TICK);
+        noise.add_records(records.take());
+        if let Some(elapsed) = pace.tick(Instant::now()) {
+            on_tick(
+                &noise,
+                Tick::new(elapsed, Losses::records, records.lost_by_cpu(), cpus),
+            );
+        }
+    }
+    probe.disable();
+    Ok(())
+}
+
 fn refresh_entries(
     probe: &NoiseProbe<'_>,
     options: &NoiseOptions,
@@ -191,13 +222,17 @@ fn place_collector(options: &NoiseOptions) -> Result<Option<CpuList>> {
     Ok(Some(cpus))
 }
 
-/// Locks the process's memory for the run, so the measurement loops take no page faults;
-/// best effort (a failure only risks a few faults that look like hardware noise).
+/// Locks the process's memory for the run, so the measurement loops take no page faults
+/// (unless the process forwent it: [`crate::forgo_memory_locks`]); best effort (a
+/// failure only risks a few faults that look like hardware noise).
 struct MemoryLock(bool);
 
 impl MemoryLock {
     fn new() -> Self {
         super::keep_freed_memory();
+        if !super::may_lock_memory() {
+            return MemoryLock(false);
+        }
         // SAFETY: mlockall only changes how the process's pages are kept in memory.
         MemoryLock(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0)
     }

@@ -54,7 +54,8 @@ pub fn run(
     let mut cgroups = CgroupFilter::new(&options.cgroups)?;
     super::keep_freed_memory();
     // as cyclictest: no deep idle state to wake from, no page fault in a timer thread
-    let held = Held::apply(options.dma_latency_us, options.mode.is_timer(), warn);
+    let lock_memory = options.mode.is_timer() && super::may_lock_memory();
+    let held = Held::apply(options.dma_latency_us, lock_memory, warn);
     // timer mode watches its own timer threads, not the reader's sleeps
     let (watched, checkpoints) = match &options.mode {
         WakeupMode::Timer(_) => (

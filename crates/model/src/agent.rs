@@ -40,6 +40,9 @@ pub struct AgentConfig {
     pub cpus: Option<CpuList>,
     /// How much the agent logs on stderr.
     pub log_level: LogLevel,
+    /// Interference time (NMIs, hardirqs, softirqs) per CPU and cause, continuously:
+    /// the noise probe without its measurement threads.
+    pub noise_passive: PassiveConfig,
     /// Bottom-half latency and its causes, continuously.
     pub bh: PassiveConfig,
     /// Charged and served interrupt time per process and workload, continuously.
@@ -150,6 +153,7 @@ impl Default for AgentConfig {
             listen: DEFAULT_LISTEN.into(),
             cpus: None,
             log_level: LogLevel::default(),
+            noise_passive: PassiveConfig::default(),
             bh: PassiveConfig::default(),
             account: AccountConfig::default(),
             noise: ActiveConfig::default(),
@@ -255,6 +259,9 @@ impl AgentConfig {
     pub fn changes(&self, new: &AgentConfig) -> Changes {
         let cpus = self.cpus != new.cpus;
         let mut restart = Vec::new();
+        if cpus || self.noise_passive != new.noise_passive {
+            restart.push("noise_passive");
+        }
         if cpus || self.bh != new.bh {
             restart.push("bh");
         }
@@ -367,7 +374,7 @@ pub struct AgentReport {
 /// How one capability of the agent went.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct CapabilitySummary {
-    /// `bh`, `account`, `noise`, `wakeup`.
+    /// `noise_passive`, `bh`, `account`, `noise`, `wakeup`.
     pub name: String,
     /// Times it was started (at the start, after a failure, after a reload).
     pub starts: u64,

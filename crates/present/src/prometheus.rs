@@ -33,13 +33,14 @@ use super::Names;
 pub use families::{
     AgentHealth, CapabilityHealth, MAX_SERIES_PER_FAMILY, MOST_WORKLOADS, WorkloadLabels,
     account_families, account_families_labelled, agent_families, bh_families, noise_families,
-    noise_families_labelled, wakeup_families,
+    noise_families_labelled, noise_passive_families, wakeup_families,
 };
 use irqlens_analyze::account::Ledger;
 use irqlens_analyze::bh::BhStats;
 use irqlens_analyze::histogram::{DECADE_BOUNDS_NS, Histogram};
 use irqlens_analyze::loss::Losses;
 use irqlens_analyze::noise::NoiseAnalysis;
+use irqlens_analyze::noise_passive::PassiveNoise;
 use irqlens_analyze::wakeup::WakeupStats;
 use irqlens_model::workload::{CgroupNames, WorkloadBy};
 pub use server::{CONNECTION_DEADLINE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD_BYTES};
@@ -361,7 +362,7 @@ fn sample_names(family: &Family) -> Vec<String> {
 /// dashboard's queries are checked against it.
 pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
     let names = Names::default();
-    let empty: [(&str, Vec<Family>); 5] = [
+    let empty: [(&str, Vec<Family>); 6] = [
         (
             "noise",
             noise_families(
@@ -370,6 +371,10 @@ pub fn metric_names() -> BTreeMap<&'static str, Vec<String>> {
                 &names.cgroups,
                 WorkloadBy::Pod,
             ),
+        ),
+        (
+            "noise_passive",
+            noise_passive_families(&PassiveNoise::default(), &names.irqs),
         ),
         ("bh", bh_families(&families::empty_bh(), &names)),
         ("wakeup", wakeup_families(&families::empty_wakeup(), &names)),
@@ -639,6 +644,13 @@ impl Exporter {
     ) {
         self.publish("noise", lost, |names, labels| {
             noise_families_labelled(analysis, &names.irqs, &cgroups(), by, labels)
+        });
+    }
+
+    /// Publishes passive noise's sums so far (the agent's), and what its probe `lost`.
+    pub fn noise_passive(&mut self, noise: &PassiveNoise, lost: &Losses) {
+        self.publish("noise_passive", lost, |names, _| {
+            noise_passive_families(noise, &names.irqs)
         });
     }
 

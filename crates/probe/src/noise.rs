@@ -53,6 +53,30 @@ pub struct NoiseProbe<'obj> {
 impl<'obj> NoiseProbe<'obj> {
     /// Loads and attaches the programs, disabled; `enable` starts tracing `cpus`.
     pub fn load(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &CpuList) -> Result<Self> {
+        Self::load_tracing(storage, cpus, |_| true)
+    }
+
+    /// Loads the programs for a CPU with no measurement thread, disabled: NMIs, hardirqs
+    /// and softirqs only (sched_switch is not attached: another thread is the CPU's own
+    /// work, not interference, and a context switch is the most frequent event), their
+    /// records emitted on every CPU of `cpus` once enabled.
+    pub fn load_passive(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        cpus: &CpuList,
+    ) -> Result<Self> {
+        let probe = Self::load_tracing(storage, cpus, |tracepoint| tracepoint != "sched_switch")?;
+        for cpu in cpus.iter() {
+            probe.cpu(cpu).set_sampling(true);
+        }
+        Ok(probe)
+    }
+
+    /// Loads and attaches the programs of the tracepoints `wanted`, disabled.
+    fn load_tracing(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        cpus: &CpuList,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<Self> {
         let layout = AreaLayout::new(
             cpus,
             MAX_CPUS,
@@ -67,7 +91,7 @@ impl<'obj> NoiseProbe<'obj> {
                 .map_err(Into::into)
         };
         let Attached { mut skel, skipped } =
-            load_and_attach(NoiseSkelBuilder::default(), storage, size_areas, |_| true)?;
+            load_and_attach(NoiseSkelBuilder::default(), storage, size_areas, wanted)?;
         let bss: *mut bss = skel
             .maps
             .bss_data

@@ -1,4 +1,4 @@
-//! Synthetic checkpoint streams for unit tests (times in µs).
+//! Synthetic checkpoint streams (times in µs) and noise records for unit tests.
 
 use irqlens_model::event::{Event, EventData, EventKind};
 use irqlens_model::kernel::Comm;
@@ -107,5 +107,26 @@ impl Stream {
             other => panic!("{other:?} is not a softirq checkpoint"),
         };
         self.at(us, cpu, pid, what);
+    }
+}
+
+/// A noise probe's record of an interference (no thread's, no sequence number): class
+/// `class` on `cpu`, its line, vector or softirq `id`, lasting `duration_ns`.
+pub fn interference(
+    cpu: u32,
+    class: irqlens_model::noise::NoiseClass,
+    id: u32,
+    duration_ns: u64,
+) -> irqlens_model::noise::Record {
+    irqlens_model::noise::Record {
+        cpu,
+        class,
+        source: 0,
+        id,
+        comm: Comm::default(),
+        start_ns: 0,
+        duration_ns,
+        seq: 0,
+        cgroup: CgroupId::UNKNOWN,
     }
 }

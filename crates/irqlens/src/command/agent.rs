@@ -1,10 +1,12 @@
-//! `irqlens agent`: a long-running exporter. The passive capabilities (bh, account) run
-//! continuously, each in a thread of its own (`supervise`), publishing into one endpoint
+//! `irqlens agent`: a long-running exporter. The passive capabilities (passive noise, bh,
+//! account) run continuously and the active runs (noise, wakeup) on their schedule
+//! (`active`), each in a thread of its own (`supervise`), publishing into one endpoint
 //! with the agent's own figures (its CPU time, memory, the capabilities' health); a
 //! capability that fails is retried after a back-off while the others go on. SIGHUP
 //! reads the configuration again and starts again only what changed; SIGTERM or SIGINT
 //! stops every capability, which detaches its probes, and ends the run with a summary.
 
+mod active;
 mod config;
 mod logs;
 mod privileges;
@@ -21,7 +23,7 @@ use crate::cli::{AgentArgs, ShowArgs};
 use crate::driver::{Done, Measures, Needs, Run, Tool};
 use config::{Overrides, Resolved, Source};
 use irqlens_collect::tap::Tap;
-use irqlens_collect::{account as account_run, bh as bh_run, system};
+use irqlens_collect::{account as account_run, bh as bh_run, noise as noise_run, system};
 use irqlens_model::account::AccountOptions;
 use irqlens_model::agent::{AgentConfig, AgentReport, CapabilitySummary};
 use irqlens_model::bh::BhOptions;
@@ -31,7 +33,9 @@ use irqlens_present::prometheus::{AgentHealth, Exporter};
 use supervise::{BACKOFF, Health, RunCapability, Supervised};
 
 /// The passive capabilities, in the order they start.
-const PASSIVE: [&str; 2] = ["bh", "account"];
+const PASSIVE: [&str; 3] = ["noise_passive", "bh", "account"];
+/// The active runs, off unless enabled: they take the CPUs they measure.
+const ACTIVE: [&str; 2] = ["noise", "wakeup"];
 
 /// How often the agent publishes its own figures and looks at its signals' flags.
 const TICK: Duration = Duration::from_secs(1);
@@ -100,11 +104,15 @@ impl Tool for AgentTool {
         let exporter = Exporter::listen(option, listen, || crate::measure::names([]))?;
         // before any thread starts, so that every thread has the smaller sets
         let kept = privileges::keep_only_needed()?;
+        // it outlives its active runs: a run's memory lock would pin the agent's memory
+        irqlens_collect::forgo_memory_locks();
         tracing::info!(kept = %kept.join(","), "capabilities dropped");
         let mut agent = Agent {
             resolved: self.resolved,
             exporter,
-            healths: PASSIVE.map(|name| (name, Health::new(name))).into(),
+            healths: (PASSIVE.into_iter().chain(ACTIVE))
+                .map(|name| (name, Health::new(name)))
+                .collect(),
             running: BTreeMap::new(),
             reloads: 0,
             refused: 0,
@@ -117,7 +125,7 @@ impl Tool for AgentTool {
             config = %self.source.name(),
             "started"
         );
-        for name in PASSIVE {
+        for name in PASSIVE.into_iter().chain(ACTIVE) {
             agent.restart(name)?;
         }
         let mut next_tick = Instant::now();
@@ -212,8 +220,16 @@ impl Agent {
         let config = &self.resolved.config;
         let cpus = self.resolved.cpus.clone();
         let run: RunCapability = match name {
+            "noise_passive" if config.noise_passive.enabled => noise_passive(cpus),
             "bh" if config.bh.enabled => bh(cpus),
             "account" if config.account.enabled => account(cpus, config),
+            "noise" if config.noise.enabled => {
+                let cpus = self.resolved.noise_cpus.clone();
+                active::noise(&config.noise, cpus, config.account.by)
+            }
+            "wakeup" if config.wakeup.enabled => {
+                active::wakeup(&config.wakeup, self.resolved.wakeup_cpus.clone())
+            }
             _ => return Ok(()),
         };
         let health = Arc::clone(&self.healths[name]);
@@ -238,27 +254,40 @@ impl Agent {
             }
         };
         let changes = self.resolved.config.changes(&new.config);
+        // the endpoint stays up, where it is: a reload binds nothing, so an address that
+        // cannot be bound refuses nothing now, and the start that tries it says so
         for key in &changes.at_restart {
-            tracing::warn!(key, "takes effect when the agent starts again");
+            match *key {
+                "listen" => tracing::warn!(
+                    serving = %self.resolved.listen,
+                    listen = %new.listen,
+                    "listen: the endpoint stays where it serves; the new address is bound (or refused) when the agent starts again"
+                ),
+                key => tracing::warn!(key, "takes effect when the agent starts again"),
+            }
         }
-        // the endpoint stays up, where it is
         new.config.listen = self.resolved.config.listen.clone();
         new.listen = self.resolved.listen;
         if changes.log_level {
             self.log.set_level(new.config.log_level);
         }
         // the CPUs the configuration names may stay and the CPUs they resolve to move
-        // ("all" with a CPU brought online since): traced CPUs are the resolved ones
+        // ("all" with a CPU brought online since): measured CPUs are the resolved ones
         let mut restart = changes.restart;
-        if self.resolved.cpus != new.cpus {
-            let missing: Vec<&'static str> = (PASSIVE.into_iter())
+        let moved = [
+            (self.resolved.cpus != new.cpus, &PASSIVE[..]),
+            (self.resolved.noise_cpus != new.noise_cpus, &["noise"]),
+            (self.resolved.wakeup_cpus != new.wakeup_cpus, &["wakeup"]),
+        ];
+        for (_, names) in moved.into_iter().filter(|(moved, _)| *moved) {
+            let missing: Vec<&'static str> = (names.iter().copied())
                 .filter(|name| !restart.contains(name))
                 .collect();
             restart.extend(missing);
         }
         self.resolved = new;
         let mut restarted = Vec::new();
-        for &name in restart.iter().filter(|name| PASSIVE.contains(name)) {
+        for &name in &restart {
             if let Err(error) = self.restart(name) {
                 tracing::error!(capability = name, error = %format!("{error:#}"), "cannot start");
             }
@@ -312,6 +341,17 @@ impl Agent {
             capabilities,
         }
     }
+}
+
+/// Interference per CPU and cause on `cpus`, until stopped: the noise probe without its
+/// measurement threads.
+fn noise_passive(cpus: CpuList) -> RunCapability {
+    Box::new(move |stop, exporter, health| {
+        noise_run::passive(&cpus, stop, |noise, tick| {
+            exporter.noise_passive(noise, &tick.lost);
+            health.running();
+        })
+    })
 }
 
 /// Bottom halves on `cpus`, until stopped: every bottom half (passive mode), no worst

@@ -55,11 +55,39 @@ fn a_bad_key_or_value_is_named_with_its_line() {
         &[],
         "listen 'localhost': expected PORT, IP:PORT or [IPv6]:PORT",
     );
+}
+
+#[test]
+fn an_active_run_it_cannot_honour_is_refused() {
     refused(
-        "active.toml",
-        b"[noise]\nenabled = true\n",
+        "half.toml",
+        b"[wakeup]\nenabled = true\nevery = \"60s\"\nduration = \"31s\"\n",
         &[],
-        "[noise] enabled: this agent runs the passive capabilities only",
+        "[wakeup] duration (31 s) must be at most half of every (60 s)",
+    );
+    refused(
+        "long.toml",
+        b"[noise]\nenabled = true\nevery = \"1h\"\nduration = \"11m\"\n",
+        &[],
+        "[noise] duration (s) must be 1 to 600, not 660",
+    );
+    refused(
+        "zero.toml",
+        b"[noise]\nduration = 0\n",
+        &[],
+        "[noise] duration (s) must be 1 to 600, not 0",
+    );
+    refused(
+        "active-cpus.toml",
+        b"[noise]\nenabled = true\ncpus = \"4000\"\n",
+        &[],
+        "[noise] cpus: CPU 4000 is offline or does not exist",
+    );
+    refused(
+        "passive.toml",
+        b"[noise_passive]\nenabled = 1\n",
+        &[],
+        "line 2, in [noise_passive]: `enabled = 1`",
     );
 }
 

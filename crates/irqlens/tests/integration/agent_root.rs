@@ -3,6 +3,8 @@
 //! SIGHUP applies a new configuration (bh off: its families go; bh on again: its probes
 //! attach again, after the capabilities were dropped) and refuses a bad one; it keeps
 //! only the capabilities it documents; SIGTERM ends it with status 0 and no program left.
+//! Its passive noise counts the softirqs the kernel counts; its active runs publish when
+//! they end, and skip CPUs another irqlens run measures.
 //! Needs root (CI runs as root).
 
 use std::net::SocketAddr;
@@ -238,4 +240,148 @@ fn a_port_it_cannot_bind_is_refused_before_anything_is_loaded() {
     );
     std::fs::remove_file(&config).unwrap();
     assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+}
+
+/// NET_RX runs so far on every CPU, as the kernel counts them (/proc/softirqs).
+fn net_rx_runs() -> f64 {
+    let text = std::fs::read_to_string("/proc/softirqs").unwrap();
+    let line = (text.lines())
+        .find_map(|line| line.trim_start().strip_prefix("NET_RX:"))
+        .expect("a NET_RX line in /proc/softirqs");
+    line.split_whitespace()
+        .map(|count| count.parse::<f64>().unwrap())
+        .sum()
+}
+
+/// Holds CPU `cpu`'s claim as another irqlens run would (an flock on its file in
+/// /run/irqlens/cpu), until dropped.
+struct HeldCpu {
+    path: std::path::PathBuf,
+    _lock: std::fs::File,
+}
+
+impl HeldCpu {
+    fn hold(cpu: u32) -> HeldCpu {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let path = Path::new("/run/irqlens/cpu").join(cpu.to_string());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut file = std::fs::File::create(&path).unwrap();
+        // SAFETY: flock on a descriptor this process owns.
+        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(locked, 0, "CPU {cpu} is claimed by another run");
+        writeln!(file, "holder {}", std::process::id()).unwrap();
+        HeldCpu { path, _lock: file }
+    }
+}
+
+impl Drop for HeldCpu {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_dir(self.path.parent().unwrap());
+    }
+}
+
+#[test]
+#[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
+fn passive_noise_counts_the_kernels_softirqs_and_an_active_run_publishes_its_gauges() {
+    assert_root();
+    let port = free_port();
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    let config = temp_path("active.toml");
+    // the shortest schedule a configuration takes: one run of each at the start
+    write_config(
+        &config,
+        port,
+        "[bh]\nenabled = false\n[account]\nenabled = false\n\
+         [noise]\nenabled = true\nevery = \"60s\"\nduration = \"3s\"\ncpus = \"1\"\n\
+         [wakeup]\nenabled = true\nevery = \"60s\"\nduration = \"2s\"\ncpus = \"0\"\n",
+    );
+    // another irqlens run measures CPU 0: the wakeup run skips
+    let held = HeldCpu::hold(0);
+    let started = Instant::now();
+    let child = start(&["agent", "--config", config.to_str().unwrap()]);
+    let flood = std::thread::spawn(|| udp_flood(Instant::now() + Duration::from_secs(12)));
+
+    let passive = [("capability", "noise_passive")];
+    let net_rx = [("class", "softirq"), ("source", "NET_RX")];
+    let count = |body: &str| {
+        sample_sum(body, "irqlens_noise_passive_interferences_total", &net_rx).unwrap_or(0.0)
+    };
+    let first = scrape_when(address, "passive noise's NET_RX", |body| count(body) > 0.0);
+    let kernel_first = net_rx_runs();
+    std::thread::sleep(Duration::from_secs(6));
+    let second = scrape(address);
+    let kernel_second = net_rx_runs();
+    lints_clean(&second);
+    let (traced, kernel) = (count(&second) - count(&first), kernel_second - kernel_first);
+    // each scrape serves the sums of the last second's drain: a second at most of
+    // difference at each end of the 6 s between the two readings
+    eprintln!("passive noise: {traced} NET_RX runs traced, {kernel} counted by the kernel");
+    assert!(kernel > 100.0, "{kernel} NET_RX runs under the flood");
+    assert!(
+        traced > kernel * 0.5 && traced < kernel * 1.5,
+        "{traced} NET_RX traced, {kernel} counted by the kernel"
+    );
+    let seconds = |body: &str| {
+        value(
+            body,
+            "irqlens_noise_passive_interference_seconds_total",
+            &net_rx,
+        )
+    };
+    assert!(seconds(&second) > seconds(&first));
+    value(&second, "irqlens_lost_events_total", &passive);
+    assert_eq!(value(&second, "irqlens_probe_up", &passive), 1.0);
+
+    // the noise run (3 s on CPU 1) was published when it ended, with the families of a
+    // noise run's --prometheus
+    let noise = scrape_when(address, "the noise run's families", |body| {
+        sample_sum(body, "irqlens_noise_runtime_seconds_total", &[]).is_some()
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    lints_clean(&noise);
+    let cpu_1 = [("cpu", "1")];
+    let runtime = value(&noise, "irqlens_noise_runtime_seconds_total", &cpu_1);
+    assert!(
+        runtime > 0.0 && runtime < elapsed,
+        "{runtime} s of {elapsed} s"
+    );
+    value(&noise, "irqlens_noise_max_single_seconds", &cpu_1);
+    value(
+        &noise,
+        "irqlens_noise_sample_duration_seconds_count",
+        &cpu_1,
+    );
+    assert!(sample_sum(&noise, "irqlens_wakeup_latency_seconds_count", &[]).is_none());
+    assert_eq!(
+        value(
+            &noise,
+            "irqlens_agent_capability_failures_total",
+            &[("capability", "noise")]
+        ),
+        0.0
+    );
+    // the run released its CPU
+    assert!(!Path::new("/run/irqlens/cpu/1").exists());
+    flood.join().unwrap().unwrap();
+
+    let output = signal_and_expect_end(child, libc::SIGTERM, Duration::from_secs(10));
+    drop(held);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{}\n{stderr}", output.status);
+    assert_eq!(programs_left_after_exit(), Vec::<String>::new());
+    for event in [
+        "attached capability=\"noise_passive\"",
+        "run started capability=\"noise\" cpus=1",
+        "run published capability=\"noise\"",
+        "run skipped: another irqlens run measures its CPUs capability=\"wakeup\"",
+    ] {
+        assert!(stderr.contains(event), "no '{event}' in:\n{stderr}");
+    }
+    assert!(
+        !stderr.contains("run started capability=\"wakeup\""),
+        "{stderr}"
+    );
+    std::fs::remove_file(&config).unwrap();
 }

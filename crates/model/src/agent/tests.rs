@@ -14,7 +14,7 @@ fn an_empty_file_is_the_defaults_passive_on_active_off() {
     assert_eq!(config, AgentConfig::default());
     assert_eq!(config.listen, "0.0.0.0:9464");
     assert_eq!(config.cpus, None);
-    assert!(config.bh.enabled && config.account.enabled);
+    assert!(config.noise_passive.enabled && config.bh.enabled && config.account.enabled);
     assert!(!config.noise.enabled && !config.wakeup.enabled);
     assert_eq!(config.account.by, WorkloadBy::Pod);
     assert_eq!(config.log_level, LogLevel::Info);
@@ -144,8 +144,11 @@ fn a_reload_restarts_only_what_changed() {
     old_with_noise_cpus.noise.cpus = Some(CpuList::single(0));
     assert_eq!(
         old_with_noise_cpus.changes(&new).restart,
-        ["bh", "account", "wakeup"]
+        ["noise_passive", "bh", "account", "wakeup"]
     );
+    let mut new = old.clone();
+    new.noise_passive.enabled = false;
+    assert_eq!(old.changes(&new).restart, ["noise_passive"]);
     let mut new = old.clone();
     new.noise.enabled = true;
     assert_eq!(old.changes(&new).restart, ["noise"]);

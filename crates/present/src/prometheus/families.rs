@@ -18,6 +18,7 @@ use irqlens_analyze::account::workloads::{UNKNOWN, name_cgroups};
 use irqlens_analyze::account::{BySource, Ledger, Source as AccountSource};
 use irqlens_analyze::bh::{BhStats, DelayCause};
 use irqlens_analyze::noise::{Cause as NoiseCause, IRQ_SOURCE_NAMES, NoiseAnalysis, softirq_name};
+use irqlens_analyze::noise_passive::{PassiveCause, PassiveNoise};
 use irqlens_analyze::wakeup::{Cause as WakeupCause, WakeupStats};
 use irqlens_analyze::workload::workload_key;
 use irqlens_model::bh::{Selection, StatsConfig as BhConfig};
@@ -107,6 +108,40 @@ fn noise_cause(cause: &NoiseCause, irq_names: &HashMap<u32, String>) -> Labels {
     with_source(vec![("class", cause.class_name().to_owned())], source)
 }
 
+/// Passive noise (the agent's): each CPU's interference per cause since the start, its
+/// series as bounded as the analysis's causes (its `MAX_CAUSES_PER_CPU` and `other`).
+pub fn noise_passive_families(
+    noise: &PassiveNoise,
+    irq_names: &HashMap<u32, String>,
+) -> Vec<Family> {
+    let series: Vec<(Labels, [u64; 2])> = noise
+        .cpus()
+        .flat_map(|(c, causes)| {
+            causes.iter().map(move |(cause, stats)| {
+                let mut labels = cpu(c);
+                labels.extend(match cause {
+                    PassiveCause::Cause(cause) => noise_cause(cause, irq_names),
+                    PassiveCause::Other => vec![("class", cause.class_name().to_owned())],
+                });
+                (labels, [stats.total_ns, stats.count])
+            })
+        })
+        .collect();
+    vec![
+        Family::seconds(
+            "noise_passive_interference",
+            "Time each CPU spent in NMIs, hardirqs and softirqs, per cause (interference-free: nested ones subtracted; the causes a CPU sees past its first few dozen summed as class other)",
+            MetricType::Counter,
+            nth(&series, 0),
+        ),
+        Family::count_total(
+            "noise_passive_interferences",
+            "NMIs, hardirqs and softirqs that ran on each CPU, per cause (as noise_passive_interference)",
+            nth(&series, 1),
+        ),
+    ]
+}
+
 /// A noise analysis of no CPU: the families every noise run has.
 pub(super) fn empty_noise() -> NoiseAnalysis {
     let config = AnalysisConfig {
@@ -124,31 +159,42 @@ pub const MOST_WORKLOADS: usize = 10;
 /// The `workload` label of the workloads past the first `MOST_WORKLOADS`.
 pub const OTHER_WORKLOADS: &str = "other";
 
-/// The workloads that have a `workload` label of their own for as long as a run serves:
-/// the first `MOST_WORKLOADS` to show up (the largest first among those that show up
-/// together). Kept from one snapshot to the next, so that no workload moves into or out
-/// of `other`: every series, `other`'s included, then only grows, as a counter must (a
-/// ranking made again at each snapshot would take a workload rising into the largest out
-/// of `other`, a counter reset to Prometheus).
+/// The workloads that have a `workload` label of their own: the first `MOST_WORKLOADS`
+/// to show up (the largest first among those that show up together). Kept from one
+/// snapshot to the next, so that no workload moves into or out of `other`: every series,
+/// `other`'s included, then only grows, as a counter must (a ranking made again at each
+/// snapshot would take a workload rising into the largest out of `other`, a counter
+/// reset to Prometheus). A workload gone from a snapshot (its pod deleted, its rows
+/// folded) gives its label back, to a workload that shows up later: over pod churn the
+/// labels go to the pods that run now, not to the first ten the node ever ran.
 #[derive(Debug, Default)]
-pub struct WorkloadLabels(BTreeSet<String>);
+pub struct WorkloadLabels {
+    own: BTreeSet<String>,
+    /// Every workload of the last snapshot: one counted in `other` there stays there.
+    last: BTreeSet<String>,
+}
 
 impl WorkloadLabels {
-    /// Gives `ranked` (largest first) their own labels while there is room.
+    /// Takes a snapshot's workloads, `ranked` (largest first): frees the labels of those
+    /// gone, and gives labels to those new since the last snapshot while there is room.
     fn admit<'k>(&mut self, ranked: impl IntoIterator<Item = &'k str>) {
+        let ranked: Vec<&str> = ranked.into_iter().collect();
+        let now: BTreeSet<String> = ranked.iter().map(|key| (*key).to_owned()).collect();
+        self.own.retain(|key| now.contains(key));
         for key in ranked {
-            if self.0.len() == MOST_WORKLOADS {
-                return;
+            if self.own.len() == MOST_WORKLOADS {
+                break;
             }
-            if !self.0.contains(key) {
-                self.0.insert(key.to_owned());
+            if !self.last.contains(key) {
+                self.own.insert(key.to_owned());
             }
         }
+        self.last = now;
     }
 
     /// The label of workload `key`: its own, or `other`.
     fn label(&self, key: &str) -> String {
-        match self.0.contains(key) {
+        match self.own.contains(key) {
             true => key.to_owned(),
             false => OTHER_WORKLOADS.to_owned(),
         }

@@ -418,6 +418,41 @@ fn traced_wakeups() -> WakeupStats {
     stats
 }
 
+/// Passive noise on CPUs 0 and 1: virtio0's line twice and NET_RX on CPU 0, an NMI on 1.
+fn passive_noise() -> PassiveNoise {
+    use irqlens_test_support::stream::interference as record;
+    let mut noise = PassiveNoise::new([0, 1]);
+    noise.add_records([
+        record(0, NoiseClass::Irq, 11, 3 * NS_PER_US),
+        record(0, NoiseClass::Irq, 11, 5 * NS_PER_US),
+        record(0, NoiseClass::Softirq, 3, 7 * NS_PER_US),
+        record(1, NoiseClass::Nmi, 0, NS_PER_US),
+    ]);
+    noise
+}
+
+#[test]
+fn passive_noise_is_counted_per_cpu_and_cause_by_name() {
+    let text = render(noise_passive_families(&passive_noise(), &irq_names()));
+    let seconds = |labels: &str| {
+        value(
+            &text,
+            &format!("irqlens_noise_passive_interference_seconds_total{{{labels}}}"),
+        )
+    };
+    let count = |labels: &str| {
+        value(
+            &text,
+            &format!("irqlens_noise_passive_interferences_total{{{labels}}}"),
+        )
+    };
+    let line = r#"cpu="0",class="irq",source="virtio0-input.0""#;
+    assert_eq!(seconds(line), 8e-6);
+    assert_eq!(count(line), 2.0);
+    assert_eq!(seconds(r#"cpu="0",class="softirq",source="NET_RX""#), 7e-6);
+    assert_eq!(count(r#"cpu="1",class="nmi""#), 1.0);
+}
+
 fn irq_names() -> HashMap<u32, String> {
     HashMap::from([(11, "virtio0-input.0".to_owned())])
 }
@@ -673,6 +708,10 @@ fn every_family() -> Vec<(&'static str, Vec<Family>)> {
                 &names.cgroups,
                 WorkloadBy::Pod,
             ),
+        ),
+        (
+            "noise_passive",
+            noise_passive_families(&passive_noise(), &names.irqs),
         ),
         ("bh", bh_families(&bh_stats(), &names)),
         ("wakeup", wakeup_families(&traced_wakeups(), &names)),
@@ -1414,7 +1453,7 @@ fn a_thread_unlocks_its_own_stack() {
 }
 
 /// Thread noise on CPU 0 from one thread per workload, workload `w` (1, 2, ...) taking
-/// `micros(w)` µs, each a unit of its own.
+/// `micros(w)` µs, each a unit of its own; one taking 0 µs is not there.
 fn noise_per_workload(workloads: u64, micros: impl Fn(u64) -> u64) -> (NoiseAnalysis, CgroupNames) {
     let mut analysis = NoiseAnalysis::new(
         AnalysisConfig {
@@ -1426,7 +1465,7 @@ fn noise_per_workload(workloads: u64, micros: impl Fn(u64) -> u64) -> (NoiseAnal
     );
     let mut cgroups = CgroupNames::default();
     let mut samples = Vec::new();
-    for i in 1..=workloads {
+    for i in (1..=workloads).filter(|&i| micros(i) > 0) {
         cgroups.insert(CgroupId(100 + i), format!("/system.slice/w{i}.service"));
         let duration_ns = micros(i) * NS_PER_US;
         analysis.add_records([Record {
@@ -1505,19 +1544,28 @@ fn thread_noise_per_workload_keeps_the_largest_and_the_rest_as_other() {
     assert!(!text.contains("w5.service"));
 }
 
+/// The noise families of [`noise_per_workload`]'s workloads, labelled with `labels`.
+fn workload_snapshot(
+    labels: &mut families::WorkloadLabels,
+    workloads: u64,
+    micros: impl Fn(u64) -> u64,
+) -> String {
+    let (analysis, cgroups) = noise_per_workload(workloads, micros);
+    render(families::noise_families_labelled(
+        &analysis,
+        &HashMap::new(),
+        &cgroups,
+        WorkloadBy::Unit,
+        labels,
+    ))
+}
+
 #[test]
 fn a_workload_keeps_its_label_from_one_snapshot_to_the_next() {
     let workloads = families::MOST_WORKLOADS as u64 + 2;
     let mut labels = families::WorkloadLabels::default();
     let snapshot = |labels: &mut families::WorkloadLabels, micros: &dyn Fn(u64) -> u64| {
-        let (analysis, cgroups) = noise_per_workload(workloads, micros);
-        render(families::noise_families_labelled(
-            &analysis,
-            &HashMap::new(),
-            &cgroups,
-            WorkloadBy::Unit,
-            labels,
-        ))
+        workload_snapshot(labels, workloads, micros)
     };
     let other = |text: &str| {
         value(
@@ -1536,4 +1584,34 @@ fn a_workload_keeps_its_label_from_one_snapshot_to_the_next() {
     for i in 3..=workloads {
         assert!(later.contains(&format!("w{i}.service")), "w{i}");
     }
+}
+
+#[test]
+fn a_workload_gone_gives_its_label_to_one_that_shows_up_later() {
+    let mut labels = families::WorkloadLabels::default();
+    // workloads w1..=wN: each takes i µs, w`gone` left out
+    let snapshot = |labels: &mut families::WorkloadLabels, workloads: u64, gone: u64| {
+        workload_snapshot(labels, workloads, |i| if i == gone { 0 } else { i })
+    };
+    let most = families::MOST_WORKLOADS as u64;
+    let series = |text: &str| {
+        (text.lines())
+            .filter(|line| line.starts_with("irqlens_noise_workload_seconds_total{"))
+            .count()
+    };
+    // the first MOST_WORKLOADS take every label
+    let first = snapshot(&mut labels, most, 0);
+    assert_eq!(series(&first), families::MOST_WORKLOADS);
+    // w3's pod goes, and a new one comes: it takes w3's label, not other
+    let churned = snapshot(&mut labels, most + 1, 3);
+    assert!(!churned.contains("w3.service"), "{churned}");
+    assert!(
+        churned.contains(&format!("w{}.service", most + 1)),
+        "{churned}"
+    );
+    assert!(!churned.contains("workload=\"other\""), "{churned}");
+    // the labels stay bounded: a later one finds no room, and is other
+    let more = snapshot(&mut labels, most + 2, 3);
+    assert!(!more.contains(&format!("w{}.service", most + 2)), "{more}");
+    assert_eq!(series(&more), families::MOST_WORKLOADS + 1);
 }

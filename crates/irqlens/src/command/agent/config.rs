@@ -11,7 +11,9 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cli::{AgentArgs, parse_listen_address_of};
 use irqlens_collect::system;
-use irqlens_model::agent::{AgentConfig, DEFAULT_CONFIG_PATH, LogLevel, MAX_CONFIG_BYTES};
+use irqlens_model::agent::{
+    ActiveConfig, AgentConfig, DEFAULT_CONFIG_PATH, LogLevel, MAX_CONFIG_BYTES,
+};
 use irqlens_model::bounds::Check;
 use irqlens_model::units::CpuList;
 use irqlens_model::workload::WorkloadBy;
@@ -169,6 +171,10 @@ pub struct Resolved {
     pub listen: SocketAddr,
     /// The CPUs its passive capabilities trace.
     pub cpus: CpuList,
+    /// The CPUs of `[noise]`'s runs.
+    pub noise_cpus: CpuList,
+    /// The CPUs of `[wakeup]`'s runs.
+    pub wakeup_cpus: CpuList,
 }
 
 /// The configuration of `source` with `overrides`, checked against the machine.
@@ -179,20 +185,19 @@ pub fn resolve(source: &Source, overrides: &Overrides) -> Result<Resolved> {
     config.check().map_err(|e| anyhow!(e))?;
     let listen = parse_listen_address_of(overrides.listen_option(), &config.listen)?;
     let cpus = system::select_cpus(config.cpus.as_ref()).context("cpus")?;
-    for (name, active) in [("noise", &config.noise), ("wakeup", &config.wakeup)] {
-        if active.enabled {
-            system::select_cpus(active.cpus.as_ref()).with_context(|| format!("[{name}] cpus"))?;
-            // refused rather than ignored: a configuration it cannot honour
-            bail!(
-                "[{name}] enabled: this agent runs the passive capabilities only (bh, account); \
-                 set enabled = false, or measure with irqlens {name} -d TIME"
-            );
-        }
-    }
+    let active_cpus = |name: &str, active: &ActiveConfig| match &active.cpus {
+        Some(own) => system::select_cpus(Some(own)).with_context(|| format!("[{name}] cpus")),
+        // an active run without CPUs of its own measures the agent's
+        None => Ok(cpus.clone()),
+    };
+    let noise_cpus = active_cpus("noise", &config.noise)?;
+    let wakeup_cpus = active_cpus("wakeup", &config.wakeup)?;
     Ok(Resolved {
         config,
         listen,
         cpus,
+        noise_cpus,
+        wakeup_cpus,
     })
 }
 

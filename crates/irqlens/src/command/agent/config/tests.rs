@@ -176,13 +176,21 @@ fn the_command_line_wins_over_the_file_and_is_held_to_the_same_bounds() {
 }
 
 #[test]
-fn an_active_run_it_cannot_honour_is_refused() {
-    let file = temp_file("active.toml", b"[wakeup]\nenabled = true\ncpus = \"0\"\n");
+fn an_active_run_measures_its_own_cpus_or_the_agents() {
+    let file = temp_file(
+        "active.toml",
+        b"cpus = \"0\"\n[wakeup]\nenabled = true\ncpus = \"0\"\n[noise]\nenabled = true\n",
+    );
+    let resolved = resolve(&named(&file), &Overrides::default()).unwrap();
+    assert_eq!(resolved.wakeup_cpus, CpuList::single(0));
+    assert_eq!(resolved.noise_cpus, resolved.cpus);
+    // CPUs this machine does not have: refused, the section named
+    std::fs::write(&file, "[wakeup]\nenabled = true\ncpus = \"8191\"\n").unwrap();
     let err = format!(
         "{:#}",
         resolve(&named(&file), &Overrides::default()).unwrap_err()
     );
-    assert!(err.starts_with("[wakeup] enabled: "), "{err}");
+    assert!(err.starts_with("[wakeup] cpus: CPU 8191"), "{err}");
     std::fs::remove_file(&file).unwrap();
 }
 
