@@ -165,7 +165,10 @@ fn one_arena() {
 /// Gives the pages the allocator holds free back to the kernel. Each capability's thread
 /// allocates and frees all day (map snapshots, exposition text), and freed memory stays
 /// resident: without this (and [`one_arena`]) the agent's RSS climbed from 37 to 98 MiB
-/// under a storm while its live heap stayed near 30 MiB.
+/// under a storm while its live heap stayed near 30 MiB. The measurement commands keep
+/// what they free (`keep_freed_memory`: a trim's TLB-flush IPIs would be interrupts of
+/// their own making); the agent, which runs for good, pays those IPIs once per
+/// `TRIM_EVERY` for a bounded RSS.
 fn return_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; every allocation stays valid.
