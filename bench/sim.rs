@@ -29,6 +29,7 @@ fn model(napi: bool) -> SimConfig {
             hardirq: None,
             napi,
             softirq_per_packet: None,
+            softirq_per_packet_saturated: None,
             ring: DEFAULT_RING,
         });
         let task = |name: &str, priority: &str, kind| Task {

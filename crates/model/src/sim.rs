@@ -146,6 +146,10 @@ pub struct Source {
     /// Bottom-half (receive) cost per packet; default: `costs.softirq_per_packet`.
     #[serde(default)]
     pub softirq_per_packet: Option<Dist>,
+    /// Bottom-half cost per packet in a saturated poll, one that uses its whole budget
+    /// (more pending than the poll may take: a flood); default: `softirq_per_packet`.
+    #[serde(default)]
+    pub softirq_per_packet_saturated: Option<Dist>,
     /// Receive ring size: packets that find it full are dropped.
     #[serde(default = "default_ring")]
     pub ring: u32,
@@ -349,6 +353,7 @@ impl SimConfig {
                 hardirq: None,
                 napi: true,
                 softirq_per_packet: None,
+                softirq_per_packet_saturated: None,
                 ring: default_ring(),
             }],
             tasks: vec![
@@ -530,9 +535,13 @@ impl Check for Source {
                 }
             }
         }
-        for dist in [&self.hardirq, &self.softirq_per_packet]
-            .into_iter()
-            .flatten()
+        for dist in [
+            &self.hardirq,
+            &self.softirq_per_packet,
+            &self.softirq_per_packet_saturated,
+        ]
+        .into_iter()
+        .flatten()
         {
             dist.check()?;
         }
@@ -598,7 +607,12 @@ impl Check for TrialCosts {
             ("consumer_per_datagram_us", self.consumer_per_datagram_us),
             ("idle_exit_us", self.idle_exit_us),
             ("path_us", self.path_us),
-        ] {
+        ]
+        .into_iter()
+        .chain(
+            self.bottom_half_flood_per_datagram_us
+                .map(|us| ("bottom_half_flood_per_datagram_us", us)),
+        ) {
             check_sim_time(what, us).map_err(bad)?;
         }
         if let Some(rate) = self.arrivals_per_s {
@@ -850,6 +864,13 @@ pub struct TrialCosts {
     pub design: Design,
     /// Bottom-half time (softirq, NAPI thread, hard IRQ) per echoed datagram, µs.
     pub bottom_half_per_datagram_us: f64,
+    /// Bottom-half time per datagram it received in a flood, µs: from the points past
+    /// the knee, where the receiving CPU is saturated (every datagram reaches the echo
+    /// server's socket, the drops are there). The simulated test bed charges it in
+    /// saturated polls; none (older calibrations, or no point past the knee): the cost
+    /// above everywhere.
+    #[serde(default)]
+    pub bottom_half_flood_per_datagram_us: Option<f64>,
     /// The echo server's time (user and system: the receive and the send) per echoed
     /// datagram, µs.
     pub consumer_per_datagram_us: f64,

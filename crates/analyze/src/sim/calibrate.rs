@@ -216,6 +216,9 @@ pub fn trial_model(
             hardirq: None,
             napi: true,
             softirq_per_packet: Some(Dist::constant(costs.bottom_half_per_datagram_us)),
+            softirq_per_packet_saturated: costs
+                .bottom_half_flood_per_datagram_us
+                .map(Dist::constant),
             ring: if threaded {
                 VETH_RING
             } else {
@@ -369,6 +372,33 @@ fn exact_per_datagram_us(points: &[&TrialPoint], cyclic_hz: f64) -> Option<(f64,
     Some((bottom_half, echo, idle_cycle))
 }
 
+/// The bottom half's cost per datagram in a flood, µs, from a design's points past the
+/// knee (the echo did not keep up: the receiving CPU is saturated): its time over the
+/// datagrams it took to the echo server's socket, which past the knee are all those sent
+/// (measured on the veth test bed: no ring or backlog drops, the socket drops them), over
+/// the points' sums. Its time is a threaded design's NAPI threads' (exact), or the share
+/// the CPU split gives the bottom half: the tick samples a saturated CPU well, and the
+/// softirq's exact time hides in the echo server's there (hardirq exits and
+/// local_bh_enable() run it in the server's context). None without such points.
+fn flood_per_datagram_us(points: &[&TrialPoint], threaded: bool) -> Option<f64> {
+    let per_s = points.iter().filter(|p| p.sent_pps > 0.0).map(|p| {
+        let exact = p
+            .runtimes
+            .filter(|t| threaded && t.window_ns > 0 && t.napi_ns > 0)
+            .map(|t| t.napi_ns as f64 / 1e3 / (t.window_ns as f64 / 1e9));
+        let sampled = || {
+            let share = match threaded {
+                true => p.cpu.napi_thread_percent,
+                false => p.cpu.softirq_percent,
+            };
+            (share + p.cpu.irq_percent) / 100.0 * 1e6
+        };
+        (p.sent_pps, exact.unwrap_or_else(sampled))
+    });
+    let (sent, busy) = per_s.fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    (sent > 0.0).then(|| busy / sent)
+}
+
 /// Time per datagram, µs, of a CPU share (percent) as /proc/stat samples it: over the
 /// points, the share's sum over the echo rates' sum.
 fn sampled_per_datagram_us(points: &[&TrialPoint], share: impl Fn(&TrialPoint) -> f64) -> f64 {
@@ -419,6 +449,10 @@ fn design_costs(
     let Some(&lowest) = following.first() else {
         return Ok(None);
     };
+    let past_knee: Vec<&TrialPoint> = points
+        .iter()
+        .filter(|p| p.design == design && !follows(p))
+        .collect();
     let arrivals = arrivals_per_s(&following);
     let cyclic_hz = 1e9 / options.cyclic_period_ns.max(1) as f64;
     let (bottom_half, consumer, idle_cycle, fitted) =
@@ -444,6 +478,7 @@ fn design_costs(
     let mut costs = TrialCosts {
         design,
         bottom_half_per_datagram_us: bottom_half,
+        bottom_half_flood_per_datagram_us: flood_per_datagram_us(&past_knee, design.threaded()),
         consumer_per_datagram_us: consumer,
         // what the simulation charges outside the woken thread itself: the wakeup
         // and the switch from idle (the switch to idle and the return to user run
@@ -784,6 +819,80 @@ mod tests {
         let other = point("stock", 20_000, 20_000.0, 10_000.0, 6.0, 1.0);
         let err = compare_trial(&options(), &[other], &calibration, 0.1, 1).unwrap_err();
         assert!(err.contains("no trial costs for design stock"), "{err}");
+    }
+
+    #[test]
+    fn points_past_the_knee_give_the_bottom_halfs_cost_in_a_flood() {
+        // 0.5 µs of bottom half per echo below the knee; past it the echo server keeps
+        // 60k/s and the bottom half takes every datagram sent to its socket, 1.1 µs each
+        const FLOOD_US: f64 = 1.1;
+        let ladder = |design: &str| -> Vec<TrialPoint> {
+            let below = [20_000u64, 40_000]
+                .map(|rate| point(design, rate, rate as f64, 10_000.0, 6.0, 0.5));
+            let past = [160_000u64, 320_000, 640_000].map(|rate| {
+                let mut p = point(design, rate, 60_000.0, 10.0, 6.0, 0.5);
+                let busy_share = FLOOD_US * rate as f64 / 1e6;
+                let times = p.runtimes.as_mut().unwrap();
+                if design.starts_with("threaded") {
+                    // exact: the NAPI thread's time; the split's other softirq not its
+                    times.napi_ns = (busy_share * times.window_ns as f64) as u64;
+                    p.cpu.softirq_percent = 20.0;
+                } else {
+                    // the softirq ran inside the echo server's time: only the split has it
+                    times.echo_ns += (busy_share * times.window_ns as f64) as u64;
+                    p.cpu.softirq_percent = busy_share * 100.0;
+                }
+                p
+            });
+            below.into_iter().chain(past).collect()
+        };
+        for design in ["stock", "threaded-niced"] {
+            let points = ladder(design);
+            let costs = trial_costs(&options(), &points, &calibration(), 208, "t.rec").unwrap();
+            let flood = costs[0].bottom_half_flood_per_datagram_us.unwrap();
+            assert!((flood - FLOOD_US).abs() < 0.01, "{design}: {flood}");
+            assert!(
+                (costs[0].bottom_half_per_datagram_us - 0.5).abs() < 0.01,
+                "{design}: {costs:?}"
+            );
+            // a ladder that kept up everywhere has no flood to fit
+            let costs =
+                trial_costs(&options(), &points[..2], &calibration(), 208, "t.rec").unwrap();
+            assert_eq!(costs[0].bottom_half_flood_per_datagram_us, None);
+        }
+    }
+
+    #[test]
+    fn the_flood_cost_goes_to_the_models_saturated_polls_and_old_calibrations_read() {
+        let mut costs = TrialCosts {
+            design: "stock".parse().unwrap(),
+            bottom_half_per_datagram_us: 0.8,
+            bottom_half_flood_per_datagram_us: None,
+            consumer_per_datagram_us: 6.0,
+            idle_exit_us: 0.0,
+            arrivals_per_s: None,
+            path_us: 0.0,
+            socket_queue: 208,
+            points: 4,
+            from: String::new(),
+        };
+        // an older calibration, without the field, reads as none: the old model
+        let mut old = serde_json::to_value(&costs).unwrap();
+        old.as_object_mut()
+            .unwrap()
+            .remove("bottom_half_flood_per_datagram_us");
+        assert_eq!(serde_json::from_value::<TrialCosts>(old).unwrap(), costs);
+        let source = |costs: &TrialCosts| {
+            trial_model(&options(), &calibration(), costs, 20_000.0, 1.0, 1).sources[0].clone()
+        };
+        assert_eq!(source(&costs).softirq_per_packet_saturated, None);
+        costs.bottom_half_flood_per_datagram_us = Some(1.2);
+        let model = source(&costs);
+        assert_eq!(model.softirq_per_packet, Some(Dist::constant(0.8)));
+        assert_eq!(
+            model.softirq_per_packet_saturated,
+            Some(Dist::constant(1.2))
+        );
     }
 
     #[test]

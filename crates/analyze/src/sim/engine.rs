@@ -35,7 +35,9 @@
 //!
 //! Costs: the waker pays the wakeup, the CPU pays a context switch at each change of
 //! thread (idle included, as the kernel counts them), and a woken consumer pays the
-//! return to user space before it starts on its first packet.
+//! return to user space before it starts on its first packet. A packet costs its source's
+//! per-packet cost, or its saturated one in a poll that uses its whole budget
+//! ([`Engine::polled_packet_cost`]).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -362,6 +364,8 @@ struct SourceState {
     napi: bool,
     hardirq: Dist,
     per_packet: Dist,
+    /// Per packet in a saturated poll (a flood).
+    per_packet_saturated: Dist,
     ring: VecDeque<Ns>,
     ring_cap: usize,
     /// Not NAPI: events whose handler has not ended (the ring caps them too).
@@ -600,6 +604,10 @@ impl<'a> Engine<'a> {
             }
         }
         for (index, source) in config.sources.iter().enumerate() {
+            let per_packet = source
+                .softirq_per_packet
+                .clone()
+                .unwrap_or_else(|| config.costs.softirq_per_packet.clone());
             let consumer = engine
                 .threads
                 .iter()
@@ -632,10 +640,11 @@ impl<'a> Engine<'a> {
                     .hardirq
                     .clone()
                     .unwrap_or_else(|| config.costs.hardirq.clone()),
-                per_packet: source
-                    .softirq_per_packet
+                per_packet_saturated: source
+                    .softirq_per_packet_saturated
                     .clone()
-                    .unwrap_or_else(|| config.costs.softirq_per_packet.clone()),
+                    .unwrap_or_else(|| per_packet.clone()),
+                per_packet,
                 ring: VecDeque::new(),
                 ring_cap: source.ring as usize,
                 handlers_waiting: 0,
@@ -1217,10 +1226,15 @@ impl<'a> Engine<'a> {
                 self.cpus[cpu].softirq = None;
                 return;
             };
-            if self.softirq_mut(cpu).weight_left > 0
+            let softirq = self.softirq_mut(cpu);
+            // what this poll may still take: its weight, within the round's budget
+            let allowed = softirq
+                .weight_left
+                .min(u32::try_from(softirq.budget_left.max(1)).unwrap_or(u32::MAX));
+            if softirq.weight_left > 0
                 && let Some(arrived) = self.sources[index].ring.pop_front()
             {
-                let left = self.costs.sample(&self.sources[index].per_packet);
+                let left = self.polled_packet_cost(index, allowed);
                 let softirq = self.softirq_mut(cpu);
                 softirq.weight_left -= 1;
                 softirq.budget_left -= 1;
@@ -1259,6 +1273,23 @@ impl<'a> Engine<'a> {
             }
             return;
         }
+    }
+
+    /// The bottom-half cost of a packet just taken off a source's ring by a poll that
+    /// may take `allowed` packets more (this one included). The poll is saturated when
+    /// the ring held at least that many: it uses its whole budget (net/core/dev.c:
+    /// napi_poll's work == weight, which keeps the NAPI on the poll list, and
+    /// net_rx_action's budget), as in a flood, and the packet costs the saturated cost.
+    /// Packets come in while the poll runs, so a poll can turn saturated midway; the
+    /// ones it took before cost the plain cost.
+    fn polled_packet_cost(&mut self, index: usize, allowed: u32) -> Ns {
+        let source = &self.sources[index];
+        let saturated = source.ring.len() + 1 >= allowed as usize;
+        let dist = match saturated {
+            true => &source.per_packet_saturated,
+            false => &source.per_packet,
+        };
+        self.costs.sample(dist)
     }
 
     fn softirq_mut(&mut self, cpu: usize) -> &mut Softirq {
@@ -1496,7 +1527,7 @@ impl<'a> Engine<'a> {
             && let Some(arrived) = self.sources[index].ring.pop_front()
         {
             self.threads[id].poll = Some(allowed - 1);
-            let left = self.costs.sample(&self.sources[index].per_packet);
+            let left = self.polled_packet_cost(index, allowed);
             return Some((left, Work::Packet(index, arrived)));
         }
         // The poll ends: bottom halves enabled again, pending softirqs run.
@@ -1590,8 +1621,9 @@ impl<'a> Engine<'a> {
                 thread.busy_batch = BUSY_POLL_BUDGET;
             }
             if let Some(arrived) = source.ring.pop_front() {
+                let allowed = thread.busy_batch;
                 thread.busy_batch -= 1;
-                let left = self.costs.sample(&self.sources[index].per_packet);
+                let left = self.polled_packet_cost(index, allowed);
                 return Some((left, Work::BusyPoll(index, arrived)));
             }
             // the poll ended on an empty ring

@@ -32,6 +32,7 @@ fn source(name: &str, arrival: Arrival, napi: bool) -> Source {
         hardirq: None,
         napi,
         softirq_per_packet: None,
+        softirq_per_packet_saturated: None,
         ring: 1024,
     }
 }
@@ -886,4 +887,56 @@ fn a_busy_pollers_deferral_timer_fires_on_its_cpu_not_the_irqs() {
         result.busy_by_cpu[0],
         result.interrupts
     );
+}
+
+#[test]
+fn a_poll_that_uses_its_whole_weight_pays_the_saturated_cost() {
+    // bursts of packets at once, 10 ms apart: of a burst of 200, polls of up to `weight`
+    // packets find 200, 136, 72 pending (saturated: they use their whole weight), then 8;
+    // ten bursts, the last one's polls done before the end; the first arrival's hardirq
+    // (1 µs) starts the polls once the whole burst is in the ring
+    let (seconds, every_us): (f64, f64) = (0.095, 10_000.0);
+    let (plain_us, saturated_us) = (1.0, 3.0);
+    let weight = Limits::default().napi_weight;
+    let bursts = (seconds * 1e6 / every_us).ceil() as u32;
+    let bottom_half_us = |design: &str, size: u32, saturated: Option<f64>| {
+        let mut flood = source(
+            "flood",
+            Arrival::Bursts {
+                every_us,
+                size,
+                gap_us: 0.0,
+            },
+            true,
+        );
+        flood.softirq_per_packet = Some(us(plain_us));
+        flood.softirq_per_packet_saturated = saturated.map(us);
+        flood.hardirq = Some(us(1.0));
+        let config = config(seconds, vec![flood], vec![], free_costs(), &[design]);
+        let result = run(&config).remove(0);
+        assert_eq!(result.arrivals, u64::from(bursts * size), "{result:?}");
+        (result.cpu.softirq + result.cpu.bh_threads) * seconds * 1e6
+    };
+    let plain = |size: u32| f64::from(bursts * size) * plain_us;
+    let burst = 200;
+    let saturated_per_burst = burst - burst % weight;
+    let expected = f64::from(bursts)
+        * (f64::from(saturated_per_burst) * saturated_us
+            + f64::from(burst - saturated_per_burst) * plain_us);
+    for design in ["stock", "threaded-fifo"] {
+        let with = bottom_half_us(design, burst, Some(saturated_us));
+        assert!((with - expected).abs() < 1.0, "{design}: {with} µs");
+        // without a saturated cost every packet pays the plain one, as before
+        let without = bottom_half_us(design, burst, None);
+        assert!(
+            (without - plain(burst)).abs() < 1.0,
+            "{design}: {without} µs"
+        );
+        // a burst one poll takes whole never saturates it
+        let small = bottom_half_us(design, weight - 1, Some(saturated_us));
+        assert!(
+            (small - plain(weight - 1)).abs() < 1.0,
+            "{design}: {small} µs"
+        );
+    }
 }
