@@ -2,7 +2,7 @@
 //! per-thread CPU time read at each period's ends, and the attribution fed as the
 //! checkpoints arrive.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -255,11 +255,6 @@ impl Mark {
             threads: ThreadReading::all(system::thread_runtimes()),
             lost_events,
         }
-    }
-
-    /// The threads alive at the mark.
-    pub(crate) fn thread_ids(&self) -> HashSet<u32> {
-        self.threads.iter().map(|thread| thread.tid).collect()
     }
 
     fn line(&self) -> Line {

@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::{RunPace, Tick};
 use crate::account::{Mark, Pipeline, SoFar};
+use crate::system;
 use irqlens_analyze::account::{Ledger, Period, Seen, Source};
 use irqlens_analyze::loss::Losses;
 use irqlens_model::account::{AccountOptions, AccountRunInfo};
@@ -68,15 +69,16 @@ pub(crate) fn run(
         if now >= next_close {
             next_close += period_length;
             let mut totals = probe.totals()?;
-            let period = ledger(&totals.since(&before), irqlens);
-            // read after the totals: a thread missing from it had exited when they were read
-            let mark = Mark::now(started, 0);
-            let alive = mark.thread_ids();
-            let exited = totals.exited(|tid| alive.contains(&tid));
-            pipeline.close_period(period, None, mark, false, &mut on_period);
+            // the threads alive, listed after the totals were read: one missing from them
+            // had exited by then; forgotten at once, so that little the kernel adds for
+            // them in between is lost
+            let exited = totals.exited(&system::thread_ids());
             probe.forget(&exited)?;
+            let period = ledger(&totals.since(&before), irqlens);
             totals.forget(&exited);
             before = totals;
+            let mark = Mark::now(started, 0);
+            pipeline.close_period(period, None, mark, false, &mut on_period);
         }
     }
     probe.disable();

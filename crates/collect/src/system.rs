@@ -1,6 +1,6 @@
 //! Facts about the machine irqlens runs on, and the checks made before touching it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::Path;
 
@@ -314,6 +314,21 @@ pub fn cpu_idle(cpu: u32) -> Option<(u64, u64)> {
 }
 
 /// The number a /proc entry is named by (a process or thread id), if it is one.
+/// The ids of the threads alive now (every process's `task` directory: names only, no
+/// file read); empty if /proc cannot be read.
+pub fn thread_ids() -> HashSet<u32> {
+    let Ok(processes) = fs::read_dir("/proc") else {
+        return HashSet::new();
+    };
+    let tasks = processes
+        .flatten()
+        .filter(|process| numbered(process).is_some())
+        .filter_map(|process| fs::read_dir(process.path().join("task")).ok());
+    tasks
+        .flat_map(|threads| threads.flatten().filter_map(|thread| numbered(&thread)))
+        .collect()
+}
+
 fn numbered(entry: &fs::DirEntry) -> Option<u32> {
     entry.file_name().to_str()?.parse().ok()
 }

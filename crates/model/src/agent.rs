@@ -277,6 +277,10 @@ impl AgentConfig {
                 restart.push(name);
             }
         }
+        // noise's runs label their workloads as account does
+        if self.account.by != new.account.by && new.noise.enabled && !restart.contains(&"noise") {
+            restart.push("noise");
+        }
         Changes {
             restart,
             at_restart: (self.listen != new.listen)

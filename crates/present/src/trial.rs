@@ -197,7 +197,7 @@ fn write_comparisons(out: &mut dyn Write, report: &TrialReport) -> io::Result<()
     writeln!(out)?;
     writeln!(
         out,
-        "Against {}, rate by rate: the median of {} rounds [lowest-highest], times in us; \
+        "Against {}, rate by rate: the median of up to {} rounds [lowest-highest], times in us; \
          higher or lower only beyond either design's own rounds, else none:",
         first.baseline, report.options.rounds
     )?;
@@ -464,7 +464,7 @@ pub(crate) mod tests {
         write_text(&mut text, &report).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(
-            text.contains("Against stock, rate by rate: the median of 3 rounds"),
+            text.contains("Against stock, rate by rate: the median of up to 3 rounds"),
             "{text}"
         );
         let row = |start: &str| -> Vec<String> {

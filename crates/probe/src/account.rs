@@ -29,6 +29,8 @@ const _: () = assert!(size_of::<acct_task_key>() == 8);
 /// account.h's `ACCT_FOLDED`: the thread a run's served share goes to past
 /// `ACCT_UNITS` distinct threads.
 pub const FOLDED: u32 = u32::MAX;
+/// The idle task's tid: the thread interrupts on an idle CPU run in.
+const IDLE: u32 = 0;
 /// account.h's `ACCT_COMM_LEN`.
 pub const COMM_LEN: usize = 16;
 
@@ -408,14 +410,19 @@ impl Totals {
 }
 
 impl Totals {
-    /// The threads of these totals that are not in `alive` (the folded one excepted).
-    pub fn exited(&self, alive: impl Fn(u32) -> bool) -> HashSet<u32> {
+    /// The threads of these totals that are not in `alive`, a list of the threads /proc
+    /// showed: none when it showed none (unreadable, not an empty machine). The folded
+    /// thread and the idle task (tid 0, never in /proc) are never exited.
+    pub fn exited(&self, alive: &HashSet<u32>) -> HashSet<u32> {
+        if alive.is_empty() {
+            return HashSet::new();
+        }
         let tids = self
             .threads
             .keys()
             .chain(self.tasks.keys().map(|(tid, _)| tid));
         tids.copied()
-            .filter(|&tid| tid != FOLDED && !alive(tid))
+            .filter(|&tid| tid != FOLDED && tid != IDLE && !alive.contains(&tid))
             .collect()
     }
 
@@ -659,10 +666,19 @@ mod tests {
         before.tasks.insert((8, 1), charging(20));
         before.tasks.insert((FOLDED, 1), charging(5));
         before.threads.insert(9, TaskInfo::default());
-        let exited = before.exited(|tid| tid == 7);
-        assert_eq!(exited, HashSet::from([8, 9]), "the folded thread stays");
+        before.tasks.insert((IDLE, 1), charging(4));
+        assert!(
+            before.exited(&HashSet::new()).is_empty(),
+            "/proc showed nothing"
+        );
+        let exited = before.exited(&HashSet::from([7]));
+        assert_eq!(
+            exited,
+            HashSet::from([8, 9]),
+            "the folded thread and idle stay"
+        );
         before.forget(&exited);
-        assert_eq!(before.tasks.len(), 2);
+        assert_eq!(before.tasks.len(), 3);
         assert!(before.threads.is_empty());
         // the maps forgot 8 as well; a new thread took its id
         let mut now = Totals::default();

@@ -62,5 +62,9 @@ impl Period {
             .absorb_with(later.ledger, self.compensator.as_mut());
         self.lost_events += later.lost_events;
         self.cgroups.paths.extend(later.cgroups.paths);
+        // the names of the cgroups its accounts are in, no more: a run of any length (the
+        // agent's) would keep every cgroup that ever ran
+        let named: BTreeSet<CgroupId> = self.cgroup_ids().collect();
+        self.cgroups.paths.retain(|id, _| named.contains(id));
     }
 }

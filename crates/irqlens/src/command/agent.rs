@@ -136,11 +136,14 @@ impl Tool for AgentTool {
             }
             if Instant::now() >= next_tick {
                 agent.publish_health();
-                next_tick += TICK;
+                // after a stall, the next tick is a tick away, not a burst to catch up
+                next_tick = (next_tick + TICK).max(Instant::now());
             }
-            if Instant::now() >= next_trim {
+            // not while an active run measures: the trim's TLB-flush IPIs would land on its
+            // CPUs, noise of the agent's own making
+            if Instant::now() >= next_trim && !active::measuring() {
                 return_free_memory();
-                next_trim += TRIM_EVERY;
+                next_trim = Instant::now() + TRIM_EVERY;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -321,6 +324,8 @@ impl Agent {
             .filter(|(name, _)| self.healths[*name].now().up)
             .map(|(name, _)| *name)
             .collect();
+        // all asked first: one waits for another's turn only until its own stop
+        self.running.values().for_each(Supervised::ask_to_stop);
         self.running.clear();
         let capabilities = (self.healths.values())
             .filter(|health| health.counts().0 > 0)

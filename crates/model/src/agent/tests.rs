@@ -135,6 +135,11 @@ fn a_reload_restarts_only_what_changed() {
     let mut new = old.clone();
     new.account.by = WorkloadBy::Unit;
     assert_eq!(old.changes(&new).restart, ["account"]);
+    // noise's runs label their workloads as account does
+    let (mut old_noise, mut new_noise) = (old.clone(), new.clone());
+    old_noise.noise.enabled = true;
+    new_noise.noise.enabled = true;
+    assert_eq!(old_noise.changes(&new_noise).restart, ["account", "noise"]);
     // the CPUs are every passive capability's, and an active run's without its own
     let mut new = old.clone();
     new.cpus = Some(CpuList::single(1));

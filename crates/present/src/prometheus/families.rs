@@ -108,25 +108,22 @@ fn noise_cause(cause: &NoiseCause, irq_names: &HashMap<u32, String>) -> Labels {
     with_source(vec![("class", cause.class_name().to_owned())], source)
 }
 
-/// Passive noise (the agent's): each CPU's interference per cause since the start, its
-/// series as bounded as the analysis's causes (its `MAX_CAUSES_PER_CPU` and `other`).
+/// Passive noise (the agent's): each CPU's interference per cause since the start, each
+/// CPU's largest series (causes whose labels read alike, as IRQ lines of one name, summed).
 pub fn noise_passive_families(
     noise: &PassiveNoise,
     irq_names: &HashMap<u32, String>,
 ) -> Vec<Family> {
-    let series: Vec<(Labels, [u64; 2])> = noise
-        .cpus()
-        .flat_map(|(c, causes)| {
-            causes.iter().map(move |(cause, stats)| {
-                let mut labels = cpu(c);
-                labels.extend(match cause {
-                    PassiveCause::Cause(cause) => noise_cause(cause, irq_names),
-                    PassiveCause::Other => vec![("class", cause.class_name().to_owned())],
-                });
-                (labels, [stats.total_ns, stats.count])
-            })
-        })
-        .collect();
+    let series = top_series_per_cpu(noise.cpus().map(|(c, causes)| {
+        let causes = causes.iter().map(|(cause, stats)| {
+            let labels = match cause {
+                PassiveCause::Cause(cause) => noise_cause(cause, irq_names),
+                PassiveCause::Other => vec![("class", cause.class_name().to_owned())],
+            };
+            (labels, [stats.total_ns, stats.count])
+        });
+        (c, causes.collect())
+    }));
     vec![
         Family::seconds(
             "noise_passive_interference",

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -32,6 +32,29 @@ const CLAIMANT: &str = "agent";
 /// `[wakeup]`, whose schedules start together, neither measure each other nor find the
 /// other's claims and skip for good: the later one waits (a `duration` at most).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The active runs' turn, once the run in progress ends; none if `stop` comes first (a
+/// blocking lock would hold the agent's SIGTERM for the other run's whole `duration`).
+fn wait_for_turn(stop: &AtomicBool) -> Option<MutexGuard<'static, ()>> {
+    const POLL: Duration = Duration::from_millis(100);
+    loop {
+        match ONE_AT_A_TIME.try_lock() {
+            Ok(turn) => return Some(turn),
+            Err(TryLockError::Poisoned(turn)) => return Some(turn.into_inner()),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Whether an active run measures now (its threads on their CPUs, which the agent's
+/// other work then leaves alone).
+pub fn measuring() -> bool {
+    matches!(ONE_AT_A_TIME.try_lock(), Err(TryLockError::WouldBlock))
+}
 
 /// When the runs start: the first at once, then one every `every` on the grid it sets.
 #[derive(Clone, Copy, Debug)]
@@ -144,10 +167,9 @@ where
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
-            if stop.load(Ordering::Relaxed) {
+            let Some(_alone) = wait_for_turn(stop) else {
                 return Ok(());
-            }
+            };
             // begun or skipped, this run is past: the next is due a period on
             schedule.passed(Instant::now());
             let (claims, holders) = Claims::take(Path::new(CLAIM_DIR), &cpus, CLAIMANT);

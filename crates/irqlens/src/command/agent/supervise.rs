@@ -110,6 +110,13 @@ impl Supervised {
     }
 }
 
+impl Supervised {
+    /// Asks the run to stop without waiting for it (so that several stop together).
+    pub fn ask_to_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 impl Drop for Supervised {
     /// Stops the run and waits for its thread: its probes are detached when it returns.
     fn drop(&mut self) {
