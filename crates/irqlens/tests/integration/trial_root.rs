@@ -138,9 +138,15 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
             }
         } else {
             assert!(
-                napi > softirq && napi > share("stock", "napi_thread_percent"),
+                napi > share("stock", "napi_thread_percent"),
                 "the NAPI thread on CPU 1: {figures}"
             );
+            // at FIFO the NAPI thread takes CPU 1 from everything else; niced (by default
+            // below the echo server) it gets the share its weight allows, which can be no
+            // more than the softirq time left on CPU 1 (seen: 22% and 22%)
+            if design == "threaded-fifo" {
+                assert!(napi > softirq, "the NAPI thread ahead of softirq: {figures}");
+            }
         }
     }
     assert_left_as_found(&before, "after the trial");
