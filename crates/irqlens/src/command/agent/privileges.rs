@@ -17,8 +17,9 @@ use caps::{CapSet, Capability, CapsHashSet};
 ///   machine does not starve it into losing events (best effort: without it, losses are
 ///   counted and served).
 ///
-/// Not CAP_SYSLOG: /proc/kallsyms (its addresses hidden without it under kptr_restrict=1)
-/// is read once, with /proc/interrupts, before the drop, and never again.
+/// Not CAP_SYSLOG, which the manifests grant: /proc/kallsyms (its addresses hidden without
+/// it under kptr_restrict=1) is read once, with /proc/interrupts, before the drop, and
+/// never again.
 pub const KEPT: [Capability; 5] = [
     Capability::CAP_BPF,
     Capability::CAP_PERFMON,
