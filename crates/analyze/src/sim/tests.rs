@@ -776,43 +776,11 @@ fn a_busy_polling_napi_thread_takes_its_cpu_and_keeps_the_irq_off() {
 /// did not expect; as the letter sets them, "defer 20" is 100 deferrals of 20 µs,
 /// "suspend 20" the same with epoll's busy poll (prefer_busy_poll, busy_poll_usecs 0:
 /// one poll per epoll_wait) and a 20 ms suspension; the full busy poll is the same with
-/// a poll that never ends (the letter's: 1 ms polls and 5 ms deferrals).
+/// a poll that never ends (the letter's: 1 ms polls and 5 ms deferrals). The docs ship
+/// it for `irqlens sim` to run: the test reads that file.
 fn published_table_model() -> SimConfig {
-    let costs = Costs {
-        hardirq: us(1.0),
-        softirq_per_packet: us(2.0),
-        wakeup: us(1.0),
-        context_switch: us(1.5),
-        return_to_user: us(0.5),
-        idle_exit: us(20.0),
-        ..free_costs()
-    };
-    config(
-        0.5,
-        vec![source(
-            "nic",
-            Arrival::Poisson {
-                rate_per_s: 25_000.0,
-            },
-            true,
-        )],
-        vec![task(
-            "memcached",
-            "o:0",
-            TaskKind::Consumer {
-                source: "nic".into(),
-                cost_per_packet: Dist::Exponential { mean_us: 4.0 },
-                socket_queue: 256,
-            },
-        )],
-        costs,
-        &[
-            "stock",
-            "stock+defer=100:20",
-            "stock+defer=100:20+busy-poll=0+suspend=20000",
-            "stock+defer=100:20+busy-poll=always",
-        ],
-    )
+    serde_json::from_str(include_str!("../../../../docs/examples/published-table.json"))
+        .expect("docs/examples/published-table.json is a model")
 }
 
 #[test]
@@ -940,3 +908,4 @@ fn a_poll_that_uses_its_whole_weight_pays_the_saturated_cost() {
         );
     }
 }
+
