@@ -47,7 +47,7 @@ pub struct Identity {
 }
 
 /// account.h's `enum acct_kind`.
-#[repr(u16)]
+#[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub enum Kind {
@@ -75,16 +75,19 @@ pub struct AcctEvent {
     pub ptr: u64,
     /// The current thread.
     pub pid: u32,
-    /// The thread it names (switched to, woken, the socket's reader).
+    /// The thread it names (switched to, woken, the socket's reader; `pid` itself for
+    /// the current thread's own name).
     pub tid: u32,
-    /// `Kind`.
-    pub kind: u16,
     /// Line, vector or softirq vector.
     pub id: u16,
     /// A hardirq's `enum irq_source`.
     pub source: u16,
+    /// `Kind`.
+    pub kind: u8,
     /// `tid` is one of irqlens's threads.
     pub irqlens: u8,
+    /// `pid` is one of irqlens's threads.
+    pub current_irqlens: u8,
     /// `who` is known.
     pub named: u8,
     /// What is known of `tid`.
@@ -99,12 +102,26 @@ impl AcctEvent {
             ptr: 0,
             pid,
             tid: 0,
-            kind: kind as u16,
             id: 0,
             source: 0,
+            kind: kind as u8,
             irqlens: 0,
+            current_irqlens: 0,
             named: 0,
             who: Identity::default(),
+        }
+    }
+
+    /// The same event naming its current thread `who` (`irqlens`: one of irqlens's), as
+    /// the kernel side names the thread an interrupt charges at its entry.
+    pub fn naming_current(self, who: Identity, irqlens: bool) -> Self {
+        AcctEvent {
+            tid: self.pid,
+            irqlens: irqlens as u8,
+            current_irqlens: irqlens as u8,
+            named: 1,
+            who,
+            ..self
         }
     }
 }
@@ -161,6 +178,7 @@ unsafe extern "C" {
         out: *mut Out,
     );
     fn irqlens_acct_finish(s: *mut Line, cpu: u32, out: *mut Out, counts: *mut [u64; 3]);
+    fn irqlens_acct_knows_thread(s: *const Line, pid: u32) -> c_int;
     fn irqlens_acct_defer(s: *mut Line, e: *const AcctEvent) -> c_int;
     fn irqlens_acct_drain(s: *mut Line, cpu: u32, c: *const Config, out: *mut Out);
 }
@@ -312,6 +330,14 @@ impl HostAttribution {
             // buffer of its capacity.
             unsafe { irqlens_acct_step(state, cpu, e, &config, out) }
         });
+    }
+
+    /// Whether `cpu`'s state names `pid` as its thread already: the kernel side then
+    /// reads no name for an interrupt on it.
+    pub fn knows_thread(&mut self, cpu: u32, pid: u32) -> bool {
+        let state = self.cpus.entry(cpu).or_default();
+        // SAFETY: `state` is a whole `struct acct_cpu`, only read.
+        unsafe { irqlens_acct_knows_thread(state.0.as_ptr(), pid) != 0 }
     }
 
     /// Leaves `e` waiting as a program nested in another would; `false` if the CPU's
@@ -833,5 +859,147 @@ mod tests {
             hardirqs * 5_000,
             "orphan, served nobody known"
         );
+    }
+
+    /// account.h's encoding of a hardirq source.
+    fn hardirq_code(source: u16, id: u16) -> u32 {
+        (u32::from(source) << 24) | u32::from(id)
+    }
+
+    fn identity(tgid: u32, comm: &str) -> Identity {
+        let mut who = Identity {
+            tgid,
+            cgroup: 7,
+            ..Identity::default()
+        };
+        who.comm[..comm.len()].copy_from_slice(comm.as_bytes());
+        who
+    }
+
+    /// A hardirq on `pid` from `at` µs to `at + us`, its entry naming the thread as the
+    /// kernel side does: only when the CPU's state does not name it yet.
+    fn kernel_hardirq(host: &mut HostAttribution, pid: u32, who: Identity, at: u64, us: u64) {
+        let mut entry = AcctEvent {
+            id: DEVICE_LINE,
+            ..AcctEvent::new(Kind::IrqEntry, at * 1000, pid)
+        };
+        if !host.knows_thread(CPU, pid) {
+            entry = entry.naming_current(who, false);
+        }
+        host.step(CPU, &entry);
+        let exit = AcctEvent {
+            id: DEVICE_LINE,
+            ..AcctEvent::new(Kind::IrqExit, (at + us) * 1000, pid)
+        };
+        host.step(CPU, &exit);
+    }
+
+    #[test]
+    fn an_interrupt_names_the_thread_it_charges_once_per_thread_change_without_switches() {
+        let (spinner, other) = (identity(SPINNER, "spinner"), identity(20, "other"));
+        let mut host = HostAttribution::new(false);
+        assert!(!host.knows_thread(CPU, SPINNER), "nothing seen yet");
+        kernel_hardirq(&mut host, SPINNER, spinner, 0, 5);
+        assert!(host.knows_thread(CPU, SPINNER), "named by its first entry");
+        kernel_hardirq(&mut host, SPINNER, spinner, 10, 1);
+        kernel_hardirq(&mut host, 20, other, 20, 3);
+        assert!(!host.knows_thread(CPU, SPINNER), "another thread came");
+        kernel_hardirq(&mut host, SPINNER, spinner, 30, 2);
+        let source = hardirq_code(0, DEVICE_LINE);
+        let totals = &host.totals;
+        assert_eq!(totals.tasks[&(SPINNER, source)].charged, 8_000);
+        assert_eq!(totals.tasks[&(20, source)].charged, 3_000);
+        assert_eq!(totals.threads[&SPINNER].who, spinner);
+        assert_eq!(totals.threads[&20].who, other);
+        // an entry that names no thread (the kernel read none) charges an unnamed thread
+        let mut host = HostAttribution::new(false);
+        kernel_hardirq(&mut host, SPINNER, spinner, 0, 1);
+        for (kind, us) in [(Kind::IrqEntry, 10), (Kind::IrqExit, 11)] {
+            let e = AcctEvent {
+                id: DEVICE_LINE,
+                ..AcctEvent::new(kind, us * 1000, 20)
+            };
+            host.step(CPU, &e);
+        }
+        assert_eq!(host.totals.tasks[&(20, source)].charged, 1_000);
+        assert!(
+            !host.totals.threads.contains_key(&20),
+            "not named as the thread before it"
+        );
+        host.step(CPU, &AcctEvent::new(Kind::SoftirqRaise, 20_000, IDLE));
+        assert!(host.knows_thread(CPU, IDLE), "the idle task needs no name");
+    }
+
+    #[test]
+    fn a_thread_change_clears_the_frames_whose_exits_were_lost() {
+        let mut host = HostAttribution::new(false);
+        // the spinner's NET_RX, whose exit is lost
+        host.step(CPU, &event(Kind::SoftirqEntry, 0, NET_RX, 0));
+        // then thread 20 takes a hardirq: the CPU switched, the softirq frame is stale
+        kernel_hardirq(&mut host, 20, identity(20, "other"), 10, 2);
+        kernel_hardirq(&mut host, 20, identity(20, "other"), 20, 1);
+        let source = hardirq_code(0, DEVICE_LINE);
+        assert_eq!(
+            host.totals.tasks[&(20, source)].charged,
+            3_000,
+            "charged to the thread it ran on"
+        );
+        assert!(!host.totals.tasks.contains_key(&(SPINNER, source)));
+        // its exit, come at last, is the stale frame's: it changes nothing
+        host.step(CPU, &event(Kind::SoftirqExit, 30, NET_RX, 0));
+        let charged: u64 = host.totals.tasks.values().map(|time| time.charged).sum();
+        assert_eq!(
+            charged,
+            3_000 + 10_000,
+            "and the softirq's 10 us before the change"
+        );
+    }
+
+    #[test]
+    fn an_nmi_that_is_a_new_thread_s_first_event_keeps_its_time() {
+        let mut host = HostAttribution::new(false);
+        host.step(CPU, &AcctEvent::new(Kind::SoftirqRaise, 0, SPINNER));
+        let nmi = AcctEvent {
+            ptr: 3_000,
+            ..AcctEvent::new(Kind::NmiEnd, 10_000, 20)
+        };
+        host.step(CPU, &nmi);
+        const NMI: u32 = 2 << 30;
+        assert_eq!(host.totals.tasks[&(20, NMI)].charged, 3_000);
+        assert_eq!(host.totals.orphan[&NMI], 3_000);
+    }
+
+    #[test]
+    fn a_wakeup_ipi_is_irqlens_s_own_when_the_next_thread_is_irqlens_s() {
+        const CALL_FUNCTION_SINGLE: u16 = 4;
+        const VECTOR: u16 = 251;
+        const IRQLENS: u32 = 30;
+        let ipi = hardirq_code(CALL_FUNCTION_SINGLE, VECTOR);
+        // the next event's thread, whether it is irqlens's, and the IPI's own time then
+        for (next, next_irqlens, own) in [(IRQLENS, true, 2_000), (40, false, 0), (IDLE, false, 0)]
+        {
+            let mut host = HostAttribution::new(true);
+            // an IPI on the idle CPU that woke nobody here
+            for (kind, us) in [(Kind::IrqEntry, 0), (Kind::IrqExit, 2)] {
+                let e = AcctEvent {
+                    id: VECTOR,
+                    source: CALL_FUNCTION_SINGLE,
+                    ..AcctEvent::new(kind, us * 1000, IDLE)
+                };
+                host.step(CPU, &e);
+            }
+            assert!(host.totals.tasks.is_empty(), "it waits for the next thread");
+            // the tick in the next thread's context: no switch followed
+            let tick = AcctEvent {
+                id: 236,
+                source: 1,
+                current_irqlens: next_irqlens as u8,
+                ..AcctEvent::new(Kind::IrqEntry, 10_000, next)
+            };
+            host.step(CPU, &tick);
+            let idle = host.totals.tasks[&(IDLE, ipi)];
+            assert_eq!(idle.charged, 2_000, "the thread it interrupted bears it");
+            assert_eq!(idle.for_irqlens, own, "next thread {next}");
+        }
     }
 }

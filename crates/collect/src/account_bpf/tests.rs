@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::*;
-use irqlens_analyze::account::{Attributor, BySource, ThreadAccount};
+use irqlens_analyze::account::{Attributor, BySource, ThreadAccount, total};
 use irqlens_model::event::{Event, EventData};
 use irqlens_probe::account::{AcctEvent, HostAttribution, Kind};
 use irqlens_record::{Line, Reader};
@@ -84,7 +84,7 @@ fn acct_event(e: &Event, irqlens: bool) -> AcctEvent {
         }
         _ => Kind::Other,
     };
-    a.kind = kind as u16;
+    a.kind = kind as u8;
     a
 }
 
@@ -96,6 +96,11 @@ fn named(e: &Event) -> Option<u32> {
         EventData::SockData { reader, .. } => Some(reader),
         _ => None,
     }
+}
+
+/// account.h's wakeup IPIs: reschedule, call function, call function single.
+fn is_wakeup_ipi(source: Source) -> bool {
+    matches!(source, Source::Hardirq { source: 2..=4, .. })
 }
 
 fn nonzero(by_source: &BySource) -> BySource {
@@ -151,7 +156,17 @@ struct Both {
     events: usize,
 }
 
-fn attribute_both(path: &Path) -> Both {
+/// What the C side is fed of the checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Feed {
+    /// All of them, as user space has them.
+    Checkpoints,
+    /// As the kernel side sees them: no switch (it follows none), and each interrupt's
+    /// entry names its current thread (what the checkpoints last told of it).
+    Kernel,
+}
+
+fn attribute_both(path: &Path, feed: Feed) -> Both {
     let mut reader = Reader::open(path).expect("a recording");
     let irqlens = reader.header().pid;
     let mut both = Both {
@@ -163,8 +178,29 @@ fn attribute_both(path: &Path) -> Both {
         let Line::Event(e) = line else { continue };
         both.rust.add(&e);
         // what the Rust side knows of the named thread once the event is in
-        let irqlens = named(&e).is_some_and(|tid| both.rust.ledger().is_irqlens(tid));
-        both.c.step(e.cpu, &acct_event(&e, irqlens));
+        let rust = both.rust.ledger();
+        let irqlens = named(&e).is_some_and(|tid| rust.is_irqlens(tid));
+        let mut a = acct_event(&e, irqlens);
+        a.current_irqlens = rust.is_irqlens(e.pid) as u8;
+        if feed == Feed::Kernel {
+            match e.what {
+                EventData::Switch { .. } => continue,
+                EventData::IrqEntry { .. }
+                | EventData::SoftirqEntry { .. }
+                | EventData::Nmi { .. } => {
+                    if let Some(known) = rust.seen.get(&e.pid) {
+                        let who = Identity {
+                            cgroup: known.cgroup.0,
+                            tgid: known.tgid,
+                            comm: known.comm.0,
+                        };
+                        a = a.naming_current(who, rust.is_irqlens(e.pid));
+                    }
+                }
+                _ => {}
+            }
+        }
+        both.c.step(e.cpu, &a);
         both.events += 1;
     }
     both.rust.finish();
@@ -174,21 +210,52 @@ fn attribute_both(path: &Path) -> Both {
 
 #[test]
 fn the_c_attribution_matches_the_rust_ledger_on_every_fixture() {
+    for feed in [Feed::Checkpoints, Feed::Kernel] {
+        matches_on_every_fixture(feed);
+    }
+}
+
+fn matches_on_every_fixture(feed: Feed) {
     let mut checked = 0;
     for path in fixtures() {
-        let both = attribute_both(&path);
+        let both = attribute_both(&path, feed);
         if both.events == 0 {
             continue;
         }
-        let name = path.display();
+        let name = format!("{} ({feed:?})", path.display());
         assert_eq!(
             both.c.totals.inexact, 0,
             "{name}: nothing past account.h's bounds"
         );
         let rust = both.rust.ledger();
         let c = ledger(&both.c.totals, rust.irqlens);
-        let (rust_threads, rust_orphan, rust_cpus) = numbers(rust);
-        let (c_threads, c_orphan, c_cpus) = numbers(&c);
+        let (mut rust_threads, rust_orphan, mut rust_cpus) = numbers(rust);
+        let (mut c_threads, c_orphan, mut c_cpus) = numbers(&c);
+        if feed == Feed::Kernel {
+            let own = |threads: &HashMap<u32, ThreadAccount>| -> u64 {
+                threads.values().map(|a| total(&a.for_irqlens)).sum()
+            };
+            println!(
+                "{name}: irqlens's own work {} ns, {} ns with the switches",
+                own(&c_threads),
+                own(&rust_threads)
+            );
+            // a wakeup IPI is irqlens's if the next thread with an event is, not the next
+            // one switched to: only those may differ
+            for (threads, cpus) in [
+                (&mut c_threads, &mut c_cpus),
+                (&mut rust_threads, &mut rust_cpus),
+            ] {
+                for account in threads.values_mut() {
+                    account
+                        .for_irqlens
+                        .retain(|&source, _| !is_wakeup_ipi(source));
+                }
+                for (_, by_source) in cpus.iter_mut() {
+                    by_source.retain(|&source, _| !is_wakeup_ipi(source));
+                }
+            }
+        }
         let mut tids: Vec<u32> = rust_threads
             .keys()
             .chain(c_threads.keys())

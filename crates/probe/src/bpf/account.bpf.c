@@ -5,6 +5,11 @@
  * source, per CPU, orphan) that user space reads at each period's end. No event leaves
  * the kernel. Used when account neither records nor compensates (both need every
  * checkpoint: checkpoint.bpf.c).
+ *
+ * No sched_switch program, the most frequent event of a busy machine: every event carries
+ * its current thread, which is all a switch told (account.h heals on a thread change);
+ * the thread an interrupt charges is named at the interrupt's entry, once per thread
+ * change; a wakeup IPI is irqlens's own work if the CPU's next thread is irqlens's.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -259,17 +264,42 @@ static __always_inline int has_pending(const struct acct_cpu *s)
 	return s->pending_head != *(volatile __u64 *)&s->pending_tail;
 }
 
+/* What is known of task `p`, for the names of the totals. */
+static __always_inline void identify(struct acct_identity *who, struct task_struct *p)
+{
+	who->tgid = p->tgid;
+	who->cgroup = task_cgroup_id(p);
+	__builtin_memcpy(who->comm, p->comm, ACCT_COMM_LEN);
+}
+
+static __always_inline int is_irqlens(__u32 tgid)
+{
+	return irqlens_tgid && tgid == irqlens_tgid;
+}
+
 /*
- * Runs the state machine on the event; one that nests inside another program of the
- * CPU waits for it (acct_defer), and is taken before that program leaves.
+ * Runs the state machine on the event, stamped with the current thread (and, if
+ * `names_current` and the CPU's state does not name it yet, its name); one that nests
+ * inside another program of the CPU waits for it (acct_defer), and is taken before that
+ * program leaves.
  */
-static __always_inline int follow(struct acct_cpu *s, __u32 cpu, struct acct_event *e)
+static __always_inline int follow(struct acct_cpu *s, __u32 cpu, struct acct_event *e,
+				  int names_current)
 {
 	struct drain_ctx ctx = {
 		.s = s, .cpu = cpu, .config = { .irqlens_known = irqlens_tgid != 0 },
 	};
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
-	e->pid = (__u32)bpf_get_current_pid_tgid();
+	e->pid = (__u32)pid_tgid;
+	e->current_irqlens = is_irqlens(pid_tgid >> 32);
+	/* a nested program may see the state mid-step: at worst it reads a name twice */
+	if (names_current && !acct_knows_thread(s, e->pid)) {
+		e->tid = e->pid;
+		e->irqlens = e->current_irqlens;
+		e->named = 1;
+		identify(&e->who, bpf_get_current_task_btf());
+	}
 	if (s->busy) {
 		acct_defer(s, e);
 		return 0;
@@ -287,36 +317,19 @@ static __always_inline int follow(struct acct_cpu *s, __u32 cpu, struct acct_eve
 	return 0;
 }
 
-static __always_inline int simple(__u16 kind, __u16 id, __u16 source, __u64 ptr)
+static __always_inline int simple(__u8 kind, __u16 id, __u16 source, __u64 ptr)
 {
 	struct acct_event e = {
 		.time = bpf_ktime_get_ns(), .kind = kind, .id = id, .source = source, .ptr = ptr,
 	};
+	/* where interrupt time on the current thread begins: the thread it charges */
+	int names_current = kind == ACCT_IRQ_ENTRY || kind == ACCT_SOFTIRQ_ENTRY ||
+			    kind == ACCT_NMI_END;
 	struct acct_cpu *s;
 	__u32 cpu;
 
 	s = traced_state(&cpu);
-	return s ? follow(s, cpu, &e) : 0;
-}
-
-/* An event naming task `p` (switched to, woken). */
-static __always_inline int naming(__u16 kind, struct task_struct *p)
-{
-	struct acct_event e = { .time = bpf_ktime_get_ns(), .kind = kind };
-	struct acct_cpu *s;
-	__u32 cpu;
-
-	s = traced_state(&cpu);
-	/* most wakeups are a thread's, outside any run: nothing more to read */
-	if (!s || (kind == ACCT_WAKEUP && !acct_takes_units(s)))
-		return 0;
-	e.tid = p->pid;
-	e.irqlens = irqlens_tgid && p->tgid == irqlens_tgid;
-	e.named = 1;
-	e.who.tgid = p->tgid;
-	e.who.cgroup = task_cgroup_id(p);
-	__builtin_memcpy(e.who.comm, p->comm, ACCT_COMM_LEN);
-	return follow(s, cpu, &e);
+	return s ? follow(s, cpu, &e, names_current) : 0;
 }
 
 SEC("tp_btf/nmi_handler")
@@ -367,18 +380,29 @@ int BPF_PROG(irqlens_acct_softirq_exit, unsigned int vec_nr)
 	return simple(ACCT_SOFTIRQ_EXIT, vec_nr, 0, 0);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(irqlens_acct_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline int follow_wakeup(struct acct_cpu *s, __u32 cpu, struct task_struct *p)
 {
-	return naming(ACCT_SWITCH, next);
+	struct acct_event e = {
+		.time = bpf_ktime_get_ns(), .kind = ACCT_WAKEUP, .tid = p->pid,
+		.irqlens = is_irqlens(p->tgid), .named = 1,
+	};
+
+	identify(&e.who, p);
+	return follow(s, cpu, &e, 0);
 }
 
 /* sched_waking fires on the waker's CPU, in its context: the run that woke is known. */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(irqlens_acct_waking, struct task_struct *p)
 {
-	return naming(ACCT_WAKEUP, p);
+	struct acct_cpu *s;
+	__u32 cpu;
+
+	s = traced_state(&cpu);
+	/* most wakeups are a thread's, outside any run: nothing more to read, not even the clock */
+	if (!s || !acct_takes_units(s))
+		return 0;
+	return follow_wakeup(s, cpu, p);
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
@@ -410,20 +434,29 @@ int BPF_PROG(irqlens_acct_sock_recv, struct sock *sk, int ret, int flags)
 	if (known && known->tid == task->pid)
 		return 0;
 	reader.tid = task->pid;
-	reader.who.tgid = task->tgid;
-	reader.who.cgroup = task_cgroup_id(task);
-	__builtin_memcpy(reader.who.comm, task->comm, ACCT_COMM_LEN);
+	identify(&reader.who, task);
 	bpf_map_update_elem(&socket_reader, &key, &reader, BPF_ANY);
 	return 0;
+}
+
+static __always_inline int follow_delivery(struct acct_cpu *s, __u32 cpu, __u64 sk)
+{
+	struct acct_event e = { .time = bpf_ktime_get_ns(), .kind = ACCT_SOCK_DATA };
+	struct acct_reader *reader = bpf_map_lookup_elem(&socket_reader, &sk);
+
+	if (reader) {
+		e.tid = reader->tid;
+		e.irqlens = is_irqlens(reader->who.tgid);
+		e.named = 1;
+		e.who = reader->who;
+	}
+	return follow(s, cpu, &e, 0);
 }
 
 /* Data queued to a socket (a UDP datagram, TCP segment...), usually in NET_RX. */
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(irqlens_acct_sock_data, const struct sock *sk)
 {
-	struct acct_event e = { .time = bpf_ktime_get_ns(), .kind = ACCT_SOCK_DATA };
-	__u64 key = (__u64)sk;
-	struct acct_reader *reader;
 	struct acct_cpu *s;
 	__u32 cpu;
 
@@ -431,12 +464,5 @@ int BPF_PROG(irqlens_acct_sock_data, const struct sock *sk)
 	/* a delivery outside any run (a local socket's, a thread's) takes no unit */
 	if (!s || !acct_takes_units(s))
 		return 0;
-	reader = bpf_map_lookup_elem(&socket_reader, &key);
-	if (reader) {
-		e.tid = reader->tid;
-		e.irqlens = irqlens_tgid && reader->who.tgid == irqlens_tgid;
-		e.named = 1;
-		e.who = reader->who;
-	}
-	return follow(s, cpu, &e);
+	return follow_delivery(s, cpu, (__u64)sk);
 }

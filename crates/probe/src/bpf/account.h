@@ -20,7 +20,7 @@
  * as ACCT_FOLDED; a vector with more than ACCT_PARTS hardirq runs handed on to it settles
  * the extra ones at once as orphan time (charged as usual). Both are counted in
  * `inexact`. What only the end of the run decides (hardirq time whose softirq never ran,
- * a wakeup IPI still waiting for its switch) is left in the state for acct_finish, which
+ * a wakeup IPI still waiting for its thread) is left in the state for acct_finish, which
  * user space runs on the state it reads back.
  */
 #ifndef IRQLENS_ACCOUNT_H
@@ -90,7 +90,7 @@ enum acct_kind {
 	ACCT_SOFTIRQ_RAISE, /* id = vector */
 	ACCT_SOFTIRQ_ENTRY,
 	ACCT_SOFTIRQ_EXIT,
-	ACCT_SWITCH,	       /* tid = next */
+	ACCT_SWITCH,	       /* tid = next (checkpoints only: the kernel side follows no switch) */
 	ACCT_WAKEUP,	       /* tid = woken */
 	ACCT_NMI_END,	       /* ptr = its duration (ns) */
 	ACCT_TIMER_EXPIRE,     /* ptr = hrtimer */
@@ -110,12 +110,14 @@ struct acct_event {
 	__u64 time; /* CLOCK_MONOTONIC ns */
 	__u64 ptr;
 	__u32 pid; /* the current thread */
-	__u32 tid; /* the thread it names (switched to, woken, reading) */
-	__u16 kind;
+	/* the thread it names (switched to, woken, reading; `pid` itself: its own name) */
+	__u32 tid;
 	__u16 id;
 	__u16 source;
-	__u8 irqlens; /* the thread it names is one of irqlens's */
-	__u8 named;   /* `who` is known */
+	__u8 kind;
+	__u8 irqlens;	      /* the thread it names is one of irqlens's */
+	__u8 current_irqlens; /* the current thread is one of irqlens's */
+	__u8 named;	      /* `who` is known */
 	struct acct_identity who;
 };
 
@@ -185,7 +187,7 @@ struct __attribute__((aligned(64))) acct_cpu {
 	struct acct_run hardirq;
 	struct acct_run softirq;
 	struct acct_run callback;
-	/* a wakeup IPI that woke nobody here, until the CPU switches or takes a hardirq */
+	/* a wakeup IPI that woke nobody here, until the CPU changes thread or takes a hardirq */
 	struct acct_part ipi;
 	__u8 ipi_open;
 	__u8 reserved[7];
@@ -203,7 +205,7 @@ struct __attribute__((aligned(64))) acct_cpu {
 
 /* What the run's state machine needs to know of the whole run. */
 struct acct_config {
-	/* irqlens's own work is told apart (a wakeup IPI waits for the switch after it) */
+	/* irqlens's own work is told apart (a wakeup IPI waits for the thread after it) */
 	__u32 irqlens_known;
 };
 
@@ -485,7 +487,7 @@ static __always_inline int acct_hand_on(struct acct_cpu *s, __u32 cpu, struct ac
 	return 1;
 }
 
-/* A wakeup IPI that woke nobody here: whether it was for irqlens shows in the switch. */
+/* A wakeup IPI that woke nobody here: whether it was for irqlens shows in the next thread. */
 static __always_inline int acct_may_wake_remotely(const struct acct_run *run)
 {
 	return (acct_is_hardirq_of(run->source, ACCT_SRC_RESCHEDULE) ||
@@ -632,6 +634,27 @@ static __always_inline void acct_name_thread(struct acct_cpu *s, const struct ac
 		s->thread_who = e->who;
 }
 
+/*
+ * Whether the CPU's state names `pid` as its thread already (the idle task needs no
+ * name): the kernel side then reads no name for an interrupt on it.
+ */
+static __always_inline int acct_knows_thread(const struct acct_cpu *s, __u32 pid)
+{
+	return s->thread == pid && (s->thread_named || pid == ACCT_IDLE);
+}
+
+/* The time an event's context began: an NMI's event comes at its end, with its duration. */
+static __always_inline __u64 acct_began(const struct acct_cpu *s, const struct acct_event *e,
+					__u64 t)
+{
+	__u64 start;
+
+	if (e->kind != ACCT_NMI_END)
+		return t;
+	start = t > e->ptr ? t - e->ptr : 0;
+	return start > s->since ? start : s->since;
+}
+
 /* Follows one event of the CPU (in time order). */
 static __always_inline void acct_step(struct acct_cpu *s, __u32 cpu, const struct acct_event *e,
 				      const struct acct_config *config, struct acct_out *out)
@@ -641,24 +664,34 @@ static __always_inline void acct_step(struct acct_cpu *s, __u32 cpu, const struc
 	struct acct_part part;
 
 	s->events++;
-	/* a wakeup IPI waiting for the switch: irqlens's own work if it is to irqlens */
-	if (e->kind == ACCT_SWITCH)
-		acct_settle_ipi(s, cpu, e->irqlens, out);
-	else if (e->kind == ACCT_IRQ_ENTRY)
-		acct_settle_ipi(s, cpu, 0, out);
-
 	if (!s->started) {
 		s->started = 1;
 		s->since = t;
 		s->thread = e->pid;
 		s->thread_named = 0;
 	}
-	/* events carry the current thread: a switch that was lost heals here */
-	if (!s->depth && e->kind != ACCT_SWITCH && e->pid != s->thread) {
-		acct_close(s, cpu, t, out);
+	/*
+	 * Events carry the current thread: another one means the CPU switched (the kernel
+	 * side follows no switch; a checkpoint's may be lost), as if at the event's start.
+	 * No switch happens inside a hardirq or a softirq (but on PREEMPT_RT), so frames
+	 * still open are stale (their exits lost) and go, as the switch would clear them.
+	 */
+	if (e->kind != ACCT_SWITCH && e->pid != s->thread) {
+		/* a wakeup IPI waiting for its thread: irqlens's own work if it is irqlens's */
+		acct_settle_ipi(s, cpu, e->current_irqlens, out);
+		acct_close(s, cpu, acct_began(s, e, t), out);
+		s->depth = 0;
 		s->thread = e->pid;
 		s->thread_named = 0;
 	}
+	/* a switch tells the thread next; a hardirq on the same thread: the IPI woke none here */
+	if (e->kind == ACCT_SWITCH)
+		acct_settle_ipi(s, cpu, e->irqlens, out);
+	else if (e->kind == ACCT_IRQ_ENTRY)
+		acct_settle_ipi(s, cpu, 0, out);
+	/* an event naming its own thread (an interrupt's entry, in the kernel) names the CPU's */
+	if (e->kind != ACCT_SWITCH && e->named && e->tid == s->thread)
+		acct_name_thread(s, e);
 	s->last_ns = t;
 
 	switch (e->kind) {
@@ -676,7 +709,7 @@ static __always_inline void acct_step(struct acct_cpu *s, __u32 cpu, const struc
 		if (acct_hand_on(s, cpu, run, out))
 			break;
 		if (acct_may_wake_remotely(run) && config->irqlens_known) {
-			/* an IPI already waiting is replaced (its switch never came) */
+			/* an IPI already waiting is replaced (no other thread came) */
 			acct_own_part(run, &s->ipi);
 			s->ipi_open = 1;
 			break;
@@ -726,10 +759,8 @@ static __always_inline void acct_step(struct acct_cpu *s, __u32 cpu, const struc
 		break;
 	case ACCT_NMI_END: {
 		/* stamped at its end with its duration: carved out of what it interrupted */
-		__u64 start = t > e->ptr ? t - e->ptr : 0;
+		__u64 start = acct_began(s, e, t);
 
-		if (start < s->since)
-			start = s->since;
 		acct_close(s, cpu, start, out);
 		part.ns = t - start;
 		part.source = ACCT_NMI;
@@ -761,8 +792,8 @@ static __always_inline void acct_step(struct acct_cpu *s, __u32 cpu, const struc
 /*
  * Whether a wakeup or a delivery can change anything: only a run open on the CPU (or
  * events waiting that may open one) takes units. Elsewhere (a thread waking another, a
- * write to a local socket) the event would only restate the current thread, which the
- * switch to it told: the kernel side skips it before reading anything more.
+ * write to a local socket) the event would only tell the current thread, which the CPU's
+ * next interrupt tells as well: the kernel side skips it before reading anything more.
  */
 static __always_inline int acct_takes_units(const struct acct_cpu *s)
 {
@@ -781,7 +812,7 @@ static __always_inline void acct_follow(struct acct_cpu *s, __u32 cpu, const str
 
 /*
  * The end of the run: hardirq time handed on to softirq runs that never came is orphan
- * time; a wakeup IPI still waiting for its switch woke nobody known.
+ * time; a wakeup IPI still waiting for its thread woke nobody known.
  */
 static __always_inline void acct_finish(struct acct_cpu *s, __u32 cpu, struct acct_out *out)
 {

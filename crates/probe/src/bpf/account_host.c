@@ -116,6 +116,11 @@ void irqlens_acct_finish(struct acct_cpu *s, __u32 cpu, struct acct_out *out, __
 	counts[2] = s->lost;
 }
 
+int irqlens_acct_knows_thread(const struct acct_cpu *s, __u32 pid)
+{
+	return acct_knows_thread(s, pid);
+}
+
 int irqlens_acct_defer(struct acct_cpu *s, const struct acct_event *e)
 {
 	return acct_defer(s, e);
