@@ -779,8 +779,10 @@ fn a_busy_polling_napi_thread_takes_its_cpu_and_keeps_the_irq_off() {
 /// a poll that never ends (the letter's: 1 ms polls and 5 ms deferrals). The docs ship
 /// it for `irqlens sim` to run: the test reads that file.
 fn published_table_model() -> SimConfig {
-    serde_json::from_str(include_str!("../../../../docs/examples/published-table.json"))
-        .expect("docs/examples/published-table.json is a model")
+    serde_json::from_str(include_str!(
+        "../../../../docs/examples/published-table.json"
+    ))
+    .expect("docs/examples/published-table.json is a model")
 }
 
 #[test]
@@ -908,4 +910,3 @@ fn a_poll_that_uses_its_whole_weight_pays_the_saturated_cost() {
         );
     }
 }
-

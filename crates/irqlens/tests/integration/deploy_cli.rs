@@ -25,7 +25,13 @@ const LISTEN: &str = "0.0.0.0:9464";
 const PORT: u64 = 9464;
 const RUN_DIRECTORY: &str = "/run/irqlens";
 /// What the agent needs instead of root (Kubernetes's names; systemd's add `CAP_`).
-const CAPABILITIES: [&str; 5] = ["BPF", "PERFMON", "SYS_RESOURCE", "DAC_READ_SEARCH", "SYSLOG"];
+const CAPABILITIES: [&str; 5] = [
+    "BPF",
+    "PERFMON",
+    "SYS_RESOURCE",
+    "DAC_READ_SEARCH",
+    "SYSLOG",
+];
 /// The most `systemd-analyze security` may rate the unit's exposure, in tenths (3.0, "OK").
 const EXPOSURE_AT_MOST: u32 = 30;
 /// The host paths the agent reads: the kernel's BTF, tracefs, debugfs, the cgroups.
@@ -736,10 +742,7 @@ fn every_check_refuses_a_broken_copy() {
     // the unit
     let unit = read(&deploy("systemd/irqlens-agent.service"));
     for (good, broken) in [
-        (
-            "CAP_SYSLOG\n",
-            "CAP_SYSLOG CAP_SYS_ADMIN\n",
-        ),
+        ("CAP_SYSLOG\n", "CAP_SYSLOG CAP_SYS_ADMIN\n"),
         (
             "ExecStart=/usr/bin/irqlens agent",
             "ExecStart=/usr/bin/irqlens noise",
