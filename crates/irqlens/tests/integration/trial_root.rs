@@ -145,7 +145,10 @@ fn each_design_runs_its_receive_work_where_it_says_under_a_flood() {
             // below the echo server) it gets the share its weight allows, which can be no
             // more than the softirq time left on CPU 1 (seen: 22% and 22%)
             if design == "threaded-fifo" {
-                assert!(napi > softirq, "the NAPI thread ahead of softirq: {figures}");
+                assert!(
+                    napi > softirq,
+                    "the NAPI thread ahead of softirq: {figures}"
+                );
             }
         }
     }
