@@ -1269,6 +1269,13 @@ mod tests {
                 "threaded-fifo+budget=8+process-aware",
                 "threaded-fifo+process-aware",
             ),
+            // today's NAPI mechanisms as recorded, their parameters too
+            ("stock+defer=100:20", "stock+defer=100:20"),
+            ("stock+busy-poll=always", "stock+busy-poll=always"),
+            (
+                "stock+budget+defer=2:50+busy-poll=10",
+                "stock+budget=16+defer=2:50+busy-poll=10",
+            ),
         ] {
             let design = simulated_design(trial.parse().unwrap(), &options);
             assert_eq!(design.to_string(), simulated, "{trial}");
