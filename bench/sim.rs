@@ -30,6 +30,7 @@ fn model(napi: bool) -> SimConfig {
             napi,
             softirq_per_packet: None,
             softirq_per_packet_saturated: None,
+            timer_poll: None,
             ring: DEFAULT_RING,
         });
         let task = |name: &str, priority: &str, kind| Task {

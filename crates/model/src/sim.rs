@@ -150,6 +150,10 @@ pub struct Source {
     /// (more pending than the poll may take: a flood); default: `softirq_per_packet`.
     #[serde(default)]
     pub softirq_per_packet_saturated: Option<Dist>,
+    /// A NAPI timer's interrupt with the poll it schedules (deferral's
+    /// `gro_flush_timeout`, mostly a poll that finds nothing); default: the hardirq cost.
+    #[serde(default)]
+    pub timer_poll: Option<Dist>,
     /// Receive ring size: packets that find it full are dropped.
     #[serde(default = "default_ring")]
     pub ring: u32,
@@ -354,6 +358,7 @@ impl SimConfig {
                 napi: true,
                 softirq_per_packet: None,
                 softirq_per_packet_saturated: None,
+                timer_poll: None,
                 ring: default_ring(),
             }],
             tasks: vec![
@@ -539,6 +544,7 @@ impl Check for Source {
             &self.hardirq,
             &self.softirq_per_packet,
             &self.softirq_per_packet_saturated,
+            &self.timer_poll,
         ]
         .into_iter()
         .flatten()
@@ -612,6 +618,11 @@ impl Check for TrialCosts {
         .chain(
             self.bottom_half_flood_per_datagram_us
                 .map(|us| ("bottom_half_flood_per_datagram_us", us)),
+        )
+        .chain(
+            self.napi
+                .iter()
+                .filter_map(|napi| Some(("napi's us", napi.us?))),
         ) {
             check_sim_time(what, us).map_err(bad)?;
         }
@@ -676,6 +687,10 @@ pub struct ConsumerResult {
     pub dropped_socket: u64,
     /// Wakeups that made it runnable.
     pub wakeups: u64,
+    /// Its own time (its work, its return to user space, its busy-poll loops and the
+    /// packets they poll), a fraction of its CPU's: a busy-polling consumer's share.
+    #[serde(default)]
+    pub cpu_share: f64,
 }
 
 /// A periodic task's results.
@@ -897,6 +912,50 @@ pub struct TrialCosts {
     pub points: usize,
     /// The recording.
     pub from: String,
+    /// The design whose points gave the per-datagram costs above, when not this one's: a
+    /// busy-polling design's base (the same without `+busy-poll`), whose echo server's
+    /// time does not hold a busy loop nor its sleeps a loop's ends. None: its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_datagram_from: Option<Design>,
+    /// What the design's NAPI mechanisms cost, as its points determine them, each saying
+    /// where it came from or why it stays the model's (none for a design without them,
+    /// and in older calibrations).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub napi: Vec<NapiCost>,
+}
+
+impl TrialCosts {
+    /// A NAPI cost its points determined, µs.
+    pub fn napi_us(&self, cost: NapiCostName) -> Option<f64> {
+        self.napi.iter().find(|napi| napi.cost == cost)?.us
+    }
+}
+
+/// A cost of today's NAPI mechanisms on trial's test bed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NapiCostName {
+    /// A deferral timer's interrupt with the poll it schedules, mostly one that finds
+    /// nothing (`+defer`): the simulated source's [`Source::timer_poll`].
+    TimerPoll,
+    /// One turn of a busy-poll loop that finds nothing (`+busy-poll`).
+    BusyPollTurn,
+}
+
+/// One NAPI cost of a trial design: fitted, or the model's and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NapiCost {
+    /// The cost.
+    pub cost: NapiCostName,
+    /// µs; none: the points do not determine it, or the engine does not use it, and the
+    /// model's stays (`what` says which).
+    pub us: Option<f64>,
+    /// The points (or pairs of points) it comes from.
+    pub points: usize,
+    /// What of the recording it is, or why the model's stays.
+    pub what: String,
+    /// The recording.
+    pub from: String,
 }
 
 /// What `irqlens sim --calibrate` writes and `--costs` reads: the costs measured on a
@@ -940,6 +999,37 @@ pub struct ComparedPoint {
     /// Median echo latency, simulated (arrival to the server in user space, plus the
     /// calibrated path), µs.
     pub simulated_p50_us: Option<f64>,
+    /// The NAPI figures, measured and simulated (none for a recording without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub napi: Option<ComparedNapi>,
+}
+
+/// What today's NAPI mechanisms trade at a point, as trial measured it and as the
+/// simulation of its test bed gives it; a simulated figure is none where the model does
+/// not produce it ("not simulated" in the text).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComparedNapi {
+    /// NET_RX softirq runs on the receiving CPU per datagram sent, measured.
+    pub measured_net_rx_per_datagram: f64,
+    /// Simulated: the NAPI polls scheduled per datagram (by an interrupt or a deferral
+    /// timer: a NET_RX run each); none for a threaded design, whose polls are its
+    /// thread's (the model has no RPS backlog beside it).
+    pub simulated_net_rx_per_datagram: Option<f64>,
+    /// NET_RX runs on the sending CPU per datagram sent, measured (veth's NAPI and its
+    /// deferral timer run there). Not simulated: the model is the receiving CPU.
+    pub measured_sending_net_rx_per_datagram: f64,
+    /// The receiving CPU's busy share (0 to 1), measured.
+    pub measured_busy: f64,
+    /// Likewise, simulated.
+    pub simulated_busy: f64,
+    /// The echo server's own share of the window (0 to 1), measured; none without
+    /// exact times.
+    pub measured_echo_share: Option<f64>,
+    /// Likewise, simulated.
+    pub simulated_echo_share: f64,
+    /// veth packets busy polls took per datagram sent, measured. Not simulated: the
+    /// model polls datagrams, not veth's GSO packets.
+    pub measured_busy_polled_per_datagram: Option<f64>,
 }
 
 /// One design over the ladder, measured and simulated.

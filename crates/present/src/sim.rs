@@ -229,6 +229,32 @@ const COMPARED_DESIGN_COLUMNS: [Column; 8] = [
     Column::right("p50 error", 9).gap(2),
 ];
 
+/// `--against`: per point, the NAPI figures trial measured next to the simulation's.
+const COMPARED_NAPI_COLUMNS: [Column; 12] = [
+    Column::left("design", 14),
+    Column::right("OFFERED", 8).gap(2),
+    Column::right("NET_RX/dg", 9).gap(2),
+    Column::right("sim", NOT_SIMULATED.len()),
+    Column::right("snd", 5).gap(2),
+    Column::right("sim", NOT_SIMULATED.len()),
+    Column::right("BUSY", 4).gap(2),
+    Column::right("sim", 4),
+    Column::right("SRV", 4).gap(2),
+    Column::right("sim", 4),
+    Column::right("BPOLL/dg", 8).gap(2),
+    Column::right("sim", NOT_SIMULATED.len()),
+];
+
+/// What a simulated figure the model does not produce reads.
+const NOT_SIMULATED: &str = "not simulated";
+
+/// The NAPI figures' table title.
+const COMPARED_NAPI_TITLE: &str = "Per point: NET_RX softirq runs per datagram sent on the \
+     receiving CPU and on the sending CPU (snd), the receiving CPU's busy share (BUSY) and the \
+     echo server's (SRV), veth packets busy polls took per datagram (BPOLL/dg); measured, then \
+     simulated (the model is the receiving CPU alone, its polls take datagrams, not veth's \
+     packets, and a threaded design's polls are its thread's)";
+
 fn rate(pps: Option<u64>) -> String {
     pps.map_or("none".into(), |r| r.to_string())
 }
@@ -262,6 +288,7 @@ pub fn write_comparison(out: &mut dyn Write, comparison: &TrialComparison) -> io
         ]);
     }
     table.write(out)?;
+    write_compared_napi(out, comparison)?;
     writeln!(
         out,
         "\nPer design: where the echo stops following (95% echoed), the peak echo rate, \
@@ -282,6 +309,36 @@ pub fn write_comparison(out: &mut dyn Write, comparison: &TrialComparison) -> io
         ]);
     }
     table.write(out)
+}
+
+/// `--against`'s NAPI figures, if the trial recorded them.
+fn write_compared_napi(out: &mut dyn Write, comparison: &TrialComparison) -> io::Result<()> {
+    let rows: Vec<[String; 12]> = comparison
+        .points
+        .iter()
+        .filter_map(|p| Some((p, p.napi?)))
+        .map(|(p, napi)| {
+            let count = |n: f64| format!("{n:.2}");
+            let simulated = |n: Option<f64>| n.map_or_else(|| NOT_SIMULATED.into(), count);
+            let percent = |share: f64| format!("{:.0}%", share * 100.0);
+            [
+                p.design.to_string(),
+                p.offered_pps.to_string(),
+                count(napi.measured_net_rx_per_datagram),
+                simulated(napi.simulated_net_rx_per_datagram),
+                count(napi.measured_sending_net_rx_per_datagram),
+                NOT_SIMULATED.into(),
+                percent(napi.measured_busy),
+                percent(napi.simulated_busy),
+                napi.measured_echo_share.map_or("-".into(), percent),
+                percent(napi.simulated_echo_share),
+                napi.measured_busy_polled_per_datagram
+                    .map_or("-".into(), count),
+                NOT_SIMULATED.into(),
+            ]
+        })
+        .collect();
+    write_table(out, COMPARED_NAPI_TITLE, &COMPARED_NAPI_COLUMNS, &rows)
 }
 
 #[cfg(test)]
@@ -324,6 +381,7 @@ pub(crate) mod tests {
                     dropped_ring: 1,
                     dropped_socket: 1,
                     wakeups: 10,
+                    cpu_share: 0.1,
                 }],
                 periodic: vec![],
                 cpu: CpuSplit {
@@ -377,6 +435,67 @@ pub(crate) mod tests {
         }
         assert!(!text.contains("Periodic tasks"));
         assert!(text.contains("90.0"));
+    }
+
+    #[test]
+    fn against_shows_the_napi_figures_and_says_which_are_not_simulated() {
+        use irqlens_model::sim::{ComparedNapi, ComparedPoint, TrialComparison};
+        let point = |design: &str, simulated_net_rx| ComparedPoint {
+            design: design.parse().unwrap(),
+            offered_pps: 5_000,
+            round: 1,
+            sent_pps: 5_000.0,
+            measured_echoed_pps: 5_000.0,
+            simulated_echoed_pps: 5_000.0,
+            measured_p50_us: Some(40.0),
+            simulated_p50_us: Some(38.0),
+            napi: Some(ComparedNapi {
+                measured_net_rx_per_datagram: 1.93,
+                simulated_net_rx_per_datagram: simulated_net_rx,
+                measured_sending_net_rx_per_datagram: 6.7,
+                measured_busy: 0.12,
+                simulated_busy: 0.1,
+                measured_echo_share: Some(0.04),
+                simulated_echo_share: 0.03,
+                measured_busy_polled_per_datagram: Some(0.0),
+            }),
+        };
+        let mut comparison = TrialComparison {
+            header: irqlens_model::run::Header::new("sim"),
+            against: "t.json".into(),
+            costs_origin: "calibrated".into(),
+            seconds_per_point: 1.0,
+            points: vec![
+                point("stock+defer=100:20", Some(0.25)),
+                point("threaded-niced", None),
+            ],
+            designs: vec![],
+        };
+        let text = |comparison: &TrialComparison| {
+            let mut out = Vec::new();
+            write_comparison(&mut out, comparison).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let shown = text(&comparison);
+        let row = |design: &str| {
+            shown
+                .lines()
+                .rfind(|l| l.starts_with(design))
+                .unwrap()
+                .to_string()
+        };
+        let deferred = row("stock+defer=100:20");
+        for figure in ["1.93", "0.25", "6.70", "12%", "10%", "4%", "3%"] {
+            assert!(deferred.contains(figure), "{figure} in {deferred}");
+        }
+        // the sending CPU and veth's packets are not in the model: said, not zero
+        assert_eq!(deferred.matches(NOT_SIMULATED).count(), 2, "{deferred}");
+        assert_eq!(row("threaded-niced").matches(NOT_SIMULATED).count(), 3);
+        // a recording without the figures has no such table
+        for p in &mut comparison.points {
+            p.napi = None;
+        }
+        assert!(!text(&comparison).contains("NET_RX/dg"));
     }
 
     #[test]

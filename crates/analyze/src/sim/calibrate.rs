@@ -5,8 +5,9 @@
 use irqlens_model::design::{Budget, Design};
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::{
-    Arrival, Calibration, ComparedDesign, ComparedPoint, CostName, Costs, Dist, MeasuredCost,
-    SimConfig, Source, Task, TaskKind, TrialCosts,
+    Arrival, Calibration, ComparedDesign, ComparedNapi, ComparedPoint, CostName, Costs,
+    DesignResult, Dist, MeasuredCost, NapiCost, NapiCostName, SimConfig, Source, Task, TaskKind,
+    TrialCosts,
 };
 use irqlens_model::trial::{TrialOptions, TrialPoint};
 
@@ -16,7 +17,9 @@ use crate::bh::Mechanism;
 use crate::bh::{BhStats, Source as BhSource, stats::Series};
 use crate::first_seen;
 use crate::histogram::Distribution;
-use crate::trial::{follows, keeps_up, knee, rung_medians};
+use crate::trial::{
+    echo_share, follows, keeps_up, knee, per_datagram, receiving_busy_share, rung_medians,
+};
 use crate::wakeup::{Component, WakeupStats};
 
 /// The NET_RX softirq's vector (include/linux/interrupt.h).
@@ -219,6 +222,7 @@ pub fn trial_model(
             softirq_per_packet_saturated: costs
                 .bottom_half_flood_per_datagram_us
                 .map(Dist::constant),
+            timer_poll: costs.napi_us(NapiCostName::TimerPoll).map(Dist::constant),
             ring: if threaded {
                 VETH_RING
             } else {
@@ -411,6 +415,123 @@ fn ratio(points: impl Iterator<Item = (f64, f64)>) -> f64 {
     y / x.max(1.0)
 }
 
+/// What `design`'s NAPI mechanisms cost, as far as its points (and its base design's,
+/// `busy_base` for a busy-polling one) determine them: none for a design without them.
+fn napi_costs(
+    design: Design,
+    points: &[TrialPoint],
+    busy_base: Option<Design>,
+    from: &str,
+) -> Vec<NapiCost> {
+    let mut costs = Vec::new();
+    if design.defer.is_some() {
+        costs.push(timer_poll_cost(design, points, from));
+    }
+    if design.busy_poll.is_some() {
+        let per_datagram = match busy_base {
+            Some(base) => format!("its per-datagram costs are {base}'s"),
+            None => "its per-datagram costs are its own points', whose echo server's time \
+                     holds its busy loop (record its base design too)"
+                .to_string(),
+        };
+        costs.push(NapiCost {
+            cost: NapiCostName::BusyPollTurn,
+            us: None,
+            points: 0,
+            what: format!(
+                "the model's (none): trial counts the veth packets busy polls took \
+                 (BusyPollRxPackets), not the loop's turns, and the simulated loop spins \
+                 without a cost per turn (its CPU share is simulated: --against shows it \
+                 beside SRV); {per_datagram}"
+            ),
+            from: from.to_string(),
+        });
+    }
+    costs
+}
+
+/// The sending CPU's busy share above which a point says nothing of what extra work
+/// costs there: a saturated CPU has no idle time to give to it (other work on this
+/// shared VM saturates it at any rate).
+const SENDER_SATURATED: f64 = 0.9;
+
+/// A deferral timer's poll, µs: against the same design without `+defer` at the same
+/// rate and round (both following, neither's sending CPU saturated), the sending CPU's
+/// extra busy time over its extra NET_RX runs (veth's NAPI and its timer run there:
+/// deferral trades the peer's schedules for the timer's, and at low rates adds the
+/// timer's tail of empty polls), a least-squares line through the origin over the pairs;
+/// the base scaled to the point's sent rate. The model's (the source's hardirq cost)
+/// without such pairs, or if the extra runs do not cost more.
+fn timer_poll_cost(design: Design, points: &[TrialPoint], from: &str) -> NapiCost {
+    let base = Design {
+        defer: None,
+        ..design
+    };
+    // NET_RX runs and busy µs a second on the sending CPU, and the sent rate
+    let sender = |p: &TrialPoint| {
+        let times = p.runtimes.filter(|t| t.window_ns > 0)?;
+        let seconds = times.window_ns as f64 / 1e9;
+        let runs = p.napi?.sending_net_rx as f64 / seconds;
+        let busy_us = times.sender_busy_ns? as f64 / 1e3 / seconds;
+        (busy_us < SENDER_SATURATED * 1e6).then_some((runs, busy_us, p.sent_pps))
+    };
+    let pairs: Vec<(f64, f64)> = following_points(points, design)
+        .into_iter()
+        .filter_map(|p| {
+            let q = following_points(points, base)
+                .into_iter()
+                .find(|q| q.offered_pps == p.offered_pps && q.round == p.round)?;
+            let ((runs, busy, sent), (base_runs, base_busy, base_sent)) = (sender(p)?, sender(q)?);
+            let scale = sent / base_sent.max(1.0);
+            Some((runs - base_runs * scale, busy - base_busy * scale))
+        })
+        .collect();
+    let sxx: f64 = pairs.iter().map(|(x, _)| x * x).sum();
+    let sxy: f64 = pairs.iter().map(|(x, y)| x * y).sum();
+    let us = (sxx > 0.0 && sxy > 0.0).then(|| sxy / sxx);
+    let what = match us {
+        Some(_) => format!(
+            "the sending CPU's extra busy time over its extra NET_RX runs against {base} at \
+             the same rates (veth's NAPI and its deferral timer run there), through the \
+             origin"
+        ),
+        None if pairs.is_empty() => format!(
+            "the model's (the source's hardirq cost): no point pairs with {base} at the same \
+             rate and round, both following, with the sending CPU's exact time (not \
+             saturated) and NET_RX counts"
+        ),
+        None => format!(
+            "the model's (the source's hardirq cost): the extra NET_RX runs against {base} \
+             cost no extra time on the sending CPU"
+        ),
+    };
+    NapiCost {
+        cost: NapiCostName::TimerPoll,
+        us,
+        points: pairs.len(),
+        what,
+        from: from.to_string(),
+    }
+}
+
+/// A point's NAPI figures next to its simulation's (none without figures or if nothing
+/// was sent).
+fn compared_napi(point: &TrialPoint, simulated: &DesignResult) -> Option<ComparedNapi> {
+    let napi = point.napi?;
+    let per_sent = |count| per_datagram(count, point.sent);
+    Some(ComparedNapi {
+        measured_net_rx_per_datagram: per_sent(napi.receiving_net_rx)?,
+        simulated_net_rx_per_datagram: (!point.design.threaded())
+            .then_some(simulated.napi_schedules_per_arrival),
+        measured_sending_net_rx_per_datagram: per_sent(napi.sending_net_rx)?,
+        measured_busy: receiving_busy_share(point),
+        simulated_busy: simulated.busy_by_cpu.first().copied().unwrap_or(0.0),
+        measured_echo_share: echo_share(point),
+        simulated_echo_share: simulated.consumers.first().map_or(0.0, |c| c.cpu_share),
+        measured_busy_polled_per_datagram: napi.busy_polled.and_then(per_sent),
+    })
+}
+
 /// From a trial recording: per design that followed the offered rate at one rate or more,
 /// the per-datagram costs from those points (the busy ones, if any), and the path outside the receiving CPU
 /// (the lowest following rate's measured median less the simulated one under
@@ -432,7 +553,20 @@ pub fn trial_costs(
     Ok(found)
 }
 
-/// One design's costs from its following points; none if it followed at no rate.
+/// The points of `design` that followed the offered rate, lowest rate first.
+fn following_points(points: &[TrialPoint], design: Design) -> Vec<&TrialPoint> {
+    let mut following: Vec<&TrialPoint> = points
+        .iter()
+        .filter(|p| p.design == design && follows(p))
+        .collect();
+    following.sort_by_key(|p| p.offered_pps);
+    following
+}
+
+/// One design's costs from its following points; none if it followed at no rate. A
+/// busy-polling design's per-datagram costs come from its base design's points when the
+/// recording has them: its own echo server's time holds its busy loop, and its sleeps
+/// are the loop's ends, not the arrivals.
 fn design_costs(
     design: Design,
     options: &TrialOptions,
@@ -441,14 +575,17 @@ fn design_costs(
     socket_queue: u32,
     from: &str,
 ) -> Result<Option<TrialCosts>, String> {
-    let mut following: Vec<&TrialPoint> = points
-        .iter()
-        .filter(|p| p.design == design && follows(p))
-        .collect();
-    following.sort_by_key(|p| p.offered_pps);
-    let Some(&lowest) = following.first() else {
+    let Some(&lowest) = following_points(points, design).first() else {
         return Ok(None);
     };
+    let base = design
+        .busy_poll
+        .map(|_| Design {
+            busy_poll: None,
+            ..design
+        })
+        .filter(|base| !following_points(points, *base).is_empty());
+    let following = following_points(points, base.unwrap_or(design));
     let past_knee: Vec<&TrialPoint> = points
         .iter()
         .filter(|p| p.design == design && !follows(p))
@@ -492,6 +629,8 @@ fn design_costs(
         socket_queue,
         points: fitted,
         from: from.to_string(),
+        per_datagram_from: base,
+        napi: napi_costs(design, points, base, from),
     };
     if let Some(measured) = lowest.echo_latency {
         let model = trial_model(options, calibration, &costs, lowest.sent_pps, 1.0, 1);
@@ -543,6 +682,7 @@ pub fn compare_trial(
             measured_p50_us: point.echo_latency.map(|l| l.p50_ns as f64 / 1e3),
             simulated_p50_us: (echo.latency.count > 0)
                 .then_some(echo.latency.p50_us + costs.path_us),
+            napi: compared_napi(point, &simulated),
         });
     }
     let summaries = first_seen(compared.iter().map(|p| p.design))
@@ -597,7 +737,7 @@ fn summarize_design(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use irqlens_model::trial::{CpuSplit, EchoLatency, Runtimes};
+    use irqlens_model::trial::{CpuSplit, EchoLatency, NapiFigures, Runtimes};
 
     fn options() -> TrialOptions {
         TrialOptions {
@@ -679,6 +819,224 @@ mod tests {
             limits: irqlens_model::sim::Limits::default(),
             trial: vec![],
         }
+    }
+
+    /// The sending CPU's time per datagram sent in the points below, µs.
+    const SENDER_PER_DATAGRAM_US: f64 = 5.0;
+
+    /// `point`, with NAPI figures: `receiving` and `sending` NET_RX runs per datagram
+    /// sent, and the sending CPU's exact time: [`SENDER_PER_DATAGRAM_US`] per datagram
+    /// and `run_us` per NET_RX run there.
+    fn napi_point(
+        design: &str,
+        rate: u64,
+        (receiving, sending): (f64, f64),
+        run_us: f64,
+    ) -> TrialPoint {
+        let mut p = point(
+            design,
+            rate,
+            rate as f64,
+            (rate as f64).min(10_000.0),
+            6.0,
+            1.5,
+        );
+        let runs = |per_datagram: f64| (per_datagram * p.sent as f64) as u64;
+        let napi = NapiFigures {
+            receiving_net_rx: runs(receiving),
+            sending_net_rx: runs(sending),
+            ..NapiFigures::default()
+        };
+        let times = p.runtimes.as_mut().unwrap();
+        times.sender_busy_ns = Some(
+            ((SENDER_PER_DATAGRAM_US * p.sent as f64 + run_us * napi.sending_net_rx as f64) * 1e3)
+                as u64,
+        );
+        p.napi = Some(napi);
+        p
+    }
+
+    /// `stock` and `stock+defer=100:20` at three rates: the deferral's timer tail adds
+    /// NET_RX runs on the sending CPU at low rates and saves some at higher ones (as on
+    /// this VM's veth bed), each run costing `run_us` there.
+    fn deferral_ladder(run_us: f64) -> Vec<TrialPoint> {
+        [
+            ("stock", [1.9, 0.9, 0.7]),
+            ("stock+defer=100:20", [6.7, 1.5, 0.6]),
+        ]
+        .into_iter()
+        .flat_map(|(design, sending)| {
+            [5_000u64, 20_000, 50_000]
+                .into_iter()
+                .zip(sending)
+                .map(move |(rate, sending)| napi_point(design, rate, (1.9, sending), run_us))
+        })
+        .collect()
+    }
+
+    #[test]
+    fn a_deferral_timers_poll_costs_the_sending_cpus_time_per_extra_net_rx_run() {
+        let points = deferral_ladder(3.0);
+        let costs = trial_costs(&options(), &points, &calibration(), 208, "t.rec").unwrap();
+        let [stock, deferred] = [&costs[0], &costs[1]];
+        assert!(stock.napi.is_empty());
+        let timer = &deferred.napi[0];
+        assert_eq!((timer.cost, timer.points), (NapiCostName::TimerPoll, 3));
+        assert!((timer.us.unwrap() - 3.0).abs() < 0.01, "{timer:?}");
+        assert!(timer.what.contains("against stock"), "{}", timer.what);
+        assert_eq!(timer.from, "t.rec");
+        // the simulated bed charges it to each timer poll; stock's source keeps its hardirq
+        let source = |costs: &TrialCosts| {
+            trial_model(&options(), &calibration(), costs, 20_000.0, 1.0, 1).sources[0].clone()
+        };
+        assert_eq!(source(deferred).timer_poll, Some(Dist::constant(3.0)));
+        assert_eq!(source(stock).timer_poll, None);
+        // the deferral's points alone determine nothing: the model's stays, and says why
+        let alone = trial_costs(&options(), &points[3..], &calibration(), 208, "t.rec").unwrap();
+        let timer = &alone[0].napi[0];
+        assert_eq!((timer.us, timer.points), (None, 0));
+        assert!(timer.what.starts_with("the model's"), "{}", timer.what);
+        assert_eq!(source(&alone[0]).timer_poll, None);
+        // nor do runs that cost nothing,
+        let free = trial_costs(
+            &options(),
+            &deferral_ladder(0.0),
+            &calibration(),
+            208,
+            "t.rec",
+        );
+        assert_eq!(free.unwrap()[1].napi_us(NapiCostName::TimerPoll), None);
+        // nor a sending CPU that other work saturates: it has no idle time to give
+        let mut saturated = points.clone();
+        for p in &mut saturated {
+            let times = p.runtimes.as_mut().unwrap();
+            times.sender_busy_ns = Some(times.window_ns);
+        }
+        let costs = trial_costs(&options(), &saturated, &calibration(), 208, "t.rec").unwrap();
+        assert_eq!((costs[1].napi[0].us, costs[1].napi[0].points), (None, 0));
+    }
+
+    #[test]
+    fn a_busy_polling_design_takes_its_per_datagram_costs_from_its_base_design() {
+        // the busy-polling server's time holds its loop (20 µs a datagram in all) and it
+        // sleeps only when a loop ends: its own points would fit neither
+        let ladder = |design: &str, echo_us: f64, sleeps: f64| {
+            [20_000u64, 40_000].map(|rate| point(design, rate, rate as f64, sleeps, echo_us, 1.5))
+        };
+        let mut points: Vec<TrialPoint> = ladder("stock", 6.0, 10_000.0).into();
+        points.extend(ladder("stock+busy-poll=50", 20.0, 3_000.0));
+        let costs = trial_costs(&options(), &points, &calibration(), 208, "t.rec").unwrap();
+        let [stock, polled] = [&costs[0], &costs[1]];
+        assert_eq!(polled.per_datagram_from, Some("stock".parse().unwrap()));
+        assert!(
+            (polled.consumer_per_datagram_us - 6.0).abs() < 0.01,
+            "{polled:?}"
+        );
+        for (a, b) in [
+            (
+                polled.bottom_half_per_datagram_us,
+                stock.bottom_half_per_datagram_us,
+            ),
+            (polled.idle_exit_us, stock.idle_exit_us),
+        ] {
+            assert!((a - b).abs() < 1e-9);
+        }
+        assert_eq!(polled.arrivals_per_s, stock.arrivals_per_s);
+        let turn = &polled.napi[0];
+        assert_eq!((turn.cost, turn.us), (NapiCostName::BusyPollTurn, None));
+        assert!(turn.what.contains("stock's"), "{}", turn.what);
+        // without its base in the recording, its own points, and the calibration says so
+        let own = trial_costs(&options(), &points[2..], &calibration(), 208, "t.rec").unwrap();
+        assert_eq!(own[0].per_datagram_from, None);
+        assert!(own[0].consumer_per_datagram_us > 15.0, "{:?}", own[0]);
+        assert!(own[0].napi[0].what.contains("holds its busy loop"));
+    }
+
+    #[test]
+    fn a_recording_without_napi_mechanisms_calibrates_as_before() {
+        let plain: Vec<TrialPoint> = ["stock", "threaded-niced"]
+            .into_iter()
+            .flat_map(|design| {
+                [20_000u64, 40_000, 80_000]
+                    .map(|rate| point(design, rate, rate as f64, 10_000.0, 6.0, 1.5))
+            })
+            .collect();
+        let before = trial_costs(&options(), &plain, &calibration(), 208, "t.rec").unwrap();
+        // the same points with NAPI figures, and beside a deferral's: the same costs
+        let mut with_napi = plain.clone();
+        for p in &mut with_napi {
+            p.napi = Some(NapiFigures {
+                receiving_net_rx: p.sent * 2,
+                sending_net_rx: p.sent,
+                ..NapiFigures::default()
+            });
+        }
+        with_napi.extend(deferral_ladder(3.0).into_iter().skip(3));
+        let after = trial_costs(&options(), &with_napi, &calibration(), 208, "t.rec").unwrap();
+        assert_eq!(after.len(), 3);
+        assert_eq!(before[..], after[..2]);
+        // and written with the fields older calibrations have, no more
+        let fields = |costs: &TrialCosts| {
+            let json = serde_json::to_value(costs).unwrap();
+            let mut keys: Vec<String> = json.as_object().unwrap().keys().cloned().collect();
+            keys.sort();
+            keys
+        };
+        let old_fields = [
+            "arrivals_per_s",
+            "bottom_half_flood_per_datagram_us",
+            "bottom_half_per_datagram_us",
+            "consumer_per_datagram_us",
+            "design",
+            "from",
+            "idle_exit_us",
+            "path_us",
+            "points",
+            "socket_queue",
+        ];
+        for costs in &before {
+            assert!(costs.napi.is_empty() && costs.per_datagram_from.is_none());
+            assert_eq!(fields(costs), old_fields);
+        }
+        assert!(fields(&after[2]).contains(&"napi".to_string()));
+    }
+
+    #[test]
+    fn against_sets_the_napi_figures_beside_the_simulated_ones_or_says_not_simulated() {
+        let mut points = deferral_ladder(3.0);
+        for design in ["stock+busy-poll=always", "threaded-niced"] {
+            points.extend([5_000u64, 20_000].map(|rate| napi_point(design, rate, (1.9, 1.0), 3.0)));
+        }
+        let mut calibration = calibration();
+        calibration.trial = trial_costs(&options(), &points, &calibration, 208, "t.rec").unwrap();
+        let mut old = point("stock", 20_000, 20_000.0, 10_000.0, 6.0, 1.5);
+        old.napi = None;
+        points.push(old);
+        let (compared, _) = compare_trial(&options(), &points, &calibration, 0.2, 1).unwrap();
+        let napi = |design: &str, rate: u64| {
+            compared
+                .iter()
+                .rev()
+                .find(|p| p.design.to_string() == design && p.offered_pps == rate)
+                .unwrap()
+                .napi
+        };
+        let stock = napi("stock", 5_000).unwrap();
+        assert!((stock.measured_net_rx_per_datagram - 1.9).abs() < 0.01);
+        assert!((stock.measured_sending_net_rx_per_datagram - 1.9).abs() < 0.01);
+        let simulated_runs = stock.simulated_net_rx_per_datagram.unwrap();
+        assert!(simulated_runs > 0.0 && simulated_runs <= 1.0, "{stock:?}");
+        // a threaded design's polls are its thread's: no NET_RX run to compare
+        let threaded = napi("threaded-niced", 5_000).unwrap();
+        assert_eq!(threaded.simulated_net_rx_per_datagram, None);
+        // the full busy poll takes its CPU in the simulation too
+        let always = napi("stock+busy-poll=always", 5_000).unwrap();
+        assert!(always.simulated_echo_share > 0.9, "{always:?}");
+        assert!(always.simulated_busy > 0.99);
+        assert!(stock.simulated_echo_share < 0.5 * always.simulated_echo_share);
+        assert_eq!(always.measured_echo_share, echo_share(&points[6]));
+        // a point recorded without NAPI figures has none to compare
+        assert_eq!(napi("stock", 20_000), None);
     }
 
     #[test]
@@ -875,6 +1233,8 @@ mod tests {
             socket_queue: 208,
             points: 4,
             from: String::new(),
+            per_datagram_from: None,
+            napi: vec![],
         };
         // an older calibration, without the field, reads as none: the old model
         let mut old = serde_json::to_value(&costs).unwrap();
@@ -908,6 +1268,13 @@ mod tests {
             (
                 "threaded-fifo+budget=8+process-aware",
                 "threaded-fifo+process-aware",
+            ),
+            // today's NAPI mechanisms as recorded, their parameters too
+            ("stock+defer=100:20", "stock+defer=100:20"),
+            ("stock+busy-poll=always", "stock+busy-poll=always"),
+            (
+                "stock+budget+defer=2:50+busy-poll=10",
+                "stock+budget=16+defer=2:50+busy-poll=10",
             ),
         ] {
             let design = simulated_design(trial.parse().unwrap(), &options);

@@ -363,6 +363,8 @@ struct SourceState {
     cpu: usize,
     napi: bool,
     hardirq: Dist,
+    /// A NAPI timer's interrupt with the poll it schedules.
+    timer_poll: Dist,
     per_packet: Dist,
     /// Per packet in a saturated poll (a flood).
     per_packet_saturated: Dist,
@@ -469,6 +471,8 @@ pub(super) struct TaskOutcome {
     pub responses: Latencies,
     pub delivered: u64,
     pub wakeups: u64,
+    /// Its thread's own time.
+    pub ran: Ns,
 }
 
 pub(super) struct Engine<'a> {
@@ -633,13 +637,15 @@ impl<'a> Engine<'a> {
                 }
                 None => None,
             };
+            let hardirq = source
+                .hardirq
+                .clone()
+                .unwrap_or_else(|| config.costs.hardirq.clone());
             engine.sources.push(SourceState {
                 cpu: source.cpu as usize,
                 napi: source.napi,
-                hardirq: source
-                    .hardirq
-                    .clone()
-                    .unwrap_or_else(|| config.costs.hardirq.clone()),
+                hardirq: hardirq.clone(),
+                timer_poll: source.timer_poll.clone().unwrap_or(hardirq),
                 per_packet_saturated: source
                     .softirq_per_packet_saturated
                     .clone()
@@ -876,6 +882,9 @@ impl<'a> Engine<'a> {
                 }
                 if let Some(piece) = thread.piece.as_mut() {
                     piece.left = piece.left.saturating_sub(ran);
+                }
+                if let Some(task) = thread.task {
+                    self.out.tasks[task].ran += ran;
                 }
                 if thread.busy_since.is_some() {
                     split.busy_poll += ran;
@@ -1385,7 +1394,7 @@ impl<'a> Engine<'a> {
         source.timer_pending = false;
         let cpu = source.timer_cpu;
         self.charge(cpu, now);
-        let left = self.costs.sample(&self.sources[index].hardirq);
+        let left = self.costs.sample(&self.sources[index].timer_poll);
         self.cpus[cpu].hardirqs.push_back(Piece {
             left,
             work: Work::Watchdog(index),

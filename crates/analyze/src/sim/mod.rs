@@ -81,6 +81,7 @@ fn design_until(config: &SimConfig, design: &Design, stop: &AtomicBool) -> Optio
                     dropped_ring,
                     dropped_socket,
                     wakeups: samples.wakeups,
+                    cpu_share: samples.ran as f64 / (seconds * 1e9).max(1.0),
                 });
             }
             TaskKind::Periodic { .. } => periodic.push(PeriodicResult {

@@ -33,6 +33,7 @@ fn source(name: &str, arrival: Arrival, napi: bool) -> Source {
         napi,
         softirq_per_packet: None,
         softirq_per_packet_saturated: None,
+        timer_poll: None,
         ring: 1024,
     }
 }
@@ -607,6 +608,19 @@ fn deferral_re_arms_the_irq_at_the_nth_empty_poll_in_a_row() {
 }
 
 #[test]
+fn a_deferral_timers_poll_costs_its_own_cost_and_the_device_irq_the_hardirqs() {
+    // 2 device IRQs at 1 µs and 2 x 3 timer polls at 5 µs: 32 µs of hardirq
+    let mut config = replayed(&[100.0, 10_000.0], &["stock+defer=3:20"]);
+    config.sources[0].hardirq = Some(us(1.0));
+    config.sources[0].timer_poll = Some(us(5.0));
+    let hardirq_us = |config: &SimConfig| run(config)[0].cpu.hardirq * config.duration_s * 1e6;
+    assert!((hardirq_us(&config) - 32.0).abs() < 1e-6);
+    // without its own cost a timer poll costs the source's hardirq, as before
+    config.sources[0].timer_poll = None;
+    assert!((hardirq_us(&config) - 8.0).abs() < 1e-6);
+}
+
+#[test]
 fn a_packet_arriving_during_a_deferral_waits_for_the_timer_not_an_irq() {
     // 100: IRQ, poll, timer for 120; 120: empty poll, timer for 140; the packet of 130
     // finds the IRQ masked and is polled at 140, which did work: 160, 180 and 200 follow
@@ -705,6 +719,13 @@ fn busy_polling_takes_its_consumers_cpu_and_a_full_busy_poll_all_of_it() {
     for r in [polled, always, preferred] {
         assert_eq!(the_consumer(r).delivered, the_consumer(stock).delivered);
     }
+    // the consumer's own time: its work alone, then its loops too (hardirqs and deferral
+    // timers interrupt even the full busy poll's)
+    let share = |r: &DesignResult| the_consumer(r).cpu_share;
+    let work = 20_000.0 * (4.0 + 2.0) / 1e6;
+    assert!(share(stock) < busy(stock) && share(stock) > 0.5 * work);
+    assert!(share(polled) > share(stock) + 0.1);
+    assert!(share(always) > 0.95 && share(preferred) > 0.95);
 }
 
 #[test]

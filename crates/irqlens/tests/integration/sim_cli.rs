@@ -235,6 +235,83 @@ fn a_recorded_trial_calibrates_the_test_bed_that_predicts_another_ones_knee() {
 }
 
 #[test]
+fn a_trials_napi_points_calibrate_their_designs_and_against_says_what_is_not_simulated() {
+    // a trial of this VM cut to two rates: stock, stock+defer=100:20, stock+busy-poll=50
+    let napi = fixture("trial/napi.json");
+    let calibration = TempFile(temp_path("sim-cli-napi-calibration.json"));
+    let path = calibration.0.to_str().unwrap();
+    irqlens_ok(&["sim", "--calibrate", &napi, "-o", path]);
+    let file: serde_json::Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
+    let costs = |design: &str| {
+        file["trial"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["design"] == design)
+            .unwrap_or_else(|| panic!("{design} in {file}"))
+            .clone()
+    };
+    let stock = costs("stock");
+    assert!(stock.get("napi").is_none() && stock.get("per_datagram_from").is_none());
+    // the deferral's timer poll: fitted against stock, or the model's, saying which
+    let timer = &costs("stock+defer=100:20")["napi"][0];
+    assert_eq!(timer["cost"], "timer_poll");
+    assert_eq!(timer["from"], napi.as_str());
+    let what = timer["what"].as_str().unwrap();
+    match timer["us"].as_f64() {
+        Some(us) => assert!(us > 0.0 && what.contains("against stock"), "{timer}"),
+        None => assert!(what.starts_with("the model's"), "{timer}"),
+    }
+    // the busy poller's per-datagram costs are stock's; its loop's turn the model's
+    let polled = costs("stock+busy-poll=50");
+    assert_eq!(polled["per_datagram_from"], "stock");
+    assert_eq!(
+        polled["consumer_per_datagram_us"],
+        stock["consumer_per_datagram_us"]
+    );
+    assert_eq!(polled["napi"][0]["cost"], "busy_poll_turn");
+    assert!(polled["napi"][0]["us"].is_null());
+
+    let against = ["sim", "--against", &napi, "--costs", path, "-d", "200ms"];
+    let compared = irqlens_json(&against);
+    let trial: serde_json::Value = serde_json::from_slice(&fs::read(&napi).unwrap()).unwrap();
+    let measured = trial["points"].as_array().unwrap();
+    let points = compared["points"].as_array().unwrap();
+    assert_eq!(points.len(), measured.len());
+    for (point, recorded) in points.iter().zip(measured) {
+        let figures = &point["napi"];
+        let per_sent = |count: &str| {
+            recorded["napi"][count].as_f64().unwrap() / recorded["sent"].as_f64().unwrap()
+        };
+        let close =
+            |field: &str, value: f64| (figures[field].as_f64().unwrap() - value).abs() < 1e-9;
+        assert!(close(
+            "measured_net_rx_per_datagram",
+            per_sent("receiving_net_rx")
+        ));
+        assert!(close(
+            "measured_sending_net_rx_per_datagram",
+            per_sent("sending_net_rx")
+        ));
+        // simulated where the one-CPU model produces it, null (not 0) where it does not
+        assert!(figures["simulated_net_rx_per_datagram"].as_f64().unwrap() > 0.0);
+        assert!(
+            figures
+                .get("simulated_sending_net_rx_per_datagram")
+                .is_none()
+        );
+        assert!((0.0..=1.0).contains(&figures["simulated_echo_share"].as_f64().unwrap()));
+    }
+    let text = irqlens_ok(&against);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("stock+busy-poll=50") && l.contains("not simulated"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(row.matches("not simulated").count(), 2, "{row}");
+}
+
+#[test]
 fn a_long_simulation_stops_at_sigterm_with_one_line() {
     let sim = start(&["sim", "-d", "600s"]);
     std::thread::sleep(std::time::Duration::from_millis(500));
