@@ -633,7 +633,7 @@ impl<'obj> AccountProbe<'obj> {
 
     /// The totals at the end of the run (the probe disabled): with what only the end
     /// decides (hardirq time handed on to softirq runs that never came, a wakeup IPI
-    /// still waiting for its switch) and the events nested programs left waiting.
+    /// still waiting for the next thread's event) and the events nested programs left waiting.
     pub fn final_totals(&self) -> Result<Totals> {
         let mut totals = self.totals()?;
         let states = self

@@ -183,6 +183,12 @@ fn attribute_both(path: &Path, feed: Feed) -> Both {
         let mut a = acct_event(&e, irqlens);
         a.current_irqlens = rust.is_irqlens(e.pid) as u8;
         if feed == Feed::Kernel {
+            // what account.bpf.c does not hook never reaches the kernel side: the switches,
+            // and the tasklet, work item and timer-start checkpoints (which carry a current
+            // thread that would settle an IPI or heal where the kernel cannot)
+            if a.kind == Kind::Other as u8 {
+                continue;
+            }
             match e.what {
                 EventData::Switch { .. } => continue,
                 EventData::IrqEntry { .. }

@@ -9,7 +9,7 @@
  * No sched_switch program, the most frequent event of a busy machine: every event carries
  * its current thread, which is all a switch told (account.h heals on a thread change);
  * the thread an interrupt charges is named at the interrupt's entry, once per thread
- * change; a wakeup IPI is irqlens's own work if the CPU's next thread is irqlens's.
+ * change; a wakeup IPI is irqlens's own work if the CPU's next thread with an event is irqlens's.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -70,6 +70,23 @@ struct {
 	__type(key, __u32);
 	__type(value, struct acct_task_info);
 } task_info SEC(".maps");
+
+/*
+ * What the CPU's named thread was when it was named: an exec (a new comm) or a move to
+ * another cgroup since makes the name stale, and a thread may do either without leaving
+ * the CPU (no other thread's event there to make it named again).
+ */
+struct name_stamp {
+	__u64 exec_id;
+	__u64 cgroup;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct name_stamp);
+} named_stamp SEC(".maps");
 
 /* Per source, on each CPU: time that served nobody known, and all time but irqlens's. */
 struct {
@@ -272,6 +289,32 @@ static __always_inline void identify(struct acct_identity *who, struct task_stru
 	__builtin_memcpy(who->comm, p->comm, ACCT_COMM_LEN);
 }
 
+/*
+ * Names the event's (current) thread unless the CPU's state names it already, and it has
+ * neither exec'd nor changed cgroup since (the idle task is never named).
+ */
+static __always_inline void name_current(struct acct_cpu *s, struct acct_event *e)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct name_stamp now, *named;
+	__u32 zero = 0;
+
+	if (e->pid == ACCT_IDLE)
+		return;
+	now.exec_id = task->self_exec_id;
+	now.cgroup = task_cgroup_id(task);
+	named = bpf_map_lookup_elem(&named_stamp, &zero);
+	if (acct_knows_thread(s, e->pid) && named && named->exec_id == now.exec_id &&
+	    named->cgroup == now.cgroup)
+		return;
+	if (named)
+		*named = now;
+	e->tid = e->pid;
+	e->irqlens = e->current_irqlens;
+	e->named = 1;
+	identify(&e->who, task);
+}
+
 static __always_inline int is_irqlens(__u32 tgid)
 {
 	return irqlens_tgid && tgid == irqlens_tgid;
@@ -294,12 +337,8 @@ static __always_inline int follow(struct acct_cpu *s, __u32 cpu, struct acct_eve
 	e->pid = (__u32)pid_tgid;
 	e->current_irqlens = is_irqlens(pid_tgid >> 32);
 	/* a nested program may see the state mid-step: at worst it reads a name twice */
-	if (names_current && !acct_knows_thread(s, e->pid)) {
-		e->tid = e->pid;
-		e->irqlens = e->current_irqlens;
-		e->named = 1;
-		identify(&e->who, bpf_get_current_task_btf());
-	}
+	if (names_current)
+		name_current(s, e);
 	if (s->busy) {
 		acct_defer(s, e);
 		return 0;

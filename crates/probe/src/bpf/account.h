@@ -130,6 +130,9 @@ struct acct_unit {
 	struct acct_identity who;
 };
 
+/* the Rust side's AcctEvent (crates/probe/src/account.rs) mirrors its layout */
+_Static_assert(sizeof(struct acct_event) == 64, "acct_event is 64 bytes");
+
 /* Interrupt time to settle: its source, and the thread it ran on. */
 struct acct_part {
 	__u64 ns;
