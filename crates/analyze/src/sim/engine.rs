@@ -1384,8 +1384,9 @@ impl<'a> Engine<'a> {
 
     /// A NAPI timer expires: the hrtimer interrupt runs napi_watchdog, which schedules
     /// the NAPI as the device's IRQ would (net/core/dev.c: napi_watchdog), from the timer
-    /// interrupt: no device hardirq. It costs the source's hardirq (an interrupt's entry
-    /// and exit are most of it) and, the CPU having idled shallow for it, no idle exit.
+    /// interrupt: no device hardirq. It costs the source's `timer_poll` if the model sets
+    /// one, else its hardirq (an interrupt's entry and exit are most of it), and, the CPU
+    /// having idled shallow for it, no idle exit. Suspension's timer is this one.
     fn timer_expires(&mut self, index: usize, generation: u64, now: Ns) {
         let source = &mut self.sources[index];
         if source.timer != generation {
