@@ -282,11 +282,18 @@ static __always_inline int has_pending(const struct acct_cpu *s)
 }
 
 /* What is known of task `p`, for the names of the totals. */
-static __always_inline void identify(struct acct_identity *who, struct task_struct *p)
+/* Names p, whose cgroup id the caller read (a walk of its css_set: read once). */
+static __always_inline void identify_in(struct acct_identity *who, struct task_struct *p,
+					__u64 cgroup)
 {
 	who->tgid = p->tgid;
-	who->cgroup = task_cgroup_id(p);
+	who->cgroup = cgroup;
 	__builtin_memcpy(who->comm, p->comm, ACCT_COMM_LEN);
+}
+
+static __always_inline void identify(struct acct_identity *who, struct task_struct *p)
+{
+	identify_in(who, p, task_cgroup_id(p));
 }
 
 /*
@@ -312,7 +319,7 @@ static __always_inline void name_current(struct acct_cpu *s, struct acct_event *
 	e->tid = e->pid;
 	e->irqlens = e->current_irqlens;
 	e->named = 1;
-	identify(&e->who, task);
+	identify_in(&e->who, task, now.cgroup);
 }
 
 static __always_inline int is_irqlens(__u32 tgid)
