@@ -312,11 +312,13 @@ impl NoiseAnalysis {
         }
     }
 
-    /// Sets the per-class interference counts of a CPU, indexed by `NoiseClass`.
-    pub fn set_entries(&mut self, cpu: u32, entries: [u64; 4]) {
+    /// Sets the per-class interference counts of a CPU, indexed by `NoiseClass`, and how
+    /// many of them never had their end traced.
+    pub fn set_entries(&mut self, cpu: u32, entries: [u64; 4], unended: u64) {
         if let Some(state) = self.cpus.get_mut(&cpu) {
             let s = &mut state.summary;
             [s.thread, s.softirq, s.irq, s.nmi] = entries;
+            s.unended = unended;
         }
     }
 
@@ -852,14 +854,17 @@ mod tests {
             0,
         ));
         a.add_period(&period(0, vec![sample(0, 0, 0, 25_000)], 0));
-        a.set_entries(0, [4, 3, 2, 1]);
+        a.set_entries(0, [4, 3, 2, 1], 1);
         let s = a.summaries().next().unwrap();
         assert_eq!(s.periods, 2);
         assert_eq!(s.runtime_ns, 2_000_000);
         assert_eq!(s.noise_ns, 65_000);
         assert_eq!(s.max_noise_ns, 40_000);
         assert_eq!(s.max_single_ns, 30_000);
-        assert_eq!((s.thread, s.softirq, s.irq, s.nmi), (4, 3, 2, 1));
+        assert_eq!(
+            (s.thread, s.softirq, s.irq, s.nmi, s.unended),
+            (4, 3, 2, 1, 1)
+        );
         assert!((s.cpu_available_percent() - 96.75).abs() < 1e-9);
         let (_, h) = a.histograms().next().unwrap();
         assert_eq!(

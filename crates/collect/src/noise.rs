@@ -180,9 +180,13 @@ fn refresh_entries(
     tap: &mut Tap,
 ) {
     for cpu in options.cpus.iter() {
-        let entries = probe.entries(cpu);
-        analysis.set_entries(cpu, entries);
-        tap.put(Line::NoiseEntries { cpu, entries });
+        let (entries, unended) = (probe.entries(cpu), probe.unended(cpu));
+        analysis.set_entries(cpu, entries, unended);
+        tap.put(Line::NoiseEntries {
+            cpu,
+            entries,
+            unended,
+        });
     }
 }
 
@@ -198,7 +202,11 @@ pub fn replay(options: &NoiseOptions, reader: &mut Reader) -> Result<NoiseOutcom
         match line {
             Line::NoiseRecord(record) => analysis.add_records([record]),
             Line::NoisePeriod(report) => analysis.add_period(&report),
-            Line::NoiseEntries { cpu, entries } => analysis.set_entries(cpu, entries),
+            Line::NoiseEntries {
+                cpu,
+                entries,
+                unended,
+            } => analysis.set_entries(cpu, entries, unended),
             other => return Err(reader.unexpected(&other)),
         }
     }

@@ -119,6 +119,11 @@ pub struct CpuSummary {
     /// Interferences inside samples whose record never arrived (lost, or begun before
     /// sampling started).
     pub unexplained: u64,
+    /// Interferences begun while sampling whose end the kernel never reported (a context
+    /// switch that did not reach the tracepoint, a context entered again before it
+    /// ended): the probe can emit no record for them, so each leaves its sample
+    /// unexplained.
+    pub unended: u64,
     /// Record time beyond what was left of its sample (the records' clock runs a little
     /// apart from the samples'): not charged, shown so the clipping is visible.
     pub clipped_ns: u64,

@@ -270,11 +270,18 @@ pub fn write_run_info(
         info.clock, info.common.programs, info.common.events, info.common.lost_events
     )?;
     let unexplained: u64 = analysis.summaries().map(|s| s.unexplained).sum();
+    let unended: u64 = analysis.summaries().map(|s| s.unended).sum();
     let dropped: u64 = analysis.summaries().map(|s| s.dropped_samples).sum();
     if unexplained > 0 {
         writeln!(
             out,
             "irqlens: {unexplained} interferences inside samples had no record (lost or never emitted by the probe; the rest of their samples is the No record row)"
+        )?;
+    }
+    if unended > 0 {
+        writeln!(
+            out,
+            "irqlens: the kernel reported no end for {unended} interferences begun while sampling (a context switch that missed its tracepoint, a context entered again before it ended): the probe had no record to emit for them"
         )?;
     }
     if dropped > 0 {

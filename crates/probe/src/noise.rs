@@ -162,6 +162,13 @@ impl<'obj> NoiseProbe<'obj> {
         unsafe { ptr::read_volatile(addr_of!((*self.bss).cpus[cpu as usize].entries)) }
     }
 
+    /// Contexts begun while sampling whose end the kernel never reported (a missed
+    /// context switch, a context entered again before it ended).
+    pub fn unended(&self, cpu: u32) -> u64 {
+        // SAFETY: as `entries`.
+        unsafe { ptr::read_volatile(addr_of!((*self.bss).cpus[cpu as usize].unended)) }
+    }
+
     /// The reader of every CPU's records (one per probe: it owns the read positions).
     pub fn records(&self) -> Result<RecordAreas<'_, Record>> {
         let map: &dyn MapCore = &self.skel.maps.records;

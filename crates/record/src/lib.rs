@@ -81,6 +81,9 @@ pub enum Line {
         cpu: u32,
         /// Counts, indexed by `NoiseClass`.
         entries: [u64; 4],
+        /// Of them, those whose end was never traced (0 in older recordings, which lack it).
+        #[serde(default)]
+        unended: u64,
     },
     /// bh: the thread whose requests are the stimulus's samples.
     Stimulus {

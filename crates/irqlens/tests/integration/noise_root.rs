@@ -156,14 +156,18 @@ fn samples_without_interference_are_hardware_noise() {
         cause(&doc, "samples with interferences not recorded").map_or(0.0, |row| ns(&row["count"]));
     assert_eq!(ns(&summary["unexplained"]), not_recorded, "{summary}");
     // that happens when other processes' threads take the CPU for whole milliseconds (a
-    // build beside the test); on a CPU they left alone, every sample is explained
+    // build beside the test); on a CPU they left alone, a sample is unexplained only for an
+    // interference whose end the kernel never reported, which the probe counts
     let shared = doc["causes"]
         .as_array()
         .unwrap()
         .iter()
         .any(|c| c["class"] == "thread" && ns(&c["max_ns"]) > 1e6);
     if !shared {
-        assert_eq!(summary["unexplained"], 0, "{summary}");
+        assert!(
+            ns(&summary["unexplained"]) <= ns(&summary["unended"]),
+            "{summary}"
+        );
     }
     assert_eq!(doc["run"]["lost_events"], 0);
 }

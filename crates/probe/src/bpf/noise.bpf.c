@@ -52,6 +52,13 @@ static __always_inline struct cpu_state *measured_cpu(__u32 *cpu)
 	return s->measured ? s : NULL;
 }
 
+/* An open context of class cls is dropped without a record. */
+static __always_inline void count_unended(struct cpu_state *s, unsigned int cls)
+{
+	if (s->began_sampling[cls & (NOISE_CLASSES - 1)])
+		s->unended++;
+}
+
 static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 now, __u32 id,
 				  __u16 source)
 {
@@ -59,6 +66,10 @@ static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 n
 
 	if (s->sampling)
 		s->entries[cls & (NOISE_CLASSES - 1)]++;
+	/* a context of this class still open lost its end: a new one replaces it */
+	if (s->nest.ctx[cls & (NOISE_CLASSES - 1)].active)
+		count_unended(s, cls);
+	s->began_sampling[cls & (NOISE_CLASSES - 1)] = s->sampling != 0;
 	nest_enter(&s->nest, cls, now, seq, id, source);
 }
 
@@ -213,13 +224,15 @@ int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev, struc
 	 * Some switches never reach the tracepoint (seen on these VMs for the hypervisor
 	 * agent's threads). A thread context still open when the measurement thread is
 	 * switched out lost its end: its time is unknown, so it is closed with no record
-	 * (the sample around it shows as not recorded) rather than left open to swallow the
+	 * and counted as unended (the sample around it shows as not recorded) rather than left open to swallow the
 	 * next thread's record. Any other switch ends it, whoever prev is; its name was
 	 * taken when it began, for the same reason.
 	 */
-	if (prev->pid == s->workload_pid)
+	if (prev->pid == s->workload_pid) {
+		if (s->nest.ctx[CLASS_THREAD].active)
+			count_unended(s, CLASS_THREAD);
 		s->nest.ctx[CLASS_THREAD].active = 0;
-	else
+	} else
 		end(s, cpu, CLASS_THREAD, now);
 	if (next->pid != s->workload_pid) {
 		__builtin_memcpy(s->thread_comm, next->comm, TASK_COMM_LEN);

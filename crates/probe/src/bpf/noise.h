@@ -37,9 +37,15 @@ struct cpu_state {
 	__u32 measured;
 	__u32 sampling;	    /* inside a runtime window: count and emit */
 	__u32 workload_pid; /* the measurement thread: its own switches are no noise */
-	__u32 reserved;
+	/* Per class: whether its open context began while sampling. */
+	__u8 began_sampling[NOISE_CLASSES];
 	/* Entries per class while sampling (the summary's NMI/IRQ/Softirq/Thread). */
 	__u64 entries[NOISE_CLASSES];
+	/*
+	 * Contexts begun while sampling whose end the kernel never reported: their samples
+	 * can only show them as not recorded.
+	 */
+	__u64 unended;
 	struct nest_state nest;
 	char thread_comm[TASK_COMM_LEN]; /* of the open thread context */
 	__u64 thread_cgroup;		 /* and its cgroup v2 id */
