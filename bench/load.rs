@@ -541,7 +541,7 @@ fn storm(tracer: Option<&Tracer>, plan: &Plan, loops: u32) -> Result<Storm> {
 const CHECKPOINT_SETS: [(&str, Checkpoints); 3] = [
     ("bh", Checkpoints::BottomHalves),
     ("wakeup", Checkpoints::Timers),
-    ("account", Checkpoints::Accounting),
+    ("account", Checkpoints::Accounting { sockets: true }),
 ];
 
 /// What one probed ping-pong round saw.
@@ -577,7 +577,7 @@ fn checkpoint_event_cost(plan: &Plan, online: &CpuList) -> Result<()> {
             &mut || ping_pong(cpu, round_trips, |_| {}),
             &mut || probed(bh_rounds, Checkpoints::BottomHalves),
             &mut || probed(wakeup_rounds, Checkpoints::Timers),
-            &mut || probed(account_rounds, Checkpoints::Accounting),
+            &mut || probed(account_rounds, Checkpoints::Accounting { sockets: true }),
         ],
     )?;
     println!(

@@ -49,7 +49,9 @@ pub fn run(
     let mut storage = MaybeUninit::uninit();
     let probe = CheckpointProbe::load(
         &mut storage,
-        Checkpoints::Accounting,
+        Checkpoints::Accounting {
+            sockets: options.sockets,
+        },
         &options.cpus,
         &Watched::Process(std::process::id()),
     )?;

@@ -36,7 +36,7 @@ pub(crate) fn run(
     crate::cgroup::check_paths(&options.cgroups)?;
     let irqlens = Some(std::process::id());
     let mut storage = MaybeUninit::uninit();
-    let probe = AccountProbe::load(&mut storage, &options.cpus, irqlens)?;
+    let probe = AccountProbe::load(&mut storage, &options.cpus, irqlens, options.sockets)?;
     let started = Instant::now();
     let mut pipeline = Pipeline::new(
         None,

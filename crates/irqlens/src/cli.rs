@@ -794,6 +794,10 @@ pub struct AccountArgs {
     /// Only the tasks in this cgroup v2 path and below, as /proc/PID/cgroup shows it (repeatable)
     #[arg(long = "cgroup", value_name = "PATH", value_parser = parse_cgroup_path)]
     pub cgroups: Vec<String>,
+    /// Do not follow socket deliveries to their readers (cheaper on a host busy with local
+    /// sockets): a delivery then serves only the reader it wakes
+    #[arg(long)]
+    pub no_sockets: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

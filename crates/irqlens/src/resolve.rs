@@ -232,6 +232,7 @@ impl AccountArgs {
             top: self.top,
             by: self.by,
             cgroups: self.cgroups.clone(),
+            sockets: !self.no_sockets,
         })
     }
 }

@@ -50,6 +50,18 @@ pub struct AccountOptions {
     /// every task.
     #[serde(default)]
     pub cgroups: Vec<String>,
+    /// Also follow socket deliveries to their readers (`sk_data_ready` and
+    /// `sock_recv_length`, which run for every socket read and delivery on the machine):
+    /// without them, a delivery serves its reader only through the wakeup it causes, and
+    /// the work for a reader that never slept is orphan time. On but in the agent's
+    /// cheaper setting (`[account] sockets`).
+    #[serde(default = "follow_sockets")]
+    pub sockets: bool,
+}
+
+/// Recordings made before `AccountOptions::sockets` followed the sockets.
+fn follow_sockets() -> bool {
+    true
 }
 
 /// How an accounting run went, besides its analysis.
@@ -77,6 +89,7 @@ impl AccountOptions {
             top: DEFAULT_TOP,
             by: None,
             cgroups: Vec::new(),
+            sockets: true,
         }
     }
 }

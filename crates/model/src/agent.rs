@@ -69,6 +69,8 @@ pub struct AccountConfig {
     pub enabled: bool,
     /// The level its `workload` label names (as account's `--by`).
     pub by: WorkloadBy,
+    /// Whether socket deliveries are followed to their readers (`AccountOptions::sockets`).
+    pub sockets: bool,
 }
 
 /// An active run's section: `duration` every `every` on `cpus`, off unless enabled.
@@ -173,6 +175,8 @@ impl Default for AccountConfig {
         AccountConfig {
             enabled: true,
             by: WorkloadBy::Pod,
+            // the hackbench bound: every local socket read would run a program
+            sockets: false,
         }
     }
 }

@@ -247,14 +247,8 @@ fn account_marks_the_columns_that_come_from_the_checkpoints() {
         within: &[],
     };
     let options = AccountOptions {
-        cpus: CpuList::single(0),
-        duration: None,
-        interval: None,
-        compensate: false,
-        threads: false,
         top: 10,
-        by: None,
-        cgroups: Vec::new(),
+        ..AccountOptions::defaults(CpuList::single(0))
     };
     let period = account_period(7);
     let table = text(|out| account::write_period(out, &period, &options, &view, &period.losses()));

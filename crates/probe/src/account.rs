@@ -487,11 +487,13 @@ pub struct AccountProbe<'obj> {
 
 impl<'obj> AccountProbe<'obj> {
     /// Loads and attaches the programs, disabled; `enable` starts attributing on `cpus`.
-    /// `irqlens`: irqlens's own process, whose threads' work is its own.
+    /// `irqlens`: irqlens's own process, whose threads' work is its own. `sockets`: also
+    /// follow socket deliveries to their readers (`AccountOptions::sockets`).
     pub fn load(
         storage: &'obj mut MaybeUninit<OpenObject>,
         cpus: &CpuList,
         irqlens: Option<u32>,
+        sockets: bool,
     ) -> Result<Self> {
         let tell_irqlens = |open: &mut skel::OpenAccountSkel<'obj>| {
             let rodata = open
@@ -502,10 +504,12 @@ impl<'obj> AccountProbe<'obj> {
             rodata.irqlens_tgid = irqlens.unwrap_or(0);
             Ok(())
         };
-        let Attached { mut skel, skipped } =
-            load_and_attach(AccountSkelBuilder::default(), storage, tell_irqlens, |_| {
-                true
-            })?;
+        let Attached { mut skel, skipped } = load_and_attach(
+            AccountSkelBuilder::default(),
+            storage,
+            tell_irqlens,
+            |tracepoint| sockets || !crate::is_socket_tracepoint(tracepoint),
+        )?;
         // the folded threads' units have a place before the map can be full
         let folded = TaskInfo::default();
         skel.maps

@@ -46,9 +46,12 @@ pub enum Checkpoints {
     /// As `Timers`, for wakeup's own timer threads: of the watched process, only the
     /// threads named [`TIMER_THREAD_PREFIX`]`...` are watched.
     TimerThreads,
-    /// Every wakeup on the traced CPUs, hrtimer callbacks, and data queued to sockets
-    /// with their readers.
-    Accounting,
+    /// Every wakeup on the traced CPUs, hrtimer callbacks, and, with `sockets`, data
+    /// queued to sockets with their readers.
+    Accounting {
+        /// Whether the socket checkpoints are attached.
+        sockets: bool,
+    },
     /// Only data queued to sockets with their readers (none of the common ones): who
     /// serves whom, at one checkpoint per delivery (`steer`).
     Sockets,
@@ -62,11 +65,11 @@ impl Checkpoints {
         let bottom_half =
             tracepoint.starts_with("tasklet_") || tracepoint.starts_with("workqueue_");
         let timer = tracepoint.starts_with("hrtimer_");
-        let socket = tracepoint.starts_with("sock_") || tracepoint.starts_with("sk_");
+        let socket = crate::is_socket_tracepoint(tracepoint);
         match self {
             Checkpoints::BottomHalves => !timer && !socket,
             Checkpoints::Timers | Checkpoints::TimerThreads => !bottom_half && !socket,
-            Checkpoints::Accounting => !bottom_half,
+            Checkpoints::Accounting { sockets } => !bottom_half && (sockets || !socket),
             Checkpoints::Sockets => socket,
         }
     }
@@ -129,7 +132,7 @@ impl<'obj> CheckpointProbe<'obj> {
             rodata.watched_tgid = tgid;
             rodata.watched_comm = comm.0.map(|byte| byte as _);
             rodata.watched_comm_len = comm_len as u32;
-            rodata.all_wakeups = checkpoints == Checkpoints::Accounting;
+            rodata.all_wakeups = matches!(checkpoints, Checkpoints::Accounting { .. });
             rodata.read_cgroups = checkpoints.reads_cgroups();
             rodata.bottom_half_wakeups = checkpoints == Checkpoints::BottomHalves;
             rodata.first_raise_only =
@@ -336,6 +339,18 @@ mod tests {
             }
             let replayed: Event = serde_json::from_value(line).unwrap();
             assert_eq!(replayed, event);
+        }
+    }
+
+    #[test]
+    fn accounting_without_sockets_attaches_everything_else() {
+        let with = Checkpoints::Accounting { sockets: true };
+        let without = Checkpoints::Accounting { sockets: false };
+        for socket in ["sk_data_ready", "sock_recv_length"] {
+            assert!(with.wants(socket) && !without.wants(socket), "{socket}");
+        }
+        for other in ["sched_waking", "softirq_entry", "hrtimer_expire_entry"] {
+            assert!(with.wants(other) && without.wants(other), "{other}");
         }
     }
 

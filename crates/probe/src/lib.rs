@@ -46,6 +46,12 @@ pub(crate) struct Attached<S> {
     pub skipped: Vec<String>,
 }
 
+/// Whether a tracepoint follows data to a socket and its reader (`sk_data_ready`,
+/// `sock_recv_length`): they run for every socket on the machine, local ones too.
+pub(crate) fn is_socket_tracepoint(tracepoint: &str) -> bool {
+    tracepoint.starts_with("sock_") || tracepoint.starts_with("sk_")
+}
+
 /// Opens a skeleton, lets `configure` size its maps, turns off the programs whose
 /// tracepoints this kernel lacks or that `wanted` (given the tracepoint's name) leaves
 /// out, loads and attaches the rest.

@@ -382,6 +382,7 @@ fn account(cpus: CpuList, config: &AgentConfig) -> RunCapability {
     let by = config.account.by;
     let options = AccountOptions {
         by: Some(by),
+        sockets: config.account.sockets,
         ..AccountOptions::defaults(cpus)
     };
     Box::new(move |stop, exporter, health| {

@@ -221,12 +221,13 @@ fn the_kernel_attributes_as_the_checkpoints_do_on_the_same_interrupts() {
     let (mut for_checkpoints, mut for_kernel) = (MaybeUninit::uninit(), MaybeUninit::uninit());
     let checkpoints = CheckpointProbe::load(
         &mut for_checkpoints,
-        Checkpoints::Accounting,
+        Checkpoints::Accounting { sockets: true },
         &cpus,
         &Watched::Process(pid),
     )
     .expect("the checkpoint probe");
-    let kernel = AccountProbe::load(&mut for_kernel, &cpus, Some(pid)).expect("account's probe");
+    let kernel =
+        AccountProbe::load(&mut for_kernel, &cpus, Some(pid), true).expect("account's probe");
     let mut areas = checkpoints.events().expect("the record areas");
     let mut attributor = Attributor::new(None, Some(pid));
     flow.send(5_000);

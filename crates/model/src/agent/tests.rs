@@ -17,6 +17,14 @@ fn an_empty_file_is_the_defaults_passive_on_active_off() {
     assert!(config.noise_passive.enabled && config.bh.enabled && config.account.enabled);
     assert!(!config.noise.enabled && !config.wakeup.enabled);
     assert_eq!(config.account.by, WorkloadBy::Pod);
+    // following every socket read is what the hackbench bound cannot afford
+    assert!(!config.account.sockets);
+    assert!(
+        from_json(r#"{"account": {"sockets": true}}"#)
+            .unwrap()
+            .account
+            .sockets
+    );
     assert_eq!(config.log_level, LogLevel::Info);
     config.check().unwrap();
 }
@@ -140,6 +148,10 @@ fn a_reload_restarts_only_what_changed() {
     old_noise.noise.enabled = true;
     new_noise.noise.enabled = true;
     assert_eq!(old_noise.changes(&new_noise).restart, ["account", "noise"]);
+    // following the sockets is account's alone
+    let mut new_noise = old_noise.clone();
+    new_noise.account.sockets = true;
+    assert_eq!(old_noise.changes(&new_noise).restart, ["account"]);
     // the CPUs are every passive capability's, and an active run's without its own
     let mut new = old.clone();
     new.cpus = Some(CpuList::single(1));
