@@ -26,7 +26,8 @@ use irqlens_test_support::runner::{self, free_port, require_root, temp_path};
 
 /// The agent may take this long to load and attach its programs.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
-/// After attaching, until measuring: its first ticks, its server's first snapshot.
+/// After attaching, until measuring (its first ticks, its server's first snapshot); after
+/// stopping, until the next run (the kernel freeing its programs and maps).
 const SETTLE: Duration = Duration::from_secs(2);
 
 struct Plan {
@@ -51,9 +52,9 @@ impl Plan {
             Plan {
                 idle: Duration::from_secs(60),
                 hackbench_run: Duration::from_secs(1),
-                // a pair's ratio spreads by about 5% on this VM: the median of 15 is
-                // good to about 2%
-                rounds: 15,
+                // a pair's ratio spreads by about 5% on this VM: the median of 16 is
+                // good to about 2%; even, so that either order leads as often
+                rounds: 16,
                 storm_seconds: run_seconds(60)?,
                 rss_every: Duration::from_secs(10),
             }
@@ -85,11 +86,14 @@ impl Agent {
         Ok(agent)
     }
 
-    /// Runs `measure` while the agent runs (its pid given), then stops it.
+    /// Runs `measure` while the agent runs (its pid given), then stops it and lets the
+    /// kernel free its programs and maps (which it does after the process ends), so that
+    /// what runs next is not charged for them.
     fn during<T>(&self, measure: impl FnOnce(u32) -> Result<T>) -> Result<T> {
         let agent = self.start()?;
         let result = measure(agent.pid())?;
         let finished = agent.stop()?;
+        std::thread::sleep(SETTLE);
         ensure!(
             finished.status.success(),
             "the agent ended with {}: {}",

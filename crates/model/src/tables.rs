@@ -116,13 +116,13 @@ pub struct CpuSummary {
     pub softirq: u64,
     /// Threads, likewise.
     pub thread: u64,
-    /// Interferences inside samples whose record never arrived (lost, or begun before
-    /// sampling started).
+    /// Interferences inside samples whose record never arrived: lost (the run's
+    /// `lost_events`), or never emitted because the kernel reported no end (`unended`).
     pub unexplained: u64,
     /// Interferences begun while sampling whose end the kernel never reported (a context
     /// switch that did not reach the tracepoint, a context entered again before it
-    /// ended): the probe can emit no record for them, so each leaves its sample
-    /// unexplained.
+    /// ended): the probe has no record to emit for them, so one inside a sample leaves it
+    /// unexplained (one between samples, shorter than the threshold, leaves nothing).
     pub unended: u64,
     /// Record time beyond what was left of its sample (the records' clock runs a little
     /// apart from the samples'): not charged, shown so the clipping is visible.
@@ -621,6 +621,9 @@ pub struct AccountTables {
     pub per: String,
     /// The attribution rule.
     pub rule: String,
+    /// Socket deliveries were followed to their readers (not `--no-sockets`): with them,
+    /// a delivery is a unit of its own for the socket's last reader.
+    pub sockets: bool,
     /// The compensation algorithm ran (--compensate).
     pub compensate: bool,
     /// What the `workloads` rows group by (`--by`).

@@ -22,14 +22,23 @@ use irqlens_analyze::loss::{Losses, RunLosses};
 use irqlens_model::account::{AccountOptions, AccountRunInfo};
 use irqlens_model::kernel::{irq_label, softirq_name};
 
-/// The attribution rule, as users should read it next to the numbers.
-pub const RULE: &str = "charged = hardirq, softirq and NMI time that ran while the task was current; \
-served = each hardirq/softirq run split evenly among the socket deliveries (to the socket's last reader) \
-and wakeups it made, a hardirq with none handing its time to the softirq it raised; \
+/// The attribution rule, as users should read it next to the numbers; `sockets`: whether
+/// socket deliveries were followed to their readers (`AccountOptions::sockets`).
+pub fn rule(sockets: bool) -> String {
+    let units = if sockets {
+        "the socket deliveries (to the socket's last reader) and wakeups it made"
+    } else {
+        "the wakeups it made (socket deliveries not followed: a delivery serves the reader it wakes)"
+    };
+    format!(
+        "charged = hardirq, softirq and NMI time that ran while the task was current; \
+served = each hardirq/softirq run split evenly among {units}, a hardirq with none handing its time to the softirq it raised; \
 irqlens's own work (runs whose units are all its threads, a wakeup IPI the CPU leaves for its thread) \
 is charged to [irqlens], not to the task it interrupted; \
 corrected = kernel - charged + served, with irqlens's own work also taken out of the kernel time of the task it interrupted; \
-error = (kernel - corrected) / corrected";
+error = (kernel - corrected) / corrected"
+    )
+}
 
 /// How a period is shown.
 pub struct View<'a> {
@@ -43,6 +52,8 @@ pub struct View<'a> {
     pub by: Option<WorkloadBy>,
     /// `--cgroup`: only the rows of the tasks in these cgroup paths and below.
     pub within: &'a [String],
+    /// Socket deliveries were followed to their readers (`--no-sockets` not given).
+    pub sockets: bool,
 }
 
 impl View<'_> {
@@ -468,9 +479,9 @@ fn write_ranking(
 }
 
 /// The lines after the tables: the rule, what the columns count, how the run went.
-pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo) -> io::Result<()> {
+pub fn write_run_info(out: &mut dyn Write, info: &AccountRunInfo, view: &View) -> io::Result<()> {
     writeln!(out)?;
-    writeln!(out, "Rule: {RULE}")?;
+    writeln!(out, "Rule: {}", rule(view.sockets))?;
     writeln!(
         out,
         "KERNEL is the task's sum_exec_runtime (schedstat) over the run, on all CPUs; CHARGED and SERVED count the traced CPUs only"
@@ -566,7 +577,8 @@ pub fn to_json(
 ) -> AccountTables {
     AccountTables {
         per: view.per().into(),
-        rule: RULE.into(),
+        rule: rule(options.sockets),
+        sockets: options.sockets,
         compensate: options.compensate,
         by: options.by,
         cgroups: options.cgroups.clone(),
@@ -677,6 +689,14 @@ mod tests {
     use irqlens_analyze::account::{Ledger, ThreadAccount};
     use irqlens_model::account::ThreadInfo;
 
+    #[test]
+    fn the_rule_says_whether_deliveries_were_followed() {
+        assert!(rule(true).contains("the socket deliveries (to the socket's last reader)"));
+        let unfollowed = rule(false);
+        assert!(!unfollowed.contains("last reader"), "{unfollowed}");
+        assert!(unfollowed.contains("not followed"), "{unfollowed}");
+    }
+
     /// A run in which processes `pids` named `dd` were each charged 100 µs of NET_RX,
     /// and `cargo` (pid 1000) 50 µs.
     fn run(pids: &[u32]) -> Period {
@@ -737,6 +757,7 @@ mod tests {
                 irq_names: &names,
                 by,
                 within,
+                sockets: true,
             };
             let mut out = Vec::new();
             write_period(&mut out, &period, &options, &view, &Losses::checkpoints(0)).unwrap();
@@ -777,6 +798,7 @@ mod tests {
             irq_names: &names,
             by: None,
             within: &[],
+            sockets: true,
         };
         let a = figures(&run(&[10, 11, 12]), &view);
         let b = figures(&run(&[500, 501]), &view);
@@ -808,6 +830,7 @@ mod tests {
             irq_names: &names,
             by: Some(WorkloadBy::Cgroup),
             within: &[],
+            sockets: true,
         };
         let mut out = Vec::new();
         write_period(&mut out, &period, &options, &view, &Losses::checkpoints(0)).unwrap();

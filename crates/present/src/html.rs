@@ -850,7 +850,7 @@ impl Page {
                     info.common.programs, info.common.events, info.common.lost_events
                 ),
             ),
-            ("rule", super::account::RULE.to_owned()),
+            ("rule", super::account::rule(view.sockets)),
         ];
         facts.extend(view.filter_note().map(|note| ("cgroups", note)));
         facts.extend(common_facts(

@@ -245,6 +245,7 @@ fn account_marks_the_columns_that_come_from_the_checkpoints() {
         irq_names: &irq_names,
         by: None,
         within: &[],
+        sockets: true,
     };
     let options = AccountOptions {
         top: 10,

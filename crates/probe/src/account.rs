@@ -502,6 +502,10 @@ impl<'obj> AccountProbe<'obj> {
                 .as_deref_mut()
                 .context("the account program has no .rodata")?;
             rodata.irqlens_tgid = irqlens.unwrap_or(0);
+            if !sockets {
+                // preallocated, and no program that uses it is loaded
+                open.maps.socket_reader.set_max_entries(1)?;
+            }
             Ok(())
         };
         let Attached { mut skel, skipped } = load_and_attach(

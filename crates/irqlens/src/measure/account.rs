@@ -52,6 +52,7 @@ fn view<'a>(options: &'a AccountOptions, irq_names: &'a HashMap<u32, String>) ->
         irq_names,
         by: options.by,
         within: &options.cgroups,
+        sockets: options.sockets,
     }
 }
 
@@ -163,7 +164,7 @@ impl Document for AccountResult {
     }
 
     fn write_about(&self, out: &mut dyn Write) -> anyhow::Result<()> {
-        Ok(show::write_run_info(out, &self.info)?)
+        Ok(show::write_run_info(out, &self.info, &self.view())?)
     }
 
     fn html(&self, page: &mut Page, heading: &str) {

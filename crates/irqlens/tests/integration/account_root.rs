@@ -41,16 +41,21 @@ struct Accounted {
     receiver_served: u64,
     receiver_units: u64,
     orphan_receive_path: u64,
+    /// The document says socket deliveries were followed.
+    sockets: bool,
 }
 
-/// Accounts CPU 1 for 3 s while the flow sends `rate` datagrams a second (none at 0).
-fn account(flow: &mut UdpFlow, rate: u32) -> Accounted {
+/// Accounts CPU 1 for 3 s while the flow sends `rate` datagrams a second (none at 0),
+/// with account's `options` besides.
+fn account(flow: &mut UdpFlow, rate: u32, options: &[&str]) -> Accounted {
     if rate > 0 {
         flow.send(rate);
     }
     std::thread::sleep(Duration::from_millis(300));
     // CPU 1 only: all that is charged there is the receive path's, wherever it is served
-    let doc = irqlens_json(&["account", "-c", "1", "-d", "3", "--threads"]);
+    let mut args = vec!["account", "-c", "1", "-d", "3", "--threads"];
+    args.extend(options);
+    let doc = irqlens_json(&args);
     flow.stop_sending();
     let rows = rows(&doc);
     let spinner = rows
@@ -78,6 +83,7 @@ fn account(flow: &mut UdpFlow, rate: u32) -> Accounted {
         },
         receiver_units: ns(receiver, "units"),
         orphan_receive_path: receive_path(&doc["total"], "orphan_by"),
+        sockets: doc["sockets"] == true,
     }
 }
 
@@ -89,9 +95,10 @@ fn receive_processing_is_charged_to_the_spinner_and_served_to_the_receiver() {
     // one busy period longer than the test: the spinner never leaves the CPU
     let forever = Duration::from_secs(600);
     let spinner = Spinner::start(SPINNER, 1, forever, forever);
-    let quiet = account(&mut flow, 0);
-    let low = account(&mut flow, 1_000);
-    let high = account(&mut flow, 10_000);
+    let quiet = account(&mut flow, 0, &[]);
+    let low = account(&mut flow, 1_000, &[]);
+    let high = account(&mut flow, 10_000, &[]);
+    let unfollowed = account(&mut flow, 1_000, &["--no-sockets"]);
     drop(spinner);
     println!(
         "no packets: spinner's receive-path charge {} us",
@@ -134,6 +141,35 @@ fn receive_processing_is_charged_to_the_spinner_and_served_to_the_receiver() {
             quiet.spinner_charged_receive
         );
     }
+    // Without the socket checkpoints a datagram serves the receiver through the wakeup it
+    // causes: at 1000/s the receiver sleeps between datagrams, so most are still its
+    // units. What a run that woke no one did is orphan time, and the two add up to
+    // what CPU 1 was charged for the receive path, as with the sockets followed.
+    println!(
+        "1000/s, --no-sockets: charged on CPU 1 {} us, receiver served {} us in {} units, \
+         receive-path orphan {} us",
+        unfollowed.charged_on_cpu1 / 1000,
+        unfollowed.receiver_served / 1000,
+        unfollowed.receiver_units,
+        unfollowed.orphan_receive_path / 1000
+    );
+    assert!(low.sockets && !unfollowed.sockets);
+    assert!(
+        unfollowed.receiver_units as f64 > 0.5 * 3.0 * 1_000.0,
+        "{} units",
+        unfollowed.receiver_units
+    );
+    let accounted = unfollowed.receiver_served + unfollowed.orphan_receive_path;
+    let ratio = accounted as f64 / unfollowed.charged_on_cpu1 as f64;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "(served + orphan) / charged = {ratio:.3}"
+    );
+    assert!(
+        unfollowed.receiver_served * 2 > unfollowed.charged_on_cpu1,
+        "most of the receive path is still served"
+    );
+    assert_eq!(unfollowed.spinner_served, 0);
     // the kernel bills the receive path to whatever runs on CPU 1: the spinner, except
     // while RT throttling takes it off the CPU
     for a in [&low, &high] {

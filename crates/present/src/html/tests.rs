@@ -554,6 +554,7 @@ fn account_page(ledger: Ledger, by: Option<WorkloadBy>) -> String {
         irq_names: &names,
         by,
         within: &[],
+        sockets: true,
     };
     let mut page = Page::new("account", "6.18.0-test");
     page.account("account", &whole, &info, &view);

@@ -654,7 +654,7 @@ pub fn account_families_labelled(
         ),
         Family::count_total(
             "account_served_units",
-            "Deliveries and wakeups the threads of this comm were served (the largest comms, [folded] the accounts folded to bound memory)",
+            "Socket deliveries (when followed) and wakeups the threads of this comm were served (the largest comms, [folded] the accounts folded to bound memory)",
             nth(&units, 0),
         ),
         Family::seconds(

@@ -281,8 +281,10 @@ static __always_inline int has_pending(const struct acct_cpu *s)
 	return s->pending_head != *(volatile __u64 *)&s->pending_tail;
 }
 
-/* What is known of task `p`, for the names of the totals. */
-/* Names p, whose cgroup id the caller read (a walk of its css_set: read once). */
+/*
+ * What is known of task `p`, for the names of the totals; its cgroup id is the caller's
+ * read (a walk of its css_set: read once).
+ */
 static __always_inline void identify_in(struct acct_identity *who, struct task_struct *p,
 					__u64 cgroup)
 {
@@ -291,6 +293,7 @@ static __always_inline void identify_in(struct acct_identity *who, struct task_s
 	__builtin_memcpy(who->comm, p->comm, ACCT_COMM_LEN);
 }
 
+/* What is known of task `p`. */
 static __always_inline void identify(struct acct_identity *who, struct task_struct *p)
 {
 	identify_in(who, p, task_cgroup_id(p));

@@ -55,8 +55,24 @@ static __always_inline struct cpu_state *measured_cpu(__u32 *cpu)
 /* An open context of class cls is dropped without a record. */
 static __always_inline void count_unended(struct cpu_state *s, unsigned int cls)
 {
+	/* atomic: a hardirq can drop its own context inside the softirq program's count */
 	if (s->began_sampling[cls & (NOISE_CLASSES - 1)])
-		s->unended++;
+		__sync_fetch_and_add(&s->unended, 1);
+}
+
+/*
+ * The measurement thread runs with a thread context open: the switch back to it never
+ * reached the tracepoint. Dropped at the first interrupt that sees it, so the count does
+ * not wait for the thread's next switch out.
+ */
+static __always_inline void drop_missed_switch(struct cpu_state *s)
+{
+	/* workload_pid is 0, the idle task's pid, until the thread names itself */
+	if (s->nest.ctx[CLASS_THREAD].active && s->workload_pid &&
+	    (__u32)bpf_get_current_pid_tgid() == s->workload_pid) {
+		count_unended(s, CLASS_THREAD);
+		s->nest.ctx[CLASS_THREAD].active = 0;
+	}
 }
 
 static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 now, __u32 id,
@@ -138,8 +154,10 @@ static __always_inline int on_entry(unsigned int cls, __u32 id, __u16 source)
 	__u32 cpu;
 
 	s = measured_cpu(&cpu);
-	if (s)
+	if (s) {
+		drop_missed_switch(s);
 		begin(s, cls, stable_now(s), id, source);
+	}
 	return 0;
 }
 
@@ -223,10 +241,11 @@ int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev, struc
 	/*
 	 * Some switches never reach the tracepoint (seen on these VMs for the hypervisor
 	 * agent's threads). A thread context still open when the measurement thread is
-	 * switched out lost its end: its time is unknown, so it is closed with no record
-	 * and counted as unended (the sample around it shows as not recorded) rather than left open to swallow the
-	 * next thread's record. Any other switch ends it, whoever prev is; its name was
-	 * taken when it began, for the same reason.
+	 * switched out lost its end: its time is unknown, so it is closed with no record and
+	 * counted as unended (the sample around it shows as not recorded) rather than left
+	 * open to swallow the next thread's record (an interrupt that finds the measurement
+	 * thread running drops it sooner: drop_missed_switch). Any other switch ends it,
+	 * whoever prev is; its name was taken when it began, for the same reason.
 	 */
 	if (prev->pid == s->workload_pid) {
 		if (s->nest.ctx[CLASS_THREAD].active)
