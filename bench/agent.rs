@@ -1,6 +1,7 @@
 //! What `irqlens agent` costs (issue 31), with its default configuration (bh and account
 //! on every CPU): its CPU time over an idle minute as a share of one CPU, hackbench's
-//! slowdown with the agent running against plain runs interleaved with them, and its
+//! slowdown with the agent running against plain runs interleaved with them (and, as the
+//! control, the same with an agent whose capabilities are all off), and its
 //! resident memory every 10 s through a storm (hackbench in a loop and a UDP flood over
 //! loopback). Run as root after `cargo build --release`: `cargo bench --bench agent`. It
 //! prints figures and asserts nothing about timing.
@@ -62,26 +63,62 @@ impl Plan {
     }
 }
 
-/// The agent with its default configuration but for its address (loopback, a free port).
+/// Every capability off: the agent's process, threads and endpoint, attaching nothing.
+const BARE: &str = "[noise_passive]\nenabled = false\n[bh]\nenabled = false\n\
+                    [account]\nenabled = false\n";
+
+/// The agent with a configuration on loopback, a free port.
 struct Agent {
     config: std::path::PathBuf,
+    port: u16,
+    /// Whether it attaches programs (its readiness), or only serves its endpoint.
+    attaches: bool,
 }
 
 impl Agent {
+    /// The default configuration but for its address.
     fn new() -> Result<Agent> {
-        let config = temp_path("agent-bench.toml");
-        std::fs::write(&config, format!("listen = \"127.0.0.1:{}\"\n", free_port()))
-            .context("writing the agent's configuration")?;
-        Ok(Agent { config })
+        Agent::with("agent-bench.toml", "", true)
     }
 
-    /// Starts it and returns once its programs are attached and it settled.
+    /// The control: what starting and running an agent costs without any capability.
+    fn bare() -> Result<Agent> {
+        Agent::with("agent-bench-bare.toml", BARE, false)
+    }
+
+    fn with(name: &str, sections: &str, attaches: bool) -> Result<Agent> {
+        let (config, port) = (temp_path(name), free_port());
+        std::fs::write(
+            &config,
+            format!("listen = \"127.0.0.1:{port}\"\n{sections}"),
+        )
+        .context("writing the agent's configuration")?;
+        Ok(Agent {
+            config,
+            port,
+            attaches,
+        })
+    }
+
+    /// Starts it and returns once its programs are attached (or, with none, its endpoint
+    /// is up) and it settled.
     fn start(&self) -> Result<Background> {
         let args = ["agent", "-q", "--config", path_text(&self.config)?]
             .map(String::from)
             .to_vec();
         let mut agent = Background::start(runner::binary(), &args)?;
-        agent.wait_until_attached(ATTACH_TIMEOUT)?;
+        if self.attaches {
+            agent.wait_until_attached(ATTACH_TIMEOUT)?;
+        } else {
+            let started = Instant::now();
+            while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+                ensure!(
+                    started.elapsed() < ATTACH_TIMEOUT,
+                    "the bare agent did not listen in {ATTACH_TIMEOUT:?}"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         std::thread::sleep(SETTLE);
         Ok(agent)
     }
@@ -120,7 +157,7 @@ fn main() -> Result<()> {
     let agent = Agent::new()?;
     idle_cpu(&agent, &plan)?;
     let loops = hackbench_loops_for(plan.hackbench_run)?;
-    hackbench_slowdown(&agent, &plan, loops)?;
+    hackbench_slowdown(&agent, &Agent::bare()?, &plan, loops)?;
     storm_memory(&agent, &plan, loops)?;
     Ok(())
 }
@@ -143,40 +180,70 @@ fn idle_cpu(agent: &Agent, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// 2. hackbench with the agent running, against a plain run next to each.
-fn hackbench_slowdown(agent: &Agent, plan: &Plan, loops: u32) -> Result<()> {
+/// 2. hackbench with the agent running, against a plain run next to each; the same with
+/// the bare agent, in the same rounds, as the control: its ratio is what the pairing and
+/// an agent process without programs give.
+fn hackbench_slowdown(agent: &Agent, bare: &Agent, plan: &Plan, loops: u32) -> Result<()> {
     println!(
         "2. Slowdown: hackbench -l {loops} -g {HACKBENCH_GROUPS} (its Time, s) with the agent \
          running, against a plain run next to it: {} rounds of a pair, the plain run first in \
-         every other one (so a drift of the machine cancels out)\n   \
+         every other one (so a drift of the machine cancels out); in the same rounds, the same \
+         pair with the agent's capabilities all off (the control)\n   \
          RATIO: median of the pairs' ratios (target <= 1.03x)",
         plan.rounds
     );
-    let mut ratios = Vec::new();
-    let (mut plains, mut withs) = (Vec::new(), Vec::new());
+    let (mut full, mut control) = (Pairs::default(), Pairs::default());
     for round in 0..plan.rounds {
-        let with_agent = || agent.during(|_| hackbench(loops));
-        let (plain, with) = if round % 2 == 0 {
-            let plain = hackbench(loops)?;
-            (plain, with_agent()?)
-        } else {
-            let with = with_agent()?;
-            (hackbench(loops)?, with)
-        };
-        ratios.push(with / plain);
-        plains.push(plain);
-        withs.push(with);
+        let plain_first = round % 2 == 0;
+        full.add(pair(agent, loops, plain_first)?);
+        control.add(pair(bare, loops, plain_first)?);
     }
-    let (low, high) = ratios
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(*r), h.max(*r)));
-    println!(
-        "   plain {:.3} s, with the agent {:.3} s (medians): {:.3}x ({low:.3}..{high:.3})\n",
-        median(plains),
-        median(withs),
-        median(ratios.clone())
-    );
+    full.print("with the agent");
+    control.print("with the bare agent (the control)");
+    println!();
     Ok(())
+}
+
+/// One plain hackbench run and one with `agent` running, in that order if `plain_first`:
+/// (plain, with) seconds.
+fn pair(agent: &Agent, loops: u32, plain_first: bool) -> Result<(f64, f64)> {
+    let with_agent = || agent.during(|_| hackbench(loops));
+    Ok(if plain_first {
+        let plain = hackbench(loops)?;
+        (plain, with_agent()?)
+    } else {
+        let with = with_agent()?;
+        (hackbench(loops)?, with)
+    })
+}
+
+/// Pairs of (plain, with) hackbench times.
+#[derive(Default)]
+struct Pairs {
+    plains: Vec<f64>,
+    withs: Vec<f64>,
+    ratios: Vec<f64>,
+}
+
+impl Pairs {
+    fn add(&mut self, (plain, with): (f64, f64)) {
+        self.plains.push(plain);
+        self.withs.push(with);
+        self.ratios.push(with / plain);
+    }
+
+    fn print(&self, what: &str) {
+        let (low, high) = self
+            .ratios
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(*r), h.max(*r)));
+        println!(
+            "   plain {:.3} s, {what} {:.3} s (medians): {:.3}x ({low:.3}..{high:.3})",
+            median(self.plains.clone()),
+            median(self.withs.clone()),
+            median(self.ratios.clone())
+        );
+    }
 }
 
 /// 3. The agent's resident memory through a storm.

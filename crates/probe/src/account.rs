@@ -495,7 +495,8 @@ impl<'obj> AccountProbe<'obj> {
         irqlens: Option<u32>,
         sockets: bool,
     ) -> Result<Self> {
-        let tell_irqlens = |open: &mut skel::OpenAccountSkel<'obj>| {
+        // irqlens's own process, and the socket map's size
+        let configure = |open: &mut skel::OpenAccountSkel<'obj>| {
             let rodata = open
                 .maps
                 .rodata_data
@@ -511,7 +512,7 @@ impl<'obj> AccountProbe<'obj> {
         let Attached { mut skel, skipped } = load_and_attach(
             AccountSkelBuilder::default(),
             storage,
-            tell_irqlens,
+            configure,
             |tracepoint| sockets || !crate::is_socket_tracepoint(tracepoint),
         )?;
         // the folded threads' units have a place before the map can be full
