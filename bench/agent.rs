@@ -20,10 +20,13 @@ use anyhow::{Context, Result, ensure};
 
 use common::storm::{HACKBENCH_GROUPS, hackbench, hackbench_loop, udp_flood};
 use common::{
-    Background, hackbench_loops_for, median, process_cpu_seconds, quick_mode, rss_series,
-    run_seconds,
+    Background, hackbench_loops_for, median, process_cpu_ns, process_cpu_seconds, quick_mode,
+    rss_series, run_seconds,
 };
-use irqlens_test_support::runner::{self, free_port, require_root, temp_path};
+use irqlens_probe::RunTimeStats;
+use irqlens_test_support::runner::{
+    self, free_port, irqlens_program_run_ns, require_root, temp_path,
+};
 
 /// The agent may take this long to load and attach its programs.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -158,6 +161,7 @@ fn main() -> Result<()> {
     idle_cpu(&agent, &plan)?;
     let loops = hackbench_loops_for(plan.hackbench_run)?;
     hackbench_slowdown(&agent, &Agent::bare()?, &plan, loops)?;
+    direct_cost(&agent, &plan, loops)?;
     storm_memory(&agent, &plan, loops)?;
     Ok(())
 }
@@ -180,9 +184,9 @@ fn idle_cpu(agent: &Agent, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// 2. hackbench with the agent running, against a plain run next to each; the same with
-/// the bare agent, in the same rounds, as the control: its ratio is what the pairing and
-/// an agent process without programs give.
+/// Step 2, hackbench with the agent running, against a plain run next to each; the same
+/// with the bare agent in the same rounds, as the control (its ratio is what the pairing
+/// and an agent process without programs give).
 fn hackbench_slowdown(agent: &Agent, bare: &Agent, plan: &Plan, loops: u32) -> Result<()> {
     println!(
         "2. Slowdown: hackbench -l {loops} -g {HACKBENCH_GROUPS} (its Time, s) with the agent \
@@ -200,7 +204,6 @@ fn hackbench_slowdown(agent: &Agent, bare: &Agent, plan: &Plan, loops: u32) -> R
     }
     full.print("with the agent");
     control.print("with the bare agent (the control)");
-    println!();
     Ok(())
 }
 
@@ -244,6 +247,39 @@ impl Pairs {
             median(self.ratios.clone())
         );
     }
+}
+
+/// Step 2 again, by what the agent takes of the CPUs rather than by hackbench's time,
+/// which swings more than the bound between runs: the agent's CPU time and its programs'
+/// run time (the kernel's statistics on, which add two clock reads to every run, so this
+/// is an upper bound) during one hackbench run, as a share of all CPUs over the run.
+fn direct_cost(agent: &Agent, plan: &Plan, loops: u32) -> Result<()> {
+    println!(
+        "   Direct: the agent's CPU time (schedstat, all threads) and its programs' BPF run \
+         time during a hackbench run, as a share of the CPUs' time over the run (kernel BPF \
+         statistics on: an upper bound)"
+    );
+    let cpus = irqlens_collect::system::online_cpus()?.iter().count() as f64;
+    let _stats = RunTimeStats::enable()?;
+    for _ in 0..plan.rounds.min(3) {
+        let (seconds, agent_ns, bpf_ns) = agent.during(|pid| {
+            let (agent_before, bpf_before) = (process_cpu_ns(pid)?, irqlens_program_run_ns());
+            let seconds = hackbench(loops)?;
+            let agent_ns = process_cpu_ns(pid)? - agent_before;
+            Ok((seconds, agent_ns, irqlens_program_run_ns() - bpf_before))
+        })?;
+        let share = (agent_ns + bpf_ns) as f64 / (seconds * 1e9 * cpus);
+        println!(
+            "   hackbench {seconds:.3} s: agent {:.1} ms, BPF {:.1} ms: {:.2}% of {cpus} CPUs \
+             ({:.3}x if all of it delayed hackbench)",
+            agent_ns as f64 / 1e6,
+            bpf_ns as f64 / 1e6,
+            100.0 * share,
+            1.0 / (1.0 - share)
+        );
+    }
+    println!();
+    Ok(())
 }
 
 /// 3. The agent's resident memory through a storm.

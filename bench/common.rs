@@ -382,6 +382,24 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks as f64 / per_second.max(1) as f64)
 }
 
+/// CPU time of all of a process's threads so far, ns (their schedstat: exact, where
+/// /proc/PID/stat counts clock ticks).
+pub fn process_cpu_ns(pid: u32) -> Result<u64> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task"))
+        .with_context(|| format!("listing the threads of {pid}"))?;
+    let mut total = 0;
+    for task in tasks {
+        let schedstat = fs::read_to_string(task?.path().join("schedstat")).unwrap_or_default();
+        // a thread that ended meanwhile has none: its time is gone from the sum either way
+        total += schedstat
+            .split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Ok(total)
+}
+
 // ---------------------------------------------------------------------------------------
 // hackbench
 
