@@ -247,28 +247,43 @@ impl Background {
     /// Waits until the program has attached its BPF programs: it holds BPF links or perf
     /// events, and their number stopped growing. Fails if it ends or takes `timeout`.
     pub fn wait_until_attached(&mut self, timeout: Duration) -> Result<()> {
-        let started = Instant::now();
+        let pid = self.pid();
         let mut last = 0;
+        self.wait_until("attached", timeout, || {
+            let now = attachments(pid);
+            let settled = now > 0 && now == last;
+            last = now;
+            settled
+        })
+    }
+
+    /// Polls `ready` every 200 ms until it holds; fails, saying it did not get `what`, if
+    /// the program ends first or it takes `timeout`.
+    pub fn wait_until(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<()> {
+        let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait()? {
                 self.ended = true;
                 let stderr = self.stderr.take().map(join_text).unwrap_or_default();
                 bail!(
-                    "{} ended before attaching ({status}): {}",
+                    "{} ended before it was {what} ({status}): {}",
                     self.name,
                     stderr.trim()
                 );
             }
-            let now = attachments(self.pid());
-            if now > 0 && now == last {
+            if ready() {
                 return Ok(());
             }
             ensure!(
                 started.elapsed() < timeout,
-                "{} attached nothing in {timeout:?}",
+                "{} was not {what} after {timeout:?}",
                 self.name
             );
-            last = now;
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -382,22 +397,51 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks as f64 / per_second.max(1) as f64)
 }
 
-/// CPU time of all of a process's threads so far, ns (their schedstat: exact, where
-/// /proc/PID/stat counts clock ticks).
+/// CPU time of a process so far, ns: its CPU-time clock, which counts every thread's,
+/// those that ended too, and the slice running now.
 pub fn process_cpu_ns(pid: u32) -> Result<u64> {
-    let tasks = fs::read_dir(format!("/proc/{pid}/task"))
-        .with_context(|| format!("listing the threads of {pid}"))?;
-    let mut total = 0;
-    for task in tasks {
-        let schedstat = fs::read_to_string(task?.path().join("schedstat")).unwrap_or_default();
-        // a thread that ended meanwhile has none: its time is gone from the sum either way
-        total += schedstat
-            .split_whitespace()
-            .next()
-            .and_then(|ns| ns.parse::<u64>().ok())
-            .unwrap_or(0);
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: writes one clockid_t to the valid pointer; fails (non-zero) for no process.
+    let failed = unsafe { libc::clock_getcpuclockid(pid as libc::pid_t, &mut clock) };
+    ensure!(
+        failed == 0,
+        "no CPU clock for process {pid} (error {failed})"
+    );
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec to the valid pointer.
+    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
+        bail!(
+            "reading process {pid}'s CPU clock: {}",
+            std::io::Error::last_os_error()
+        );
     }
-    Ok(total)
+    Ok(now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64)
+}
+
+/// Run time of the BPF programs a process holds open so far, ns (counted while
+/// `irqlens_probe::RunTimeStats` are on): from its fds' fdinfo, each program once.
+pub fn process_program_run_ns(pid: u32) -> Result<u64> {
+    let fds = fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .with_context(|| format!("listing the fds of {pid}"))?;
+    let mut programs = std::collections::HashMap::new();
+    for fd in fds {
+        // an fd closed meanwhile has no fdinfo: it is no program of the run's any more
+        let Ok(info) = fs::read_to_string(fd?.path()) else {
+            continue;
+        };
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(name)?.trim().parse::<u64>().ok())
+        };
+        // a program's fd has its run time; a link's names its program but has none
+        if let (Some(id), Some(run_ns)) = (field("prog_id:"), field("run_time_ns:")) {
+            programs.insert(id, run_ns);
+        }
+    }
+    Ok(programs.values().sum())
 }
 
 // ---------------------------------------------------------------------------------------

@@ -92,10 +92,11 @@ pub fn run<C: Clock>(
             std::thread::sleep(Duration::from_nanos(next - now).min(Duration::from_millis(50)));
         }
     }
-    // One traced switch out of this thread before the collector's join can return (the
+    // A traced switch out of this thread before the collector's join can return (the
     // kernel wakes the joiner before an exiting thread's last switch): the probe settles
-    // a thread context whose end it missed there, before the counts are read.
-    std::thread::sleep(Duration::from_micros(1));
+    // a thread context whose end it missed there, or at a tick meanwhile, before the
+    // counts are read. Long enough that the timer cannot fire before the thread sleeps.
+    std::thread::sleep(Duration::from_millis(1));
     Ok(())
 }
 

@@ -212,23 +212,12 @@ pub fn programs_left_after_exit() -> Vec<String> {
     }
 }
 
-/// The loaded BPF programs that are irqlens's.
-fn irqlens_programs() -> impl Iterator<Item = libbpf_rs::query::ProgramInfo> {
-    libbpf_rs::query::ProgInfoIter::default()
-        .filter(|info| info.name.to_string_lossy().starts_with("irqlens_"))
-}
-
 /// Names of loaded BPF programs that are irqlens's.
 pub fn loaded_irqlens_programs() -> Vec<String> {
-    irqlens_programs()
+    libbpf_rs::query::ProgInfoIter::default()
         .map(|info| info.name.to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("irqlens_"))
         .collect()
-}
-
-/// Run time of irqlens's loaded BPF programs so far, ns (counted while
-/// `irqlens_probe::RunTimeStats` are on).
-pub fn irqlens_program_run_ns() -> u64 {
-    irqlens_programs().map(|info| info.run_time_ns).sum()
 }
 
 /// A TCP port nothing listens on now (the kernel's pick), for a run to serve on.

@@ -169,6 +169,14 @@ fn receive_processing_is_charged_to_the_spinner_and_served_to_the_receiver() {
         unfollowed.receiver_served * 2 > unfollowed.charged_on_cpu1,
         "most of the receive path is still served"
     );
+    // and about as much of it as with the deliveries followed, at the same rate
+    let share = |a: &Accounted| a.receiver_served as f64 / a.charged_on_cpu1 as f64;
+    assert!(
+        (share(&unfollowed) - share(&low)).abs() < 0.1,
+        "served share {:.3} without the sockets, {:.3} with",
+        share(&unfollowed),
+        share(&low)
+    );
     assert_eq!(unfollowed.spinner_served, 0);
     // the kernel bills the receive path to whatever runs on CPU 1: the spinner, except
     // while RT throttling takes it off the CPU

@@ -62,8 +62,10 @@ static __always_inline void count_unended(struct cpu_state *s, unsigned int cls)
 
 /*
  * The measurement thread runs with a thread context open: the switch back to it never
- * reached the tracepoint. Dropped at the first interrupt that sees it, so the count does
- * not wait for the thread's next switch out.
+ * reached the tracepoint. Dropped at the first hardirq that sees it (the tick comes within
+ * milliseconds), so the count does not wait for the thread's next switch out. Hardirqs
+ * only: they run with IRQs off, so no other check can land between the count and the
+ * close and count the same context again.
  */
 static __always_inline void drop_missed_switch(struct cpu_state *s)
 {
@@ -155,7 +157,8 @@ static __always_inline int on_entry(unsigned int cls, __u32 id, __u16 source)
 
 	s = measured_cpu(&cpu);
 	if (s) {
-		drop_missed_switch(s);
+		if (cls == CLASS_IRQ)
+			drop_missed_switch(s);
 		begin(s, cls, stable_now(s), id, source);
 	}
 	return 0;
@@ -243,7 +246,7 @@ int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev, struc
 	 * agent's threads). A thread context still open when the measurement thread is
 	 * switched out lost its end: its time is unknown, so it is closed with no record and
 	 * counted as unended (the sample around it shows as not recorded) rather than left
-	 * open to swallow the next thread's record (an interrupt that finds the measurement
+	 * open to swallow the next thread's record (a hardirq that finds the measurement
 	 * thread running drops it sooner: drop_missed_switch). Any other switch ends it,
 	 * whoever prev is; its name was taken when it began, for the same reason.
 	 */
