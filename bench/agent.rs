@@ -21,8 +21,8 @@ use anyhow::{Context, Result, ensure};
 
 use common::storm::{HACKBENCH_GROUPS, hackbench, hackbench_loop, udp_flood};
 use common::{
-    Background, hackbench_loops_for, median, process_cpu_ns, process_cpu_seconds,
-    process_program_run_ns, quick_mode, rss_series, run_seconds,
+    Background, hackbench_loops_for, median, process_cpu_ns, process_program_run_ns, quick_mode,
+    rss_series, run_seconds,
 };
 use irqlens_probe::RunTimeStats;
 use irqlens_test_support::runner::{self, free_port, require_root, temp_path};
@@ -164,16 +164,16 @@ fn main() -> Result<()> {
 /// 1. The agent's CPU time while the machine idles, as a share of one CPU.
 fn idle_cpu(agent: &Agent, plan: &Plan) -> Result<()> {
     println!(
-        "1. Idle: the agent's CPU time (/proc/PID/stat, all threads) over {} s once attached, \
+        "1. Idle: the agent's CPU time (its process CPU clock) over {} s once attached, \
          as % of one CPU (target <= 1%)",
         plan.idle.as_secs()
     );
     let share = agent.during(|pid| {
-        let before = process_cpu_seconds(pid).context("the agent's CPU time")?;
+        let before = process_cpu_ns(pid)?;
         let started = Instant::now();
         std::thread::sleep(plan.idle);
-        let used = process_cpu_seconds(pid).context("the agent's CPU time")? - before;
-        Ok(100.0 * used / started.elapsed().as_secs_f64())
+        let used = process_cpu_ns(pid)?.saturating_sub(before);
+        Ok(100.0 * used as f64 / started.elapsed().as_nanos() as f64)
     })?;
     println!("   {share:.3}% of one CPU\n");
     Ok(())
@@ -217,29 +217,23 @@ fn pair(agent: &Agent, loops: u32, plain_first: bool) -> Result<(f64, f64)> {
 
 /// Pairs of (plain, with) hackbench times.
 #[derive(Default)]
-struct Pairs {
-    plains: Vec<f64>,
-    withs: Vec<f64>,
-    ratios: Vec<f64>,
-}
+struct Pairs(Vec<(f64, f64)>);
 
 impl Pairs {
-    fn add(&mut self, (plain, with): (f64, f64)) {
-        self.plains.push(plain);
-        self.withs.push(with);
-        self.ratios.push(with / plain);
+    fn add(&mut self, pair: (f64, f64)) {
+        self.0.push(pair);
     }
 
     fn print(&self, what: &str) {
-        let (low, high) = self
-            .ratios
+        let ratios: Vec<f64> = self.0.iter().map(|(plain, with)| with / plain).collect();
+        let (low, high) = ratios
             .iter()
             .fold((f64::INFINITY, 0.0f64), |(l, h), r| (l.min(*r), h.max(*r)));
         println!(
             "   plain {:.3} s, {what} {:.3} s (medians): {:.3}x ({low:.3}..{high:.3})",
-            median(self.plains.clone()),
-            median(self.withs.clone()),
-            median(self.ratios.clone())
+            median(self.0.iter().map(|(plain, _)| *plain).collect()),
+            median(self.0.iter().map(|(_, with)| *with).collect()),
+            median(ratios)
         );
     }
 }

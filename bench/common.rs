@@ -383,20 +383,6 @@ pub fn rss_series(
     series
 }
 
-/// CPU time process `pid` used so far, all its threads, user and system (/proc/PID/stat);
-/// None once it has exited.
-pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // the fields after the command (which may hold spaces): utime and stime are the
-    // 14th and 15th of the line, the 12th and 13th after it
-    let after_command = stat.rsplit_once(')')?.1;
-    let mut fields = after_command.split_whitespace().skip(11);
-    let ticks: u64 = fields.next()?.parse::<u64>().ok()? + fields.next()?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    Some(ticks as f64 / per_second.max(1) as f64)
-}
-
 /// CPU time of a process so far, ns: its CPU-time clock, which counts every thread's,
 /// those that ended too, and the slice running now.
 pub fn process_cpu_ns(pid: u32) -> Result<u64> {

@@ -52,12 +52,20 @@ static __always_inline struct cpu_state *measured_cpu(__u32 *cpu)
 	return s->measured ? s : NULL;
 }
 
-/* An open context of class cls is dropped without a record. */
-static __always_inline void count_unended(struct cpu_state *s, unsigned int cls)
+/*
+ * Drops the context of class cls if one is still open: its end was never reported, so it
+ * has no record, and it is counted if it began while sampling.
+ */
+static __always_inline void drop_unended(struct cpu_state *s, unsigned int cls)
 {
+	struct nest_ctx *c = &s->nest.ctx[cls & (NOISE_CLASSES - 1)];
+
+	if (!c->active)
+		return;
 	/* atomic: a hardirq can drop its own context inside the softirq program's count */
 	if (s->began_sampling[cls & (NOISE_CLASSES - 1)])
 		__sync_fetch_and_add(&s->unended, 1);
+	c->active = 0;
 }
 
 /*
@@ -71,10 +79,8 @@ static __always_inline void drop_missed_switch(struct cpu_state *s)
 {
 	/* workload_pid is 0, the idle task's pid, until the thread names itself */
 	if (s->nest.ctx[CLASS_THREAD].active && s->workload_pid &&
-	    (__u32)bpf_get_current_pid_tgid() == s->workload_pid) {
-		count_unended(s, CLASS_THREAD);
-		s->nest.ctx[CLASS_THREAD].active = 0;
-	}
+	    (__u32)bpf_get_current_pid_tgid() == s->workload_pid)
+		drop_unended(s, CLASS_THREAD);
 }
 
 static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 now, __u32 id,
@@ -85,8 +91,7 @@ static __always_inline void begin(struct cpu_state *s, unsigned int cls, __u64 n
 	if (s->sampling)
 		s->entries[cls & (NOISE_CLASSES - 1)]++;
 	/* a context of this class still open lost its end: a new one replaces it */
-	if (s->nest.ctx[cls & (NOISE_CLASSES - 1)].active)
-		count_unended(s, cls);
+	drop_unended(s, cls);
 	s->began_sampling[cls & (NOISE_CLASSES - 1)] = s->sampling != 0;
 	nest_enter(&s->nest, cls, now, seq, id, source);
 }
@@ -250,11 +255,9 @@ int BPF_PROG(irqlens_sched_switch, bool preempt, struct task_struct *prev, struc
 	 * thread running drops it sooner: drop_missed_switch). Any other switch ends it,
 	 * whoever prev is; its name was taken when it began, for the same reason.
 	 */
-	if (prev->pid == s->workload_pid) {
-		if (s->nest.ctx[CLASS_THREAD].active)
-			count_unended(s, CLASS_THREAD);
-		s->nest.ctx[CLASS_THREAD].active = 0;
-	} else
+	if (prev->pid == s->workload_pid)
+		drop_unended(s, CLASS_THREAD);
+	else
 		end(s, cpu, CLASS_THREAD, now);
 	if (next->pid != s->workload_pid) {
 		__builtin_memcpy(s->thread_comm, next->comm, TASK_COMM_LEN);
