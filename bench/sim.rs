@@ -32,6 +32,7 @@ fn model(napi: bool) -> SimConfig {
             softirq_per_packet_saturated: None,
             timer_poll: None,
             ring: DEFAULT_RING,
+            thread_nice: None,
         });
         let task = |name: &str, priority: &str, kind| Task {
             name: format!("{name}{cpu}"),

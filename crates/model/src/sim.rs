@@ -157,6 +157,10 @@ pub struct Source {
     /// Receive ring size: packets that find it full are dropped.
     #[serde(default = "default_ring")]
     pub ring: u32,
+    /// `threaded-niced`'s NAPI thread nice (trial's `--napi-nice`); default: its
+    /// consumer's, as 003 runs the bottom-half thread at the nice of the process it feeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_nice: Option<i32>,
 }
 
 /// A source's receive ring when the model does not say, packets.
@@ -360,6 +364,7 @@ impl SimConfig {
                 softirq_per_packet_saturated: None,
                 timer_poll: None,
                 ring: default_ring(),
+                thread_nice: None,
             }],
             tasks: vec![
                 task(
@@ -553,6 +558,9 @@ impl Check for Source {
         }
         if self.napi && self.ring == 0 {
             return Err("a NAPI source needs a ring of >= 1 packet".into());
+        }
+        if let Some(nice) = self.thread_nice {
+            within("thread_nice", nice, -20, 19)?;
         }
         within("ring", self.ring, 0, MAX_SIM_QUEUE)
     }
@@ -1144,7 +1152,7 @@ mod bound_tests {
     #[test]
     fn each_bound_of_a_model_is_refused_with_its_message() {
         assert_eq!(SimConfig::example().check(), Ok(()));
-        let cases: [Case; 9] = [
+        let cases: [Case; 10] = [
             (|c| c.cpus = 1_000_000_000, "cpus must be 1 to 1024"),
             (
                 |c| c.duration_s = 1e9,
@@ -1167,6 +1175,10 @@ mod bound_tests {
             (
                 |c| c.sources[0].ring = u32::MAX,
                 "ring must be 0 to 1048576",
+            ),
+            (
+                |c| c.sources[0].thread_nice = Some(20),
+                "thread_nice must be -20 to 19, not 20",
             ),
             (|c| c.costs.wakeup = Dist::constant(1e308), "costs.wakeup"),
             (|c| c.limits.base_slice_us = 1e-300, "the limits' times"),

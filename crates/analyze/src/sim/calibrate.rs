@@ -2,7 +2,7 @@
 //! bh, account, trial), and `--against`: a recorded `trial net` next to the simulation of
 //! its test bed, which is what makes the calibrated model credible.
 
-use irqlens_model::design::{Budget, Design};
+use irqlens_model::design::{BottomHalves, Budget, Design};
 use irqlens_model::sched::Priority;
 use irqlens_model::sim::{
     Arrival, Calibration, ComparedDesign, ComparedNapi, ComparedPoint, CostName, Costs,
@@ -178,8 +178,7 @@ const CYCLIC_WORK_US: f64 = 1.0;
 /// at the trial's count. A threaded NAPI thread polls without it (the sysctl caps NET_RX
 /// rounds of the RPS backlog, which the threaded simulation does not have; sim's threaded
 /// `+budget` is 003's batch cap, another thing), so it is simulated without.
-/// threaded-niced's thread runs at the echo server's nice, trial's default (another
-/// `--napi-nice` is not simulated).
+/// threaded-niced's thread runs at trial's `--napi-nice` (the model's source says it).
 pub fn simulated_design(design: Design, options: &TrialOptions) -> Design {
     let budget = match design.threaded() {
         true => None,
@@ -201,6 +200,7 @@ pub fn trial_model(
 ) -> SimConfig {
     let design = simulated_design(costs.design, options);
     let threaded = costs.design.threaded();
+    let batch = trial_batch(rate_pps, costs.arrivals_per_s);
     let mut limits = calibration.limits.clone();
     if let Some(packets) = options.budget_of(&costs.design) {
         limits.netdev_budget = packets;
@@ -215,7 +215,11 @@ pub fn trial_model(
         sources: vec![Source {
             name: "veth".into(),
             cpu: 0,
-            arrival: trial_arrivals(rate_pps, costs.arrivals_per_s),
+            arrival: Arrival::Bursts {
+                every_us: 1e6 * f64::from(batch) / rate_pps.max(1.0),
+                size: batch,
+                gap_us: 0.0,
+            },
             hardirq: None,
             napi: true,
             softirq_per_packet: Some(Dist::constant(costs.bottom_half_per_datagram_us)),
@@ -226,11 +230,16 @@ pub fn trial_model(
             // run beside the sender), and this one-CPU bed is the receiving CPU: charging it
             // here would slow the wrong CPU, so the source's hardirq cost stays
             timer_poll: None,
-            ring: if threaded {
-                VETH_RING
-            } else {
-                NETDEV_MAX_BACKLOG
-            },
+            // both queues hold skbs, and a send's datagrams travel as one (GSO) skb: they
+            // are segmented at the UDP receive, past both
+            ring: batch
+                * if threaded {
+                    VETH_RING
+                } else {
+                    NETDEV_MAX_BACKLOG
+                },
+            thread_nice: (costs.design.bottom_halves == BottomHalves::ThreadedNiced)
+                .then_some(options.napi_nice),
         }],
         tasks: vec![
             Task {
@@ -271,18 +280,16 @@ pub fn trial_model(
 /// points read too low (20k datagrams/s read as 3% busy here, 40k as 45%).
 const FIT_BUSY_PERCENT: f64 = 25.0;
 
-/// Trial's datagrams at `rate_pps` in bursts: `arrivals_per_s` of them a second (each
-/// what fell due since the last), or GSO batches of 8.
-fn trial_arrivals(rate_pps: f64, arrivals_per_s: Option<f64>) -> Arrival {
-    let rate = rate_pps.max(1.0);
-    let size = match arrivals_per_s {
-        Some(bursts) if bursts > 0.0 => (rate / bursts).ceil().max(1.0) as u32,
+/// Datagrams per send of trial's generator at `rate_pps`: what fell due since its last
+/// wakeup, `arrivals_per_s` of them a second, up to one GSO batch of 8 (flow.rs: a send
+/// carries no more, so past the rate its wakeups allow it sends more often); without a
+/// wakeup rate, whole batches.
+fn trial_batch(rate_pps: f64, arrivals_per_s: Option<f64>) -> u32 {
+    match arrivals_per_s {
+        Some(wakeups) if wakeups > 0.0 => (rate_pps.max(1.0) / wakeups)
+            .ceil()
+            .clamp(1.0, f64::from(TRIAL_BATCH)) as u32,
         _ => TRIAL_BATCH,
-    };
-    Arrival::Bursts {
-        every_us: 1e6 * f64::from(size) / rate,
-        size,
-        gap_us: 0.0,
     }
 }
 
@@ -1187,22 +1194,23 @@ mod tests {
         );
         // the server kept up at 10k sleeps a second: datagrams come 10k times a second
         assert_eq!(costs.arrivals_per_s, Some(10_000.0));
-        assert_eq!(
-            trial_arrivals(20_000.0, costs.arrivals_per_s),
-            Arrival::Bursts {
-                every_us: 100.0,
-                size: 2,
-                gap_us: 0.0
-            }
-        );
-        assert_eq!(
-            trial_arrivals(5_000.0, costs.arrivals_per_s),
-            Arrival::Bursts {
-                every_us: 200.0,
-                size: 1,
-                gap_us: 0.0
-            }
-        );
+        let bed = |rate: f64| {
+            trial_model(&options(), &calibration, costs, rate, 1.0, 1).sources[0].clone()
+        };
+        let bursts = |every_us, size| Arrival::Bursts {
+            every_us,
+            size,
+            gap_us: 0.0,
+        };
+        assert_eq!(bed(20_000.0).arrival, bursts(100.0, 2));
+        assert_eq!(bed(5_000.0).arrival, bursts(200.0, 1));
+        // a send carries one GSO batch at most: past 80k/s the generator sends more often
+        assert_eq!(bed(1_000_000.0).arrival, bursts(8.0, 8));
+        // veth's ring holds skbs, each a send's datagrams
+        assert_eq!(bed(5_000.0).ring, VETH_RING);
+        assert_eq!(bed(1_000_000.0).ring, 8 * VETH_RING);
+        // trial's --napi-nice, not the echo server's
+        assert_eq!(bed(5_000.0).thread_nice, Some(options().napi_nice));
         // the simulation's own wakeup and switch (the defaults' means) taken out of the
         // idle cycle
         let defaults = Costs::default();

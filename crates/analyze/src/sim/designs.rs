@@ -29,11 +29,13 @@ pub(super) enum BottomHalf {
     },
 }
 
-/// The bottom half of a NAPI source under `design`, given its consumer's priority.
+/// The bottom half of a NAPI source under `design`, given its consumer's priority and
+/// the nice the model gives a niced NAPI thread (none: the consumer's).
 pub(super) fn bottom_half(
     design: &Design,
     limits: &Limits,
     consumer: Option<Priority>,
+    thread_nice: Option<i32>,
 ) -> BottomHalf {
     let budget = design.budget.map(|budget| budget.packets(DEFAULT_BUDGET));
     let batch = budget.unwrap_or(limits.napi_weight);
@@ -55,8 +57,10 @@ pub(super) fn bottom_half(
         },
         BottomHalves::ThreadedNiced => BottomHalf::Thread {
             // 003: the bottom-half thread time-shares with the process it feeds.
-            priority: match consumer {
-                Some(Priority::Other { nice }) => Priority::Other { nice },
+            priority: match (thread_nice, consumer) {
+                (Some(nice), _) | (None, Some(Priority::Other { nice })) => {
+                    Priority::Other { nice }
+                }
                 _ => Priority::Other { nice: 0 },
             },
             batch,
@@ -83,6 +87,7 @@ mod tests {
             &design.parse().unwrap(),
             &Limits::default(),
             consumer.map(|p| p.parse().unwrap()),
+            None,
         )
     }
 
@@ -127,5 +132,31 @@ mod tests {
             migrates(&"threaded-fifo+ihm-dis".parse().unwrap()),
             (true, true)
         );
+    }
+
+    #[test]
+    fn a_niced_thread_takes_the_models_nice_over_its_consumers() {
+        let niced = |thread_nice| {
+            bottom_half(
+                &"threaded-niced".parse().unwrap(),
+                &Limits::default(),
+                Some(Priority::Other { nice: -10 }),
+                thread_nice,
+            )
+        };
+        let priority = |half| match half {
+            BottomHalf::Thread { priority, .. } => priority,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(priority(niced(None)), Priority::Other { nice: -10 });
+        assert_eq!(priority(niced(Some(-5))), Priority::Other { nice: -5 });
+        // a FIFO thread keeps its class whatever the nice
+        let fifo = bottom_half(
+            &"threaded-fifo".parse().unwrap(),
+            &Limits::default(),
+            None,
+            Some(-5),
+        );
+        assert_eq!(priority(fifo), Priority::Fifo(50));
     }
 }

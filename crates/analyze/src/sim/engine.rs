@@ -617,7 +617,12 @@ impl<'a> Engine<'a> {
                 .iter()
                 .position(|t| t.role == Role::Consumer(index));
             let bottom_half = source.napi.then(|| {
-                designs::bottom_half(design, limits, consumer.map(|c| engine.threads[c].priority))
+                designs::bottom_half(
+                    design,
+                    limits,
+                    consumer.map(|c| engine.threads[c].priority),
+                    source.thread_nice,
+                )
             });
             let thread = match bottom_half {
                 Some(BottomHalf::Thread { priority, batch }) => {

@@ -35,6 +35,7 @@ fn source(name: &str, arrival: Arrival, napi: bool) -> Source {
         softirq_per_packet_saturated: None,
         timer_poll: None,
         ring: 1024,
+        thread_nice: None,
     }
 }
 

@@ -229,7 +229,11 @@ fn every_commands_json_follows_the_published_schema() {
         "100ms",
     ]);
     std::fs::remove_file(calibration).unwrap();
-    for trial in ["trial/ladder.json", "trial/calibration.json"] {
+    for trial in [
+        "trial/ladder.json",
+        "trial/calibration.json",
+        "trial/knee.json",
+    ] {
         crate::common::assert_valid_document(&std::fs::read(fixture(trial)).unwrap());
     }
 }
