@@ -224,9 +224,10 @@ pub struct TrialNetArgs {
     /// The CPU of the load generator and of the collector of the echoes
     #[arg(long, value_name = "CPU", default_value_t = 0)]
     pub sending_cpu: u32,
-    /// The echo server's nice (SCHED_OTHER), which threaded-niced gives its NAPI thread;
-    /// below 0 so that the machine's other work takes little of the receiving CPU (the
-    /// trial weighs the bottom half against its consumer, not against the rest)
+    /// The echo server's nice (SCHED_OTHER), from which threaded-niced's NAPI thread nice
+    /// follows (see --napi-nice); below 0 so that the machine's other work takes little
+    /// of the receiving CPU (the trial weighs the bottom half against its consumer, not
+    /// against the rest)
     #[arg(long, value_name = "NICE", default_value_t = -10, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub consumer_nice: i32,
     /// threaded-niced's NAPI thread nice [default: the consumer's + 5, as the slides: at

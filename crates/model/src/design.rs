@@ -23,7 +23,8 @@ pub enum BottomHalves {
     /// A thread per source at SCHED_FIFO (the irq-thread default, what PREEMPT_RT does).
     /// Trial: threaded NAPI, the `napi/DEV-N` thread at `--napi-priority`.
     ThreadedFifo,
-    /// A thread per source at SCHED_OTHER, at its consumer's nice (003, the slides' fix).
+    /// A thread per source at SCHED_OTHER, at its consumer's nice (003, the slides' fix)
+    /// unless a sim model's source sets another. Trial: at `--napi-nice`.
     ThreadedNiced,
 }
 

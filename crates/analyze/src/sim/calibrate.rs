@@ -178,7 +178,6 @@ const CYCLIC_WORK_US: f64 = 1.0;
 /// at the trial's count. A threaded NAPI thread polls without it (the sysctl caps NET_RX
 /// rounds of the RPS backlog, which the threaded simulation does not have; sim's threaded
 /// `+budget` is 003's batch cap, another thing), so it is simulated without.
-/// threaded-niced's thread runs at trial's `--napi-nice` (the model's source says it).
 pub fn simulated_design(design: Design, options: &TrialOptions) -> Design {
     let budget = match design.threaded() {
         true => None,
@@ -187,9 +186,11 @@ pub fn simulated_design(design: Design, options: &TrialOptions) -> Design {
     Design { budget, ..design }
 }
 
-/// The model of trial's receiving CPU at `rate_pps`: datagrams in the bursts the
+/// The model of trial's receiving CPU at `rate_pps`: datagrams in the sends the
 /// calibration saw, the design's bottom half at the calibrated cost per datagram, the
-/// echo server and the cyclic task at trial's priorities.
+/// echo server and the cyclic task at trial's priorities, threaded-niced's thread at
+/// trial's `--napi-nice`. The rings hold sends (one GSO skb each); the NAPI weight and
+/// budgets still count datagrams, where the kernel counts skbs.
 pub fn trial_model(
     options: &TrialOptions,
     calibration: &Calibration,
@@ -1194,9 +1195,13 @@ mod tests {
         );
         // the server kept up at 10k sleeps a second: datagrams come 10k times a second
         assert_eq!(costs.arrivals_per_s, Some(10_000.0));
-        let bed = |rate: f64| {
-            trial_model(&options(), &calibration, costs, rate, 1.0, 1).sources[0].clone()
+        // threaded-niced's thread a step below the echo server, as trial's default is
+        let mut niced = options();
+        niced.napi_nice = niced.consumer_nice + 5;
+        let bed_of = |costs: &TrialCosts, rate: f64| {
+            trial_model(&niced, &calibration, costs, rate, 1.0, 1).sources[0].clone()
         };
+        let bed = |rate: f64| bed_of(costs, rate);
         let bursts = |every_us, size| Arrival::Bursts {
             every_us,
             size,
@@ -1206,11 +1211,19 @@ mod tests {
         assert_eq!(bed(5_000.0).arrival, bursts(200.0, 1));
         // a send carries one GSO batch at most: past 80k/s the generator sends more often
         assert_eq!(bed(1_000_000.0).arrival, bursts(8.0, 8));
-        // veth's ring holds skbs, each a send's datagrams
+        // veth's ring holds skbs, each a send's datagrams; so does stock's backlog
         assert_eq!(bed(5_000.0).ring, VETH_RING);
+        assert_eq!(bed(20_000.0).ring, 2 * VETH_RING);
         assert_eq!(bed(1_000_000.0).ring, 8 * VETH_RING);
-        // trial's --napi-nice, not the echo server's
-        assert_eq!(bed(5_000.0).thread_nice, Some(options().napi_nice));
+        let stock = TrialCosts {
+            design: "stock".parse().unwrap(),
+            ..costs.clone()
+        };
+        assert_eq!(bed_of(&stock, 1_000_000.0).ring, 8 * NETDEV_MAX_BACKLOG);
+        // trial's --napi-nice, not the echo server's; a design without a niced thread
+        // has none
+        assert_eq!(bed(5_000.0).thread_nice, Some(-5));
+        assert_eq!(bed_of(&stock, 5_000.0).thread_nice, None);
         // the simulation's own wakeup and switch (the defaults' means) taken out of the
         // idle cycle
         let defaults = Costs::default();
