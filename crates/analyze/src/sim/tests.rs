@@ -312,9 +312,10 @@ fn a_niced_threads_own_nice_moves_its_share_of_a_flooded_cpu() {
     let above = bottom_half_share(Some(-20));
     println!("bottom half: default {default}, nice 0 {same}, nice -20 {above}");
     assert_eq!(default, same);
-    // the thread far above its consumer takes more (one below it takes no less here, at
-    // nice 19 as at 0: the simulated fair share of a thread that sleeps and wakes this
-    // often is not the kernel's, a gap docs/sim.md names)
+    // the thread far above its consumer takes more, spent on datagrams the full socket
+    // drops. One below it takes no less (nice 19 gives what 0 gives): the consumer has
+    // only what the thread delivered and sleeps once its socket is empty, so the split
+    // follows the socket and the thread's non-preemptible batch, not the weights
     assert!(above > default + 0.05, "{above} against {default}");
 }
 
