@@ -118,15 +118,22 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
         // an echo is a receive and a send system call: some time, and no more than the
         // CPU had: at the most the calibration trial echoed, the echo server's share of
         // CPU 1 cannot pass the whole of it (a stalled VM scatters the fit between these)
-        let most_echoed = calibration_points
+        let points: Vec<&serde_json::Value> = calibration_points
             .as_array()
             .unwrap()
             .iter()
             .filter(|p| p["design"] == costs["design"])
+            .collect();
+        let most_echoed = points
+            .iter()
             .map(|p| p["echoed_pps"].as_f64().unwrap())
             .fold(0.0, f64::max);
+        assert!(consumer > 0.0, "{costs}");
+        // the bound holds for a fit from exact busy times; without a cpuidle driver the
+        // fit falls back to the ticks, which a stalled VM scatters past it
+        let exact = points.iter().all(|p| p["runtimes"]["busy_ns"].is_u64());
         assert!(
-            consumer > 0.0 && consumer * most_echoed < 1e6,
+            !exact || consumer * most_echoed < 1e6,
             "{most_echoed:.0}/s echoed at most: {costs}"
         );
     }
