@@ -107,9 +107,9 @@ pub fn per_datagram(count: u64, sent: u64) -> Option<f64> {
     (sent > 0).then(|| count as f64 / sent as f64)
 }
 
-/// The receiving CPU's busy share over a point, 0 to 1 (1 - idle): from cpuidle's
-/// residency, which does not sample, where the CPU has cpuidle, else from /proc/stat's
-/// idle ticks (sampled at the tick: a CPU idle between short bursts reads off).
+/// The receiving CPU's busy share over a point, 0 to 1 (1 - idle): from the recorded
+/// busy time (cpuidle's residency or /proc/stat's idle, kept exact under NO_HZ), else,
+/// in older recordings made without cpuidle, from the CPU split's idle percent.
 pub fn receiving_busy_share(point: &TrialPoint) -> f64 {
     let exact = point.runtimes.as_ref().and_then(|r| {
         let busy = r.busy_ns?;
@@ -402,14 +402,14 @@ mod tests {
         assert_eq!(per_datagram(5, 0), None);
         let mut point = point("stock", 1000, 1000, 1000, 0);
         point.cpu.idle_percent = 75.0;
-        // no cpuidle: /proc/stat's idle
+        // an older recording without a busy time: the split's idle
         assert_eq!(receiving_busy_share(&point), 0.25);
         point.runtimes = Some(Runtimes {
             window_ns: 2_000,
             busy_ns: Some(500),
             ..Runtimes::default()
         });
-        // cpuidle's residency, exact, wins
+        // the recorded busy time wins
         assert_eq!(receiving_busy_share(&point), 0.25);
         point.runtimes.as_mut().unwrap().busy_ns = Some(1_500);
         assert_eq!(receiving_busy_share(&point), 0.75);

@@ -285,6 +285,17 @@ pub fn thread_ticks(tid: u32) -> u64 {
     })
 }
 
+/// Clock ticks (/proc's unit, USER_HZ) in ns.
+pub fn ticks_ns(ticks: u64) -> u64 {
+    // SAFETY: sysconf reads a constant of the C library; it touches no memory of ours
+    let per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let per_s = u64::try_from(per_s)
+        .ok()
+        .filter(|&hz| hz > 0)
+        .unwrap_or(100);
+    ticks.saturating_mul(1_000_000_000 / per_s)
+}
+
 /// CPU `cpu`'s line of /proc/stat.
 pub fn cpu_times(cpu: u32) -> Result<CpuTimes> {
     let stat = fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
@@ -295,9 +306,8 @@ pub fn cpu_times(cpu: u32) -> Result<CpuTimes> {
         .ok_or_else(|| anyhow!("/proc/stat has no {name} line"))
 }
 
-/// CPU `cpu`'s idle states so far, from cpuidle (exact, where /proc/stat's idle samples
-/// at the tick): the time spent in them, ns, and how many times it entered one; `None`
-/// without cpuidle.
+/// CPU `cpu`'s idle states so far, from cpuidle: the time spent in them, ns, and how
+/// many times it entered one; `None` without cpuidle.
 pub fn cpu_idle(cpu: u32) -> Option<(u64, u64)> {
     let states = fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle")).ok()?;
     let (mut time_us, mut entries) = (0u64, 0u64);

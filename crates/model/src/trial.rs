@@ -182,19 +182,22 @@ pub struct CpuSplit {
     pub idle_percent: f64,
 }
 
-/// The window's time, ns, from counters that do not sample (cpuidle's residency, the
-/// scheduler's sum_exec_runtime), where the CPU split samples at the tick: a CPU idle
-/// between short bursts reads too idle or too busy there.
+/// The window's time, ns, from counters that do not sample (idle residency, the
+/// scheduler's sum_exec_runtime), where the CPU split's busy columns sample at the tick:
+/// a CPU busy in short bursts reads its softirq or system share wrong there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Runtimes {
     /// The window's length.
     pub window_ns: u64,
-    /// The receiving CPU out of its idle states (none without cpuidle).
+    /// The receiving CPU out of idle: the window less cpuidle's residency, or without
+    /// cpuidle less /proc/stat's idle (exact where the kernel stops the tick in idle).
+    /// Absent in recordings made without cpuidle before 2026-11-28.
     pub busy_ns: Option<u64>,
-    /// How many times the receiving CPU entered an idle state.
+    /// How many times the receiving CPU entered an idle state (cpuidle's count; none
+    /// without cpuidle).
     #[serde(default)]
     pub idle_entries: Option<u64>,
-    /// The sending CPU out of its idle states (the generator, the collector and their
+    /// The sending CPU out of idle, as `busy_ns` (the generator, the collector and their
     /// network stack).
     #[serde(default)]
     pub sender_busy_ns: Option<u64>,

@@ -38,6 +38,7 @@ const ECHO_GRACE: Duration = Duration::from_millis(200);
 /// The receiving CPU's and its threads' times at one moment.
 struct Snapshot {
     cpu: CpuTimes,
+    sender_cpu: CpuTimes,
     napi_ticks: u64,
     idle: Option<(u64, u64)>,
     sender_idle: Option<(u64, u64)>,
@@ -65,6 +66,7 @@ fn snapshot(options: &TrialOptions, bed: &Testbed, echo: u32) -> Result<Snapshot
         sending_net_rx: net_rx_runs(options.sending_cpu),
         busy_polled: bed.busy_polled(),
         cpu: system::cpu_times(cpu)?,
+        sender_cpu: system::cpu_times(options.sending_cpu)?,
         napi_ticks: napi_threads
             .iter()
             .map(|&tid| system::thread_ticks(tid))
@@ -81,22 +83,35 @@ fn snapshot(options: &TrialOptions, bed: &Testbed, echo: u32) -> Result<Snapshot
     })
 }
 
-/// The exact times between two snapshots `window` apart.
+/// The exact times between two snapshots `window` apart. A CPU's busy time is the window
+/// less its idle time: cpuidle's residency, or without cpuidle /proc/stat's idle column,
+/// which a kernel that stops the tick in idle (NO_HZ, every distribution's) keeps from
+/// the idle entry and exit times, not from tick samples.
 fn runtimes(before: &Snapshot, after: &Snapshot, window: Duration) -> Runtimes {
     let window_ns = window.as_nanos() as u64;
-    let busy = |after: Option<(u64, u64)>, before: Option<(u64, u64)>| {
-        after
-            .zip(before)
-            .map(|(a, b)| window_ns.saturating_sub(a.0.saturating_sub(b.0)))
+    let busy = |after: Option<(u64, u64)>, before: Option<(u64, u64)>, stat: u64| {
+        let idle_ns = after.zip(before).map(|(a, b)| a.0.saturating_sub(b.0));
+        Some(window_ns.saturating_sub(idle_ns.unwrap_or(stat)))
+    };
+    let stat_idle_ns = |after: &CpuTimes, before: &CpuTimes| {
+        system::ticks_ns(after.idle.saturating_sub(before.idle))
     };
     Runtimes {
         window_ns,
-        busy_ns: busy(after.idle, before.idle),
+        busy_ns: busy(
+            after.idle,
+            before.idle,
+            stat_idle_ns(&after.cpu, &before.cpu),
+        ),
         idle_entries: after
             .idle
             .zip(before.idle)
             .map(|(a, b)| a.1.saturating_sub(b.1)),
-        sender_busy_ns: busy(after.sender_idle, before.sender_idle),
+        sender_busy_ns: busy(
+            after.sender_idle,
+            before.sender_idle,
+            stat_idle_ns(&after.sender_cpu, &before.sender_cpu),
+        ),
         echo_ns: after.echo_ns.saturating_sub(before.echo_ns),
         echo_sleeps: Some(after.echo_sleeps.saturating_sub(before.echo_sleeps)),
         napi_ns: after.napi_ns.saturating_sub(before.napi_ns),
@@ -300,4 +315,55 @@ fn measure(
         runtimes: Some(runtimes),
         napi: Some(napi),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(idle_ticks: u64, cpuidle: Option<(u64, u64)>, echo_ns: u64) -> Snapshot {
+        let cpu = CpuTimes {
+            idle: idle_ticks,
+            ..CpuTimes::default()
+        };
+        Snapshot {
+            cpu,
+            sender_cpu: cpu,
+            napi_ticks: 0,
+            idle: cpuidle,
+            sender_idle: None,
+            echo_ns,
+            echo_sleeps: 0,
+            napi_ns: 0,
+            napi_sleeps: 0,
+            receiving_net_rx: 0,
+            sending_net_rx: 0,
+            busy_polled: None,
+        }
+    }
+
+    #[test]
+    fn the_busy_time_is_the_window_less_cpuidles_residency_or_else_proc_stats_idle() {
+        let window = Duration::from_secs(2);
+        let ticks_per_s = 1_000_000_000 / system::ticks_ns(1);
+        // without cpuidle: 1.5 s of the 2 s window idle on both CPUs (in clock ticks)
+        let (before, after) = (
+            snapshot(1_000, None, 0),
+            snapshot(1_000 + 3 * ticks_per_s / 4 * 2, None, 400),
+        );
+        let times = runtimes(&before, &after, window);
+        assert_eq!(times.busy_ns, Some(500_000_000));
+        assert_eq!(times.sender_busy_ns, Some(500_000_000));
+        assert_eq!(times.idle_entries, None);
+        assert_eq!(times.echo_ns, 400);
+        // cpuidle's residency wins where the CPU has it
+        let (before, after) = (
+            snapshot(0, Some((7, 10)), 0),
+            snapshot(0, Some((7 + 1_200_000_000, 31)), 0),
+        );
+        let times = runtimes(&before, &after, window);
+        assert_eq!(times.busy_ns, Some(800_000_000));
+        assert_eq!(times.idle_entries, Some(21));
+        assert_eq!(times.sender_busy_ns, Some(2_000_000_000));
+    }
 }

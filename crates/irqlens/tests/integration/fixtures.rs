@@ -233,6 +233,7 @@ fn every_commands_json_follows_the_published_schema() {
         "trial/ladder.json",
         "trial/calibration.json",
         "trial/knee.json",
+        "trial/knee-busy.json",
     ] {
         crate::common::assert_valid_document(&std::fs::read(fixture(trial)).unwrap());
     }
