@@ -30,6 +30,7 @@ fn model(napi: bool) -> SimConfig {
             napi,
             softirq_per_packet: None,
             softirq_per_packet_saturated: None,
+            softirq_per_packet_dropped: None,
             timer_poll: None,
             ring: DEFAULT_RING,
             thread_nice: None,
@@ -47,6 +48,7 @@ fn model(napi: bool) -> SimConfig {
                 source: nic,
                 cost_per_packet: Dist::constant(3.0),
                 socket_queue: DEFAULT_SOCKET_QUEUE,
+                replies: false,
             },
         ));
         tasks.push(task(

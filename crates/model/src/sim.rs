@@ -150,6 +150,11 @@ pub struct Source {
     /// (more pending than the poll may take: a flood); default: `softirq_per_packet`.
     #[serde(default)]
     pub softirq_per_packet_saturated: Option<Dist>,
+    /// Bottom-half cost of a packet that its consumer's full socket drops (the UDP
+    /// receive up to the full queue, and the free); default: the packet's cost as any
+    /// other's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub softirq_per_packet_dropped: Option<Dist>,
     /// A NAPI timer's interrupt with the poll it schedules (deferral's
     /// `gro_flush_timeout`, mostly a poll that finds nothing); default: the hardirq cost.
     #[serde(default)]
@@ -194,6 +199,13 @@ pub enum TaskKind {
         /// Socket queue length in packets: more are dropped.
         #[serde(default = "default_socket_queue")]
         socket_queue: u32,
+        /// It sends a reply per packet (an echo server). A send transmits with bottom
+        /// halves disabled (net/core/dev.c: `__dev_queue_xmit()` under
+        /// `rcu_read_lock_bh()`), so a softirq that an interrupt raises during its work on a
+        /// packet runs at that work's end, in its context (`local_bh_enable()`), not at the
+        /// interrupt's exit. The whole per-packet work counts as that section.
+        #[serde(default, skip_serializing_if = "is_false")]
+        replies: bool,
     },
     /// Always runnable.
     Hog,
@@ -204,6 +216,10 @@ pub const DEFAULT_SOCKET_QUEUE: u32 = 256;
 
 fn default_socket_queue() -> u32 {
     DEFAULT_SOCKET_QUEUE
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// A thread of the workload.
@@ -362,6 +378,7 @@ impl SimConfig {
                 napi: true,
                 softirq_per_packet: None,
                 softirq_per_packet_saturated: None,
+                softirq_per_packet_dropped: None,
                 timer_poll: None,
                 ring: default_ring(),
                 thread_nice: None,
@@ -374,6 +391,7 @@ impl SimConfig {
                         source: "nic".into(),
                         cost_per_packet: Dist::constant(5.0),
                         socket_queue: default_socket_queue(),
+                        replies: false,
                     },
                 ),
                 task(
@@ -482,6 +500,7 @@ impl Check for SimConfig {
                     source,
                     cost_per_packet,
                     socket_queue,
+                    ..
                 } => {
                     if !config.sources.iter().any(|s| &s.name == source) {
                         return bad(format!("no source '{source}'"));
@@ -549,6 +568,7 @@ impl Check for Source {
             &self.hardirq,
             &self.softirq_per_packet,
             &self.softirq_per_packet_saturated,
+            &self.softirq_per_packet_dropped,
             &self.timer_poll,
         ]
         .into_iter()
@@ -626,6 +646,10 @@ impl Check for TrialCosts {
         .chain(
             self.bottom_half_flood_per_datagram_us
                 .map(|us| ("bottom_half_flood_per_datagram_us", us)),
+        )
+        .chain(
+            self.bottom_half_dropped_per_datagram_us
+                .map(|us| ("bottom_half_dropped_per_datagram_us", us)),
         )
         .chain(
             self.napi
@@ -894,6 +918,12 @@ pub struct TrialCosts {
     /// above everywhere.
     #[serde(default)]
     pub bottom_half_flood_per_datagram_us: Option<f64>,
+    /// Bottom-half time per datagram that the echo server's full socket dropped, µs: with
+    /// the one per echoed datagram, fitted by least squares on the points past the knee
+    /// (where most of the drops are). None without two such points that tell the two
+    /// apart: a drop then costs as any datagram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottom_half_dropped_per_datagram_us: Option<f64>,
     /// The echo server's time (user and system: the receive and the send) per echoed
     /// datagram, µs.
     pub consumer_per_datagram_us: f64,

@@ -227,6 +227,9 @@ pub fn trial_model(
             softirq_per_packet_saturated: costs
                 .bottom_half_flood_per_datagram_us
                 .map(Dist::constant),
+            softirq_per_packet_dropped: costs
+                .bottom_half_dropped_per_datagram_us
+                .map(Dist::constant),
             // the fitted timer poll is the sending CPU's (veth's deferred NAPI and its timer
             // run beside the sender), and this one-CPU bed is the receiving CPU: charging it
             // here would slow the wrong CPU, so the source's hardirq cost stays
@@ -253,6 +256,8 @@ pub fn trial_model(
                     source: "veth".into(),
                     cost_per_packet: Dist::constant(costs.consumer_per_datagram_us),
                     socket_queue: costs.socket_queue,
+                    // the echo server sends each datagram back
+                    replies: true,
                 },
             },
             Task {
@@ -396,7 +401,17 @@ fn exact_per_datagram_us(points: &[&TrialPoint], cyclic_hz: f64) -> Option<(f64,
 /// softirq's exact time hides in the echo server's there (hardirq exits and
 /// local_bh_enable() run it in the server's context). None without such points.
 fn flood_per_datagram_us(points: &[&TrialPoint], threaded: bool) -> Option<f64> {
-    let per_s = points.iter().filter(|p| p.sent_pps > 0.0).map(|p| {
+    let (sent, busy) = flood_bottom_half(points, threaded)
+        .fold((0.0, 0.0), |(a, b), (p, busy)| (a + p.sent_pps, b + busy));
+    (sent > 0.0).then(|| busy / sent)
+}
+
+/// The points' bottom-half time a second (µs), as [`flood_per_datagram_us`] reads it.
+fn flood_bottom_half<'a>(
+    points: &'a [&'a TrialPoint],
+    threaded: bool,
+) -> impl Iterator<Item = (&'a TrialPoint, f64)> + 'a {
+    points.iter().filter(|p| p.sent_pps > 0.0).map(move |&p| {
         let exact = p
             .runtimes
             .filter(|t| threaded && t.window_ns > 0 && t.napi_ns > 0)
@@ -408,10 +423,36 @@ fn flood_per_datagram_us(points: &[&TrialPoint], threaded: bool) -> Option<f64> 
             };
             (share + p.cpu.irq_percent) / 100.0 * 1e6
         };
-        (p.sent_pps, exact.unwrap_or_else(sampled))
-    });
-    let (sent, busy) = per_s.fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    (sent > 0.0).then(|| busy / sent)
+        (p, exact.unwrap_or_else(sampled))
+    })
+}
+
+/// The receiving CPU's busy share from which a point past the knee counts as saturated.
+const SATURATED_BUSY_SHARE: f64 = 0.85;
+
+/// The bottom half's cost of a datagram the echo server's full socket dropped, µs: the
+/// flood points' bottom-half time split by least squares between the datagrams echoed
+/// and those dropped (sent, less echoed: past the knee the socket drops them, after
+/// the whole receive path but the delivery and the wakeup), over the points whose
+/// receiving CPU was saturated (the tick samples their split fairly; a point just past
+/// the knee drops few, in bursts, on a CPU half idle). None without such points at two
+/// offered rates or more (the rounds of one rate differ by the machine's noise only, and
+/// a split of that noise extrapolates wildly), or with points that do not tell the two
+/// apart.
+fn dropped_per_datagram_us(points: &[&TrialPoint], threaded: bool) -> Option<f64> {
+    let saturated: Vec<&TrialPoint> = points
+        .iter()
+        .copied()
+        .filter(|p| receiving_busy_share(p) >= SATURATED_BUSY_SHARE)
+        .collect();
+    let rates: std::collections::BTreeSet<u64> = saturated.iter().map(|p| p.offered_pps).collect();
+    if rates.len() < 2 {
+        return None;
+    }
+    let split: Vec<(f64, f64, f64)> = flood_bottom_half(&saturated, threaded)
+        .map(|(p, busy)| (p.echoed_pps, (p.sent_pps - p.echoed_pps).max(0.0), busy))
+        .collect();
+    two_costs(&split).map(|(_, dropped)| dropped)
 }
 
 /// Time per datagram, µs, of a CPU share (percent) as /proc/stat samples it: over the
@@ -649,6 +690,7 @@ fn design_costs(
         design,
         bottom_half_per_datagram_us: bottom_half,
         bottom_half_flood_per_datagram_us: flood_per_datagram_us(&past_knee, design.threaded()),
+        bottom_half_dropped_per_datagram_us: dropped_per_datagram_us(&past_knee, design.threaded()),
         consumer_per_datagram_us: consumer,
         // what the simulation charges outside the woken thread itself: the wakeup
         // and the switch from idle (the switch to idle and the return to user run
@@ -1289,11 +1331,67 @@ mod tests {
     }
 
     #[test]
+    fn saturated_points_at_two_rates_split_the_flood_between_echoed_and_dropped() {
+        // 1.2 µs of bottom half per echoed datagram and 0.6 per dropped one, on a CPU the
+        // points saturate (all busy), from the tick's softirq share
+        const ECHOED_US: f64 = 1.2;
+        const DROPPED_US: f64 = 0.6;
+        let flood = |rate: u64, echoed: f64, busy: f64| {
+            let mut p = point("stock", rate, echoed, 10.0, 2.0, 0.5);
+            let times = p.runtimes.as_mut().unwrap();
+            times.busy_ns = Some((busy * times.window_ns as f64) as u64);
+            let dropped = rate as f64 - echoed;
+            p.cpu.softirq_percent = (ECHOED_US * echoed + DROPPED_US * dropped) / 1e4;
+            p
+        };
+        let points = [
+            flood(320_000, 230_000.0, 0.95),
+            flood(640_000, 150_000.0, 0.92),
+            flood(1_000_000, 100_000.0, 0.90),
+        ];
+        let all: Vec<&TrialPoint> = points.iter().collect();
+        let dropped = dropped_per_datagram_us(&all, false).unwrap();
+        assert!((dropped - DROPPED_US).abs() < 0.01, "{dropped}");
+        // the rounds of one rate do not split it
+        let one_rate = [
+            flood(640_000, 150_000.0, 0.92),
+            flood(640_000, 120_000.0, 0.9),
+        ];
+        let one_rate: Vec<&TrialPoint> = one_rate.iter().collect();
+        assert_eq!(dropped_per_datagram_us(&one_rate, false), None);
+        // nor points whose CPU was not saturated (just past the knee, half idle)
+        let idle = [
+            flood(160_000, 150_000.0, 0.5),
+            flood(200_000, 170_000.0, 0.6),
+        ];
+        let idle: Vec<&TrialPoint> = idle.iter().collect();
+        assert_eq!(dropped_per_datagram_us(&idle, false), None);
+        // the calibration keeps it, and the model charges it to the socket's drops
+        let mut ladder: Vec<TrialPoint> = [20_000u64, 40_000]
+            .map(|rate| point("stock", rate, rate as f64, 10_000.0, 6.0, 0.5))
+            .into();
+        ladder.extend(points);
+        let costs = trial_costs(&options(), &ladder, &calibration(), 208, "t.rec").unwrap();
+        let fitted = costs[0].bottom_half_dropped_per_datagram_us.unwrap();
+        assert!((fitted - DROPPED_US).abs() < 0.01, "{costs:?}");
+        let model = trial_model(&options(), &calibration(), &costs[0], 1e6, 1.0, 1);
+        assert_eq!(
+            model.sources[0].softirq_per_packet_dropped,
+            Some(Dist::constant(fitted))
+        );
+        assert!(matches!(
+            model.tasks[0].kind,
+            TaskKind::Consumer { replies: true, .. }
+        ));
+    }
+
+    #[test]
     fn the_flood_cost_goes_to_the_models_saturated_polls_and_old_calibrations_read() {
         let mut costs = TrialCosts {
             design: "stock".parse().unwrap(),
             bottom_half_per_datagram_us: 0.8,
             bottom_half_flood_per_datagram_us: None,
+            bottom_half_dropped_per_datagram_us: None,
             consumer_per_datagram_us: 6.0,
             idle_exit_us: 0.0,
             arrivals_per_s: None,

@@ -342,6 +342,8 @@ struct Thread {
     // Consumer:
     socket: VecDeque<Ns>,
     socket_cap: usize,
+    /// It replies to each packet: its work on one holds bottom halves disabled.
+    replies: bool,
     return_pending: bool,
     migrated_handler: bool,
     direct_switch: bool,
@@ -368,6 +370,8 @@ struct SourceState {
     per_packet: Dist,
     /// Per packet in a saturated poll (a flood).
     per_packet_saturated: Dist,
+    /// Per packet that the consumer's full socket drops; none: as any other.
+    per_packet_dropped: Option<Dist>,
     ring: VecDeque<Ns>,
     ring_cap: usize,
     /// Not NAPI: events whose handler has not ended (the ring caps them too).
@@ -590,6 +594,7 @@ impl<'a> Engine<'a> {
                     source,
                     cost_per_packet,
                     socket_queue,
+                    replies,
                 } => {
                     let source = config
                         .sources
@@ -600,6 +605,7 @@ impl<'a> Engine<'a> {
                     let thread = &mut engine.threads[id];
                     thread.cost = cost_per_packet.clone();
                     thread.socket_cap = *socket_queue as usize;
+                    thread.replies = *replies;
                 }
                 TaskKind::Hog => {
                     let id = add(Role::Hog);
@@ -655,6 +661,7 @@ impl<'a> Engine<'a> {
                     .softirq_per_packet_saturated
                     .clone()
                     .unwrap_or_else(|| per_packet.clone()),
+                per_packet_dropped: source.softirq_per_packet_dropped.clone(),
                 per_packet,
                 ring: VecDeque::new(),
                 ring_cap: source.ring as usize,
@@ -714,6 +721,7 @@ impl<'a> Engine<'a> {
             batch: self.config.limits.napi_weight,
             socket: VecDeque::new(),
             socket_cap: 0,
+            replies: false,
             return_pending: false,
             migrated_handler: false,
             direct_switch: false,
@@ -1191,9 +1199,13 @@ impl<'a> Engine<'a> {
             return;
         }
         let bh_disabled = state.switching.is_none()
-            && state
-                .current
-                .is_some_and(|t| self.threads[t].poll.is_some());
+            && state.current.is_some_and(|t| {
+                let thread = &self.threads[t];
+                let replying = thread
+                    .piece
+                    .is_some_and(|p| p.work == Work::Consume && p.left > 0);
+                thread.poll.is_some() || (thread.replies && replying)
+            });
         if bh_disabled {
             self.cpus[cpu].softirq_at_bh_enable = true;
         } else {
@@ -1298,6 +1310,15 @@ impl<'a> Engine<'a> {
     /// ones it took before cost the plain cost.
     fn polled_packet_cost(&mut self, index: usize, allowed: u32) -> Ns {
         let source = &self.sources[index];
+        // the socket's state now stands for the one at the packet's end
+        let dropped = source.per_packet_dropped.as_ref().filter(|_| {
+            source
+                .consumer
+                .is_some_and(|c| self.threads[c].socket.len() >= self.threads[c].socket_cap)
+        });
+        if let Some(dist) = dropped {
+            return self.costs.sample(dist);
+        }
         let saturated = source.ring.len() + 1 >= allowed as usize;
         let dist = match saturated {
             true => &source.per_packet_saturated,
@@ -1448,6 +1469,9 @@ impl<'a> Engine<'a> {
             Work::Consume => {
                 let task = self.threads[id].task.expect("a task");
                 self.out.tasks[task].delivered += 1;
+                // its send's local_bh_enable(): what an interrupt raised meanwhile runs now
+                let cpu = self.threads[id].cpu;
+                self.run_softirq_at_bh_enable(cpu, now);
             }
             Work::Job => {
                 let task = self.threads[id].task.expect("a task");
@@ -1554,13 +1578,19 @@ impl<'a> Engine<'a> {
         } else if self.sources[index].ring.is_empty() && !self.threads[id].thread_busy_poll {
             self.complete_napi(cpu, index, work_done, now);
         }
+        self.run_softirq_at_bh_enable(cpu, self.cpus[cpu].since);
+        None
+    }
+
+    /// Bottom halves enabled again on `cpu`: the softirq an interrupt raised while they
+    /// were disabled runs now (kernel/softirq.c: `__local_bh_enable_ip()`).
+    fn run_softirq_at_bh_enable(&mut self, cpu: usize, now: Ns) {
         if std::mem::take(&mut self.cpus[cpu].softirq_at_bh_enable)
             && self.cpus[cpu].softirq.is_none()
             && !self.cpus[cpu].poll_list.is_empty()
         {
-            self.start_softirq(cpu, self.cpus[cpu].since);
+            self.start_softirq(cpu, now);
         }
-        None
     }
 
     fn next_job(&mut self, id: usize, now: Ns) -> Option<(Ns, Work)> {

@@ -33,6 +33,7 @@ fn source(name: &str, arrival: Arrival, napi: bool) -> Source {
         napi,
         softirq_per_packet: None,
         softirq_per_packet_saturated: None,
+        softirq_per_packet_dropped: None,
         timer_poll: None,
         ring: 1024,
         thread_nice: None,
@@ -61,6 +62,7 @@ fn consumer(source: &str, cost_us: f64, socket_queue: u32) -> TaskKind {
         source: source.into(),
         cost_per_packet: us(cost_us),
         socket_queue,
+        replies: false,
     }
 }
 
@@ -954,4 +956,60 @@ fn a_poll_that_uses_its_whole_weight_pays_the_saturated_cost() {
             "{design}: {small} µs"
         );
     }
+}
+
+/// A stock flood that the softirq and the consumer cannot both keep up with: its socket
+/// fills and drops.
+fn stock_flood(replies: bool, dropped_us: Option<f64>) -> DesignResult {
+    let mut config = flood(&["stock"]);
+    config.costs.softirq_per_packet = us(2.0);
+    config.sources[0].arrival = Arrival::Poisson {
+        rate_per_s: 300_000.0,
+    };
+    config.sources[0].softirq_per_packet_dropped = dropped_us.map(us);
+    config.tasks = vec![task(
+        "echo",
+        "o:0",
+        TaskKind::Consumer {
+            source: "flood".into(),
+            cost_per_packet: us(3.0),
+            socket_queue: 16,
+            replies,
+        },
+    )];
+    run(&config).remove(0)
+}
+
+#[test]
+fn a_datagram_the_full_socket_drops_costs_the_drop_cost() {
+    let (default, same) = (stock_flood(false, None), stock_flood(false, Some(2.0)));
+    // a drop cost equal to any packet's changes nothing
+    assert_eq!(default, same);
+    let cheap = stock_flood(false, Some(0.5));
+    let delivered = |r: &DesignResult| the_consumer(r).delivered_per_s;
+    println!(
+        "delivered: drops at 2 µs {:.0}/s (softirq {:.2}), at 0.5 µs {:.0}/s (softirq {:.2})",
+        delivered(&default),
+        default.cpu.softirq,
+        delivered(&cheap),
+        cheap.cpu.softirq
+    );
+    assert!(the_consumer(&default).dropped_socket > the_consumer(&default).delivered);
+    // the softirq spends less on the drops, and the consumer gets what it saved
+    assert!(cheap.cpu.softirq < default.cpu.softirq - 0.1);
+    assert!(delivered(&cheap) > 1.2 * delivered(&default));
+}
+
+#[test]
+fn a_replying_consumer_runs_the_softirq_its_interrupts_raise_at_its_sends_end() {
+    let (plain, replying) = (stock_flood(false, None), stock_flood(true, None));
+    println!(
+        "interrupts per arrival: {:.3}, replying {:.3}",
+        plain.interrupts_per_arrival, replying.interrupts_per_arrival
+    );
+    // NET_RX waits for the end of the consumer's work on a datagram, so the NAPI stays
+    // scheduled meanwhile and the arrivals then raise no interrupt of their own: the
+    // polls batch
+    assert!(replying.interrupts_per_arrival < 0.8 * plain.interrupts_per_arrival);
+    assert_ne!(plain, replying);
 }
