@@ -913,15 +913,16 @@ pub struct TrialCosts {
     pub bottom_half_per_datagram_us: f64,
     /// Bottom-half time per datagram it received in a flood, µs: from the points past
     /// the knee, where the receiving CPU is saturated (every datagram reaches the echo
-    /// server's socket, the drops are there). The simulated test bed charges it in
-    /// saturated polls; none (older calibrations, or no point past the knee): the cost
-    /// above everywhere.
+    /// server's socket, the drops are there); with a drop cost (below), per datagram the
+    /// socket took. The simulated test bed charges it in saturated polls; none (older
+    /// calibrations, or no point past the knee): the cost above everywhere.
     #[serde(default)]
     pub bottom_half_flood_per_datagram_us: Option<f64>,
     /// Bottom-half time per datagram that the echo server's full socket dropped, µs: with
-    /// the one per echoed datagram, fitted by least squares on the points past the knee
-    /// (where most of the drops are). None without two such points that tell the two
-    /// apart: a drop then costs as any datagram.
+    /// the one per echoed datagram (the flood cost above), fitted by least squares on the
+    /// saturated points past the knee at two offered rates or more. None without such
+    /// points, or with a fit that makes a drop free or dearer than an echo: a drop then
+    /// costs as any datagram.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottom_half_dropped_per_datagram_us: Option<f64>,
     /// The echo server's time (user and system: the receive and the send) per echoed

@@ -430,16 +430,16 @@ fn flood_bottom_half<'a>(
 /// The receiving CPU's busy share from which a point past the knee counts as saturated.
 const SATURATED_BUSY_SHARE: f64 = 0.85;
 
-/// The bottom half's cost of a datagram the echo server's full socket dropped, µs: the
-/// flood points' bottom-half time split by least squares between the datagrams echoed
-/// and those dropped (sent, less echoed: past the knee the socket drops them, after
-/// the whole receive path but the delivery and the wakeup), over the points whose
-/// receiving CPU was saturated (the tick samples their split fairly; a point just past
-/// the knee drops few, in bursts, on a CPU half idle). None without such points at two
-/// offered rates or more (the rounds of one rate differ by the machine's noise only, and
-/// a split of that noise extrapolates wildly), or with points that do not tell the two
-/// apart.
-fn dropped_per_datagram_us(points: &[&TrialPoint], threaded: bool) -> Option<f64> {
+/// The bottom half's cost in a flood split between a datagram echoed and one the echo
+/// server's full socket dropped, µs: the flood points' bottom-half time by least squares
+/// on the datagrams echoed and those dropped (sent, less echoed: past the knee the
+/// socket drops them, after the whole receive path but the delivery and the wakeup),
+/// over the points whose receiving CPU was saturated (the tick samples their split
+/// fairly; a point just past the knee drops few, in bursts, on a CPU half idle). None
+/// without such points at two offered rates or more (the rounds of one rate differ by
+/// the machine's noise only, and a split of that noise extrapolates wildly), or with a
+/// split the receive path cannot have: a drop that costs nothing, or more than an echo.
+fn flood_split_us(points: &[&TrialPoint], threaded: bool) -> Option<(f64, f64)> {
     let saturated: Vec<&TrialPoint> = points
         .iter()
         .copied()
@@ -452,7 +452,7 @@ fn dropped_per_datagram_us(points: &[&TrialPoint], threaded: bool) -> Option<f64
     let split: Vec<(f64, f64, f64)> = flood_bottom_half(&saturated, threaded)
         .map(|(p, busy)| (p.echoed_pps, (p.sent_pps - p.echoed_pps).max(0.0), busy))
         .collect();
-    two_costs(&split).map(|(_, dropped)| dropped)
+    two_costs(&split).filter(|&(echoed, dropped)| dropped > 0.0 && dropped <= echoed)
 }
 
 /// Time per datagram, µs, of a CPU share (percent) as /proc/stat samples it: over the
@@ -665,6 +665,7 @@ fn design_costs(
         .filter(|p| p.design == design && !follows(p))
         .collect();
     let arrivals = arrivals_per_s(&following);
+    let flood_split = flood_split_us(&past_knee, design.threaded());
     let cyclic_hz = 1e9 / options.cyclic_period_ns.max(1) as f64;
     let (bottom_half, consumer, idle_cycle, fitted) =
         match exact_per_datagram_us(&following, cyclic_hz) {
@@ -689,8 +690,11 @@ fn design_costs(
     let mut costs = TrialCosts {
         design,
         bottom_half_per_datagram_us: bottom_half,
-        bottom_half_flood_per_datagram_us: flood_per_datagram_us(&past_knee, design.threaded()),
-        bottom_half_dropped_per_datagram_us: dropped_per_datagram_us(&past_knee, design.threaded()),
+        // with the split, a datagram that reaches the socket costs the echoed share
+        bottom_half_flood_per_datagram_us: flood_split
+            .map(|(echoed, _)| echoed)
+            .or_else(|| flood_per_datagram_us(&past_knee, design.threaded())),
+        bottom_half_dropped_per_datagram_us: flood_split.map(|(_, dropped)| dropped),
         consumer_per_datagram_us: consumer,
         // what the simulation charges outside the woken thread itself: the wakeup
         // and the switch from idle (the switch to idle and the return to user run
@@ -1350,7 +1354,8 @@ mod tests {
             flood(1_000_000, 100_000.0, 0.90),
         ];
         let all: Vec<&TrialPoint> = points.iter().collect();
-        let dropped = dropped_per_datagram_us(&all, false).unwrap();
+        let (echoed, dropped) = flood_split_us(&all, false).unwrap();
+        assert!((echoed - ECHOED_US).abs() < 0.01, "{echoed}");
         assert!((dropped - DROPPED_US).abs() < 0.01, "{dropped}");
         // the rounds of one rate do not split it
         let one_rate = [
@@ -1358,14 +1363,25 @@ mod tests {
             flood(640_000, 120_000.0, 0.9),
         ];
         let one_rate: Vec<&TrialPoint> = one_rate.iter().collect();
-        assert_eq!(dropped_per_datagram_us(&one_rate, false), None);
+        assert_eq!(flood_split_us(&one_rate, false), None);
         // nor points whose CPU was not saturated (just past the knee, half idle)
         let idle = [
             flood(160_000, 150_000.0, 0.5),
             flood(200_000, 170_000.0, 0.6),
         ];
         let idle: Vec<&TrialPoint> = idle.iter().collect();
-        assert_eq!(dropped_per_datagram_us(&idle, false), None);
+        assert_eq!(flood_split_us(&idle, false), None);
+        // nor a split in which a drop would cost more than an echo
+        let mut inverted = [
+            flood(320_000, 230_000.0, 0.95),
+            flood(640_000, 150_000.0, 0.92),
+        ];
+        for p in &mut inverted {
+            let dropped = p.sent_pps - p.echoed_pps;
+            p.cpu.softirq_percent = (0.3 * p.echoed_pps + 1.5 * dropped) / 1e4;
+        }
+        let inverted: Vec<&TrialPoint> = inverted.iter().collect();
+        assert_eq!(flood_split_us(&inverted, false), None);
         // the calibration keeps it, and the model charges it to the socket's drops
         let mut ladder: Vec<TrialPoint> = [20_000u64, 40_000]
             .map(|rate| point("stock", rate, rate as f64, 10_000.0, 6.0, 0.5))
@@ -1374,10 +1390,18 @@ mod tests {
         let costs = trial_costs(&options(), &ladder, &calibration(), 208, "t.rec").unwrap();
         let fitted = costs[0].bottom_half_dropped_per_datagram_us.unwrap();
         assert!((fitted - DROPPED_US).abs() < 0.01, "{costs:?}");
+        // a datagram that reaches the socket in a flood costs the echoed share, not the
+        // average over the drops
+        let flood = costs[0].bottom_half_flood_per_datagram_us.unwrap();
+        assert!((flood - ECHOED_US).abs() < 0.01, "{costs:?}");
         let model = trial_model(&options(), &calibration(), &costs[0], 1e6, 1.0, 1);
         assert_eq!(
             model.sources[0].softirq_per_packet_dropped,
             Some(Dist::constant(fitted))
+        );
+        assert_eq!(
+            model.sources[0].softirq_per_packet_saturated,
+            Some(Dist::constant(flood))
         );
         assert!(matches!(
             model.tasks[0].kind,

@@ -1005,6 +1005,16 @@ impl<'a> Engine<'a> {
             if !in_poll {
                 let next = self.pick(cpu);
                 if next != current {
+                    // a replying consumer is preempted no sooner than its send's
+                    // local_bh_enable(), which runs the softirq held back meanwhile
+                    if self.cpus[cpu].softirq_at_bh_enable
+                        && current.is_some_and(|t| self.threads[t].replies)
+                        && self.cpus[cpu].softirq.is_none()
+                        && !self.cpus[cpu].poll_list.is_empty()
+                    {
+                        self.start_softirq(cpu, now);
+                        continue;
+                    }
                     self.start_switch(cpu, next);
                     continue;
                 }

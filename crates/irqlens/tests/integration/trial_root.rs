@@ -491,13 +491,10 @@ fn defer_sets_its_knobs_and_busy_polling_takes_the_receiving_cpu() {
             assert!(p["echoed"].as_u64() > Some(0), "{figures}");
             // the CPU's busy time (cpuidle's or, without it, /proc/stat's idle: kept in
             // clock ticks, so up to a tick off at each end) holds the echo server's exact
-            // run time there, and fits in the window
+            // run time there
             let busy = window_share(p, "busy_ns");
             let tick_slack = 2.0 * 0.01 * 1e9 / p["runtimes"]["window_ns"].as_f64().unwrap();
-            assert!(
-                busy + tick_slack >= window_share(p, "echo_ns") && busy <= 1.0,
-                "{figures}"
-            );
+            assert!(busy + tick_slack >= window_share(p, "echo_ns"), "{figures}");
         }
     }
     let (stock_share, polling_share) = (
