@@ -44,6 +44,12 @@ pub trait Tool {
 
     /// `--json` and `--quiet`.
     fn show(&self) -> &ShowArgs;
+    /// Checks what the input alone decides, and the machine's read-only facts (CPUs
+    /// online, knobs that exist): refused before the run claims CPUs or begins a journal,
+    /// so that bad input neither disturbs nor is disturbed by another run.
+    fn validate(&self) -> Result<()> {
+        Ok(())
+    }
     /// What the machine must allow before anything is made.
     fn needs(&self) -> Needs {
         Needs::Nothing
@@ -197,6 +203,7 @@ impl Ended {
 
 /// Runs `tool` from start to exit status.
 pub fn run_tool<T: Tool>(tool: T) -> Result<Ended> {
+    tool.validate()?;
     check(tool.needs())?;
     // held until the run ends: the runs that start meanwhile find it
     let claims = match tool.measures() {

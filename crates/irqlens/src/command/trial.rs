@@ -22,6 +22,10 @@ impl Tool for TrialNetArgs {
         &self.show
     }
 
+    fn validate(&self) -> Result<()> {
+        self.options().map(drop)
+    }
+
     fn needs(&self) -> Needs {
         Needs::Root("trial makes network namespaces and changes thread priorities")
     }

@@ -51,6 +51,22 @@ impl Tool for TuneArgs {
     }
 
     /// --revert and --dry-run measure nothing.
+    fn validate(&self) -> Result<()> {
+        if self.revert {
+            return Ok(());
+        }
+        // checked here: clap's `requires = "revert"` let --kept through without it
+        if self.kept {
+            bail!("--kept goes with --revert: irqlens tune --revert --kept");
+        }
+        system::select_cpus(self.cpus.as_ref())?;
+        for spec in &self.change {
+            let (knob, to) = knob::parse_change(spec)?;
+            knob::check_on_machine(&knob, &to).with_context(|| format!("--change {spec}"))?;
+        }
+        Ok(())
+    }
+
     fn needs(&self) -> Needs {
         if self.revert || self.dry_run {
             Needs::Nothing
@@ -82,10 +98,6 @@ impl Tool for TuneArgs {
     fn execute(self, run: &mut Run) -> Result<Done> {
         if self.revert {
             return Ok(Done::new(revert(Path::new(JOURNAL_PATH), self.kept)?));
-        }
-        // checked here: clap's `requires = "revert"` let --kept through without it
-        if self.kept {
-            bail!("--kept goes with --revert: irqlens tune --revert --kept");
         }
         let cpus = system::select_cpus(self.cpus.as_ref())?;
         // each remedy: its changes, made together in order
