@@ -19,6 +19,11 @@ pub const IRQ_SOURCE_NAMES: [&str; 10] = [
     "thermal_apic",
 ];
 
+/// The sources of `enum irq_source` a remote wakeup sends: SRC_RESCHEDULE, SRC_CALL_FUNCTION
+/// and SRC_CALL_FUNCTION_SINGLE (`try_to_wake_up()` queues the wakeup on the target CPU, or
+/// makes it reschedule).
+pub const WAKEUP_IPI_SOURCES: [u16; 3] = [2, 3, 4];
+
 /// Softirq vectors by number (include/linux/interrupt.h).
 pub const SOFTIRQ_NAMES: [&str; 10] = [
     "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",

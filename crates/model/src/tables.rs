@@ -374,9 +374,13 @@ pub struct BhSample {
 /// what the analysis counts, and what a sample of the document shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct BhWindow {
-    /// Hardirqs (and NMIs) that began in the window.
+    /// Hardirqs (and NMIs) that began in the window, but for `wakeup_ipi`.
     pub irqs: u32,
-    /// Their time, ns.
+    /// A work item's or IRQ thread's executor was woken from another CPU, and the IPI
+    /// that brought it the wakeup landed in the window: the handoff itself, not an
+    /// interruption (its time is in `irq_ns`).
+    pub wakeup_ipi: bool,
+    /// Their time (and the wakeup IPI's), ns.
     pub irq_ns: u64,
     /// Softirqs served in the window before this one.
     #[serde(rename = "softirqs_first")]

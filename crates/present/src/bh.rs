@@ -191,6 +191,9 @@ fn describe(sample: &Sample, names: &Names) -> String {
             parts.push(format!("{count} {what} {} us", us2(ns)));
         }
     }
+    if w.wakeup_ipi {
+        parts.push("its executor's wakeup came as an IPI".into());
+    }
     if w.switches > 0 {
         parts.push(format!("{} context switches", w.switches));
     }

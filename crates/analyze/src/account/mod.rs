@@ -51,9 +51,8 @@ const LOCAL_TIMER: u16 = 1;
 /// Threads whose compensation counters are kept: forgotten when not touched while half
 /// as many other threads were.
 pub const THREADS: usize = 1 << 16;
-/// irq_vectors.h's SRC_RESCHEDULE, SRC_CALL_FUNCTION and SRC_CALL_FUNCTION_SINGLE: the
-/// IPIs a remote wakeup sends.
-const WAKEUP_IPIS: [u16; 3] = [2, 3, 4];
+/// The IPIs a remote wakeup sends.
+const WAKEUP_IPIS: [u16; 3] = irqlens_model::kernel::WAKEUP_IPI_SOURCES;
 
 /// Where interrupt time came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -16,7 +16,7 @@ use super::{Delay, DelayCause, Mechanism, Sample, Source, Woke};
 use crate::bounded::AgedMap;
 use irqlens_model::bh::MatchCounts;
 use irqlens_model::event::{Event, EventData};
-use irqlens_model::kernel::Comm;
+use irqlens_model::kernel::{Comm, WAKEUP_IPI_SOURCES};
 use irqlens_model::units::CpuList;
 use irqlens_model::workload::NamedThread;
 
@@ -176,8 +176,9 @@ pub struct Matcher {
     /// Keyed by IRQ threads only (one per threaded IRQ line): bounded by the lines.
     irq_thread_wakeups: HashMap<u32, Request>,
     running_irq_threads: HashMap<u32, (Running, u32)>,
-    /// Last wakeup and switch-in of threads that run bottom halves.
-    woken: AgedMap<u32, u64>,
+    /// Last wakeup (when, and the waker's CPU) and switch-in of threads that run bottom
+    /// halves.
+    woken: AgedMap<u32, (u64, u32)>,
     switched_in: AgedMap<u32, u64>,
     comms: AgedMap<u32, Comm>,
     watched: Option<u32>,
@@ -503,10 +504,10 @@ impl Matcher {
         let comm = thread.comm;
         self.comms.insert(woken, comm);
         if is_worker(&comm) {
-            self.woken.insert(woken, e.time_ns);
+            self.woken.insert(woken, (e.time_ns, e.cpu));
         }
         if is_irq_thread(&comm) {
-            self.woken.insert(woken, e.time_ns);
+            self.woken.insert(woken, (e.time_ns, e.cpu));
             // a wakeup before the thread got to sleep is superseded by this one
             self.irq_thread_wakeups.insert(woken, Request::at(e));
         }
@@ -588,6 +589,41 @@ impl Matcher {
         });
     }
 
+    /// When the IPI that brought a thread-run bottom half's executor its wakeup from
+    /// another CPU began on `cpu`: the first wakeup IPI after the wakeup, within the
+    /// window. It is the handoff itself, not an interruption of it: counted as one, every
+    /// sample of a worker woken across CPUs is interrupted, and the quantiles, which leave
+    /// those out, have none.
+    fn wakeup_ipi(
+        &self,
+        state: &CpuState,
+        cpu: u32,
+        from: u64,
+        to: u64,
+        executor: u32,
+        running: &Running,
+    ) -> Option<u64> {
+        if !matches!(
+            running.mechanism,
+            Mechanism::Workqueue | Mechanism::IrqThread
+        ) {
+            return None;
+        }
+        let &(woken_ns, waker_cpu) = self.woken.get(&executor)?;
+        if waker_cpu == cpu || woken_ns < from || woken_ns > to {
+            return None;
+        }
+        state
+            .history
+            .iter()
+            .filter(|h| h.start_ns >= woken_ns && h.start_ns < to)
+            .filter(|h| {
+                matches!(h.what, Happened::Irq { source, .. } if WAKEUP_IPI_SOURCES.contains(&source))
+            })
+            .map(|h| h.start_ns)
+            .min()
+    }
+
     /// What ran on `cpu` between the request and the invocation.
     fn delay(&self, cpu: u32, from: u64, to: u64, executor: u32, running: &Running) -> Delay {
         let mut delay = Delay::default();
@@ -598,6 +634,7 @@ impl Matcher {
         };
         delay.window.complete = state.dropped_until_ns.is_none_or(|dropped| dropped < from);
         let mut causes = Vec::new();
+        let wakeup_ipi = self.wakeup_ipi(state, cpu, from, to, executor, running);
         for h in state.history.iter().rev().take_while(|h| h.end_ns >= from) {
             if let (true, Happened::Irq { source, id }) = (h.start_ns <= from, h.what) {
                 // the handler that made the request (or ran when it came): what it ran on
@@ -613,7 +650,11 @@ impl Matcher {
             }
             match h.what {
                 Happened::Irq { source, id } => {
-                    delay.window.irqs += 1;
+                    if Some(h.start_ns) == wakeup_ipi {
+                        delay.window.wakeup_ipi = true;
+                    } else {
+                        delay.window.irqs += 1;
+                    }
                     delay.window.irq_ns += h.end_ns - h.start_ns;
                     causes.push(DelayCause::Irq { source, id });
                 }
@@ -654,7 +695,8 @@ impl Matcher {
             Mechanism::Workqueue | Mechanism::IrqThread => {
                 let after =
                     |time: Option<&u64>| time.filter(|&&t| t > from && t <= to).map(|t| t - from);
-                delay.window.woken_after_ns = after(self.woken.get(&executor));
+                let woken_ns = self.woken.get(&executor).map(|(time_ns, _)| time_ns);
+                delay.window.woken_after_ns = after(woken_ns);
                 delay.window.switched_in_after_ns = after(self.switched_in.get(&executor));
                 if running.mechanism == Mechanism::Workqueue
                     && delay.window.woken_after_ns.is_some()
@@ -1148,6 +1190,65 @@ mod tests {
                 DelayCause::Irq { source: 2, id: 253 },
                 DelayCause::Busy(NamedThread::named("il-load/3"))
             ]
+        );
+    }
+
+    #[test]
+    fn the_ipi_that_wakes_a_worker_on_another_cpu_is_no_interruption_but_a_later_one_is() {
+        let worker = |e: &mut Event| e.pid = 77;
+        let (samples, _) = Stream::new()
+            .at(0, 1, switch(0, "swapper/1"))
+            .at(10, 0, queue(0x1))
+            .at(11, 0, wakeup(77, "kworker/u8:1"))
+            .at(12, 1, irq_entry(4, 251))
+            .at(13, 1, irq_exit(251))
+            .at(14, 1, switch(77, "kworker/u8:1"))
+            .at(15, 1, start(0x1))
+            .with(worker)
+            .at(16, 1, end(0x1))
+            .with(worker)
+            // the same, but a reschedule IPI came first, before the wakeup
+            .at(19, 1, switch(0, "swapper/1"))
+            .at(20, 0, queue(0x2))
+            .at(21, 1, irq_entry(2, 253))
+            .at(22, 1, irq_exit(253))
+            .at(23, 0, wakeup(77, "kworker/u8:1"))
+            .at(24, 1, irq_entry(4, 251))
+            .at(25, 1, irq_exit(251))
+            .at(26, 1, switch(77, "kworker/u8:1"))
+            .at(27, 1, start(0x2))
+            .with(worker)
+            .at(28, 1, end(0x2))
+            .with(worker)
+            // woken from its own CPU: an IPI there is an interruption
+            .at(29, 1, switch(0, "swapper/1"))
+            .at(30, 0, queue(0x3))
+            .at(31, 1, wakeup(77, "kworker/u8:1"))
+            .at(32, 1, irq_entry(4, 251))
+            .at(33, 1, irq_exit(251))
+            .at(34, 1, switch(77, "kworker/u8:1"))
+            .at(35, 1, start(0x3))
+            .with(worker)
+            .at(36, 1, end(0x3))
+            .with(worker)
+            .run(None);
+        let windows: Vec<(u32, bool, u64)> = samples
+            .iter()
+            .map(|s| {
+                let w = s.delay.window;
+                (w.irqs, w.wakeup_ipi, w.irq_ns)
+            })
+            .collect();
+        assert_eq!(
+            windows,
+            vec![(0, true, 1_000), (1, true, 2_000), (1, false, 1_000)]
+        );
+        assert!(!samples[0].irq_in_window());
+        assert!(
+            samples[0]
+                .delay
+                .causes
+                .contains(&DelayCause::Irq { source: 4, id: 251 })
         );
     }
 
