@@ -631,7 +631,7 @@ pub struct TuneRound {
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Every after round below every before round, and the medians apart by more than
-    /// the before rounds' spread.
+    /// the before rounds' spread or half the before median.
     Kept,
     /// Otherwise: put back.
     NoEffect,
