@@ -45,8 +45,21 @@ pub fn run(
     options: &WakeupOptions,
     stop: &AtomicBool,
     tap: &mut Tap,
+    on_tick: impl FnMut(&WakeupStats, Tick),
+    warn: impl FnMut(String),
+) -> Result<WakeupOutcome> {
+    run_marking(options, stop, tap, on_tick, warn, &AtomicBool::new(false))
+}
+
+/// [`run`], setting `measuring` once its probes are on and its timer threads run: a run
+/// beside it (trial's point) starts then, not at the first tick a second later.
+pub fn run_marking(
+    options: &WakeupOptions,
+    stop: &AtomicBool,
+    tap: &mut Tap,
     mut on_tick: impl FnMut(&WakeupStats, Tick),
     warn: impl FnMut(String),
+    measuring: &AtomicBool,
 ) -> Result<WakeupOutcome> {
     let traced = options.mode.traced();
     // what --cgroup leaves out is never watched, in the recording too, so that a replay
@@ -97,6 +110,7 @@ pub fn run(
         let mut pipeline = Pipeline::new(options, timer_tids);
         let mut pace = RunPace::after_warm_up(started, options.warm_up, options.duration);
         let _reader = super::raise_reader();
+        measuring.store(true, Ordering::Relaxed);
         while !stop.load(Ordering::Relaxed) {
             let wait = pace.wait();
             let warming_up = pace.warming_up(Instant::now());

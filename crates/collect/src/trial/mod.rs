@@ -217,9 +217,14 @@ fn measure(
             scope.spawn(|| steer::run_in(&steer_options, &steer_stop, Some(journal), |_| {}))
         });
         let cyclic_run = scope.spawn(|| {
-            let ticked = |_: &_, _| cyclic_measures.store(true, Ordering::Relaxed);
-            let outcome =
-                wakeup_run::run(cyclic, &cyclic_stop, &mut Tap::default(), ticked, |_| {});
+            let outcome = wakeup_run::run_marking(
+                cyclic,
+                &cyclic_stop,
+                &mut Tap::default(),
+                |_, _| {},
+                |_| {},
+                &cyclic_measures,
+            );
             cyclic_measures.store(true, Ordering::Relaxed);
             outcome
         });
