@@ -1195,43 +1195,34 @@ mod tests {
 
     #[test]
     fn the_ipi_that_wakes_a_worker_on_another_cpu_is_no_interruption_but_a_later_one_is() {
-        let worker = |e: &mut Event| e.pid = 77;
-        let (samples, _) = Stream::new()
-            .at(0, 1, switch(0, "swapper/1"))
-            .at(10, 0, queue(0x1))
-            .at(11, 0, wakeup(77, "kworker/u8:1"))
-            .at(12, 1, irq_entry(4, 251))
-            .at(13, 1, irq_exit(251))
-            .at(14, 1, switch(77, "kworker/u8:1"))
-            .at(15, 1, start(0x1))
-            .with(worker)
-            .at(16, 1, end(0x1))
-            .with(worker)
-            // the same, but a reschedule IPI came first, before the wakeup
-            .at(19, 1, switch(0, "swapper/1"))
-            .at(20, 0, queue(0x2))
-            .at(21, 1, irq_entry(2, 253))
-            .at(22, 1, irq_exit(253))
-            .at(23, 0, wakeup(77, "kworker/u8:1"))
-            .at(24, 1, irq_entry(4, 251))
-            .at(25, 1, irq_exit(251))
-            .at(26, 1, switch(77, "kworker/u8:1"))
-            .at(27, 1, start(0x2))
-            .with(worker)
-            .at(28, 1, end(0x2))
-            .with(worker)
-            // woken from its own CPU: an IPI there is an interruption
-            .at(29, 1, switch(0, "swapper/1"))
-            .at(30, 0, queue(0x3))
-            .at(31, 1, wakeup(77, "kworker/u8:1"))
-            .at(32, 1, irq_entry(4, 251))
-            .at(33, 1, irq_exit(251))
-            .at(34, 1, switch(77, "kworker/u8:1"))
-            .at(35, 1, start(0x3))
-            .with(worker)
-            .at(36, 1, end(0x3))
-            .with(worker)
-            .run(None);
+        // CPU 1 idles; work 0x1 is queued on CPU 0 at `at` µs, a reschedule IPI lands
+        // on CPU 1 if `rescheduled`, the worker is woken from `waker_cpu`, then a
+        // call-function IPI lands on CPU 1 and the worker runs the work
+        fn woken_worker(stream: Stream, at: u64, rescheduled: bool, waker_cpu: u32) -> Stream {
+            let worker = |e: &mut Event| e.pid = 77;
+            let queued = stream
+                .at(at, 1, switch(0, "swapper/1"))
+                .at(at + 1, 0, queue(0x1));
+            let queued = match rescheduled {
+                true => queued
+                    .at(at + 2, 1, irq_entry(2, 253))
+                    .at(at + 3, 1, irq_exit(253)),
+                false => queued,
+            };
+            queued
+                .at(at + 4, waker_cpu, wakeup(77, "kworker/u8:1"))
+                .at(at + 5, 1, irq_entry(4, 251))
+                .at(at + 6, 1, irq_exit(251))
+                .at(at + 7, 1, switch(77, "kworker/u8:1"))
+                .at(at + 8, 1, start(0x1))
+                .with(worker)
+                .at(at + 9, 1, end(0x1))
+                .with(worker)
+        }
+        let remote = woken_worker(Stream::new(), 0, false, 0);
+        let rescheduled_first = woken_worker(remote, 20, true, 0);
+        // woken from its own CPU: an IPI there is an interruption
+        let (samples, _) = woken_worker(rescheduled_first, 40, false, 1).run(None);
         let windows: Vec<(u32, bool, u64)> = samples
             .iter()
             .map(|s| {
