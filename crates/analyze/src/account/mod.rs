@@ -40,7 +40,7 @@ use super::timeline::{Context, Slice, Timeline};
 use compensate::Compensator;
 pub use fold::{ACCOUNTS, Folded, FoldedAccount};
 use irqlens_model::event::{Event, EventData};
-use irqlens_model::kernel::Comm;
+use irqlens_model::kernel::{Comm, WAKEUP_IPI_SOURCES};
 use irqlens_model::workload::CgroupId;
 pub use period::Period;
 
@@ -51,8 +51,6 @@ const LOCAL_TIMER: u16 = 1;
 /// Threads whose compensation counters are kept: forgotten when not touched while half
 /// as many other threads were.
 pub const THREADS: usize = 1 << 16;
-/// The IPIs a remote wakeup sends.
-const WAKEUP_IPIS: [u16; 3] = irqlens_model::kernel::WAKEUP_IPI_SOURCES;
 
 /// Where interrupt time came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -292,7 +290,7 @@ impl Run {
     /// A wakeup IPI that woke nobody here: whether it was for irqlens shows in what the
     /// CPU switches to next.
     fn may_wake_remotely(&self) -> bool {
-        WAKEUP_IPIS
+        WAKEUP_IPI_SOURCES
             .iter()
             .any(|&ipi| self.source.is_hardirq_of(ipi))
             && self.units.is_empty()
