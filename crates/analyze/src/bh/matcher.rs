@@ -616,6 +616,8 @@ impl Matcher {
         state
             .history
             .iter()
+            .rev()
+            .take_while(|h| h.end_ns >= woken_ns)
             .filter(|h| h.start_ns >= woken_ns && h.start_ns < to)
             .filter(|h| {
                 matches!(h.what, Happened::Irq { source, .. } if WAKEUP_IPI_SOURCES.contains(&source))
