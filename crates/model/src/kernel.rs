@@ -24,6 +24,10 @@ pub const IRQ_SOURCE_NAMES: [&str; 10] = [
 /// makes it reschedule).
 pub const WAKEUP_IPI_SOURCES: [u16; 3] = [2, 3, 4];
 
+/// The two of them that deliver a remote wakeup itself: SRC_RESCHEDULE (the target must
+/// reschedule) and SRC_CALL_FUNCTION_SINGLE (the wakeup queued on its wake list).
+pub const WAKEUP_DELIVERY_IPI_SOURCES: [u16; 2] = [2, 4];
+
 /// Softirq vectors by number (include/linux/interrupt.h).
 pub const SOFTIRQ_NAMES: [&str; 10] = [
     "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",

@@ -374,12 +374,12 @@ pub struct BhSample {
 /// what the analysis counts, and what a sample of the document shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct BhWindow {
-    /// Hardirqs (and NMIs) that began in the window, but for `wakeup_ipi`.
+    /// Hardirqs (and NMIs) that began in the window, but for the wakeup's IPI.
     pub irqs: u32,
     /// A work item's or IRQ thread's executor was woken from another CPU, and the IPI
     /// that brought it the wakeup landed in the window: the handoff itself, not an
-    /// interruption (its time is in `irq_ns`).
-    pub wakeup_ipi: bool,
+    /// interruption. Its time, ns (in `irq_ns` too).
+    pub wakeup_ipi_ns: Option<u64>,
     /// Their time (and the wakeup IPI's), ns.
     pub irq_ns: u64,
     /// Softirqs served in the window before this one.

@@ -182,8 +182,9 @@ fn describe(sample: &Sample, names: &Names) -> String {
         parts.push(format!("its hardirq ran on {} us", us2(d.raised_in_ns)));
     }
     let w = &d.window;
+    let wakeup_ipi_ns = w.wakeup_ipi_ns.unwrap_or(0);
     for (count, what, ns) in [
-        (w.irqs, "hardirqs", w.irq_ns),
+        (w.irqs, "hardirqs", w.irq_ns.saturating_sub(wakeup_ipi_ns)),
         (w.softirqs, "softirqs first", w.softirq_ns),
         (w.works, "work items first", w.work_ns),
     ] {
@@ -191,8 +192,11 @@ fn describe(sample: &Sample, names: &Names) -> String {
             parts.push(format!("{count} {what} {} us", us2(ns)));
         }
     }
-    if w.wakeup_ipi {
-        parts.push("its executor's wakeup came as an IPI".into());
+    if let Some(ns) = w.wakeup_ipi_ns {
+        parts.push(format!(
+            "its executor's wakeup came as an IPI {} us",
+            us2(ns)
+        ));
     }
     if w.switches > 0 {
         parts.push(format!("{} context switches", w.switches));

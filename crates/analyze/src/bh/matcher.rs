@@ -16,7 +16,7 @@ use super::{Delay, DelayCause, Mechanism, Sample, Source, Woke};
 use crate::bounded::AgedMap;
 use irqlens_model::bh::MatchCounts;
 use irqlens_model::event::{Event, EventData};
-use irqlens_model::kernel::{Comm, WAKEUP_IPI_SOURCES};
+use irqlens_model::kernel::{Comm, WAKEUP_DELIVERY_IPI_SOURCES};
 use irqlens_model::units::CpuList;
 use irqlens_model::workload::NamedThread;
 
@@ -590,10 +590,12 @@ impl Matcher {
     }
 
     /// When the IPI that brought a thread-run bottom half's executor its wakeup from
-    /// another CPU began on `cpu`: the first wakeup IPI after the wakeup, within the
-    /// window. It is the handoff itself, not an interruption of it: counted as one, every
-    /// sample of a worker woken across CPUs is interrupted, and the quantiles, which leave
-    /// those out, have none.
+    /// another CPU began on `cpu`: the first reschedule or call-function-single IPI after
+    /// the wakeup and before the executor was switched in (or, not seen switched in, the
+    /// invocation). It is the handoff itself, not an interruption of it: counted as one,
+    /// every sample of a worker woken across CPUs is interrupted, and the quantiles, which
+    /// leave those out, have none. A CPU polling in idle takes the wakeup without an IPI;
+    /// then the first IPI is another one, unless it comes after the switch-in.
     fn wakeup_ipi(
         &self,
         state: &CpuState,
@@ -613,14 +615,21 @@ impl Matcher {
         if waker_cpu == cpu || woken_ns < from || woken_ns > to {
             return None;
         }
+        let switched_in = self
+            .switched_in
+            .get(&executor)
+            .copied()
+            .filter(|&t| t > woken_ns && t <= to)
+            .unwrap_or(to);
         state
             .history
             .iter()
             .rev()
             .take_while(|h| h.end_ns >= woken_ns)
-            .filter(|h| h.start_ns >= woken_ns && h.start_ns < to)
+            .filter(|h| h.start_ns >= woken_ns && h.start_ns < switched_in)
             .filter(|h| {
-                matches!(h.what, Happened::Irq { source, .. } if WAKEUP_IPI_SOURCES.contains(&source))
+                matches!(h.what, Happened::Irq { source, .. }
+                    if WAKEUP_DELIVERY_IPI_SOURCES.contains(&source))
             })
             .map(|h| h.start_ns)
             .min()
@@ -653,7 +662,7 @@ impl Matcher {
             match h.what {
                 Happened::Irq { source, id } => {
                     if Some(h.start_ns) == wakeup_ipi {
-                        delay.window.wakeup_ipi = true;
+                        delay.window.wakeup_ipi_ns = Some(h.end_ns - h.start_ns);
                     } else {
                         delay.window.irqs += 1;
                     }
@@ -1199,9 +1208,15 @@ mod tests {
     fn the_ipi_that_wakes_a_worker_on_another_cpu_is_no_interruption_but_a_later_one_is() {
         // CPU 1 idles; work 0x1 is queued on CPU 0 at `at` µs, a reschedule IPI lands
         // on CPU 1 if `rescheduled`, the worker is woken from `waker_cpu`, then a
-        // call-function IPI lands on CPU 1 and the worker runs the work
-        fn woken_worker(stream: Stream, at: u64, rescheduled: bool, waker_cpu: u32) -> Stream {
-            let worker = |e: &mut Event| e.pid = 77;
+        // call-function-single IPI lands on CPU 1 (after the worker's switch-in if `late`)
+        // and the worker runs the work
+        fn woken_worker(
+            stream: Stream,
+            at: u64,
+            rescheduled: bool,
+            waker_cpu: u32,
+            late: bool,
+        ) -> Stream {
             let queued = stream
                 .at(at, 1, switch(0, "swapper/1"))
                 .at(at + 1, 0, queue(0x1));
@@ -1211,30 +1226,45 @@ mod tests {
                     .at(at + 3, 1, irq_exit(253)),
                 false => queued,
             };
-            queued
-                .at(at + 4, waker_cpu, wakeup(77, "kworker/u8:1"))
-                .at(at + 5, 1, irq_entry(4, 251))
-                .at(at + 6, 1, irq_exit(251))
-                .at(at + 7, 1, switch(77, "kworker/u8:1"))
+            let woken = queued.at(at + 4, waker_cpu, wakeup(77, "kworker/u8:1"));
+            let woken = match late {
+                false => woken
+                    .at(at + 5, 1, irq_entry(4, 251))
+                    .at(at + 6, 1, irq_exit(251))
+                    .at(at + 7, 1, switch(77, "kworker/u8:1")),
+                true => woken
+                    .at(at + 5, 1, switch(77, "kworker/u8:1"))
+                    .at(at + 6, 1, irq_entry(4, 251))
+                    .at(at + 7, 1, irq_exit(251)),
+            };
+            let worker = |e: &mut Event| e.pid = 77;
+            woken
                 .at(at + 8, 1, start(0x1))
                 .with(worker)
                 .at(at + 9, 1, end(0x1))
                 .with(worker)
         }
-        let remote = woken_worker(Stream::new(), 0, false, 0);
-        let rescheduled_first = woken_worker(remote, 20, true, 0);
+        let remote = woken_worker(Stream::new(), 0, false, 0, false);
+        let rescheduled_first = woken_worker(remote, 20, true, 0, false);
         // woken from its own CPU: an IPI there is an interruption
-        let (samples, _) = woken_worker(rescheduled_first, 40, false, 1).run(None);
-        let windows: Vec<(u32, bool, u64)> = samples
+        let own_cpu = woken_worker(rescheduled_first, 40, false, 1, false);
+        // the IPI after the switch-in: not the wakeup's
+        let (samples, _) = woken_worker(own_cpu, 60, false, 0, true).run(None);
+        let windows: Vec<(u32, Option<u64>, u64)> = samples
             .iter()
             .map(|s| {
                 let w = s.delay.window;
-                (w.irqs, w.wakeup_ipi, w.irq_ns)
+                (w.irqs, w.wakeup_ipi_ns, w.irq_ns)
             })
             .collect();
         assert_eq!(
             windows,
-            vec![(0, true, 1_000), (1, true, 2_000), (1, false, 1_000)]
+            vec![
+                (0, Some(1_000), 1_000),
+                (1, Some(1_000), 2_000),
+                (1, None, 1_000),
+                (1, None, 1_000)
+            ]
         );
         assert!(!samples[0].irq_in_window());
         assert!(
