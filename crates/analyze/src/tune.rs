@@ -145,16 +145,16 @@ pub fn wakeup_round(stats: &WakeupStats) -> Result<TuneRound, String> {
 /// happens by chance with probability 1/C(2N,N) when the remedy changes nothing (the
 /// rounds are then exchangeable: N=2 1/6, N=3 1/20, N=4 1/70); the medians must also
 /// differ by more than the before rounds' max-min, so a consistent but tiny change is not
-/// kept, or by more than half the before median: a change that halves the noise is not
-/// tiny, however much the noise it removed varied between the before rounds (an IRQ line
-/// moved away took 238 and 72 µs/s before, 0 and 2 after).
+/// kept, unless the after median is below half the lowest before round: a change that
+/// halves the noise of every before round is not tiny, however much the noise it removed
+/// varied between them (an IRQ line moved away took 238 and 72 µs/s before, 0 and 2 after).
 pub fn judge(before: &[f64], after: &[f64]) -> Verdict {
     let (lowest_before, highest_before) = bounds(before);
     let (_, highest_after) = bounds(after);
     let separated = highest_after < lowest_before;
-    let before_median = median(before);
-    let beyond_spread =
-        before_median - median(after) > (highest_before - lowest_before).min(before_median / 2.0);
+    let after_median = median(after);
+    let beyond_spread = median(before) - after_median > highest_before - lowest_before
+        || after_median < lowest_before / 2.0;
     if separated && beyond_spread {
         Verdict::Kept
     } else {
@@ -281,6 +281,13 @@ mod tests {
         assert_eq!(
             judge(&[238_332.0, 71_524.0], &[0.0, 2_335.0]),
             Verdict::Kept
+        );
+        // one noisy before round, the quiet one barely beaten
+        assert_eq!(judge(&[1_000.0, 100.0], &[95.0, 90.0]), Verdict::NoEffect);
+        // next to nothing, halved by the median of the before rounds only
+        assert_eq!(
+            judge(&[3.0, 5.0, 8.0, 200.0], &[0.0, 1.0, 2.0, 2.0]),
+            Verdict::NoEffect
         );
         // worse
         assert_eq!(judge(&[10.0, 11.0], &[20.0, 21.0]), Verdict::NoEffect);

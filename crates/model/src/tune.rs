@@ -626,12 +626,13 @@ pub struct TuneRound {
     pub figures: std::collections::BTreeMap<String, f64>,
 }
 
-/// Whether a remedy helped by more than the run-to-run spread.
+/// Whether a remedy helped beyond the run-to-run spread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Every after round below every before round, and the medians apart by more than
-    /// the before rounds' spread or half the before median.
+    /// the before rounds' spread (or the after median below half the lowest before
+    /// round).
     Kept,
     /// Otherwise: put back.
     NoEffect,

@@ -19,7 +19,8 @@ pub fn write_text(out: &mut dyn Write, report: &TuneReport) -> io::Result<()> {
         out,
         "tune: CPUs {}, {} rounds of {} before and after each remedy; kept when every \
          after round is below every before round (chance {:.3} if it does nothing) and the \
-         medians differ by more than the before rounds' spread or half the before median",
+         medians differ by more than the before rounds' spread (or the after median is below \
+         half the lowest before round)",
         report.cpus,
         report.rounds,
         humantime::format_duration(Duration::from_nanos(report.duration_ns)),
@@ -262,7 +263,7 @@ mod tests {
             trial(WAKEUP_UNIT, Verdict::NoEffect, false, Some(2.0)),
         ]));
         let expected = "\
-tune: CPUs 1, 2 rounds of 1s 500ms before and after each remedy; kept when every after round is below every before round (chance 0.167 if it does nothing) and the medians differ by more than the before rounds' spread or half the before median
+tune: CPUs 1, 2 rounds of 1s 500ms before and after each remedy; kept when every after round is below every before round (chance 0.167 if it does nothing) and the medians differ by more than the before rounds' spread (or the after median is below half the lowest before round)
 
 irq:24=0  (/proc/irq/24/smp_affinity_list: 0-1 -> 0)
   IRQ 24 noise on CPUs 1 (µs per s)

@@ -1,6 +1,7 @@
 //! `irqlens tune`: each remedy applied, measured against the machine without it in
 //! alternating before/after rounds, kept only when every after round beat every before
-//! round by more than their spread; everything put back at exit from the journal.
+//! round and the medians differ by more than the before rounds' spread (or the noise
+//! halved); everything put back at exit from the journal.
 
 use std::path::Path;
 use std::time::Duration;

@@ -2,8 +2,9 @@
 //! with NET_RX, a trial at low rates), the simulated `trial net` test bed must stop
 //! following the offered rate where a second, independent trial does (within what the
 //! machine's noise moves that trial's knee between its rounds), for `stock` and
-//! `threaded-niced` (up to a rung higher for it: a gap of the model). The figures (knee, peak, median latency) are printed: the closing
-//! note reports them. Needs root (CI runs as root).
+//! `threaded-niced` (up to a rung higher for it: a gap of the model). The figures
+//! (knee, peak, median latency) are printed: the closing note reports them. Needs root
+//! (CI runs as root).
 
 use std::fs;
 use std::time::Duration;
@@ -175,7 +176,7 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
         if others_busy.iter().any(|&share| share > 0.5) {
             eprintln!(
                 "knee not judged (simulated {simulated:?}/s, measured {measured:?}/s, rounds \
-                 {by_round:?}; within a rung: {within}): other work kept CPU 1 busy \
+                 {by_round:?}; within its bound: {within}): other work kept CPU 1 busy \
                  {others_busy:.2?} of the second before each trial"
             );
             continue;
