@@ -936,8 +936,8 @@ pub struct TrialCosts {
     pub idle_exit_us: f64,
     /// How many times a second trial's generator wakes: the echo server's sleeps a second
     /// where it kept up (each wakeup sends what fell due, one datagram at 10k/s here, 8
-    /// at 80k/s, in sends of at most one GSO batch of 8, so past 8 times this rate the
-    /// sends come more often); none: sends of 8.
+    /// at 80k/s, 100 at 1M/s, back to back in sends of at most one GSO batch of 8);
+    /// none: sends of 8.
     #[serde(default)]
     pub arrivals_per_s: Option<f64>,
     /// The part of the echo latency outside the receiving CPU (the sending stack, the

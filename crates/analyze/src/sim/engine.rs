@@ -1317,7 +1317,10 @@ impl<'a> Engine<'a> {
     /// napi_poll's work == weight, which keeps the NAPI on the poll list, and
     /// net_rx_action's budget), as in a flood, and the packet costs the saturated cost.
     /// Packets come in while the poll runs, so a poll can turn saturated midway; the
-    /// ones it took before cost the plain cost.
+    /// ones it took before cost the plain cost. So is it while the consumer's socket is
+    /// half full or more: the consumer is behind, the state of a flood past the knee
+    /// whatever the polls' sizes (the machine's bottom half pays the flood's cost there,
+    /// in polls of 30 datagrams as in full ones: docs/sim.md).
     fn polled_packet_cost(&mut self, index: usize, allowed: u32) -> Ns {
         let source = &self.sources[index];
         // the socket's state now stands for the one at the packet's end
@@ -1329,7 +1332,10 @@ impl<'a> Engine<'a> {
         if let Some(dist) = dropped {
             return self.costs.sample(dist);
         }
-        let saturated = source.ring.len() + 1 >= allowed as usize;
+        let behind = source
+            .consumer
+            .is_some_and(|c| self.threads[c].socket.len() * 2 >= self.threads[c].socket_cap);
+        let saturated = source.ring.len() + 1 >= allowed as usize || behind;
         let dist = match saturated {
             true => &source.per_packet_saturated,
             false => &source.per_packet,

@@ -958,6 +958,41 @@ fn a_poll_that_uses_its_whole_weight_pays_the_saturated_cost() {
     }
 }
 
+#[test]
+fn a_poll_while_the_consumer_is_behind_pays_the_saturated_cost() {
+    // one packet every 10 µs: every poll takes one, far under its weight; a consumer at
+    // 20 µs a packet falls behind and its socket fills, one at 1 µs keeps it empty
+    let (plain_us, saturated_us) = (1.0, 3.0);
+    let bottom_half_per_packet_us = |consumer_us: f64| {
+        let mut source = source(
+            "flood",
+            Arrival::Periodic {
+                period_us: 10.0,
+                phase_us: 0.0,
+            },
+            true,
+        );
+        source.softirq_per_packet = Some(us(plain_us));
+        source.softirq_per_packet_saturated = Some(us(saturated_us));
+        let seconds = 0.05;
+        let tasks = vec![task("echo", "o:0", consumer("flood", consumer_us, 64))];
+        let config = config(seconds, vec![source], tasks, free_costs(), &["stock"]);
+        let result = run(&config).remove(0);
+        (result.cpu.softirq + result.cpu.bh_threads) * seconds * 1e6 / result.arrivals as f64
+    };
+    let (behind, keeping_up) = (
+        bottom_half_per_packet_us(20.0),
+        bottom_half_per_packet_us(1.0),
+    );
+    // the socket fills within its 64 packets' time, and from then on every packet pays
+    // the saturated cost
+    assert!(behind > saturated_us - 0.2, "{behind} µs a packet");
+    assert!(
+        (keeping_up - plain_us).abs() < 0.05,
+        "{keeping_up} µs a packet"
+    );
+}
+
 /// A stock flood that the softirq and the consumer cannot both keep up with: its socket
 /// fills and drops.
 fn stock_flood(replies: bool, dropped_us: Option<f64>) -> DesignResult {

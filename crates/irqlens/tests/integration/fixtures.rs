@@ -234,6 +234,7 @@ fn every_commands_json_follows_the_published_schema() {
         "trial/calibration.json",
         "trial/knee.json",
         "trial/knee-busy.json",
+        "trial/knee-2026-12-07.json",
     ] {
         crate::common::assert_valid_document(&std::fs::read(fixture(trial)).unwrap());
     }

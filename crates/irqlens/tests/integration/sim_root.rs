@@ -1,5 +1,5 @@
 //! irqlens sim against this machine: calibrated from recordings made here (wakeup, bh
-//! with NET_RX, a trial at low rates), the simulated `trial net` test bed must stop
+//! with NET_RX, a trial at low rates and two flood rates), the simulated `trial net` test bed must stop
 //! following the offered rate where a second, independent trial does (within what the
 //! machine's noise moves that trial's knee between its rounds), for `stock` and
 //! `threaded-niced` (up to a rung higher for it: a gap of the model). The figures
@@ -12,10 +12,11 @@ use std::time::Duration;
 use crate::common::*;
 use irqlens_collect::system::cpu_times;
 
-/// The ladders: the calibration's stays at or below the knee (80k to 160k/s on CPU 1 of
-/// the test VM; a point that did not echo 95% is left out of the fit), the checked one
-/// crosses it.
-const CALIBRATION_RATES: &str = "10k,20k,40k,80k";
+/// The ladders: the calibration's has points below the knee (80k to 160k/s on CPU 1 of
+/// the test VM), which give the per-datagram costs, and two far past it, which give the
+/// bottom half's cost in a flood (a point that did not echo 95% is left out of the
+/// first fit and makes the second); the checked one crosses the knee.
+const CALIBRATION_RATES: &str = "10k,20k,40k,80k,640k,1M";
 const CHECKED_RATES: [u64; 5] = [20_000, 40_000, 80_000, 160_000, 320_000];
 const DESIGNS: &str = "stock,threaded-niced";
 /// The checked trial's rounds: its knee is where most of them follow, and how far apart
@@ -45,7 +46,7 @@ fn others_busy_share() -> f64 {
     (busy(&after) - busy(&before)) as f64 / (total(&after) - total(&before)).max(1) as f64
 }
 
-/// About 150 s: a wakeup and a bh recording of 3 s, then two trials (8 points of 2 s, and
+/// About 160 s: a wakeup and a bh recording of 3 s, then two trials (12 points of 2 s, and
 /// 3 rounds of 10 points of 1 s, each after 0.5 s of warm-up).
 #[test]
 #[ignore = "needs root: loads BPF programs (scripts/test runs it)"]
@@ -130,6 +131,11 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
             .map(|p| p["echoed_pps"].as_f64().unwrap())
             .fold(0.0, f64::max);
         assert!(consumer > 0.0, "{costs}");
+        // the flood points are past any knee this bed has had (80k to 320k/s)
+        assert!(
+            costs["bottom_half_flood_per_datagram_us"].as_f64() > Some(0.0),
+            "no flood cost: {costs}"
+        );
         // the bound holds for a fit from exact busy times, which trial records with or
         // without cpuidle; a recording without them (older) falls back to the ticks,
         // which a stalled VM scatters past it
