@@ -1,7 +1,7 @@
 //! The test bed of one point: two private network namespaces joined by a veth pair
 //! (GRO on on the receiving end, so that its NAPI can be threaded), the receive work put
-//! on the receiving CPU as the design says, and the receiving veth's NAPI deferred if the
-//! design defers. Every change is journaled before it is made
+//! on the receiving CPU as the design says, the receiving veth's NAPI deferred if the
+//! design defers, and the scheduler's autogroups off. Every change is journaled before it is made
 //! (the namespaces too, as [`Knob::Netns`]), and put back by [`Testbed::tear_down`], or
 //! by the journal's owner at its exit, or by `irqlens tune --revert` after a SIGKILL.
 
@@ -27,6 +27,8 @@ pub const RECEIVER_ADDRESS: Ipv4Addr = Ipv4Addr::new(169, 254, 251, 2);
 pub const ECHO_PORT: u16 = 7;
 /// What every trial namespace's name starts with.
 pub const NETNS_PREFIX: &str = "irqlens-trial-";
+/// The scheduler's autogroups (a task group per session): off while a bed stands.
+pub const AUTOGROUP_SYSCTL: &str = "kernel.sched_autogroup_enabled";
 
 /// One side of the veth pair.
 #[derive(Clone, Debug)]
@@ -88,6 +90,17 @@ impl Testbed {
         options: &TrialOptions,
     ) -> Result<()> {
         let (sender, receiver) = (self.sender.clone(), self.receiver.clone());
+        // With autogroups on, the echo server (started after this) would compete with
+        // the kernel's threads as its whole session, at the session's weight (nice 0),
+        // not at its own nice: threaded-niced's NAPI thread at nice -5 took 70% of the
+        // CPU from an echo server at -10 (docs/trial.md). Off, both are in the root task
+        // group, and their nices compare as the design says.
+        let autogroup = Knob::Sysctl {
+            name: AUTOGROUP_SYSCTL.into(),
+        };
+        if crate::knob::read(&autogroup).is_ok_and(|on| on.trim() != "0") {
+            self.apply(journal, autogroup, "0")?;
+        }
         for side in [&sender, &receiver] {
             self.applied
                 .push(netns::add_journaled(journal, &side.netns)?);
