@@ -1,10 +1,10 @@
 //! irqlens sim against this machine: calibrated from recordings made here (wakeup, bh
-//! with NET_RX, a trial at low rates and two flood rates), the simulated `trial net` test bed must stop
-//! following the offered rate where a second, independent trial does (within what the
-//! machine's noise moves that trial's knee between its rounds), for `stock` and
-//! `threaded-niced`. The figures
-//! (knee, peak, median latency) are printed: the closing note reports them. Needs root
-//! (CI runs as root).
+//! with NET_RX, a trial at low rates and three flood rates), the simulated `trial net`
+//! test bed must stop following the offered rate where a second, independent trial does
+//! (within what the machine's noise moves that trial's knee between its rounds), and echo
+//! within 25% of it at that trial's top rate, past the knee (widened by its rounds'
+//! spread), for `stock` and `threaded-niced`. The figures (knee, peak, median latency)
+//! are printed: the closing note reports them. Needs root (CI runs as root).
 
 use std::fs;
 use std::time::Duration;
@@ -187,7 +187,8 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
              {by_round:?}: {design}"
         );
     }
-    for point in compared["points"].as_array().unwrap() {
+    let points = compared["points"].as_array().unwrap();
+    for point in points {
         eprintln!(
             "{} {} round {}: echoed {:.0} sim {:.0}; p50 {} sim {} us",
             point["design"],
@@ -198,6 +199,37 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
             point["measured_p50_us"],
             point["simulated_p50_us"],
         );
+    }
+    // at the top rate, past the knee, the echo rate: the median of the simulated rounds
+    // within 25% of the measured rounds' median, widened by how far those rounds spread
+    // (issue 32's aim, with the machine's noise of this run)
+    let top_rate = CHECKED_RATES[CHECKED_RATES.len() - 1];
+    for design in DESIGNS.split(',') {
+        let rounds: Vec<&serde_json::Value> = points
+            .iter()
+            .filter(|p| p["design"] == design && p["offered_pps"] == top_rate)
+            .collect();
+        let figure = |key: &str| -> Vec<f64> {
+            let mut values: Vec<f64> = rounds.iter().map(|p| p[key].as_f64().unwrap()).collect();
+            values.sort_by(f64::total_cmp);
+            values
+        };
+        let (measured, simulated) = (
+            figure("measured_echoed_pps"),
+            figure("simulated_echoed_pps"),
+        );
+        let median = |values: &[f64]| values[values.len() / 2];
+        let spread = measured[measured.len() - 1] - measured[0];
+        let error = (median(&simulated) - median(&measured)).abs();
+        let allowed = 0.25 * median(&measured) + spread;
+        let line = format!(
+            "{design} at {top_rate}/s: echoed {measured:.0?}, simulated {simulated:.0?}: off by \
+             {error:.0}/s, allowed {allowed:.0}"
+        );
+        eprintln!("{line}");
+        if others_busy.iter().all(|&share| share <= 0.5) {
+            assert!(error <= allowed, "{line}");
+        }
     }
 
     // the calibration drives a model of one's own: the six designs, costs from here
