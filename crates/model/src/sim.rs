@@ -147,7 +147,8 @@ pub struct Source {
     #[serde(default)]
     pub softirq_per_packet: Option<Dist>,
     /// Bottom-half cost per packet in a saturated poll, one that uses its whole budget
-    /// (more pending than the poll may take: a flood); default: `softirq_per_packet`.
+    /// (more pending than the poll may take: a flood), or any poll while the source's
+    /// consumer is behind (its socket half full or more); default: `softirq_per_packet`.
     #[serde(default)]
     pub softirq_per_packet_saturated: Option<Dist>,
     /// Bottom-half cost of a packet that its consumer's full socket drops (the UDP
@@ -914,8 +915,9 @@ pub struct TrialCosts {
     /// Bottom-half time per datagram it received in a flood, µs: from the points past
     /// the knee, where the receiving CPU is saturated (every datagram reaches the echo
     /// server's socket, the drops are there); with a drop cost (below), per datagram the
-    /// socket took. The simulated test bed charges it in saturated polls; none (older
-    /// calibrations, or no point past the knee): the cost above everywhere.
+    /// socket took. The simulated test bed charges it in saturated polls and while the
+    /// echo server is behind; none (older calibrations, or no point past the knee): the
+    /// cost above everywhere.
     #[serde(default)]
     pub bottom_half_flood_per_datagram_us: Option<f64>,
     /// Bottom-half time per datagram that the echo server's full socket dropped, µs: with

@@ -373,10 +373,19 @@ impl TrialReport {
 }
 
 /// How many nice levels below its consumer `threaded-niced` puts the NAPI thread unless
-/// told (`--napi-nice`): the slides' setting. At equal nice the thread's polls, which
-/// nothing preempts, still took 64 to 77% of the CPU on the test VM and the remedy did
-/// not show from run to run.
+/// told (`--napi-nice`): the slides' setting.
 pub const NAPI_NICE_BELOW_CONSUMER: i32 = 5;
+
+/// Datagrams in one send of trial's load generator (one GSO packet). Small: veth's NAPI
+/// polls 64 packets with bottom halves off, each segmented into this many datagrams, and
+/// with bottom halves off its thread cannot be preempted: larger batches would make every
+/// design look non-preemptible.
+pub const SEND_BATCH: u32 = 8;
+
+/// How far trial's load generator may fall behind its schedule before it gives up on
+/// the datagrams it is late for (they count as offered, not sent), ns: what one of its
+/// wakeups sends at most.
+pub const GENERATOR_MAX_LAG_NS: u64 = 10_000_000;
 
 /// The highest offered rate (`--rates`), datagrams/s.
 pub const MAX_RATE: u64 = 10_000_000;

@@ -9,7 +9,7 @@ use irqlens_model::sim::{
     DesignResult, Dist, MeasuredCost, NapiCost, NapiCostName, SimConfig, Source, Task, TaskKind,
     TrialCosts,
 };
-use irqlens_model::trial::{TrialOptions, TrialPoint};
+use irqlens_model::trial::{GENERATOR_MAX_LAG_NS, SEND_BATCH, TrialOptions, TrialPoint};
 
 use super::simulate_design;
 use crate::account::{Ledger, Source as AccountSource};
@@ -164,8 +164,6 @@ pub fn costs_from(measured: &[MeasuredCost], defaults: &Costs) -> Costs {
 /// net.core.rmem_default (212992) it gives the ~200 datagrams trial's echo queues past
 /// its knee on the machines measured (median latency times echo rate).
 pub const DATAGRAM_TRUESIZE: u32 = 1024;
-/// Datagrams per send of trial's load generator (one GSO batch).
-const TRIAL_BATCH: u32 = 8;
 /// veth's receive ring (VETH_RING_SIZE), where threaded NAPI's datagrams wait.
 const VETH_RING: u32 = 256;
 /// net.core.netdev_max_backlog's default: RPS's backlog, where softirq's datagrams wait.
@@ -288,15 +286,20 @@ const FIT_BUSY_PERCENT: f64 = 25.0;
 
 /// Datagrams per wakeup of trial's generator at `rate_pps`, and per send: what fell due
 /// since its last wakeup (`arrivals_per_s` of them a second), sent at once in GSO batches
-/// of up to 8 (flow.rs: it sends until it has caught up, and sleeps only then); without
-/// a wakeup rate, whole batches.
+/// of up to 8 (flow.rs: it sends until it has caught up, and sleeps only then), and no
+/// more than its lag allows (it gives up on datagrams later than that); without a wakeup
+/// rate, whole batches.
 fn trial_batch(rate_pps: f64, arrivals_per_s: Option<f64>) -> (u32, u32) {
+    let rate = rate_pps.max(1.0);
     match arrivals_per_s {
         Some(wakeups) if wakeups > 0.0 => {
-            let burst = (rate_pps.max(1.0) / wakeups).ceil().clamp(1.0, 1e6) as u32;
-            (burst, burst.min(TRIAL_BATCH))
+            let most = (rate * GENERATOR_MAX_LAG_NS as f64 / 1e9)
+                .ceil()
+                .max(f64::from(SEND_BATCH));
+            let burst = (rate / wakeups).ceil().clamp(1.0, most) as u32;
+            (burst, burst.min(SEND_BATCH))
         }
-        _ => (TRIAL_BATCH, TRIAL_BATCH),
+        _ => (SEND_BATCH, SEND_BATCH),
     }
 }
 
@@ -411,19 +414,19 @@ struct FloodTime {
     /// Its bottom half is the NAPI threads, whose run time trial records exactly.
     threaded: bool,
     /// The echo server's own cost per echoed datagram, µs, when the costs below the knee
-    /// came from exact times: a softirq design's flood time is then the CPU's exact busy
-    /// time less that.
+    /// came from exact times and every flood point has its CPU's exact busy time: a
+    /// softirq design's flood time is then that less the echo server's own work.
     echo_us: Option<f64>,
 }
 
 /// The points' bottom-half time a second (µs). A threaded design's is its NAPI threads'
 /// (exact). A softirq's exact time hides in the echo server's past the knee (hardirq
 /// exits and local_bh_enable() run it in the server's context, whose time per echo
-/// grows from 3.0 µs below the knee to 5.5 at 1M/s here), so it is the receiving CPU's
-/// exact busy time less the echo server's own work at its cost below the knee. Without
-/// exact times, the share the CPU split gives the bottom half (the tick samples a
-/// saturated CPU fairly, but that share overlaps the echo server's cost: 82% softirq
-/// and 76% echo server on a CPU 95% busy, measured at 1M/s).
+/// grows from 3.0 µs below the knee to 5.4 to 5.9 at 1M/s here), so it is the receiving
+/// CPU's exact busy time less the echo server's own work at its cost below the knee.
+/// Without exact times, the share the CPU split gives the bottom half (the tick samples
+/// a saturated CPU fairly, but that share overlaps the echo server's time: 60 to 88%
+/// softirq and 74 to 78% echo server on a CPU 95% busy, measured at 1M/s).
 fn flood_bottom_half<'a>(
     points: &'a [&'a TrialPoint],
     read: FloodTime,
@@ -457,8 +460,9 @@ const SATURATED_BUSY_SHARE: f64 = 0.85;
 /// server's full socket dropped, µs: the flood points' bottom-half time by least squares
 /// on the datagrams echoed and those dropped (sent, less echoed: past the knee the
 /// socket drops them, after the whole receive path but the delivery and the wakeup),
-/// over the points whose receiving CPU was saturated (the tick samples their split
-/// fairly; a point just past the knee drops few, in bursts, on a CPU half idle). None
+/// over the points whose receiving CPU was saturated (a point just past the knee drops
+/// few, in bursts, on a CPU half idle), their time read as [`flood_bottom_half`] reads
+/// it. None
 /// without such points at two offered rates or more (the rounds of one rate differ by
 /// the machine's noise only, and a split of that noise extrapolates wildly), or with a
 /// split the receive path cannot have: a drop that costs nothing, or more than an echo.
@@ -696,7 +700,13 @@ fn design_costs(
     let (bottom_half, consumer, idle_cycle, fitted) =
         match exact_per_datagram_us(&following, cyclic_hz) {
             Some((bottom_half, consumer, idle_cycle)) => {
-                flood_time.echo_us = Some(consumer);
+                // one scale for all the flood points: the ticks' share, which holds some
+                // of the echo server's time, would not add up with exact ones
+                let all_exact = past_knee.iter().all(|p| {
+                    p.runtimes
+                        .is_some_and(|t| t.window_ns > 0 && t.busy_ns.is_some())
+                });
+                flood_time.echo_us = all_exact.then_some(consumer);
                 (bottom_half, consumer, idle_cycle, following.len())
             }
             None => {
@@ -1286,6 +1296,13 @@ mod tests {
         // a wakeup sends all that fell due (in sends of one GSO batch of 8 at most): past
         // 80k/s the bursts grow
         assert_eq!(bed(1_000_000.0).arrival, bursts(100.0, 100));
+        // up to the generator's lag of 10 ms: it gives up on what is later than that
+        let rare = TrialCosts {
+            arrivals_per_s: Some(0.001),
+            ..costs.clone()
+        };
+        assert_eq!(bed_of(&rare, 20_000.0).arrival, bursts(10_000.0, 200));
+        assert_eq!(bed_of(&rare, 100.0).arrival, bursts(80_000.0, 8));
         // veth's ring holds skbs, each a send's datagrams; so does stock's backlog
         assert_eq!(bed(5_000.0).ring, VETH_RING);
         assert_eq!(bed(20_000.0).ring, 2 * VETH_RING);

@@ -20,17 +20,13 @@ use crate::sched::{set_affinity, set_priority};
 use irqlens_analyze::histogram::Distribution;
 use irqlens_analyze::trial::echo_distribution;
 use irqlens_model::sched::Priority;
-use irqlens_model::trial::EchoBusyPoll;
+use irqlens_model::trial::{EchoBusyPoll, GENERATOR_MAX_LAG_NS, SEND_BATCH};
 use irqlens_model::units::CpuList;
 
-/// Datagrams in one send (one GSO packet). Small: veth's NAPI polls 64 packets with
-/// bottom halves off, each segmented into this many datagrams, and with bottom halves
-/// off its thread cannot be preempted: larger batches would make every design look
-/// non-preemptible.
-const BATCH: usize = 8;
-/// How far the generator may fall behind its schedule before it gives up on the
-/// datagrams it is late for (they count as offered, not sent).
-const MAX_LAG: Duration = Duration::from_millis(10);
+/// Datagrams in one send.
+const BATCH: usize = SEND_BATCH as usize;
+/// How far the generator may fall behind its schedule.
+const MAX_LAG: Duration = Duration::from_nanos(GENERATOR_MAX_LAG_NS);
 /// How long a blocked receive waits before it looks at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
 /// A header of sequence number and send time, both u64 little-endian.

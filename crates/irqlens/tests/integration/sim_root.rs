@@ -214,6 +214,7 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
             values.sort_by(f64::total_cmp);
             values
         };
+        assert_eq!(rounds.len(), 3, "{design} at {top_rate}/s: {compared:#}");
         let (measured, simulated) = (
             figure("measured_echoed_pps"),
             figure("simulated_echoed_pps"),

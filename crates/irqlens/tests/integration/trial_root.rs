@@ -411,6 +411,9 @@ fn a_killed_trial_is_undone_by_tune_revert() {
     trial.wait().unwrap();
     assert_eq!(read(NETDEV_BUDGET), "17", "SIGKILL left the change");
     assert_eq!(trial_namespaces().len(), 2, "SIGKILL left the namespaces");
+    if before.autogroup.as_deref().map(str::trim) == Some("1") {
+        assert_eq!(read(AUTOGROUP), "0", "the bed turns autogroups off");
+    }
     let reverted = irqlens_ok(&["tune", "--revert"]);
     let text = String::from_utf8_lossy(&reverted.stdout);
     assert!(
