@@ -370,7 +370,7 @@ fn exact_per_datagram_us(points: &[&TrialPoint], cyclic_hz: f64) -> Option<(f64,
         let times = point.runtimes.filter(|t| t.window_ns > 0)?;
         let seconds = times.window_ns as f64 / 1e9;
         let rate = point.echoed as f64 / seconds;
-        let per_s = |ns: u64| ns as f64 / 1e3 / seconds;
+        let per_s = |ns: u64| us_per_s(ns, times.window_ns);
         let outside = match times.busy_ns {
             Some(all) => all.saturating_sub(times.echo_ns),
             None if times.napi_ns > 0 => times.napi_ns,
@@ -408,6 +408,11 @@ fn flood_per_datagram_us(points: &[&TrialPoint], read: FloodTime) -> Option<f64>
     (sent > 0.0).then(|| busy / sent)
 }
 
+/// `ns` of a window of `window_ns` as µs a second.
+fn us_per_s(ns: u64, window_ns: u64) -> f64 {
+    ns as f64 / 1e3 / (window_ns as f64 / 1e9)
+}
+
 /// How a design's bottom-half time in a flood is read.
 #[derive(Clone, Copy, Debug)]
 struct FloodTime {
@@ -432,12 +437,11 @@ fn flood_bottom_half<'a>(
     read: FloodTime,
 ) -> impl Iterator<Item = (&'a TrialPoint, f64)> + 'a {
     points.iter().filter(|p| p.sent_pps > 0.0).map(move |&p| {
-        let per_s = |ns: u64, window_ns: u64| ns as f64 / 1e3 / (window_ns as f64 / 1e9);
         let exact = p.runtimes.filter(|t| t.window_ns > 0).and_then(|t| {
             match (read.threaded, read.echo_us, t.busy_ns) {
-                (true, _, _) => (t.napi_ns > 0).then(|| per_s(t.napi_ns, t.window_ns)),
+                (true, _, _) => (t.napi_ns > 0).then(|| us_per_s(t.napi_ns, t.window_ns)),
                 (false, Some(echo_us), Some(busy_ns)) => {
-                    Some((per_s(busy_ns, t.window_ns) - echo_us * p.echoed_pps).max(0.0))
+                    Some((us_per_s(busy_ns, t.window_ns) - echo_us * p.echoed_pps).max(0.0))
                 }
                 (false, _, _) => None,
             }
@@ -462,10 +466,10 @@ const SATURATED_BUSY_SHARE: f64 = 0.85;
 /// socket drops them, after the whole receive path but the delivery and the wakeup),
 /// over the points whose receiving CPU was saturated (a point just past the knee drops
 /// few, in bursts, on a CPU half idle), their time read as [`flood_bottom_half`] reads
-/// it. None
-/// without such points at two offered rates or more (the rounds of one rate differ by
-/// the machine's noise only, and a split of that noise extrapolates wildly), or with a
-/// split the receive path cannot have: a drop that costs nothing, or more than an echo.
+/// it. None without such points at two offered rates or more (the rounds of one rate
+/// differ by the machine's noise only, and a split of that noise extrapolates wildly),
+/// or with a split the receive path cannot have: a drop that costs nothing, or more than
+/// an echo.
 fn flood_split_us(points: &[&TrialPoint], read: FloodTime) -> Option<(f64, f64)> {
     let saturated: Vec<&TrialPoint> = points
         .iter()
@@ -693,37 +697,36 @@ fn design_costs(
         .collect();
     let arrivals = arrivals_per_s(&following);
     let cyclic_hz = 1e9 / options.cyclic_period_ns.max(1) as f64;
-    let mut flood_time = FloodTime {
-        threaded: design.threaded(),
-        echo_us: None,
+    let exact = exact_per_datagram_us(&following, cyclic_hz);
+    let (bottom_half, consumer, idle_cycle, fitted) = match exact {
+        Some((bottom_half, consumer, idle_cycle)) => {
+            (bottom_half, consumer, idle_cycle, following.len())
+        }
+        None => {
+            let busy: Vec<&TrialPoint> = following
+                .iter()
+                .copied()
+                .filter(|p| 100.0 - p.cpu.idle_percent >= FIT_BUSY_PERCENT)
+                .collect();
+            let fitted = if busy.is_empty() { following } else { busy };
+            let bottom_half = sampled_per_datagram_us(&fitted, |p| {
+                p.cpu.softirq_percent + p.cpu.napi_thread_percent + p.cpu.irq_percent
+            });
+            let consumer =
+                sampled_per_datagram_us(&fitted, |p| p.cpu.user_percent + p.cpu.system_percent);
+            (bottom_half, consumer, 0.0, fitted.len())
+        }
     };
-    let (bottom_half, consumer, idle_cycle, fitted) =
-        match exact_per_datagram_us(&following, cyclic_hz) {
-            Some((bottom_half, consumer, idle_cycle)) => {
-                // one scale for all the flood points: the ticks' share, which holds some
-                // of the echo server's time, would not add up with exact ones
-                let all_exact = past_knee.iter().all(|p| {
-                    p.runtimes
-                        .is_some_and(|t| t.window_ns > 0 && t.busy_ns.is_some())
-                });
-                flood_time.echo_us = all_exact.then_some(consumer);
-                (bottom_half, consumer, idle_cycle, following.len())
-            }
-            None => {
-                let busy: Vec<&TrialPoint> = following
-                    .iter()
-                    .copied()
-                    .filter(|p| 100.0 - p.cpu.idle_percent >= FIT_BUSY_PERCENT)
-                    .collect();
-                let fitted = if busy.is_empty() { following } else { busy };
-                let bottom_half = sampled_per_datagram_us(&fitted, |p| {
-                    p.cpu.softirq_percent + p.cpu.napi_thread_percent + p.cpu.irq_percent
-                });
-                let consumer =
-                    sampled_per_datagram_us(&fitted, |p| p.cpu.user_percent + p.cpu.system_percent);
-                (bottom_half, consumer, 0.0, fitted.len())
-            }
-        };
+    // one scale for all the flood points: the ticks' share, which holds some of the echo
+    // server's time, would not add up with exact ones
+    let flood_points_exact = past_knee.iter().all(|p| {
+        p.runtimes
+            .is_some_and(|t| t.window_ns > 0 && t.busy_ns.is_some())
+    });
+    let flood_time = FloodTime {
+        threaded: design.threaded(),
+        echo_us: (exact.is_some() && flood_points_exact).then_some(consumer),
+    };
     let flood_split = flood_split_us(&past_knee, flood_time);
     let mut costs = TrialCosts {
         design,

@@ -1,9 +1,10 @@
 //! The test bed of one point: two private network namespaces joined by a veth pair
 //! (GRO on on the receiving end, so that its NAPI can be threaded), the receive work put
 //! on the receiving CPU as the design says, the receiving veth's NAPI deferred if the
-//! design defers, and the scheduler's autogroups off. Every change is journaled before it is made
-//! (the namespaces too, as [`Knob::Netns`]), and put back by [`Testbed::tear_down`], or
-//! by the journal's owner at its exit, or by `irqlens tune --revert` after a SIGKILL.
+//! design defers, and the scheduler's autogroups off. Every change is journaled before it
+//! is made (the namespaces too, as [`Knob::Netns`]), and put back by
+//! [`Testbed::tear_down`], or by the journal's owner at its exit, or by `irqlens tune
+//! --revert` after a SIGKILL.
 
 use std::fs::File;
 use std::io::{Read, Seek};

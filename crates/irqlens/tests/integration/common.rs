@@ -13,6 +13,33 @@ pub fn read(path: &str) -> String {
         .to_owned()
 }
 
+/// The median of `values` and their spread (largest less smallest).
+pub fn median_and_spread(values: &[f64]) -> (f64, f64) {
+    let (lowest, highest) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
+    (irqlens_analyze::median(values).unwrap(), highest - lowest)
+}
+
+/// One figure (`key`) of the points of a `sim --against` document for `design` at
+/// `rate`, one per round.
+pub fn compared_rounds(
+    compared: &serde_json::Value,
+    design: &str,
+    rate: u64,
+    key: &str,
+) -> Vec<f64> {
+    compared["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["design"] == design && p["offered_pps"] == rate)
+        .map(|p| p[key].as_f64().unwrap())
+        .collect()
+}
+
 /// The path of a test fixture: `relative` under tests/fixtures.
 pub fn fixture(relative: &str) -> String {
     format!("{}/tests/fixtures/{relative}", env!("CARGO_MANIFEST_DIR"))

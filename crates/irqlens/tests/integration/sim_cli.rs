@@ -249,27 +249,21 @@ fn a_ladder_that_crosses_the_knee_calibrates_a_bed_that_follows_it_past_the_knee
         assert_eq!(design["measured_follows_up_to_pps"], 160_000, "{design}");
         assert_eq!(design["simulated_follows_up_to_pps"], 160_000, "{design}");
     }
-    let median = |mut values: Vec<f64>| {
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
     for (design, rate) in [
         ("stock", 320_000),
         ("stock", 1_000_000),
         ("threaded-niced", 320_000),
         ("threaded-niced", 640_000),
     ] {
-        let rounds: Vec<&serde_json::Value> = compared["points"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["design"] == design && p["offered_pps"] == rate)
-            .collect();
-        assert_eq!(rounds.len(), 3, "{design} at {rate}/s");
-        let figure = |key: &str| median(rounds.iter().map(|p| p[key].as_f64().unwrap()).collect());
+        let figure = |key: &str| compared_rounds(&compared, design, rate, key);
         let (measured, simulated) = (
             figure("measured_echoed_pps"),
             figure("simulated_echoed_pps"),
+        );
+        assert_eq!(measured.len(), 3, "{design} at {rate}/s");
+        let (measured, simulated) = (
+            median_and_spread(&measured).0,
+            median_and_spread(&simulated).0,
         );
         assert!(
             (simulated - measured).abs() <= 0.25 * measured,

@@ -205,24 +205,15 @@ fn the_calibrated_simulation_stops_following_where_trial_does() {
     // (issue 32's aim, with the machine's noise of this run)
     let top_rate = CHECKED_RATES[CHECKED_RATES.len() - 1];
     for design in DESIGNS.split(',') {
-        let rounds: Vec<&serde_json::Value> = points
-            .iter()
-            .filter(|p| p["design"] == design && p["offered_pps"] == top_rate)
-            .collect();
-        let figure = |key: &str| -> Vec<f64> {
-            let mut values: Vec<f64> = rounds.iter().map(|p| p[key].as_f64().unwrap()).collect();
-            values.sort_by(f64::total_cmp);
-            values
-        };
-        assert_eq!(rounds.len(), 3, "{design} at {top_rate}/s: {compared:#}");
+        let figure = |key: &str| compared_rounds(&compared, design, top_rate, key);
         let (measured, simulated) = (
             figure("measured_echoed_pps"),
             figure("simulated_echoed_pps"),
         );
-        let median = |values: &[f64]| values[values.len() / 2];
-        let spread = measured[measured.len() - 1] - measured[0];
-        let error = (median(&simulated) - median(&measured)).abs();
-        let allowed = 0.25 * median(&measured) + spread;
+        assert_eq!(measured.len(), 3, "{design} at {top_rate}/s: {compared:#}");
+        let (measured_median, spread) = median_and_spread(&measured);
+        let error = (median_and_spread(&simulated).0 - measured_median).abs();
+        let allowed = 0.25 * measured_median + spread;
         let line = format!(
             "{design} at {top_rate}/s: echoed {measured:.0?}, simulated {simulated:.0?}: off by \
              {error:.0}/s, allowed {allowed:.0}"

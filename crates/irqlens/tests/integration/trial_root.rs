@@ -171,20 +171,10 @@ fn rounds<'a>(doc: &'a serde_json::Value, design: &str) -> Vec<&'a serde_json::V
     points
 }
 
-/// The median of `values` and their spread (largest less smallest).
-fn median_and_spread(values: &[f64]) -> (f64, f64) {
-    let (lowest, highest) = values
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
-            (l.min(v), h.max(v))
-        });
-    (irqlens_analyze::median(values).unwrap(), highest - lowest)
-}
-
 /// About 30 s: three rounds of two points of 2 s after 0.5 s of warm-up. The slides'
 /// collapse, with their remedy: the NAPI thread niced below its consumer (5 levels, the
-/// default, as the slides: at equal nice the thread's non-preemptible polls still take
-/// most of the CPU on this kernel, see docs/trial.md). Measured on the test VM at 1M/s
+/// default, as the slides), with the bed's autogroups off (docs/trial.md). Measured on
+/// the test VM at 1M/s, before the bed turned them off,
 /// with the consumer at -10: threaded-fifo 11k echoes/s, the thread at nice -5 30k and
 /// at 5 90k; but in some rounds the FIFO thread holds the CPU less (54%, and 88k/s
 /// echoed in one fresh-clone CI run), so the designs are compared on the medians of
